@@ -1,4 +1,4 @@
-# agentrepro: one DAG from a study manifest to its report (DESIGN §1).
+# agentrepro: one DAG from a study manifest to its report (docs/design.md §1).
 #   snakemake --cores 2                                            the default study, on this machine
 #   snakemake --cores 2 --config manifest=manifests/<study>.yaml   another study
 #   snakemake --profile slurm                                      the same DAG through SLURM

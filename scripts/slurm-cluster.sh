@@ -9,7 +9,7 @@
 # The slurm.conf is generated for this host: loopback only, no cgroups (proctrack/linuxproc, task/none), no
 # accounting (so the Snakemake profile must use `slurm-status-command: squeue`, see profiles/slurm/README.md),
 # the host's CPUs and memory, and one fake GPU (GRES gpu:1 with File=/dev/null) so that rules asking
-# `gpu=1` can be scheduled on a machine without GPUs. Recipe and pitfalls: ../shared/notes/slurm-local.md.
+# `gpu=1` can be scheduled on a machine without GPUs. Recipe and pitfalls: profiles/slurm/README.md.
 #
 # Settings (environment): SLURM_FAKE_GPUS (default 1; 0 for none), SLURM_PARTITION (default debug).
 set -euo pipefail

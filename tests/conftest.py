@@ -10,5 +10,5 @@ from helpers import FIXTURES
 @pytest.fixture
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
-        pytest.fail(f"reference fixtures not found at {FIXTURES} (set AGENTREPRO_FIXTURES)")
+        pytest.fail(f"reference fixtures not found at {FIXTURES}: they are part of the repository")
     return FIXTURES

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FIXTURES = Path(os.environ.get("AGENTREPRO_FIXTURES", SHARED / "fixtures"))
+FIXTURES = REPO / "tests" / "fixtures"  # reference data, each folder with a README of its provenance
 
 
 def require(name: str, available: bool, why: str) -> None:

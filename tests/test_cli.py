@@ -20,7 +20,7 @@ def test_python_m_and_console_script_agree():
 
 @pytest.mark.parametrize("verb", sorted(VERBS))
 def test_every_verb_has_help(verb):
-    """Each verb of DESIGN §3.7 answers --help with exit 0 (its module imports and declares its options)."""
+    """Each verb of docs/design.md §3.7 answers --help with exit 0 (its module imports and declares its options)."""
     proc = run_cli(verb, "--help")
     assert proc.returncode == 0, proc.stderr
     assert "usage: agentrepro " + verb in proc.stdout

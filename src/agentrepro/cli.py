@@ -2,7 +2,7 @@
 
 A verb module provides `add_arguments(parser)` and `run(args) -> int`. Modules are imported only when
 their verb is used, so `agentrepro --help` and light verbs stay fast (no torch import).
-Exit status: 0 success, 2 bad input (one line on stderr), 1 failure (DESIGN §3.7).
+Exit status: 0 success, 2 bad input (one line on stderr), 1 failure (docs/design.md §3.7).
 """
 
 from __future__ import annotations

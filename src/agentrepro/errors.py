@@ -1,4 +1,4 @@
-"""Exceptions that the command line turns into exit statuses (DESIGN §3.7).
+"""Exceptions that the command line turns into exit statuses (docs/design.md §3.7).
 
 `BadInput` (exit 2) is the user's to fix: a malformed manifest, a missing file, a bad row. Its message
 names the file and the key path or line. `Failure` (exit 1) is a run that did not succeed.

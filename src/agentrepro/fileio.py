@@ -1,7 +1,7 @@
 """Small, shared file primitives: atomic writes, hashing, canonical JSON and line-numbered JSONL.
 
 Every writer in the package goes through `atomic_write_*` so that a killed job never leaves a
-half-written file that looks complete (DESIGN §3.3): the content goes to a temporary name in the same
+half-written file that looks complete (docs/design.md §3.3): the content goes to a temporary name in the same
 directory, is flushed to disk, and is renamed over the target.
 """
 

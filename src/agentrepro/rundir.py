@@ -1,4 +1,4 @@
-"""The run directory contract (DESIGN §3.3): provenance with attempts, and the OUTPUTS.sha256 seal.
+"""The run directory contract (docs/design.md §3.3): provenance with attempts, and the OUTPUTS.sha256 seal.
 
 A run directory is sealed by `write_outputs_manifest`, which hashes every file under it (except the seal
 itself, temporary files and logs that are still being written) into OUTPUTS.sha256, written last.

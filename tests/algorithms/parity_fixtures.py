@@ -1,4 +1,4 @@
-"""Loading and comparing the reference fixtures of ../shared/fixtures/advantages (shared by the parity tests)."""
+"""Loading and comparing the reference fixtures of tests/fixtures/advantages (shared by the parity tests)."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ def test_cli_reads_stdin_writes_stdout():
 
 
 def test_cli_missing_file_and_help(tmp_path):
-    """A missing input exits 2 naming the file; --help documents every DESIGN §3.5 option."""
+    """A missing input exits 2 naming the file; --help documents every docs/design.md §3.5 option."""
     missing = tmp_path / "nope.jsonl"
     proc = run_cli("advantages", "--estimator", "grpo", missing, "-o", tmp_path / "o.jsonl")
     assert proc.returncode == 2 and str(missing) in proc.stderr

@@ -9,7 +9,7 @@ from agentrepro.algorithms import StepBatch, estimate
 
 
 def test_diagnostics_by_hand():
-    """Every DESIGN §3.3 field, counted by hand on three groups."""
+    """Every docs/design.md §3.3 field, counted by hand on three groups."""
     rows = (_rows(ORACLE, "g1")
             + _rows([("a", "S", "A"), ("a", "A", "A"), ("b", "S", "A")], "g2")          # all fail
             + _rows([("c", "S", "success"), ("d", "S", "success")], "g3"))            # all success

@@ -22,7 +22,7 @@ def random_spec(rng, methods=("a", "b", "c"), seeds=(0, 1, 2), steps=(5, 10), it
 
 
 def test_runs_and_methods_tables_follow_the_contract():
-    """Columns are DESIGN §3.6's in order; std uses ddof = 1; pooled Wilson is on pooled counts."""
+    """Columns are docs/design.md §3.6's in order; std uses ddof = 1; pooled Wilson is on pooled counts."""
     spec = random_spec(np.random.default_rng(0))
     df = frame(spec)
     runs = T.runs_table(df)

@@ -1,4 +1,4 @@
-"""Every validation error of DESIGN §3.4, each naming the file and the offending keys."""
+"""Every validation error of docs/design.md §3.4, each naming the file and the offending keys."""
 
 import pytest
 from analysis_synth import outcome_rows, task_hash, write_jsonl

@@ -27,7 +27,7 @@ WIDE = (-0.5, 0.5)
     ((np.nan, np.nan), (np.nan, np.nan), INCONCLUSIVE),
 ])
 def test_decide_on_both_sides_of_each_boundary(ci90, ci95, expected):
-    """The TOST rule of DESIGN §7 at δ = 3 pp, case by case around each boundary."""
+    """The TOST rule of docs/design.md §7 at δ = 3 pp, case by case around each boundary."""
     assert decide(ci90, ci95, D) == expected
 
 

@@ -7,7 +7,7 @@ enough to be killed; MINI_FAIL_AT=<step> makes it exit 3 at that step. --note is
 DIR/note.txt (the quoting test reads it back).
 
 `eval --run DIR --step N --out FILE`: plays the frozen task panel of DIR/resolved_config.yaml with the
-checkpoint of step N and writes one outcome row per task (DESIGN §3.4). Success is a deterministic
+checkpoint of step N and writes one outcome row per task (docs/design.md §3.4). Success is a deterministic
 function of (task, step) that becomes likelier with the step: a stand-in for a policy that learns.
 """
 

@@ -49,7 +49,7 @@ def test_lazy_entries_and_interface_check():
 
 
 def test_global_registry_names():
-    """The global registry knows the four backends of DESIGN §6."""
+    """The global registry knows the four backends of docs/design.md §6."""
     assert REGISTRY.names() == ["builtin", "command", "relax", "verl-agent"]
 
 

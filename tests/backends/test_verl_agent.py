@@ -58,7 +58,7 @@ def test_launch_script_exports_metrics_path(tmp_path):
 
 
 def test_convert_training(tmp_path):
-    """FileLogger lines merge per step into metrics.jsonl with DESIGN names, cumulative wall_s, originals kept; timings too."""
+    """FileLogger lines merge per step into metrics.jsonl with docs/design.md names, cumulative wall_s, originals kept; timings too."""
     lines = [
         {"step": 0, "data": {"val/success_rate": 0.1}},
         {"step": 1, "elapsed_seconds": 30.0, "data": {"episode/reward/mean": 2.5, "episode/success_rate": 0.25,

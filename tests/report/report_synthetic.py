@@ -2,7 +2,7 @@
 
 The report is built at the same time as the analysis that feeds it, so its tests render from analysis
 directories made here: simulated paired outcomes of 4 methods × 3 seeds × several checkpoints, turned into
-every table of DESIGN §3.6 with the same statistics the analysis uses (Wilson, McNemar, Holm), verdicts of
+every table of docs/design.md §3.6 with the same statistics the analysis uses (Wilson, McNemar, Holm), verdicts of
 each kind, claims, graph diagnostics, overhead, convergence, training curves, notes, parity checks and
 provenance with attempts (one run failed once and was retried).
 """
@@ -41,7 +41,7 @@ def _none(x: float) -> float | None:
 
 
 def simulate(rng: np.random.Generator, methods: dict, seeds, steps, n_tasks: int, categories) -> pd.DataFrame:
-    """Outcome rows (DESIGN §3.4 columns that the statistics need): success in {0, 1}, paired by task_id."""
+    """Outcome rows (docs/design.md §3.4 columns that the statistics need): success in {0, 1}, paired by task_id."""
     difficulty = rng.normal(0.0, 1.2, n_tasks)
     cats = [categories[i % len(categories)] for i in range(n_tasks)]
     rows = []
@@ -239,7 +239,7 @@ def build_analysis(*, study: str = "graphgpo-alfworld", seed: int = 0, methods: 
 
 
 def write_analysis_dir(root: Path, analysis: dict) -> Path:
-    """Write analysis/<study>/analysis.json and the CSVs of DESIGN §3.6; returns the directory."""
+    """Write analysis/<study>/analysis.json and the CSVs of docs/design.md §3.6; returns the directory."""
     out = Path(root) / "analysis" / analysis["study"]
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "analysis.json", analysis)
@@ -252,7 +252,7 @@ def write_analysis_dir(root: Path, analysis: dict) -> Path:
 
 def write_outcomes(root: Path, *, study: str = "graphgpo-alfworld", seed: int = 0, methods: dict | None = None,
                    seeds=(0, 1, 2), steps=(0, 50, 100, 150), n_tasks: int = 64, categories=None) -> list[Path]:
-    """Simulated outcomes.jsonl files (DESIGN §3.4), one per method × seed × step, for the real `analyze`."""
+    """Simulated outcomes.jsonl files (docs/design.md §3.4), one per method × seed × step, for the real `analyze`."""
     rng = np.random.default_rng(seed)
     categories = list(categories or CATEGORIES)
     out = simulate(rng, dict(methods or METHODS), seeds, steps, n_tasks, categories)

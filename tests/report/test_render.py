@@ -19,7 +19,7 @@ def page(analysis_template):
 
 
 def test_sections_in_order_with_verdicts_first(page):
-    """Every section of DESIGN §8 is there, in order, and the verdict table comes before everything else."""
+    """Every section of docs/design.md §8 is there, in order, and the verdict table comes before everything else."""
     html, _ = page
     positions = [html.index(f'<section id="{sid}">') for sid, _ in render.SECTIONS]
     assert positions == sorted(positions)

@@ -1,4 +1,4 @@
-"""Evaluation: outcome rows of DESIGN §3.4 on the frozen panel, seeded, and refusing a drifted panel."""
+"""Evaluation: outcome rows of docs/design.md §3.4 on the frozen panel, seeded, and refusing a drifted panel."""
 
 import pytest
 

@@ -41,7 +41,7 @@ def test_kill_and_resume_ends_bit_for_bit_where_an_uninterrupted_run_ends(tmp_pa
 
 
 def test_run_directory_files_follow_the_contract(tmp_path):
-    """metrics/timings/graph diagnostics per step with the DESIGN §3.3 names; batch dumps in step-row form."""
+    """metrics/timings/graph diagnostics per step with the docs/design.md §3.3 names; batch dumps in step-row form."""
     run = tmp_path / "run"
     train(tiny_config(steps=2, estimator="graphgpo", dump_batches_every=1), run, resume=False)
     metrics = read_jsonl(run / "metrics.jsonl")

@@ -1,4 +1,4 @@
-# Paired statistics, verdicts, diagnostics and overhead of the whole study (DESIGN §3.6).
+# Paired statistics, verdicts, diagnostics and overhead of the whole study (docs/design.md §3.6).
 
 
 rule analyze:

@@ -1,4 +1,4 @@
-# The lock must exist and match the manifest before any job runs (DESIGN §3.2).
+# The lock must exist and match the manifest before any job runs (docs/design.md §3.2).
 #
 # * No lock yet: this rule is the first job of the DAG (a dry run shows it first, so `snakemake -n` plans a
 #   study whose manifest still has placeholders). It runs `agentrepro freeze`, which refuses mutable

@@ -1,4 +1,4 @@
-"""`StepBatch`: the step rows of DESIGN §3.5 as numpy arrays, one entry per agent turn.
+"""`StepBatch`: the step rows of docs/design.md §3.5 as numpy arrays, one entry per agent turn.
 
 Rows are validated once here, so the estimators can trust their input. A bad row raises `BadInput`
 naming its line (when the caller passes line numbers) and its field. Integer codes for groups,

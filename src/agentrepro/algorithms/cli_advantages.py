@@ -1,4 +1,4 @@
-"""`agentrepro advantages`: add advantages to step rows (DESIGN §3.5).
+"""`agentrepro advantages`: add advantages to step rows (docs/design.md §3.5).
 
     agentrepro advantages --estimator E [options] IN.jsonl -o OUT.jsonl
     agentrepro advantages --cases CASES.jsonl -o OUT.jsonl

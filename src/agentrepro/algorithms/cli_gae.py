@@ -1,4 +1,4 @@
-"""`agentrepro gae`: token-level (masked) GAE over sequences (DESIGN §3.5).
+"""`agentrepro gae`: token-level (masked) GAE over sequences (docs/design.md §3.5).
 
     agentrepro gae --gamma G --lam L [--no-mask] [--whiten [--whiten-scope file|sequence]] IN.jsonl -o OUT.jsonl
 

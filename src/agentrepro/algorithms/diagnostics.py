@@ -1,4 +1,4 @@
-"""Graph and step-group diagnostics of one batch (DESIGN §3.3 graph_diagnostics.jsonl, without `step`).
+"""Graph and step-group diagnostics of one batch (docs/design.md §3.3 graph_diagnostics.jsonl, without `step`).
 
 Definitions (totals over the batch's groups):
 * groups, nodes (graph nodes, goal included), edges (distinct edges);
@@ -65,7 +65,7 @@ def step_diagnostics(batch: StepBatch, advantage_step: np.ndarray) -> dict:
 
 def graph_diagnostics(batch: StepBatch, graph: StateGraph, distances: Distances, row_distance: np.ndarray,
                       advantage_step: np.ndarray) -> dict:
-    """All DESIGN §3.3 diagnostics for a GraphGPO batch."""
+    """All docs/design.md §3.3 diagnostics for a GraphGPO batch."""
     out = step_diagnostics(batch, advantage_step)
     out.update({
         "nodes": graph.n_nodes,

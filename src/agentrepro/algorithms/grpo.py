@@ -1,4 +1,4 @@
-"""GRPO: one episode score per row, normalised within its rollout group (DESIGN §4)."""
+"""GRPO: one episode score per row, normalised within its rollout group (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Group normalisation as the reference does it (DESIGN §4), vectorised with `np.bincount`.
+"""Group normalisation as the reference does it (docs/design.md §4), vectorised with `np.bincount`.
 
 For a group of n > 1 values: (x − mean) / (std + ε) with the sample std (N − 1), or x − mean in `mean`
 mode. Singleton groups follow the reference: an *episode* group of one passes its score through with

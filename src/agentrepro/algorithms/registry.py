@@ -106,6 +106,6 @@ ESTIMATORS = default_registry()
 
 
 def estimate(batch: StepBatch, name: str, *, registry: Registry = ESTIMATORS, **options) -> AdvantageResult:
-    """Run estimator `name` on `batch`; `options` are those of DESIGN §3.5 (norm, gamma, omega, step_weight,
+    """Run estimator `name` on `batch`; `options` are those of docs/design.md §3.5 (norm, gamma, omega, step_weight,
     episode_weight, invalid_penalty, episode_stats, reward_form) plus epsilon. See Registry.resolve."""
     return registry.estimate(batch, name, **options)

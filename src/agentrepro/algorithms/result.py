@@ -17,7 +17,7 @@ class AdvantageResult:
     advantage: the scalar broadcast over the row's response tokens. advantage_episode / advantage_step:
     the two terms before weighting. episode_score: episode_reward − penalty·invalid. step_return (GiGPO):
     discounted return after the penalty. graph_reward, distance (GraphGPO): 10·ω^d − penalty·invalid and
-    d(next_state). diagnostics: DESIGN §3.3 graph diagnostics (None for GRPO); group_diagnostics (GraphGPO):
+    d(next_state). diagnostics: docs/design.md §3.3 graph diagnostics (None for GRPO); group_diagnostics (GraphGPO):
     the same counts per rollout group. timings: seconds per
     component (`graph_build`, `shortest_paths`, `step_returns`, `advantage`; absent when not run).
     """

@@ -1,4 +1,4 @@
-"""Per-call component timers: `Timings` collects seconds per named component (DESIGN §3.3 timings.jsonl)."""
+"""Per-call component timers: `Timings` collects seconds per named component (docs/design.md §3.3 timings.jsonl)."""
 
 from __future__ import annotations
 

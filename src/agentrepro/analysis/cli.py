@@ -1,5 +1,5 @@
 """`agentrepro analyze STUDY [--root DIR]` or `agentrepro analyze --outcomes FILE... [--reference REF.yaml]
-[--tolerance-pp 3] [--claim "a>b"]... --out DIR`: statistics, verdicts, diagnostics and overhead (DESIGN §3.6)."""
+[--tolerance-pp 3] [--claim "a>b"]... --out DIR`: statistics, verdicts, diagnostics and overhead (docs/design.md §3.6)."""
 
 from __future__ import annotations
 

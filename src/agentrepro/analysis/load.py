@@ -1,4 +1,4 @@
-"""Read outcome files (DESIGN §3.4) into one table, validating every row against the outcomes schema.
+"""Read outcome files (docs/design.md §3.4) into one table, validating every row against the outcomes schema.
 
 `read_outcomes(paths) -> pandas.DataFrame` with one row per evaluation episode and the §3.4 columns,
 plus `_file` and `_line` (where the row came from, used by error messages; dropped before writing).

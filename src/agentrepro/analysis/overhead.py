@@ -1,4 +1,4 @@
-"""Overhead of each timed component (timings.jsonl, DESIGN §3.3): p50, p95, mean, share of the step time.
+"""Overhead of each timed component (timings.jsonl, docs/design.md §3.3): p50, p95, mean, share of the step time.
 
 `overhead_table(timings)`: `timings[(method, seed)]` is the list of rows of that run's timings.jsonl.
 Per method and component, over all steps of all seeds: n, p50_s, p95_s, mean_s (seconds), and

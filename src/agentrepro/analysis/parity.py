@@ -1,6 +1,6 @@
 """Parity checks computable from the runs: recompute advantages from batch dumps and compare.
 
-For every runs/<study>/<method>/seed<k>/batches/step<N>.jsonl (step rows of DESIGN §3.5 with the
+For every runs/<study>/<method>/seed<k>/batches/step<N>.jsonl (step rows of docs/design.md §3.5 with the
 `advantage` the trainer wrote), the advantages are recomputed with `agentrepro.algorithms.estimate`
 using the run's resolved estimator options and compared element-wise (atol 1e-5 + rtol 1e-5).
 Each check is {"check", "status": "pass"|"fail"|"not_run", "detail"}; not_run always says why.
@@ -15,7 +15,7 @@ import numpy as np
 
 from agentrepro.fileio import iter_jsonl, load_yaml
 
-# Options of the estimators (DESIGN §3.5) that a resolved config's train block may set.
+# Options of the estimators (docs/design.md §3.5) that a resolved config's train block may set.
 OPTION_KEYS = ("norm", "gamma", "omega", "step_weight", "episode_weight", "invalid_penalty", "episode_stats", "reward_form")
 ATOL = RTOL = 1e-5
 

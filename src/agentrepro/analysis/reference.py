@@ -1,4 +1,4 @@
-"""Paper values (DESIGN §3.6.1) and the verdicts table comparing our final-step rates with them.
+"""Paper values (docs/design.md §3.6.1) and the verdicts table comparing our final-step rates with them.
 
 `load_reference(path)` validates the YAML (unknown keys are errors naming the key path).
 `verdicts_table(runs, success, reference, tolerance, final_step)` returns the §3.6 verdicts rows, each

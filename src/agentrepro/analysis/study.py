@@ -76,7 +76,7 @@ def _final_step(df: pd.DataFrame, wanted: int | None, source: str) -> int:
 
 def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference: dict | None, inputs: RunInputs,
             claim_source: str) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    """Every table of DESIGN §3.6 from validated outcomes; returns (tables, notes)."""
+    """Every table of docs/design.md §3.6 from validated outcomes; returns (tables, notes)."""
     alpha, tolerance = settings.alpha, settings.tolerance_pp / 100.0
     notes: list[str] = []
     runs = T.runs_table(df, alpha)

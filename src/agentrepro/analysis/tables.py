@@ -1,4 +1,4 @@
-"""The rate tables of DESIGN §3.6: runs, methods, categories and paired (method pair × seed or `all` × step).
+"""The rate tables of docs/design.md §3.6: runs, methods, categories and paired (method pair × seed or `all` × step).
 
 Input is the validated outcomes frame (`load.read_outcomes` + `validate.validate_outcomes`). Paired
 statistics work on a dense array `success` of shape (methods, seeds, items) per step, items being the

@@ -1,4 +1,4 @@
-"""Checks that run before any statistic (DESIGN §3.4): every failure is BadInput naming file and keys.
+"""Checks that run before any statistic (docs/design.md §3.4): every failure is BadInput naming file and keys.
 
 `validate_outcomes(df, panel=None)` where `df` comes from `load.read_outcomes` and `panel` is the lock's
 task panel (list of {task_id, task_hash, ...}) or None. It rejects: duplicated (method, seed, step,

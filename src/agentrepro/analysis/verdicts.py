@@ -1,4 +1,4 @@
-"""Verdicts against a paper value by the TOST rule of DESIGN §7, and how much data would decide them.
+"""Verdicts against a paper value by the TOST rule of docs/design.md §7, and how much data would decide them.
 
 With tolerance δ (a fraction): **reproduced** if the 90% CI of ours − paper lies inside [−δ, +δ]
 (two one-sided tests at 5%); **not_reproduced** if the 95% CI lies entirely outside; otherwise

@@ -2,7 +2,7 @@
 
 Backends: `builtin` (the harness's own trainer, agentrepro.trainer), `command` (any external trainer
 described by a command template), `verl-agent` and `relax` (launch scripts for those frameworks, with
-converters of their outputs into the run-directory contract of DESIGN §3.3 and §3.4).
+converters of their outputs into the run-directory contract of docs/design.md §3.3 and §3.4).
 """
 
 from agentrepro.backends.base import Backend, BackendRegistry, get_backend

@@ -1,8 +1,8 @@
 """The Backend interface and the registry that maps a backend name to its implementation.
 
-A backend turns a resolved run config (DESIGN §3.3, written by `agentrepro resolve` and completed with
+A backend turns a resolved run config (docs/design.md §3.3, written by `agentrepro resolve` and completed with
 the backend's defaults by `agentrepro train`) into the files of a run directory, and a checkpoint of that
-run into outcome rows (DESIGN §3.4). The verbs `train` and `eval` do all the bookkeeping around it
+run into outcome rows (docs/design.md §3.4). The verbs `train` and `eval` do all the bookkeeping around it
 (resolved config, command, provenance attempts, validation, seals); a backend only trains and evaluates.
 
 Registry: duplicate names are errors; an unknown name is a BadInput that lists the known ones. Entries
@@ -31,7 +31,7 @@ class Backend(abc.ABC):
     * `validate_config(config)` raises BadInput naming the key path of anything the backend cannot use.
     * `train(config, run_dir, resume=True)` writes metrics.jsonl (one object per step, with `step`),
       timings.jsonl, checkpoints/ ... into run_dir; with resume it continues from the last checkpoint.
-    * `evaluate(run_dir, step)` -> outcome rows (DESIGN §3.4) of checkpoint `step`; it reads the run's
+    * `evaluate(run_dir, step)` -> outcome rows (docs/design.md §3.4) of checkpoint `step`; it reads the run's
       resolved_config.yaml itself. It writes nothing: the `eval` verb validates and writes the rows.
     * `checkpoint_steps(config)` -> the steps whose checkpoints are evaluated (0 = before training).
     """

@@ -1,8 +1,8 @@
 """The builtin backend: the harness's own trainer (agentrepro.trainer) behind the Backend interface.
 
 `train(config, run_dir, resume=True)` runs the warm start (fresh runs) and the RL steps, writing the
-files of DESIGN §3.3 that a backend owns; `evaluate(run_dir, step)` plays checkpoint `step` on the frozen
-task panel and returns outcome rows (DESIGN §3.4). Bookkeeping (resolved config, command, provenance,
+files of docs/design.md §3.3 that a backend owns; `evaluate(run_dir, step)` plays checkpoint `step` on the frozen
+task panel and returns outcome rows (docs/design.md §3.4). Bookkeeping (resolved config, command, provenance,
 seals) is the `train`/`eval` verbs' job.
 """
 

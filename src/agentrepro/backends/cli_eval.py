@@ -1,7 +1,7 @@
 """`agentrepro eval --run RUN_DIR --step N`: evaluate one checkpoint into eval/step<N>/outcomes.jsonl.
 
 The backend named in the run's resolved_config.yaml plays the frozen task panel with checkpoint N; every
-row is checked (outcomes.py, DESIGN §3.4) before outcomes.jsonl is written atomically. eval/step<N>/ has
+row is checked (outcomes.py, docs/design.md §3.4) before outcomes.jsonl is written atomically. eval/step<N>/ has
 its own provenance.json (attempts) and OUTPUTS.sha256, so evaluations of different checkpoints can run
 at the same time, and a re-evaluation never touches the training seal. The attempt records the hash of
 the run's OUTPUTS.sha256 when the run is sealed, binding the outcomes to the training outputs.

@@ -1,6 +1,6 @@
 """`agentrepro train --config CONFIG.yaml --out RUN_DIR [--no-resume]`: one method x seed into a run directory.
 
-Order (DESIGN §3.3): check the config and its backend; write resolved_config.yaml (config + backend
+Order (docs/design.md §3.3): check the config and its backend; write resolved_config.yaml (config + backend
 defaults, with its config_sha256) and command.txt; open a provenance attempt (an earlier attempt that
 never closed is recorded as killed); train (the backend resumes from its checkpoints unless
 --no-resume); check that the outputs are there; close the attempt (ok, or failed with the reason);

@@ -16,7 +16,7 @@ interpreter), and for `eval_command` `{step}`, `{eval_dir}` and `{outcomes}` (= 
 Every value is shell-quoted; the command runs under /bin/sh with stdout/stderr in RUN_DIR/logs/.
 
 Contract: the trainer writes the run directory contract (metrics.jsonl, checkpoints/, ...) into
-{run_dir}; the evaluator writes one outcome row per episode (DESIGN §3.4) to {outcomes}. With an
+{run_dir}; the evaluator writes one outcome row per episode (docs/design.md §3.4) to {outcomes}. With an
 adapter, the framework's own outputs are converted instead (see verl_agent.py and relax.py).
 """
 

@@ -1,6 +1,6 @@
 """Shared pieces of the converters that turn another framework's outputs into the run contract.
 
-* `outcome_row(...)`: one DESIGN §3.4 row from a framework's per-episode record. The task is found in
+* `outcome_row(...)`: one docs/design.md §3.4 row from a framework's per-episode record. The task is found in
   the frozen task panel (eval.task_panel) by id (a string) or by position (an integer index, for
   frameworks that only know the order of their evaluation prompts). External frameworks do not know
   our task hashes, so task_hash and category come from the panel, and the row says so
@@ -9,7 +9,7 @@
   its fields (`EpisodeFields`); repeated tasks get episode 0, 1, ... in file order.
 * `success_value(...)`: a framework's success flag (bool, 0/1) as 0/1, or a reward compared with a threshold.
 * `merge_metric_records(...)`: per-step dicts, merged when a framework logs one step in several calls,
-  renamed to DESIGN §3.3 names where a mapping says so (the original keys are kept as they are).
+  renamed to docs/design.md §3.3 names where a mapping says so (the original keys are kept as they are).
 * `write_metrics(...)`: metrics.jsonl and timings.jsonl, atomically.
 
 Every problem is BadInput naming the framework file, its line and the field.
@@ -99,7 +99,7 @@ class EpisodeFields:
 
 
 def episode_rows(config: dict[str, Any], step: int, path: Path, fields: EpisodeFields) -> list[dict[str, Any]]:
-    """Outcome rows (DESIGN §3.4) of the per-episode records in `path`, one per record, in file order."""
+    """Outcome rows (docs/design.md §3.4) of the per-episode records in `path`, one per record, in file order."""
     panel = panel_of(config, path)
     rows, episodes = [], {}
     for line, record in read_records(path):

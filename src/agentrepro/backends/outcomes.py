@@ -1,4 +1,4 @@
-"""Checks of outcome rows (DESIGN §3.4) before `agentrepro eval` writes them.
+"""Checks of outcome rows (docs/design.md §3.4) before `agentrepro eval` writes them.
 
 Each row: study, method, seed, step, task_id, task_hash, category, episode, success (0/1), reward, turns,
 tokens (more fields may follow). A row must belong to the run and checkpoint being evaluated;

@@ -92,7 +92,7 @@ def _threshold(block: dict[str, Any]) -> float:
 
 
 def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """rollout_result/eval/<step>.jsonl (one line per episode) -> outcome rows of DESIGN §3.4."""
+    """rollout_result/eval/<step>.jsonl (one line per episode) -> outcome rows of docs/design.md §3.4."""
     block = config["backend"]
     path = Path(run_dir) / SAVE / "rollout_result" / "eval" / f"{step}.jsonl"
     fields = convert.EpisodeFields(task=block.get("task_key", "group_index"), reward="reward", turns="agent_turns",

@@ -127,7 +127,7 @@ def launch_script(config: dict[str, Any], run_dir: Path, *, resume: bool) -> str
 
 
 def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
-    """verl_metrics.jsonl (FileLogger lines) -> metrics.jsonl and timings.jsonl of DESIGN §3.3."""
+    """verl_metrics.jsonl (FileLogger lines) -> metrics.jsonl and timings.jsonl of docs/design.md §3.3."""
     path = Path(run_dir) / METRICS_FILE
     records = []
     for line, record in convert.read_records(path):
@@ -141,7 +141,7 @@ def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
 
 
 def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """verl_validation/<step>.jsonl (one line per episode) -> outcome rows of DESIGN §3.4."""
+    """verl_validation/<step>.jsonl (one line per episode) -> outcome rows of docs/design.md §3.4."""
     block = config["backend"]
     fields = convert.EpisodeFields(task=block.get("task_key", "task_id"), reward="score",
                                    turns=block.get("turns_key", "turns"), tokens=block.get("tokens_key", "response_length"),

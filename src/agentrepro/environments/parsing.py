@@ -3,7 +3,8 @@
 A response is one model turn (a string). Parsing never raises: a response that does not match the
 format gives `format_correct = False`, empty contents and no actions, which the environment turns into
 an invalid turn (reward 0). The semantics are those of VAGEN @ 2936322 `vagen/envs/{sokoban,frozenlake}/
-utils/utils.py` as recorded in ../shared/fixtures/vagen/parse_cases.jsonl:
+utils/utils.py` as recorded in the reference fixture
+`tests/fixtures/vagen/parse_cases.jsonl`:
 
 * a regular-expression *search* (first match anywhere; `.` matches newlines; tag names case-sensitive;
   contents non-greedy and stripped);

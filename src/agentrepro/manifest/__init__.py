@@ -1,4 +1,4 @@
-"""Study manifests, their locks, and the checks that outputs came from them (DESIGN §3.1, §3.2).
+"""Study manifests, their locks, and the checks that outputs came from them (docs/design.md §3.1, §3.2).
 
 Public interface (docs/internals.md): `load_manifest`, `lock_sha256`, `read_lock`, `run_config`,
 `audit_study`, `resolved_config_sha256`; the verbs freeze, resolve, audit and bundle live in cli_*.py.

@@ -122,7 +122,7 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
 
 
 def _check_reference(manifest: dict[str, Any], manifest_file: Path) -> None:
-    """The reference's `values` must name methods of the study (DESIGN §3.6.1)."""
+    """The reference's `values` must name methods of the study (docs/design.md §3.6.1)."""
     from agentrepro.fileio import load_yaml
 
     if "reference" not in manifest:

@@ -1,4 +1,4 @@
-"""Load a study manifest (DESIGN §3.1): safe YAML, schema validation, and the checks a schema cannot say.
+"""Load a study manifest (docs/design.md §3.1): safe YAML, schema validation, and the checks a schema cannot say.
 
 Paths (docs/internals.md): the manifest of study S is `manifests/S.yaml` under a root directory, its lock
 `manifests/S.lock.json`, its runs `runs/S/<method>/seed<k>/`. The manifest's `reference:` is relative to

@@ -1,4 +1,4 @@
-"""The lock (DESIGN §3.2; shape in docs/internals.md) and the hash that every run carries.
+"""The lock (docs/design.md §3.2; shape in docs/internals.md) and the hash that every run carries.
 
 A lock holds `lock_self_sha256`: the SHA-256 of the canonical JSON of every other field, the seal against
 hand edits (audit recomputes it). "The lock hash" that `resolve` writes into each run config and that

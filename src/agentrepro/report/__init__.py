@@ -1,4 +1,4 @@
-"""The study report (DESIGN §8): one self-contained HTML page and a PDF with the same sections.
+"""The study report (docs/design.md §8): one self-contained HTML page and a PDF with the same sections.
 
 Everything is rendered from `analysis/<study>/analysis.json` (docs/internals.md, "Analysis → report"):
 `load` validates it, `figures` draws (matplotlib, Agg), `render` fills the jinja2 template, `pdf` prints

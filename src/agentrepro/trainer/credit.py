@@ -1,6 +1,6 @@
 """From a rollout to per-token training targets: turn advantages (estimator registry) or token GAE (PPO).
 
-* `turn_advantages`: the step rows of the rollout (DESIGN §3.5) through `agentrepro.algorithms.estimate`;
+* `turn_advantages`: the step rows of the rollout (docs/design.md §3.5) through `agentrepro.algorithms.estimate`;
   one advantage per agent turn, in `rollout.turns` order.
 * `broadcast_turns`: (rows, tokens) tensor holding each turn's value on exactly that turn's generated
   tokens, 0 elsewhere (observations, padding, <bos>).

@@ -1,4 +1,4 @@
-"""Evaluation of one checkpoint on the study's fixed task panel: one outcome row per episode (DESIGN §3.4).
+"""Evaluation of one checkpoint on the study's fixed task panel: one outcome row per episode (docs/design.md §3.4).
 
 The panel is `eval.task_panel` of the run config (frozen in the lock) or, without one, the seeds
 `eval.first_seed .. + eval.tasks`. Every task is re-described by the environment and its hash compared

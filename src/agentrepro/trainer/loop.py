@@ -1,6 +1,6 @@
 """The training loop, top to bottom: setup -> (rollout -> advantages -> update -> log -> checkpoint) x steps.
 
-Writes into the run directory (DESIGN §3.3): metrics.jsonl, timings.jsonl, graph_diagnostics.jsonl
+Writes into the run directory (docs/design.md §3.3): metrics.jsonl, timings.jsonl, graph_diagnostics.jsonl
 (GiGPO/GraphGPO), batches/step<N>.jsonl (optional), warmstart.json, checkpoints/. With `resume`, the newest
 checkpoint is loaded with its optimizer, scheduler and random states, the logs are cut back to its
 step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.

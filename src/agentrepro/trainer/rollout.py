@@ -68,7 +68,7 @@ class Rollout:
         return [t for t in self.turns if t.traj == traj]
 
     def step_rows(self) -> list[dict[str, Any]]:
-        """One DESIGN §3.5 step row per agent turn, in (traj, turn) order."""
+        """One docs/design.md §3.5 step row per agent turn, in (traj, turn) order."""
         episode = {}
         success = {}
         for t in self.turns:
