@@ -1,4 +1,12 @@
-"""The interface of a multi-turn text environment, and the turn logic VAGEN-Lite's grid games share.
+"""The environment interface, and the turn logic and task identity every environment shares.
+
+An environment is one class that carries everything about it (docs/extending.md "Add an environment"):
+`name`; `parameters` (`params.Param` with the reference's names, defaults, checks and help; a class may
+derive values in `resolve_params`); `prompts` (an object with `formats`, `system_prompt(params)`,
+`initial_observation(info)` and `step_observation(executed, info)`, e.g. `prompts.GridPrompts`);
+`action_names` and `grid_symbols`; the game itself (`_generate`, `_apply`, `_terminal`, `render`,
+`player_position`, `solve`); and, where the defaults do not fit, the task hooks `task_description`,
+`task_category` and `show_fields`. The registry only maps names to these classes.
 
 `Env.reset(seed) -> (observation, info)`; `Env.step(response) -> (observation, reward, done, info)`.
 `info` always holds `grid` (the text grid as the reference renders it) and `state_key` (canonical state for
@@ -10,27 +18,71 @@ the first unknown word (the turn becomes invalid, earlier actions stay executed)
 (later actions are not executed); add `success_reward` on success; add `format_reward` when at least one
 action was executed (the parser yields no actions unless the format matched, so this is also
 "format correct"). Malformed responses are invalid turns, never exceptions.
+
+A task is one seed of one parameterised environment: `task_id` = f"{name}-{seed}", `task_hash` = SHA-256
+of the canonical JSON of `task_description` (env name, full params, seed, initial grid and observation).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from agentrepro.environments import prompts
+from agentrepro.environments.params import Param, boolean, integer, nonempty_string, number, one_of, validate
 from agentrepro.environments.parsing import parse_response
+from agentrepro.fileio import sha256_json
+
+
+def turn_parameters(formats: Sequence[str], *, prompt_format: str, max_actions_per_step: int,
+                    format_reward: float) -> tuple[Param, ...]:
+    """The parameters of the shared turn logic and prompts, with one game's defaults (the reference's
+    names and order; `formats` are the prompt formats the game has prompts for)."""
+    return (
+        Param("render_mode", "text", one_of("text"), "observation kind (only text grids are implemented)"),
+        Param("prompt_format", prompt_format, one_of(*formats), "response format the system prompt asks for"),
+        Param("max_actions_per_step", max_actions_per_step, integer(1),
+              "actions executed per turn at most (later ones are dropped)"),
+        Param("action_sep", ",", nonempty_string, "separator between actions in the answer"),
+        Param("format_reward", format_reward, number(), "reward for a turn that executed at least one action"),
+        Param("success_reward", 1.0, number(), "reward added when the episode is solved"),
+        Param("use_example_in_sys_prompt", True, boolean, "whether the system prompt shows the format's examples"),
+    )
+
+
+def grid_text(rows: Iterable[Iterable[str]]) -> str:
+    """The reference's text grid: each symbol as a three-character cell " s ", rows joined by newlines."""
+    return "\n".join("".join(f" {symbol} " for symbol in row) for row in rows)
 
 
 class Env(ABC):
-    """A text grid game with the VAGEN-Lite turn semantics; subclasses provide the game itself."""
+    """An environment with the VAGEN-Lite turn semantics; a subclass declares its parameters and prompts
+    and provides the game itself."""
 
+    #: the registry's key, also the task ids' prefix and the tasks' default category
     name: ClassVar[str]
+    #: every parameter, in the reference's names and order (defaults enter every task hash)
+    parameters: ClassVar[tuple[Param, ...]]
+    #: the game's prompts: `formats`, `system_prompt(params)`, `initial_observation(info)`, `step_observation(executed, info)`
+    prompts: ClassVar[Any]
     #: valid action words (lower case, as the parser produces them)
     action_names: ClassVar[tuple[str, ...]] = ("up", "down", "left", "right")
     #: every symbol the text grid can contain (each cell renders as " <symbol> ")
     grid_symbols: ClassVar[tuple[str, ...]]
 
+    @classmethod
+    def validate_params(cls, params: dict[str, Any] | None, *, path: object = None) -> dict[str, Any]:
+        """Full parameters (defaults filled in, derived values resolved); BadInput names `env.params.<key>`."""
+        return cls.resolve_params(validate(cls.name, cls.parameters, params, path=path))
+
+    @classmethod
+    def resolve_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Values derived from others after validation (e.g. a size from a given map); none by default."""
+        return params
+
     def __init__(self, params: dict[str, Any]):
+        """`params` as returned by `validate_params` (the registry's `make` validates them)."""
         self.params = dict(params)
         self.seed: int | None = None
         self.done = False
@@ -55,7 +107,8 @@ class Env(ABC):
 
     @abstractmethod
     def player_position(self) -> tuple[int, int]:
-        """(row, col) of the player."""
+        """(row, col) of the player; a step is `effective` when it changes (a game without a player returns
+        any value that changes exactly when an action takes effect)."""
 
     @abstractmethod
     def solve(self) -> list[str]:
@@ -63,15 +116,17 @@ class Env(ABC):
 
     # -- shared turn logic ------------------------------------------------------------------------
     def system_prompt(self) -> str:
-        p = self.params
-        return prompts.system_prompt(self.name, p["prompt_format"], p["max_actions_per_step"], p["action_sep"],
-                                     p.get("use_example_in_sys_prompt", True))
+        return self.prompts.system_prompt(self.params)
 
     def format_actions(self, actions: list[str]) -> str:
         """A well-formed response of this environment's prompt format that plays `actions` (joined by
         `action_sep` + space); e.g. for warm-start demonstrations or a tiny policy's action words."""
         sep = self.params["action_sep"]
         return prompts.wrap_answer(f"{sep} ".join(actions), self.params["prompt_format"])
+
+    def valid_actions(self) -> Sequence[str]:
+        """The action words the current state accepts (a text game would return its admissible commands)."""
+        return self.action_names
 
     def state_key(self) -> str:
         return self.render()
@@ -88,7 +143,7 @@ class Env(ABC):
         self.done = False
         self.total_reward = 0.0
         info = self._info()
-        return prompts.initial_observation(info["grid"]), info
+        return self.prompts.initial_observation(info), info
 
     def parse(self, response: str) -> dict[str, Any]:
         p = self.params
@@ -103,8 +158,9 @@ class Env(ABC):
         executed: list[str] = []
         valid = bool(parsed["actions"]) and parsed["format_correct"]
         reward, done, success = 0.0, False, False
+        known = self.valid_actions()
         for action in parsed["actions"]:
-            if action not in self.action_names:
+            if action not in known:
                 valid = False
                 break
             self._apply(action)
@@ -121,4 +177,22 @@ class Env(ABC):
         info = self._info()
         info.update(success=success, valid=valid, effective=self.player_position() != start,
                     actions=executed, parsed=parsed)
-        return prompts.step_observation(executed, info["grid"]), reward, done, info
+        return self.prompts.step_observation(executed, info), reward, done, info
+
+    # -- task identity (docs/design.md §3.4) ------------------------------------------------------
+    def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        """The canonical description of the task just reset: what its hash covers."""
+        return {"env": self.name, "params": self.params, "seed": self.seed, "grid": info["grid"], "observation": observation}
+
+    def task_category(self, info: dict[str, Any]) -> str:
+        """The task's family for per-category statistics (the environment name unless a game has types)."""
+        return self.name
+
+    def task_entry(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        """The task panel's row for the task just reset: `task_id`, `task_hash`, `seed`, `category`."""
+        return {"task_id": f"{self.name}-{self.seed}", "task_hash": sha256_json(self.task_description(observation, info)),
+                "seed": self.seed, "category": self.task_category(info)}
+
+    def show_fields(self) -> dict[str, Any]:
+        """Extra fields `env show` prints for the task just reset (e.g. how a map was generated)."""
+        return {}

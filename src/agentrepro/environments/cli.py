@@ -28,7 +28,7 @@ from agentrepro.environments import prompts
 from agentrepro.environments.registry import env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, sha256_json
+from agentrepro.fileio import iter_jsonl
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,13 +102,11 @@ def _reset(env, seed: int, where: str):
 def show_record(name: str, params: dict[str, Any], seed: int) -> dict[str, Any]:
     env = make_env(name, params)
     observation, info = _reset(env, seed, "--seed")
-    description = {"env": name, "params": params, "seed": seed, "grid": info["grid"], "observation": observation}
+    task = env.task_entry(observation, info)
     record = {"seed": seed, "env": name, "grid": info["grid"], "observation": observation,
               "state_key": info["state_key"], "player_pos": info["player_pos"],
-              "task_id": f"{name}-{seed}", "task_hash": sha256_json(description), "solution": env.solve()}
-    if name == "sokoban":
-        record.update(generation_seed=env.generation_seed, attempts=len(env.attempt_log))
-    record["params"] = params
+              "task_id": task["task_id"], "task_hash": task["task_hash"], "solution": env.solve(),
+              **env.show_fields(), "params": params}
     return record
 
 

@@ -8,7 +8,7 @@ path S → G avoids holes}. The player starts on S. Moves follow gymnasium's Fro
 G (success) or H. Per turn: up to `max_actions_per_step` actions, +1.0 on the goal, +0.02 format reward.
 
 Text cells: ` P ` player, ` _ ` frozen (also S), ` O ` hole, ` G ` goal, ` X ` player in a hole,
-` V ` player on the goal.
+` V ` player on the goal. The class declares its parameters (VAGEN's `FrozenLakeEnvConfig` names) and prompts.
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from agentrepro.environments.base import Env
+from agentrepro.environments.base import Env, grid_text, turn_parameters
+from agentrepro.environments.params import Param, integer, number, one_of
+from agentrepro.environments.prompts import GridPrompts
 
 MOVES = {"left": (0, -1), "down": (1, 0), "right": (0, 1), "up": (-1, 0)}  # gymnasium order 0..3
+SYMBOLS = {"S": "_", "F": "_", "H": "O", "G": "G"}  # map letter -> symbol of the cell
+PLAYER_SYMBOLS = {"S": "P", "F": "P", "H": "X", "G": "V"}  # map letter -> symbol of the cell with the player on it
 
 
 def reachable(board: list[list[str]] | np.ndarray, start: tuple[int, int], goal: tuple[int, int]) -> bool:
@@ -67,11 +71,83 @@ def generate_random_map(size: int, p: float, seed: int) -> list[str]:
             return ["".join(row) for row in board]
 
 
+def _desc(v: Any) -> list[str] | None:
+    if v is None:
+        return None
+    if not isinstance(v, list) or not v or not all(isinstance(r, str) and r for r in v) \
+            or len({len(r) for r in v}) != 1 or any(set(r) - set("SFHG") for r in v) \
+            or sum(r.count("S") for r in v) != 1 or sum(r.count("G") for r in v) < 1:
+        raise ValueError("null or a list of equal-length row strings over S F H G with one S and a G")
+    return list(v)
+
+
+GUIDE = """You are a FrozenLake solver.
+FrozenLake Quick Guide
+Goal: Reach the goal (G).
+Symbols (If image is provided there are no symbols):
+_ Frozen | O Hole | G Goal | P Player | X Player fell into hole | V Player on goal
+Rules:
+1. Avoid falling into holes.
+2. Frozen tiles are slippery, you may move perpendicular to your intended direction.
+Actions you can take: Left, Down, Right, Up."""
+
+
+EXAMPLES = {
+    "free_think": """
+Example 1:
+<think>The goal is below me. I should go down to reach it while avoiding the hole on my left.</think>
+<answer>Down</answer>
+
+Example 2:
+<think>The goal is to my right and there's a hole directly below me. I should go right first to avoid the hole.</think>
+<answer>Right</answer>
+
+Example 3:
+<think>I can see the goal is up and to the left. I should move up first to get closer.</think>
+<answer>Up</answer>
+""",
+    "wm": """
+Example 1:
+<observation>The goal is below and right of the player, and there is a hole below and same column of the player</observation>
+<think>I should move right to avoid the hole and get closer to the goal</think>
+<answer>Right</answer>
+<prediction>The goal will be below and same column of the player, and the hole will be below and left of the player</prediction>
+
+Example 2:
+<observation>The goal is above and left of the player</observation>
+<think>I should move up to get closer to the goal</think>
+<answer>Up</answer>
+<prediction>The goal will be same row and left of the player</prediction>
+
+Example 3:
+<observation>The goal is same row and right of the player, and there is a hole above and right of the player</observation>
+<think>I should move right to reach the goal</think>
+<answer>Right</answer>
+<prediction>The player will reach the goal</prediction>
+""",
+}
+
+
 class FrozenLake(Env):
-    """FrozenLake; `params` as validated by `registry.validate_params('frozenlake', ...)`."""
+    """FrozenLake; `params` as validated by `FrozenLake.validate_params`."""
 
     name = "frozenlake"
-    grid_symbols = ("P", "_", "O", "G", "X", "V")
+    grid_symbols = ("P", "_", "O", "G", "X", "V")  # the order the word tokenizer's probe text lists them in
+    prompts = GridPrompts(guide=GUIDE, examples=EXAMPLES, wm_goal="goal", wm_other="hole")
+    parameters = (
+        Param("size", 4, integer(2, 64), "rows and columns of a generated map (the given map's when desc is set)"),
+        Param("p", 0.8, number(0, 1), "probability that a generated cell is frozen rather than a hole"),
+        Param("is_slippery", False, one_of(False), "slippery ice (only the VAGEN-Lite setting, false, is supported)"),
+        Param("slip_prob", 0.0, one_of(0.0), "probability of slipping (0 without slippery ice)"),
+        Param("desc", None, _desc, "null (maps drawn from the seed) or a fixed map as rows over S F H G"),
+        *turn_parameters(prompts.formats, prompt_format="free_think", max_actions_per_step=5, format_reward=0.02),
+    )
+
+    @classmethod
+    def resolve_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        if params["desc"] is not None:
+            params["size"] = len(params["desc"])
+        return params
 
     def _generate(self, seed: int) -> None:
         desc = self.params.get("desc")
@@ -96,18 +172,8 @@ class FrozenLake(Env):
         return self.pos
 
     def render(self) -> str:
-        rows = []
-        for r in range(self.nrow):
-            cells = []
-            for c in range(self.ncol):
-                letter = self.desc[r][c]
-                if (r, c) == self.pos:
-                    symbol = {"H": "X", "G": "V"}.get(letter, "P")
-                else:
-                    symbol = {"H": "O", "G": "G"}.get(letter, "_")
-                cells.append(f" {symbol} ")
-            rows.append("".join(cells))
-        return "\n".join(rows)
+        return grid_text(((PLAYER_SYMBOLS if (r, c) == self.pos else SYMBOLS)[letter] for c, letter in enumerate(row))
+                         for r, row in enumerate(self.desc))
 
     def solve(self) -> list[str]:
         if self._terminal()[0]:

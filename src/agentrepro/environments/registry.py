@@ -1,207 +1,117 @@
-"""Environment registry: names → classes, parameter validation with defaults, and task panels.
+"""Environment registry: names → environment classes, nothing else.
 
-Parameters take the reference's names (VAGEN's `SokobanEnvConfig` / `FrozenLakeEnvConfig`).
-`validate_params(name, params)` returns the full parameter dict (defaults filled in) or raises
-`BadInput` naming `env.params.<key>`; `make_env(name, params)` builds a validated environment.
-`task_panel(name, params, seeds)` gives the frozen evaluation panel (docs/internals.md "Environments").
+Everything about an environment (parameters, prompts, renderer, task description) lives in its class
+(base.py); the registry looks a class up by its `name` and asks it. Registering a duplicate name, a class
+without a name, without parameters or without prompts is an error at registration; an unknown name is
+`BadInput` listing the known ones. Tests build their own `Registry` instead of changing the default one
+(the pattern of lm-evaluation-harness's `lm_eval/api/registry.py`).
+
+The module functions (`make_env`, `validate_params`, `task_description`, `task_panel`, `env_names`) use
+the default registry, `REGISTRY`, which holds the built-in environments listed in `BUILTIN`.
 """
 
 from __future__ import annotations
 
-import importlib
-import math
-from collections.abc import Callable, Iterable
+import inspect
+from collections.abc import Iterable
 from typing import Any
 
 from agentrepro.environments.base import Env
-from agentrepro.environments.parsing import PROMPT_FORMATS
+from agentrepro.environments.frozenlake import FrozenLake
+from agentrepro.environments.sokoban import Sokoban
 from agentrepro.errors import BadInput
-from agentrepro.fileio import sha256_json
 
-ENVIRONMENTS: dict[str, str] = {
-    "sokoban": "agentrepro.environments.sokoban:Sokoban",
-    "frozenlake": "agentrepro.environments.frozenlake:FrozenLake",
-}
+BUILTIN: tuple[type[Env], ...] = (Sokoban, FrozenLake)
 
 
-# -- value checkers: each returns the normalised value or raises ValueError(expected) ----------------
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
-    def check(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ValueError(f"an integer{'' if lo is None else f' >= {lo}'}{'' if hi is None else f' <= {hi}'}")
-        return v
-    return check
+class Registry:
+    """name → environment class (`Env` subclass); `make`, `validate_params` and `task_panel` by name."""
+
+    def __init__(self, classes: Iterable[type[Env]] = ()) -> None:
+        self._classes: dict[str, type[Env]] = {}
+        for cls in classes:
+            self.register(cls)
+
+    def register(self, cls: type[Env]) -> type[Env]:
+        """Add `cls` under `cls.name` (usable as a class decorator); ValueError if it cannot serve as one."""
+        name = getattr(cls, "name", None)
+        if not (isinstance(cls, type) and issubclass(cls, Env)) or inspect.isabstract(cls):
+            raise ValueError(f"{cls!r} is not a concrete subclass of Env")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{cls.__qualname__} has no name")
+        if name in self._classes:
+            raise ValueError(f"environment {name!r} is already registered ({self._classes[name].__qualname__})")
+        if not getattr(cls, "parameters", None):
+            raise ValueError(f"{cls.__qualname__} declares no parameters")
+        prompts = getattr(cls, "prompts", None)
+        if prompts is None or not getattr(prompts, "formats", None):
+            raise ValueError(f"{cls.__qualname__} declares no prompts (an environment never borrows another's)")
+        defaults = {p.name: p.default for p in cls.parameters}
+        if "prompt_format" in defaults and defaults["prompt_format"] not in prompts.formats:
+            raise ValueError(f"{cls.__qualname__}: no prompt for its default prompt_format {defaults['prompt_format']!r}")
+        self._classes[name] = cls
+        return cls
+
+    def names(self) -> list[str]:
+        return sorted(self._classes)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._classes
+
+    def get(self, name: str) -> type[Env]:
+        """The class registered as `name`; BadInput naming `env.name` and the known names otherwise."""
+        if name not in self._classes:
+            raise BadInput(f"unknown environment {name!r}; expected one of {', '.join(self.names())}", where="env.name")
+        return self._classes[name]
+
+    def validate_params(self, name: str, params: dict[str, Any] | None, *, path: object = None) -> dict[str, Any]:
+        return self.get(name).validate_params(params, path=path)
+
+    def make(self, name: str, params: dict[str, Any] | None = None) -> Env:
+        """A fresh environment `name` with validated `params` (call `reset(seed)` before `step`)."""
+        cls = self.get(name)
+        return cls(cls.validate_params(params))
+
+    def task_description(self, name: str, params: dict[str, Any] | None, seed: int) -> dict[str, Any]:
+        """The canonical description of one task (what its `task_hash` covers)."""
+        env = self.make(name, params)
+        return env.task_description(*env.reset(seed))
+
+    def task_panel(self, name: str, params: dict[str, Any] | None, seeds: Iterable[int]) -> list[dict[str, Any]]:
+        """One row per seed (`Env.task_entry`: task_id, task_hash, seed, category); a repeated seed is BadInput."""
+        env = self.make(name, params)
+        rows, seen = [], set()
+        for seed in seeds:
+            if seed in seen:
+                raise BadInput(f"seed {seed} appears twice in the task panel", where="eval.seeds")
+            seen.add(seed)
+            rows.append(env.task_entry(*env.reset(seed)))
+        return rows
 
 
-def _number(lo: float | None = None, hi: float | None = None) -> Callable[[Any], float]:
-    def check(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                or (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ValueError(f"a finite number{'' if lo is None else f' >= {lo}'}{'' if hi is None else f' <= {hi}'}")
-        return float(v)
-    return check
-
-
-def _choice(*options: Any) -> Callable[[Any], Any]:
-    def check(v: Any) -> Any:
-        if v not in options or isinstance(v, bool) != isinstance(options[0], bool):
-            raise ValueError("one of " + ", ".join(map(repr, options)))
-        return v
-    return check
-
-
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError("true or false")
-    return v
-
-
-def _sep(v: Any) -> str:
-    if not isinstance(v, str) or not v:
-        raise ValueError("a non-empty string")
-    return v
-
-
-def _pair(v: Any) -> list[int]:
-    if not isinstance(v, (list, tuple)) or len(v) != 2 or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
-        raise ValueError("a list of two integers")
-    return [int(x) for x in v]
-
-
-def _dim_room(v: Any) -> list[int]:
-    v = _pair(v)
-    if min(v) < 3:
-        raise ValueError("a list of two integers >= 3")
-    return v
-
-
-def _min_solution_steps(v: Any) -> list[int] | None:
-    if v is None:
-        return None
-    v = _pair(v)
-    if v[0] > v[1] or v[0] < 0:
-        raise ValueError("null or [min, max] with 0 <= min <= max")
-    return v
-
-
-def _optional_int(v: Any) -> int | None:
-    return None if v is None else _int(1)(v)
-
-
-def _desc(v: Any) -> list[str] | None:
-    if v is None:
-        return None
-    if not isinstance(v, list) or not v or not all(isinstance(r, str) and r for r in v) \
-            or len({len(r) for r in v}) != 1 or any(set(r) - set("SFHG") for r in v) \
-            or sum(r.count("S") for r in v) != 1 or sum(r.count("G") for r in v) < 1:
-        raise ValueError("null or a list of equal-length row strings over S F H G with one S and a G")
-    return list(v)
-
-
-SCHEMAS: dict[str, dict[str, tuple[Any, Callable[[Any], Any]]]] = {
-    "sokoban": {
-        "dim_room": ([6, 6], _dim_room),
-        "num_boxes": (1, _choice(1)),
-        "max_steps": (100, _int(1)),
-        "num_gen_steps": (None, _optional_int),  # null: gym-sokoban's int(1.7 * (rows + cols))
-        "p_change_directions": (0.35, _number(0, 1)),
-        "generate_room_tries": (4, _int(1)),
-        "min_solution_steps": (None, _min_solution_steps),
-        "reset_seed_max_tries": (10000, _int(1)),
-        "min_solution_bfs_max_depth": (200, _int(1)),
-        "render_mode": ("text", _choice("text")),
-        "prompt_format": ("wm", _choice(*PROMPT_FORMATS)),
-        "max_actions_per_step": (3, _int(1)),
-        "action_sep": (",", _sep),
-        "format_reward": (0.1, _number()),
-        "success_reward": (1.0, _number()),
-        "use_example_in_sys_prompt": (True, _bool),
-    },
-    "frozenlake": {
-        "size": (4, _int(2, 64)),
-        "p": (0.8, _number(0, 1)),
-        "is_slippery": (False, _choice(False)),
-        "slip_prob": (0.0, _choice(0.0)),
-        "desc": (None, _desc),
-        "render_mode": ("text", _choice("text")),
-        "prompt_format": ("free_think", _choice("free_think", "wm")),
-        "max_actions_per_step": (5, _int(1)),
-        "action_sep": (",", _sep),
-        "format_reward": (0.02, _number()),
-        "success_reward": (1.0, _number()),
-        "use_example_in_sys_prompt": (True, _bool),
-    },
-}
+REGISTRY = Registry(BUILTIN)
 
 
 def env_names() -> list[str]:
-    return sorted(ENVIRONMENTS)
-
-
-def _check_name(name: str) -> None:
-    if name not in ENVIRONMENTS:
-        raise BadInput(f"unknown environment {name!r}; expected one of {', '.join(env_names())}", where="env.name")
-
-
-def validate_params(name: str, params: dict[str, Any] | None, *, path: object = None) -> dict[str, Any]:
-    """Full parameters of environment `name` (defaults filled in); BadInput names `env.params.<key>`.
-
-    Only `is_slippery: false` is supported (the VAGEN-Lite setting); `num_boxes` is 1 (the generator's
-    single-box reverse play is what the fixtures cover).
-    """
-    _check_name(name)
-    params = {} if params is None else params
-    if not isinstance(params, dict):
-        raise BadInput("expected a mapping of parameter names to values", path=path, where="env.params")
-    schema = SCHEMAS[name]
-    out: dict[str, Any] = {}
-    for key in params:
-        if key not in schema:
-            raise BadInput(f"unknown parameter for {name}; expected one of {', '.join(sorted(schema))}",
-                           path=path, where=f"env.params.{key}")
-    for key, (default, check) in schema.items():
-        value = params.get(key, default)
-        try:
-            out[key] = check(value) if key in params else default
-        except ValueError as exc:
-            raise BadInput(f"expected {exc}, got {value!r}", path=path, where=f"env.params.{key}") from None
-    if name == "sokoban" and out["num_gen_steps"] is None:
-        out["num_gen_steps"] = int(1.7 * sum(out["dim_room"]))
-    if name == "frozenlake" and out["desc"] is not None:
-        out["size"] = len(out["desc"])
-    return out
+    return REGISTRY.names()
 
 
 def env_class(name: str) -> type[Env]:
-    _check_name(name)
-    module, attr = ENVIRONMENTS[name].split(":")
-    return getattr(importlib.import_module(module), attr)
+    return REGISTRY.get(name)
+
+
+def validate_params(name: str, params: dict[str, Any] | None, *, path: object = None) -> dict[str, Any]:
+    """Full parameters of environment `name` (defaults filled in); BadInput names `env.params.<key>`."""
+    return REGISTRY.validate_params(name, params, path=path)
 
 
 def make_env(name: str, params: dict[str, Any] | None = None) -> Env:
-    """A fresh environment `name` with validated `params` (call `reset(seed)` before `step`)."""
-    return env_class(name)(validate_params(name, params))
+    return REGISTRY.make(name, params)
 
 
 def task_description(name: str, params: dict[str, Any] | None, seed: int) -> dict[str, Any]:
-    """The canonical description of one task: env name, full params, seed, initial grid and observation."""
-    full = validate_params(name, params)
-    env = env_class(name)(full)
-    observation, info = env.reset(seed)
-    return {"env": name, "params": full, "seed": seed, "grid": info["grid"], "observation": observation}
+    return REGISTRY.task_description(name, params, seed)
 
 
 def task_panel(name: str, params: dict[str, Any] | None, seeds: Iterable[int]) -> list[dict[str, Any]]:
-    """One row per seed: `task_id` (f"{name}-{seed}"), `task_hash` (SHA-256 of the canonical task
-    description), `seed`, `category` (= env name). Duplicated seeds are BadInput."""
-    full = validate_params(name, params)
-    env = env_class(name)(full)
-    rows, seen = [], set()
-    for seed in seeds:
-        if seed in seen:
-            raise BadInput(f"seed {seed} appears twice in the task panel", where="eval.seeds")
-        seen.add(seed)
-        observation, info = env.reset(seed)
-        description = {"env": name, "params": full, "seed": seed, "grid": info["grid"], "observation": observation}
-        rows.append({"task_id": f"{name}-{seed}", "task_hash": sha256_json(description), "seed": seed, "category": name})
-    return rows
+    return REGISTRY.task_panel(name, params, seeds)

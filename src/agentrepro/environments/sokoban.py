@@ -13,7 +13,7 @@ target (done; later actions not executed), +`format_reward` (0.1) when at least 
 gym-sokoban's own step rewards and `max_steps` are ignored, like the reference; the agent loop limits turns.
 
 Text cells: ` # ` wall, ` _ ` floor, ` O ` target, ` √ ` box on target, ` X ` box, ` P ` player,
-` S ` player on a target.
+` S ` player on a target. The class declares its parameters (VAGEN's `SokobanEnvConfig` names) and prompts.
 """
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from functools import lru_cache
 from typing import Any
 
 from agentrepro.environments import quirks
-from agentrepro.environments.base import Env
+from agentrepro.environments.base import Env, grid_text, turn_parameters
+from agentrepro.environments.params import Param, integer, integer_pair, number, one_of, optional_integer
+from agentrepro.environments.prompts import GridPrompts
 from agentrepro.environments.sokoban_rooms import (
     ACTION_WORDS, BOX, BOX_ON_TARGET, PLAYER, TARGET, bfs_solution, generate_room, push_or_move,
 )
 
-SYMBOLS = {0: "#", 1: "_", 2: "O", 3: "√", 4: "X", 5: "P", 6: "S"}
+SYMBOLS = {0: "#", 1: "_", 2: "O", 3: "√", 4: "X", 5: "P", 6: "S"}  # cell code (6: player on a target) -> symbol
 GENERATION_KEYS = ("dim_room", "num_boxes", "num_gen_steps", "p_change_directions", "generate_room_tries",
                    "min_solution_steps", "reset_seed_max_tries", "min_solution_bfs_max_depth")
 
@@ -69,11 +71,116 @@ def generate_for_seed(seed: int, generation: tuple) -> tuple[tuple[int, ...], tu
     return (*generated, tuple(log))
 
 
+def _dim_room(v: Any) -> list[int]:
+    v = integer_pair(v)
+    if min(v) < 3:
+        raise ValueError("a list of two integers >= 3")
+    return v
+
+
+def _min_solution_steps(v: Any) -> list[int] | None:
+    if v is None:
+        return None
+    v = integer_pair(v)
+    if v[0] > v[1] or v[0] < 0:
+        raise ValueError("null or [min, max] with 0 <= min <= max")
+    return v
+
+
+GUIDE = """You are a Sokoban solver.
+Sokoban Quick Guide
+Goal: Push all boxes onto targets.
+Symbols (If image is provided there are no symbols):
+# Wall | _ Floor | O Target | X Box | P You | √ Box on Target | S You on Target
+Rules:
+1. Push boxes (can't pull).
+2. Avoid walls.
+Actions you can take: Left, Down, Right, Up."""
+
+
+EXAMPLES = {
+    "free_think": """
+Example 1:
+<think>The box is one step below me, and the target is two steps below me. I should go down to reach the box and then push it down to the target.</think>
+<answer>Down</answer>
+
+Example 2:
+<think>The box is to the right of me, and the target is further to the right. I need to move right to get behind the box and push it toward the target.</think>
+<answer>Right</answer>
+
+Example 3:
+<think>The box is above me, and the target is above the box. I should move up to reach the box and then push it upward to the target.</think>
+<answer>Up</answer>
+""",
+    "wm": """
+Example 1:
+<observation>The box is below and right of the player, and the target is below and right of the player</observation>
+<think>I should move right to align my column with the box and the target</think>
+<answer>Right</answer>
+<prediction>The box will be below and same column of the player, and the target will be below and same column of the player</prediction>
+
+Example 2:
+<observation>The box is above and left of the player, and the target is above and same column of the player</observation>
+<think>I should move up to align my row with the box and reach the target's row position</think>
+<answer>Up</answer>
+<prediction>The box will be same row and left of the player, and the target will be same row and same column of the player</prediction>
+
+Example 3:
+<observation>The box is same row and right of the player, and the target is same row and left of the player</observation>
+<think>I should move right to push the box right while keeping the target on my left</think>
+<answer>Right</answer>
+<prediction>The box will be same row and right of the player, and the target will be same row and left of the player</prediction>
+""",
+    "free_wm": """
+Example 1:
+<observation>The box is below and right of the player, and the target is below and right of the player</observation>
+I should move right to align my column with the box and the target.
+<answer>Right</answer>
+After moving right, the box and target should still be below me but now in the same column.
+<prediction>The box will be below and same column of the player, and the target will be below and same column of the player</prediction>
+
+Example 2:
+<observation>The box is above and left of the player, and the target is above and same column of the player</observation>
+I should move up to align my row with the box and reach the target's row position.
+<answer>Up</answer>
+After moving up, the box should be on the same row to my left, and the target on the same row in the same column.
+<prediction>The box will be same row and left of the player, and the target will be same row and same column of the player</prediction>
+
+Example 3:
+<observation>The box is same row and right of the player, and the target is same row and left of the player</observation>
+I should move right to push the box right while keeping the target on my left.
+<answer>Right</answer>
+After pushing right, the box stays to my right and the target stays to my left.
+<prediction>The box will be same row and right of the player, and the target will be same row and left of the player</prediction>
+""",
+}
+
+
 class Sokoban(Env):
-    """Sokoban; `params` as validated by `registry.validate_params('sokoban', ...)`."""
+    """Sokoban; `params` as validated by `Sokoban.validate_params`."""
 
     name = "sokoban"
-    grid_symbols = ("#", "_", "O", "√", "X", "P", "S")
+    grid_symbols = tuple(SYMBOLS.values())
+    prompts = GridPrompts(guide=GUIDE, examples=EXAMPLES, wm_goal="target", wm_other="box", wm_rules_end="\n")
+    parameters = (
+        Param("dim_room", [6, 6], _dim_room, "rows and columns of the room, border walls included"),
+        Param("num_boxes", 1, one_of(1), "boxes (the single-box reverse play is what the fixtures cover)"),
+        Param("max_steps", 100, integer(1), "gym-sokoban's step limit (ignored, as by the reference)"),
+        Param("num_gen_steps", None, optional_integer(1), "random-walk steps; null: int(1.7 * (rows + cols))"),
+        Param("p_change_directions", 0.35, number(0, 1), "probability that the random walk turns"),
+        Param("generate_room_tries", 4, integer(1), "topologies drawn per generation attempt"),
+        Param("min_solution_steps", None, _min_solution_steps,
+              "null or [min, max]: regenerate until the BFS solution length lies in it"),
+        Param("reset_seed_max_tries", 10000, integer(1), "generation attempts per episode seed"),
+        Param("min_solution_bfs_max_depth", 200, integer(1), "depth limit of the BFS solver"),
+        *turn_parameters(prompts.formats, prompt_format="wm", max_actions_per_step=3, format_reward=0.1),
+    )
+
+    @classmethod
+    def resolve_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        if params["num_gen_steps"] is None:
+            params["num_gen_steps"] = int(1.7 * sum(params["dim_room"]))
+        return params
 
     def _generate(self, seed: int) -> None:
         if not 0 <= seed < 2**32:  # numpy's legacy seeding accepts exactly this range
@@ -100,8 +207,7 @@ class Sokoban(Env):
 
     def render(self) -> str:
         cells = [6 if v == PLAYER and f == TARGET else v for v, f in zip(self.room_state, self.room_fixed)]
-        return "\n".join(
-            "".join(f" {SYMBOLS[v]} " for v in cells[r * self.cols:(r + 1) * self.cols]) for r in range(self.rows))
+        return grid_text((SYMBOLS[v] for v in cells[r * self.cols:(r + 1) * self.cols]) for r in range(self.rows))
 
     def solve(self) -> list[str]:
         if BOX not in self.room_state:
@@ -117,3 +223,7 @@ class Sokoban(Env):
         info = super()._info()
         info["boxes_on_target"] = self.boxes_on_target()
         return info
+
+    def show_fields(self) -> dict[str, Any]:
+        """The seed the accepted room was generated from, and how many generation attempts it took."""
+        return {"generation_seed": self.generation_seed, "attempts": len(self.attempt_log)}
