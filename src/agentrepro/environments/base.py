@@ -36,11 +36,12 @@ from agentrepro.fileio import sha256_json
 
 
 def turn_parameters(formats: Sequence[str], *, prompt_format: str, max_actions_per_step: int,
-                    format_reward: float) -> tuple[Param, ...]:
+                    format_reward: float, render_modes: Sequence[str] = ("text",)) -> tuple[Param, ...]:
     """The parameters of the shared turn logic and prompts, with one game's defaults (the reference's
-    names and order; `formats` are the prompt formats the game has prompts for)."""
+    names and order; `formats` are the prompt formats the game has prompts for, `render_modes` the
+    observation kinds it renders, the first being the default)."""
     return (
-        Param("render_mode", "text", one_of("text"), "observation kind (only text grids are implemented)"),
+        Param("render_mode", render_modes[0], one_of(*render_modes), "observation kind"),
         Param("prompt_format", prompt_format, one_of(*formats), "response format the system prompt asks for"),
         Param("max_actions_per_step", max_actions_per_step, integer(1),
               "actions executed per turn at most (later ones are dropped)"),
