@@ -2,7 +2,7 @@
 
 An environment is one class that carries everything about it (docs/extending.md "Add an environment"):
 `name`; `parameters` (`params.Param` with the reference's names, defaults, checks and help; a class may
-derive values in `resolve_params`); `prompts` (an object with `formats`, `system_prompt(params)`,
+derive values in `resolve_params`); `prompts` (a `prompts.Prompts`: `formats`, `system_prompt(params)`,
 `initial_observation(info)` and `step_observation(executed, info)`, e.g. `prompts.GridPrompts`);
 `action_names` and `grid_symbols`; the game itself (`_generate`, `_apply`, `_terminal`, `render`,
 `player_position`, `solve`); and, where the defaults do not fit, the task hooks `task_description`,
@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from agentrepro.environments import prompts
+from agentrepro.environments.prompts import Prompts, wrap_answer
 from agentrepro.environments.params import Param, boolean, integer, nonempty_string, number, one_of, validate
 from agentrepro.environments.parsing import parse_response
 from agentrepro.fileio import sha256_json
@@ -65,8 +65,8 @@ class Env(ABC):
     name: ClassVar[str]
     #: every parameter, in the reference's names and order (defaults enter every task hash)
     parameters: ClassVar[tuple[Param, ...]]
-    #: the game's prompts: `formats`, `system_prompt(params)`, `initial_observation(info)`, `step_observation(executed, info)`
-    prompts: ClassVar[Any]
+    #: the game's prompts (system prompt and observation texts per prompt format)
+    prompts: ClassVar[Prompts]
     #: valid action words (lower case, as the parser produces them)
     action_names: ClassVar[tuple[str, ...]] = ("up", "down", "left", "right")
     #: every symbol the text grid can contain (each cell renders as " <symbol> ")
@@ -123,7 +123,7 @@ class Env(ABC):
         """A well-formed response of this environment's prompt format that plays `actions` (joined by
         `action_sep` + space); e.g. for warm-start demonstrations or a tiny policy's action words."""
         sep = self.params["action_sep"]
-        return prompts.wrap_answer(f"{sep} ".join(actions), self.params["prompt_format"])
+        return wrap_answer(f"{sep} ".join(actions), self.params["prompt_format"])
 
     def valid_actions(self) -> Sequence[str]:
         """The action words the current state accepts (a text game would return its admissible commands)."""

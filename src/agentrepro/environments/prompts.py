@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 _WM_RULES = """Rules for <observation> and <prediction>:
 - You must strictly describe the relative position of the `{goal}` and any visible `{other}` objects **relative to the player**.
@@ -36,6 +36,20 @@ _LAYOUT = {
     "free_wm": ("Your response must be in the format of:\n<observation>...</observation> your reasoning <answer>...</answer> "
                 "your reasoning <prediction>...</prediction>.\n\nYou may include free-form reasoning text between the tags.\n\n"),
 }
+
+
+class Prompts(Protocol):
+    """What an environment's `prompts` provides (GridPrompts for the grid games; a text game writes its own)."""
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        """The prompt formats it has prompts for (the only values `prompt_format` accepts)."""
+
+    def system_prompt(self, params: Mapping[str, Any]) -> str: ...
+
+    def initial_observation(self, info: Mapping[str, Any]) -> str: ...
+
+    def step_observation(self, executed: list[str], info: Mapping[str, Any]) -> str: ...
 
 
 @dataclass(frozen=True)
