@@ -96,10 +96,6 @@ def env_names() -> list[str]:
     return REGISTRY.names()
 
 
-def env_class(name: str) -> type[Env]:
-    return REGISTRY.get(name)
-
-
 def validate_params(name: str, params: dict[str, Any] | None, *, path: object = None) -> dict[str, Any]:
     """Full parameters of environment `name` (defaults filled in); BadInput names `env.params.<key>`."""
     return REGISTRY.validate_params(name, params, path=path)
