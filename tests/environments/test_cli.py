@@ -107,6 +107,14 @@ def test_bad_params_and_episode_lines_are_exit_2(tmp_path):
     assert proc.returncode == 2 and "line 2" in proc.stderr and "seed" in proc.stderr and proc.stdout == ""
 
 
+def test_show_system_prompt_is_the_environments_own():
+    """`env show --system-prompt` prints the game's own guide; a format it has no prompt for is exit 2."""
+    out = ok(run_cli("env", "show", "--env", "sokoban", "--seed", 0, "--system-prompt"))
+    assert out.startswith("You are a Sokoban solver.") and "FrozenLake" not in out
+    proc = run_cli("env", "show", "--env", "frozenlake", "--seed", 0, "--param", "prompt_format=free_wm")
+    assert proc.returncode == 2 and "--param prompt_format" in proc.stderr and "'free_think', 'wm'" in proc.stderr
+
+
 def test_play_reads_piped_stdin():
     """`env play` plays typed answers from stdin: a bare action list is wrapped, and solving ends the game."""
     rec = next(r for r in load("frozenlake_replays.jsonl") if r["kind"] == "bfs_solution")
