@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -23,8 +24,8 @@ def command_config(**train) -> dict:
         "study": "mini-study", "method": "grpo", "seed": 0,
         "backend": {
             "name": "command",
-            "command": f"{{python}} {MINI} train --run {{run_dir}} --steps {{train.steps}} --lr {{train.lr}} --resume {{resume}}",
-            "eval_command": f"{{python}} {MINI} eval --run {{run_dir}} --step {{step}} --out {{outcomes}}",
+            "command": f"{{python}} {shlex.quote(str(MINI))} train --run {{run_dir}} --steps {{train.steps}} --lr {{train.lr}} --resume {{resume}}",
+            "eval_command": f"{{python}} {shlex.quote(str(MINI))} eval --run {{run_dir}} --step {{step}} --out {{outcomes}}",
         },
         "env": {"name": "frozenlake", "params": {}},
         "train": {"steps": 3, "lr": 0.25, **train},

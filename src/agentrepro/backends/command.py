@@ -6,14 +6,21 @@ backend:
   command: "python train.py --lr {train.lr} --steps {train.steps} --out {run_dir}"
   eval_command: "python evaluate.py --ckpt {run_dir}/checkpoints/step{step} --out {outcomes}"   # optional
   cwd: path/to/trainer        # optional, relative to where agentrepro runs
-  env: {WANDB_MODE: offline}  # optional; values may use placeholders (not shell-quoted: no shell sees them)
+  env: {WANDB_MODE: offline, NOTE: "{train.note}"}   # optional; values may use placeholders
   adapter: relax              # optional: convert that framework's outputs (verl-agent | relax)
 ```
 
-Placeholders (template.py) are any key path of the resolved config (`{train.lr}`, `{seed}`), plus
-`{run_dir}` (absolute), `{config}` (resolved_config.yaml), `{resume}` (true/false), `{python}` (this
-interpreter), and for `eval_command` `{step}`, `{eval_dir}` and `{outcomes}` (= eval_dir/raw/outcomes.jsonl).
-Every value is shell-quoted; the command runs under /bin/sh with stdout/stderr in RUN_DIR/logs/.
+No shell runs a template: it is split once into words (shell quoting rules) and each word, placeholders
+filled in, becomes exactly one argument of the program (template.py); shell syntax in a template is refused.
+Templates in which a program would run a value as code (`bash -c "... {x}"`, `python -c`, a placeholder
+among an interpreter's options) are refused too (reevaluation.py). Pipes and redirections go in a script or
+an inline `bash -c '...'` that reads values from environment variables: `env` values are filled without
+any parsing, and every harness value is also there as AGENTREPRO_<NAME> (AGENTREPRO_RUN_DIR, _CONFIG, ...).
+
+Placeholders are any key path of the resolved config (`{train.lr}`, `{seed}`), plus `{run_dir}` (absolute),
+`{config}` (resolved_config.yaml), `{resume}` (true/false), `{python}` (this interpreter), and for
+`eval_command` `{step}`, `{eval_dir}` and `{outcomes}` (= eval_dir/raw/outcomes.jsonl). stdout and stderr go
+to RUN_DIR/logs/; the filled command, shell-quoted, is kept in RUN_DIR/external_command.txt.
 
 Contract: the trainer writes the run directory contract (metrics.jsonl, checkpoints/, ...) into
 {run_dir}; the evaluator writes one outcome row per episode (docs/design.md §3.4) to {outcomes}. With an
@@ -22,11 +29,13 @@ adapter, the framework's own outputs are converted instead (see verl_agent.py an
 
 from __future__ import annotations
 
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import rundirs, template
+from agentrepro.backends import reevaluation, rundirs, template
 from agentrepro.backends.base import Backend
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput, Failure
@@ -37,6 +46,8 @@ BLOCK_KEYS = {"name", "command", "eval_command", "cwd", "env", "adapter", "repo"
               "task_key", "success_key", "success_threshold", "turns_key", "tokens_key"}
 ADAPTERS = {"verl-agent": "agentrepro.backends.verl_agent", "relax": "agentrepro.backends.relax"}
 EXTERNAL_COMMAND = "external_command.txt"
+HARNESS_VALUES = ("run_dir", "config", "resume", "python", "step", "eval_dir", "outcomes")  # also AGENTREPRO_<NAME>
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def context(config: dict[str, Any], run_dir: Path, *, resume: bool = True, **extra: Any) -> dict[str, Any]:
@@ -52,13 +63,25 @@ def validate_block(block: dict[str, Any]) -> None:
         raise BadInput(f"unknown key (expected {', '.join(sorted(BLOCK_KEYS))})", where=f"backend.{unknown[0]}")
     if not isinstance(block.get("command"), str):
         raise BadInput("a command template (string) is required", where="backend.command")
-    template.placeholders(block["command"], where="backend.command")
-    if "eval_command" in block:
-        template.placeholders(block["eval_command"], where="backend.eval_command")
+    for key in ("command", "eval_command"):
+        if key in block:
+            parse(block, key)
     if "env" in block and not (isinstance(block["env"], dict) and all(isinstance(k, str) for k in block["env"])):
         raise BadInput("expected a mapping of variable names to values", where="backend.env")
+    for name, value in (block.get("env") or {}).items():
+        if not ENV_NAME.fullmatch(name):
+            raise BadInput(f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)",
+                           where="backend.env")
+        template.text_parts(value, where=f"backend.env.{name}")
     if block.get("adapter") is not None and block["adapter"] not in ADAPTERS:
         raise BadInput(f"unknown adapter {block['adapter']!r} (known: {', '.join(sorted(ADAPTERS))})", where="backend.adapter")
+
+
+def parse(block: dict[str, Any], key: str) -> list[template.Word]:
+    """The words of backend.<key>; BadInput for shell syntax or a placeholder where a value could become code."""
+    words = template.split(block[key], where=f"backend.{key}")
+    reevaluation.check(words, where=f"backend.{key}")
+    return words
 
 
 def _adapter(block: dict[str, Any]):
@@ -68,14 +91,21 @@ def _adapter(block: dict[str, Any]):
     return importlib.import_module(ADAPTERS[name]) if name else None
 
 
-def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str) -> str:
-    """Render backend.<key>, run it under /bin/sh with logs in run_dir/logs/; returns the rendered command."""
-    rendered = template.render(block[key], ctx, where=f"backend.{key}")
-    env = {name: template.render(str(value), ctx, where=f"backend.env.{name}", quote=False)
-           for name, value in (block.get("env") or {}).items()}
-    env.update(AGENTREPRO_RUN_DIR=ctx["run_dir"], AGENTREPRO_CONFIG=ctx["config"])
-    run_logged(["/bin/sh", "-c", rendered], log_dir=run_dir / "logs", label=label, cwd=block.get("cwd"), env=env)
-    return rendered
+def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """The argv of backend.<key> and the environment it adds: backend.env filled, plus AGENTREPRO_<NAME>."""
+    argv = template.fill(parse(block, key), ctx, where=f"backend.{key}")
+    env = {f"AGENTREPRO_{name.upper()}": template.format_value(ctx[name]) for name in HARNESS_VALUES if name in ctx}
+    for name, value in (block.get("env") or {}).items():
+        where = f"backend.env.{name}"
+        env[name] = template.fill_word(template.text_parts(str(value), where=where), ctx, where=where)
+    return argv, env
+
+
+def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str) -> list[str]:
+    """Run backend.<key> (no shell) with its logs in run_dir/logs/; returns the argv it ran."""
+    argv, env = prepare(block, key, ctx)
+    run_logged(argv, log_dir=run_dir / "logs", label=label, cwd=block.get("cwd"), env=env)
+    return argv
 
 
 class CommandBackend(Backend):
@@ -84,16 +114,16 @@ class CommandBackend(Backend):
     def validate_config(self, config: dict[str, Any]) -> None:
         validate_block(config["backend"])
         ctx = context(config, Path("."), step=0, eval_dir=".", outcomes=".")
-        template.render(config["backend"]["command"], ctx, where="backend.command")  # unknown placeholders fail early
-        if "eval_command" in config["backend"]:
-            template.render(config["backend"]["eval_command"], ctx, where="backend.eval_command")
+        for key in ("command", "eval_command"):  # unknown placeholders and unusable values fail before training
+            if key in config["backend"]:
+                prepare(config["backend"], key, ctx)
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         block = config["backend"]
         validate_block(block)
         ctx = context(config, run_dir, resume=resume)
-        rendered = template.render(block["command"], ctx, where="backend.command")
-        atomic_write_text(Path(run_dir) / EXTERNAL_COMMAND, rendered + "\n")
+        argv, _ = prepare(block, "command", ctx)
+        atomic_write_text(Path(run_dir) / EXTERNAL_COMMAND, shlex.join(argv) + "\n")
         run_template(block, "command", ctx, Path(run_dir), "train")
         adapter = _adapter(block)
         if adapter is not None:
