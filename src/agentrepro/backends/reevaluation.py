@@ -12,11 +12,13 @@ interpreter's options (`bash {x} {y}` with x = "-c") can turn the next value int
 * after a word naming a recognised interpreter (SPECS: shells, python, perl, ruby, node, Rscript, php,
   lua, awk, sed), no placeholder stands among its options, in its script or in its code; values may follow
   as the script's arguments (`bash -c '...' sh {x}` gives `$1`), where option parsing has ended;
-* inline shell code may not use `eval`, and inline code of the other interpreters neither `eval` nor `exec`,
-  since values that reach it (as `$1` or through backend.env) would be run again.
+* inline shell code may not use `eval` nor expand a parameter outside double quotes (`$1`, `$NOTE`: the
+  shell would split the value and expand its wildcards), and inline code of the other interpreters uses
+  neither `eval` nor `exec`, since values that reach it (as `$1` or through backend.env) would be run again.
 
 What stays outside this check: a program that itself hands an argument to a shell or another language
-(ssh, watch, a script that evals its `$1`, an SQL client). Keep placeholders out of such arguments.
+(ssh, watch, a script that evals its `$1` or runs `"$1"` as a command, an SQL client). Keep placeholders
+out of such arguments.
 """
 
 from __future__ import annotations
@@ -56,9 +58,9 @@ SPECS: list[tuple[re.Pattern[str], Spec]] = [
     (re.compile(r"R|Rscript"), Spec(frozenset({"-e"}))),
     (re.compile(r"php[0-9.]*"), Spec(frozenset({"-r"}), frozenset({"-d", "-c"}))),
     (re.compile(r"lua[0-9.]*|luajit"), Spec(frozenset({"-e"}), frozenset({"-l"}))),
-    (re.compile(r"[gmn]?awk"), Spec(frozenset(), frozenset({"-f", "-v", "-F"}), first_operand_is_code=True,
+    (re.compile(r"[gmn]?awk"), Spec(frozenset({"-f"}), frozenset({"-v", "-F"}), first_operand_is_code=True,
                                     forbidden=("system",))),
-    (re.compile(r"sed"), Spec(frozenset({"-e", "--expression"}), frozenset({"-f", "--file"}), first_operand_is_code=True,
+    (re.compile(r"sed"), Spec(frozenset({"-e", "--expression", "-f", "--file"}), frozenset(), first_operand_is_code=True,
                               forbidden=())),
 ]
 
@@ -148,12 +150,38 @@ def _no_slot(word: Word, i: int, name: str, role: str, where: str) -> None:
 
 
 def _check_code(code: str, name: str, spec: Spec, *, where: str) -> None:
+    """Refuse inline code that would run values reaching it again (eval) or, in a shell, split and glob them."""
     for word in spec.forbidden:
         if re.search(rf"(?<![\w.$]){re.escape(word)}\b", code):
             raise BadInput(f"the code given to `{name}` uses `{word}`, which would run values that reach it "
                            "(as arguments or through backend.env) as code; put that logic in a script file that "
                            "treats values as data", where=where)
+    unquoted = _unquoted_expansion(code) if spec.shell else None
+    if unquoted:
+        raise BadInput(f"the code given to `{name}` expands {unquoted} outside double quotes, where the shell would "
+                       f"split the value into words and expand wildcards in it; write \"{unquoted}\"", where=where)
 
 
-def _show(word: Word) -> str:
-    return "".join(p if isinstance(p, str) else f"{{{p.name}}}" for p in word)
+def _unquoted_expansion(code: str) -> str | None:
+    """The first `$name`, `$1`, `$@` or `${...}` of shell code that stands outside double quotes, if any."""
+    quote, i = None, 0
+    while i < len(code):
+        ch = code[i]
+        if ch == "\\" and quote != "'":
+            i += 2
+            continue
+        if ch in "'\"" and quote in (None, ch):
+            quote = None if quote == ch else ch
+        elif ch == "$" and quote is None:
+            found = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*]|\{[^}]*\})", code[i:])
+            if found:
+                return found.group(0)
+        i += 1
+    return None
+
+
+def _show(word: Word, limit: int = 80) -> str:
+    """The word as written, on one line (an error message is one line), shortened past `limit` characters."""
+    text = "".join(p if isinstance(p, str) else f"{{{p.name}}}" for p in word)
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -158,12 +158,11 @@ def text_parts(text: Any, *, where: str) -> Word:
     i = 0
     while i < len(text):
         brace = min((j for j in (text.find("{", i), text.find("}", i)) if j >= 0), default=len(text))
-        if brace > i:
-            parts.append(text[i:brace])
-        if brace == len(text):
-            break
-        part, i = _brace(text, brace, where)
-        parts.append(part)
+        part, i = (text[i:brace], brace) if brace > i else _brace(text, brace, where)
+        if isinstance(part, str) and parts and isinstance(parts[-1], str):
+            parts[-1] += part
+        else:
+            parts.append(part)
     return tuple(parts)
 
 
