@@ -97,7 +97,7 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     env = {f"AGENTREPRO_{name.upper()}": template.format_value(ctx[name]) for name in HARNESS_VALUES if name in ctx}
     for name, value in (block.get("env") or {}).items():
         where = f"backend.env.{name}"
-        env[name] = template.fill_word(template.text_parts(str(value), where=where), ctx, where=where)
+        env[name] = template.fill_word(template.text_parts(value, where=where), ctx, where=where)
     return argv, env
 
 

@@ -39,7 +39,7 @@ SHELL_BUILTINS = {"eval", "exec", "source", ".", "export", "set", "alias", "buil
 class Spec:
     """How an interpreter reads its arguments: which options carry code, which take an argument."""
 
-    code_flags: frozenset[str]
+    code_flags: frozenset[str]  # options whose argument is code (or names it: python -m, awk -f)
     arg_flags: frozenset[str] = frozenset()
     shell: bool = False  # -c in a cluster of short options; the first operand is then the code
     first_operand_is_code: bool = False  # awk, sed: the program text comes first unless -f/-e gives it
@@ -49,9 +49,10 @@ class Spec:
 
 SHELL = Spec(frozenset({"-c"}), frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}), shell=True,
              forbidden=("eval",))
+PYTHON = Spec(frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"}), code_ends_options=True)
 SPECS: list[tuple[re.Pattern[str], Spec]] = [
     (re.compile(r"(ba|da|z|k|mk|a|ya|po|fi|c|tc|rba)?sh"), SHELL),
-    (re.compile(r"(python|pypy)[0-9.]*"), Spec(frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"}), code_ends_options=True)),
+    (re.compile(r"(python|pypy)[0-9.]*"), PYTHON),
     (re.compile(r"perl[0-9.]*"), Spec(frozenset({"-e", "-E"}), frozenset({"-I", "-M", "-m"}))),
     (re.compile(r"ruby[0-9.]*"), Spec(frozenset({"-e"}), frozenset({"-I", "-r"}))),
     (re.compile(r"node(js)?|deno|bun"), Spec(frozenset({"-e", "--eval", "-p", "--print"}), frozenset({"-r", "--require", "--import"}))),
@@ -68,7 +69,7 @@ SPECS: list[tuple[re.Pattern[str], Spec]] = [
 def interpreter(word: Word) -> tuple[str, Spec] | None:
     """(name, spec) when the word names a recognised interpreter (by its file name), `{python}` included."""
     if word == (Slot("python"),):
-        return "python", SPECS[1][1]
+        return "python", PYTHON
     text = literal(word)
     if text is None:
         return None
