@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentrepro.backends.command import CommandBackend, context, run_template, validate_block
 from agentrepro.errors import BadInput
@@ -103,6 +107,24 @@ def test_hostile_value_in_every_accepted_placement_is_delivered_and_runs_nothing
     assert sorted(p.name for p in work.iterdir()) == ["dump.py"]
     assert sorted(p.name for p in run_dir.iterdir()) == ["argv.json", "env.txt", "logs", "pos.txt"]
     assert not list(tmp_path.rglob("PWNED"))
+
+
+SHELL_ROUTE = {"name": "command", "env": {"NOTE": "{v}"},
+               "command": "sh -c 'printf %s \"$1\" > \"$AGENTREPRO_RUN_DIR/pos\"; printf %s \"$NOTE\" > \"$AGENTREPRO_RUN_DIR/env\"; "
+                          "printf %s \"$2\" > \"$AGENTREPRO_RUN_DIR/word\"' sh {v} --v={v}"}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))))
+def test_any_value_reaches_an_inline_shell_script_as_data(value):
+    """Property: through the backend, any text given to an inline sh script as "$1", "$2" and "$NOTE" is written back exactly."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        run_dir.mkdir()
+        run_template(SHELL_ROUTE, "command", context({"v": value}, run_dir), run_dir, "train", record=run_dir / "cmd.txt")
+        assert [(run_dir / name).read_bytes().decode() for name in ("pos", "env", "word")] == [value, value, "--v=" + value]
+        assert sorted(p.name for p in Path(tmp).rglob("*")) == ["cmd.txt", "env", "logs", "pos", "run", "train.stderr.log",
+                                                                "train.stdout.log", "word"]
 
 
 REFUSED = [

@@ -106,3 +106,11 @@ def test_values_json_cannot_hold_are_refused(tmp_path, value, shown):
     with pytest.raises(BadInput) as info:
         load_manifest(path)
     assert f"env.params.when: {shown}" in str(info.value)
+
+
+def test_command_template_that_re_evaluates_is_refused_at_freeze(tmp_path):
+    """`freeze` exits 2 naming the manifest and backend.command when a template would hand a value to a shell."""
+    manifest = set_key(BASE, "backend", {"name": "command", "command": "bash -c 'train --note {train.note}'"})
+    result = run_cli("freeze", write_study(tmp_path, manifest), "--root", tmp_path, "--allow-dirty")
+    assert result.returncode == 2
+    assert "demo.yaml: backend.command: train --note {train.note} (word 3) puts a placeholder" in result.stderr

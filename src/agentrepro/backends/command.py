@@ -101,9 +101,13 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     return argv, env
 
 
-def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str) -> list[str]:
-    """Run backend.<key> (no shell) with its logs in run_dir/logs/; returns the argv it ran."""
+def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str,
+                 *, record: Path | None = None) -> list[str]:
+    """Run backend.<key> (no shell) with its logs in run_dir/logs/, first writing it shell-quoted to `record`
+    if given; returns the argv it ran."""
     argv, env = prepare(block, key, ctx)
+    if record is not None:
+        atomic_write_text(record, shlex.join(argv) + "\n")
     run_logged(argv, log_dir=run_dir / "logs", label=label, cwd=block.get("cwd"), env=env)
     return argv
 
@@ -122,9 +126,7 @@ class CommandBackend(Backend):
         block = config["backend"]
         validate_block(block)
         ctx = context(config, run_dir, resume=resume)
-        argv, _ = prepare(block, "command", ctx)
-        atomic_write_text(Path(run_dir) / EXTERNAL_COMMAND, shlex.join(argv) + "\n")
-        run_template(block, "command", ctx, Path(run_dir), "train")
+        run_template(block, "command", ctx, Path(run_dir), "train", record=Path(run_dir) / EXTERNAL_COMMAND)
         adapter = _adapter(block)
         if adapter is not None:
             adapter.convert_training(Path(run_dir), config)

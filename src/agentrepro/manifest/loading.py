@@ -88,6 +88,13 @@ def check_manifest(manifest: Any, *, path: object) -> dict[str, Any]:
                        path=path, where=key_path(bad[0]))
     _check_backend_forms(manifest, path=path)
     validate(manifest, MANIFEST_SCHEMA, path=path)
+    if manifest["backend"]["name"] == "command":  # a template that no shell-free run can take fails at freeze
+        from agentrepro.backends.command import validate_block
+
+        try:
+            validate_block(manifest["backend"])
+        except BadInput as exc:
+            raise BadInput(str(exc), path=path) from None
     stem = Path(str(path)).name.rsplit(".", 1)[0]
     if Path(str(path)).suffix in (".yaml", ".yml") and stem != manifest["study"]:
         raise BadInput(f"{manifest['study']!r} differs from the file name {Path(str(path)).name!r}: "
