@@ -40,7 +40,7 @@ def test_nasty_config_value_reaches_the_trainer_verbatim(tmp_path, make_config, 
 
 
 def test_block_checks():
-    """Unknown keys, a missing command, a non-mapping env and an unknown adapter are BadInput at their key."""
+    """Unknown keys, a missing command, bad env names, an unknown adapter and shell syntax are BadInput at their key."""
     with pytest.raises(BadInput, match="backend.extra"):
         validate_block({"name": "command", "command": "x", "extra": 1})
     with pytest.raises(BadInput, match="backend.command"):
@@ -51,6 +51,8 @@ def test_block_checks():
         validate_block({"name": "command", "command": "x", "adapter": "ray"})
     with pytest.raises(BadInput, match="backend.env: 'BASH_FUNC_f%%' is not a variable name"):
         validate_block({"name": "command", "command": "x", "env": {"BASH_FUNC_f%%": "() { {x}; }"}})
+    with pytest.raises(BadInput, match="backend.env.AGENTREPRO_RUN_DIR: names starting with AGENTREPRO_ are the harness's"):
+        validate_block({"name": "command", "command": "x", "env": {"AGENTREPRO_RUN_DIR": "/elsewhere"}})
     with pytest.raises(BadInput, match="backend.eval_command: shell syntax '>'"):
         validate_block({"name": "command", "command": "x", "eval_command": "x > {outcomes}"})
 

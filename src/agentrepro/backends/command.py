@@ -72,6 +72,8 @@ def validate_block(block: dict[str, Any]) -> None:
         if not ENV_NAME.fullmatch(name):
             raise BadInput(f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)",
                            where="backend.env")
+        if name.startswith("AGENTREPRO_"):
+            raise BadInput("names starting with AGENTREPRO_ are the harness's own values", where=f"backend.env.{name}")
         template.text_parts(value, where=f"backend.env.{name}")
     if block.get("adapter") is not None and block["adapter"] not in ADAPTERS:
         raise BadInput(f"unknown adapter {block['adapter']!r} (known: {', '.join(sorted(ADAPTERS))})", where="backend.adapter")
