@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 from scipy.integrate import trapezoid
 
-CONVERGENCE = ["method", "seed", "auc", "threshold", "steps_to_threshold", "env_steps_to_threshold", "tokens_generated",
-               "wall_s", "gpu_hours", "eval_steps"]
+from agentrepro.analysis import contract
+
+CONVERGENCE = contract.names("convergence")
 
 
 def auc(steps, rates) -> float:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-DIAGNOSTICS = ["method", "seed", "step", "groups", "nodes", "edges", "duplicate_edge_ratio", "shared_state_rate",
-               "singleton_out_edge_ratio", "nonzero_graph_adv_ratio", "all_fail_groups", "all_success_groups",
-               "unreachable_ratio", "distance_hist", "step_group_size_hist"]
-TRAINING = ["method", "seed", "step", "env_steps", "episodes", "tokens_generated", "tokens_trained", "train_success_rate",
-            "reward_mean", "valid_action_ratio", "loss_policy", "loss_value", "kl", "entropy", "grad_norm", "lr", "wall_s", "gpu_hours"]
+from agentrepro.analysis import contract
+
+DIAGNOSTICS = contract.names("diagnostics")
+TRAINING = contract.names("training")
 
 
 def per_step_table(records: dict[tuple[str, int], list[dict]], columns: list[str]) -> pd.DataFrame:

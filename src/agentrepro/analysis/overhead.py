@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-OVERHEAD = ["method", "component", "n", "p50_s", "p95_s", "mean_s", "share_of_step"]
+from agentrepro.analysis import contract
+
+OVERHEAD = contract.names("overhead")
 
 
 def overhead_table(timings: dict[tuple[str, int], list[dict]]) -> pd.DataFrame:

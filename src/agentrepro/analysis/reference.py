@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agentrepro.analysis import contract
 from agentrepro.analysis.intervals import clustered_interval, t_interval, wilson
 from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Verdict, fixed_value_verdict, welch_verdict
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_yaml
 
-VERDICTS = ["method", "paper", "paper_std", "ours", "delta", "ci90_lo", "ci90_hi", "ci95_lo", "ci95_hi", "tolerance", "verdict",
-            "tasks_needed", "reason", "seeds_needed", "test", "seeds", "n_tasks", "paper_seeds", "source", "checked"]
+VERDICTS = contract.names("verdicts")
 _TOP = {"paper", "metric", "values"}
 _VALUE = {"value", "std", "seeds", "source", "checked"}
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agentrepro.analysis import contract
 from agentrepro.analysis import tables as T
 from agentrepro.analysis.claims import claims_table
 from agentrepro.analysis.convergence import convergence_table
@@ -37,7 +38,6 @@ from agentrepro.rundir import OUTPUTS, read_outputs_manifest, read_provenance, w
 
 BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
 N_BOOT = 2000
-TABLE_NAMES = ["runs", "methods", "paired", "categories", "verdicts", "claims", "diagnostics", "overhead", "convergence", "training"]
 
 
 @dataclass
@@ -96,8 +96,7 @@ def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference:
         out["verdicts"], ref_notes = verdicts_table(runs, success, reference, tolerance, settings.final_step)
         notes += ref_notes
     else:
-        out["verdicts"] = pd.DataFrame(columns=["method", "paper", "paper_std", "ours", "delta", "ci90_lo", "ci90_hi", "ci95_lo",
-                                                "ci95_hi", "tolerance", "verdict", "tasks_needed", "reason"])
+        out["verdicts"] = contract.empty("verdicts")
         notes.append("No reference values were given, so nothing was compared with the paper.")
     out["claims"] = claims_table(settings.claims, out["paired"], methods, settings.final_step, alpha, claim_source)
     methods_final = out["methods"][out["methods"]["step"] == settings.final_step]
@@ -137,12 +136,13 @@ def write_analysis(out_dir: Path, header: dict, tables: dict[str, pd.DataFrame],
     """Write every CSV, outcomes.parquet and analysis.json atomically, then the OUTPUTS.sha256 seal."""
     out_dir = Path(out_dir)
     payloads: dict[str, bytes] = {}
-    for name in ("runs", "methods", "paired", "categories", "verdicts", "claims", "diagnostics", "overhead", "convergence", "training"):
-        payloads[f"{name}.csv"] = _csv_frame(tables[name]).to_csv(index=False, lineterminator="\n").encode("utf-8")
+    for table in contract.TABLES:
+        contract.check_frame(table.name, tables[table.name])
+        payloads[table.file] = _csv_frame(tables[table.name]).to_csv(index=False, lineterminator="\n").encode("utf-8")
     buffer = io.BytesIO()
     outcomes[COLUMNS].to_parquet(buffer, index=False)
     payloads["outcomes.parquet"] = buffer.getvalue()
-    analysis = {**header, "tables": {name: records(tables[name]) for name in TABLE_NAMES}, "notes": notes,
+    analysis = {**header, "tables": {name: records(tables[name]) for name in contract.TABLE_NAMES}, "notes": notes,
                 "parity": parity, "provenance": provenance}
     payloads["analysis.json"] = (json.dumps(analysis, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
     for name, data in payloads.items():

@@ -13,15 +13,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from agentrepro.analysis import contract
 from agentrepro.analysis.bootstrap import bootstrap_ci
 from agentrepro.analysis.intervals import clustered_interval, wilson
 from agentrepro.analysis.paired import holm, mcnemar_exact_many, newcombe_paired_ci
 
-RUNS = ["method", "seed", "step", "n", "successes", "rate", "wilson_lo", "wilson_hi"]
-METHODS = ["method", "step", "seeds", "mean", "std", "pooled_n", "pooled_successes", "pooled_rate", "wilson_lo", "wilson_hi", "std_ddof"]
-CATEGORIES = ["method", "category", "step", "n", "successes", "rate", "wilson_lo", "wilson_hi"]
-PAIRED = ["method_a", "method_b", "seed", "step", "n_tasks", "both", "a_only", "b_only", "neither", "delta", "ci_lo", "ci_hi",
-          "mcnemar_p", "p_holm", "p", "test", "boot_lo", "boot_hi", "n_pairs"]
+RUNS, METHODS, CATEGORIES, PAIRED = (contract.names(t) for t in ("runs", "methods", "categories", "paired"))
 
 
 def _rates(grouped: pd.core.groupby.DataFrameGroupBy, alpha: float) -> pd.DataFrame:
@@ -110,11 +107,12 @@ def paired_table(df: pd.DataFrame, methods: list[str], alpha: float = 0.05, *, r
         mp_s = mcnemar_exact_many(a_only, b_only)
         for p, (i, j) in enumerate(pairs):
             for s, seed in enumerate(seeds):
-                cells = (int(both[p, s]), int(a_only[p, s]), int(b_only[p, s]), int(neither[p, s]))
-                rows.append([present[i], present[j], str(seed), int(step), n_tasks, *cells, float(delta_s[p, s]), float(lo_s[p, s]),
-                             float(hi_s[p, s]), float(mp_s[p, s]), np.nan, float(mp_s[p, s]), "newcombe10+mcnemar_exact",
-                             np.nan, np.nan, n_items])
-            cells = (int(both[p].sum()), int(a_only[p].sum()), int(b_only[p].sum()), int(neither[p].sum()))
+                cells = dict(both=int(both[p, s]), a_only=int(a_only[p, s]), b_only=int(b_only[p, s]), neither=int(neither[p, s]))
+                rows.append(dict(method_a=present[i], method_b=present[j], seed=str(seed), step=int(step), n_tasks=n_tasks, **cells,
+                                 delta=float(delta_s[p, s]), ci_lo=float(lo_s[p, s]), ci_hi=float(hi_s[p, s]),
+                                 mcnemar_p=float(mp_s[p, s]), p_holm=np.nan, p=float(mp_s[p, s]), test="newcombe10+mcnemar_exact",
+                                 boot_lo=np.nan, boot_hi=np.nan, n_pairs=n_items))
+            cells = dict(both=int(both[p].sum()), a_only=int(a_only[p].sum()), b_only=int(b_only[p].sum()), neither=int(neither[p].sum()))
             if len(seeds) == 1 and n_items == n_tasks:
                 # one seed, one episode per task: nothing to cluster, the `all` row is the exact paired analysis
                 delta, lo, hi = float(delta_s[p, 0]), float(lo_s[p, 0]), float(hi_s[p, 0])
@@ -127,8 +125,9 @@ def paired_table(df: pd.DataFrame, methods: list[str], alpha: float = 0.05, *, r
                 else:
                     pval = 1.0 if delta == 0 else 0.0
                 mp, test = np.nan, "task_clustered_t"
-            rows.append([present[i], present[j], "all", int(step), n_tasks, *cells, delta, lo, hi, mp, np.nan,
-                         pval, test, float(boot_lo[p]), float(boot_hi[p]), n_items * len(seeds)])
+            rows.append(dict(method_a=present[i], method_b=present[j], seed="all", step=int(step), n_tasks=n_tasks, **cells,
+                             delta=delta, ci_lo=lo, ci_hi=hi, mcnemar_p=mp, p_holm=np.nan, p=pval, test=test,
+                             boot_lo=float(boot_lo[p]), boot_hi=float(boot_hi[p]), n_pairs=n_items * len(seeds)))
     out = pd.DataFrame(rows, columns=PAIRED)
     if len(out):
         p_holm = np.full(len(out), np.nan)

@@ -1,7 +1,8 @@
 """Read and validate `analysis/<study>/analysis.json` before anything is drawn.
 
-The report trusts nothing it is given: each table row is checked for the contract's columns, their
-types, and rates being fractions in [0, 1] (a file written in percent would otherwise print 7800%).
+The report trusts nothing it is given: each table row is checked for the columns of the analysis contract
+(agentrepro.analysis.contract), their kinds, and rates being fractions in [0, 1] (a file written in percent
+would otherwise print 7800%).
 Every problem is a BadInput naming the file and the key path, e.g. `tables.verdicts[2].verdict`.
 """
 
@@ -11,36 +12,18 @@ import math
 from pathlib import Path
 from typing import Any
 
+from agentrepro.analysis import contract
+from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_json
 
-VERDICTS = ("reproduced", "not_reproduced", "inconclusive")
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 PARITY_STATUS = ("pass", "fail", "not_run")
 
-# Column kinds: "str", "int", "num" (finite number), "num?" (number or null), "rate" (fraction in [0, 1]),
-# "rate?" (fraction or null), "seed" (int or "all"), "bool", "any".
-COLUMNS: dict[str, dict[str, str]] = {
-    "runs": {"method": "str", "seed": "int", "step": "int", "n": "int", "successes": "int", "rate": "rate",
-             "wilson_lo": "rate", "wilson_hi": "rate"},
-    "methods": {"method": "str", "step": "int", "seeds": "int", "mean": "rate", "std": "num?", "pooled_n": "int",
-                "pooled_successes": "int", "pooled_rate": "rate", "wilson_lo": "rate", "wilson_hi": "rate"},
-    "paired": {"method_a": "str", "method_b": "str", "seed": "seed", "step": "int", "n_tasks": "int", "both": "int",
-               "a_only": "int", "b_only": "int", "neither": "int", "delta": "num", "ci_lo": "num?", "ci_hi": "num?",
-               "mcnemar_p": "num?", "p_holm": "num?"},
-    "categories": {"method": "str", "category": "str", "step": "int", "n": "int", "successes": "int", "rate": "rate",
-                   "wilson_lo": "rate", "wilson_hi": "rate"},
-    "verdicts": {"method": "str", "paper": "rate", "paper_std": "num?", "ours": "rate", "delta": "num",
-                 "ci90_lo": "num?", "ci90_hi": "num?", "ci95_lo": "num?", "ci95_hi": "num?", "tolerance": "num",
-                 "verdict": "verdict", "tasks_needed": "num?", "reason": "str"},
-    "claims": {"claim": "str", "method_a": "str", "method_b": "str", "delta": "num?", "ci_lo": "num?", "ci_hi": "num?",
-               "p": "num?", "p_holm": "num?", "holds": "bool"},
-    "diagnostics": {"method": "str", "seed": "int", "step": "int"},
-    "overhead": {"method": "str", "component": "str", "n": "int", "p50_s": "num", "p95_s": "num", "mean_s": "num",
-                 "share_of_step": "num?"},
-    "convergence": {"method": "str", "seed": "int", "auc": "num?", "threshold": "num?", "steps_to_threshold": "num?",
-                    "env_steps_to_threshold": "num?", "tokens_generated": "num?", "wall_s": "num?", "gpu_hours": "num?"},
-    "training": {"method": "str", "seed": "int", "step": "int"},
-}
+# Every table and column, with its kind, comes from the analysis contract. Required columns must be in every
+# row; the other declared columns are checked where a row has them (an older analysis may lack them).
+COLUMNS: dict[str, dict[str, str]] = {t.name: {c.name: c.kind for c in t.required} for t in contract.TABLES}
+OTHER_COLUMNS: dict[str, dict[str, str]] = {t.name: {c.name: c.kind for c in t.columns if not c.required} for t in contract.TABLES}
 
 
 def _is_num(v: Any) -> bool:
@@ -61,6 +44,8 @@ def _check(kind: str, value: Any) -> str | None:
         return None if _is_num(value) else f"a finite number (got {value!r})"
     if kind == "rate":
         return None if _is_num(value) and 0 <= value <= 1 else f"a fraction in [0, 1] (got {value!r})"
+    if kind == "p":
+        return None if _is_num(value) and 0 <= value <= 1 else f"a p-value in [0, 1] (got {value!r})"
     if kind == "seed":
         ok = value == "all" or (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdigit())
         return None if ok else f'an integer seed or "all" (got {value!r})'
@@ -68,7 +53,9 @@ def _check(kind: str, value: Any) -> str | None:
         return None if isinstance(value, bool) else f"true or false (got {value!r})"
     if kind == "verdict":
         return None if value in VERDICTS else f"one of {', '.join(VERDICTS)} (got {value!r})"
-    return None
+    if kind == "json":
+        return None if isinstance(value, dict) else f"a JSON object (got {value!r})"
+    raise ValueError(f"unknown column kind {kind!r}")   # the contract declares a kind this checker does not know
 
 
 def validate(analysis: Any, path: str | Path) -> dict:
@@ -98,9 +85,12 @@ def validate(analysis: Any, path: str | Path) -> dict:
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise bad(f"tables.{name}[{i}]", "a row object")
-            for column, kind in columns.items():
+            for column in columns:
                 if column not in row:
                     raise bad(f"tables.{name}[{i}].{column}", f"column '{column}' (missing)")
+            for column, kind in {**columns, **OTHER_COLUMNS[name]}.items():
+                if column not in row:
+                    continue
                 problem = _check(kind, row[column])
                 if problem:
                     raise bad(f"tables.{name}[{i}].{column}", problem)

@@ -1,0 +1,186 @@
+"""The analysis → report contract: every table of analysis/<study>/, its CSV file and its columns in order.
+
+This is the one declaration of that contract (docs/design.md §3.6). The writers take their column lists
+from it (`names`), `agentrepro analyze` checks every table against it before writing (`check_frame`), the
+report validates analysis.json against it (agentrepro.report.load), and the column lists of README.md
+"Analysis" and docs/internals.md are generated from it (`python -m agentrepro.analysis.contract --write`;
+a test fails when they are out of date).
+
+A table's columns are its `required` columns (the contract the report relies on; docs/design.md §3.6
+fixes them) followed by its other columns, always written, in the declared order. An `open` table
+(diagnostics, training) then carries any other field of the per-step JSONL rows it is read from, sorted
+by name. Each `tables.<name>` of analysis.json is the list of row objects of `<name>.csv`. Each column
+has a kind (KINDS), which the report checks; a trailing `?` also allows null.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+KINDS = {
+    "str": "a string",
+    "int": "an integer",
+    "num": "a finite number",
+    "rate": "a fraction in [0, 1] (rates are never percentages)",
+    "p": "a p-value in [0, 1]",
+    "seed": 'an integer seed or "all"',
+    "bool": "true or false",
+    "verdict": "reproduced, not_reproduced or inconclusive",
+    "json": "a JSON object (histograms; JSON text in the CSV)",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str              # a key of KINDS, optionally followed by "?" (null allowed)
+    required: bool = True  # part of the contract the report relies on (docs/design.md §3.6)
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    row: str               # what one row is
+    columns: tuple[Column, ...]
+    open: bool = False     # other fields of the source rows follow, sorted by name
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.csv"
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def required(self) -> list[Column]:
+        return [c for c in self.columns if c.required]
+
+
+def _cols(required: str, extra: str = "") -> tuple[Column, ...]:
+    """Columns from 'name:kind' words: the required ones, then the extra ones."""
+    def parse(words: str, req: bool) -> list[Column]:
+        return [Column(*w.split(":"), required=req) for w in words.split()]
+    return tuple(parse(required, True) + parse(extra, False))
+
+
+RATE_COLUMNS = "n:int successes:int rate:rate wilson_lo:rate wilson_hi:rate"
+PER_STEP = "method:str seed:int step:int"
+
+TABLES: tuple[Table, ...] = (
+    Table("runs", "method × seed × step: successes of n episodes and the Wilson interval",
+          _cols(f"method:str seed:int step:int {RATE_COLUMNS}")),
+    Table("methods", "method × step: mean ± std (ddof = 1) of the per-seed rates, pooled k/n with the Wilson interval",
+          _cols("method:str step:int seeds:int mean:rate std:num? pooled_n:int pooled_successes:int pooled_rate:rate "
+                "wilson_lo:rate wilson_hi:rate", "std_ddof:int")),
+    Table("paired", "method pair × seed (or `all`, seeds pooled by task) × step: the 2×2 table, a − b with its CI and tests",
+          _cols("method_a:str method_b:str seed:seed step:int n_tasks:int both:int a_only:int b_only:int neither:int "
+                "delta:num ci_lo:num? ci_hi:num? mcnemar_p:p? p_holm:p?",
+                "p:p? test:str boot_lo:num? boot_hi:num? n_pairs:int")),
+    Table("categories", "method × task category × step, pooled over seeds, with the Wilson interval",
+          _cols(f"method:str category:str step:int {RATE_COLUMNS}")),
+    Table("verdicts", "method with a paper value: ours − paper at the final step, its 90%/95% CIs and the verdict",
+          _cols("method:str paper:rate paper_std:num? ours:rate delta:num ci90_lo:num? ci90_hi:num? ci95_lo:num? "
+                "ci95_hi:num? tolerance:num verdict:verdict tasks_needed:num? reason:str",
+                "seeds_needed:num? test:str seeds:int n_tasks:int paper_seeds:num? source:str? checked:bool")),
+    Table("claims", "declared claim 'a > b': the paired difference at the final step, Holm-adjusted p, whether it holds",
+          _cols("claim:str method_a:str method_b:str delta:num? ci_lo:num? ci_hi:num? p:p? p_holm:p? holds:bool",
+                "statement:str")),
+    Table("diagnostics", "method × seed × training step: the graph diagnostics of graph_diagnostics.jsonl",
+          _cols(PER_STEP, "groups:num? nodes:num? edges:num? duplicate_edge_ratio:num? shared_state_rate:num? "
+                "singleton_out_edge_ratio:num? nonzero_graph_adv_ratio:num? all_fail_groups:num? all_success_groups:num? "
+                "unreachable_ratio:num? distance_hist:json? step_group_size_hist:json?"), open=True),
+    Table("overhead", "method × timed component: seconds per step (p50, p95, mean) and its share of the step time",
+          _cols("method:str component:str n:int p50_s:num p95_s:num mean_s:num share_of_step:num?")),
+    Table("convergence", "method × seed: area under the eval curve, steps and env steps to the threshold, cost",
+          _cols("method:str seed:int auc:num? threshold:num? steps_to_threshold:num? env_steps_to_threshold:num? "
+                "tokens_generated:num? wall_s:num? gpu_hours:num?", "eval_steps:int")),
+    Table("training", "method × seed × training step: the metrics of metrics.jsonl",
+          _cols(PER_STEP, "env_steps:num? episodes:num? tokens_generated:num? tokens_trained:num? train_success_rate:num? "
+                "reward_mean:num? valid_action_ratio:num? loss_policy:num? loss_value:num? kl:num? entropy:num? "
+                "grad_norm:num? lr:num? wall_s:num? gpu_hours:num?"), open=True),
+)
+BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
+TABLE_NAMES: list[str] = [t.name for t in TABLES]
+
+
+def names(table: str) -> list[str]:
+    """The declared columns of `table`, in order."""
+    return BY_NAME[table].names
+
+
+def empty(table: str) -> pd.DataFrame:
+    """A table with its declared columns and no row."""
+    return pd.DataFrame(columns=names(table))
+
+
+def check_frame(table: str, frame: pd.DataFrame) -> None:
+    """Raise if `frame`'s columns are not the declared ones in order (open tables: then other fields, sorted).
+
+    A mismatch is a bug in the analysis, not bad input: the writer and this declaration disagree.
+    """
+    declared, got = names(table), [str(c) for c in frame.columns]
+    head, rest = got[: len(declared)], got[len(declared):]
+    if head != declared or (rest and not (BY_NAME[table].open and rest == sorted(rest) and not set(rest) & set(declared))):
+        raise RuntimeError(f"table {table!r}: columns {got} differ from the contract {declared} "
+                           "(agentrepro.analysis.contract declares them)")
+
+
+# --- documentation generated from the declaration ---------------------------------------------------
+
+BEGIN, END = "<!-- analysis tables: generated by `python -m agentrepro.analysis.contract --write` -->", "<!-- end of analysis tables -->"
+
+
+def _column_text(c: Column, kinds: bool) -> str:
+    return f"{c.name} ({c.kind})" if kinds else c.name
+
+
+def markdown(kinds: bool = False) -> str:
+    """A markdown table of every table: file, one row per, required columns, then the others (in italics)."""
+    lines = ["| file | one row per | columns (others after `;`) |" if not kinds else "| table | one row per | columns: kind (others after `;`) |",
+             "|---|---|---|"]
+    for t in TABLES:
+        required = ", ".join(_column_text(c, kinds) for c in t.columns if c.required)
+        others = ", ".join(_column_text(c, kinds) for c in t.columns if not c.required)
+        if t.open:
+            others += (", " if others else "") + "then any other field of the source rows, sorted"
+        cell = required + (f"; *{others}*" if others else "")
+        lines.append(f"| `{t.file}` | {t.row} | {cell} |" if not kinds else f"| `{t.name}` | {t.row} | {cell} |")
+    if kinds:
+        lines += ["", "Kinds (`?`: or null): " + "; ".join(f"`{k}` {v}" for k, v in KINDS.items()) + "."]
+    return "\n".join(lines)
+
+
+DOCS = {"README.md": False, "docs/internals.md": True}   # file → with kinds
+
+
+def update(text: str, kinds: bool, source: str = "text") -> str:
+    """`text` with the generated block between BEGIN and END replaced by the current declaration."""
+    pattern = re.compile(re.escape(BEGIN) + r"\n.*?\n" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{source}: no generated block ({BEGIN} … {END})")
+    return pattern.sub(lambda _: f"{BEGIN}\n{markdown(kinds)}\n{END}", text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Print or rewrite the analysis-table lists of the docs from the contract.")
+    parser.add_argument("--write", action="store_true", help="rewrite the generated blocks of " + " and ".join(DOCS))
+    parser.add_argument("--root", default=".", help="repository root (default: the current directory)")
+    args = parser.parse_args(argv)
+    if not args.write:
+        print(markdown(kinds=True))
+        return 0
+    for rel, kinds in DOCS.items():
+        path = Path(args.root) / rel
+        path.write_text(update(path.read_text(encoding="utf-8"), kinds, rel), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
