@@ -70,3 +70,30 @@ def test_string_seed_becomes_int(analysis):
     out = validate(analysis, "a.json")
     assert out["tables"]["paired"][0]["seed"] == 0
     assert any(r["seed"] == "all" for r in out["tables"]["paired"])
+
+
+def test_p_value_above_one_is_refused(tmp_path, analysis):
+    """A p-value outside [0, 1] (a declared `p` column) names the file, row and column."""
+    analysis["tables"]["paired"][2]["p_holm"] = 1.5
+    with pytest.raises(BadInput, match=r"analysis\.json: tables\.paired\[2\]\.p_holm: expected a p-value in \[0, 1\]"):
+        load_analysis(_write(tmp_path, analysis))
+
+
+def test_further_columns_are_checked_when_present(analysis):
+    """A column declared after the required ones may be absent, but when present its kind is checked."""
+    assert "test" not in analysis["tables"]["paired"][0]
+    validate(json.loads(json.dumps(analysis)), "a.json")
+    analysis["tables"]["paired"][0]["test"] = 3
+    with pytest.raises(BadInput, match=r"tables\.paired\[0\]\.test: expected a string"):
+        validate(analysis, "a.json")
+
+
+def test_every_declared_table_is_required(tmp_path, analysis):
+    """Each table of the contract is required, and its absence names analysis.json and the table."""
+    from agentrepro.analysis.contract import TABLE_NAMES
+
+    for name in TABLE_NAMES:
+        broken = json.loads(json.dumps(analysis))
+        del broken["tables"][name]
+        with pytest.raises(BadInput, match=rf"analysis\.json: tables\.{name}: expected table '{name}' \(missing"):
+            load_analysis(_write(tmp_path, broken))

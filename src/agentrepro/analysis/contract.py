@@ -162,7 +162,7 @@ DOCS = {"README.md": False, "docs/internals.md": True}   # file → with kinds
 
 def update(text: str, kinds: bool, source: str = "text") -> str:
     """`text` with the generated block between BEGIN and END replaced by the current declaration."""
-    pattern = re.compile(re.escape(BEGIN) + r"\n.*?\n" + re.escape(END), re.S)
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
     if not pattern.search(text):
         raise ValueError(f"{source}: no generated block ({BEGIN} … {END})")
     return pattern.sub(lambda _: f"{BEGIN}\n{markdown(kinds)}\n{END}", text)
