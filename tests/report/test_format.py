@@ -31,3 +31,16 @@ def test_small_numbers_keep_their_digits():
     assert fmt.seconds(0.0012) == "1.2 ms"
     assert fmt.seconds(3.4) == "3.4 s"
     assert fmt.number(5917) == "5,917"
+
+
+def test_cell_formats_by_contract_kind():
+    """A contract column's value is formatted by its kind; null shows the column's declared meaning or a dash."""
+    from agentrepro.analysis.contract import Column
+
+    assert fmt.cell(0.7891, Column("x", "rate")) == "78.9%"
+    assert fmt.cell(0.0004, Column("x", "p?")) == "<0.001"
+    assert fmt.cell(0.0012, Column("x", "seconds")) == "1.2 ms"
+    assert fmt.cell(12345, Column("x", "int")) == "12,345"
+    assert fmt.cell("grpo", Column("x", "str")) == "grpo"
+    assert fmt.cell(None, Column("x", "num?", null="not reached")) == "not reached"
+    assert fmt.cell(float("nan"), Column("x", "num?")) == "—"

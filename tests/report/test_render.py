@@ -144,3 +144,19 @@ def test_paper_std_and_unchecked_source_are_shown(analysis):
     row = html[html.index(f"<td>{v['method']}</td>"):]
     row = row[:row.index("</tr>")]
     assert f"{100 * v['paper']:.1f}% ± 2.1%" in row and "Table 1" in row and "not checked in the paper" in row
+
+
+def test_plain_tables_follow_the_contract(analysis):
+    """Overhead and convergence show the contract's required columns, formatted by kind; null says what it means."""
+    from agentrepro.analysis import contract
+
+    analysis["tables"]["convergence"][0].update(steps_to_threshold=None, auc=0.4567, wall_s=4000.0)
+    html = render.render_html(render.build_context(analysis, figures=[], audit=PASSED, files={}))
+    for name in ("overhead", "convergence"):
+        section = html[html.index(f'<section id="{name}">'):]
+        head = section[section.index("<thead>"):section.index("</thead>")]
+        assert re.findall(r"<th>(.*?)</th>", head) == [c.header for c in contract.BY_NAME[name].required]
+    section = html[html.index('<section id="convergence">'):]
+    body = section[section.index("<tbody>"):]
+    first = body[:body.index("</tr>")]
+    assert "<td>not reached</td>" in first and "<td>45.7%</td>" in first and "<td>66.7 min</td>" in first

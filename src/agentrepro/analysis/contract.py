@@ -29,6 +29,8 @@ KINDS = {
     "num": "a finite number",
     "rate": "a fraction in [0, 1] (rates are never percentages)",
     "p": "a p-value in [0, 1]",
+    "seconds": "a duration in seconds",
+    "share": "a fraction of a total (of the step time)",
     "seed": 'an integer seed or "all"',
     "bool": "true or false",
     "verdict": "reproduced, not_reproduced or inconclusive",
@@ -41,6 +43,12 @@ class Column:
     name: str
     kind: str              # a key of KINDS, optionally followed by "?" (null allowed)
     required: bool = True  # part of the contract the report relies on (docs/design.md §3.6)
+    title: str = ""        # a few words for people (the report's column header); default: the name
+    null: str = ""         # what null means, where it means more than "missing"
+
+    @property
+    def header(self) -> str:
+        return self.title or self.name
 
 
 @dataclass(frozen=True)
@@ -96,11 +104,17 @@ TABLES: tuple[Table, ...] = (
           _cols(PER_STEP, "groups:num? nodes:num? edges:num? duplicate_edge_ratio:num? shared_state_rate:num? "
                 "singleton_out_edge_ratio:num? nonzero_graph_adv_ratio:num? all_fail_groups:num? all_success_groups:num? "
                 "unreachable_ratio:num? distance_hist:json? step_group_size_hist:json?"), open=True),
-    Table("overhead", "method × timed component: seconds per step (p50, p95, mean) and its share of the step time",
-          _cols("method:str component:str n:int p50_s:num p95_s:num mean_s:num share_of_step:num?")),
-    Table("convergence", "method × seed: area under the eval curve, steps and env steps to the threshold, cost",
-          _cols("method:str seed:int auc:num? threshold:num? steps_to_threshold:num? env_steps_to_threshold:num? "
-                "tokens_generated:num? wall_s:num? gpu_hours:num?", "eval_steps:int")),
+    Table("overhead", "method × timed component: seconds per step (p50, p95, mean) and its share of the step time", (
+        Column("method", "str", title="Method"), Column("component", "str", title="Component"),
+        Column("n", "int", title="Steps"), Column("p50_s", "seconds", title="p50"), Column("p95_s", "seconds", title="p95"),
+        Column("mean_s", "seconds", title="Mean"), Column("share_of_step", "share?", title="Share of step time"))),
+    Table("convergence", "method × seed: area under the eval curve, steps and env steps to the threshold, cost", (
+        Column("method", "str", title="Method"), Column("seed", "int", title="Seed"),
+        Column("auc", "rate?", title="AUC (mean rate over checkpoints)"), Column("threshold", "rate?", title="Threshold"),
+        Column("steps_to_threshold", "num?", title="Steps to threshold", null="not reached"),
+        Column("env_steps_to_threshold", "num?", title="Env steps to threshold", null="not reached"),
+        Column("tokens_generated", "num?", title="Tokens generated"), Column("wall_s", "seconds?", title="Wall time"),
+        Column("gpu_hours", "num?", title="GPU-hours"), Column("eval_steps", "int", required=False))),
     Table("training", "method × seed × training step: the metrics of metrics.jsonl",
           _cols(PER_STEP, "env_steps:num? episodes:num? tokens_generated:num? tokens_trained:num? train_success_rate:num? "
                 "reward_mean:num? valid_action_ratio:num? loss_policy:num? loss_value:num? kl:num? entropy:num? "

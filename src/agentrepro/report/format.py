@@ -71,4 +71,17 @@ def number(x, digits: int = 3) -> str:
     return _signed(f"{x:.{digits}g}")
 
 
+BY_KIND = {"rate": pct, "p": pvalue, "seconds": seconds, "share": share, "int": number, "num": number}
+
+
+def cell(x, column) -> str:
+    """A value of an analysis-contract column (agentrepro.analysis.contract.Column) formatted by its kind.
+
+    Null shows what the column declares it to mean (e.g. 'not reached'), else an em dash.
+    """
+    if _missing(x):
+        return column.null or DASH
+    return BY_KIND.get(column.kind.rstrip("?"), str)(x)
+
+
 FILTERS = {"pct": pct, "pp": pp, "ci": ci, "pvalue": pvalue, "seconds": seconds, "share": share, "number": number}

@@ -40,7 +40,7 @@ def _check(kind: str, value: Any) -> str | None:
         return None if isinstance(value, str) else f"a string (got {value!r})"
     if kind == "int":
         return None if isinstance(value, int) and not isinstance(value, bool) else f"an integer (got {value!r})"
-    if kind == "num":
+    if kind in ("num", "seconds", "share"):
         return None if _is_num(value) else f"a finite number (got {value!r})"
     if kind == "rate":
         return None if _is_num(value) and 0 <= value <= 1 else f"a fraction in [0, 1] (got {value!r})"

@@ -17,8 +17,9 @@ from importlib import resources
 import jinja2
 import matplotlib.pyplot as plt
 
+from agentrepro.analysis import contract
 from agentrepro.report import figures as F
-from agentrepro.report.format import FILTERS
+from agentrepro.report.format import FILTERS, cell
 
 SECTIONS = (
     ("verdicts", "Verdicts against the paper"),
@@ -148,6 +149,7 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
     curve_steps = sorted({r["step"] for r in t["methods"]})
     return {
         "a": analysis, "t": t, "step": step, "sections": SECTIONS,
+        "columns": {table.name: table.required for table in contract.TABLES},
         "figures": {s: [f for f in figures if f.section == s] for s, _ in SECTIONS},
         "verdicts": [{**v, "ours_ci": wilson.get(v["method"])} for v in t["verdicts"]],
         "methods_final": at,
@@ -183,6 +185,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(FILTERS)
     env.filters["tol"] = lambda x: "—" if x is None else f"±{100 * x:.1f} pp"
     env.filters["hist"] = histogram_text
+    env.filters["cell"] = cell
     return env
 
 
