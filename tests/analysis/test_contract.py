@@ -11,7 +11,7 @@ import pytest
 from analysis_synth import make_study, outcome_rows, write_jsonl
 from helpers import REPO
 
-from agentrepro.analysis import contract
+from agentrepro.analysis import contract, contract_docs
 from agentrepro.analysis.study import analyze_outcomes, analyze_study
 from agentrepro.report import figures, render
 from agentrepro.report.load import _check
@@ -59,9 +59,9 @@ def test_check_frame_refuses_columns_off_contract():
 
 def test_docs_are_generated_from_the_declaration():
     """README.md and docs/internals.md hold the table lists the declaration generates (else: run --write)."""
-    for rel, kinds in contract.DOCS.items():
+    for rel, kinds in contract_docs.DOCS.items():
         text = (REPO / rel).read_text(encoding="utf-8")
-        assert contract.update(text, kinds, rel) == text, f"{rel} is stale: run python -m agentrepro.analysis.contract --write"
+        assert contract_docs.update(text, kinds, rel) == text, f"{rel} is stale: run python -m agentrepro.analysis.contract_docs --write"
         for table in contract.TABLES:
             assert f"`{table.file if not kinds else table.name}`" in text
 
@@ -77,16 +77,16 @@ def test_design_columns_lead_the_declared_ones():
 
 
 def test_write_rewrites_a_stale_block(tmp_path):
-    """`python -m agentrepro.analysis.contract --write` replaces an out-of-date block and keeps the text around it."""
-    for rel in contract.DOCS:
+    """`python -m agentrepro.analysis.contract_docs --write` replaces an out-of-date block and keeps the text around it."""
+    for rel in contract_docs.DOCS:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(f"before\n{contract.BEGIN}\n| old |\n{contract.END}\nafter\n", encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract", "--write", "--root", str(tmp_path)], check=True)
+        (tmp_path / rel).write_text(f"before\n{contract_docs.BEGIN}\n| old |\n{contract_docs.END}\nafter\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)], check=True)
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert readme.startswith("before\n") and readme.endswith("after\n") and "| old |" not in readme
     assert "| `paired.csv` |" in readme and "mcnemar_p (p?)" in (tmp_path / "docs/internals.md").read_text(encoding="utf-8")
     (tmp_path / "README.md").write_text("no block\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract", "--write", "--root", str(tmp_path)],
+    result = subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)],
                             capture_output=True, text=True)
     assert result.returncode != 0 and "README.md: no generated block" in result.stderr
 

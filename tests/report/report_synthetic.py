@@ -20,6 +20,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
+from agentrepro.analysis.contract import TABLE_NAMES
 from agentrepro.fileio import atomic_write_json, sha256_json
 
 HOSTILE = "<script>alert(1)</script>"   # a task category that must be shown as text, never run
@@ -226,8 +227,9 @@ def build_analysis(*, study: str = "graphgpo-alfworld", seed: int = 0, methods: 
                      "claims": [c["claim"] for c in claims],
                      "reference": {"paper": "GraphGPO (arXiv:2605.26684)", "metric": "success_rate",
                                    "path": "manifests/references/graphgpo.yaml"}},
-        "tables": {"runs": runs, "methods": methods_rows, "paired": paired, "categories": cats, "verdicts": verdicts,
-                   "claims": claims, "diagnostics": diagnostics, "overhead": overhead, "convergence": convergence,
+        # every table of the contract is present; a table added to it later starts empty here
+        "tables": {**{name: [] for name in TABLE_NAMES}, "runs": runs, "methods": methods_rows, "paired": paired,
+                   "categories": cats, "verdicts": verdicts, "claims": claims, "diagnostics": diagnostics, "overhead": overhead, "convergence": convergence,
                    "training": training},
         "notes": notes,
         "parity": [{"check": "GraphGPO oracle: graph rewards [10, 1, 0.1]", "status": "pass", "detail": "max |diff| 0"},
