@@ -49,7 +49,7 @@ def claims_table(claims: list[str], paired: pd.DataFrame, methods: list[str], fi
         lo, hi = (r["ci_lo"], r["ci_hi"]) if sign > 0 else (-r["ci_hi"], -r["ci_lo"])
         rows.append({"claim": text.strip(), "method_a": better, "method_b": worse, "delta": sign * r["delta"],
                      "ci_lo": lo, "ci_hi": hi, "p": r["p"]})
-    out = pd.DataFrame(rows, columns=["claim", "method_a", "method_b", "delta", "ci_lo", "ci_hi", "p"])
+    out = pd.DataFrame(rows, columns=CLAIMS)   # p_holm, holds and statement are filled in below
     out["p_holm"] = holm(out["p"].to_numpy()) if len(out) else []
     out["holds"] = (out["delta"] > 0) & (out["p_holm"] < alpha)
     out["statement"] = [
