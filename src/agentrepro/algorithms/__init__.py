@@ -1,4 +1,5 @@
-"""Advantage estimators (GRPO, GiGPO, GraphGPO, graph-only), the GraphGPO state graph, and GAE.
+"""Advantage estimators (GRPO, GiGPO, GraphGPO, graph-only; PPO's GAE), their declarations (spec.py), the GraphGPO
+state graph, and GAE.
 
 Contract (docs/internals.md "Algorithms"): `StepBatch.from_rows`, `estimate(batch, name, **options)
 -> AdvantageResult`, `ESTIMATORS`, `masked_gae`, `masked_whiten`, `turn_gae` (numpy inside; torch is
@@ -9,6 +10,7 @@ from agentrepro.algorithms.batch import StepBatch
 from agentrepro.algorithms.gae import masked_gae, masked_whiten, turn_gae
 from agentrepro.algorithms.registry import ESTIMATORS, Registry, UnknownEstimator, default_registry, estimate
 from agentrepro.algorithms.result import AdvantageResult
+from agentrepro.algorithms.spec import SPECS, EstimatorSpec, Option
 
 __all__ = ["StepBatch", "ESTIMATORS", "Registry", "UnknownEstimator", "default_registry", "estimate",
-           "AdvantageResult", "masked_gae", "masked_whiten", "turn_gae"]
+           "AdvantageResult", "EstimatorSpec", "Option", "SPECS", "masked_gae", "masked_whiten", "turn_gae"]

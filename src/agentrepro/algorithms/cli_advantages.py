@@ -19,32 +19,24 @@ import argparse
 import json
 import sys
 
+from agentrepro.algorithms.spec import SPECS, all_options, option_help
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_json, atomic_write_text, iter_jsonl
 
-OPTIONS = {  # CLI flag dest → (type, help)
-    "norm": (str, "std: (x − mean)/(std + ε); mean: x − mean (default std)"),
-    "gamma": (float, "GiGPO discount of the step returns (default 0.95)"),
-    "omega": (float, "GraphGPO base ω of the graph reward 10·ω^d (default 0.1)"),
-    "step_weight": (float, "weight of the step term (default 1)"),
-    "episode_weight": (float, "weight of the episode term (default 1; graph_only: 0)"),
-    "invalid_penalty": (float, "subtracted once per invalid row (default 0.1)"),
-    "episode_stats": (str, "rows: episode mean/std over step rows (reference); trajectories: each trajectory once"),
-    "reward_form": (str, "GraphGPO reward: code 10·ω^d (reference) or paper 10·ω^(d+1)"),
-    "epsilon": (float, "added to the std (default 1e-6)"),
-}
-CHOICES = {"norm": ("std", "mean"), "episode_stats": ("rows", "trajectories"), "reward_form": ("code", "paper")}
+STEP_ROW_SPECS = tuple(s for s in SPECS if s.step_rows)
+OPTIONS = all_options(STEP_ROW_SPECS)
+"""The flags: every option of an estimator that works on step rows (declared in algorithms/spec.py)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="IN.jsonl", help="step rows, one JSON object per line (- for stdin)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="output rows (- for stdout)")
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--estimator", help="grpo, gigpo, graphgpo or graph_only")
+    mode.add_argument("--estimator", help="; ".join(f"{s.name}: {s.help}" for s in STEP_ROW_SPECS))
     mode.add_argument("--cases", action="store_true", help="IN holds parity cases {params, rows} (see above)")
-    for dest, (kind, help_line) in OPTIONS.items():
-        parser.add_argument("--" + dest.replace("_", "-"), dest=dest, type=kind, default=None,
-                            choices=CHOICES.get(dest), help=help_line)
+    for option in OPTIONS:
+        parser.add_argument("--" + option.name.replace("_", "-"), dest=option.name, type=option.type, default=None,
+                            choices=option.choices or None, help=option_help(option, STEP_ROW_SPECS))
     parser.add_argument("--diagnostics", metavar="FILE.json", help="write graph diagnostics and timings here")
 
 
@@ -86,7 +78,7 @@ def _report(result) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = {k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None}
+    options = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name) is not None}
     source = "<stdin>" if args.input == "-" else args.input
     out_lines: list[str] = []
     reports: list[dict] = []

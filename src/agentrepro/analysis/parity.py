@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from agentrepro.algorithms.spec import all_options
 from agentrepro.fileio import iter_jsonl, load_yaml
 
-# Options of the estimators (docs/design.md §3.5) that a resolved config's train block may set.
-OPTION_KEYS = ("norm", "gamma", "omega", "step_weight", "episode_weight", "invalid_penalty", "episode_stats", "reward_form")
+OPTION_KEYS = tuple(o.name for o in all_options())
+"""Options of the estimators (algorithms/spec.py) that a resolved config's train block may set."""
 ATOL = RTOL = 1e-5
 
 
@@ -34,6 +35,10 @@ def check_dump(dump: Path, estimator: str, options: dict, algorithms) -> dict:
         return {"check": name, "status": "not_run", "detail": "the dump is empty"}
     if any("advantage" not in r for r in rows):
         return {"check": name, "status": "not_run", "detail": "the dump has rows without the trainer's `advantage`"}
+    spec = algorithms.ESTIMATORS.spec(estimator) if estimator in algorithms.ESTIMATORS else None
+    if spec is not None and not spec.step_rows:
+        return {"check": name, "status": "not_run",
+                "detail": f"{estimator}'s advantages are GAE over the critic's values, which step rows do not hold"}
     try:
         accepted = algorithms.ESTIMATORS.defaults(estimator)   # options this estimator takes
         options = {k: v for k, v in options.items() if k in accepted}

@@ -1,8 +1,10 @@
 """Every hyperparameter of the builtin trainer in one frozen dataclass (the manifest's `train` block).
 
 Each field is typed, defaulted and documented in one line; `TrainConfig.from_dict` rejects unknown keys
-and wrong types with a BadInput naming `train.<key>`. workflow/schemas/train_config.schema.json mirrors
-these fields (a test keeps them in step).
+and wrong types with a BadInput naming `train.<key>`. The estimator's options are not written here: one
+field per option of agentrepro.algorithms.spec (name, type, default, allowed values) is added right after
+`estimator`, and validated from the same declarations. workflow/schemas/train_config.schema.json mirrors
+these fields (its estimator part is written by `python -m agentrepro.trainer.schema`; tests keep it in step).
 """
 
 from __future__ import annotations
@@ -11,34 +13,44 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
+from agentrepro.algorithms.spec import EstimatorSpec, Option, SPECS, all_options, trainer_specs
 from agentrepro.errors import BadInput
 
-ESTIMATORS = ("grpo", "gigpo", "graphgpo", "ppo")
+SPECS_BY_NAME: dict[str, EstimatorSpec] = {s.name: s for s in trainer_specs()}
+"""The estimators a config may name (variants such as graph_only are named by their parent and pinned options)."""
+ESTIMATORS = tuple(SPECS_BY_NAME)
+ESTIMATOR_OPTIONS: tuple[Option, ...] = all_options(tuple(SPECS_BY_NAME.values()))
+"""One TrainConfig field each, right after `estimator`."""
+
+
+def _with_estimator_options(cls):
+    """Declare one field per estimator option (type and default from its spec) right after `estimator`."""
+    annotations = {}
+    for name, hint in cls.__dict__["__annotations__"].items():
+        annotations[name] = hint
+        if name == "estimator":
+            for option in ESTIMATOR_OPTIONS:
+                annotations[option.name] = option.type
+                setattr(cls, option.name, option.default)
+    cls.__annotations__ = annotations
+    return cls
 
 
 @dataclass(frozen=True)
+@_with_estimator_options
 class TrainConfig:
     # --- algorithm -------------------------------------------------------------------------------
-    estimator: str = "grpo"  # advantage estimator: grpo | gigpo | graphgpo (graph_only = episode_weight 0) | ppo (value head + GAE)
+    estimator: str = "grpo"  # advantage estimator (agentrepro.algorithms.spec): grpo | gigpo | graphgpo | ppo
+    # ... + one field per estimator option (norm, gamma, omega, lam, value_coef, ...: see ESTIMATOR_OPTIONS)
     steps: int = 150  # RL training steps (policy updates) after the warm start
     groups: int = 16  # tasks (environment seeds) per step
     group_size: int = 8  # trajectories sampled per task
     lr: float = 2.0e-4  # Adam learning rate of the RL stage
     lr_schedule: str = "constant"  # constant | linear (decays to 0 at `steps`)
     weight_decay: float = 0.0  # AdamW weight decay of the RL stage
-    gamma: float = 0.95  # discount of step returns (gigpo) and of GAE (ppo)
-    lam: float = 1.0  # GAE lambda (ppo)
-    omega: float = 0.1  # GraphGPO distance decay of the graph reward
-    step_weight: float = 1.0  # weight of the step-level advantage (gigpo, graphgpo)
-    episode_weight: float = 1.0  # weight of the episode-level advantage (graphgpo; 0 = graph-only)
-    invalid_penalty: float = 0.1  # subtracted from a turn's score when its action was invalid
-    norm: str = "mean"  # advantage normalisation within groups: std (x - mean)/(std + 1e-6) | mean (x - mean)
-    episode_stats: str = "rows"  # episode mean/std over step rows (reference) | trajectories
-    reward_form: str = "code"  # GraphGPO graph reward 10*w^d (code) | 10*w^(d+1) (paper)
     clip_ratio: float = 0.2  # PPO-clip epsilon
     kl_coef: float = 0.0  # coefficient of the k3 KL to the initial (post-warm-start) policy; 0 = not computed
     entropy_coef: float = 0.0  # entropy bonus coefficient
-    value_coef: float = 0.5  # value-loss coefficient (ppo)
     grad_clip: float = 1.0  # max global gradient norm
     epochs: int = 1  # passes over each rollout batch
     minibatches: int = 1  # optimizer steps per epoch
@@ -76,8 +88,18 @@ class TrainConfig:
         return self.groups * self.group_size
 
     @property
+    def estimator_spec(self) -> EstimatorSpec:
+        return SPECS_BY_NAME[self.estimator]
+
+    @property
+    def estimator_options(self) -> dict[str, Any]:
+        """The options the configured estimator takes, with this config's values."""
+        return {o.name: getattr(self, o.name) for o in self.estimator_spec.options}
+
+    @property
     def uses_value(self) -> bool:
-        return self.estimator == "ppo"
+        """Whether the policy's value head is trained and used (an estimator that needs a critic)."""
+        return self.estimator_spec.needs_critic
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, *, path: object = None, where: str = "train") -> "TrainConfig":
@@ -102,8 +124,15 @@ class TrainConfig:
         def bad(key: str, expected: str) -> None:
             raise BadInput(f"expected {expected}, got {getattr(self, key)!r}", path=path, where=f"{where}.{key}")
 
-        choices = {"estimator": ESTIMATORS, "lr_schedule": ("constant", "linear"), "norm": ("std", "mean"),
-                   "episode_stats": ("rows", "trajectories"), "reward_form": ("code", "paper"), "mode": ("concat", "non_concat")}
+        if self.estimator not in SPECS_BY_NAME:
+            variants = [f"{s.name} is {s.variant_of} with {', '.join(f'{k} {v:g}' for k, v in s.fixed.items())}"
+                        for s in SPECS if s.variant_of]
+            bad("estimator", "one of " + ", ".join(ESTIMATORS) + "".join(f" ({v})" for v in variants))
+        for option in ESTIMATOR_OPTIONS:
+            expected = option.expected(getattr(self, option.name))
+            if expected:
+                bad(option.name, expected)
+        choices = {"lr_schedule": ("constant", "linear"), "mode": ("concat", "non_concat")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 bad(key, "one of " + ", ".join(allowed))
@@ -115,13 +144,13 @@ class TrainConfig:
         for key in ("steps", "warmstart_max_steps", "dump_batches_every", "train_first_seed", "warmstart_val_first_seed"):
             if getattr(self, key) < 0:
                 bad(key, "an integer >= 0")
-        for key in ("lr", "warmstart_lr", "clip_ratio", "grad_clip", "temperature", "omega"):
+        for key in ("lr", "warmstart_lr", "clip_ratio", "grad_clip", "temperature"):
             if not getattr(self, key) > 0:
                 bad(key, "a number > 0")
-        for key in ("gamma", "lam", "warmstart_target"):
+        for key in ("warmstart_target",):
             if not 0 <= getattr(self, key) <= 1:
                 bad(key, "a number in [0, 1]")
-        for key in ("kl_coef", "entropy_coef", "value_coef", "weight_decay"):
+        for key in ("kl_coef", "entropy_coef", "weight_decay"):
             if getattr(self, key) < 0:
                 bad(key, "a number >= 0")
         if self.minibatches > self.batch_trajectories:

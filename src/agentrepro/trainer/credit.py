@@ -1,7 +1,9 @@
-"""From a rollout to per-token training targets: turn advantages (estimator registry) or token GAE (PPO).
+"""From a rollout to per-token training targets, for any estimator of agentrepro.algorithms.spec.
 
-* `turn_advantages`: the step rows of the rollout (docs/design.md §3.5) through `agentrepro.algorithms.estimate`;
-  one advantage per agent turn, in `rollout.turns` order.
+* `training_targets`: the one entry point; an estimator that needs a critic gets `ppo_targets` (token GAE
+  over the value head's predictions), every other one `turn_advantages` broadcast to its tokens.
+* `turn_advantages`: the step rows of the rollout (docs/design.md §3.5) through `agentrepro.algorithms.estimate`
+  with the configured estimator and its options; one advantage per agent turn, in step-row order.
 * `broadcast_turns`: (rows, tokens) tensor holding each turn's value on exactly that turn's generated
   tokens, 0 elsewhere (observations, padding, <bos>).
 * `token_rewards`: each turn's reward on the last generated token of the turn.
@@ -12,29 +14,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from agentrepro.algorithms import StepBatch, estimate, masked_gae, masked_whiten, turn_gae
+from agentrepro.algorithms import AdvantageResult, StepBatch, estimate, masked_gae, masked_whiten, turn_gae
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.rollout import Rollout
 
+TIMED = ("graph_build", "shortest_paths", "step_returns", "advantage")
+"""Components of a step-row estimator's timings that the trainer logs."""
 
-def estimator_call(cfg: TrainConfig) -> tuple[str, dict[str, Any]]:
-    """The registry name and options of the configured step-row estimator."""
-    common = {"norm": cfg.norm, "invalid_penalty": cfg.invalid_penalty, "episode_stats": cfg.episode_stats}
-    if cfg.estimator == "grpo":
-        return "grpo", common
-    if cfg.estimator == "gigpo":
-        return "gigpo", {**common, "gamma": cfg.gamma, "step_weight": cfg.step_weight, "episode_weight": cfg.episode_weight}
-    if cfg.estimator == "graphgpo":
-        opts = {**common, "omega": cfg.omega, "step_weight": cfg.step_weight, "reward_form": cfg.reward_form}
-        if cfg.episode_weight == 0:
-            return "graph_only", opts
-        return "graphgpo", {**opts, "episode_weight": cfg.episode_weight}
-    raise ValueError(f"{cfg.estimator} has no step-row estimator")
+
+class Targets(NamedTuple):
+    """Per-token training targets of one rollout."""
+
+    advantages: torch.Tensor  # (rows, tokens) float32, 0 off generated tokens
+    returns: torch.Tensor | None  # (rows, tokens) float32 value targets; None without a critic
+    turn_advantages: np.ndarray | None  # (n_turns,) float64 in step-row order; None for token-level estimators
+    result: AdvantageResult | None  # the step-row estimator's result (timings, diagnostics); None with a critic
+
+
+def training_targets(rollout: Rollout, values: torch.Tensor | None, cfg: TrainConfig) -> Targets:
+    """Targets of the configured estimator; `values` (rows, tokens) are the value head's, when it needs a critic."""
+    if cfg.estimator_spec.needs_critic:
+        return Targets(*ppo_targets(rollout, values, cfg, cfg.mode), None, None)
+    turn_adv, result = turn_advantages(rollout, cfg)
+    return Targets(broadcast_turns(rollout, ordered_turns(rollout), turn_adv), None, turn_adv, result)
 
 
 def ordered_turns(rollout: Rollout):
@@ -44,8 +51,7 @@ def ordered_turns(rollout: Rollout):
 
 def turn_advantages(rollout: Rollout, cfg: TrainConfig):
     """(advantages (n_turns,) float64 in step-row order, AdvantageResult)."""
-    name, options = estimator_call(cfg)
-    result = estimate(StepBatch.from_rows(rollout.step_rows()), name, **options)
+    result = estimate(StepBatch.from_rows(rollout.step_rows()), cfg.estimator, **cfg.estimator_options)
     return np.asarray(result.advantage, dtype=np.float64), result
 
 

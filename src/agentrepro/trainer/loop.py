@@ -18,7 +18,7 @@ import torch
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
-from agentrepro.trainer.credit import broadcast_turns, ordered_turns, ppo_targets, turn_advantages
+from agentrepro.trainer.credit import TIMED, ordered_turns, training_targets
 from agentrepro.trainer.policy import build_policy
 from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.update import TrainBatch, token_stats, update
@@ -150,20 +150,17 @@ class Trainer:
             if self.reference is not None:
                 ref_logp = token_stats(self.reference, ro.input_ids, ro.attention_mask, with_values=False, with_entropy=False,
                                        device=self.device, bf16=cfg.bf16)[0].cpu()
-        # advantages: step-row estimator per turn broadcast to its tokens, or token-level GAE (ppo)
+        # advantages: the configured estimator's per-token targets (its step-row advantages broadcast to each
+        # turn's tokens, or token-level GAE over the value head's predictions when it needs a critic)
         mask = ro.loss_mask.float()
         rows = ro.step_rows()
-        diagnostics, turn_adv = None, None
         t0 = time.perf_counter()
-        if cfg.uses_value:
-            advantages, returns = ppo_targets(ro, values.cpu(), cfg, cfg.mode)
-            timings["advantage"] = time.perf_counter() - t0
-        else:
-            turn_adv, result = turn_advantages(ro, cfg)
-            advantages, returns = broadcast_turns(ro, ordered_turns(ro), turn_adv), None
-            timings.update({k: v for k, v in result.timings.items() if k in ("graph_build", "shortest_paths", "step_returns", "advantage")})
-            timings.setdefault("advantage", time.perf_counter() - t0)
-            diagnostics = result.diagnostics
+        targets = training_targets(ro, values.cpu() if cfg.uses_value else None, cfg)
+        advantages, returns, turn_adv = targets.advantages, targets.returns, targets.turn_advantages
+        if targets.result is not None:
+            timings.update({k: v for k, v in targets.result.timings.items() if k in TIMED})
+        timings.setdefault("advantage", time.perf_counter() - t0)
+        diagnostics = targets.result.diagnostics if targets.result is not None else None
         # update
         t0 = time.perf_counter()
         stats = update(self.policy, self.optimizer, self.scheduler,
