@@ -92,10 +92,12 @@ def test_cli_malformed_row_exits_2_naming_line_and_writes_nothing(tmp_path):
 
 
 def test_cli_unknown_estimator_and_inapplicable_option_exit_2(tmp_path):
-    """Unknown estimator names list the known ones; an option the estimator does not take is refused."""
+    """Unknown estimator names list the known ones; ppo (needs a critic) and options an estimator does not take are refused."""
     src = _write_rows(tmp_path / "in.jsonl", COUNTER)
+    proc = run_cli("advantages", "--estimator", "dqn", src, "-o", tmp_path / "o.jsonl")
+    assert proc.returncode == 2 and "known: gigpo, graph_only, graphgpo, grpo, ppo" in proc.stderr
     proc = run_cli("advantages", "--estimator", "ppo", src, "-o", tmp_path / "o.jsonl")
-    assert proc.returncode == 2 and "known: gigpo, graph_only, graphgpo, grpo" in proc.stderr
+    assert proc.returncode == 2 and "needs a critic" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     proc = run_cli("advantages", "--estimator", "grpo", "--omega", "0.1", src, "-o", tmp_path / "o.jsonl")
     assert proc.returncode == 2 and "omega" in proc.stderr
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentrepro.algorithms import ESTIMATORS, Registry, StepBatch, UnknownEstimator, default_registry, estimate
+from agentrepro.algorithms import ESTIMATORS, EstimatorSpec, Option, Registry, StepBatch, UnknownEstimator, default_registry, estimate
 from agentrepro.algorithms.result import AdvantageResult
 
 ROW = {"group": "g", "traj": "t", "turn": 0, "state": "s", "next_state": "success", "reward": 10.0,
@@ -12,16 +12,27 @@ ROW = {"group": "g", "traj": "t", "turn": 0, "state": "s", "next_state": "succes
 
 
 def test_default_names():
-    """The shipped registry holds exactly the four estimators of the study manifests."""
-    assert ESTIMATORS.names() == ["gigpo", "graph_only", "graphgpo", "grpo"]
+    """The shipped registry holds the estimators of the study manifests, PPO included, with their defaults."""
+    assert ESTIMATORS.names() == ["gigpo", "graph_only", "graphgpo", "grpo", "ppo"]
     assert ESTIMATORS.defaults("graph_only")["episode_weight"] == 0.0
     assert ESTIMATORS.defaults("gigpo")["gamma"] == 0.95 and ESTIMATORS.defaults("graphgpo")["omega"] == 0.1
+    assert ESTIMATORS.defaults("ppo") == {"gamma": 0.95, "lam": 1.0, "value_coef": 0.5}
+    assert {n: ESTIMATORS.defaults(n).get("norm") for n in ESTIMATORS.names()} == {
+        "gigpo": "std", "graph_only": "std", "graphgpo": "std", "grpo": "std", "ppo": None}
 
 
 def test_unknown_name_lists_known_ones():
     """An unknown estimator raises UnknownEstimator (a KeyError and ValueError) listing the registered names."""
-    with pytest.raises(UnknownEstimator, match="unknown estimator 'ppo'; known: gigpo, graph_only, graphgpo, grpo"):
-        estimate(StepBatch.from_rows([ROW]), "ppo")
+    with pytest.raises(UnknownEstimator, match="unknown estimator 'dqn'; known: gigpo, graph_only, graphgpo, grpo, ppo"):
+        estimate(StepBatch.from_rows([ROW]), "dqn")
+
+
+def test_an_estimator_that_needs_a_critic_has_no_step_row_advantages():
+    """ppo is registered (its options are checked) but estimate() on step rows says it needs a critic."""
+    with pytest.raises(ValueError, match="ppo' needs a critic"):
+        estimate(StepBatch.from_rows([ROW]), "ppo", lam=0.9)
+    with pytest.raises(ValueError, match=r"option lam must be a number in \[0, 1\]"):
+        estimate(StepBatch.from_rows([ROW]), "ppo", lam=2.0)
 
 
 def test_duplicate_registration_is_an_error_and_registries_are_separate():
@@ -32,9 +43,10 @@ def test_duplicate_registration_is_an_error_and_registries_are_separate():
         import numpy as np
         return AdvantageResult("const", {}, advantage=np.full(len(batch), value))
 
-    reg.register("const", const)
+    spec = EstimatorSpec("const", "a constant advantage", (Option("value", float, 1.0, "the advantage"),), fn=const)
+    reg.register(spec)
     with pytest.raises(ValueError, match="already registered"):
-        reg.register("const", const)
+        reg.register(spec)
     assert "const" not in ESTIMATORS and "const" in reg
     res = estimate(StepBatch.from_rows([ROW]), "const", registry=reg, value=2.5)
     assert res.advantage.tolist() == [2.5] and res.options == {"value": 2.5} and res.estimator == "const"

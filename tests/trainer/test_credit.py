@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from agentrepro.trainer.config import TrainConfig
-from agentrepro.trainer.credit import broadcast_turns, estimator_call, ordered_turns, ppo_targets, turn_advantages
+from agentrepro.algorithms import StepBatch, estimate
+from agentrepro.trainer.credit import broadcast_turns, ordered_turns, ppo_targets, training_targets, turn_advantages
 from agentrepro.trainer.rollout import Sampler, rollout
 from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
@@ -41,10 +42,30 @@ def test_each_action_token_gets_its_own_turns_advantage(mode, estimator):
 
 
 def test_graph_only_is_graphgpo_without_the_episode_term():
-    """graphgpo with episode_weight 0 calls the registry's graph_only estimator."""
-    name, options = estimator_call(TrainConfig(estimator="graphgpo", episode_weight=0.0))
-    assert name == "graph_only" and "episode_weight" not in options
-    assert estimator_call(TrainConfig(estimator="gigpo", gamma=0.9))[1]["gamma"] == 0.9
+    """graphgpo with episode_weight 0 gives exactly the registry's graph_only advantages; options come from the config."""
+    ro = _rollout("concat")
+    cfg = TrainConfig(estimator="graphgpo", episode_weight=0.0, omega=0.5)
+    adv, result = turn_advantages(ro, cfg)
+    only = estimate(StepBatch.from_rows(ro.step_rows()), "graph_only", omega=0.5, norm=cfg.norm)
+    assert adv.tolist() == only.advantage.tolist() and result.advantage_episode is None
+    assert TrainConfig(estimator="gigpo", gamma=0.9).estimator_options["gamma"] == 0.9
+    assert set(TrainConfig(estimator="grpo").estimator_options) == {"norm", "invalid_penalty", "episode_stats", "epsilon",
+                                                                    "episode_weight"}
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "ppo"])
+def test_training_targets_follow_the_critic_capability(estimator):
+    """An estimator that needs a critic gets GAE targets with returns; the others turn advantages without returns."""
+    ro = _rollout("concat")
+    values = torch.zeros(ro.input_ids.shape)
+    cfg = TrainConfig(estimator=estimator)
+    targets = training_targets(ro, values if cfg.uses_value else None, cfg)
+    assert targets.advantages.shape == ro.input_ids.shape
+    if estimator == "ppo":
+        assert targets.returns is not None and targets.turn_advantages is None and targets.result is None
+    else:
+        assert targets.returns is None and targets.result.estimator == "grpo"
+        assert torch.equal(targets.advantages, broadcast_turns(ro, ordered_turns(ro), targets.turn_advantages))
 
 
 @pytest.mark.parametrize("mode", ["concat", "non_concat"])

@@ -51,7 +51,8 @@ class Registry:
         return self.spec(name).defaults()
 
     def resolve(self, name: str, options: dict) -> dict:
-        """The full option dict for `name` (defaults updated with the non-None `options`); ValueError on bad ones."""
+        """The full option dict of a step-row call of `name` (defaults updated with the non-None `options`);
+        ValueError on bad options, or when `name` needs a critic (its advantages cannot come from step rows)."""
         spec = self.spec(name)
         allowed = spec.defaults()
         given = {k: v for k, v in options.items() if v is not None}
@@ -63,21 +64,20 @@ class Registry:
         for key, value in given.items():
             if key in spec.fixed:
                 if value != spec.fixed[key]:
-                    raise ValueError(f"estimator {name!r} fixes {key} at {spec.fixed[key]!r}, got {value!r}"
+                    raise ValueError(f"estimator {name!r} has {key} {spec.fixed[key]!r}; got {value!r}"
                                      + (f" (use {spec.variant_of})" if spec.variant_of else ""))
                 continue
             expected = declared[key].expected(value)
             if expected:
                 raise ValueError(f"option {key} must be {expected}, got {value!r}")
+        if spec.fn is None:
+            raise ValueError(f"estimator {name!r} needs a critic: its advantages are GAE over a value head's predictions, "
+                             "which step rows do not hold (the trainer computes them; `agentrepro gae` on token rows)")
         return {**allowed, **given}
 
     def estimate(self, batch: StepBatch, name: str, **options) -> AdvantageResult:
         resolved = self.resolve(name, options)
-        spec = self.spec(name)
-        if spec.fn is None:
-            raise ValueError(f"estimator {name!r} needs a critic: its advantages are GAE over a value head's predictions, "
-                             "which step rows do not hold (the trainer computes them; `agentrepro gae` on token rows)")
-        result = spec.fn(batch, **resolved)
+        result = self.spec(name).fn(batch, **resolved)
         result.estimator, result.options = name, resolved
         return result
 
