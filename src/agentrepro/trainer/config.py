@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
-from agentrepro.algorithms.spec import EstimatorSpec, Option, SPECS, all_options, trainer_specs
+from agentrepro.algorithms.spec import SPECS, EstimatorSpec, Option, all_options, trainer_specs
 from agentrepro.errors import BadInput
 
 SPECS_BY_NAME: dict[str, EstimatorSpec] = {s.name: s for s in trainer_specs()}
