@@ -24,12 +24,13 @@ def study(tmp_path) -> Path:
 
 @pytest.fixture
 def frozen(study) -> tuple[Path, dict]:
-    """The demo study frozen (in-process), with two sealed runs, analysis and report."""
+    """The demo study frozen (in-process), with its four sealed runs (each evaluated at steps 0, 5, 10), analysis and report."""
     from agentrepro.manifest.freeze import freeze
 
     lock, _, _ = freeze(study / "manifests" / "demo.yaml", root=study)
-    fake_run(study, lock, "grpo", 0)
-    fake_run(study, lock, "gigpo", 1)
+    for method in ("grpo", "gigpo"):
+        for seed in (0, 1):
+            fake_run(study, lock, method, seed)
     fake_outputs(study)
     return study, lock
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, atomic_write_yaml, sha256_json
-from agentrepro.rundir import write_outputs_manifest
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, atomic_write_yaml, sha256_file, sha256_json
+from agentrepro.rundir import read_outputs_manifest, write_outputs_manifest
 
 COMMIT_A = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 COMMIT_B = "0123456789abcdef0123456789abcdef01234567"
@@ -84,7 +84,7 @@ def git_commit_all(root: Path) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
-def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int, ...] = (10,)) -> Path:
+def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int, ...] = (0, 5, 10)) -> Path:
     """A sealed run directory as train and eval would leave it (no torch, no training)."""
     from agentrepro.manifest import run_config
 
@@ -110,22 +110,34 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
                  "reward": float(i % 2), "turns": 3, "tokens": 40} for i, t in enumerate(lock["task_panel"])]
         atomic_write_jsonl(ev / "outcomes.jsonl", rows)
         atomic_write_json(ev / "provenance.json", {"lock_sha256": config["lock"]["sha256"], "resolved_config_sha256": sha256_json(config),
-                                                   "status": "ok", "attempts": []})
+                                                   "run_outputs_sha256": sha256_file(run / "OUTPUTS.sha256"), "status": "ok", "attempts": []})
         write_outputs_manifest(ev)
     return run
 
 
 def fake_outputs(root: Path, study: str = "demo") -> None:
-    """Sealed analysis/<study>/ and reports/<study>/ directories."""
+    """Sealed analysis/<study>/ and reports/<study>/ directories, chained as analyze and report chain them: analysis.json
+    records every sealed file of every run (provenance.runs[].outputs), the report every analysis file (analysis.sha256)."""
+    from agentrepro.manifest import lock_sha256, read_lock
+
+    lock = read_lock(root / "manifests" / f"{study}.lock.json")
+    runs = []
+    for run in sorted((root / "runs" / study).glob("*/seed*")):
+        outputs = {}
+        for seal in sorted(run.rglob("OUTPUTS.sha256")):
+            prefix = seal.parent.relative_to(root).as_posix()
+            outputs.update({f"{prefix}/{rel}": digest for rel, digest in read_outputs_manifest(seal).items()})
+        runs.append({"method": run.parent.name, "seed": int(run.name[4:]), "outputs": outputs})
     analysis = root / "analysis" / study
     analysis.mkdir(parents=True)
     (analysis / "runs.csv").write_text("method,seed,step,n,successes,rate\ngrpo,0,10,4,2,0.5\n")
+    atomic_write_json(analysis / "analysis.json", {"study": study, "provenance": {"lock_sha256": lock_sha256(lock), "runs": runs}})
     write_outputs_manifest(analysis)
     reports = root / "reports" / study
     reports.mkdir(parents=True)
     (reports / "report.html").write_text("<html><body>report</body></html>\n")
+    (reports / "analysis.sha256").write_text("".join(f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in sorted(analysis.iterdir())))
     write_outputs_manifest(reports)
-
 
 
 def load(path: Path) -> Any:

@@ -99,8 +99,8 @@ def test_outcomes_not_on_the_frozen_panel_are_detected(frozen):
 def test_unsealed_run_and_files_added_after_sealing_are_detected(frozen):
     """A run without OUTPUTS.sha256, and a file added to a sealed directory, are reported; live logs and
     Snakemake's directory marker are not."""
-    root, lock = frozen
-    run = fake_run(root, lock, "grpo", 1)
+    root, _ = frozen
+    run = root / "runs" / "demo" / "grpo" / "seed1"
     (run / "OUTPUTS.sha256").unlink()
     sealed = root / "analysis" / "demo"
     (sealed / "extra.csv").write_text("a,b\n")
@@ -118,7 +118,7 @@ def test_run_of_a_method_the_lock_does_not_have(frozen):
     root, lock = frozen
     stray = root / "runs" / "demo" / "ppo" / "seed0"
     stray.mkdir(parents=True)
-    assert f"{stray}: 'ppo' is not a method of the lock" in audit_study("demo", root)
+    assert f"{stray.parent}: 'ppo' is not a method of the lock" in audit_study("demo", root)
 
 
 def test_missing_lock_and_unknown_study(tmp_path):

@@ -1,84 +1,76 @@
-"""`audit`: is every output of a study what the frozen lock produced, unchanged since it was sealed?
+"""`audit`: is every output of a study what the frozen lock planned and produced, unchanged since it was sealed?
 
-`audit_study(study, root=".")` returns one problem per string, each naming a path:
-* the lock: present, valid against lock.schema.json, not edited by hand (its self-hash);
-* the manifest: still valid and still hashing to the lock's `manifest_sha256`; every file the lock hashed
-  (data, reference) unchanged;
-* every run `runs/<study>/<method>/seed<k>/`: a method and seed of the lock; provenance.json carrying
-  `lock_sha256` equal to the lock hash, `resolved_config_sha256` equal to the hash of resolved_config.yaml
-  (`resolved_config_sha256()` below), and a finished attempt; sealed by OUTPUTS.sha256;
-* every OUTPUTS.sha256 under runs/<study> (nested ones too), analysis/<study> and reports/<study>
-  verifies, and no file there is outside every seal (written after sealing);
-* every outcomes row names the study, method, seed and step of its directory, and a task of the lock's
-  panel with the same task_hash; no (task_id, episode) twice; no panel task missing.
+`audit_study(study, root=".")` returns one problem per string, each naming a path. It follows a chain:
+* the lock: present, valid against lock.schema.json, not edited by hand (its self-hash); the manifest still
+  hashes to the lock's `manifest_sha256`; every file the lock hashed (data, reference) unchanged;
+* the plan: the lock's manifest names methods × seeds and the evaluated steps (workflow/scripts/plan.py's
+  `eval_steps`); every run directory and every eval/step<N>/ of the plan exists, and nothing else does:
+  stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported;
+* each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes, and each
+  provenance.json ties its directory to the lock and the run config (audit_runs.py); an evaluation records
+  the training seal it evaluated; outcomes rows match the lock's task panel;
+* the analysis records the hash of every sealed file of every run it read, equal to the seals now; the
+  report records the analysis files it was rendered from, equal to them now (audit_chain.py);
+* no symbolic link anywhere in these trees (none is followed; `bundle` never ships one).
+
+`require` says how far the study must have got: `lock`, `runs`, `analysis` or `report` (the default). What
+is required and missing is reported; outputs of later stages are checked whenever they exist.
 A local model directory is not re-hashed here (it can be many GB); freeze hashed it.
 """
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import os
 import re
-from collections import Counter
-from pathlib import Path
+import sys
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
-from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, load_yaml, sha256_file, sha256_json
+from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import sha256_file, sha256_json
+from agentrepro.manifest.audit_chain import check_analysis, check_report
+from agentrepro.manifest.audit_runs import check_evaluation, check_outcomes, check_run, resolved_config_sha256
+from agentrepro.manifest.audit_tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.manifest.loading import load_manifest, lock_path_for, manifest_path
 from agentrepro.manifest.lock import lock_problems, lock_sha256
-from agentrepro.rundir import OUTPUTS, PROVENANCE, read_outputs_manifest, read_provenance
+from agentrepro.rundir import OUTPUTS
 
-RESOLVED_CONFIG = "resolved_config.yaml"
-EXAMPLES = 3  # per kind of problem per file, so that one bad file does not drown the others
+STAGES = ("lock", "runs", "analysis", "report")
 _SEED_DIR = re.compile(r"^seed(\d+)$")
 _STEP_DIR = re.compile(r"^step(\d+)$")
+__all__ = ["STAGES", "audit_study", "planned_steps", "resolved_config_sha256"]
 
 
-def resolved_config_sha256(path: str | os.PathLike) -> str:
-    """The resolved-config hash provenance.json carries: SHA-256 of the canonical JSON of the YAML's content.
-
-    Parsed with libyaml when PyYAML has it (the configs carry the whole task panel, and the pure-Python
-    parser made audit ~200x slower than hashing); a file libyaml cannot read falls back to `load_yaml`,
-    whose error names the line.
-    """
-    loader = getattr(yaml, "CSafeLoader", None)
-    if loader is not None:
-        try:
-            return sha256_json(yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader))  # noqa: S506 - a safe loader
-        except (yaml.YAMLError, UnicodeDecodeError):
-            pass
-    return sha256_json(load_yaml(path))
-
-
-# Snakemake touches this marker inside every directory() output after the job, i.e. after the seal.
-SNAKEMAKE_MARKER = ".snakemake_timestamp"
+def planned_steps(manifest: dict[str, Any]) -> list[int]:
+    """The evaluated steps the workflow plans for this manifest (workflow/scripts/plan.py, the DAG's own rule)."""
+    script = Path(__file__).resolve().parents[3] / "workflow" / "scripts" / "plan.py"
+    if not script.is_file():
+        raise Failure(f"{script}: not found: the audit plans evaluations with the workflow's own rule, "
+                      "so it runs from a checkout of the repository")
+    module = sys.modules.get("agentrepro_workflow_plan")
+    if module is None:
+        spec = importlib.util.spec_from_file_location("agentrepro_workflow_plan", script)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    train = manifest.get("train") or {}
+    return module.eval_steps(train.get("steps", 0), manifest.get("eval") or {}, checkpoint_every=train.get("checkpoint_every"),
+                             path="the lock's manifest")
 
 
-def _unsealable(rel: Path) -> bool:
-    """Files no seal is expected to list: live logs, temporary files of atomic writes, Snakemake's marker."""
-    return ("logs" in rel.parts[:-1] or (rel.name.startswith(".") and rel.name.endswith(".tmp"))
-            or rel.name == SNAKEMAKE_MARKER)
-
-
-def _check_lock(study: str, root: Path, not_bundled: set[str]) -> tuple[dict | None, list[str]]:
+def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | None, list[str]]:
     found: list[str] = []
     mpath = manifest_path(study, root)
     lpath = lock_path_for(mpath)
+    found += [link_problem(p) for p in (mpath, lpath) if p.is_symlink()]
     lock = None
     if not lpath.is_file():
         found.append(f"{lpath}: missing: the study was never frozen (agentrepro freeze {mpath})")
     else:
-        try:
-            lock = json.loads(lpath.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return None, found + [f"{lpath}: malformed JSON: {exc}"]
-        found += [f"{lpath}: {p}" for p in lock_problems(lock)]
-        if not isinstance(lock, dict):
-            return None, found
-        if lock.get("study") != study:
+        lock, problem = load_object(lpath)
+        found += [problem] if problem else [f"{lpath}: {p}" for p in lock_problems(lock)]
+        if lock is not None and lock.get("study") != study:
             found.append(f"{lpath}: study is {lock.get('study')!r}, not {study!r}")
     if not mpath.is_file():
         found.append(f"{mpath}: missing")
@@ -91,188 +83,134 @@ def _check_lock(study: str, root: Path, not_bundled: set[str]) -> tuple[dict | N
             if lock is not None and sha256_json(manifest) != lock.get("manifest_sha256"):
                 found.append(f"{mpath}: changed since it was frozen (it hashes to {sha256_json(manifest)[:12]}, the lock says "
                              f"{str(lock.get('manifest_sha256'))[:12]}): freeze again and rerun")
-    if lock is not None:
-        for rel, digest in sorted(lock.get("resolved", {}).get("files", {}).items()):
-            path = root / rel
-            if rel in not_bundled:
-                continue
-            if not path.is_file():
-                found.append(f"{path}: missing (hashed in the lock)")
-            elif sha256_file(path) != digest:
-                found.append(f"{path}: changed since it was frozen (hash differs from the lock)")
+    files = ((lock or {}).get("resolved") or {}).get("files") or {}
+    for rel, digest in sorted(files.items() if isinstance(files, dict) else []):
+        path = root / rel
+        if path in not_bundled:
+            continue
+        if path.is_symlink():
+            found.append(link_problem(path))
+        elif not path.is_file():
+            found.append(f"{path}: missing (hashed in the lock)")
+        elif sha256_file(path) != digest:
+            found.append(f"{path}: changed since it was frozen (hash differs from the lock)")
     return lock, found
 
 
-def _check_seal(seal: Path, root: Path, not_bundled: set[str]) -> tuple[set[Path], list[str]]:
-    """Verify one seal; return the files it covers and its problems."""
+def _plan(lock: dict | None) -> tuple[list[str], list[int], list[int], list[str]]:
+    """(methods, seeds, steps, problems) the lock plans; empty when there is no usable lock."""
+    manifest = (lock or {}).get("manifest")
+    if not isinstance(manifest, dict):
+        return [], [], [], []
+    methods = list(manifest.get("methods") or {})
+    seeds = [s for s in manifest.get("seeds") or [] if isinstance(s, int)]
     try:
-        entries = read_outputs_manifest(seal)
+        return methods, seeds, planned_steps(manifest), []
     except BadInput as exc:
-        return set(), [str(exc)]
-    covered, found = set(), []
-    for rel, digest in entries.items():
-        path = seal.parent / rel
-        covered.add(path)
-        if _relpath(path, root) in not_bundled:
-            continue
-        if not path.is_file():
-            found.append(f"{path}: missing (listed in {seal})")
-        elif sha256_file(path) != digest:
-            found.append(f"{path}: changed after it was sealed in {seal}")
-    return covered, found
+        return methods, seeds, [], [str(exc)]
 
 
-def _relpath(path: Path, root: Path) -> str:
-    return Path(os.path.relpath(path, root)).as_posix()
+def _canonical(pattern: re.Pattern, name: str, prefix: str) -> re.Match | None:
+    """`seed<k>` / `step<N>` exactly as the workflow writes them (`seed007` beside `seed7` would be a second copy)."""
+    match = pattern.match(name)
+    return match if match and name == f"{prefix}{int(match.group(1))}" else None
 
 
-def _check_tree(top: Path, root: Path, not_bundled: set[str], *, sealed_units: list[Path]) -> list[str]:
-    """Verify every seal under `top`, require one in each of `sealed_units`, and flag files outside every seal."""
-    found: list[str] = []
-    covered: set[Path] = set()
-    seals = sorted(top.rglob(OUTPUTS))
-    for seal in seals:
-        files, problems = _check_seal(seal, root, not_bundled)
-        covered |= files
+def _stray(path: Path, why: str) -> str:
+    return f"{path}: {why}: not part of the study's layout (bundle would ship it)"
+
+
+def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_bundled: set[Path]) -> tuple[list[str], Tree, dict]:
+    """The runs tree against the plan: layout, seals, provenance, outcomes. Returns (problems, tree, runs on disk)."""
+    top = root / "runs" / study
+    tree = walk(top)
+    methods, seeds, steps, found = _plan(lock)
+    planned = {(m, s) for m in methods for s in seeds}
+    found += [link_problem(p) for p in sorted(tree.links | ({top} if top.is_symlink() else set()))]
+    runs: dict[tuple[str, int], Path] = {}
+    for path in sorted(tree.files | tree.dirs):
+        rel = path.relative_to(top).parts
+        if len(rel) == 1 and path in tree.files:
+            found.append(_stray(path, "a stray file beside the method directories"))
+        elif len(rel) == 1 and lock is not None and rel[0] not in methods:
+            found.append(f"{path}: {rel[0]!r} is not a method of the lock")
+        elif len(rel) == 2 and (path in tree.files or not _canonical(_SEED_DIR, rel[1], "seed")):
+            found.append(_stray(path, "a stray entry beside the seed directories"))
+        elif len(rel) == 2 and lock is not None and int(rel[1][4:]) not in seeds:
+            found.append(f"{path}: seed {int(rel[1][4:])} is not a seed of the lock")
+        elif len(rel) == 2 and (lock is None or rel[0] in methods):
+            runs[(rel[0], int(rel[1][4:]))] = path
+    if require != "lock":
+        for method, seed in sorted(planned - set(runs), key=lambda k: (methods.index(k[0]), k[1])):
+            found.append(f"{top / method / f'seed{seed}'}: missing: the lock plans {method} seed {seed} (never trained, or deleted)")
+    panel = {t["task_id"]: t["task_hash"] for t in (lock or {}).get("task_panel") or [] if isinstance(t, dict) and "task_id" in t}
+    for (method, seed), run in sorted(runs.items()):
+        problems, config_sha = check_run(run, lock)
         found += problems
-    sealed_dirs = {s.parent for s in seals}
-    for unit in sealed_units:
-        if unit not in sealed_dirs:
-            found.append(f"{unit}: no {OUTPUTS}: unfinished or never sealed, so its files cannot be vouched for")
-    stray: dict[Path, list[str]] = {}
-    for path in sorted(top.rglob("*")):
-        if not path.is_file() or path.name == OUTPUTS or path in covered:
-            continue
-        owner = next((d for d in [path.parent, *path.parents] if d in sealed_dirs), None)
-        if owner is None:
-            continue  # inside an unsealed unit: reported once above
-        rel = path.relative_to(owner)
-        if _unsealable(rel):
-            continue
-        stray.setdefault(owner, []).append(rel.as_posix())
-    for owner, rels in stray.items():
-        more = f" and {len(rels) - EXAMPLES} more" if len(rels) > EXAMPLES else ""
-        found.append(f"{owner}: {len(rels)} file(s) not listed in any {OUTPUTS} (written after sealing?): {', '.join(rels[:EXAMPLES])}{more}")
-    return found
+        found += check_seal(run, tree, nested=lambda rel: rel.parts[0] == "eval", not_bundled=not_bundled)
+        evals = run / "eval"
+        on_disk = {}
+        for path in sorted(p for p in tree.files | tree.dirs if evals in p.parents and p.parent == evals):
+            match = _canonical(_STEP_DIR, path.name, "step")
+            if path in tree.files or not match:
+                found.append(_stray(path, "a stray entry beside the evaluation directories"))
+            elif lock is not None and int(match.group(1)) not in steps:
+                found.append(f"{path}: step {int(match.group(1))} is not an evaluated step of the lock (planned: {', '.join(map(str, steps))})")
+            else:
+                on_disk[int(match.group(1))] = path
+        if require != "lock" and lock is not None:
+            for step in sorted(set(steps) - set(on_disk)):
+                found.append(f"{evals / f'step{step}'}: missing: the lock plans an evaluation of step {step}")
+        for step, step_dir in sorted(on_disk.items()):
+            found += check_evaluation(step_dir, lock, config_sha, run / OUTPUTS)
+            found += check_seal(step_dir, tree, not_bundled=not_bundled)
+            outcomes = step_dir / "outcomes.jsonl"
+            if outcomes not in tree.files:
+                found += [] if outcomes in tree.links else [f"{outcomes}: missing"]
+            elif lock is not None:
+                found += check_outcomes(outcomes, study=study, method=method, seed=seed, step=step, panel=panel)
+    return found, tree, runs
 
 
-def _check_run(run: Path, method: str, seed: int, lock: dict[str, Any] | None) -> list[str]:
-    found: list[str] = []
-    manifest = (lock or {}).get("manifest") or {}
-    if lock is not None and method not in manifest.get("methods", {}):
-        found.append(f"{run}: {method!r} is not a method of the lock")
-    if lock is not None and seed not in manifest.get("seeds", []):
-        found.append(f"{run}: seed {seed} is not a seed of the lock")
-    if not (run / PROVENANCE).is_file():
-        return found + [f"{run / PROVENANCE}: missing: nothing says which lock and config produced this run"]
-    try:
-        prov = read_provenance(run)
-    except BadInput as exc:
-        return found + [str(exc)]
-    if lock is not None:
-        want = lock_sha256(lock)
-        if prov.get("lock_sha256") != want:
-            found.append(f"{run / PROVENANCE}: lock_sha256 is {prov.get('lock_sha256')!r}, the lock's hash is {want!r}: "
-                         "the run was not produced from the current lock")
-    config = run / RESOLVED_CONFIG
-    actual = None
-    if not config.is_file():
-        found.append(f"{config}: missing")
-    else:
-        try:
-            actual = resolved_config_sha256(config)
-        except BadInput as exc:
-            actual = None
-            found.append(str(exc))
-        if actual is not None and prov.get("resolved_config_sha256") != actual:
-            found.append(f"{run / PROVENANCE}: resolved_config_sha256 is {prov.get('resolved_config_sha256')!r}, "
-                         f"but {config} hashes to {actual!r}")
-    if prov.get("status") != "ok":
-        found.append(f"{run / PROVENANCE}: the last attempt {'has not finished' if prov.get('status') is None else 'ended with status ' + repr(prov.get('status'))}")
-    for step_dir in sorted(p for p in (run / "eval").glob("step*") if p.is_dir()):
-        found += _check_evaluation(step_dir, lock, actual)
-    return found
+def _check_top(top: Path, required: bool, what: str) -> tuple[list[str], Tree | None]:
+    """A sealed output directory (analysis/<study> or reports/<study>): present when required, sealed, no links."""
+    if top.is_symlink():
+        return [link_problem(top)], None
+    if not top.is_dir():
+        return ([f"{top}: missing: the lock's plan is complete up to {what}, so this directory should exist (deleted?)"]
+                if required else []), None
+    tree = walk(top)
+    return [link_problem(p) for p in sorted(tree.links)] + check_seal(top, tree, nested=lambda rel: False), tree
 
 
-def _check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: str | None) -> list[str]:
-    """An evaluation directory: its own provenance, from the same lock and run config, finished."""
-    path = step_dir / PROVENANCE
-    if not path.is_file():
-        return [f"{path}: missing: nothing says how these outcomes were produced"]
-    try:
-        prov = read_provenance(step_dir)
-    except BadInput as exc:
-        return [str(exc)]
-    found = []
-    if lock is not None and prov.get("lock_sha256") != lock_sha256(lock):
-        found.append(f"{path}: lock_sha256 is {prov.get('lock_sha256')!r}, not the lock's hash: evaluated under another lock")
-    if config_sha is not None and "resolved_config_sha256" in prov and prov["resolved_config_sha256"] != config_sha:
-        found.append(f"{path}: resolved_config_sha256 differs from the run's resolved_config.yaml")
-    if prov.get("status") != "ok":
-        found.append(f"{path}: the last attempt {'has not finished' if prov.get('status') is None else 'ended with status ' + repr(prov.get('status'))}")
-    return found
-
-
-def _check_outcomes(file: Path, *, study: str, method: str, seed: int, step: int, panel: dict[str, str]) -> list[str]:
-    kinds: dict[str, list[str]] = {}
-    seen: Counter = Counter()
-    try:
-        for number, row in iter_jsonl(file):
-            where = f"line {number}"
-            if not isinstance(row, dict):
-                kinds.setdefault("not an object", []).append(where)
-                continue
-            for key, want in (("study", study), ("method", method), ("seed", seed), ("step", step)):
-                if row.get(key) != want:
-                    kinds.setdefault(f"{key} is not {want!r}", []).append(where)
-            task = row.get("task_id")
-            if task not in panel:
-                kinds.setdefault("task_id not in the lock's task panel", []).append(f"{where} ({task!r})")
-            elif row.get("task_hash") != panel[task]:
-                kinds.setdefault("task_hash differs from the lock's task panel", []).append(f"{where} ({task!r})")
-            seen[(task, row.get("episode"))] += 1
-    except BadInput as exc:
-        return [str(exc)]
-    found = []
-    for kind, wheres in kinds.items():
-        more = f" and {len(wheres) - EXAMPLES} more" if len(wheres) > EXAMPLES else ""
-        found.append(f"{file}: {kind}: {', '.join(wheres[:EXAMPLES])}{more}")
-    repeated = [f"{t!r} episode {e!r}" for (t, e), n in seen.items() if n > 1]
-    if repeated:
-        found.append(f"{file}: {len(repeated)} (task_id, episode) key(s) repeated: {', '.join(repeated[:EXAMPLES])}")
-    missing = sorted(set(panel) - {t for t, _ in seen})
-    if missing:
-        found.append(f"{file}: {len(missing)} task(s) of the lock's panel have no row: {', '.join(missing[:EXAMPLES])}")
-    return found
-
-
-def audit_study(study: str, root: str | os.PathLike = ".", *, not_bundled: set[str] | frozenset = frozenset(),
-                check_reports: bool = True) -> list[str]:
+def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "report",
+                not_bundled: set[str] | frozenset = frozenset(), check_reports: bool = True) -> list[str]:
     """Every problem found, one string each naming its path; empty when the study is intact.
 
-    `not_bundled`: root-relative paths deliberately left out of a bundle (their absence is not a problem).
-    `check_reports=False` skips reports/<study> (for the report stage, which embeds this result).
+    `require`: the last stage whose outputs must exist (`lock`, `runs`, `analysis`, `report`); later ones are
+    checked when present. `not_bundled`: root-relative paths deliberately left out of a bundle (their absence
+    is not a problem). `check_reports=False` leaves reports/<study> out entirely (the report stage, which
+    embeds this result while it replaces that directory).
     """
+    if require not in STAGES:
+        raise BadInput(f"expected one of {', '.join(STAGES)}, got {require!r}", where="--require")
     root = Path(root)
-    lock, found = _check_lock(study, root, set(not_bundled))
-    panel = {t["task_id"]: t["task_hash"] for t in (lock or {}).get("task_panel", []) if isinstance(t, dict)}
-    runs = root / "runs" / study
-    run_dirs = []
-    if runs.is_dir():
-        for method_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
-            for seed_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
-                match = _SEED_DIR.match(seed_dir.name)
-                if match:
-                    run_dirs.append((seed_dir, method_dir.name, int(match.group(1))))
-        for run, method, seed in run_dirs:
-            found += _check_run(run, method, seed, lock)
-            for outcomes in sorted((run / "eval").glob("step*/outcomes.jsonl")):
-                step = _STEP_DIR.match(outcomes.parent.name)
-                if step and lock is not None:
-                    found += _check_outcomes(outcomes, study=study, method=method, seed=seed, step=int(step.group(1)), panel=panel)
-        found += _check_tree(runs, root, set(not_bundled), sealed_units=[r for r, _, _ in run_dirs])
-    tops = [root / "analysis" / study] + ([root / "reports" / study] if check_reports else [])
-    for top in tops:
-        if top.is_dir():
-            found += _check_tree(top, root, set(not_bundled), sealed_units=[top])
+    skipped = {root / PurePosixPath(p) for p in not_bundled}
+    level = STAGES.index(require)
+    lock, found = _check_lock(study, root, skipped)
+    problems, run_tree, runs = _check_runs(study, root, lock, require=require, not_bundled=skipped)
+    found += problems
+    analysis_dir = root / "analysis" / study
+    problems, analysis_tree = _check_top(analysis_dir, level >= STAGES.index("analysis"), "the analysis")
+    found += problems
+    if analysis_tree is not None and lock is not None:
+        methods, seeds, _, _ = _plan(lock)
+        found += check_analysis(analysis_dir, root=root, lock_hash=lock_sha256(lock), planned={(m, s) for m in methods for s in seeds},
+                                runs=runs, tree=run_tree)
+    if check_reports:
+        report_dir = root / "reports" / study
+        problems, report_tree = _check_top(report_dir, level >= STAGES.index("report"), "the report")
+        found += problems
+        if report_tree is not None:
+            found += check_report(report_dir, analysis_dir, root=root)
     return found

@@ -7,6 +7,8 @@ result at bundling time) and BUNDLE.sha256 (sha256sum lines of every other membe
 
 Left out: checkpoints/ and wandb/ directories, and any file over `max_file_bytes`; they are listed in
 BUNDLE.json with their size, and the audit of a bundle does not count their absence as a problem.
+Symbolic links (and anything reached through one) are never followed: they are left out and listed too,
+and `audit --bundle` reports each as a problem, as the audit of the study does.
 The archive is deterministic: members sorted, mtime 0, uid/gid 0, no user names, gzip header without a
 name or time, so the same study bundles to the same bytes.
 """
@@ -27,6 +29,7 @@ from typing import Any
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_bytes, sha256_file
 from agentrepro.manifest.audit import audit_study
+from agentrepro.manifest.audit_tree import walk
 from agentrepro.manifest.loading import lock_path_for, manifest_path
 from agentrepro.manifest.lock import lock_sha256, read_lock
 
@@ -34,16 +37,20 @@ BUNDLE_JSON = "BUNDLE.json"
 BUNDLE_SHA256 = "BUNDLE.sha256"
 LEFT_OUT_DIRS = {"checkpoints", "wandb"}
 MAX_FILE_BYTES = 64 << 20
+LINK_REASON = "a symbolic link (never followed: its target could lie outside the study)"
 
 
 def _files_under(top: Path, root: Path) -> list[str]:
-    out = []
-    if top.is_dir():
-        for path in sorted(top.rglob("*")):
-            rel = path.relative_to(root)
-            if path.is_file() and not (path.name.startswith(".") and path.name.endswith(".tmp")):
-                out.append(rel.as_posix())
-    return out
+    """Root-relative paths of every file and link under `top` (links are listed so that they are left out by name)."""
+    tree = walk(top)
+    entries = tree.files | tree.links | ({top} if top.is_symlink() else set())
+    return sorted(p.relative_to(root).as_posix() for p in entries if not (p.name.startswith(".") and p.name.endswith(".tmp")))
+
+
+def _through_link(root: Path, rel: str) -> bool:
+    """Whether `rel` or any folder on its way from `root` is a symbolic link (bundle never follows one)."""
+    parts = PurePosixPath(rel).parts
+    return any(root.joinpath(*parts[:i]).is_symlink() for i in range(1, len(parts) + 1))
 
 
 def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES) -> tuple[list[str], list[dict[str, Any]], dict]:
@@ -58,6 +65,9 @@ def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = 
     packed, left_out = [], []
     for rel in sorted(candidates):
         path = root / rel
+        if _safe_name(rel) and _through_link(root, rel):
+            left_out.append({"path": rel, "bytes": 0, "reason": LINK_REASON})
+            continue
         if not path.is_file():
             continue  # audit reports what is missing
         parts = PurePosixPath(rel).parts
@@ -136,7 +146,7 @@ def _extract(bundle: Path, into: Path) -> list[str]:
     return []
 
 
-def audit_bundle(bundle: str | os.PathLike) -> list[str]:
+def audit_bundle(bundle: str | os.PathLike, *, require: str = "report") -> list[str]:
     """Verify a bundle offline: every member against BUNDLE.sha256, then `audit_study` on the extracted copy."""
     bundle = Path(bundle)
     if not bundle.is_file():
@@ -170,8 +180,10 @@ def audit_bundle(bundle: str | os.PathLike) -> list[str]:
             left_out = {entry["path"] for entry in info.get("left_out", [])}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             return found + [f"{bundle}:{BUNDLE_JSON}: unreadable ({type(exc).__name__}: {exc})"]
+        found += [f"{bundle}:{entry.get('path')}: {LINK_REASON}, left out of the bundle"
+                  for entry in info.get("left_out", []) if entry.get("reason") == LINK_REASON]
         prefix = str(root) + os.sep
-        for problem in audit_study(study, root, not_bundled=left_out):
+        for problem in audit_study(study, root, require=require, not_bundled=left_out):
             found.append(problem.replace(prefix, f"{bundle}:"))
         return found
 

@@ -1,7 +1,9 @@
-"""`agentrepro audit STUDY [--root DIR]` or `agentrepro audit --bundle FILE.tar.gz`.
+"""`agentrepro audit STUDY [--root DIR] [--require STAGE]` or `agentrepro audit --bundle FILE.tar.gz [--require STAGE]`.
 
 Prints one line per problem (each naming its path) and exits 1 if there is any; prints one summary
-line and exits 0 when everything matches the lock.
+line and exits 0 when everything matches the lock. `--require` says how far the study must have got
+(default `report`: every planned run and evaluation, the analysis and the report); a study audited before
+its analysis exists says so explicitly with `--require runs`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from agentrepro.errors import BadInput
-from agentrepro.manifest.audit import audit_study
+from agentrepro.manifest.audit import STAGES, audit_study
 from agentrepro.manifest.bundle import audit_bundle
 from agentrepro.manifest.loading import lock_path_for, manifest_path
 
@@ -18,22 +20,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", nargs="?", help="study slug (manifests/<study>.yaml)")
     parser.add_argument("--root", default=".", help="root directory holding manifests/, runs/, analysis/, reports/ (default: .)")
     parser.add_argument("--bundle", metavar="FILE", help="verify a bundle written by `agentrepro bundle`, offline")
+    parser.add_argument("--require", choices=STAGES, default="report",
+                        help="the last stage whose outputs must all exist: lock, runs (every planned run and evaluation), "
+                             "analysis, report (default); outputs of later stages are checked whenever they exist")
 
 
 def run(args: argparse.Namespace) -> int:
     if (args.study is None) == (args.bundle is None):
         raise BadInput("give either a STUDY or --bundle FILE", where="arguments")
     if args.bundle:
-        subject, problems = args.bundle, audit_bundle(args.bundle)
+        subject, problems = args.bundle, audit_bundle(args.bundle, require=args.require)
     else:
         mpath = manifest_path(args.study, args.root)
         if not mpath.is_file() and not lock_path_for(mpath).is_file():
             raise BadInput(f"no manifest or lock for study {args.study!r}", path=mpath)
-        subject, problems = args.study, audit_study(args.study, args.root)
+        subject, problems = args.study, audit_study(args.study, args.root, require=args.require)
     for problem in problems:
         print(problem)
     if problems:
         print(f"audit {subject}: {len(problems)} problem(s)")
         return 1
-    print(f"audit {subject}: OK: the lock, the manifest and every sealed output match")
+    scope = "" if args.require == "report" else f" (required up to: {args.require})"
+    print(f"audit {subject}: OK: the lock, the manifest and every planned and sealed output match{scope}")
     return 0

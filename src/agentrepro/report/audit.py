@@ -14,6 +14,10 @@ from pathlib import Path
 
 from agentrepro.errors import BadInput, Failure
 
+# reports/<study>/analysis.sha256: every analysis file the report was rendered from (sha256sum lines, root-relative
+# paths), sealed with the report; the audit checks that the analysis still hashes so (agentrepro.manifest.audit_chain).
+ANALYSIS_RECORD = "analysis.sha256"
+
 
 def audit_result(study: str, root: str | Path = ".") -> dict:
     """{"status": passed|problems|error|unavailable, "problems": [str], "message": str}."""
@@ -22,7 +26,7 @@ def audit_result(study: str, root: str | Path = ".") -> dict:
     except (ImportError, AttributeError) as exc:
         return {"status": "unavailable", "problems": [], "message": f"audit not available: {exc}"}
     try:
-        problems = list(audit_study(study, root=str(root), check_reports=False))  # the report being written cannot vouch for itself
+        problems = list(audit_study(study, root=str(root), require="analysis", check_reports=False))  # the report being written cannot vouch for itself
     except (BadInput, Failure, OSError) as exc:
         return {"status": "error", "problems": [], "message": f"the audit could not run: {exc}"}
     if problems:

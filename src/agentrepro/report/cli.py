@@ -1,7 +1,8 @@
 """`agentrepro report STUDY [--root DIR]`: reports/STUDY/report.html, report.pdf, figures/*.png, sealed.
 
 Reads analysis/STUDY/analysis.json only (plus the hashes of the files beside it), embeds the result of
-`agentrepro audit`, and prints the PDF with headless Chromium (`--pdf-engine auto`, the default, draws
+`agentrepro audit`, records the hash of every analysis file it was rendered from (analysis.sha256, the link
+of the audit's chain from the report to the analysis), and prints the PDF with headless Chromium (`--pdf-engine auto`, the default, draws
 it with matplotlib when no Chromium is found and says so; `--pdf-engine chromium` or a named
 `--chromium` that is missing is exit 1). Everything is written and sealed (OUTPUTS.sha256) in a
 temporary directory first and moved into place at the end, so a failure (bad analysis.json: exit 2)
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, atomic_write_text, sha256_file
-from agentrepro.report.audit import audit_result
+from agentrepro.report.audit import ANALYSIS_RECORD, audit_result
 from agentrepro.report.load import load_analysis
 from agentrepro.report.render import render_report
 from agentrepro.rundir import OUTPUTS, write_outputs_manifest
@@ -57,13 +58,16 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
     analysis = load_analysis(source / "analysis.json")
     if analysis["study"] != study:
         raise BadInput(f"expected study {study!r}, found {analysis['study']!r}", path=source / "analysis.json", where="study")
-    html, figures = render_report(analysis, audit=audit_result(study, root), files=analysis_files(source))
+    files = analysis_files(source)
+    html, figures = render_report(analysis, audit=audit_result(study, root), files=files)
 
     out = root / "reports" / study
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{study}.", suffix=".tmp", dir=out.parent))
     try:
         atomic_write_text(staging / "report.html", html)
+        # the analysis this report shows, sealed with it: `agentrepro audit` checks the analysis still hashes so
+        atomic_write_text(staging / ANALYSIS_RECORD, "".join(f"{digest}  {rel}\n" for rel, digest in sorted(files.items())))
         (staging / "figures").mkdir()  # always there (a Snakemake directory() output), even with no figure
         for f in figures:
             atomic_write_bytes(staging / "figures" / f"{f.key}.png", f.png)

@@ -1,0 +1,132 @@
+"""The audit of one run directory and its evaluations: provenance ties them to the lock, outcomes to its task panel.
+
+* `check_run(run, method, seed, lock)`: provenance.json is an object carrying the lock hash, the hash of
+  resolved_config.yaml and a finished attempt.
+* `check_evaluation(step_dir, lock, config_sha, run_seal)`: eval/step<N>/provenance.json likewise, and the
+  hash of the run's OUTPUTS.sha256 it evaluated (`run_outputs_sha256`) equal to that seal now: a run
+  re-sealed after its evaluation (an edited checkpoint or metrics file) breaks this link.
+* `check_outcomes(file, ...)`: every row names its study, method, seed and step, and a task of the lock's
+  panel with the same task_hash; no (task_id, episode) twice; no panel task missing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentrepro.errors import BadInput
+from agentrepro.fileio import iter_jsonl, load_yaml, sha256_file, sha256_json
+from agentrepro.manifest.audit_tree import EXAMPLES, load_object
+from agentrepro.manifest.lock import lock_sha256
+from agentrepro.rundir import PROVENANCE
+
+RESOLVED_CONFIG = "resolved_config.yaml"
+
+
+def resolved_config_sha256(path: str | os.PathLike) -> str:
+    """The resolved-config hash provenance.json carries: SHA-256 of the canonical JSON of the YAML's content.
+
+    Parsed with libyaml when PyYAML has it (the configs carry the whole task panel, and the pure-Python
+    parser made audit ~200x slower than hashing); a file libyaml cannot read falls back to `load_yaml`,
+    whose error names the line.
+    """
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is not None:
+        try:
+            return sha256_json(yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader))  # noqa: S506 - a safe loader
+        except (yaml.YAMLError, UnicodeDecodeError):
+            pass
+    return sha256_json(load_yaml(path))
+
+
+def _status_problem(path: Path, status: Any) -> list[str]:
+    if status == "ok":
+        return []
+    return [f"{path}: the last attempt {'has not finished' if status is None else 'ended with status ' + repr(status)}"]
+
+
+def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | None]:
+    """(problems, the hash of resolved_config.yaml or None) of one run directory's provenance."""
+    path = run / PROVENANCE
+    if not path.is_file():
+        return [f"{path}: missing: nothing says which lock and config produced this run"], None
+    prov, problem = load_object(path)
+    if problem:
+        return [problem], None
+    found: list[str] = []
+    if lock is not None and prov.get("lock_sha256") != lock_sha256(lock):
+        found.append(f"{path}: lock_sha256 is {prov.get('lock_sha256')!r}, the lock's hash is {lock_sha256(lock)!r}: "
+                     "the run was not produced from the current lock")
+    config, actual = run / RESOLVED_CONFIG, None
+    if not config.is_file():
+        found.append(f"{config}: missing")
+    else:
+        try:
+            actual = resolved_config_sha256(config)
+        except (BadInput, UnicodeDecodeError, ValueError) as exc:
+            found.append(str(exc) if isinstance(exc, BadInput) else f"{config}: unreadable ({type(exc).__name__})")
+        if actual is not None and prov.get("resolved_config_sha256") != actual:
+            found.append(f"{path}: resolved_config_sha256 is {prov.get('resolved_config_sha256')!r}, but {config} hashes to {actual!r}")
+    return found + _status_problem(path, prov.get("status")), actual
+
+
+def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: str | None, run_seal: Path) -> list[str]:
+    """An evaluation directory: its own provenance, from the same lock, run config and training seal, finished."""
+    path = step_dir / PROVENANCE
+    if not path.is_file():
+        return [f"{path}: missing: nothing says how these outcomes were produced"]
+    prov, problem = load_object(path)
+    if problem:
+        return [problem]
+    found = []
+    if lock is not None and prov.get("lock_sha256") != lock_sha256(lock):
+        found.append(f"{path}: lock_sha256 is {prov.get('lock_sha256')!r}, not the lock's hash: evaluated under another lock")
+    if config_sha is not None and prov.get("resolved_config_sha256") != config_sha:
+        found.append(f"{path}: resolved_config_sha256 differs from the run's resolved_config.yaml")
+    if run_seal.is_file() and not run_seal.is_symlink():
+        now = sha256_file(run_seal)
+        if prov.get("run_outputs_sha256") is None:
+            found.append(f"{path}: run_outputs_sha256 missing: nothing says which training seal was evaluated")
+        elif prov["run_outputs_sha256"] != now:
+            found.append(f"{path}: run_outputs_sha256 is {str(prov['run_outputs_sha256'])[:12]}, but {run_seal} hashes to {now[:12]}: "
+                         "the run was re-sealed after this evaluation (its outputs changed)")
+    return found + _status_problem(path, prov.get("status"))
+
+
+def check_outcomes(file: Path, *, study: str, method: str, seed: int, step: int, panel: dict[str, str]) -> list[str]:
+    kinds: dict[str, list[str]] = {}
+    seen: Counter = Counter()
+    try:
+        for number, row in iter_jsonl(file):
+            where = f"line {number}"
+            if not isinstance(row, dict):
+                kinds.setdefault("not an object", []).append(where)
+                continue
+            for key, want in (("study", study), ("method", method), ("seed", seed), ("step", step)):
+                if row.get(key) != want:
+                    kinds.setdefault(f"{key} is not {want!r}", []).append(where)
+            task = row.get("task_id")
+            if not isinstance(task, str) or task not in panel:
+                kinds.setdefault("task_id not in the lock's task panel", []).append(f"{where} ({task!r})")
+            elif row.get("task_hash") != panel[task]:
+                kinds.setdefault("task_hash differs from the lock's task panel", []).append(f"{where} ({task!r})")
+            seen[(str(task), str(row.get("episode")))] += 1
+    except BadInput as exc:
+        return [str(exc)]
+    except (UnicodeDecodeError, OSError) as exc:
+        return [f"{file}: unreadable ({type(exc).__name__})"]
+    found = []
+    for kind, wheres in kinds.items():
+        more = f" and {len(wheres) - EXAMPLES} more" if len(wheres) > EXAMPLES else ""
+        found.append(f"{file}: {kind}: {', '.join(wheres[:EXAMPLES])}{more}")
+    repeated = [f"'{t}' episode {e}" for (t, e), n in seen.items() if n > 1]
+    if repeated:
+        found.append(f"{file}: {len(repeated)} (task_id, episode) key(s) repeated: {', '.join(repeated[:EXAMPLES])}")
+    missing = sorted(set(panel) - {t for t, _ in seen})
+    if missing:
+        found.append(f"{file}: {len(missing)} task(s) of the lock's panel have no row: {', '.join(missing[:EXAMPLES])}")
+    return found
