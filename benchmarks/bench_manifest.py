@@ -19,13 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "manifest"))
 
-from manifest_kit import BASE, fake_run, set_key, write_study  # noqa: E402
+from manifest_kit import BASE, fake_outputs, fake_run, set_key, write_study  # noqa: E402
 
-from agentrepro.fileio import atomic_write_jsonl  # noqa: E402
 from agentrepro.manifest.audit import audit_study  # noqa: E402
 from agentrepro.manifest.bundle import write_bundle  # noqa: E402
 from agentrepro.manifest.freeze import freeze  # noqa: E402
-from agentrepro.rundir import write_outputs_manifest  # noqa: E402
 
 
 def best_of(fn, repeat: int) -> float:
@@ -50,14 +48,15 @@ def main() -> None:
         methods = {f"m{i}": {"estimator": "grpo"} for i in range(max(1, args.runs // 3))}
         manifest = set_key(set_key(set_key(BASE, "eval.tasks", args.tasks), "methods", methods), "seeds", [0, 1, 2])
         manifest = set_key(manifest, "analysis.claims", [])
+        manifest = set_key(set_key(manifest, "train.steps", 10 * args.steps), "eval.every", 10)  # evaluated: 0, 10, ...
         write_study(root, manifest, tasks=tasks)
         (root / "manifests" / "references" / "demo.yaml").write_text("paper: none\nmetric: success_rate\nvalues: {}\n")
         lock, _, _ = freeze(root / "manifests" / "demo.yaml", root=root, allow_dirty=True)
         for method in methods:
             for seed in (0, 1, 2):
-                run = fake_run(root, lock, method, seed, steps=tuple(range(10, 10 * args.steps + 1, 10)))
-                atomic_write_jsonl(run / "timings.jsonl", [{"step": s, "rollout": 0.1, "update": 0.2} for s in range(2000)])
-                write_outputs_manifest(run)
+                fake_run(root, lock, method, seed, steps=tuple(range(0, 10 * args.steps + 1, 10)),
+                         extra={"timings.jsonl": [{"step": s, "rollout": 0.1, "update": 0.2} for s in range(2000)]})
+        fake_outputs(root)
         sealed = sorted(p for p in (root / "runs").rglob("*") if p.is_file() and p.name != "OUTPUTS.sha256" and "logs" not in p.parts)
         size = sum(p.stat().st_size for p in sealed)
 

@@ -84,8 +84,10 @@ def git_commit_all(root: Path) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
-def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int, ...] = (0, 5, 10)) -> Path:
-    """A sealed run directory as train and eval would leave it (no torch, no training)."""
+def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int, ...] = (0, 5, 10),
+             extra: dict[str, list] | None = None) -> Path:
+    """A sealed run directory as train and eval would leave it (no torch, no training); `extra`: more JSONL files
+    of the run ({name: rows}), written before the seal."""
     from agentrepro.manifest import run_config
 
     run = root / "runs" / lock["study"] / method / f"seed{seed}"
@@ -102,6 +104,8 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
             "lock_sha256": config["lock"]["sha256"], "resolved_config_sha256": sha256_json(config),
             "status": "ok", "attempts": [{"stage": "train", "number": 1, "status": "ok"}]}
     atomic_write_json(run / "provenance.json", base)
+    for name, rows in (extra or {}).items():
+        atomic_write_jsonl(run / name, rows)
     write_outputs_manifest(run)
     for step in steps:
         ev = run / "eval" / f"step{step}"

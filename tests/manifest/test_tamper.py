@@ -1,0 +1,226 @@
+"""The tamper suite (issue 12): one real finished tiny study, copied per case, tampered one way, and audited.
+
+The study is tests/workflow/manifests/wf-tiny.yaml (builtin trainer, 2 methods x 1 seed, 2 training steps,
+evaluated at steps 0 and 2, 4 tasks) taken through the verbs a user runs: freeze, resolve, train, eval,
+analyze, report --no-pdf. It is built once per session of this module; every case copies it, applies one
+tampering and runs `agentrepro audit` as a subprocess, which must exit 1 with a line naming the tampered path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from agentrepro.cli import main
+from agentrepro.fileio import atomic_write_jsonl, iter_jsonl, sha256_json
+from agentrepro.manifest.lock import seal as seal_lock
+from agentrepro.rundir import write_outputs_manifest
+from helpers import REPO, run_cli
+
+STUDY = "wf-tiny"
+MANIFEST = REPO / "tests" / "workflow" / "manifests" / f"{STUDY}.yaml"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A root where the tiny study went through every verb to its report, and `agentrepro audit` finds nothing."""
+    root = tmp_path_factory.mktemp("tamper") / "study"
+    (root / "manifests").mkdir(parents=True)
+    shutil.copy(MANIFEST, root / "manifests")
+    with contextlib.chdir(root):
+        assert main(["freeze", f"manifests/{STUDY}.yaml", "--allow-dirty"]) == 0
+        for method in ("grpo", "graphgpo"):
+            run = f"runs/{STUDY}/{method}/seed0"
+            assert main(["resolve", f"manifests/{STUDY}.lock.json", "--method", method, "--seed", "0", "-o", f"{run}/config.yaml"]) == 0
+            assert main(["train", "--config", f"{run}/config.yaml", "--out", run]) == 0
+            for step in (0, 2):
+                assert main(["eval", "--run", run, "--step", str(step)]) == 0
+        assert main(["analyze", STUDY]) == 0
+        assert main(["report", STUDY, "--no-pdf"]) == 0
+    return root
+
+
+@pytest.fixture
+def study(finished, tmp_path) -> Path:
+    """A fresh copy of the finished study (links copied as links)."""
+    copy = tmp_path / "study"
+    shutil.copytree(finished, copy, symlinks=True)
+    return copy
+
+
+def audit(root: Path, *args: str):
+    return run_cli("audit", STUDY, "--root", root, *args)
+
+
+RUN = f"runs/{STUDY}/grpo/seed0"
+EVAL = f"{RUN}/eval/step2"
+
+
+def _edit_jsonl(path: Path, change) -> None:
+    rows = [row for _, row in iter_jsonl(path)]
+    change(rows)
+    atomic_write_jsonl(path, rows)
+
+
+def _flip_outcome(root: Path) -> None:
+    _edit_jsonl(root / EVAL / "outcomes.jsonl", lambda rows: rows[0].update(success=1 - rows[0]["success"]))
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _link(path: Path, target: Path) -> None:
+    """Replace `path` by a symbolic link to `target` (a copy of `path`'s content made first, when it is a file)."""
+    if path.is_file() and not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    elif path.is_dir() and not target.exists():
+        shutil.copytree(path, target)
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    path.symlink_to(target)
+
+
+def _relock(root: Path) -> None:
+    """Edit the lock and recompute its self-hash, as a careful forger would."""
+    path = root / "manifests" / f"{STUDY}.lock.json"
+    lock = json.loads(path.read_text())
+    lock["task_panel"][0]["category"] = "other"
+    path.write_text(json.dumps(seal_lock(lock), indent=2))
+
+
+def _swap_checkpoint(root: Path, *, reseal: bool) -> None:
+    shutil.copy(root / RUN / "checkpoints" / "step0.pt", root / RUN / "checkpoints" / "step2.pt")
+    if reseal:
+        write_outputs_manifest(root / RUN, exclude_dirs={"eval", "logs"})
+
+
+def _change_task_hash(root: Path) -> None:
+    _edit_jsonl(root / EVAL / "outcomes.jsonl", lambda rows: rows[1].update(task_hash=sha256_json("another map")))
+    write_outputs_manifest(root / EVAL)
+
+
+def _reseal_analysis(root: Path) -> None:
+    path = root / "analysis" / STUDY / "verdicts.csv"
+    path.write_text(path.read_text() + "\n")
+    write_outputs_manifest(root / "analysis" / STUDY)
+
+
+def _drop_run_from_analysis(root: Path) -> None:
+    path = root / "analysis" / STUDY / "analysis.json"
+    doc = json.loads(path.read_text())
+    doc["provenance"]["runs"] = [r for r in doc["provenance"]["runs"] if r["method"] != "graphgpo"]
+    path.write_text(json.dumps(doc))
+    write_outputs_manifest(root / "analysis" / STUDY)
+
+
+def _drop_report_record(root: Path) -> None:
+    (root / "reports" / STUDY / "analysis.sha256").unlink()
+    write_outputs_manifest(root / "reports" / STUDY)
+
+
+# (case id, tampering, the path (relative to the root) a problem line must start with, a word that line must hold)
+CASES = [
+    ("run-deleted", lambda r: shutil.rmtree(r / RUN), RUN, "missing"),
+    ("eval-deleted", lambda r: shutil.rmtree(r / EVAL), EVAL, "missing"),
+    ("analysis-deleted", lambda r: shutil.rmtree(r / "analysis"), f"analysis/{STUDY}", "missing"),
+    ("reports-deleted", lambda r: shutil.rmtree(r / "reports"), f"reports/{STUDY}", "missing"),
+    ("stray-file-beside-seeds", lambda r: _write(r / f"runs/{STUDY}/grpo/notes.txt", "x"), f"runs/{STUDY}/grpo/notes.txt", "stray"),
+    ("stray-folder-beside-seeds", lambda r: shutil.copytree(r / RUN, r / f"{RUN}.bak"), f"{RUN}.bak", "stray"),
+    ("stray-file-beside-methods", lambda r: _write(r / f"runs/{STUDY}/README", "x"), f"runs/{STUDY}/README", "stray"),
+    ("stray-file-beside-evals", lambda r: _write(r / f"{RUN}/eval/notes.txt", "x"), f"{RUN}/eval/notes.txt", "stray"),
+    ("stray-file-in-a-run", lambda r: _write(r / f"{RUN}/extra/more.jsonl", "{}"), RUN, "extra/more.jsonl"),
+    ("stray-file-in-analysis", lambda r: _write(r / f"analysis/{STUDY}/extra.csv", "a\n"), f"analysis/{STUDY}", "extra.csv"),
+    ("stray-file-in-reports", lambda r: _write(r / f"reports/{STUDY}/figures/extra.png", "x"), f"reports/{STUDY}", "figures/extra.png"),
+    ("method-not-in-lock", lambda r: shutil.copytree(r / f"runs/{STUDY}/grpo", r / f"runs/{STUDY}/ppo"), f"runs/{STUDY}/ppo", "not a method"),
+    ("seed-not-in-lock", lambda r: shutil.copytree(r / RUN, r / f"runs/{STUDY}/grpo/seed1"), f"runs/{STUDY}/grpo/seed1", "not a seed"),
+    ("extra-eval-step", lambda r: shutil.copytree(r / EVAL, r / f"{RUN}/eval/step1"), f"{RUN}/eval/step1", "not an evaluated step"),
+    ("outcomes-edited", _flip_outcome, f"{EVAL}/outcomes.jsonl", "changed"),
+    ("outcomes-edited-and-resealed", lambda r: (_flip_outcome(r), write_outputs_manifest(r / EVAL)), f"{EVAL}/outcomes.jsonl", "re-sealed"),
+    ("metrics-edited-and-resealed", lambda r: (_edit_jsonl(r / RUN / "metrics.jsonl", lambda rows: rows[0].update(reward_mean=9.0)),
+                                               write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"})), f"{RUN}/metrics.jsonl", "re-sealed"),
+    ("checkpoint-swapped", lambda r: _swap_checkpoint(r, reseal=False), f"{RUN}/checkpoints/step2.pt", "changed"),
+    ("checkpoint-swapped-and-resealed", lambda r: _swap_checkpoint(r, reseal=True), f"{EVAL}/provenance.json", "re-sealed"),
+    ("task-hash-changed-and-resealed", _change_task_hash, f"{EVAL}/outcomes.jsonl", "task_hash"),
+    ("run-seal-removed", lambda r: (r / RUN / "OUTPUTS.sha256").unlink(), RUN, "no OUTPUTS.sha256"),
+    ("eval-seal-removed", lambda r: (r / EVAL / "OUTPUTS.sha256").unlink(), EVAL, "no OUTPUTS.sha256"),
+    ("analysis-seal-removed", lambda r: (r / f"analysis/{STUDY}/OUTPUTS.sha256").unlink(), f"analysis/{STUDY}", "no OUTPUTS.sha256"),
+    ("report-seal-removed", lambda r: (r / f"reports/{STUDY}/OUTPUTS.sha256").unlink(), f"reports/{STUDY}", "no OUTPUTS.sha256"),
+    ("seal-lists-outside-path", lambda r: _write(r / EVAL / "OUTPUTS.sha256", (r / EVAL / "OUTPUTS.sha256").read_text() + "0" * 64 + "  ../../../../../../x\n"),
+     f"{EVAL}/OUTPUTS.sha256", "outside"),
+    ("seal-malformed", lambda r: (r / RUN / "OUTPUTS.sha256").write_bytes(b"\xff\xfe not a seal\n"), f"{RUN}/OUTPUTS.sha256", "UTF-8"),
+    ("analysis-resealed-after-report", _reseal_analysis, f"analysis/{STUDY}/verdicts.csv", "after the report"),
+    ("analysis-missing-a-run", _drop_run_from_analysis, f"analysis/{STUDY}/analysis.json", "graphgpo"),
+    ("report-record-removed-and-resealed", _drop_report_record, f"reports/{STUDY}/analysis.sha256", "missing"),
+    ("lock-hand-edited", lambda r: _write(r / f"manifests/{STUDY}.lock.json", (r / f"manifests/{STUDY}.lock.json").read_text().replace('"frozenlake"', '"sokoban"', 1)),
+     f"manifests/{STUDY}.lock.json", "lock_self_sha256"),
+    ("lock-edited-and-self-hash-recomputed", _relock, f"{RUN}/provenance.json", "lock_sha256"),
+    ("manifest-edited", lambda r: _write(r / f"manifests/{STUDY}.yaml", (r / f"manifests/{STUDY}.yaml").read_text().replace("lr: 1.0e-3", "lr: 2.0e-3")),
+     f"manifests/{STUDY}.yaml", "changed since it was frozen"),
+    ("run-provenance-not-an-object", lambda r: (_write(r / RUN / "provenance.json", "[1, 2]"), write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"})),
+     f"{RUN}/provenance.json", "expected a JSON object"),
+    ("eval-provenance-not-an-object", lambda r: (_write(r / EVAL / "provenance.json", "null"), write_outputs_manifest(r / EVAL)),
+     f"{EVAL}/provenance.json", "expected a JSON object"),
+    ("analysis-json-not-an-object", lambda r: (_write(r / f"analysis/{STUDY}/analysis.json", '"text"'), write_outputs_manifest(r / f"analysis/{STUDY}")),
+     f"analysis/{STUDY}/analysis.json", "expected a JSON object"),
+    ("sealed-link-out-of-the-study", lambda r: _link(r / EVAL / "outcomes.jsonl", r.parent / "elsewhere" / "outcomes.jsonl"), f"{EVAL}/outcomes.jsonl", "symbolic link"),
+    ("link-within-the-study", lambda r: _link(r / f"analysis/{STUDY}/runs.csv", r / f"analysis/{STUDY}/.runs.csv"), f"analysis/{STUDY}/runs.csv", "symbolic link"),
+    ("run-directory-linked-elsewhere", lambda r: _link(r / RUN, r.parent / "elsewhere" / "seed0"), RUN, "symbolic link"),
+    ("unsealed-link-beside-seeds", lambda r: os.symlink("/etc/hostname", r / f"runs/{STUDY}/grpo/hostname"), f"runs/{STUDY}/grpo/hostname", "symbolic link"),
+]
+
+
+def test_the_untampered_study_passes(study):
+    """The control: the finished study, copied, passes `agentrepro audit` (exit 0), so every failure below is the tampering's."""
+    result = audit(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("case, tamper, path, word", CASES, ids=[c[0] for c in CASES])
+def test_tampering_is_caught(study, case, tamper, path, word):
+    """One kind of tampering: `agentrepro audit` exits 1 and one line names the tampered path and says what is wrong."""
+    tamper(study)
+    result = audit(study)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 1, f"{case}: exit {result.returncode}\n{result.stdout}{result.stderr}"
+    assert any(line.startswith(str(study / path)) and word in line for line in lines), f"{case}: no line names {path} with {word!r}:\n{result.stdout}"
+
+
+def test_require_runs_is_explicit(study):
+    """Before the analysis exists the workflow may audit with `--require runs` (OK, said in the summary); the default
+    still requires the analysis and the report."""
+    shutil.rmtree(study / "analysis")
+    shutil.rmtree(study / "reports")
+    scoped = audit(study, "--require", "runs")
+    assert scoped.returncode == 0 and "required up to: runs" in scoped.stdout, scoped.stdout + scoped.stderr
+    assert audit(study).returncode == 1
+
+
+def test_bundle_never_ships_a_link_target(study, tmp_path):
+    """A sealed link to a file outside the study is left out of the bundle (its content is nowhere in the archive),
+    and `audit --bundle` reports it (exit 1)."""
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("never ship me\n")
+    target = study / RUN / "command.txt"
+    target.unlink()
+    target.symlink_to(secret)
+    made = run_cli("bundle", STUDY, "--root", study, "-o", tmp_path / "b.tar.gz")
+    assert made.returncode == 0, made.stderr
+    with tarfile.open(tmp_path / "b.tar.gz") as tar:
+        names = tar.getnames()
+        contents = b"".join(tar.extractfile(m).read() for m in tar if m.isfile())
+    assert f"{RUN}/command.txt" not in names and b"never ship me" not in contents
+    checked = run_cli("audit", "--bundle", tmp_path / "b.tar.gz")
+    assert checked.returncode == 1 and f"{RUN}/command.txt: a symbolic link" in checked.stdout, checked.stdout
