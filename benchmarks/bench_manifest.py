@@ -1,7 +1,8 @@
 """How much audit and bundle cost over the unavoidable work: hashing (audit) and gzip+tar (bundle).
 
 Builds a synthetic study in a temporary directory: R runs, each with a metrics file, a checkpoint
-(left out of bundles) and E evaluation steps of T outcome rows, all sealed like real runs. Then times
+(left out of bundles) and E + 1 evaluation steps (0 and E more) of T outcome rows, all sealed and chained
+like real runs, with an analysis and a report. Then times
 * audit_study() against a baseline that only reads and SHA-256-hashes every sealed file once;
 * write_bundle() against a baseline tar.gz (tarfile + gzip) of the same files;
 and prints the ratios. Run: `.venv/bin/python benchmarks/bench_manifest.py [--runs 12 --tasks 512 --steps 4]`.
@@ -77,7 +78,7 @@ def main() -> None:
         t_tar = best_of(baseline_tar, args.repeat)
         t_bundle = best_of(lambda: write_bundle("demo", root / "b.tar.gz", root), args.repeat)
         runs = len(methods) * 3
-        print(f"study: {runs} runs x {args.steps} eval steps x {args.tasks} tasks; {len(sealed)} sealed files, {size / 1e6:.1f} MB")
+        print(f"study: {runs} runs x {args.steps + 1} eval steps (0 and every 10 of {10 * args.steps}) x {args.tasks} tasks; {len(sealed)} sealed files, {size / 1e6:.1f} MB")
         print(f"hash every sealed file once : {t_hash * 1e3:8.1f} ms (baseline)")
         print(f"audit_study                 : {t_audit * 1e3:8.1f} ms  ratio {t_audit / t_hash:5.2f}x")
         print(f"plain tar.gz of same files  : {t_tar * 1e3:8.1f} ms (baseline)")

@@ -172,13 +172,15 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
     return found, tree, runs
 
 
-def _check_top(top: Path, required: bool, what: str) -> tuple[list[str], Tree | None]:
+def _check_top(top: Path, stage: str, require: str) -> tuple[list[str], Tree | None]:
     """A sealed output directory (analysis/<study> or reports/<study>): present when required, sealed, no links."""
     if top.is_symlink():
         return [link_problem(top)], None
     if not top.is_dir():
-        return ([f"{top}: missing: the lock's plan is complete up to {what}, so this directory should exist (deleted?)"]
-                if required else []), None
+        earlier = STAGES[STAGES.index(stage) - 1]
+        return ([f"{top}: missing: auditing up to the {require} requires the {stage} (deleted, or not made yet: "
+                 f"`--require {earlier}` audits a study that has not got this far)"]
+                if STAGES.index(require) >= STAGES.index(stage) else []), None
     tree = walk(top)
     return [link_problem(p) for p in sorted(tree.links)] + check_seal(top, tree, nested=lambda rel: False), tree
 
@@ -196,12 +198,11 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
         raise BadInput(f"expected one of {', '.join(STAGES)}, got {require!r}", where="--require")
     root = Path(root)
     skipped = {root / PurePosixPath(p) for p in not_bundled}
-    level = STAGES.index(require)
     lock, found = _check_lock(study, root, skipped)
     problems, run_tree, runs = _check_runs(study, root, lock, require=require, not_bundled=skipped)
     found += problems
     analysis_dir = root / "analysis" / study
-    problems, analysis_tree = _check_top(analysis_dir, level >= STAGES.index("analysis"), "the analysis")
+    problems, analysis_tree = _check_top(analysis_dir, "analysis", require)
     found += problems
     if analysis_tree is not None and lock is not None:
         methods, seeds, _, _ = _plan(lock)
@@ -209,8 +210,8 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
                                 runs=runs, tree=run_tree)
     if check_reports:
         report_dir = root / "reports" / study
-        problems, report_tree = _check_top(report_dir, level >= STAGES.index("report"), "the report")
+        problems, report_tree = _check_top(report_dir, "report", require)
         found += problems
-        if report_tree is not None:
+        if report_tree is not None and analysis_tree is not None:  # a missing analysis is reported once, above
             found += check_report(report_dir, analysis_dir, root=root)
     return found

@@ -14,37 +14,53 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentrepro.fileio import sha256_file
-from agentrepro.manifest.audit_tree import Tree, load_object, read_seal
+from agentrepro.manifest.audit_tree import EXAMPLES, Tree, load_object, read_seal, safe_entry
 from agentrepro.report.audit import ANALYSIS_RECORD
 from agentrepro.rundir import OUTPUTS
 
 ANALYSIS_JSON = "analysis.json"
 
 
-def sealed_entries(run: Path, tree: Tree, root: Path) -> dict[str, str]:
-    """{root-relative path: sha256} of every seal under one run directory, as analyze records it (unreadable seals
-    are skipped: the seal check reports them)."""
+def sealed_entries(run: Path, tree: Tree, root: Path) -> tuple[dict[str, str], set[str]]:
+    """({root-relative path: sha256} of every readable seal under one run directory, as analyze records it; the
+    root-relative directories whose seal is readable)."""
     out: dict[str, str] = {}
+    readable: set[str] = set()
     for seal in sorted(p for p in tree.files if p.name == OUTPUTS and (p.parent == run or run in p.parents)):
-        entries, _ = read_seal(seal)
+        entries, problem = read_seal(seal)
+        if problem:
+            continue  # reported by the seal check
         prefix = seal.parent.relative_to(root).as_posix()
-        out.update({f"{prefix}/{rel}": digest for rel, digest in (entries or {}).items()})
-    return out
+        readable.add(prefix)
+        out.update({f"{prefix}/{rel}": digest for rel, digest in entries.items() if safe_entry(rel)})
+    return out, readable
+
+
+def _unit(rel: str, run: str) -> str:
+    """The sealed directory a run file belongs to: eval/step<N>/ for evaluations, else the run directory."""
+    parts = rel[len(run) + 1:].split("/")
+    return f"{run}/eval/{parts[1]}" if len(parts) > 2 and parts[0] == "eval" else run
 
 
 def _compare(recorded: dict[str, str], current: dict[str, str], root: Path, *, source: Path, reader: str) -> list[str]:
-    found = []
+    """One line per differing file, at most EXAMPLES per kind, then one line counting the rest of that kind."""
+    kinds: dict[str, list[str]] = {"gone": [], "added": [], "changed": []}
     for rel in sorted(set(recorded) | set(current)):
         was, now = recorded.get(rel), current.get(rel)
         if was == now:
             continue
         if now is None:
-            found.append(f"{root / rel}: {source} records it, but no seal lists it now: deleted, or re-sealed out of chain")
+            kinds["gone"].append(f"{root / rel}: {source} records it, but no seal lists it now: deleted, or re-sealed out of chain")
         elif was is None:
-            found.append(f"{root / rel}: sealed, but not recorded in {source}: added after {reader} ran, or re-sealed out of chain")
+            kinds["added"].append(f"{root / rel}: sealed, but not recorded in {source}: added after {reader} ran, or re-sealed out of chain")
         else:
-            found.append(f"{root / rel}: {source} records {str(was)[:12]}, its seal now says {now[:12]}: "
-                         f"changed and re-sealed after {reader} read it")
+            kinds["changed"].append(f"{root / rel}: {source} records {str(was)[:12]}, its seal now says {now[:12]}: "
+                                    f"changed and re-sealed after {reader} read it")
+    found = []
+    for kind, lines in kinds.items():
+        found += lines[:EXAMPLES]
+        if len(lines) > EXAMPLES:
+            found.append(f"{source}: and {len(lines) - EXAMPLES} more file(s) {kind} since {reader} read them")
     return found
 
 
@@ -79,8 +95,13 @@ def check_analysis(analysis_dir: Path, *, root: Path, lock_hash: str | None, pla
     for method, seed in sorted(planned - set(read)):
         found.append(f"{path}: provenance.runs has no {method} seed {seed}: the analysis did not read that run")
     for key in sorted(set(read) & planned):
-        if key in runs:
-            found += _compare(read[key], sealed_entries(runs[key], tree, root), root, source=path, reader="the analysis")
+        if key not in runs:
+            continue  # a missing run is reported by the plan check
+        current, readable = sealed_entries(runs[key], tree, root)
+        run = runs[key].relative_to(root).as_posix()
+        # a directory without a readable seal is reported by the seal check; its files are not compared here
+        recorded = {rel: digest for rel, digest in read[key].items() if _unit(rel, run) in readable}
+        found += _compare(recorded, current, root, source=path, reader="the analysis")
     return found
 
 
@@ -100,7 +121,7 @@ def check_report(report_dir: Path, analysis_dir: Path, *, root: Path) -> list[st
     found = [] if seal in recorded else [f"{record}: does not record {root / seal}: the report is not tied to the analysis seal"]
     for rel, digest in sorted(recorded.items()):
         path = root / rel
-        if not rel.startswith(prefix) or ".." in Path(rel).parts:
+        if not rel.startswith(prefix) or not safe_entry(rel):
             found.append(f"{record}: lists {rel!r}, which is not a file of {analysis_dir}")
         elif path.is_symlink():
             continue  # reported as a link

@@ -71,6 +71,12 @@ def unsealable(rel: PurePosixPath) -> bool:
             or rel.name == SNAKEMAKE_MARKER)
 
 
+def safe_entry(rel: str) -> bool:
+    """Whether a path listed in a seal or record stays inside its directory (relative, no `..`)."""
+    path = PurePosixPath(rel)
+    return bool(rel) and not path.is_absolute() and ".." not in path.parts
+
+
 def read_seal(seal: Path) -> tuple[dict[str, str] | None, str | None]:
     """(entries, None) or (None, one problem line) for a malformed, undecodable or unreadable seal."""
     try:
@@ -124,8 +130,7 @@ def check_seal(unit: Path, tree: Tree, *, nested: Callable[[PurePosixPath], bool
     own = own_files(unit, tree, nested)
     found: list[str] = []
     for rel, digest in sorted(entries.items()):
-        path = PurePosixPath(rel)
-        if path.is_absolute() or ".." in path.parts or not rel:
+        if not safe_entry(rel):
             found.append(f"{seal}: lists {rel!r}, a path outside its directory")
             continue
         file = unit / rel
