@@ -150,7 +150,7 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
         found += check_seal(run, tree, nested=lambda rel: rel.parts[0] == "eval", not_bundled=not_bundled)
         evals = run / "eval"
         on_disk = {}
-        for path in sorted(p for p in tree.files | tree.dirs if evals in p.parents and p.parent == evals):
+        for path in sorted(p for p in tree.files | tree.dirs if p.parent == evals):
             match = _canonical(_STEP_DIR, path.name, "step")
             if path in tree.files or not match:
                 found.append(_stray(path, "a stray entry beside the evaluation directories"))

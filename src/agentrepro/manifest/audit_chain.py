@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from agentrepro.fileio import sha256_file
@@ -26,7 +27,8 @@ def sealed_entries(run: Path, tree: Tree, root: Path) -> tuple[dict[str, str], s
     root-relative directories whose seal is readable)."""
     out: dict[str, str] = {}
     readable: set[str] = set()
-    for seal in sorted(p for p in tree.files if p.name == OUTPUTS and (p.parent == run or run in p.parents)):
+    inside = f"{run}{os.sep}"
+    for seal in sorted(p for p in tree.files if p.name == OUTPUTS and str(p).startswith(inside)):
         entries, problem = read_seal(seal)
         if problem:
             continue  # reported by the seal check

@@ -106,8 +106,9 @@ def own_files(unit: Path, tree: Tree, nested: Callable[[PurePosixPath], bool] = 
     """The files `unit`'s seal must list, by relative path: all files under it except the seal, unsealable files and
     files for which `nested(rel)` is true (they belong to a nested sealed directory)."""
     found = {}
+    inside = f"{unit}{os.sep}"
     for path in tree.files:
-        if unit not in path.parents:
+        if not str(path).startswith(inside):
             continue
         rel = PurePosixPath(path.relative_to(unit).as_posix())
         if str(rel) == OUTPUTS or unsealable(rel) or nested(rel):
@@ -134,7 +135,7 @@ def check_seal(unit: Path, tree: Tree, *, nested: Callable[[PurePosixPath], bool
             found.append(f"{seal}: lists {rel!r}, a path outside its directory")
             continue
         file = unit / rel
-        if file in not_bundled or file in tree.links or any(p in tree.links for p in file.parents):
+        if file in not_bundled or (tree.links and (file in tree.links or any(p in tree.links for p in file.parents))):
             continue  # left out of a bundle on purpose, or a link (reported as such)
         if rel not in own:
             found.append(f"{file}: missing (listed in {seal})" if not file.exists()
