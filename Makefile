@@ -18,13 +18,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# System packages the tests drive for real (Chromium, a local SLURM, poppler): installed when we are
-# root with apt; otherwise scripts/system-deps.sh says what is missing and those tests are skipped.
+# System packages: WeasyPrint's libraries (the report's PDF) and what the tests drive for real (Chromium, a
+# local SLURM, poppler): installed when we are root with apt; otherwise scripts/system-deps.sh says what is
+# missing and those tests are skipped. `make demo` installs only the report's part.
 system-deps:
 	bash scripts/system-deps.sh
 
 # The workflow freezes the study itself when it has no lock (and stops if a lock disagrees with the manifest).
 demo: $(STAMP)
+	bash scripts/system-deps.sh report
 	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/snakemake --cores $(CORES) --config manifest=$(MANIFEST)
 
 test: $(STAMP) system-deps

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Installs the system packages that the tests drive for real: Chromium (the report test), a local
-# SLURM (the workflow test), poppler-utils (PDF text). Needs root and apt; otherwise it only reports.
+# Installs the system packages that agentrepro and its tests use: the libraries WeasyPrint loads (Pango,
+# HarfBuzz) and the report's font (the PDF without a browser), Chromium (the browser-printed PDF and the
+# report test), a local SLURM (the workflow test), poppler-utils (PDF text). `system-deps.sh report`: only
+# what the report's PDF needs (`make demo`). Needs root and apt; otherwise it only says what is missing.
 set -euo pipefail
-PKGS="chromium poppler-utils munge slurmctld slurmd slurm-client"
+# Debian package:shared library, for the packages named in agentrepro/report/pdf.py (WEASYPRINT_LIBS).
+WEASYPRINT_LIBS="libpango-1.0-0:libpango-1.0.so.0 libpangoft2-1.0-0:libpangoft2-1.0.so.0 libharfbuzz-subset0:libharfbuzz-subset.so.0"
+LDCONFIG=$(command -v ldconfig || echo /sbin/ldconfig)
 missing=()
-command -v chromium >/dev/null || missing+=(chromium)
-command -v pdftotext >/dev/null || missing+=(poppler-utils)
-command -v slurmctld >/dev/null || missing+=(munge slurmctld slurmd slurm-client)
+for pair in $WEASYPRINT_LIBS; do
+  "$LDCONFIG" -p 2>/dev/null | grep -F "${pair#*:} " >/dev/null || missing+=("${pair%%:*}")  # no -q: pipefail
+done
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)  # the report's font
+if [ "${1:-all}" != report ]; then
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v pdftotext >/dev/null || missing+=(poppler-utils)
+  command -v slurmctld >/dev/null || missing+=(munge slurmctld slurmd slurm-client)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "system-deps: installing ${missing[*]}"
@@ -14,5 +24,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
-  echo "system-deps: missing ${missing[*]} (not root or no apt): the tests that need them will be skipped" >&2
+  echo "system-deps: missing ${missing[*]} (not root or no apt): without Pango, HarfBuzz and DejaVu fonts" \
+       "there is no PDF when Chromium is absent; tests that need the others are skipped" >&2
 fi

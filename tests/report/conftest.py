@@ -25,14 +25,38 @@ def analysis(analysis_template) -> dict:
 
 
 @pytest.fixture(scope="session")
-def rendered(tmp_path_factory, analysis_template) -> Path:
-    """reports/<study>/ written by `agentrepro report` run as a subprocess, with its PDF (needs chromium)."""
+def printed(tmp_path_factory, analysis_template):
+    """printed(engine) → reports/<study>/ written by `agentrepro report` run as a subprocess (once per engine).
+
+    'chromium': `--pdf-engine chromium` (skips without Debian's chromium); 'weasyprint': the default `auto` on a
+    PATH without Chromium, as on a fresh machine or a cluster login node.
+    """
+    import os
+
     from helpers import require_executable, run_cli
 
-    require_executable("chromium", "chromium")
-    root = tmp_path_factory.mktemp("rendered")
-    write_analysis_dir(root, analysis_template)
-    result = run_cli("report", STUDY, "--root", root)
-    if result.returncode != 0:
-        pytest.fail(f"agentrepro report failed ({result.returncode}): {result.stderr}")
-    return root / "reports" / STUDY
+    done: dict[str, Path] = {}
+
+    def make(engine: str) -> Path:
+        if engine not in done:
+            if engine == "chromium":
+                require_executable("chromium", "chromium")
+                args, env = ("--pdf-engine", "chromium"), None
+            else:
+                args, env = (), {"PATH": os.path.dirname(sys.executable), "AGENTREPRO_CHROMIUM": ""}
+            root = tmp_path_factory.mktemp(f"printed-{engine}")
+            write_analysis_dir(root, analysis_template)
+            result = run_cli("report", STUDY, "--root", root, *args, env=env)
+            if result.returncode != 0:
+                pytest.fail(f"agentrepro report ({engine}) failed ({result.returncode}): {result.stderr}")
+            (root / "stderr.txt").write_text(result.stderr)
+            done[engine] = root / "reports" / STUDY
+        return done[engine]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def rendered(printed) -> Path:
+    """reports/<study>/ written by `agentrepro report` run as a subprocess, with its PDF (needs chromium)."""
+    return printed("chromium")

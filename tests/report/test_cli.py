@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 
 import pytest
-from helpers import REPO, run_cli
+from helpers import REPO, require_executable, run_cli
 
 from agentrepro.errors import BadInput
 from agentrepro.report.cli import write_report
@@ -55,6 +59,25 @@ def test_missing_chromium_is_exit_1_and_keeps_the_old_report(root):
     assert "/nonexistent/chromium" in result.stderr and "AGENTREPRO_CHROMIUM" in result.stderr
     assert (root / "reports" / STUDY / "OUTPUTS.sha256").read_text() == before
     assert not (root / "reports" / STUDY / "report.pdf").exists()
+
+
+def test_letter_paper_and_named_engine_from_the_command_line(tmp_path):
+    """`--pdf-engine weasyprint --paper letter` prints on US Letter; `--pdf-engine chromium` with no Chromium on
+    PATH is exit 1 with the way to install it (before anything is rendered)."""
+    from agentrepro.report.load import COLUMNS
+
+    analysis = {"study": "s", "title": "Letter study", "settings": {"tolerance_pp": 3}, "notes": [], "parity": [],
+                "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}
+    write_analysis_dir(tmp_path, analysis)
+    result = run_cli("report", "s", "--root", tmp_path, "--pdf-engine", "weasyprint", "--paper", "letter")
+    assert result.returncode == 0, result.stderr
+    assert "report.pdf (letter) printed by WeasyPrint" in result.stderr
+    info = subprocess.run([require_executable("pdfinfo", "pdfinfo"), tmp_path / "reports" / "s" / "report.pdf"],
+                          capture_output=True, text=True, check=True).stdout
+    assert re.search(r"Page size:\s+612 x 792 pts \(letter\)", info), info
+    env = {"PATH": os.path.dirname(sys.executable), "AGENTREPRO_CHROMIUM": ""}
+    result = run_cli("report", "s", "--root", tmp_path, "--pdf-engine", "chromium", env=env)
+    assert result.returncode == 1 and "apt-get install -y chromium" in result.stderr
 
 
 def test_unknown_study_and_mismatch(root):

@@ -6,9 +6,9 @@ from agentrepro.report import format as fmt
 def test_percentages_and_points():
     """Rates become percent, differences percentage points with a typographic minus."""
     assert fmt.pct(0.78906) == "78.9%"
-    assert fmt.pp(-0.02) == "−2.0 pp"
-    assert fmt.pp(0.1234) == "+12.3 pp"
-    assert fmt.ci(-0.0191, 0.0153) == "[−1.9, 1.5]"
+    assert fmt.pp(-0.02) == "−2.0\u00a0pp"
+    assert fmt.pp(0.1234) == "+12.3\u00a0pp"
+    assert fmt.ci(-0.0191, 0.0153) == "[−1.9,\u00a01.5]"
 
 
 def test_missing_values_show_a_dash():
@@ -28,8 +28,8 @@ def test_small_numbers_keep_their_digits():
     assert fmt.share(0.25) == "25.0%"
     assert fmt.pvalue(0.0003) == "<0.001"
     assert fmt.pvalue(0.0456) == "0.046"
-    assert fmt.seconds(0.0012) == "1.2 ms"
-    assert fmt.seconds(3.4) == "3.4 s"
+    assert fmt.seconds(0.0012) == "1.2\u00a0ms"
+    assert fmt.seconds(3.4) == "3.4\u00a0s"
     assert fmt.number(5917) == "5,917"
 
 
@@ -39,8 +39,14 @@ def test_cell_formats_by_contract_kind():
 
     assert fmt.cell(0.7891, Column("x", "rate")) == "78.9%"
     assert fmt.cell(0.0004, Column("x", "p?")) == "<0.001"
-    assert fmt.cell(0.0012, Column("x", "seconds")) == "1.2 ms"
+    assert fmt.cell(0.0012, Column("x", "seconds")) == "1.2\u00a0ms"
     assert fmt.cell(12345, Column("x", "int")) == "12,345"
     assert fmt.cell("grpo", Column("x", "str")) == "grpo"
     assert fmt.cell(None, Column("x", "num?", null="not reached")) == "not reached"
     assert fmt.cell(float("nan"), Column("x", "num?")) == "—"
+
+
+def test_a_value_has_no_breakable_space():
+    """Intervals, signed differences and durations hold no-break spaces only, so a line never splits them."""
+    values = [fmt.ci(-0.129, 0.031), fmt.pp(-0.15), fmt.seconds(0.0012), fmt.seconds(4000), fmt.seconds(50000)]
+    assert all(" " not in v and fmt.NBSP in v for v in values), values

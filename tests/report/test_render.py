@@ -36,7 +36,7 @@ def test_verdict_rows_in_percent(page, analysis_template):
         row = table[table.index(f"<td>{v['method']}</td>"):]
         row = row[:row.index("</tr>")]
         assert f"{100 * v['paper']:.1f}%" in row and f"{100 * v['ours']:.1f}%" in row
-        assert f"{abs(100 * v['delta']):.1f} pp" in row
+        assert f"{abs(100 * v['delta']):.1f}\u00a0pp" in row
         assert v["verdict"].replace("_", " ") in row
     assert {v["verdict"] for v in analysis_template["tables"]["verdicts"]} == {"reproduced", "not_reproduced", "inconclusive"}
 
@@ -113,8 +113,8 @@ def test_learning_curve_table_and_histograms(page, analysis_template):
     section = html[html.index('<section id="learning">'):html.index('<section id="diagnostics">')]
     for r in analysis_template["tables"]["methods"]:
         assert f"{100 * r['mean']:.1f}% ± {100 * r['std']:.1f}%" in section
-    assert render.histogram_text({"10": 1, "2": 5, "unreachable": 3}) == "2: 5 · 10: 1 · unreachable: 3"
-    assert "0: 40 · 1: 120 · 2: 90 · 3: 30" in html
+    assert render.histogram_text({"10": 1, "2": 5, "unreachable": 3}).replace("\u00a0", " ") == "2: 5 · 10: 1 · unreachable: 3"
+    assert "0:\u00a040 · 1:\u00a0120 · 2:\u00a090 · 3:\u00a030" in html
 
 
 def test_caveats_follow_claims_before_methods(page):

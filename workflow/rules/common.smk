@@ -17,7 +17,7 @@ MANIFEST = str(config.get("manifest", DEFAULT_MANIFEST))
 GPU_SLOTS = str(WORKFLOW_DIR / "scripts" / "gpu_slots.py")
 RESUME_FLAG = str(WORKFLOW_DIR / "scripts" / "resume_flag.py")
 FREEZE_FLAGS = str(config.get("freeze_flags", ""))
-# --config pdf=false: the report job writes only the HTML (the PDF needs Chromium).
+# --config pdf=false: the report job writes only the HTML (no PDF: saves the print, ~20 s without Chromium).
 PDF = str(config.get("pdf", True)).lower() not in ("false", "0", "no")
 
 try:

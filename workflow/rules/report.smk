@@ -1,7 +1,7 @@
 # The study's HTML and PDF report (docs/design.md §8). Both also go into Snakemake's own report:
 #   snakemake --report reports/<study>/snakemake-report.html --config manifest=manifests/<study>.yaml
 # (captions in workflow/report/; Snakemake adds the rule graph, runtimes and the code of every rule).
-# `--config pdf=false` writes only the HTML (no Chromium needed).
+# The PDF is printed by Chromium if installed, else WeasyPrint; `--config pdf=false` writes only the HTML.
 
 
 rule report:

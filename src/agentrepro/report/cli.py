@@ -2,11 +2,12 @@
 
 Reads analysis/STUDY/analysis.json only (plus the hashes of the files beside it), embeds the result of
 `agentrepro audit`, records the hash of every analysis file it was rendered from (analysis.sha256, the link
-of the audit's chain from the report to the analysis), and prints the PDF with headless Chromium (`--pdf-engine auto`, the default, draws
-it with matplotlib when no Chromium is found and says so; `--pdf-engine chromium` or a named
-`--chromium` that is missing is exit 1). Everything is written and sealed (OUTPUTS.sha256) in a
-temporary directory first and moved into place at the end, so a failure (bad analysis.json: exit 2)
-leaves any earlier report untouched and a finished report is never unsealed.
+of the audit's chain from the report to the analysis), and prints the page to PDF (`--pdf-engine auto`, the
+default: headless Chromium when one is found, else WeasyPrint; `--pdf-engine chromium` or a named
+`--chromium` that is missing is exit 1). The engine and its version are said on stderr and recorded in the
+report's appendix. Everything is written and sealed (OUTPUTS.sha256) in a temporary directory first and
+moved into place at the end, so a failure (bad analysis.json: exit 2) leaves any earlier report untouched
+and a finished report is never unsealed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, atomic_write_text, sha256_file
 from agentrepro.report.audit import ANALYSIS_RECORD, audit_result
 from agentrepro.report.load import load_analysis
+from agentrepro.report.paged import PAPERS
+from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
 from agentrepro.report.render import render_report
 from agentrepro.rundir import OUTPUTS, write_outputs_manifest
 
@@ -32,9 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study slug: reads analysis/STUDY/, writes reports/STUDY/")
     parser.add_argument("--root", default=".", help="directory holding analysis/ and reports/ (default: .)")
     parser.add_argument("--chromium", default=None, help="Chromium executable for the PDF (default: $AGENTREPRO_CHROMIUM or chromium on PATH)")
-    parser.add_argument("--pdf-engine", choices=("auto", "chromium", "matplotlib"), default="auto",
-                        help="chromium: print with headless Chromium (error if missing); matplotlib: draw the same page "
-                             "with matplotlib; auto (default): Chromium if found or named, else matplotlib, said on stderr")
+    parser.add_argument("--pdf-engine", choices=ENGINES, default="auto",
+                        help="chromium: print the page with headless Chromium (error if missing); weasyprint: print it with "
+                             "WeasyPrint (no browser); auto (default): Chromium if found or named, else WeasyPrint")
+    parser.add_argument("--paper", choices=tuple(PAPERS), default="a4", help="page size of the PDF (default: a4)")
     parser.add_argument("--no-pdf", action="store_true", help="write only the HTML")
 
 
@@ -46,20 +50,18 @@ def analysis_files(directory: Path) -> dict[str, str]:
 
 
 def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | None = None,
-                 engine: str = "auto") -> tuple[Path, str | None]:
+                 engine: str = "auto", paper: str = "a4") -> tuple[Path, Engine | None]:
     """Render and write reports/STUDY/; returns that directory and the PDF engine used (None: no PDF)."""
     if not SLUG.match(study):
         raise BadInput(f"study must be a slug (letters, digits, '.', '_', '-'), got {study!r}", where="STUDY")
-    if pdf:  # before any work: a missing Chromium is known now, not after rendering
-        from agentrepro.report.pdf import choose_engine
-
-        engine, chromium = choose_engine(engine, chromium)
+    printer = choose_engine(engine, chromium) if pdf else None  # before any work: a missing engine is known now
     source = root / "analysis" / study
     analysis = load_analysis(source / "analysis.json")
     if analysis["study"] != study:
         raise BadInput(f"expected study {study!r}, found {analysis['study']!r}", path=source / "analysis.json", where="study")
     files = analysis_files(source)
-    html, figures = render_report(analysis, audit=audit_result(study, root), files=files)
+    html, figures = render_report(analysis, audit=audit_result(study, root), files=files, paper=paper,
+                                  pdf_engine=printer.version if printer else None)
 
     out = root / "reports" / study
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -71,14 +73,8 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
         (staging / "figures").mkdir()  # always there (a Snakemake directory() output), even with no figure
         for f in figures:
             atomic_write_bytes(staging / "figures" / f"{f.key}.png", f.png)
-        if pdf and engine == "chromium":
-            from agentrepro.report.pdf import html_to_pdf
-
-            html_to_pdf(staging / "report.html", staging / "report.pdf", chromium=chromium)
-        elif pdf:
-            from agentrepro.report.pdf import html_to_pdf_matplotlib
-
-            html_to_pdf_matplotlib(staging / "report.html", staging / "report.pdf", title=analysis.get("title") or study)
+        if printer:
+            html_to_pdf(staging / "report.html", staging / "report.pdf", printer)
         write_outputs_manifest(staging)  # relative paths: the seal stays valid after the rename
         for p in [staging, *staging.rglob("*")]:  # readable like any published page (mkstemp/mkdtemp give 0600/0700)
             p.chmod(0o755 if p.is_dir() else 0o644)
@@ -92,16 +88,17 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
             staging.rename(out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return out, (engine if pdf else None)
+    return out, printer
 
 
 def run(args: argparse.Namespace) -> int:
-    out, engine = write_report(args.study, Path(args.root), pdf=not args.no_pdf, chromium=args.chromium, engine=args.pdf_engine)
-    names = ["report.html"] + ([] if args.no_pdf else ["report.pdf"]) + [OUTPUTS]
+    out, printer = write_report(args.study, Path(args.root), pdf=not args.no_pdf, chromium=args.chromium,
+                                engine=args.pdf_engine, paper=args.paper)
+    names = ["report.html"] + ([] if printer is None else ["report.pdf"]) + [OUTPUTS]
     print("\n".join(str(out / n) for n in names))
-    if args.no_pdf:
+    if printer is None:
         print("agentrepro report: --no-pdf given: no report.pdf written", file=sys.stderr)
-    elif engine == "matplotlib" and args.pdf_engine == "auto":
-        print("agentrepro report: no Chromium found: report.pdf was drawn by matplotlib from the same page (plainer "
-              "layout); install Debian's chromium (make system-deps) for the browser-printed PDF", file=sys.stderr)
+    else:
+        why = " (no Chromium found)" if printer.name == "weasyprint" and args.pdf_engine == "auto" else ""
+        print(f"agentrepro report: report.pdf ({args.paper}) printed by {printer.version}{why}", file=sys.stderr)
     return 0

@@ -1,7 +1,9 @@
 """Number formatting for the report: rates are fractions in the data and percentages on the page.
 
 Every function maps a missing value (None) to an em dash, so that an absent number is visibly absent.
-Negative numbers use the typographic minus sign.
+Negative numbers use the typographic minus sign. A value is one unbreakable unit on the page and in the
+PDF: the space between a number and its unit and the one inside an interval are no-break spaces (NBSP),
+so that a table cell may wrap between values but never inside one ("[−12.9, 3.1]", "−2.0 pp", "1.2 ms").
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import math
 
 DASH = "—"
 MINUS = "−"
+NBSP = "\u00a0"
 
 
 def _missing(x) -> bool:
@@ -27,14 +30,14 @@ def pct(x, digits: int = 1) -> str:
 
 def pp(x, digits: int = 1) -> str:
     """A difference of fractions in percentage points, signed: -0.02 → '−2.0 pp'."""
-    return DASH if _missing(x) else _signed(f"{100 * x:+.{digits}f} pp")
+    return DASH if _missing(x) else _signed(f"{100 * x:+.{digits}f}{NBSP}pp")
 
 
 def ci(lo, hi, digits: int = 1) -> str:
     """A CI of fractions in percent (or percentage points): (0.75, 0.81) → '[75.0, 81.0]'."""
     if _missing(lo) or _missing(hi):
         return DASH
-    return _signed(f"[{100 * lo:.{digits}f}, {100 * hi:.{digits}f}]")
+    return _signed(f"[{100 * lo:.{digits}f},{NBSP}{100 * hi:.{digits}f}]")
 
 
 def pvalue(p) -> str:
@@ -49,10 +52,10 @@ def seconds(s) -> str:
     if _missing(s):
         return DASH
     if s < 1:
-        return f"{1000 * s:.3g} ms"
+        return f"{1000 * s:.3g}{NBSP}ms"
     if s < 600:
-        return f"{s:.3g} s"
-    return f"{s / 60:.1f} min" if s < 36000 else f"{s / 3600:.1f} h"
+        return f"{s:.3g}{NBSP}s"
+    return f"{s / 60:.1f}{NBSP}min" if s < 36000 else f"{s / 3600:.1f}{NBSP}h"
 
 
 def share(x) -> str:

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from importlib import resources
 
 import jinja2
+from markupsafe import Markup, escape
 import matplotlib.pyplot as plt
 
 from agentrepro.analysis import contract
 from agentrepro.report import figures as F
-from agentrepro.report.format import FILTERS, cell
+from agentrepro.report.format import FILTERS, NBSP, cell
+from agentrepro.report.paged import page_css
 
 SECTIONS = (
     ("verdicts", "Verdicts against the paper"),
@@ -130,8 +132,10 @@ def compact_json(obj, indent: int = 0) -> str:
     return pad + json.dumps(obj, ensure_ascii=False)
 
 
-def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, files: dict[str, str]) -> dict:
-    """Everything the template shows, selected (never recomputed) from analysis.json."""
+def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, files: dict[str, str],
+                  paper: str = "a4", pdf_engine: str | None = None) -> dict:
+    """Everything the template shows, selected (never recomputed) from analysis.json; `pdf_engine` names the
+    program and version that prints this page to report.pdf (None: no PDF), for the appendix."""
     t = analysis["tables"]
     step = final_step(analysis)
     at = [r for r in t["methods"] if r["step"] == step]
@@ -160,7 +164,8 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
         "diag_hist": any(isinstance(r.get("distance_hist"), dict) for r in diag_last.values()),
         "curve_methods": curve_methods, "curve_steps": curve_steps,
         "curve_cells": {(r["method"], r["step"]): r for r in t["methods"]},
-        "audit": audit, "files": files,
+        "audit": audit, "files": files, "pdf_engine": pdf_engine,
+        "page_css": page_css(analysis["study"], prov.get("lock_sha256"), paper),
         "lock_json": compact_json(prov.get("lock", {})),
         "runs": prov.get("runs", []),
         "counts": {v: sum(1 for r in t["verdicts"] if r["verdict"] == v) for v in ("reproduced", "not_reproduced", "inconclusive")},
@@ -168,7 +173,8 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
 
 
 def histogram_text(hist) -> str:
-    """A histogram object {"0": 40, "1": 120, "unreachable": 3} as '0: 40 · 1: 120 · unreachable: 3' (numeric keys first)."""
+    """A histogram object {"0": 40, "1": 120, "unreachable": 3} as '0: 40 · 1: 120 · unreachable: 3' (numeric keys first;
+    each 'key: count' held together by a no-break space, so a narrow cell wraps only between entries)."""
     if not isinstance(hist, dict) or not hist:
         return "—"
     def key(k):
@@ -176,16 +182,22 @@ def histogram_text(hist) -> str:
             return (0, float(k), "")
         except (TypeError, ValueError):
             return (1, 0.0, str(k))
-    return " · ".join(f"{k}: {hist[k]}" for k in sorted(hist, key=key))
+    return " · ".join(f"{k}:{NBSP}{hist[k]}" for k in sorted(hist, key=key))
+
+
+def breakable(name: str) -> Markup:
+    """A metric name as a column header that may wrap after its underscores (shared_<wbr>state_<wbr>ratio)."""
+    return escape(name).replace("_", Markup("_<wbr>"))
 
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("agentrepro.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(FILTERS)
-    env.filters["tol"] = lambda x: "—" if x is None else f"±{100 * x:.1f} pp"
+    env.filters["tol"] = lambda x: "—" if x is None else f"±{100 * x:.1f}{NBSP}pp"
     env.filters["hist"] = histogram_text
     env.filters["cell"] = cell
+    env.filters["breakable"] = breakable
     return env
 
 
@@ -194,7 +206,9 @@ def render_html(context: dict) -> str:
     return _environment().get_template("report.html.j2").render(css=css, **context)
 
 
-def render_report(analysis: dict, *, audit: dict, files: dict[str, str]) -> tuple[str, list[Figure]]:
-    """(HTML text, embedded figures) of a validated analysis."""
+def render_report(analysis: dict, *, audit: dict, files: dict[str, str], paper: str = "a4",
+                  pdf_engine: str | None = None) -> tuple[str, list[Figure]]:
+    """(HTML text, embedded figures) of a validated analysis, laid out for `paper` when printed."""
     figures = build_figures(analysis)
-    return render_html(build_context(analysis, figures=figures, audit=audit, files=files)), figures
+    context = build_context(analysis, figures=figures, audit=audit, files=files, paper=paper, pdf_engine=pdf_engine)
+    return render_html(context), figures
