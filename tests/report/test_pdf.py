@@ -8,29 +8,14 @@ import subprocess
 
 import pytest
 from helpers import require_executable
+from pdfcheck import broken_values, pdf_text
 
 from agentrepro.errors import Failure
-from agentrepro.report import format as fmt
 from agentrepro.report.paged import header_text
 from agentrepro.report.pdf import choose_engine, html_to_pdf
-from agentrepro.report.render import SECTIONS, final_step
+from agentrepro.report.render import SECTIONS
 
 ENGINES = [pytest.param("chromium", marks=pytest.mark.chromium), "weasyprint"]
-
-
-def pdf_text(path, *options: str) -> str:
-    """pdftotext's text of `path` with no-break spaces as plain spaces (pages end with a form feed)."""
-    exe = require_executable("pdftotext", "pdftotext")
-    out = subprocess.run([exe, *options, str(path), "-"], capture_output=True, text=True, check=True).stdout
-    return out.replace(fmt.NBSP, " ")
-
-
-def plain(text: str) -> str:
-    return text.replace(fmt.NBSP, " ")
-
-
-def word(name: str) -> re.Pattern:
-    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
 
 
 @pytest.fixture(scope="module", params=ENGINES)
@@ -61,24 +46,15 @@ def test_pdf_shows_hostile_text_literally(pdf):
 def test_title_method_names_and_intervals_are_whole(pdf, analysis_template):
     """The title is one line, and each row of the verdict and method tables is one line holding its method name
     and every interval and value whole (none split across lines or columns)."""
-    a = analysis_template
-    lines = pdf_text(pdf, "-layout").splitlines()
-    assert any(a["title"] in line for line in lines), a["title"]
-    step = final_step(a)
-    wilson = {r["method"]: r for r in a["tables"]["methods"] if r["step"] == step}
+    assert broken_values(pdf, analysis_template) == []
+    assert len(analysis_template["tables"]["verdicts"]) == 3 and analysis_template["tables"]["methods"]
 
-    def row(method: str, values: list[str]) -> None:
-        values = [plain(v) for v in values]
-        hits = [line for line in lines if word(method).search(line) and all(v in line for v in values)]
-        assert hits, f"no line holds {method} with {values}"
 
-    for v in a["tables"]["verdicts"]:
-        w = wilson[v["method"]]
-        row(v["method"], [fmt.pct(v["paper"]), fmt.pct(v["ours"]), fmt.ci(w["wilson_lo"], w["wilson_hi"]), fmt.pp(v["delta"]),
-                          fmt.ci(v["ci90_lo"], v["ci90_hi"]), fmt.ci(v["ci95_lo"], v["ci95_hi"])])
-    for r in wilson.values():
-        row(r["method"], [f"{fmt.pct(r['mean'])} ± {fmt.pct(r['std'])}", f"{fmt.number(r['pooled_successes'])} / {fmt.number(r['pooled_n'])}",
-                          fmt.pct(r["pooled_rate"]), fmt.ci(r["wilson_lo"], r["wilson_hi"])])
+def test_the_check_finds_a_value_that_is_not_whole(pdf, analysis):
+    """Control: an interval the PDF does not hold in one piece, or another title, is reported."""
+    analysis["title"] = "Another study"
+    analysis["tables"]["verdicts"][0]["ci90_lo"] -= 0.1
+    assert [p.split(":")[0] for p in broken_values(pdf, analysis)] == ["title", analysis["tables"]["verdicts"][0]["method"]]
 
 
 def test_every_page_has_the_running_header_and_its_number(pdf, analysis_template):

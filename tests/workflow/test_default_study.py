@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from helpers import REPO, run_cli
+from helpers import REPO, require_executable, run_cli
 from wfkit import snakemake
 
 STUDY = "frozenlake-cpu"
@@ -69,3 +70,18 @@ def test_the_study_ends_in_an_audited_report(study):
     assert {row["step"] for row in analysis["tables"]["methods"]} == {0, 50, 100, 150}
     proc = run_cli("audit", STUDY, "--root", study)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("engine", ["chromium", "weasyprint"])
+def test_the_report_prints_whole_with_each_engine(study, engine, tmp_path):
+    """The default study's report page printed by each engine (Chromium where installed) shows its title, every
+    method name and every interval of the verdict and method tables whole (issue 20)."""
+    sys.path.insert(0, str(REPO / "tests" / "report"))
+    from pdfcheck import broken_values
+
+    from agentrepro.report.pdf import choose_engine, html_to_pdf
+
+    if engine == "chromium":
+        require_executable("chromium", "chromium")
+    pdf = html_to_pdf(study / "reports" / STUDY / "report.html", tmp_path / "report.pdf", choose_engine(engine))
+    assert broken_values(pdf, json.loads((study / "analysis" / STUDY / "analysis.json").read_text())) == []
