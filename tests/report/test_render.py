@@ -159,4 +159,4 @@ def test_plain_tables_follow_the_contract(analysis):
     section = html[html.index('<section id="convergence">'):]
     body = section[section.index("<tbody>"):]
     first = body[:body.index("</tr>")]
-    assert "<td>not reached</td>" in first and "<td>45.7%</td>" in first and "<td>66.7 min</td>" in first
+    assert "<td>not reached</td>" in first and "<td>45.7%</td>" in first and "<td>66.7\u00a0min</td>" in first
