@@ -44,7 +44,8 @@ def make_study(root: Path, study: str = "toy", methods=("grpo", "graphgpo"), see
     import yaml
 
     from agentrepro.fileio import sha256_json
-    from agentrepro.rundir import finish_attempt, start_attempt, write_outputs_manifest
+    from agentrepro.attempts import finish_attempt, start_attempt
+    from agentrepro.seal import write_outputs_manifest
 
     rng = np.random.default_rng(rng_seed)
     p = p or {m: 0.5 + 0.3 * i for i, m in enumerate(methods)}

@@ -8,7 +8,7 @@ from analysis_synth import make_study
 
 from agentrepro.analysis.study import analyze_study
 from agentrepro.errors import BadInput
-from agentrepro.rundir import verify_outputs
+from agentrepro.seal import verify_outputs
 
 REF = "paper: Toy\nmetric: success_rate\nvalues:\n  graphgpo: {value: 0.8, std: null, seeds: null, source: 'Table 1', checked: true}\n"
 

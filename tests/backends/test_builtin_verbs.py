@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from agentrepro.rundir import verify_outputs
+from agentrepro.seal import verify_outputs
 from helpers import run_cli
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agentrepro.rundir import verify_outputs
+from agentrepro.seal import verify_outputs
 from helpers import run_cli
 
 

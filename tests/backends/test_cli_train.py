@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from agentrepro.fileio import sha256_json
-from agentrepro.rundir import verify_outputs
+from agentrepro.seal import verify_outputs
 from helpers import run_cli
 
 

@@ -69,11 +69,11 @@ def test_eval_without_eval_command(trained_run):
     """Evaluating a command run without eval_command is BadInput naming backend.eval_command."""
     import yaml
 
-    from agentrepro.backends import rundirs
+    from agentrepro.backends import runconfig
 
-    resolved = rundirs.read_resolved_config(trained_run)
+    resolved = runconfig.read_resolved_config(trained_run)
     del resolved["backend"]["eval_command"]
-    rundirs.write_resolved_config(trained_run, resolved)
+    runconfig.write_resolved_config(trained_run, resolved)
     with pytest.raises(BadInput, match="backend.eval_command"):
         CommandBackend().evaluate(trained_run, 3)
     assert yaml.safe_load((trained_run / "resolved_config.yaml").read_text())["backend"].get("eval_command") is None

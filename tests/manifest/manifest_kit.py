@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, atomic_write_yaml, sha256_file, sha256_json
-from agentrepro.rundir import read_outputs_manifest, write_outputs_manifest
+from agentrepro.seal import read_outputs_manifest, write_outputs_manifest
 
 COMMIT_A = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 COMMIT_B = "0123456789abcdef0123456789abcdef01234567"

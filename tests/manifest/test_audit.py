@@ -8,7 +8,7 @@ from manifest_kit import fake_run
 
 from agentrepro.fileio import atomic_write_jsonl, iter_jsonl, sha256_json
 from agentrepro.manifest import audit_study
-from agentrepro.rundir import write_outputs_manifest
+from agentrepro.seal import write_outputs_manifest
 from helpers import run_cli
 
 

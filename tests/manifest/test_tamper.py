@@ -20,7 +20,7 @@ import pytest
 from agentrepro.cli import main
 from agentrepro.fileio import atomic_write_jsonl, iter_jsonl, sha256_json
 from agentrepro.manifest.lock import seal as seal_lock
-from agentrepro.rundir import write_outputs_manifest
+from agentrepro.seal import write_outputs_manifest
 from helpers import REPO, run_cli
 
 STUDY = "wf-tiny"

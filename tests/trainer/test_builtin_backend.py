@@ -14,7 +14,7 @@ def test_backend_interface():
     defaults = backend.default_config()
     assert set(defaults) == {"model", "train", "eval"} and defaults["train"]["estimator"] == "grpo"
     config = tiny_config(steps=6)
-    config["eval"]["every"] = 3
+    config["eval"].update(every=3, checkpoint="last")
     assert backend.checkpoint_steps(config) == [0, 3, 6]
     backend.validate_config({**config, "train": {**defaults["train"], **config["train"]}})
 

@@ -73,6 +73,18 @@ def test_same_seed_same_run_and_another_seed_differs(tmp_path):
     assert any(not torch.equal(runs["a"][1][k], runs["c"][1][k]) for k in runs["a"][1])
 
 
+def test_checkpoints_are_exactly_the_evaluated_steps(tmp_path):
+    """The trainer saves the steps layout.checkpoint_steps names (0, every `eval.every`, the last) and no others."""
+    from agentrepro.layout import checkpoint_steps
+
+    config = tiny_config(steps=5, checkpoint_every=2)
+    config["eval"].update(every=2, checkpoint="last")
+    train(config, tmp_path / "run", resume=False)
+    assert saved_steps(tmp_path / "run") == checkpoint_steps(config) == [0, 2, 4, 5]
+    saved_in_timings = [r["step"] for r in read_jsonl(tmp_path / "run" / "timings.jsonl") if "checkpoint" in r]
+    assert saved_in_timings == [2, 4, 5]
+
+
 def test_zero_rl_steps_keeps_the_warm_started_policy_as_step_zero(tmp_path):
     """train.steps = 0: the warm-started checkpoint step 0 and empty per-step logs, nothing else."""
     train(tiny_config(steps=0), tmp_path / "run", resume=False)

@@ -11,12 +11,13 @@ def tiny_config(**train) -> dict:
     """A run config (as `agentrepro resolve` writes it) for a few fast steps on FrozenLake."""
     base = {"steps": 3, "groups": 2, "group_size": 2, "lr": 1e-3, "warmstart_max_steps": 2, "warmstart_eval_every": 1,
             "warmstart_val_seeds": 4, "progress": False, "checkpoint_every": 1}
+    # eval.checkpoint: all with checkpoint_every 1: every step is evaluated, so every step is checkpointed
     return copy.deepcopy({
         "study": "tiny", "method": train.get("estimator", "grpo"), "seed": 0,
         "backend": {"name": "builtin"}, "model": TINY_MODEL,
         "env": {"name": "frozenlake", "split": "eval", "params": {}},
         "train": {**base, **train},
-        "eval": {"tasks": 4, "first_seed": 10001, "episodes_per_task": 1, "temperature": 0},
+        "eval": {"tasks": 4, "first_seed": 10001, "episodes_per_task": 1, "temperature": 0, "checkpoint": "all"},
     })
 
 

@@ -34,7 +34,8 @@ from agentrepro.analysis.reference import load_reference, verdicts_table
 from agentrepro.analysis.validate import validate_outcomes
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, load_json, load_yaml, sha256_file, sha256_json
-from agentrepro.rundir import OUTPUTS, read_outputs_manifest, read_provenance, write_outputs_manifest
+from agentrepro.attempts import read_provenance
+from agentrepro.seal import OUTPUTS, read_outputs_manifest, write_outputs_manifest
 
 BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
 N_BOOT = 2000

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput, Failure
+from agentrepro.layout import checkpoint_steps
 
 REQUIRED_METHODS = ("default_config", "train", "evaluate", "checkpoint_steps")
 
@@ -33,7 +34,9 @@ class Backend(abc.ABC):
       timings.jsonl, checkpoints/ ... into run_dir; with resume it continues from the last checkpoint.
     * `evaluate(run_dir, step)` -> outcome rows (docs/design.md §3.4) of checkpoint `step`; it reads the run's
       resolved_config.yaml itself. It writes nothing: the `eval` verb validates and writes the rows.
-    * `checkpoint_steps(config)` -> the steps whose checkpoints are evaluated (0 = before training).
+    * `checkpoint_steps(config)` -> the steps whose checkpoints the backend saves and evaluates (0 = before
+      training): `layout.checkpoint_steps(config)`, the steps the workflow plans. A backend whose framework
+      cannot save exactly those refuses the config in `validate_config`.
     """
 
     name: str = ""
@@ -51,17 +54,7 @@ class Backend(abc.ABC):
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]: ...
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
-        return default_checkpoint_steps(config)
-
-
-def default_checkpoint_steps(config: dict[str, Any]) -> list[int]:
-    """Steps 0, every, 2*every, ... and the last step (train.steps); eval.checkpoint: last -> [0, steps]."""
-    steps = int((config.get("train") or {}).get("steps", 0))
-    evaluation = config.get("eval") or {}
-    every = evaluation.get("every")
-    if evaluation.get("checkpoint") == "last" or not every:
-        return sorted({0, steps})
-    return sorted(set(range(0, steps + 1, int(every))) | {steps})
+        return checkpoint_steps(config)
 
 
 Factory = Callable[[], Any]
@@ -103,15 +96,13 @@ def _load(name: str, spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise Failure(f"backend {name!r} cannot be loaded from {module_name}: {exc}") from exc
-    for candidate in attribute.split("|"):
-        if hasattr(module, candidate):
-            return getattr(module, candidate)
-    raise Failure(f"backend {name!r}: {module_name} defines none of {attribute.replace('|', ', ')}")
+    if not hasattr(module, attribute):
+        raise Failure(f"backend {name!r}: {module_name} defines no {attribute}")
+    return getattr(module, attribute)
 
 
 REGISTRY = BackendRegistry()
-# The builtin trainer lives in backends/builtin.py (another part); it may expose a class or an instance.
-REGISTRY.register("builtin", "agentrepro.backends.builtin:BuiltinBackend|BACKEND|Backend")
+REGISTRY.register("builtin", "agentrepro.backends.builtin:BuiltinBackend")
 REGISTRY.register("command", "agentrepro.backends.command:CommandBackend")
 REGISTRY.register("verl-agent", "agentrepro.backends.verl_agent:VerlAgentBackend")
 REGISTRY.register("relax", "agentrepro.backends.relax:RelaxBackend")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends.base import Backend, default_checkpoint_steps
-from agentrepro.fileio import load_yaml
+from agentrepro.backends import runconfig
+from agentrepro.backends.base import Backend
 
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
 DEFAULT_EVAL = {"episodes_per_task": 1, "temperature": 0}
@@ -34,13 +34,9 @@ class BuiltinBackend(Backend):
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         from agentrepro.trainer.loop import train
 
-        train(config, run_dir, resume=resume, save_steps=self.checkpoint_steps(config))
+        train(config, run_dir, resume=resume)  # saves the checkpoints of layout.checkpoint_steps(config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         from agentrepro.trainer.evaluate import evaluate_run
 
-        config = load_yaml(Path(run_dir) / "resolved_config.yaml")
-        return evaluate_run(config, run_dir, step)
-
-    def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
-        return default_checkpoint_steps(config)
+        return evaluate_run(runconfig.read_resolved_config(Path(run_dir)), run_dir, step)

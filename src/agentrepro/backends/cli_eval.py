@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import rundir
-from agentrepro.backends import outcomes, rundirs
+from agentrepro import attempts, seal
+from agentrepro.layout import RunFiles, config_sha256
+from agentrepro.layout import eval_dir as evaluation_dir
+from agentrepro.backends import outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, sha256_file
-
-OUTCOMES = "outcomes.jsonl"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, type=Path, help="run directory written by `agentrepro train`")
@@ -34,32 +33,32 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("run directory not found", path=run_dir)
     if args.step < 0:
         raise BadInput(f"expected a non-negative step, got {args.step}", where="--step")
-    config = rundirs.read_resolved_config(run_dir)
+    config = runconfig.read_resolved_config(run_dir)
     try:
         backend = get_backend(config["backend"]["name"])
     except BadInput as exc:
-        raise BadInput(str(exc), path=run_dir / rundirs.RESOLVED) from None
-    eval_dir = run_dir / "eval" / f"step{args.step}"
+        raise BadInput(str(exc), path=run_dir / runconfig.RESOLVED) from None
+    eval_dir = evaluation_dir(run_dir, args.step)
     eval_dir.mkdir(parents=True, exist_ok=True)
-    (eval_dir / rundir.OUTPUTS).unlink(missing_ok=True)
+    (eval_dir / seal.OUTPUTS).unlink(missing_ok=True)
 
-    run_seal = run_dir / rundir.OUTPUTS
-    command = rundirs.command_line()
+    run_seal = run_dir / seal.OUTPUTS
+    command = runconfig.command_line()
     base = {
         "study": config["study"], "method": config["method"], "seed": config["seed"], "step": args.step,
         "backend": config["backend"]["name"],
         "lock_sha256": (config.get("lock") or {}).get("sha256"),
-        "resolved_config_sha256": rundirs.config_sha256(config),
+        "resolved_config_sha256": config_sha256(config),
         "run_outputs_sha256": sha256_file(run_seal) if run_seal.is_file() else None,
-        "packages": rundirs.package_versions(),
+        "packages": runconfig.package_versions(),
     }
-    rundir.start_attempt(eval_dir, stage="eval", command=command, base=base)
-    with rundirs.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
+    attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
+    with runconfig.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         rows = backend.evaluate(run_dir, args.step)
         outcomes.check_rows(rows, config=config, step=args.step, source=f"{config['backend']['name']} backend outcomes of {eval_dir}")
-        atomic_write_jsonl(eval_dir / OUTCOMES, rows)
+        atomic_write_jsonl(eval_dir / RunFiles.OUTCOMES, rows)
     successes = sum(r["success"] for r in rows)
-    rundir.finish_attempt(eval_dir, status="ok", extra={"episodes": len(rows), "successes": successes})
-    rundir.write_outputs_manifest(eval_dir)
-    print(f"{eval_dir / OUTCOMES}: {successes}/{len(rows)} episodes succeeded")
+    attempts.finish_attempt(eval_dir, status="ok", extra={"episodes": len(rows), "successes": successes})
+    seal.write_outputs_manifest(eval_dir)
+    print(f"{eval_dir / RunFiles.OUTCOMES}: {successes}/{len(rows)} episodes succeeded")
     return 0

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import rundir
-from agentrepro.backends import rundirs
+from agentrepro import attempts, seal
+from agentrepro.layout import RunFiles, config_sha256
+from agentrepro.backends import runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput
@@ -31,38 +32,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
-    config = rundirs.load_run_config(args.config)
+    config = runconfig.load_run_config(args.config)
     try:
         backend = get_backend(config["backend"]["name"])
-        resolved = rundirs.resolve_config(config, backend.default_config())
+        resolved = runconfig.resolve_config(config, backend.default_config())
         backend.validate_config(resolved)
     except BadInput as exc:
         if exc.path is not None:
             raise
         raise BadInput(str(exc), path=args.config) from None
-    resolved_sha = rundirs.config_sha256(resolved)
+    resolved_sha = config_sha256(resolved)
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise BadInput("exists and is not a directory", path=out)
     out.mkdir(parents=True, exist_ok=True)
 
     resume = not args.no_resume
-    previous = rundirs.previous_config_sha(out)
-    if resume and previous is not None and previous != resolved_sha and rundirs.has_checkpoints(out):
+    previous = runconfig.previous_config_sha(out)
+    if resume and previous is not None and previous != resolved_sha and runconfig.has_checkpoints(out):
         raise BadInput(f"this run directory was trained from another resolved config (sha256 {previous}, now {resolved_sha}); "
-                       "pass --no-resume to start again or use a new directory", path=out / rundirs.RESOLVED)
+                       "pass --no-resume to start again or use a new directory", path=out / runconfig.RESOLVED)
     if not resume:
-        rundirs.clear_outputs(out)
-    (out / rundir.OUTPUTS).unlink(missing_ok=True)
+        runconfig.clear_outputs(out)
+    (out / seal.OUTPUTS).unlink(missing_ok=True)
 
-    command = rundirs.command_line()
-    rundirs.write_resolved_config(out, resolved)
-    rundirs.write_command(out, command)
-    base = rundirs.provenance_base(config, resolved_sha)
-    rundir.start_attempt(out, stage="train", command=command, base=base)
-    with rundirs.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
+    command = runconfig.command_line()
+    runconfig.write_resolved_config(out, resolved)
+    runconfig.write_command(out, command)
+    base = runconfig.provenance_base(config, resolved_sha)
+    attempts.start_attempt(out, stage="train", command=command, base=base)
+    with runconfig.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         backend.train(resolved, out, resume=resume)
-        rundirs.check_training_outputs(out, resolved)
-    rundir.finish_attempt(out, status="ok")
-    rundir.write_outputs_manifest(out, exclude_dirs={"eval", "logs"})
+        runconfig.check_training_outputs(out, resolved)
+    attempts.finish_attempt(out, status="ok")
+    seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     return 0

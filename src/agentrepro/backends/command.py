@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import reevaluation, rundirs, template
+from agentrepro.backends import reevaluation, runconfig, template
 from agentrepro.backends.base import Backend
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput, Failure
@@ -53,7 +53,7 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def context(config: dict[str, Any], run_dir: Path, *, resume: bool = True, **extra: Any) -> dict[str, Any]:
     """Placeholder values: the resolved config plus run_dir, config, resume, python (and eval's extras)."""
     run_dir = Path(run_dir).resolve()
-    return {**config, "run_dir": str(run_dir), "config": str(run_dir / rundirs.RESOLVED), "resume": resume,
+    return {**config, "run_dir": str(run_dir), "config": str(run_dir / runconfig.RESOLVED), "resume": resume,
             "python": sys.executable, **{k: str(v) if isinstance(v, Path) else v for k, v in extra.items()}}
 
 
@@ -135,7 +135,7 @@ class CommandBackend(Backend):
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         run_dir = Path(run_dir)
-        config = rundirs.read_resolved_config(run_dir)
+        config = runconfig.read_resolved_config(run_dir)
         block = config["backend"]
         validate_block(block)
         adapter = _adapter(block)

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from agentrepro.errors import Failure
-from agentrepro.rundir import now
+from agentrepro.attempts import now
 
 GRACE_S = 20
 

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, rundirs
+from agentrepro.backends import convert, ray_launch, runconfig
 from agentrepro.backends.base import Backend
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
@@ -172,9 +172,9 @@ class VerlAgentBackend(Backend):
         convert_training(Path(run_dir), config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
-        return convert_eval(Path(run_dir), step, rundirs.read_resolved_config(Path(run_dir)))
+        return convert_eval(Path(run_dir), step, runconfig.read_resolved_config(Path(run_dir)))
 
 
 if __name__ == "__main__":  # print the launch script of a run config: python -m agentrepro.backends.verl_agent CONFIG RUN_DIR
-    cfg = rundirs.load_run_config(sys.argv[1])
+    cfg = runconfig.load_run_config(sys.argv[1])
     print(launch_script(cfg, Path(sys.argv[2]), resume=True), end="")

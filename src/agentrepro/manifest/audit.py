@@ -34,7 +34,7 @@ from agentrepro.manifest.audit_runs import check_evaluation, check_outcomes, che
 from agentrepro.manifest.audit_tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.manifest.loading import load_manifest, lock_path_for, manifest_path
 from agentrepro.manifest.lock import lock_problems, lock_sha256
-from agentrepro.rundir import OUTPUTS
+from agentrepro.seal import OUTPUTS
 
 STAGES = ("lock", "runs", "analysis", "report")
 _SEED_DIR = re.compile(r"^seed(\d+)$")

@@ -17,7 +17,7 @@ from pathlib import Path
 from agentrepro.fileio import sha256_file
 from agentrepro.manifest.audit_tree import EXAMPLES, Tree, load_object, read_seal, safe_entry
 from agentrepro.report.audit import ANALYSIS_RECORD
-from agentrepro.rundir import OUTPUTS
+from agentrepro.seal import OUTPUTS
 
 ANALYSIS_JSON = "analysis.json"
 

@@ -22,7 +22,7 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import iter_jsonl, load_yaml, sha256_file, sha256_json
 from agentrepro.manifest.audit_tree import EXAMPLES, load_object
 from agentrepro.manifest.lock import lock_sha256
-from agentrepro.rundir import PROVENANCE
+from agentrepro.attempts import PROVENANCE
 
 RESOLVED_CONFIG = "resolved_config.yaml"
 

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_json, sha256_file
-from agentrepro.rundir import OUTPUTS, read_outputs_manifest
+from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
 EXAMPLES = 3  # per kind of problem per file, so that one bad file does not drown the others
 # Snakemake touches this marker inside every directory() output after the job, i.e. after the seal.

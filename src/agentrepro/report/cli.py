@@ -26,7 +26,7 @@ from agentrepro.report.load import load_analysis
 from agentrepro.report.paged import PAPERS
 from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
 from agentrepro.report.render import render_report
-from agentrepro.rundir import OUTPUTS, write_outputs_manifest
+from agentrepro.seal import OUTPUTS, write_outputs_manifest
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

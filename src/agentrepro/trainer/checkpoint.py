@@ -19,12 +19,9 @@ import torch
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes
+from agentrepro.layout import checkpoint_dir
 
 _STEP_RE = re.compile(r"^step(\d+)\.pt$")
-
-
-def checkpoint_dir(run_dir: str | Path) -> Path:
-    return Path(run_dir) / "checkpoints"
 
 
 def checkpoint_path(run_dir: str | Path, step: int) -> Path:

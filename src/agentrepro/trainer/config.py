@@ -76,7 +76,7 @@ class TrainConfig:
     device: str = "cpu"  # cpu | cuda | cuda:N
     bf16: bool = True  # bf16 autocast on CUDA (ignored on the CPU)
     threads: int = 1  # torch intra-op threads on the CPU
-    checkpoint_every: int = 50  # save a checkpoint every this many steps (and at the last step)
+    checkpoint_every: int = 50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (layout.evaluated_steps)
     dump_batches_every: int = 0  # write batches/step<N>.jsonl (step rows with advantages) every N steps; 0 = never
     progress: bool = True  # tqdm progress bars
     wandb: bool = False  # also log to Weights & Biases (offline unless WANDB_MODE says otherwise)

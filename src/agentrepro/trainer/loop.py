@@ -1,8 +1,9 @@
 """The training loop, top to bottom: setup -> (rollout -> advantages -> update -> log -> checkpoint) x steps.
 
 Writes into the run directory (docs/design.md §3.3): metrics.jsonl, timings.jsonl, graph_diagnostics.jsonl
-(GiGPO/GraphGPO), batches/step<N>.jsonl (optional), warmstart.json, checkpoints/. With `resume`, the newest
-checkpoint is loaded with its optimizer, scheduler and random states, the logs are cut back to its
+(GiGPO/GraphGPO), batches/step<N>.jsonl (optional), warmstart.json, checkpoints/. Checkpoints are saved at
+exactly the evaluated steps (`layout.checkpoint_steps`: step 0, after the warm start, always), so the workflow
+evaluates every checkpoint and nothing else. With `resume`, the newest checkpoint is loaded with its optimizer, scheduler and random states, the logs are cut back to its
 step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.
 """
 
@@ -16,6 +17,7 @@ import numpy as np
 import torch
 
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl
+from agentrepro.layout import RunFiles, batch_dump, evaluated_steps
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, ordered_turns, training_targets
@@ -24,7 +26,7 @@ from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.update import TrainBatch, token_stats, update
 from agentrepro.trainer.warmstart import warm_start
 
-LOGS = ("metrics.jsonl", "timings.jsonl", "graph_diagnostics.jsonl")
+LOGS = RunFiles.STEP_LOGS
 
 
 def device_of(name: str) -> torch.device:
@@ -49,12 +51,12 @@ def _scheduler(optimizer, cfg):
 class Trainer:
     """State of one run; `run(stop_at=None)` trains to `train.steps` (or stops after step `stop_at`)."""
 
-    def __init__(self, config: dict[str, Any], run_dir: str | Path, *, resume: bool = True, save_steps=()):
+    def __init__(self, config: dict[str, Any], run_dir: str | Path, *, resume: bool = True):
         self.spec = RunSpec.from_config(config)
         self.cfg = cfg = self.spec.train
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.save_steps = set(save_steps)
+        self.save_steps = set(evaluated_steps(cfg.steps, self.spec.eval, checkpoint_every=cfg.checkpoint_every, path="run config"))
         if self.spec.train.device == "cpu":
             torch.set_num_threads(cfg.threads)
         self.device = device_of(cfg.device)
@@ -83,11 +85,11 @@ class Trainer:
     def _fresh(self) -> None:
         for name in LOGS:
             (self.run_dir / name).unlink(missing_ok=True)
-        for name in ("metrics.jsonl", "timings.jsonl"):  # present even for train.steps = 0
+        for name in (RunFiles.METRICS, RunFiles.TIMINGS):  # present even for train.steps = 0
             atomic_write_jsonl(self.run_dir / name, [])
         ckpt.save_tokenizer(self.run_dir, self.tokenizer)
         record = warm_start(self.policy, self.spec, self.codec, self.device)
-        atomic_write_json(self.run_dir / "warmstart.json", record)
+        atomic_write_json(self.run_dir / RunFiles.WARMSTART, record)
         self._new_optimizer()
         self.step = 0
         self.counters = {"env_steps": 0, "episodes": 0, "tokens_generated": 0, "tokens_trained": 0, "wall_s": record.get("wall_s", 0.0)}
@@ -183,7 +185,7 @@ class Trainer:
                    "loss_policy": stats["loss_policy"], "loss_value": stats.get("loss_value"), "kl": stats.get("kl"),
                    "entropy": stats["entropy"], "grad_norm": stats["grad_norm"], "clipfrac": stats["clipfrac"],
                    "lr": self.scheduler.get_last_lr()[0]}
-        if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps or self.step in self.save_steps:
+        if self.step in self.save_steps:
             t0 = time.perf_counter()
             c["wall_s"] += time.perf_counter() - t_start
             self._save()
@@ -193,16 +195,16 @@ class Trainer:
             c["wall_s"] += time.perf_counter() - t_start
         timings["step_total"] = time.perf_counter() - t_start
         metrics.update(wall_s=c["wall_s"], gpu_hours=c["wall_s"] / 3600 if self.device.type == "cuda" else 0.0)
-        self._append("metrics.jsonl", metrics)
-        self._append("timings.jsonl", {"step": self.step, **timings})
+        self._append(RunFiles.METRICS, metrics)
+        self._append(RunFiles.TIMINGS, {"step": self.step, **timings})
         if diagnostics is not None:
-            self._append("graph_diagnostics.jsonl", {"step": self.step, **diagnostics})
+            self._append(RunFiles.GRAPH_DIAGNOSTICS, {"step": self.step, **diagnostics})
         if cfg.dump_batches_every and self.step % cfg.dump_batches_every == 0:
             dump = [dict(r) for r in rows]
             per_turn = turn_adv if turn_adv is not None else [float(advantages[t.row, t.start]) for t in ordered_turns(ro)]
             for r, a in zip(dump, per_turn):
                 r["advantage"] = float(a)
-            atomic_write_jsonl(self.run_dir / "batches" / f"step{self.step}.jsonl", dump)
+            atomic_write_jsonl(batch_dump(self.run_dir, self.step), dump)
         self.last_metrics = metrics
 
     def _append(self, name: str, row: dict) -> None:
@@ -237,12 +239,12 @@ class Trainer:
 
         os.environ.setdefault("WANDB_MODE", "offline")
         return wandb.init(project="agentrepro", name=f"{self.spec.study}/{self.spec.method}/seed{self.spec.seed}",
-                          dir=str(self.run_dir / "logs"), config={"train": self.cfg.to_dict()})
+                          dir=str(self.run_dir / RunFiles.LOGS), config={"train": self.cfg.to_dict()})
 
 
-def train(config: dict[str, Any], run_dir: str | Path, *, resume: bool = True, save_steps=(), stop_at: int | None = None) -> Trainer:
+def train(config: dict[str, Any], run_dir: str | Path, *, resume: bool = True, stop_at: int | None = None) -> Trainer:
     """Train one method x seed into `run_dir` (see Trainer); returns the trainer for inspection."""
-    trainer = Trainer(config, run_dir, resume=resume, save_steps=save_steps)
+    trainer = Trainer(config, run_dir, resume=resume)
     trainer.run(stop_at=stop_at)
     return trainer
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from agentrepro.backends import rundirs
+from agentrepro.backends import runconfig
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import sha256_json
 
@@ -32,7 +32,7 @@ def test_bad_run_config_names_the_key(tmp_path, mutate, where):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(BadInput) as info:
-        rundirs.load_run_config(path)
+        runconfig.load_run_config(path)
     assert str(info.value).startswith(f"{path}: {where}: ")
 
 
@@ -40,14 +40,14 @@ def test_resolution_merges_defaults_under_the_config():
     """Config values win over backend defaults, nested mappings merge, the inputs are not modified."""
     defaults = {"train": {"steps": 9, "lr": 0.1}, "eval": {"every": 5}}
     config = base_config()
-    resolved = rundirs.resolve_config(config, defaults)
+    resolved = runconfig.resolve_config(config, defaults)
     assert resolved["train"] == {"steps": 2, "lr": 0.1} and resolved["eval"] == {"every": 5}
     assert defaults["train"]["steps"] == 9 and "lr" not in config["train"]
 
 
 def test_resolved_config_hash_is_recomputable(tmp_path):
     """The header hash equals sha256 of the canonical JSON of the YAML document as read back."""
-    digest = rundirs.write_resolved_config(tmp_path, {"b": 1.5, "a": [1, {"x": "y"}]})
+    digest = runconfig.write_resolved_config(tmp_path, {"b": 1.5, "a": [1, {"x": "y"}]})
     text = (tmp_path / "resolved_config.yaml").read_text()
     assert text.splitlines()[0] == f"# config_sha256: {digest}"
     assert sha256_json(yaml.safe_load(text)) == digest
@@ -58,12 +58,12 @@ def test_lock_hash_is_verified_when_the_file_is_there(tmp_path):
     lock = {"lock_version": 1, "study": "s"}
     (tmp_path / "s.lock.json").write_text(json.dumps(lock))
     config = {**base_config(), "lock": {"path": "s.lock.json", "sha256": sha256_json(lock)}}
-    assert rundirs.lock_identity(config, tmp_path)["lock_verified"] is True
+    assert runconfig.lock_identity(config, tmp_path)["lock_verified"] is True
     config["lock"]["sha256"] = "0" * 64
     with pytest.raises(BadInput, match="lock.sha256"):
-        rundirs.lock_identity(config, tmp_path)
+        runconfig.lock_identity(config, tmp_path)
     config["lock"]["path"] = "elsewhere.json"
-    assert rundirs.lock_identity(config, tmp_path)["lock_verified"] is False
+    assert runconfig.lock_identity(config, tmp_path)["lock_verified"] is False
 
 
 def test_clear_outputs_keeps_provenance_logs_and_inputs(tmp_path):
@@ -73,7 +73,7 @@ def test_clear_outputs_keeps_provenance_logs_and_inputs(tmp_path):
     for d in ("checkpoints", "eval/step0", "logs"):
         (tmp_path / d).mkdir(parents=True)
         (tmp_path / d / "f").write_text("x")
-    removed = rundirs.clear_outputs(tmp_path)
+    removed = runconfig.clear_outputs(tmp_path)
     assert sorted(removed) == ["OUTPUTS.sha256", "checkpoints", "eval", "metrics.jsonl"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "logs", "notes.md", "provenance.json"]
 
@@ -82,12 +82,12 @@ def test_training_outputs_check(tmp_path):
     """Missing metrics, a non-increasing step and a run that stopped early are failures."""
     resolved = {"train": {"steps": 2}}
     with pytest.raises(Failure, match="without writing metrics"):
-        rundirs.check_training_outputs(tmp_path, resolved)
+        runconfig.check_training_outputs(tmp_path, resolved)
     (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 1}\n')
     with pytest.raises(Failure, match="line 2: step 1 does not follow"):
-        rundirs.check_training_outputs(tmp_path, resolved)
+        runconfig.check_training_outputs(tmp_path, resolved)
     (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')
     with pytest.raises(Failure, match="ended at step 1"):
-        rundirs.check_training_outputs(tmp_path, resolved)
+        runconfig.check_training_outputs(tmp_path, resolved)
     (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
-    rundirs.check_training_outputs(tmp_path, resolved)
+    runconfig.check_training_outputs(tmp_path, resolved)

@@ -2,7 +2,8 @@
 
 import json
 
-from agentrepro.rundir import finish_attempt, read_outputs_manifest, start_attempt, verify_outputs, write_outputs_manifest
+from agentrepro.attempts import finish_attempt, start_attempt
+from agentrepro.seal import read_outputs_manifest, verify_outputs, write_outputs_manifest
 
 
 def _run(tmp_path):

@@ -1,9 +1,9 @@
-"""Bookkeeping of a run directory around a backend: the run config, its resolution, provenance identity.
+"""The run config around a backend: reading it, resolving it over the backend's defaults, the run's identity.
 
 * `load_run_config(path)`: the config written by `agentrepro resolve` (internals.md), checked key by key.
 * `resolve_config(config, defaults)`: the config deep-merged over the backend's defaults.
-* `write_resolved_config(run_dir, resolved)`: resolved_config.yaml, with its SHA-256 in a header comment
-  (the hash is over the canonical JSON of the document, so `sha256_json(load_yaml(file))` recomputes it).
+* `write_resolved_config(run_dir, resolved)`: resolved_config.yaml, with its hash in a header comment
+  (`layout.config_sha256`, over the canonical JSON of the document, so `layout.config_file_sha256` recomputes it).
 * `provenance_base(config, resolved)`: the run's identity written with every attempt.
 * `clear_outputs(run_dir)`: what `--no-resume` removes (only the names of the run contract).
 * `check_training_outputs(run_dir, resolved)`: the minimum a finished training must have written.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.metadata
-import json
 import re
 import shlex
 import shutil
@@ -22,22 +21,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import rundir
+from agentrepro import attempts
 from agentrepro.backends.process import Terminated
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import atomic_write_text, iter_jsonl, load_yaml, sha256_json
+from agentrepro.fileio import atomic_write_text, iter_jsonl, load_json, load_yaml
+from agentrepro.layout import SLUG_RE, RunFiles, checkpoint_dir, config_file_sha256, config_sha256
 
-RESOLVED = "resolved_config.yaml"
-COMMAND = "command.txt"
+RESOLVED = RunFiles.RESOLVED_CONFIG
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Top-level keys of a run config (internals.md "Manifest -> lock -> run config").
 RUN_CONFIG_KEYS = {"study", "title", "method", "seed", "lock", "backend", "image", "model", "env", "data",
                    "train", "eval", "resources", "reference", "analysis"}
 MAPPING_KEYS = ("backend", "image", "model", "env", "data", "train", "eval", "resources", "analysis")
 # What `--no-resume` removes: the run contract's outputs, never anything else in the directory.
-OUTPUT_NAMES = ("resolved_config.yaml", "command.txt", "metrics.jsonl", "timings.jsonl", "graph_diagnostics.jsonl",
-                "batches", "checkpoints", "eval", "OUTPUTS.sha256")
+OUTPUT_NAMES = (RunFiles.RESOLVED_CONFIG, RunFiles.COMMAND, *RunFiles.STEP_LOGS, RunFiles.WARMSTART,
+                RunFiles.BATCHES, RunFiles.CHECKPOINTS, RunFiles.EVAL, RunFiles.OUTPUTS)
 PACKAGES = ("agentrepro", "numpy", "scipy", "torch", "transformers", "tokenizers", "statsmodels", "pandas",
             "pyyaml", "jsonschema", "snakemake")
 
@@ -98,10 +96,6 @@ def resolve_config(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str
     return deep_merge(defaults or {}, config)
 
 
-def config_sha256(resolved: dict[str, Any]) -> str:
-    return sha256_json(resolved)
-
-
 def write_resolved_config(run_dir: Path, resolved: dict[str, Any]) -> str:
     """Write resolved_config.yaml atomically; returns its config_sha256."""
     import yaml
@@ -129,7 +123,7 @@ def command_line(argv: list[str] | None = None) -> str:
 
 
 def write_command(run_dir: Path, command: str) -> None:
-    atomic_write_text(run_dir / COMMAND, command + "\n")
+    atomic_write_text(run_dir / RunFiles.COMMAND, command + "\n")
 
 
 def package_versions() -> dict[str, str | None]:
@@ -150,10 +144,9 @@ def lock_identity(config: dict[str, Any], root: Path = Path(".")) -> dict[str, A
     path = root / lock["path"]
     verified = False
     if path.is_file():
-        try:
-            actual = sha256_json(json.loads(path.read_text(encoding="utf-8")))
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"malformed JSON: {exc.msg}", path=path, where=f"line {exc.lineno}") from None
+        from agentrepro.manifest.lock import lock_sha256
+
+        actual = lock_sha256(load_json(path))
         if actual != lock["sha256"]:
             raise BadInput(f"the lock file hashes to {actual}, the config says {lock['sha256']} (re-run `agentrepro resolve`)",
                            path=path, where="lock.sha256")
@@ -176,13 +169,13 @@ def previous_config_sha(run_dir: Path) -> str | None:
     if not path.is_file():
         return None
     try:
-        return config_sha256(load_yaml(path))
+        return config_file_sha256(path)
     except BadInput:
         return None
 
 
 def has_checkpoints(run_dir: Path) -> bool:
-    ckpt = run_dir / "checkpoints"
+    ckpt = checkpoint_dir(run_dir)
     return ckpt.is_dir() and any(ckpt.iterdir())
 
 
@@ -202,9 +195,9 @@ def clear_outputs(run_dir: Path) -> list[str]:
 
 def check_training_outputs(run_dir: Path, resolved: dict[str, Any]) -> None:
     """metrics.jsonl exists, every row has an integer `step`, steps increase and end at train.steps."""
-    path = run_dir / "metrics.jsonl"
+    path = run_dir / RunFiles.METRICS
     if not path.is_file():
-        raise Failure(f"{path}: the backend finished without writing metrics.jsonl")
+        raise Failure(f"{path}: the backend finished without writing {RunFiles.METRICS}")
     last = None
     for number, row in iter_jsonl(path):
         step = row.get("step") if isinstance(row, dict) else None
@@ -229,14 +222,14 @@ def attempt_closed_on_error(directory: Path, *, verb: str, backend_name: str):
     try:
         yield
     except (KeyboardInterrupt, Terminated) as exc:
-        rundir.finish_attempt(directory, status="killed", reason=f"interrupted ({type(exc).__name__}: {exc})")
+        attempts.finish_attempt(directory, status="killed", reason=f"interrupted ({type(exc).__name__}: {exc})")
         if isinstance(exc, Terminated):
             print(f"agentrepro {verb}: terminated ({exc}); the attempt is recorded as killed", file=sys.stderr)
             raise SystemExit(143) from None
         raise
     except (BadInput, Failure) as exc:
-        rundir.finish_attempt(directory, status="failed", reason=str(exc))
+        attempts.finish_attempt(directory, status="failed", reason=str(exc))
         raise
     except Exception as exc:  # noqa: BLE001 - a backend crash is a failed attempt, recorded with its reason
-        rundir.finish_attempt(directory, status="failed", reason=f"{type(exc).__name__}: {exc}")
+        attempts.finish_attempt(directory, status="failed", reason=f"{type(exc).__name__}: {exc}")
         raise Failure(f"{backend_name} backend raised {type(exc).__name__}: {exc}") from exc

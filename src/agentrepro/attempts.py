@@ -1,12 +1,7 @@
-"""The run directory contract (docs/design.md §3.3): provenance with attempts, and the OUTPUTS.sha256 seal.
+"""Provenance of a run or an evaluation: provenance.json with every attempt (docs/design.md §3.3).
 
-A run directory is sealed by `write_outputs_manifest`, which hashes every file under it (except the seal
-itself, temporary files and logs that are still being written) into OUTPUTS.sha256, written last.
-`verify_outputs` re-hashes and lists every difference. An evaluation writes its own seal inside
-eval/step<N>/, so that evaluations of different checkpoints can run at the same time.
-
-Provenance records every attempt: `start_attempt` marks an attempt that never finished (a killed job)
-as `killed`, then appends a new one; `finish_attempt` closes it with an exit status and a reason.
+`start_attempt` marks an attempt that never finished (a killed job) as `killed`, then appends a new one with
+where it runs (`host_info`); `finish_attempt` closes it with an exit status and a reason.
 """
 
 from __future__ import annotations
@@ -19,67 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_json, atomic_write_text, load_json, sha256_file
+from agentrepro.fileio import atomic_write_json, load_json
+from agentrepro.layout import RunFiles
 
-OUTPUTS = "OUTPUTS.sha256"
-PROVENANCE = "provenance.json"
-# Never sealed: the seal itself, temporary files of atomic writes, and live logs.
-_UNSEALED_DIRS = {"logs"}
+PROVENANCE = RunFiles.PROVENANCE
 
 
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _sealable(root: Path, exclude_dirs: set[str]) -> list[Path]:
-    files = []
-    for path in sorted(root.rglob("*")):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(root)
-        if rel.name == OUTPUTS and rel.parent != Path("."):
-            continue  # a nested seal (eval/step<N>/) belongs to its own directory
-        if rel.name == OUTPUTS or rel.name.startswith(".") and rel.name.endswith(".tmp"):
-            continue
-        if rel.parts[0] in exclude_dirs:
-            continue
-        files.append(path)
-    return files
-
-
-def write_outputs_manifest(root: str | os.PathLike, *, exclude_dirs: set[str] | None = None) -> Path:
-    """Hash every file under `root` into `root`/OUTPUTS.sha256 (sha256sum format, sorted paths)."""
-    root = Path(root)
-    exclude = _UNSEALED_DIRS | set(exclude_dirs or ())
-    lines = [f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in _sealable(root, exclude)]
-    return atomic_write_text(root / OUTPUTS, "".join(lines))
-
-
-def read_outputs_manifest(path: str | os.PathLike) -> dict[str, str]:
-    path = Path(path)
-    entries: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        digest, sep, rel = line.partition("  ")
-        if not sep or len(digest) != 64:
-            raise BadInput("expected '<sha256>  <path>'", path=path, where=f"line {number}")
-        entries[rel] = digest
-    return entries
-
-
-def verify_outputs(seal: str | os.PathLike) -> list[str]:
-    """Problems with the files a seal lists: changed, missing. One message per problem, with the path."""
-    seal = Path(seal)
-    root = seal.parent
-    problems = []
-    for rel, digest in read_outputs_manifest(seal).items():
-        path = root / rel
-        if not path.is_file():
-            problems.append(f"{path}: missing (listed in {seal})")
-        elif sha256_file(path) != digest:
-            problems.append(f"{path}: changed after it was sealed in {seal}")
-    return problems
 
 
 def read_provenance(run_dir: str | os.PathLike) -> dict[str, Any]:

@@ -1,0 +1,248 @@
+"""Where a study's files live, and which training steps are evaluated (and therefore checkpointed).
+
+The one owner of the study layout (docs/design.md §2, §3.3). Everything that reads or writes a study's files
+(the workflow, the verbs, the backends, the trainer, the analysis, the report and the audit) asks here.
+
+* `locate(study, root=".") -> Study`: a study named by its slug lives in `<root>/manifests/<slug>.yaml`; a
+  study whose manifest lives elsewhere is named by the manifest's path (a `.yaml`/`.yml` file, e.g.
+  `tests/workflow/manifests/wf-tiny.yaml`). Its lock sits beside its manifest; its `reference:` is relative to
+  the manifest's folder; runs, analysis, reports and logs live under the root, by slug.
+* The run directory `runs/<study>/<method>/seed<k>/`: the name of every file of the run contract
+  (`RunFiles`), and the paths that carry a step (`eval_dir`, `outcomes_path`, `batch_dump`).
+* `evaluated_steps(...)` / `checkpoint_steps(config)`: the one rule for which steps are evaluated; the
+  builtin trainer saves exactly these checkpoints, and the workflow plans exactly these evaluations.
+* `schema_path(name)`: the JSON Schemas, in one folder (the package's `schemas`, a link to
+  workflow/schemas/); a missing schema is an error, never a skipped validation.
+* `config_sha256(config)` / `config_file_sha256(path)`: the resolved-config hash (canonical JSON).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import load_yaml, sha256_json
+
+SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+STEP_DIR_RE = re.compile(r"^step(\d+)$")
+SEED_DIR_RE = re.compile(r"^seed(\d+)$")
+MANIFEST_SUFFIXES = (".yaml", ".yml")
+MANIFESTS, RUNS, ANALYSIS, REPORTS, LOGS = "manifests", "runs", "analysis", "reports", "logs"
+LOCK_SUFFIX = ".lock.json"
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+
+
+class RunFiles:
+    """The names inside a run directory (docs/design.md §3.3)."""
+
+    CONFIG = "config.yaml"                  # written by `agentrepro resolve`
+    RESOLVED_CONFIG = "resolved_config.yaml"
+    COMMAND = "command.txt"
+    PROVENANCE = "provenance.json"          # also inside every eval/step<N>/
+    OUTPUTS = "OUTPUTS.sha256"              # the seal, written last (also inside every eval/step<N>/)
+    METRICS = "metrics.jsonl"
+    TIMINGS = "timings.jsonl"
+    GRAPH_DIAGNOSTICS = "graph_diagnostics.jsonl"
+    WARMSTART = "warmstart.json"
+    BATCHES = "batches"                     # batches/step<N>.jsonl
+    CHECKPOINTS = "checkpoints"
+    EVAL = "eval"                           # eval/step<N>/outcomes.jsonl
+    OUTCOMES = "outcomes.jsonl"
+    LOGS = "logs"                           # live logs: never sealed
+    STEP_LOGS = (METRICS, TIMINGS, GRAPH_DIAGNOSTICS)
+
+
+def step_name(step: int | str) -> str:
+    """`step<N>` (a string step such as Snakemake's `{step}` wildcard passes through)."""
+    return f"step{step}"
+
+
+def eval_dir(run_dir: str | os.PathLike, step: int | str) -> Path:
+    return Path(run_dir) / RunFiles.EVAL / step_name(step)
+
+
+def outcomes_path(run_dir: str | os.PathLike, step: int | str) -> Path:
+    return eval_dir(run_dir, step) / RunFiles.OUTCOMES
+
+
+def batch_dump(run_dir: str | os.PathLike, step: int | str) -> Path:
+    return Path(run_dir) / RunFiles.BATCHES / f"{step_name(step)}.jsonl"
+
+
+def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / RunFiles.CHECKPOINTS
+
+
+def run_log(run_dir: str | os.PathLike, name: str) -> Path:
+    """`logs/<name>` of a run (a stage's log or benchmark file)."""
+    return Path(run_dir) / RunFiles.LOGS / name
+
+
+def evaluations_on_disk(run_dir: str | os.PathLike) -> list[tuple[int, Path]]:
+    """(step, eval/step<N>/) of every evaluation directory present, by step."""
+    found = [(int(m.group(1)), p) for p in (Path(run_dir) / RunFiles.EVAL).glob("step*")
+             if p.is_dir() and (m := STEP_DIR_RE.match(p.name))]
+    return sorted(found)
+
+
+def batch_dumps_on_disk(run_dir: str | os.PathLike) -> list[Path]:
+    return sorted((Path(run_dir) / RunFiles.BATCHES).glob("step*.jsonl"))
+
+
+@dataclass(frozen=True)
+class Study:
+    """The paths of one study under `root`; `manifest` is where its manifest is (its home)."""
+
+    name: str
+    manifest: Path
+    root: Path = Path(".")
+
+    @property
+    def lock(self) -> Path:
+        return lock_path(self.manifest)
+
+    def reference(self, relative: str) -> Path:
+        """A manifest's `reference:` (relative to the manifest's folder)."""
+        return self.manifest.parent / relative
+
+    @property
+    def runs(self) -> Path:
+        return self.root / RUNS / self.name
+
+    def run_dir(self, method: str, seed: int | str) -> Path:
+        return self.runs / method / f"seed{seed}"
+
+    def run_dirs_on_disk(self) -> list[tuple[str, int, Path]]:
+        """(method, seed, runs/<study>/<method>/seed<k>/) of every run directory present, sorted."""
+        if not self.runs.is_dir():
+            return []
+        return [(method_dir.name, int(m.group(1)), seed_dir)
+                for method_dir in sorted(p for p in self.runs.iterdir() if p.is_dir())
+                for seed_dir in sorted(p for p in method_dir.iterdir() if p.is_dir())
+                if (m := SEED_DIR_RE.match(seed_dir.name))]
+
+    @property
+    def analysis(self) -> Path:
+        return self.root / ANALYSIS / self.name
+
+    @property
+    def reports(self) -> Path:
+        return self.root / REPORTS / self.name
+
+    @property
+    def logs(self) -> Path:
+        return self.root / LOGS / self.name
+
+    def log(self, name: str) -> Path:
+        """`logs/<study>/<name>`: logs of the study-wide stages (freeze, analyze, report)."""
+        return self.logs / name
+
+
+def lock_path(manifest: str | os.PathLike) -> Path:
+    """The lock beside its manifest: `<dir>/<study>.yaml` -> `<dir>/<study>.lock.json`."""
+    manifest = Path(manifest)
+    return manifest.with_name(manifest.name.rsplit(".", 1)[0] + LOCK_SUFFIX)
+
+
+def is_manifest_path(study: str | os.PathLike) -> bool:
+    return Path(study).suffix in MANIFEST_SUFFIXES
+
+
+def locate(study: str | os.PathLike, root: str | os.PathLike = ".") -> Study:
+    """The study named `study`: a slug (manifest `<root>/manifests/<slug>.yaml`) or the path of its manifest.
+
+    A manifest path is taken as given (relative to the current directory, like `agentrepro freeze`); the
+    study's slug is its file name, which `load_manifest` requires to equal the manifest's `study`.
+    """
+    root = Path(root)
+    text = os.fspath(study)
+    if is_manifest_path(text):
+        manifest = Path(text)
+        name = manifest.name.rsplit(".", 1)[0]
+    else:
+        name, manifest = text, root / MANIFESTS / f"{text}.yaml"
+    if not SLUG_RE.match(name):
+        raise BadInput(f"expected a study slug (letters, digits, '.', '_', '-') or the path of its manifest, got {text!r}",
+                       where="STUDY")
+    return Study(name=name, manifest=manifest, root=root)
+
+
+# --- which steps are evaluated (and checkpointed) ---------------------------------------------------
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def evaluated_steps(train_steps: int, eval_block: dict[str, Any], *, checkpoint_every: int | None = None,
+                    path: object = "manifest") -> list[int]:
+    """The evaluated steps, which are also the saved checkpoints: 0 (the policy before RL), every `eval.every`
+    steps, and `eval.checkpoint`: `last` (the default: train_steps), `all` (every `checkpoint_every` steps, else
+    every step, and the last), one step, or a list of steps. Sorted, unique, none beyond `train_steps`.
+    """
+    steps = {0}
+    every = eval_block.get("every")
+    if every is not None:
+        if not _positive_int(every):
+            raise BadInput(f"expected a positive integer, got {every!r}", path=path, where="eval.every")
+        steps.update(range(every, train_steps + 1, every))
+    if checkpoint_every is not None and not _positive_int(checkpoint_every):
+        raise BadInput(f"expected a positive integer, got {checkpoint_every!r}", path=path, where="train.checkpoint_every")
+    checkpoint = eval_block.get("checkpoint", "last")
+    for value in checkpoint if isinstance(checkpoint, list) else [checkpoint]:
+        if value == "last":
+            steps.add(train_steps)
+        elif value == "all":
+            steps.update(range(0, train_steps + 1, checkpoint_every or 1))
+            steps.add(train_steps)
+        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= train_steps:
+            steps.add(value)
+        else:
+            raise BadInput(f"expected `last`, `all` or a step in [0, {train_steps}], got {value!r}", path=path, where="eval.checkpoint")
+    return sorted(steps)
+
+
+def checkpoint_steps(config: dict[str, Any], *, path: object = None) -> list[int]:
+    """`evaluated_steps` of a run config (train.steps, train.checkpoint_every, the eval block)."""
+    train = config.get("train") or {}
+    steps = train.get("steps", 0)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise BadInput(f"expected a non-negative integer, got {steps!r}", path=path, where="train.steps")
+    return evaluated_steps(steps, config.get("eval") or {}, checkpoint_every=train.get("checkpoint_every"), path=path)
+
+
+# --- schemas and the resolved-config hash -------------------------------------------------------------
+
+
+def schema_path(name: str) -> Path:
+    """workflow/schemas/<name> as the package sees it; a missing schema is a broken installation (exit 1)."""
+    path = SCHEMA_DIR / name
+    if not path.is_file():
+        raise Failure(f"{path}: schema not found (the package's schemas folder links to workflow/schemas/; reinstall the package)")
+    return path
+
+
+def config_sha256(config: dict[str, Any]) -> str:
+    """The resolved-config hash: SHA-256 of the canonical JSON of the config (sorted keys, no whitespace)."""
+    return sha256_json(config)
+
+
+def config_file_sha256(path: str | os.PathLike) -> str:
+    """`config_sha256` of a YAML config file (e.g. resolved_config.yaml).
+
+    Parsed with libyaml when PyYAML has it (the configs carry the whole task panel, and the pure-Python parser
+    is ~200x slower than hashing); a file libyaml cannot read falls back to `load_yaml`, whose error names the line.
+    """
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is not None:
+        try:
+            return config_sha256(yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader))  # noqa: S506 - a safe loader
+        except (yaml.YAMLError, UnicodeDecodeError):
+            pass
+    return config_sha256(load_yaml(path))
