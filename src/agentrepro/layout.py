@@ -33,6 +33,7 @@ SEED_DIR_RE = re.compile(r"^seed(\d+)$")
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 MANIFESTS, RUNS, ANALYSIS, REPORTS, LOGS = "manifests", "runs", "analysis", "reports", "logs"
 LOCK_SUFFIX = ".lock.json"
+STUDY_HELP = "the study: its slug (manifest manifests/STUDY.yaml under --root) or the path of its manifest"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 

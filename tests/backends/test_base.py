@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentrepro.backends.base import REGISTRY, Backend, BackendRegistry, default_checkpoint_steps
+from agentrepro.backends.base import REGISTRY, Backend, BackendRegistry
 from agentrepro.errors import BadInput, Failure
 
 
@@ -53,8 +53,7 @@ def test_global_registry_names():
     assert REGISTRY.names() == ["builtin", "command", "relax", "verl-agent"]
 
 
-def test_default_checkpoint_steps():
-    """Steps 0, every, ..., last; 'last' evaluates only step 0 and the final step."""
-    assert default_checkpoint_steps({"train": {"steps": 12}, "eval": {"every": 5}}) == [0, 5, 10, 12]
-    assert default_checkpoint_steps({"train": {"steps": 12}, "eval": {"every": 5, "checkpoint": "last"}}) == [0, 12]
-    assert default_checkpoint_steps({"train": {"steps": 4}}) == [0, 4]
+def test_a_backend_checkpoints_the_evaluated_steps():
+    """By default a backend's checkpoint steps are the layout's evaluated steps (0, every `eval.every`, the last)."""
+    assert Tiny().checkpoint_steps({"train": {"steps": 12}, "eval": {"every": 5, "checkpoint": "last"}}) == [0, 5, 10, 12]
+    assert Tiny().checkpoint_steps({"train": {"steps": 4}}) == [0, 4]

@@ -7,31 +7,11 @@ import json
 import pytest
 
 from agentrepro.errors import BadInput
+from agentrepro.layout import lock_path
 from agentrepro.fileio import load_yaml, sha256_json
 from wfkit import TINY, load_script
 
 plan = load_script("plan")
-
-
-def test_eval_steps_every_and_last():
-    """0 is always evaluated, then every `every` steps, then the last step even off the grid."""
-    assert plan.eval_steps(150, {"every": 50, "checkpoint": "last"}) == [0, 50, 100, 150]
-    assert plan.eval_steps(7, {"every": 3}) == [0, 3, 6, 7]
-    assert plan.eval_steps(5, {}) == [0, 5]
-
-
-def test_eval_steps_fixed_checkpoint_and_all():
-    """An integer checkpoint adds that step only; `all` adds every checkpoint_every-th step and the last."""
-    assert plan.eval_steps(10, {"checkpoint": 4}) == [0, 4]
-    assert plan.eval_steps(10, {"checkpoint": "all"}, checkpoint_every=4) == [0, 4, 8, 10]
-    assert plan.eval_steps(0, {"every": 5}) == [0]
-
-
-@pytest.mark.parametrize("block, where", [({"checkpoint": 11}, "eval.checkpoint"), ({"checkpoint": "best"}, "eval.checkpoint"), ({"every": 0}, "eval.every")])
-def test_eval_steps_rejects_bad_values(block, where):
-    """A checkpoint beyond training, an unknown name or a zero period is an error naming the key."""
-    with pytest.raises(BadInput, match=where):
-        plan.eval_steps(10, block, path="m.yaml")
 
 
 def test_job_resources_from_manifest():
@@ -47,7 +27,7 @@ def test_study_plan_of_the_tiny_study():
     """The tiny study plans 2 methods x 1 seed, steps 0 and 2, CPU-only jobs."""
     p = plan.study_plan(TINY)
     assert (p.study, p.methods, p.seeds, p.steps) == ("wf-tiny", ("grpo", "graphgpo"), (0,), (0, 2))
-    assert p.resources["gpu"] == 0 and p.lock.endswith("manifests/wf-tiny.lock.json")
+    assert p.resources["gpu"] == 0 and p.lock == str(TINY.with_name("wf-tiny.lock.json"))
 
 
 def test_study_plan_missing_manifest_names_the_file(tmp_path):
@@ -65,7 +45,7 @@ def test_study_plan_rejects_unknown_keys(tmp_path):
 
 
 def _lock_for(manifest_path, sha):
-    lock = plan.lock_path(manifest_path)
+    lock = lock_path(manifest_path)
     with open(lock, "w") as fh:
         json.dump({"lock_version": 1, "study": "wf-tiny", "manifest_sha256": sha}, fh)
     return lock

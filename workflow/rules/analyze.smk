@@ -7,21 +7,21 @@ rule analyze:
         seals=get_train_seals(),
         outcomes=get_outcomes(),
     output:
-        analysis=f"analysis/{STUDY}/analysis.json",
-        verdicts=report(f"analysis/{STUDY}/verdicts.csv", caption="../report/verdicts.rst", category="Tables"),
-        claims=report(f"analysis/{STUDY}/claims.csv", caption="../report/claims.rst", category="Tables"),
-        methods=report(f"analysis/{STUDY}/methods.csv", caption="../report/methods.rst", category="Tables"),
-        paired=report(f"analysis/{STUDY}/paired.csv", caption="../report/paired.rst", category="Tables"),
+        analysis=analysis_file("analysis.json"),
+        verdicts=report(analysis_file("verdicts.csv"), caption="../report/verdicts.rst", category="Tables"),
+        claims=report(analysis_file("claims.csv"), caption="../report/claims.rst", category="Tables"),
+        methods=report(analysis_file("methods.csv"), caption="../report/methods.rst", category="Tables"),
+        paired=report(analysis_file("paired.csv"), caption="../report/paired.rst", category="Tables"),
     log:
-        f"logs/{STUDY}/analyze.log",
+        study_log("analyze.log"),
     benchmark:
-        f"logs/{STUDY}/analyze.benchmark.tsv"
+        study_log("analyze.benchmark.tsv")
     conda:
         "../../envs/agentrepro.yaml"
     params:
-        study=STUDY,
+        study=LAYOUT.manifest,
     resources:
         runtime=30,
         mem_mb=4000,
     shell:
-        "agentrepro analyze {params.study} > {log} 2>&1"
+        "agentrepro analyze {params.study:q} > {log} 2>&1"

@@ -9,6 +9,7 @@ WORKFLOW_DIR = Path(workflow.basedir) / "workflow" if (Path(workflow.basedir) / 
 sys.path.insert(0, str(WORKFLOW_DIR / "scripts"))
 
 import plan as _plan  # noqa: E402  (workflow/scripts/plan.py)
+from agentrepro import layout  # noqa: E402
 from agentrepro.errors import BadInput  # noqa: E402
 
 
@@ -26,14 +27,42 @@ try:
 except BadInput as exc:
     raise WorkflowError(str(exc)) from None
 
+# Every path comes from agentrepro.layout (the study's home is the manifest's folder; the rest is under the
+# working directory, by slug). The analyze and report jobs name the study by its manifest, so that a
+# manifest outside manifests/ is found again there.
 STUDY = PLAN.study
+LAYOUT = PLAN.layout
 LOCK = PLAN.lock
-RUN_DIR = f"runs/{STUDY}/{{method}}/seed{{seed}}"
+RUN_DIR = str(LAYOUT.run_dir("{method}", "{seed}"))
+RUN = layout.RunFiles
+
+
+def run_file(name):
+    """A file of the run of the job's wildcards (a pattern with {method} and {seed})."""
+    return str(Path(RUN_DIR) / name)
+
+
+def run_log(name):
+    """logs/<name> of the run of the job's wildcards."""
+    return str(layout.run_log(RUN_DIR, name))
+
+
+def study_log(name):
+    """logs/<study>/<name>: logs of the study-wide stages."""
+    return str(LAYOUT.log(name))
+
+
+def analysis_file(name):
+    return str(LAYOUT.analysis / name)
+
+
+def report_file(name):
+    return str(LAYOUT.reports / name)
 
 
 def run_dir(wildcards):
     """runs/<study>/<method>/seed<k> of the job's wildcards."""
-    return f"runs/{STUDY}/{wildcards.method}/seed{wildcards.seed}"
+    return str(LAYOUT.run_dir(wildcards.method, wildcards.seed))
 
 
 def get_runs():
@@ -43,12 +72,12 @@ def get_runs():
 
 def get_train_seals():
     """The OUTPUTS.sha256 seal of every run: train writes it last."""
-    return [f"runs/{STUDY}/{m}/seed{s}/OUTPUTS.sha256" for m, s in get_runs()]
+    return [str(LAYOUT.run_dir(m, s) / RUN.OUTPUTS) for m, s in get_runs()]
 
 
 def get_outcomes():
-    """outcomes.jsonl of every run at every evaluated step."""
-    return [f"runs/{STUDY}/{m}/seed{s}/eval/step{n}/outcomes.jsonl" for m, s in get_runs() for n in PLAN.steps]
+    """outcomes.jsonl of every run at every evaluated step (= every checkpoint the backend saves)."""
+    return [str(layout.outcomes_path(LAYOUT.run_dir(m, s), n)) for m, s in get_runs() for n in PLAN.steps]
 
 
 def get_final_outputs():
@@ -58,12 +87,12 @@ def get_final_outputs():
     and outcomes here as targets means that deleting one run's outcomes re-runs that run's evaluation, and
     then (its input being newer) the analysis and the report, and nothing else.
     """
-    pdf = [f"reports/{STUDY}/report.pdf"] if PDF else []
-    return [f"reports/{STUDY}/report.html", *pdf, *get_train_seals(), *get_outcomes()]
+    pdf = [report_file("report.pdf")] if PDF else []
+    return [report_file("report.html"), *pdf, *get_train_seals(), *get_outcomes()]
 
 
 def get_report_pdf():
     """The report job's PDF output (named `pdf`), unless `--config pdf=false`."""
     if not PDF:
         return {}
-    return {"pdf": report(f"reports/{STUDY}/report.pdf", caption="../report/report_pdf.rst", category="Report")}
+    return {"pdf": report(report_file("report.pdf"), caption="../report/report_pdf.rst", category="Report")}

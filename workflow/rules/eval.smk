@@ -5,13 +5,13 @@
 
 rule eval:
     input:
-        seal=f"{RUN_DIR}/OUTPUTS.sha256",
+        seal=run_file(RUN.OUTPUTS),
     output:
-        outcomes=f"{RUN_DIR}/eval/step{{step}}/outcomes.jsonl",
+        outcomes=str(layout.outcomes_path(RUN_DIR, "{step}")),
     log:
-        f"{RUN_DIR}/logs/eval-step{{step}}.log",
+        run_log("eval-step{step}.log"),
     benchmark:
-        f"{RUN_DIR}/logs/eval-step{{step}}.benchmark.tsv"
+        run_log("eval-step{step}.benchmark.tsv")
     conda:
         "../../envs/agentrepro.yaml"
     params:

@@ -19,9 +19,9 @@ if LOCK_STATE == "missing":
         output:
             lock=LOCK,
         log:
-            f"logs/{STUDY}/freeze.log",
+            study_log("freeze.log"),
         benchmark:
-            f"logs/{STUDY}/freeze.benchmark.tsv"
+            study_log("freeze.benchmark.tsv")
         conda:
             "../../envs/agentrepro.yaml"
         params:

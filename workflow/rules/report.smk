@@ -6,32 +6,32 @@
 
 rule report:
     input:
-        analysis=f"analysis/{STUDY}/analysis.json",
+        analysis=analysis_file("analysis.json"),
         lock=LOCK,
     output:
         html=report(
-            f"reports/{STUDY}/report.html",
+            report_file("report.html"),
             caption="../report/report_html.rst",
             category="Report",
         ),
         **get_report_pdf(),
         figures=report(
-            directory(f"reports/{STUDY}/figures"),
+            directory(report_file("figures")),
             patterns=["{name}.png"],
             caption="../report/figures.rst",
             category="Figures",
         ),
     log:
-        f"logs/{STUDY}/report.log",
+        study_log("report.log"),
     benchmark:
-        f"logs/{STUDY}/report.benchmark.tsv"
+        study_log("report.benchmark.tsv")
     conda:
         "../../envs/agentrepro.yaml"
     params:
-        study=STUDY,
+        study=LAYOUT.manifest,
         pdf="" if PDF else "--no-pdf",
     resources:
         runtime=30,
         mem_mb=4000,
     shell:
-        "agentrepro report {params.pdf} {params.study} > {log} 2>&1"
+        "agentrepro report {params.pdf} {params.study:q} > {log} 2>&1"

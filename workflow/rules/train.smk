@@ -15,11 +15,11 @@ rule resolve:
     input:
         lock=LOCK,
     output:
-        config=f"{RUN_DIR}/config.yaml",
+        config=run_file(RUN.CONFIG),
     log:
-        f"{RUN_DIR}/logs/resolve.log",
+        run_log("resolve.log"),
     benchmark:
-        f"{RUN_DIR}/logs/resolve.benchmark.tsv"
+        run_log("resolve.benchmark.tsv")
     conda:
         "../../envs/agentrepro.yaml"
     shell:
@@ -33,14 +33,14 @@ rule resolve:
 # A run whose config changed (a re-frozen lock) starts again instead (workflow/scripts/resume_flag.py).
 rule train:
     input:
-        config=f"{RUN_DIR}/config.yaml",
+        config=run_file(RUN.CONFIG),
         lock=LOCK,
     output:
-        seal=f"{RUN_DIR}/OUTPUTS.sha256",
+        seal=run_file(RUN.OUTPUTS),
     log:
-        f"{RUN_DIR}/logs/train.log",
+        run_log("train.log"),
     benchmark:
-        f"{RUN_DIR}/logs/train.benchmark.tsv"
+        run_log("train.benchmark.tsv")
     conda:
         "../../envs/agentrepro.yaml"
     params:

@@ -2,10 +2,11 @@
 
 Pure functions over the manifest, so that the DAG is known before anything runs (a dry run needs no lock):
 
-* `study_plan(manifest_path) -> StudyPlan`: the study slug, methods, seeds, the evaluated steps and the
-  per-job resources.
-* `eval_steps(train_steps, eval_block) -> list[int]`: 0, every `every` steps, and the checkpoint the
-  manifest names (`last`, an int, or a list of ints), sorted and unique, none beyond `train_steps`.
+* `study_plan(manifest_path) -> StudyPlan`: the study (its paths, from `agentrepro.layout`), methods, seeds,
+  the evaluated steps and the per-job resources.
+* `planned_steps(manifest, path) -> list[int]`: the evaluated steps, which the backend checkpoints:
+  `layout.checkpoint_steps` of each method's run config as `agentrepro train` resolves it (the backend's
+  defaults under the manifest's train and eval blocks), so that the plan and the trainer read the same values.
 * `lock_state(manifest_path, lock_path) -> "missing" | "ok"`; a lock that disagrees with its manifest
   raises `LockMismatch`, whose message tells the user to run `agentrepro freeze` (never re-frozen silently).
 * `job_resources(resources) -> dict`: the manifest's `resources` block as Snakemake resources
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrepro import layout
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_json
 
@@ -33,8 +35,7 @@ class LockMismatch(BadInput):
 class StudyPlan:
     """Everything the DAG needs from one manifest; paths are relative to the workflow's working directory."""
 
-    manifest: str
-    study: str
+    layout: layout.Study
     methods: tuple[str, ...]
     seeds: tuple[int, ...]
     train_steps: int
@@ -43,14 +44,16 @@ class StudyPlan:
     threads: int = 1
 
     @property
+    def study(self) -> str:
+        return self.layout.name
+
+    @property
+    def manifest(self) -> str:
+        return str(self.layout.manifest)
+
+    @property
     def lock(self) -> str:
-        return lock_path(self.manifest)
-
-
-def lock_path(manifest_path: str | os.PathLike) -> str:
-    """manifests/<study>.yaml -> manifests/<study>.lock.json (docs/internals.md, Paths)."""
-    path = Path(manifest_path)
-    return str(path.with_name(path.name.rsplit(".", 1)[0] + ".lock.json"))
+        return str(self.layout.lock)
 
 
 def load_study_manifest(manifest_path: str | os.PathLike) -> dict[str, Any]:
@@ -69,31 +72,22 @@ def _require(mapping: dict, key: str, kind: type | tuple, path: str, where: str)
     return value
 
 
-def eval_steps(train_steps: int, eval_block: dict[str, Any], *, checkpoint_every: int | None = None, path: str = "manifest") -> list[int]:
-    """Evaluated checkpoints: always 0, then every `every` steps, then `checkpoint`.
+def planned_steps(manifest: dict[str, Any], path: str) -> list[int]:
+    """The evaluated (= checkpointed) steps of the study; every method must have the same ones."""
+    from agentrepro.backends.base import get_backend
+    from agentrepro.backends.runconfig import resolve_config
 
-    `checkpoint`: `last` (the default), `all` (every `checkpoint_every` steps of the train block, else every
-    step), one step, or a list of steps.
-    """
-    steps = {0}
-    every = eval_block.get("every")
-    if every is not None:
-        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
-            raise BadInput(f"expected a positive integer, got {every!r}", path=path, where="eval.every")
-        steps.update(range(every, train_steps + 1, every))
-    checkpoint = eval_block.get("checkpoint", "last")
-    chosen = checkpoint if isinstance(checkpoint, list) else [checkpoint]
-    for value in chosen:
-        if value == "last":
-            steps.add(train_steps)
-        elif value == "all":
-            steps.update(range(0, train_steps + 1, checkpoint_every or 1))
-            steps.add(train_steps)
-        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= train_steps:
-            steps.add(value)
-        else:
-            raise BadInput(f"expected `last`, `all` or a step in [0, {train_steps}], got {value!r}", path=path, where="eval.checkpoint")
-    return sorted(steps)
+    try:
+        defaults = get_backend(manifest["backend"]["name"]).default_config()
+    except BadInput as exc:
+        raise BadInput(str(exc), path=path, where=exc.where) from None
+    per_method = {}
+    for method, overrides in manifest["methods"].items():
+        config = resolve_config({"train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}}, defaults)
+        per_method[method] = layout.checkpoint_steps(config, path=path)
+    if len({tuple(steps) for steps in per_method.values()}) != 1:
+        raise BadInput(f"every method must evaluate the same steps, got {per_method}", path=path, where="methods")
+    return next(iter(per_method.values()))
 
 
 def job_resources(resources: dict[str, Any], *, path: str = "manifest") -> tuple[dict[str, Any], int]:
@@ -121,11 +115,7 @@ def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:
     path = str(manifest_path)
     if not Path(path).is_file():
         raise BadInput("manifest not found (set it with --config manifest=manifests/<study>.yaml)", path=path)
-    manifest = load_study_manifest(path)
-    study = _require(manifest, "study", str, path, "")
-    expected = Path(path).name.rsplit(".", 1)[0]
-    if study != expected:
-        raise BadInput(f"the study slug {study!r} must match the file name {expected!r} (paths derive from it)", path=path, where="study")
+    manifest = load_study_manifest(path)  # its `study` must equal its file name: paths derive from it
     methods = _require(manifest, "methods", dict, path, "")
     seeds = _require(manifest, "seeds", list, path, "")
     if not methods or not seeds:
@@ -138,15 +128,15 @@ def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:
     method_steps = {m: (o or {}).get("steps", train_steps) for m, o in methods.items()}
     if len(set(method_steps.values())) != 1:
         raise BadInput(f"every method must train the same number of steps, got {method_steps}", path=path, where="methods.*.steps")
-    steps = eval_steps(train_steps, manifest.get("eval") or {}, checkpoint_every=train.get("checkpoint_every"), path=path)
+    steps = planned_steps(manifest, path)
     resources, threads = job_resources(manifest.get("resources") or {}, path=path)
-    return StudyPlan(manifest=path, study=study, methods=tuple(methods), seeds=tuple(seeds), train_steps=train_steps,
+    return StudyPlan(layout=layout.locate(path), methods=tuple(methods), seeds=tuple(seeds), train_steps=train_steps,
                      steps=tuple(steps), resources=resources, threads=threads)
 
 
 def lock_state(manifest_path: str | os.PathLike, lock_file: str | os.PathLike | None = None) -> str:
     """`missing` (the workflow's first job freezes it) or `ok`; a lock from another manifest raises LockMismatch."""
-    lock_file = Path(lock_file or lock_path(manifest_path))
+    lock_file = Path(lock_file or layout.lock_path(manifest_path))
     if not lock_file.exists():
         return "missing"
     try:
@@ -163,9 +153,9 @@ def lock_state(manifest_path: str | os.PathLike, lock_file: str | os.PathLike | 
     return "ok"
 
 
-def all_manifests(directory: str | os.PathLike = "manifests") -> list[str]:
+def all_manifests(directory: str | os.PathLike = layout.MANIFESTS) -> list[str]:
     """Every study manifest in `directory` (not the references)."""
     return sorted(str(p) for p in Path(directory).glob("*.yaml"))
 
 
-__all__ = ["LockMismatch", "StudyPlan", "all_manifests", "eval_steps", "job_resources", "lock_path", "lock_state", "study_plan"]
+__all__ = ["LockMismatch", "StudyPlan", "all_manifests", "job_resources", "lock_state", "planned_steps", "study_plan"]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 
 from agentrepro.errors import BadInput
+from agentrepro.layout import STUDY_HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", nargs="?", help="study slug: reads runs/STUDY and manifests/STUDY.{yaml,lock.json}")
+    parser.add_argument("study", nargs="?", help=f"{STUDY_HELP}; reads its lock and runs/STUDY/, writes analysis/STUDY/")
     parser.add_argument("--root", default=".", help="directory holding manifests/, runs/ and analysis/ (default: .)")
     parser.add_argument("--outcomes", nargs="+", metavar="FILE", help="analyse these outcomes.jsonl files instead of a study")
     parser.add_argument("--reference", metavar="REF.yaml", help="paper values to compare with (with --outcomes)")

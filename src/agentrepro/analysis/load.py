@@ -23,6 +23,7 @@ import pyarrow.json as pa_json
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import iter_jsonl
+from agentrepro.layout import schema_path
 
 COLUMNS = ["study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success", "reward", "turns", "tokens"]
 KEY = ["method", "seed", "step", "task_id", "episode"]
@@ -31,19 +32,9 @@ _STR_COLUMNS = ["study", "method", "task_id", "task_hash", "category"]
 _COLSET = frozenset(COLUMNS)
 
 
-def schema_path() -> Path:
-    """The outcomes schema: packaged copy if present, else the repository's workflow/schemas/."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[1] / "schemas" / "outcomes.schema.json",
-                      here.parents[3] / "workflow" / "schemas" / "outcomes.schema.json"):
-        if candidate.is_file():
-            return candidate
-    raise BadInput("outcomes schema not found (expected workflow/schemas/outcomes.schema.json)")
-
-
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
-    schema = json.loads(schema_path().read_text(encoding="utf-8"))
+    schema = json.loads(schema_path("outcomes.schema.json").read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
 
 

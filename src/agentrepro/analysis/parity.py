@@ -8,13 +8,14 @@ Each check is {"check", "status": "pass"|"fail"|"not_run", "detail"}; not_run al
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import numpy as np
 
+from agentrepro import algorithms
 from agentrepro.algorithms.spec import all_options
 from agentrepro.fileio import iter_jsonl, load_yaml
+from agentrepro.layout import RunFiles, batch_dumps_on_disk
 
 OPTION_KEYS = tuple(o.name for o in all_options())
 """Options of the estimators (algorithms/spec.py) that a resolved config's train block may set."""
@@ -58,23 +59,16 @@ def check_dump(dump: Path, estimator: str, options: dict, algorithms) -> dict:
 
 def parity_checks(run_dirs: list[Path]) -> list[dict]:
     """One check per batch dump; a single not_run entry when there is nothing to check or no estimator."""
-    dumps = [(run, d) for run in run_dirs for d in sorted((run / "batches").glob("step*.jsonl"))]
+    dumps = [(run, d) for run in run_dirs for d in batch_dumps_on_disk(run)]
     if not dumps:
         return [{"check": "advantages recomputed from batch dumps", "status": "not_run",
                  "detail": "no runs/<study>/<method>/seed<k>/batches/step<N>.jsonl dumps were found"}]
-    try:
-        algorithms = importlib.import_module("agentrepro.algorithms")
-        getattr(algorithms, "estimate")
-        getattr(algorithms, "StepBatch")
-    except (ImportError, AttributeError) as exc:
-        return [{"check": "advantages recomputed from batch dumps", "status": "not_run",
-                 "detail": f"agentrepro.algorithms is not available ({type(exc).__name__}: {exc})"}]
     checks = []
     for run, dump in dumps:
-        estimator, options = _estimator(run / "resolved_config.yaml")
+        estimator, options = _estimator(run / RunFiles.RESOLVED_CONFIG)
         if estimator is None:
             checks.append({"check": f"advantages recomputed from {dump.as_posix()}", "status": "not_run",
-                           "detail": f"{run / 'resolved_config.yaml'} names no train.estimator"})
+                           "detail": f"{run / RunFiles.RESOLVED_CONFIG} names no train.estimator"})
             continue
         checks.append(check_dump(dump, estimator, options, algorithms))
     return checks

@@ -1,7 +1,7 @@
 """The `analyze` orchestration: gather inputs, validate, compute every table, write analysis/<study>/.
 
 * `analyze_study(study, root=".")` reads the lock (or manifest) for settings and the task panel, every run
-  under runs/<study>/<method>/seed<k>/ (outcomes of each eval/step<N>/, metrics, timings, graph
+  under runs/<study>/<method>/seed<k>/ (`study`: a slug or a manifest path, `agentrepro.layout.locate`) (outcomes of each eval/step<N>/, metrics, timings, graph
   diagnostics, provenance, command, resolved config, seals) and writes analysis/<study>/, sealed.
 * `analyze_outcomes(paths, out, reference=None, tolerance_pp=3, claims=(), alpha=0.05)` does the same for
   outcome files from anywhere (no lock: task sets are checked between methods instead of a panel).
@@ -32,9 +32,10 @@ from agentrepro.analysis.overhead import overhead_table
 from agentrepro.analysis.parity import parity_checks
 from agentrepro.analysis.reference import load_reference, verdicts_table
 from agentrepro.analysis.validate import validate_outcomes
+from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, load_json, load_yaml, sha256_file, sha256_json
-from agentrepro.attempts import read_provenance
+from agentrepro.layout import RUNS, RunFiles, config_file_sha256, evaluations_on_disk, locate
 from agentrepro.seal import OUTPUTS, read_outputs_manifest, write_outputs_manifest
 
 BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
@@ -184,24 +185,20 @@ def analyze_outcomes(paths: list[str | os.PathLike], out: str | os.PathLike, *, 
 
 # --- study mode ---------------------------------------------------------------------------------------
 
-_STEP_DIR = re.compile(r"^step(\d+)$")
-
-
 def _read_run(run_dir: Path, method: str, seed: int, study: str) -> tuple[list[Path], dict]:
-    steps = sorted((int(m.group(1)), p) for p in (run_dir / "eval").glob("step*") if (m := _STEP_DIR.match(p.name)))
-    files = [p / "outcomes.jsonl" for _, p in steps if (p / "outcomes.jsonl").is_file()]
+    files = [p / RunFiles.OUTCOMES for _, p in evaluations_on_disk(run_dir) if (p / RunFiles.OUTCOMES).is_file()]
     if not files:
-        raise BadInput(f"seed {seed} of method {method!r} has no outcomes (expected eval/step<N>/outcomes.jsonl)", path=run_dir)
+        raise BadInput(f"seed {seed} of method {method!r} has no outcomes (expected eval/step<N>/{RunFiles.OUTCOMES})", path=run_dir)
     side = {}
-    for name in ("metrics", "timings", "graph_diagnostics"):
-        path = run_dir / f"{name}.jsonl"
+    for name, file in (("metrics", RunFiles.METRICS), ("timings", RunFiles.TIMINGS), ("graph_diagnostics", RunFiles.GRAPH_DIAGNOSTICS)):
+        path = run_dir / file
         side[name] = read_steps_jsonl(path) if path.is_file() else []
     return files, side
 
 
 def _run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
-    command = run_dir / "command.txt"
-    config = run_dir / "resolved_config.yaml"
+    command = run_dir / RunFiles.COMMAND
+    config = run_dir / RunFiles.RESOLVED_CONFIG
     outputs = {}
     for seal in sorted(run_dir.rglob(OUTPUTS)):
         prefix = seal.parent.relative_to(root).as_posix()
@@ -209,15 +206,16 @@ def _run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
     prov = read_provenance(run_dir)
     return {"method": method, "seed": seed, "path": run_dir.relative_to(root).as_posix(),
             "command": command.read_text(encoding="utf-8").strip() if command.is_file() else None,
-            # the hash provenance.json carries and audit checks: canonical JSON of the YAML's content
-            "resolved_config_sha256": sha256_json(load_yaml(config)) if config.is_file() else None,
+            # the hash provenance.json carries and audit checks
+            "resolved_config_sha256": config_file_sha256(config) if config.is_file() else None,
             "attempts": prov.get("attempts", []), "status": prov.get("status"), "outputs": outputs}
 
 
 def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     """Analyse runs/<study>/ into analysis/<study>/ (see the module docstring)."""
     root = Path(root)
-    lock_path, manifest_path = root / "manifests" / f"{study}.lock.json", root / "manifests" / f"{study}.yaml"
+    home = locate(study, root)
+    study, lock_path, manifest_path = home.name, home.lock, home.manifest
     lock = None
     if lock_path.is_file():
         lock = load_json(lock_path)
@@ -247,7 +245,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     files, inputs, run_dirs = [], RunInputs(), []
     for method in methods:
         for seed in seeds:
-            run_dir = root / "runs" / study / method / f"seed{seed}"
+            run_dir = home.run_dir(method, seed)
             if not run_dir.is_dir():
                 raise BadInput(f"seed {seed} missing for method {method!r}: no run directory", path=run_dir)
             run_files, side = _read_run(run_dir, method, seed, study)
@@ -257,7 +255,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
             inputs.timings[(method, seed)] = side["timings"]
             if side["graph_diagnostics"]:
                 inputs.diagnostics[(method, seed)] = side["graph_diagnostics"]
-    on_disk = sorted(p.relative_to(root / "runs" / study).as_posix() for p in (root / "runs" / study).glob("*/seed*") if p.is_dir())
+    on_disk = [f"{m}/seed{s}" for m, s, _ in home.run_dirs_on_disk()]
     extra = [r for r in on_disk if r not in {f"{m}/seed{s}" for m in methods for s in seeds}]
     if extra:
         notes.append(f"Run directories not in the manifest were left out of the analysis: {', '.join(extra)}.")
@@ -266,8 +264,9 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     validate_outcomes(df, panel, panel_source=str(lock_path), expected_seeds={m: seeds for m in methods})
     ref, ref_path = None, analysis.get("reference") or manifest.get("reference")
     if ref_path:
-        ref = load_reference(root / "manifests" / ref_path)
-        settings.reference = {"paper": ref["paper"], "metric": ref["metric"], "path": f"manifests/{ref_path}"}
+        ref_file = home.reference(ref_path)
+        ref = load_reference(ref_file)
+        settings.reference = {"paper": ref["paper"], "metric": ref["metric"], "path": _shown(ref_file, root)}
     settings.final_step = _final_step(df, analysis.get("final_step"), source)
     train_steps = (manifest.get("train") or {}).get("steps")
     if train_steps is not None and train_steps != settings.final_step:
@@ -284,12 +283,21 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     else:
         parity.append({"check": "every method and seed scored on the frozen task panel", "status": "not_run",
                        "detail": "no lock with a task panel: task sets were only compared between methods"})
-    return write_analysis(root / "analysis" / study, header, tables, notes + more, parity, provenance, df)
+    return write_analysis(home.analysis, header, tables, notes + more, parity, provenance, df)
+
+
+def _shown(path: Path, root: Path) -> str:
+    """`path` relative to the root when it lies under it (as the lock records files), else as it is."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def _check_paths(df: pd.DataFrame, study: str) -> None:
     """Rows must agree with the directory they were read from (study, method, seed, step)."""
-    parts = df["_file"].str.extract(r"runs/(?P<p_study>[^/]+)/(?P<p_method>[^/]+)/seed(?P<p_seed>\d+)/eval/step(?P<p_step>\d+)/outcomes\.jsonl$")
+    parts = df["_file"].str.extract(rf"{RUNS}/(?P<p_study>[^/]+)/(?P<p_method>[^/]+)/seed(?P<p_seed>\d+)/{RunFiles.EVAL}/"
+                                    rf"step(?P<p_step>\d+)/{re.escape(RunFiles.OUTCOMES)}$")
     for column, p_col, cast in (("study", "p_study", str), ("method", "p_method", str), ("seed", "p_seed", int), ("step", "p_step", int)):
         want = parts[p_col].map(cast)
         bad = df[column].map(cast) != want

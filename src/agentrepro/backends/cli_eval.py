@@ -13,13 +13,13 @@ import argparse
 from pathlib import Path
 
 from agentrepro import attempts, seal
-from agentrepro.layout import RunFiles, config_sha256
-from agentrepro.layout import eval_dir as evaluation_dir
 from agentrepro.backends import outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, sha256_file
+from agentrepro.layout import RunFiles, config_sha256
+from agentrepro.layout import eval_dir as evaluation_dir
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, type=Path, help="run directory written by `agentrepro train`")

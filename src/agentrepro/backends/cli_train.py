@@ -16,11 +16,11 @@ import argparse
 from pathlib import Path
 
 from agentrepro import attempts, seal
-from agentrepro.layout import RunFiles, config_sha256
 from agentrepro.backends import runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput
+from agentrepro.layout import RunFiles, config_sha256
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

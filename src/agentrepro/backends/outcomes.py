@@ -4,9 +4,8 @@ Each row: study, method, seed, step, task_id, task_hash, category, episode, succ
 tokens (more fields may follow). A row must belong to the run and checkpoint being evaluated;
 (task_id, episode) keys are unique; when the run config carries the frozen task panel
 (eval.task_panel), every task of the panel is played exactly `eval.episodes_per_task` times (default 1)
-with the panel's task_hash and category, and no other task appears. When an outcomes JSON Schema exists
-(workflow/schemas/outcomes.schema.json or agentrepro/schemas/outcomes.schema.json, owned by analysis),
-every row is also validated against it with jsonschema.
+with the panel's task_hash and category, and no other task appears. Every row is also validated against
+the outcomes JSON Schema (`layout.schema_path("outcomes.schema.json")`; a missing schema is an error).
 
 Problems raise BadInput naming `source` (the file or backend the rows came from), the row and the field.
 """
@@ -17,25 +16,16 @@ import json
 import math
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
+from agentrepro.layout import schema_path
+
+OUTCOMES_SCHEMA = "outcomes.schema.json"
 
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 FIELDS = ("study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success",
           "reward", "turns", "tokens")
-_PACKAGE_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "outcomes.schema.json"
-_REPO_SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "outcomes.schema.json"
-
-
-def schema_path() -> Path | None:
-    for path in (_PACKAGE_SCHEMA, _REPO_SCHEMA):
-        if path.is_file():
-            return path
-    return None
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -73,11 +63,10 @@ def check_rows(rows: list[Any], *, config: dict[str, Any], step: int, source: st
         for field, value in expected.items():
             if row[field] != value:
                 raise BadInput(f"expected {value!r} (this run and checkpoint), got {row[field]!r}", path=source, where=f"{where}: {field}")
-        if validator is not None:
-            error = next(iter(validator.iter_errors(row)), None)
-            if error is not None:
-                key = ".".join(str(p) for p in error.absolute_path) or "(row)"
-                raise BadInput(f"{error.message} (outcomes schema)", path=source, where=f"{where}: {key}")
+        error = next(iter(validator.iter_errors(row)), None)
+        if error is not None:
+            key = ".".join(str(p) for p in error.absolute_path) or "(row)"
+            raise BadInput(f"{error.message} (outcomes schema)", path=source, where=f"{where}: {key}")
         key = (row["task_id"], row["episode"])
         if key in seen:
             raise BadInput(f"duplicate (task_id, episode) = {key}", path=source, where=where)
@@ -117,9 +106,7 @@ _VALIDATOR_CACHE: dict[str, Any] = {}
 
 
 def _schema_validator():
-    path = schema_path()
-    if path is None:
-        return None
+    path = schema_path(OUTCOMES_SCHEMA)
     key = str(path)
     if key not in _VALIDATOR_CACHE:
         import jsonschema

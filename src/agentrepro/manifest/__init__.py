@@ -5,9 +5,8 @@ Public interface (docs/internals.md): `load_manifest`, `lock_sha256`, `read_lock
 """
 
 from agentrepro.manifest.audit import audit_study, resolved_config_sha256
-from agentrepro.manifest.loading import load_manifest, lock_path_for, manifest_path, parse_claim, run_dir
+from agentrepro.manifest.loading import load_manifest, parse_claim
 from agentrepro.manifest.lock import lock_sha256, read_lock
 from agentrepro.manifest.resolve import run_config
 
-__all__ = ["audit_study", "resolved_config_sha256", "load_manifest", "lock_path_for", "manifest_path", "parse_claim",
-           "run_dir", "lock_sha256", "read_lock", "run_config"]
+__all__ = ["audit_study", "resolved_config_sha256", "load_manifest", "parse_claim", "lock_sha256", "read_lock", "run_config"]

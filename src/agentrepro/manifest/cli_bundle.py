@@ -8,7 +8,7 @@ from agentrepro.manifest.bundle import MAX_FILE_BYTES, write_bundle
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", help="study slug (manifests/<study>.yaml)")
+    parser.add_argument("study", help="study slug (manifests/<study>.yaml under --root)")
     parser.add_argument("-o", "--output", required=True, help="the archive to write (.tar.gz)")
     parser.add_argument("--root", default=".", help="root directory (default: .)")
     parser.add_argument("--max-file-mb", type=float, default=MAX_FILE_BYTES / (1 << 20),

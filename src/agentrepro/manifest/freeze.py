@@ -20,7 +20,8 @@ from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_json, sha256_file, sha256_json
 from agentrepro.manifest.gitstate import harness_state
 from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_placeholder, sha256_problem
-from agentrepro.manifest.loading import load_manifest, lock_path_for
+from agentrepro.layout import lock_path
+from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import LOCK_VERSION, SELF_KEY, lock_problems, lock_sha256, seal
 from agentrepro.manifest.pyenv import python_environment
 from agentrepro.manifest.taskpanel import build_panel
@@ -141,7 +142,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
                allow_dirty: bool = False) -> dict[str, Any]:
     """The sealed lock for `manifest_file` (not written). BadInput for anything that cannot be frozen."""
     manifest_file, root = Path(manifest_file), Path(root)
-    out = Path(out) if out is not None else lock_path_for(manifest_file)
+    out = Path(out) if out is not None else lock_path(manifest_file)
     manifest = load_manifest(manifest_file)
     resolved = resolve_identifiers(manifest, manifest_file, root)
     _check_reference(manifest, manifest_file)
@@ -183,7 +184,7 @@ def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def freeze(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".", out: str | os.PathLike | None = None,
            allow_dirty: bool = False) -> tuple[dict[str, Any], Path, bool]:
     """Build and write the lock. Returns (lock, path, written); `written` is False if an identical lock was kept."""
-    out = Path(out) if out is not None else lock_path_for(manifest_file)
+    out = Path(out) if out is not None else lock_path(manifest_file)
     lock = build_lock(manifest_file, root=root, out=out, allow_dirty=allow_dirty)
     if out.is_file():
         try:

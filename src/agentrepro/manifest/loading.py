@@ -1,8 +1,7 @@
 """Load a study manifest (docs/design.md §3.1): safe YAML, schema validation, and the checks a schema cannot say.
 
-Paths (docs/internals.md): the manifest of study S is `manifests/S.yaml` under a root directory, its lock
-`manifests/S.lock.json`, its runs `runs/S/<method>/seed<k>/`. The manifest's `reference:` is relative to
-the manifest's own directory; `data.*.path` and a local `model.path` are relative to the root.
+Paths are `agentrepro.layout`'s: the manifest's `reference:` is relative to the manifest's own directory;
+`data.*.path` and a local `model.path` are relative to the root.
 """
 
 from __future__ import annotations
@@ -19,20 +18,6 @@ from agentrepro.manifest.schema import key_path, validate
 
 MANIFEST_SCHEMA = "manifest.schema.json"
 _CLAIM = re.compile(r"^\s*([a-z][a-z0-9_]*)\s*([<>])\s*([a-z][a-z0-9_]*)\s*$")
-
-
-def manifest_path(study: str, root: str | os.PathLike = ".") -> Path:
-    return Path(root) / "manifests" / f"{study}.yaml"
-
-
-def lock_path_for(manifest: str | os.PathLike) -> Path:
-    """`manifests/S.yaml` -> `manifests/S.lock.json`."""
-    manifest = Path(manifest)
-    return manifest.with_name(manifest.name.rsplit(".", 1)[0] + ".lock.json")
-
-
-def run_dir(study: str, method: str, seed: int, root: str | os.PathLike = ".") -> Path:
-    return Path(root) / "runs" / study / method / f"seed{seed}"
 
 
 def parse_claim(claim: str) -> tuple[str, str, str]:

@@ -1,7 +1,7 @@
 """JSON Schema validation with messages a person can act on: file, key path, what was expected, what came.
 
 The schemas live in workflow/schemas/ (the one source of truth; the package sees them through the
-`agentrepro/schemas` link). They are Draft 2020-12 and refer to each other by file name
+`agentrepro/schemas` link, located by `agentrepro.layout`). They are Draft 2020-12 and refer to each other by file name
 (`"$ref": "train_config.schema.json"`), resolved through a `referencing.Registry` of every schema there.
 
 `validate(instance, schema_name, path=...)` raises BadInput with one line such as
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,8 +19,8 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from agentrepro.errors import BadInput
+from agentrepro.layout import SCHEMA_DIR, schema_path
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 _TYPE_NAMES = {"number": "a number", "integer": "an integer", "string": "a string", "object": "a mapping",
                "array": "a list", "boolean": "true or false", "null": "null"}
@@ -39,9 +38,7 @@ def registry() -> Registry:
 
 @functools.lru_cache(maxsize=None)
 def validator(schema_name: str) -> jsonschema.Draft202012Validator:
-    file = SCHEMA_DIR / schema_name
-    if not file.is_file():
-        raise BadInput("schema not found", path=file)
+    file = schema_path(schema_name)
     schema = json.loads(file.read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema, registry=registry())
 
