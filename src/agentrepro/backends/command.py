@@ -35,11 +35,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentrepro import layout
 from agentrepro.backends import reevaluation, runconfig, template
 from agentrepro.backends.base import Backend
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text, read_jsonl
+from agentrepro.layout import RunFiles
 
 # Adapter options (task_key, ...) are read by the adapter's converters; see verl_agent.py and relax.py.
 BLOCK_KEYS = {"name", "command", "eval_command", "cwd", "env", "adapter", "repo", "commit",
@@ -53,7 +55,7 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def context(config: dict[str, Any], run_dir: Path, *, resume: bool = True, **extra: Any) -> dict[str, Any]:
     """Placeholder values: the resolved config plus run_dir, config, resume, python (and eval's extras)."""
     run_dir = Path(run_dir).resolve()
-    return {**config, "run_dir": str(run_dir), "config": str(run_dir / runconfig.RESOLVED), "resume": resume,
+    return {**config, "run_dir": str(run_dir), "config": str(run_dir / RunFiles.RESOLVED_CONFIG), "resume": resume,
             "python": sys.executable, **{k: str(v) if isinstance(v, Path) else v for k, v in extra.items()}}
 
 
@@ -110,7 +112,7 @@ def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: 
     argv, env = prepare(block, key, ctx)
     if record is not None:
         atomic_write_text(record, shlex.join(argv) + "\n")
-    run_logged(argv, log_dir=run_dir / "logs", label=label, cwd=block.get("cwd"), env=env)
+    run_logged(argv, log_dir=run_dir / RunFiles.LOGS, label=label, cwd=block.get("cwd"), env=env)
     return argv
 
 
@@ -139,8 +141,8 @@ class CommandBackend(Backend):
         block = config["backend"]
         validate_block(block)
         adapter = _adapter(block)
-        eval_dir = (run_dir / "eval" / f"step{step}").resolve()
-        outcomes = eval_dir / "raw" / "outcomes.jsonl"
+        eval_dir = layout.eval_dir(run_dir, step).resolve()
+        outcomes = eval_dir / "raw" / RunFiles.OUTCOMES
         if "eval_command" in block:
             outcomes.parent.mkdir(parents=True, exist_ok=True)
             ctx = context(config, run_dir, step=step, eval_dir=eval_dir, outcomes=outcomes)

@@ -25,6 +25,7 @@ from typing import Any
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, iter_jsonl
+from agentrepro.layout import RunFiles
 
 
 def panel_of(config: dict[str, Any], source: Path) -> list[dict[str, Any]]:
@@ -155,6 +156,6 @@ def merge_metric_records(records: Iterable[tuple[int, dict[str, Any]]], *, renam
 
 
 def write_metrics(run_dir: Path, metrics: list[dict[str, Any]], timings: list[dict[str, Any]] | None = None) -> None:
-    atomic_write_jsonl(Path(run_dir) / "metrics.jsonl", metrics)
+    atomic_write_jsonl(Path(run_dir) / RunFiles.METRICS, metrics)
     if timings:
-        atomic_write_jsonl(Path(run_dir) / "timings.jsonl", timings)
+        atomic_write_jsonl(Path(run_dir) / RunFiles.TIMINGS, timings)

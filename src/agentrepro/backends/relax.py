@@ -38,6 +38,7 @@ from agentrepro.backends.base import Backend
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text, canonical_json
+from agentrepro.layout import RunFiles
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "python", "entry", "args", "task_key", "success_key",
               "success_threshold", "ray", "model_path"}
@@ -149,7 +150,7 @@ class RelaxBackend(Backend):
             config = {**config, "backend": {**config["backend"], "args": args}}
         script = Path(run_dir) / LAUNCH
         atomic_write_text(script, launch_script(config, run_dir))
-        run_logged(["bash", str(script.resolve())], log_dir=Path(run_dir) / "logs", label="train", cwd=workdir)
+        run_logged(["bash", str(script.resolve())], log_dir=Path(run_dir) / RunFiles.LOGS, label="train", cwd=workdir)
         convert_training(Path(run_dir), config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:

@@ -22,6 +22,9 @@ Outputs converted (shapes learned from verl and verl-agent sources; see tests/ba
   `backend.turns_key`, `backend.tokens_key`): counts are never invented. A line without them is
   BadInput naming file, line and field.
   Step 0 is the validation before training (`trainer.val_before_train=True`).
+* evaluated steps: verl validates before training, every `trainer.test_freq` (= eval.every) steps and at the
+  last step (`validated_steps`); a study whose `layout.checkpoint_steps` differ (an `eval.checkpoint` off
+  that grid, or no `eval.every`) is refused by `validate_config`, so the plan never asks for a step verl skips.
 
 Not run against a real verl-agent cluster here: the converters are tested on sample files shaped like
 the real ones, and the launch script against a stand-in `ray`.
@@ -39,6 +42,7 @@ from agentrepro.backends.base import Backend
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
+from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_steps
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "python", "entry", "env_name", "overrides", "task_key",
               "success_key", "success_threshold", "turns_key", "tokens_key", "ray", "model_path"}
@@ -79,7 +83,7 @@ def overrides(config: dict[str, Any], run_dir: Path, *, resume: bool) -> dict[st
     out: dict[str, Any] = {
         "trainer.project_name": config["study"],
         "trainer.experiment_name": f"{config['method']}-seed{config['seed']}",
-        "trainer.default_local_dir": str(run_dir / "checkpoints"),
+        "trainer.default_local_dir": str(checkpoint_dir(run_dir)),
         "trainer.validation_data_dir": str(run_dir / VAL_DIR),
         "trainer.logger": ["console", "file"],
         "trainer.val_before_train": True,
@@ -151,8 +155,17 @@ def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[
     return convert.episode_rows(config, step, Path(run_dir) / VAL_DIR / f"{step}.jsonl", fields)
 
 
+def validated_steps(config: dict[str, Any]) -> list[int]:
+    """The steps verl validates: 0 (val_before_train), every trainer.test_freq steps, and the last step."""
+    steps, every = (config.get("train") or {}).get("steps", 0), (config.get("eval") or {}).get("every")
+    return sorted({0} | (set(range(every, steps + 1, every)) | {steps} if every else set()))
+
+
 class VerlAgentBackend(Backend):
     name = "verl-agent"
+
+    def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
+        return validated_steps(config)
 
     def validate_config(self, config: dict[str, Any]) -> None:
         block = config["backend"]
@@ -161,6 +174,10 @@ class VerlAgentBackend(Backend):
             raise BadInput(f"unknown key (expected {', '.join(sorted(BLOCK_KEYS))})", where=f"backend.{unknown[0]}")
         if "overrides" in block and not isinstance(block["overrides"], dict):
             raise BadInput("expected a mapping of Hydra keys to values", where="backend.overrides")
+        wanted, validated = checkpoint_steps(config), validated_steps(config)
+        if wanted != validated:
+            raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
+                           f"but the study evaluates {wanted}", where="eval")
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         workdir = config["backend"].get("workdir")
@@ -168,7 +185,7 @@ class VerlAgentBackend(Backend):
             raise BadInput(f"expected the path of a verl-agent checkout, got {workdir!r}", where="backend.workdir")
         script = Path(run_dir) / LAUNCH
         atomic_write_text(script, launch_script(config, run_dir, resume=resume))
-        run_logged(["bash", str(script.resolve())], log_dir=Path(run_dir) / "logs", label="train", cwd=workdir)
+        run_logged(["bash", str(script.resolve())], log_dir=Path(run_dir) / RunFiles.LOGS, label="train", cwd=workdir)
         convert_training(Path(run_dir), config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:

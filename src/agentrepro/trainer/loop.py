@@ -48,6 +48,11 @@ def _scheduler(optimizer, cfg):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
 
 
+def checkpoint_schedule(spec: RunSpec) -> list[int]:
+    """The steps this run saves: exactly the evaluated ones (`layout.evaluated_steps` of its config)."""
+    return evaluated_steps(spec.train.steps, spec.eval, checkpoint_every=spec.train.checkpoint_every, path="run config")
+
+
 class Trainer:
     """State of one run; `run(stop_at=None)` trains to `train.steps` (or stops after step `stop_at`)."""
 
@@ -56,7 +61,7 @@ class Trainer:
         self.cfg = cfg = self.spec.train
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.save_steps = set(evaluated_steps(cfg.steps, self.spec.eval, checkpoint_every=cfg.checkpoint_every, path="run config"))
+        self.save_steps = set(checkpoint_schedule(self.spec))
         if self.spec.train.device == "cpu":
             torch.set_num_threads(cfg.threads)
         self.device = device_of(cfg.device)
