@@ -102,6 +102,6 @@ def test_pdf_can_be_turned_off(study_dir):
     """`--config pdf=false` plans the report without its PDF and passes --no-pdf to `agentrepro report`."""
     proc = snakemake(study_dir, "-n", "-p", "--config", "manifest=manifests/wf-tiny.yaml", "pdf=false")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "report.pdf" not in proc.stdout and "agentrepro report --no-pdf wf-tiny" in proc.stdout
+    assert "report.pdf" not in proc.stdout and "agentrepro report --no-pdf manifests/wf-tiny.yaml" in proc.stdout
     default = snakemake(study_dir, "-n", "--config", "manifest=manifests/wf-tiny.yaml")
     assert "reports/wf-tiny/report.pdf" in default.stdout

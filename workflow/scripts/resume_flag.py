@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from agentrepro.layout import RunFiles
+
 
 def contained(new: Any, old: Any) -> bool:
     """Every key of `new` is in `old` with an equal value (mappings compared recursively)."""
@@ -27,7 +29,7 @@ def contained(new: Any, old: Any) -> bool:
 
 
 def flag(config_path: str | Path, run_dir: str | Path) -> str:
-    previous = Path(run_dir) / "resolved_config.yaml"
+    previous = Path(run_dir) / RunFiles.RESOLVED_CONFIG
     if not previous.is_file():
         return ""
     with open(config_path, encoding="utf-8") as fh:
