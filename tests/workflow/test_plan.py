@@ -9,6 +9,7 @@ import pytest
 from agentrepro.errors import BadInput
 from agentrepro.layout import lock_path
 from agentrepro.fileio import load_yaml, sha256_json
+from helpers import REPO
 from wfkit import TINY, load_script
 
 plan = load_script("plan")
@@ -28,6 +29,17 @@ def test_study_plan_of_the_tiny_study():
     p = plan.study_plan(TINY)
     assert (p.study, p.methods, p.seeds, p.steps) == ("wf-tiny", ("grpo", "graphgpo"), (0,), (0, 2))
     assert p.resources["gpu"] == 0 and p.lock == str(TINY.with_name("wf-tiny.lock.json"))
+
+
+def test_a_backend_that_cannot_save_the_evaluated_steps_stops_the_plan(tmp_path):
+    """verl-agent validates only on its eval.every grid: a checkpoint off the grid is BadInput at `eval`."""
+    source = REPO / "manifests" / "graphgpo-alfworld.yaml"
+    assert plan.study_plan(source).steps == tuple(range(0, 151, 5))
+    text = source.read_text()
+    assert "every: 5, checkpoint: last" in text
+    (tmp_path / source.name).write_text(text.replace("every: 5, checkpoint: last", "every: 5, checkpoint: [7]"))
+    with pytest.raises(BadInput, match=r"graphgpo-alfworld\.yaml: eval: the verl-agent backend would save steps \[0, 5, 10"):
+        plan.study_plan(tmp_path / source.name)
 
 
 def test_study_plan_missing_manifest_names_the_file(tmp_path):

@@ -6,7 +6,8 @@ Pure functions over the manifest, so that the DAG is known before anything runs 
   the evaluated steps and the per-job resources.
 * `planned_steps(manifest, path) -> list[int]`: the evaluated steps, which the backend checkpoints:
   `layout.checkpoint_steps` of each method's run config as `agentrepro train` resolves it (the backend's
-  defaults under the manifest's train and eval blocks), so that the plan and the trainer read the same values.
+  defaults under the manifest's train and eval blocks), so that the plan and the trainer read the same values;
+  a backend that would save other steps (`Backend.checkpoint_steps`) stops the plan.
 * `lock_state(manifest_path, lock_path) -> "missing" | "ok"`; a lock that disagrees with its manifest
   raises `LockMismatch`, whose message tells the user to run `agentrepro freeze` (never re-frozen silently).
 * `job_resources(resources) -> dict`: the manifest's `resources` block as Snakemake resources
@@ -78,13 +79,18 @@ def planned_steps(manifest: dict[str, Any], path: str) -> list[int]:
     from agentrepro.backends.runconfig import resolve_config
 
     try:
-        defaults = get_backend(manifest["backend"]["name"]).default_config()
+        backend = get_backend(manifest["backend"]["name"])
     except BadInput as exc:
         raise BadInput(str(exc), path=path, where=exc.where) from None
+    defaults = backend.default_config()
     per_method = {}
     for method, overrides in manifest["methods"].items():
         config = resolve_config({"train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}}, defaults)
         per_method[method] = layout.checkpoint_steps(config, path=path)
+        saved = backend.checkpoint_steps(config)
+        if saved != per_method[method]:
+            raise BadInput(f"the {backend.name} backend would save steps {saved}, but the study evaluates {per_method[method]}",
+                           path=path, where="eval")
     if len({tuple(steps) for steps in per_method.values()}) != 1:
         raise BadInput(f"every method must evaluate the same steps, got {per_method}", path=path, where="methods")
     return next(iter(per_method.values()))
