@@ -9,8 +9,9 @@ The one owner of the study layout (docs/design.md §2, §3.3). Everything that r
   the manifest's folder; runs, analysis, reports and logs live under the root, by slug.
 * The run directory `runs/<study>/<method>/seed<k>/`: the name of every file of the run contract
   (`RunFiles`), and the paths that carry a step (`eval_dir`, `outcomes_path`, `batch_dump`).
-* `evaluated_steps(...)` / `checkpoint_steps(config)`: the one rule for which steps are evaluated; the
-  builtin trainer saves exactly these checkpoints, and the workflow plans exactly these evaluations.
+* `evaluated_steps(...)` / `checkpoint_steps(config)` / `planned_steps(manifest)`: the one rule for which steps
+  are evaluated; the builtin trainer saves exactly these checkpoints, the workflow plans exactly these
+  evaluations, and the audit expects exactly these.
 * `schema_path(name)`: the JSON Schemas, in one folder (the package's `schemas`, a link to
   workflow/schemas/); a missing schema is an error, never a skipped validation.
 * `config_sha256(config)` / `config_file_sha256(path)`: the resolved-config hash (canonical JSON).
@@ -214,6 +215,32 @@ def checkpoint_steps(config: dict[str, Any], *, path: object = None) -> list[int
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
         raise BadInput(f"expected a non-negative integer, got {steps!r}", path=path, where="train.steps")
     return evaluated_steps(steps, config.get("eval") or {}, checkpoint_every=train.get("checkpoint_every"), path=path)
+
+
+def planned_steps(manifest: dict[str, Any], *, path: object = "manifest") -> list[int]:
+    """The evaluated (= checkpointed) steps of a study: `checkpoint_steps` of each method's run config as
+    `agentrepro train` resolves it (its backend's defaults under the manifest's train and eval blocks).
+    Every method must have the same steps, and the backend must save exactly them (`Backend.checkpoint_steps`).
+    """
+    from agentrepro.backends.base import get_backend
+    from agentrepro.backends.runconfig import resolve_config
+
+    try:
+        backend = get_backend(manifest["backend"]["name"])
+    except BadInput as exc:
+        raise BadInput(str(exc), path=path, where=exc.where) from None
+    defaults = backend.default_config()
+    per_method = {}
+    for method, overrides in manifest["methods"].items():
+        config = resolve_config({"train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}}, defaults)
+        per_method[method] = checkpoint_steps(config, path=path)
+        saved = backend.checkpoint_steps(config)
+        if saved != per_method[method]:
+            raise BadInput(f"the {backend.name} backend would save steps {saved}, but the study evaluates {per_method[method]}",
+                           path=path, where="eval")
+    if len({tuple(steps) for steps in per_method.values()}) != 1:
+        raise BadInput(f"every method must evaluate the same steps, got {per_method}", path=path, where="methods")
+    return next(iter(per_method.values()))
 
 
 # --- schemas and the resolved-config hash -------------------------------------------------------------

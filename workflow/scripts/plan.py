@@ -4,10 +4,9 @@ Pure functions over the manifest, so that the DAG is known before anything runs 
 
 * `study_plan(manifest_path) -> StudyPlan`: the study (its paths, from `agentrepro.layout`), methods, seeds,
   the evaluated steps and the per-job resources.
-* `planned_steps(manifest, path) -> list[int]`: the evaluated steps, which the backend checkpoints:
-  `layout.checkpoint_steps` of each method's run config as `agentrepro train` resolves it (the backend's
-  defaults under the manifest's train and eval blocks), so that the plan and the trainer read the same values;
-  a backend that would save other steps (`Backend.checkpoint_steps`) stops the plan.
+* the evaluated steps, which the backend checkpoints, are `agentrepro.layout.planned_steps` (each method's run
+  config resolved as `agentrepro train` resolves it, so that the plan and the trainer read the same values;
+  a backend that would save other steps stops the plan). The audit expects the same steps.
 * `lock_state(manifest_path, lock_path) -> "missing" | "ok"`; a lock that disagrees with its manifest
   raises `LockMismatch`, whose message tells the user to run `agentrepro freeze` (never re-frozen silently).
 * `job_resources(resources) -> dict`: the manifest's `resources` block as Snakemake resources
@@ -73,29 +72,6 @@ def _require(mapping: dict, key: str, kind: type | tuple, path: str, where: str)
     return value
 
 
-def planned_steps(manifest: dict[str, Any], path: str) -> list[int]:
-    """The evaluated (= checkpointed) steps of the study; every method must have the same ones."""
-    from agentrepro.backends.base import get_backend
-    from agentrepro.backends.runconfig import resolve_config
-
-    try:
-        backend = get_backend(manifest["backend"]["name"])
-    except BadInput as exc:
-        raise BadInput(str(exc), path=path, where=exc.where) from None
-    defaults = backend.default_config()
-    per_method = {}
-    for method, overrides in manifest["methods"].items():
-        config = resolve_config({"train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}}, defaults)
-        per_method[method] = layout.checkpoint_steps(config, path=path)
-        saved = backend.checkpoint_steps(config)
-        if saved != per_method[method]:
-            raise BadInput(f"the {backend.name} backend would save steps {saved}, but the study evaluates {per_method[method]}",
-                           path=path, where="eval")
-    if len({tuple(steps) for steps in per_method.values()}) != 1:
-        raise BadInput(f"every method must evaluate the same steps, got {per_method}", path=path, where="methods")
-    return next(iter(per_method.values()))
-
-
 def job_resources(resources: dict[str, Any], *, path: str = "manifest") -> tuple[dict[str, Any], int]:
     """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task,
     and, when the manifest names them, slurm_partition and constraint (SLURM only)."""
@@ -134,7 +110,7 @@ def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:
     method_steps = {m: (o or {}).get("steps", train_steps) for m, o in methods.items()}
     if len(set(method_steps.values())) != 1:
         raise BadInput(f"every method must train the same number of steps, got {method_steps}", path=path, where="methods.*.steps")
-    steps = planned_steps(manifest, path)
+    steps = layout.planned_steps(manifest, path=path)
     resources, threads = job_resources(manifest.get("resources") or {}, path=path)
     return StudyPlan(layout=layout.locate(path), methods=tuple(methods), seeds=tuple(seeds), train_steps=train_steps,
                      steps=tuple(steps), resources=resources, threads=threads)
@@ -164,4 +140,4 @@ def all_manifests(directory: str | os.PathLike = layout.MANIFESTS) -> list[str]:
     return sorted(str(p) for p in Path(directory).glob("*.yaml"))
 
 
-__all__ = ["LockMismatch", "StudyPlan", "all_manifests", "job_resources", "lock_state", "planned_steps", "study_plan"]
+__all__ = ["LockMismatch", "StudyPlan", "all_manifests", "job_resources", "lock_state", "study_plan"]

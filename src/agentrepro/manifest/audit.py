@@ -3,8 +3,8 @@
 `audit_study(study, root=".")` returns one problem per string, each naming a path. It follows a chain:
 * the lock: present, valid against lock.schema.json, not edited by hand (its self-hash); the manifest still
   hashes to the lock's `manifest_sha256`; every file the lock hashed (data, reference) unchanged;
-* the plan: the lock's manifest names methods × seeds and the evaluated steps (workflow/scripts/plan.py's
-  `eval_steps`); every run directory and every eval/step<N>/ of the plan exists, and nothing else does:
+* the plan: the lock's manifest names methods × seeds and the evaluated steps (`agentrepro.layout.planned_steps`,
+  the rule the workflow plans with and the trainer checkpoints by); every run directory and every eval/step<N>/ of the plan exists, and nothing else does:
   stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported;
 * each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes, and each
   provenance.json ties its directory to the lock and the run config (audit_runs.py); an evaluation records
@@ -20,49 +20,37 @@ A local model directory is not re-hashed here (it can be many GB); freeze hashed
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentrepro.errors import BadInput, Failure
+from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.manifest.audit_chain import check_analysis, check_report
 from agentrepro.manifest.audit_runs import check_evaluation, check_outcomes, check_run, resolved_config_sha256
 from agentrepro.manifest.audit_tree import Tree, check_seal, link_problem, load_object, walk
-from agentrepro.manifest.loading import load_manifest, lock_path_for, manifest_path
+from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, RunFiles, locate
+from agentrepro.layout import planned_steps as layout_planned_steps
+from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import lock_problems, lock_sha256
 from agentrepro.seal import OUTPUTS
 
 STAGES = ("lock", "runs", "analysis", "report")
-_SEED_DIR = re.compile(r"^seed(\d+)$")
-_STEP_DIR = re.compile(r"^step(\d+)$")
+_SEED_DIR = SEED_DIR_RE
+_STEP_DIR = STEP_DIR_RE
 __all__ = ["STAGES", "audit_study", "planned_steps", "resolved_config_sha256"]
 
 
 def planned_steps(manifest: dict[str, Any]) -> list[int]:
-    """The evaluated steps the workflow plans for this manifest (workflow/scripts/plan.py, the DAG's own rule)."""
-    script = Path(__file__).resolve().parents[3] / "workflow" / "scripts" / "plan.py"
-    if not script.is_file():
-        raise Failure(f"{script}: not found: the audit plans evaluations with the workflow's own rule, "
-                      "so it runs from a checkout of the repository")
-    module = sys.modules.get("agentrepro_workflow_plan")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("agentrepro_workflow_plan", script)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    train = manifest.get("train") or {}
-    return module.eval_steps(train.get("steps", 0), manifest.get("eval") or {}, checkpoint_every=train.get("checkpoint_every"),
-                             path="the lock's manifest")
+    """The evaluated steps the workflow plans for this manifest (`agentrepro.layout.planned_steps`)."""
+    return layout_planned_steps(manifest, path="the lock's manifest")
 
 
 def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | None, list[str]]:
     found: list[str] = []
-    mpath = manifest_path(study, root)
-    lpath = lock_path_for(mpath)
+    home = locate(study, root)
+    study, mpath, lpath = home.name, home.manifest, home.lock
     found += [link_problem(p) for p in (mpath, lpath) if p.is_symlink()]
     lock = None
     if not lpath.is_file():
@@ -122,7 +110,7 @@ def _stray(path: Path, why: str) -> str:
 
 def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_bundled: set[Path]) -> tuple[list[str], Tree, dict]:
     """The runs tree against the plan: layout, seals, provenance, outcomes. Returns (problems, tree, runs on disk)."""
-    top = root / "runs" / study
+    top = locate(study, root).runs
     tree = walk(top)
     methods, seeds, steps, found = _plan(lock)
     planned = {(m, s) for m in methods for s in seeds}
@@ -147,8 +135,8 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
     for (method, seed), run in sorted(runs.items()):
         problems, config_sha = check_run(run, lock)
         found += problems
-        found += check_seal(run, tree, nested=lambda rel: rel.parts[0] == "eval", not_bundled=not_bundled)
-        evals = run / "eval"
+        found += check_seal(run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled)
+        evals = run / RunFiles.EVAL
         on_disk = {}
         for path in sorted(p for p in tree.files | tree.dirs if p.parent == evals):
             match = _canonical(_STEP_DIR, path.name, "step")
@@ -164,7 +152,7 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
         for step, step_dir in sorted(on_disk.items()):
             found += check_evaluation(step_dir, lock, config_sha, run / OUTPUTS)
             found += check_seal(step_dir, tree, not_bundled=not_bundled)
-            outcomes = step_dir / "outcomes.jsonl"
+            outcomes = step_dir / RunFiles.OUTCOMES
             if outcomes not in tree.files:
                 found += [] if outcomes in tree.links else [f"{outcomes}: missing"]
             elif lock is not None:
@@ -189,6 +177,7 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
                 not_bundled: set[str] | frozenset = frozenset(), check_reports: bool = True) -> list[str]:
     """Every problem found, one string each naming its path; empty when the study is intact.
 
+    `study`: a slug or the path of the study's manifest (`agentrepro.layout.locate`).
     `require`: the last stage whose outputs must exist (`lock`, `runs`, `analysis`, `report`); later ones are
     checked when present. `not_bundled`: root-relative paths deliberately left out of a bundle (their absence
     is not a problem). `check_reports=False` leaves reports/<study> out entirely (the report stage, which
@@ -199,9 +188,10 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
     root = Path(root)
     skipped = {root / PurePosixPath(p) for p in not_bundled}
     lock, found = _check_lock(study, root, skipped)
-    problems, run_tree, runs = _check_runs(study, root, lock, require=require, not_bundled=skipped)
+    home = locate(study, root)
+    problems, run_tree, runs = _check_runs(home.name, root, lock, require=require, not_bundled=skipped)
     found += problems
-    analysis_dir = root / "analysis" / study
+    analysis_dir = home.analysis
     problems, analysis_tree = _check_top(analysis_dir, "analysis", require)
     found += problems
     if analysis_tree is not None and lock is not None:
@@ -209,7 +199,7 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
         found += check_analysis(analysis_dir, root=root, lock_hash=lock_sha256(lock), planned={(m, s) for m in methods for s in seeds},
                                 runs=runs, tree=run_tree)
     if check_reports:
-        report_dir = root / "reports" / study
+        report_dir = home.reports
         problems, report_tree = _check_top(report_dir, "report", require)
         found += problems
         if report_tree is not None and analysis_tree is not None:  # a missing analysis is reported once, above

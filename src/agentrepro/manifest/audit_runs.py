@@ -11,36 +11,19 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from agentrepro.attempts import PROVENANCE
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, load_yaml, sha256_file, sha256_json
+from agentrepro.fileio import iter_jsonl, sha256_file
+from agentrepro.layout import RunFiles, config_file_sha256
 from agentrepro.manifest.audit_tree import EXAMPLES, load_object
 from agentrepro.manifest.lock import lock_sha256
-from agentrepro.attempts import PROVENANCE
 
-RESOLVED_CONFIG = "resolved_config.yaml"
-
-
-def resolved_config_sha256(path: str | os.PathLike) -> str:
-    """The resolved-config hash provenance.json carries: SHA-256 of the canonical JSON of the YAML's content.
-
-    Parsed with libyaml when PyYAML has it (the configs carry the whole task panel, and the pure-Python
-    parser made audit ~200x slower than hashing); a file libyaml cannot read falls back to `load_yaml`,
-    whose error names the line.
-    """
-    loader = getattr(yaml, "CSafeLoader", None)
-    if loader is not None:
-        try:
-            return sha256_json(yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader))  # noqa: S506 - a safe loader
-        except (yaml.YAMLError, UnicodeDecodeError):
-            pass
-    return sha256_json(load_yaml(path))
+RESOLVED_CONFIG = RunFiles.RESOLVED_CONFIG
+resolved_config_sha256 = config_file_sha256  # the hash provenance.json carries (one owner: agentrepro.layout)
 
 
 def _status_problem(path: Path, status: Any) -> list[str]:

@@ -19,12 +19,13 @@ from pathlib import Path, PurePosixPath
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_json, sha256_file
+from agentrepro.layout import RunFiles
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
 EXAMPLES = 3  # per kind of problem per file, so that one bad file does not drown the others
 # Snakemake touches this marker inside every directory() output after the job, i.e. after the seal.
 SNAKEMAKE_MARKER = ".snakemake_timestamp"
-UNSEALED_DIR = "logs"  # a unit's live logs (rundir.write_outputs_manifest leaves them out)
+UNSEALED_DIR = RunFiles.LOGS  # a unit's live logs (seal.write_outputs_manifest leaves them out)
 
 
 @dataclass

@@ -30,12 +30,12 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_bytes, sha256_file
 from agentrepro.manifest.audit import audit_study
 from agentrepro.manifest.audit_tree import walk
-from agentrepro.manifest.loading import lock_path_for, manifest_path
+from agentrepro.layout import RunFiles, locate
 from agentrepro.manifest.lock import lock_sha256, read_lock
 
 BUNDLE_JSON = "BUNDLE.json"
 BUNDLE_SHA256 = "BUNDLE.sha256"
-LEFT_OUT_DIRS = {"checkpoints", "wandb"}
+LEFT_OUT_DIRS = {RunFiles.CHECKPOINTS, "wandb"}
 MAX_FILE_BYTES = 64 << 20
 LINK_REASON = "a symbolic link (never followed: its target could lie outside the study)"
 
@@ -56,12 +56,13 @@ def _through_link(root: Path, rel: str) -> bool:
 def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES) -> tuple[list[str], list[dict[str, Any]], dict]:
     """(root-relative paths to pack, files left out with reason, the lock). BadInput if the lock is unusable."""
     root = Path(root)
-    mpath = manifest_path(study, root)
-    lock = read_lock(lock_path_for(mpath))
-    candidates = {mpath.relative_to(root).as_posix(), lock_path_for(mpath).relative_to(root).as_posix()}
+    home = locate(study, root)
+    mpath = home.manifest
+    lock = read_lock(home.lock)
+    candidates = {mpath.relative_to(root).as_posix(), home.lock.relative_to(root).as_posix()}
     candidates |= set(lock["resolved"]["files"])  # reference and data files, as frozen
-    for top in ("runs", "analysis", "reports"):
-        candidates |= set(_files_under(root / top / study, root))
+    for top in (home.runs, home.analysis, home.reports):
+        candidates |= set(_files_under(top, root))
     packed, left_out = [], []
     for rel in sorted(candidates):
         path = root / rel

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 
 from agentrepro.errors import BadInput
+from agentrepro.layout import STUDY_HELP, locate
 from agentrepro.manifest.audit import STAGES, audit_study
 from agentrepro.manifest.bundle import audit_bundle
-from agentrepro.manifest.loading import lock_path_for, manifest_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", nargs="?", help="study slug (manifests/<study>.yaml)")
+    parser.add_argument("study", nargs="?", help=STUDY_HELP)
     parser.add_argument("--root", default=".", help="root directory holding manifests/, runs/, analysis/, reports/ (default: .)")
     parser.add_argument("--bundle", metavar="FILE", help="verify a bundle written by `agentrepro bundle`, offline")
     parser.add_argument("--require", choices=STAGES, default="report",
@@ -31,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     if args.bundle:
         subject, problems = args.bundle, audit_bundle(args.bundle, require=args.require)
     else:
-        mpath = manifest_path(args.study, args.root)
-        if not mpath.is_file() and not lock_path_for(mpath).is_file():
-            raise BadInput(f"no manifest or lock for study {args.study!r}", path=mpath)
+        home = locate(args.study, args.root)
+        if not home.manifest.is_file() and not home.lock.is_file():
+            raise BadInput(f"no manifest or lock for study {args.study!r}", path=home.manifest)
         subject, problems = args.study, audit_study(args.study, args.root, require=args.require)
     for problem in problems:
         print(problem)

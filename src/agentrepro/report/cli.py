@@ -13,7 +13,6 @@ and a finished report is never unsealed.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, atomic_write_text, sha256_file
+from agentrepro.layout import STUDY_HELP, locate
 from agentrepro.report.audit import ANALYSIS_RECORD, audit_result
 from agentrepro.report.load import load_analysis
 from agentrepro.report.paged import PAPERS
@@ -28,11 +28,8 @@ from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
 from agentrepro.report.render import render_report
 from agentrepro.seal import OUTPUTS, write_outputs_manifest
 
-SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", help="study slug: reads analysis/STUDY/, writes reports/STUDY/")
+    parser.add_argument("study", help=f"{STUDY_HELP}; reads analysis/STUDY/, writes reports/STUDY/")
     parser.add_argument("--root", default=".", help="directory holding analysis/ and reports/ (default: .)")
     parser.add_argument("--chromium", default=None, help="Chromium executable for the PDF (default: $AGENTREPRO_CHROMIUM or chromium on PATH)")
     parser.add_argument("--pdf-engine", choices=ENGINES, default="auto",
@@ -51,21 +48,23 @@ def analysis_files(directory: Path) -> dict[str, str]:
 
 def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | None = None,
                  engine: str = "auto", paper: str = "a4") -> tuple[Path, Engine | None]:
-    """Render and write reports/STUDY/; returns that directory and the PDF engine used (None: no PDF)."""
-    if not SLUG.match(study):
-        raise BadInput(f"study must be a slug (letters, digits, '.', '_', '-'), got {study!r}", where="STUDY")
+    """Render and write reports/STUDY/; returns that directory and the PDF engine used (None: no PDF).
+
+    `study`: a slug or the path of the study's manifest (`agentrepro.layout.locate`).
+    """
+    home = locate(study, root)
     printer = choose_engine(engine, chromium) if pdf else None  # before any work: a missing engine is known now
-    source = root / "analysis" / study
+    source = home.analysis
     analysis = load_analysis(source / "analysis.json")
-    if analysis["study"] != study:
-        raise BadInput(f"expected study {study!r}, found {analysis['study']!r}", path=source / "analysis.json", where="study")
+    if analysis["study"] != home.name:
+        raise BadInput(f"expected study {home.name!r}, found {analysis['study']!r}", path=source / "analysis.json", where="study")
     files = analysis_files(source)
     html, figures = render_report(analysis, audit=audit_result(study, root), files=files, paper=paper,
                                   pdf_engine=printer.version if printer else None)
 
-    out = root / "reports" / study
+    out = home.reports
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{study}.", suffix=".tmp", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{home.name}.", suffix=".tmp", dir=out.parent))
     try:
         atomic_write_text(staging / "report.html", html)
         # the analysis this report shows, sealed with it: `agentrepro audit` checks the analysis still hashes so
@@ -79,7 +78,7 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
         for p in [staging, *staging.rglob("*")]:  # readable like any published page (mkstemp/mkdtemp give 0600/0700)
             p.chmod(0o755 if p.is_dir() else 0o644)
         if out.exists():
-            old = out.with_name(f".{study}.old")
+            old = out.with_name(f".{home.name}.old")
             shutil.rmtree(old, ignore_errors=True)
             out.rename(old)
             staging.rename(out)
