@@ -57,3 +57,13 @@ def test_a_backend_checkpoints_the_evaluated_steps():
     """By default a backend's checkpoint steps are the layout's evaluated steps (0, every `eval.every`, the last)."""
     assert Tiny().checkpoint_steps({"train": {"steps": 12}, "eval": {"every": 5, "checkpoint": "last"}}) == [0, 5, 10, 12]
     assert Tiny().checkpoint_steps({"train": {"steps": 4}}) == [0, 4]
+
+
+def test_manifest_schema_names_exactly_the_registered_backends():
+    """The manifest schema's `backend.name` enum is the registry's list (one owner: a new backend fails here until both agree)."""
+    import json
+
+    from agentrepro.layout import schema_path
+
+    schema = json.loads(schema_path("manifest.schema.json").read_text(encoding="utf-8"))
+    assert sorted(schema["$defs"]["backend"]["properties"]["name"]["enum"]) == REGISTRY.names()
