@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_json, atomic_write_text, canonical_json, iter_jsonl, load_yaml, read_jsonl, sha256_json
 
 
@@ -26,7 +26,7 @@ def test_atomic_write_leaves_old_file_when_serialisation_fails(tmp_path):
     """A write that fails half-way keeps the previous content and leaves no temporary file behind."""
     target = tmp_path / "out.json"
     atomic_write_json(target, {"ok": 1})
-    with pytest.raises(ValueError):
+    with pytest.raises(Failure, match=r"out.json: bad: computed value inf is not a finite number"):
         atomic_write_json(target, {"bad": float("inf")})
     assert json.loads(target.read_text()) == {"ok": 1}
     assert os.listdir(tmp_path) == ["out.json"]

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from agentrepro.errors import BadInput
+from agentrepro import reading
+from agentrepro.errors import BadInput, Failure
 
 
 def canonical_json(obj: Any) -> str:
@@ -60,11 +62,46 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:   # a lone surrogate (from a surrogate-escaped argument, say) cannot be UTF-8
+        raise Failure(f"{path}: character {exc.start + 1} is a lone surrogate and cannot be written as UTF-8; nothing was written") from None
+    return atomic_write_bytes(path, data)
+
+
+def _first_non_finite(obj: Any, parts: tuple = ()) -> tuple[str, Any] | None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return reading.key_path(parts), obj
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return None
+    for key, value in items:
+        found = _first_non_finite(value, parts + (key,))
+        if found:
+            return found
+    return None
+
+
+def json_text(obj: Any, *, path: object, indent: int | None = None, sort_keys: bool = False) -> str:
+    """`json.dumps` for files (UTF-8, no NaN): a NaN or infinity is a Failure naming the file and the field.
+
+    Input is checked on reading, so a non-finite number here was computed from valid input: a bug to fix
+    where it is computed, reported rather than written as a token no JSON reader accepts.
+    """
+    try:
+        return json.dumps(obj, indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        found = _first_non_finite(obj)
+        where, value = found if found else ("(unknown field)", None)
+        raise Failure(f"{path}: {where}: computed value {value!r} is not a finite number; nothing was written "
+                      "(please report this with the input that produced it)") from None
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
+    return atomic_write_text(path, json_text(obj, path=path, indent=indent, sort_keys=True) + "\n")
 
 
 def atomic_write_yaml(path: str | os.PathLike, obj: Any) -> Path:
@@ -72,55 +109,49 @@ def atomic_write_yaml(path: str | os.PathLike, obj: Any) -> Path:
 
 
 def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
-    return atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows))
+    return atomic_write_text(path, "".join(json_text(r, path=path) + "\n" for r in rows))
 
 
-def iter_jsonl(path: str | os.PathLike, *, lines: Iterable[str] | None = None) -> Iterator[tuple[int, Any]]:
-    """Yield (line_number, object) for each non-blank line; a malformed line raises BadInput with its number.
-
-    `lines` lets a caller stream from stdin while keeping the same error messages.
-    """
-    source = open(path, encoding="utf-8") if lines is None else None
-    try:
-        for number, line in enumerate(lines if lines is not None else source, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, where=f"line {number}") from None
-    finally:
-        if source is not None:
-            source.close()
-
-
-def read_jsonl(path: str | os.PathLike) -> list[Any]:
+def check_output_file(path: str | os.PathLike, *, option: str | None = None, make_parents: bool = False) -> Path:
+    """Refuse, before any work, an output file path that cannot be written: a directory, a parent that is
+    missing (unless `make_parents`) or not a writable directory. `option` (e.g. `-o`) is named in the message."""
     path = Path(path)
-    if not path.is_file():
-        raise BadInput("file not found", path=path)
-    return [obj for _, obj in iter_jsonl(path)]
+    if path.is_dir():
+        raise BadInput("is a directory; expected the path of a file to write", path=path, where=option)
+    if path.exists() and not path.is_file():
+        raise BadInput("exists and is not a regular file", path=path, where=option)
+    parent = path.parent
+    if make_parents:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    if not parent.exists():
+        raise BadInput(f"cannot write: the folder {parent} does not exist", path=path, where=option)
+    _check_writable_dir(parent, path, option)
+    return path
 
 
-def load_json(path: str | os.PathLike, *, missing: str = "file not found") -> Any:
-    """Load a JSON file; a missing file (message `missing`) or malformed JSON is BadInput naming the file and line."""
+def check_output_dir(path: str | os.PathLike, *, option: str | None = None) -> Path:
+    """Refuse an output directory that cannot be made or written: a file in its place or on its way, or an
+    unwritable folder. Missing folders are fine (they are created)."""
     path = Path(path)
-    if not path.is_file():
-        raise BadInput(missing, path=path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"malformed JSON: {exc.msg}", path=path, where=f"line {exc.lineno}") from None
+    if path.exists() and not path.is_dir():
+        raise BadInput("exists and is not a directory", path=path, where=option)
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    _check_writable_dir(existing, path, option)
+    return path
 
 
-def load_yaml(path: str | os.PathLike) -> Any:
-    """Load YAML safely; a syntax error names the file and the line."""
-    path = Path(path)
-    if not path.is_file():
-        raise BadInput("file not found", path=path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        raise BadInput(f"YAML syntax error: {exc.problem or exc}", path=path, where=where) from None
+def _check_writable_dir(folder: Path, target: Path, option: str | None) -> None:
+    if not folder.is_dir():
+        raise BadInput(f"cannot write: {folder} is not a directory", path=target, where=option)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"cannot write: the folder {folder} is not writable", path=target, where=option)
+
+
+# Reading goes through agentrepro.reading (strict UTF-8, bounded YAML and JSON); re-exported here for the callers.
+iter_jsonl = reading.iter_jsonl
+read_jsonl = reading.read_jsonl
+load_json = reading.load_json
+load_yaml = reading.load_yaml

@@ -98,7 +98,7 @@ def test_invalid_method_name_is_named(tmp_path):
     assert "methods.GRPO: invalid name 'GRPO'" in message
 
 
-@pytest.mark.parametrize("value, shown", [("2024-01-01", "datetime.date(2024, 1, 1)"), (".nan", "nan")])
+@pytest.mark.parametrize("value, shown", [("2024-01-01", "'2024-01-01' is a date"), (".nan", "nan is not a finite number")])
 def test_values_json_cannot_hold_are_refused(tmp_path, value, shown):
     """A YAML date or NaN inside a free-form block is refused with its key path (the lock is JSON)."""
     path = write_study(tmp_path)
