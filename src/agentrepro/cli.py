@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from agentrepro.errors import BadInput, Failure
+from agentrepro.reading import check_string
 
 # verb -> (module, one-line help)
 VERBS: dict[str, tuple[str, str]] = {
@@ -48,6 +49,12 @@ def build_parser(verbs: dict[str, tuple[str, str]] = VERBS, argv: list[str] | No
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(argv, start=1):   # bytes that are not UTF-8 arrive as lone surrogates (surrogate escapes)
+        try:
+            check_string(arg, where=f"argument {i}")
+        except BadInput as exc:
+            print(f"agentrepro: error: {exc}: give UTF-8 text without control characters", file=sys.stderr)
+            return 2
     parser = build_parser(argv=argv)
     args = parser.parse_args(argv)
     try:

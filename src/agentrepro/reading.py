@@ -147,6 +147,10 @@ class _Refused(ValueError):
     pass
 
 
+class MalformedJSON(BadInput):
+    """Text that is not JSON at all (as opposed to JSON outside the bounds); callers may fall back to a string."""
+
+
 def _json_int(text: str) -> int:
     if len(text.lstrip("-")) > _MAX_INT_CHARS:
         raise _Refused(f"integer {_short_int(text)} is outside the 64-bit range")
@@ -183,7 +187,7 @@ def parse_json(text: str, *, path: object = None, where: str | None = None, line
                          object_pairs_hook=_json_object)
     except json.JSONDecodeError as exc:
         at = f"line {line}" if line is not None else f"line {exc.lineno}"
-        raise BadInput(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, where=where or at) from None
+        raise MalformedJSON(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, where=where or at) from None
     except _Refused as exc:
         raise BadInput(str(exc), path=path, where=where or (f"line {line}" if line is not None else None)) from None
     except RecursionError:
@@ -209,6 +213,13 @@ def iter_jsonl(path: str | os.PathLike, *, lines: Iterable[str | bytes] | None =
         if not text.strip():
             continue
         yield number, parse_json(text, path=path, line=number)
+
+
+def stdin_lines() -> Iterable[bytes | str]:
+    """Standard input as raw lines, so that bytes that are not UTF-8 get the same one-line error as in a file."""
+    import sys
+
+    return getattr(sys.stdin, "buffer", sys.stdin)
 
 
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
@@ -267,10 +278,7 @@ class _BoundedLoader(yaml.SafeLoader):
         text = str(node.value).replace("_", "").lstrip("+-")
         if len(text) > _MAX_INT_CHARS:
             raise self._bad(f"integer {_short_int(str(node.value))} is outside the 64-bit range", node.start_mark)
-        value = super().construct_yaml_int(node)
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise self._bad(f"integer {_short_int(value)} is outside the 64-bit range", node.start_mark)
-        return value
+        return super().construct_yaml_int(node)   # the 64-bit range is checked by check_value, with the key path
 
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)

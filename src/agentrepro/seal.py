@@ -14,6 +14,7 @@ from pathlib import Path
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text, sha256_file
 from agentrepro.layout import RunFiles
+from agentrepro.reading import read_lines
 
 OUTPUTS = RunFiles.OUTPUTS
 # Never sealed: live logs (and, below, the seal itself and temporary files of atomic writes).
@@ -47,7 +48,7 @@ def write_outputs_manifest(root: str | os.PathLike, *, exclude_dirs: set[str] | 
 def read_outputs_manifest(path: str | os.PathLike) -> dict[str, str]:
     path = Path(path)
     entries: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         digest, sep, rel = line.partition("  ")

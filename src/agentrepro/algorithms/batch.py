@@ -8,13 +8,13 @@ shared by every estimator.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
+from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude
 from agentrepro.errors import BadInput
 
 GOAL = "success"
@@ -251,8 +251,9 @@ def _check(key: str, value, source, where):
             raise BadInput(f"field 'turn' must be a non-negative integer, got {value!r}", path=source, where=where)
         return value
     if key in ("reward", "episode_reward"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise BadInput(f"field {key!r} must be a finite number, got {value!r}", path=source, where=where)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not check_magnitude(value):
+            raise BadInput(f"field {key!r} must be a finite number of magnitude at most {MAX_MAGNITUDE:g}, got {value!r}",
+                           path=source, where=where)
         return float(value)
     if not isinstance(value, bool):  # valid, success
         raise BadInput(f"field {key!r} must be true or false, got {value!r}", path=source, where=where)

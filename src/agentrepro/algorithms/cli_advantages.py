@@ -16,12 +16,12 @@ with every row extended as above, so a whole fixture file is checked in one call
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from agentrepro.algorithms.spec import SPECS, all_options, option_help
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_json, atomic_write_text, iter_jsonl
+from agentrepro.fileio import atomic_write_json, atomic_write_text, check_output_file, iter_jsonl, json_text
+from agentrepro.reading import stdin_lines
 
 STEP_ROW_SPECS = tuple(s for s in SPECS if s.step_rows)
 OPTIONS = all_options(STEP_ROW_SPECS)
@@ -42,11 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _lines(path: str):
     if path == "-":
-        return iter_jsonl("<stdin>", lines=sys.stdin)
-    try:
-        open(path, "rb").close()
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror}", path=path) from None
+        return iter_jsonl("<stdin>", lines=stdin_lines())
     return iter_jsonl(path)
 
 
@@ -80,6 +76,10 @@ def _report(result) -> dict:
 def run(args: argparse.Namespace) -> int:
     options = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name) is not None}
     source = "<stdin>" if args.input == "-" else args.input
+    if args.output != "-":
+        check_output_file(args.output, option="-o")
+    if args.diagnostics:
+        check_output_file(args.diagnostics, option="--diagnostics")
     out_lines: list[str] = []
     reports: list[dict] = []
     if args.cases:
@@ -95,13 +95,13 @@ def run(args: argparse.Namespace) -> int:
                 raise BadInput("params.estimator must be a string", path=source, where=where)
             _check_options(name, params, source, f"{where}: params")
             result = _compute(case["rows"], f"{source}: {where}: rows", name, params)
-            out_lines.append(json.dumps({**case, "rows": _extend(case["rows"], result)}, allow_nan=False))
+            out_lines.append(json_text({**case, "rows": _extend(case["rows"], result)}, path=args.output))
             reports.append({"line": number, "case": case.get("case"), **_report(result)})
     else:
         _check_options(args.estimator, options, None)
         numbered = list(_lines(args.input))
         result = _compute(numbered, source, args.estimator, options)
-        out_lines = [json.dumps(r, allow_nan=False) for r in _extend([row for _, row in numbered], result)]
+        out_lines = [json_text(r, path=args.output) for r in _extend([row for _, row in numbered], result)]
         reports.append(_report(result))
     text = "".join(line + "\n" for line in out_lines)
     if args.output == "-":

@@ -13,22 +13,22 @@ line must carry its own `gamma` / `lam` fields. A malformed line stops the comma
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from collections import defaultdict
 
 import numpy as np
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_text, iter_jsonl
+from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude, number
+from agentrepro.fileio import atomic_write_text, check_output_file, iter_jsonl, json_text
+from agentrepro.reading import stdin_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="IN.jsonl", help="sequences, one JSON object per line (- for stdin)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="output sequences (- for stdout)")
-    parser.add_argument("--gamma", type=float, default=None, help="discount γ (default: each line's `gamma`)")
-    parser.add_argument("--lam", type=float, default=None, help="GAE λ (default: each line's `lam`)")
+    parser.add_argument("--gamma", type=number(0, 1), default=None, help="discount γ (default: each line's `gamma`)")
+    parser.add_argument("--lam", type=number(0, 1), default=None, help="GAE λ (default: each line's `lam`)")
     parser.add_argument("--no-mask", action="store_true", help="ignore `mask`: every token is an action token")
     parser.add_argument("--whiten", action="store_true", help="whiten the advantages over masked tokens")
     parser.add_argument("--whiten-scope", choices=("file", "sequence"), default="file",
@@ -40,8 +40,8 @@ def _numbers(seq: dict, key: str, source: str, where: str, *, binary: bool = Fal
     if not isinstance(value, list) or not value:
         raise BadInput(f"field {key!r} must be a non-empty list of numbers", path=source, where=where)
     for i, x in enumerate(value):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or (binary and x not in (0, 1)):
-            kind = "0 or 1" if binary else "a finite number"
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not check_magnitude(x) or (binary and x not in (0, 1)):
+            kind = "0 or 1" if binary else f"a finite number of magnitude at most {MAX_MAGNITUDE:g}"
             raise BadInput(f"{key}[{i}] must be {kind}, got {x!r}", path=source, where=where)
     return np.asarray(value, dtype=np.float64)
 
@@ -50,8 +50,8 @@ def _param(seq: dict, key: str, given: float | None, source: str, where: str) ->
     if given is not None:
         return given
     value = seq.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise BadInput(f"no --{key} given and field {key!r} is missing or not a number", path=source, where=where)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise BadInput(f"no --{key} given and field {key!r} is missing or not a number in [0, 1]", path=source, where=where)
     return float(value)
 
 
@@ -59,12 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from agentrepro.algorithms.gae import masked_gae, masked_whiten
 
     source = "<stdin>" if args.input == "-" else args.input
-    if args.input != "-":
-        try:
-            open(args.input, "rb").close()
-        except OSError as exc:
-            raise BadInput(f"cannot read: {exc.strerror}", path=args.input) from None
-    lines = iter_jsonl(source, lines=sys.stdin) if args.input == "-" else iter_jsonl(args.input)
+    if args.output != "-":
+        check_output_file(args.output, option="-o")
+    lines = iter_jsonl(source, lines=stdin_lines()) if args.input == "-" else iter_jsonl(args.input)
     seqs, parsed = [], []
     for number, seq in lines:
         where = f"line {number}"
@@ -113,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
             where = f"line {parsed[i][0]}" if args.whiten_scope == "sequence" else None
             raise BadInput(f"cannot whiten: {exc}", path=source, where=where) from None
 
-    text = "".join(json.dumps({**seq, "advantages": a.tolist(), "returns": g.tolist()}, allow_nan=False) + "\n"
+    text = "".join(json_text({**seq, "advantages": a.tolist(), "returns": g.tolist()}, path=args.output) + "\n"
                    for seq, a, g in zip(seqs, adv, ret))
     if args.output == "-":
         sys.stdout.write(text)

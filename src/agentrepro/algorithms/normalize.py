@@ -57,7 +57,11 @@ def apply_stats(x: np.ndarray, codes: np.ndarray, stats: GroupStats, *, norm: st
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
     x = np.asarray(x, dtype=np.float64)
     dev = (x - stats.shift[codes]) - stats.mean_dev[codes]
-    out = dev / (stats.std[codes] + epsilon) if norm == "std" else dev
+    if norm == "std":   # a zero-variance group has dev == 0: with epsilon 0 it is 0, not 0/0
+        scale = stats.std[codes] + epsilon
+        out = np.divide(dev, scale, out=np.zeros_like(dev), where=scale != 0)
+    else:
+        out = dev
     single = stats.count[codes] <= 1
     if single.any():
         if singleton == "passthrough":  # mean 0, std 1

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from agentrepro.bounds import STEP, number
 from agentrepro.errors import BadInput
+from agentrepro.fileio import check_output_dir
 from agentrepro.layout import STUDY_HELP
 
 
@@ -14,10 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default=".", help="directory holding manifests/, runs/ and analysis/ (default: .)")
     parser.add_argument("--outcomes", nargs="+", metavar="FILE", help="analyse these outcomes.jsonl files instead of a study")
     parser.add_argument("--reference", metavar="REF.yaml", help="paper values to compare with (with --outcomes)")
-    parser.add_argument("--tolerance-pp", type=float, default=3.0, help="equivalence margin in percentage points (default 3)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    parser.add_argument("--tolerance-pp", type=number(0, 100, low_open=True), default=3.0, help="equivalence margin in percentage points (default 3)")
+    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.05, help="significance level (default 0.05)")
     parser.add_argument("--claim", action="append", default=[], metavar='"a>b"', help="declared claim, repeatable")
-    parser.add_argument("--final-step", type=int, help="step compared with the paper (default: the last shared step)")
+    parser.add_argument("--final-step", type=STEP, help="step compared with the paper (default: the last shared step)")
     parser.add_argument("--out", metavar="DIR", help="output directory (required with --outcomes)")
 
 
@@ -29,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput("give either STUDY or --outcomes, not both")
         if not args.out:
             raise BadInput("--out DIR is required with --outcomes")
+        check_output_dir(args.out, option="--out")
         out = analyze_outcomes(args.outcomes, args.out, reference=args.reference, tolerance_pp=args.tolerance_pp,
                                claims=args.claim, alpha=args.alpha, final_step=args.final_step)
     else:

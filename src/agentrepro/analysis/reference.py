@@ -36,10 +36,15 @@ def load_reference(path: str | os.PathLike) -> dict:
     for key in ("paper", "metric", "values"):
         if key not in ref:
             raise BadInput("missing key", path=path, where=key)
+    for key in ("paper", "metric"):
+        if not isinstance(ref[key], str) or not ref[key].strip():
+            raise BadInput(f"expected a non-empty string, got {ref[key]!r}", path=path, where=key)
     if not isinstance(ref["values"], dict) or not ref["values"]:
         raise BadInput("expected a non-empty mapping from method to value", path=path, where="values")
     for method, entry in ref["values"].items():
         where = f"values.{method}"
+        if not isinstance(method, str) or not method:
+            raise BadInput(f"a method name must be a non-empty string, got {method!r}", path=path, where="values")
         if not isinstance(entry, dict):
             raise BadInput("expected a mapping {value, std, seeds, source, checked}", path=path, where=where)
         for key in entry:

@@ -16,6 +16,7 @@ from agentrepro import attempts, seal
 from agentrepro.backends import outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
+from agentrepro.bounds import STEP
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, sha256_file
 from agentrepro.layout import RunFiles, config_sha256
@@ -23,7 +24,7 @@ from agentrepro.layout import eval_dir as evaluation_dir
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, type=Path, help="run directory written by `agentrepro train`")
-    parser.add_argument("--step", required=True, type=int, help="checkpoint step to evaluate (0 = before training)")
+    parser.add_argument("--step", required=True, type=STEP, help="checkpoint step to evaluate (0 = before training)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,11 +24,13 @@ import json
 import sys
 from typing import Any, TextIO
 
+from agentrepro.bounds import MAX_SEED, MAX_TASKS, SEED, integer
 from agentrepro.environments import prompts
 from agentrepro.environments.registry import env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
 from agentrepro.fileio import iter_jsonl
+from agentrepro.reading import MalformedJSON, check_string, parse_json, stdin_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,14 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show = sub.add_parser("show", help="print the initial grid and observation of seeds")
     common(show)
     which = show.add_mutually_exclusive_group(required=True)
-    which.add_argument("--seed", type=int, help="one seed")
+    which.add_argument("--seed", type=SEED, help="one seed")
     which.add_argument("--seeds", help="numbers and inclusive ranges, e.g. 0-99,10001-10256 (JSON lines)")
     show.add_argument("--json", action="store_true", help="one JSON object per seed")
     show.add_argument("--system-prompt", action="store_true", help="also print the system prompt (text mode)")
 
     replay = sub.add_parser("replay", help="feed recorded responses to an environment")
     common(replay)
-    replay.add_argument("--seed", type=int, help="seed of the single episode (with --responses)")
+    replay.add_argument("--seed", type=SEED, help="seed of the single episode (with --responses)")
     src = replay.add_mutually_exclusive_group(required=True)
     src.add_argument("--responses", help="JSONL file (or -): one response string per line")
     src.add_argument("--episodes", help='JSONL file (or -): {"seed": N, "responses": [...]} per line')
@@ -57,15 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     seeds = sub.add_parser("seeds", help="expand a VAGEN dataset seed directive into its ordered seed list")
     seeds.add_argument("--name", required=True, help="spec name as in the dataset yaml (e.g. Sokoban, FrozenLake)")
-    seeds.add_argument("--n-envs", type=int, required=True, help="number of environments (seeds) to draw")
+    seeds.add_argument("--n-envs", type=integer(0, MAX_TASKS), required=True, help="number of environments (seeds) to draw")
     seeds.add_argument("--directive", required=True, help="JSON list: [x], [min, max] or [min, max, limit]")
-    seeds.add_argument("--base-seed", type=int, default=0)
-    seeds.add_argument("--spec-idx", type=int, default=0)
+    seeds.add_argument("--base-seed", type=integer(0), default=0)
+    seeds.add_argument("--spec-idx", type=integer(0), default=0)
 
     play = sub.add_parser("play", help="play a seed interactively")
     common(play)
-    play.add_argument("--seed", type=int, required=True)
-    play.add_argument("--max-turns", type=int, default=None, help="stop after this many turns")
+    play.add_argument("--seed", type=SEED, required=True)
+    play.add_argument("--max-turns", type=integer(0), default=None, help="stop after this many turns")
 
 
 def parse_params(items: list[str], env: str) -> dict[str, Any]:
@@ -79,9 +81,9 @@ def parse_params(items: list[str], env: str) -> dict[str, Any]:
         if key in params:
             raise BadInput("given twice", where=f"--param {key}")
         try:
-            params[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            params[key] = raw
+            params[key] = parse_json(raw, where=f"--param {key}")
+        except MalformedJSON:   # not JSON: the text itself
+            params[key] = check_string(raw, where=f"--param {key}")
     try:
         return validate_params(env, params)
     except BadInput as exc:
@@ -131,11 +133,7 @@ def replay_episode(name: str, params: dict[str, Any], seed: int, responses: list
 
 def _lines(path: str):
     if path == "-":
-        return iter_jsonl("<stdin>", lines=sys.stdin)
-    try:
-        open(path, encoding="utf-8").close()
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror}", path=path) from None
+        return iter_jsonl("<stdin>", lines=stdin_lines())
     return iter_jsonl(path)
 
 
@@ -158,8 +156,8 @@ def read_episodes(path: str) -> list[tuple[int, int, list[str]]]:
         if unknown:
             raise BadInput(f"unknown key {unknown[0]!r}; expected seed and responses", path=path, where=where)
         seed, responses = obj.get("seed"), obj.get("responses")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise BadInput(f"seed: expected an integer, got {seed!r}", path=path, where=where)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise BadInput(f"seed: expected an integer in [0, {MAX_SEED}], got {seed!r}", path=path, where=where)
         if not isinstance(responses, list) or not all(isinstance(r, str) for r in responses):
             raise BadInput("responses: expected a list of strings", path=path, where=where)
         episodes.append((number, seed, responses))
@@ -232,9 +230,9 @@ def _run_play(args, params: dict[str, Any], out: TextIO, inp: TextIO) -> int:
 
 def _run_seeds(args, out: TextIO) -> int:
     try:
-        directive = json.loads(args.directive)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"expected a JSON list such as [10001, 10256, 1]: {exc.msg}", where="--directive") from None
+        directive = parse_json(args.directive, where="--directive")
+    except MalformedJSON as exc:
+        raise BadInput(f"expected a JSON list such as [10001, 10256, 1]: {exc}", where="--directive") from None
     seeds = expand_directive(args.name, args.n_envs, directive, args.base_seed, args.spec_idx)
     _dump({"name": args.name, "n_envs": args.n_envs, "seed": directive, "base_seed": args.base_seed,
            "spec_idx": args.spec_idx, "rng_payload": directive_payload(args.name, directive, args.base_seed, args.spec_idx),

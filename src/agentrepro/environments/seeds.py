@@ -20,6 +20,7 @@ import hashlib
 import random
 import re
 
+from agentrepro.bounds import MAX_SEED, MAX_TASKS
 from agentrepro.errors import BadInput
 
 
@@ -87,9 +88,15 @@ def parse_seed_ranges(text: str, *, where: str = "--seeds") -> list[int]:
         match = _RANGE.match(part)
         if not match:
             raise BadInput(f"expected numbers and ranges like 0-99,10001-10256; cannot read {part.strip()!r}", where=where)
+        if any(g is not None and len(g) > 10 for g in match.groups()):
+            raise BadInput(f"seeds must be integers in [0, {MAX_SEED}]; cannot use {part.strip()[:40]!r}", where=where)
         lo = int(match.group(1))
         hi = int(match.group(2)) if match.group(2) is not None else lo
         if hi < lo:
             raise BadInput(f"range {lo}-{hi} runs backwards", where=where)
+        if hi > MAX_SEED:
+            raise BadInput(f"seeds must be integers in [0, {MAX_SEED}]; {part.strip()!r} goes beyond", where=where)
+        if len(seeds) + hi - lo + 1 > MAX_TASKS:
+            raise BadInput(f"more than {MAX_TASKS:,} seeds; ask for fewer", where=where)
         seeds.extend(range(lo, hi + 1))
     return seeds

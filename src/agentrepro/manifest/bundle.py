@@ -27,11 +27,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import sha256_bytes, sha256_file
+from agentrepro.fileio import load_json, sha256_bytes, sha256_file
 from agentrepro.manifest.audit import audit_study
 from agentrepro.manifest.audit_tree import walk
 from agentrepro.layout import RunFiles, locate
 from agentrepro.manifest.lock import lock_sha256, read_lock
+from agentrepro.reading import read_lines
 
 BUNDLE_JSON = "BUNDLE.json"
 BUNDLE_SHA256 = "BUNDLE.sha256"
@@ -161,7 +162,11 @@ def audit_bundle(bundle: str | os.PathLike, *, require: str = "report") -> list[
         if not sums.is_file():
             return [f"{bundle}: no {BUNDLE_SHA256}: not an agentrepro bundle"]
         listed = {}
-        for number, line in enumerate(sums.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            sum_lines = read_lines(sums)
+        except BadInput as exc:
+            return [f"{bundle}: {BUNDLE_SHA256}: unreadable ({exc})"]
+        for number, line in enumerate(sum_lines, start=1):
             digest, sep, name = line.partition("  ")
             if not sep or len(digest) != 64:
                 return [f"{bundle}: {BUNDLE_SHA256}: line {number}: expected '<sha256>  <path>'"]
@@ -176,10 +181,12 @@ def audit_bundle(bundle: str | os.PathLike, *, require: str = "report") -> list[
         for name in sorted(members - set(listed) - {BUNDLE_SHA256}):
             found.append(f"{bundle}:{name}: not listed in {BUNDLE_SHA256}")
         try:
-            info = json.loads((root / BUNDLE_JSON).read_text(encoding="utf-8"))
+            info = load_json(root / BUNDLE_JSON)
             study = info["study"]
             left_out = {entry["path"] for entry in info.get("left_out", [])}
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if not isinstance(study, str) or not all(isinstance(p, str) for p in left_out):
+                raise TypeError("study and left_out paths must be strings")
+        except (BadInput, AttributeError, KeyError, TypeError) as exc:
             return found + [f"{bundle}:{BUNDLE_JSON}: unreadable ({type(exc).__name__}: {exc})"]
         found += [f"{bundle}:{entry.get('path')}: {LINK_REASON}, left out of the bundle"
                   for entry in info.get("left_out", []) if entry.get("reason") == LINK_REASON]

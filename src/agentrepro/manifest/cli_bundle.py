@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from agentrepro.bounds import number
+from agentrepro.fileio import check_output_file
 from agentrepro.manifest.bundle import MAX_FILE_BYTES, write_bundle
 
 
@@ -11,11 +13,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study slug (manifests/<study>.yaml under --root)")
     parser.add_argument("-o", "--output", required=True, help="the archive to write (.tar.gz)")
     parser.add_argument("--root", default=".", help="root directory (default: .)")
-    parser.add_argument("--max-file-mb", type=float, default=MAX_FILE_BYTES / (1 << 20),
+    parser.add_argument("--max-file-mb", type=number(0, 1 << 30, low_open=True), default=MAX_FILE_BYTES / (1 << 20),
                         help="leave out (and list) files larger than this (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_file(args.output, option="-o")
     info = write_bundle(args.study, args.output, args.root, max_file_bytes=int(args.max_file_mb * (1 << 20)))
     print(f"{args.output}: {info['files']} files, {len(info['left_out'])} left out, sha256 {info['sha256']}")
     if info["audit_at_bundling"]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import atomic_write_json, sha256_file, sha256_json
+from agentrepro.fileio import atomic_write_json, check_output_file, load_json, sha256_file, sha256_json
 from agentrepro.manifest.gitstate import harness_state
 from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_placeholder, sha256_problem
 from agentrepro.layout import lock_path
@@ -184,12 +184,12 @@ def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def freeze(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".", out: str | os.PathLike | None = None,
            allow_dirty: bool = False) -> tuple[dict[str, Any], Path, bool]:
     """Build and write the lock. Returns (lock, path, written); `written` is False if an identical lock was kept."""
-    out = Path(out) if out is not None else lock_path(manifest_file)
+    out = check_output_file(out if out is not None else lock_path(manifest_file), option="-o" if out is not None else "lock")
     lock = build_lock(manifest_file, root=root, out=out, allow_dirty=allow_dirty)
     if out.is_file():
         try:
-            existing = json.loads(out.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            existing = load_json(out)
+        except BadInput:   # an unreadable old lock is simply replaced
             existing = None
         if isinstance(existing, dict) and not lock_problems(existing) and _same_content(existing, lock):
             return existing, out, False

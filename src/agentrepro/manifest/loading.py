@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_yaml
 from agentrepro.manifest.schema import key_path, validate
@@ -90,6 +91,10 @@ def check_manifest(manifest: Any, *, path: object) -> dict[str, Any]:
         for name in (a, b):
             if name not in methods:
                 raise BadInput(f"{name!r} is not a method of this study ({', '.join(methods)})", path=path, where=f"analysis.claims[{i}]")
+    evaluation = manifest.get("eval", {})
+    if "first_seed" in evaluation and "tasks" in evaluation and evaluation["first_seed"] + evaluation["tasks"] - 1 > MAX_SEED:
+        raise BadInput(f"task seeds first_seed .. first_seed + tasks - 1 must stay below 2**32 ({MAX_SEED}); "
+                       f"{evaluation['first_seed']} + {evaluation['tasks']} - 1 does not", path=path, where="eval.first_seed")
     final = manifest.get("analysis", {}).get("final_step")
     steps = manifest["train"].get("steps")
     if final is not None and steps is not None and final > steps:

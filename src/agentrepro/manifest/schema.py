@@ -22,6 +22,11 @@ from agentrepro.errors import BadInput
 from agentrepro.layout import SCHEMA_DIR, schema_path
 
 
+# JSON Schema counts 1.0e30 as an integer; our integers (seeds, counts, steps) must be written as integers.
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, value: type(value) is int))
+
 _TYPE_NAMES = {"number": "a number", "integer": "an integer", "string": "a string", "object": "a mapping",
                "array": "a list", "boolean": "true or false", "null": "null"}
 
@@ -37,10 +42,10 @@ def registry() -> Registry:
 
 
 @functools.lru_cache(maxsize=None)
-def validator(schema_name: str) -> jsonschema.Draft202012Validator:
+def validator(schema_name: str) -> jsonschema.protocols.Validator:
     file = schema_path(schema_name)
     schema = json.loads(file.read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema, registry=registry())
+    return _Validator(schema, registry=registry())
 
 
 def key_path(parts) -> str:

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_bytes, atomic_write_text, sha256_file
+from agentrepro.fileio import atomic_write_bytes, atomic_write_text, check_output_dir, sha256_file
 from agentrepro.layout import STUDY_HELP, locate
 from agentrepro.report.audit import ANALYSIS_RECORD, audit_result
 from agentrepro.report.load import load_analysis
@@ -53,6 +53,7 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
     `study`: a slug or the path of the study's manifest (`agentrepro.layout.locate`).
     """
     home = locate(study, root)
+    check_output_dir(home.reports)
     printer = choose_engine(engine, chromium) if pdf else None  # before any work: a missing engine is known now
     source = home.analysis
     analysis = load_analysis(source / "analysis.json")
