@@ -263,14 +263,6 @@ def config_file_sha256(path: str | os.PathLike) -> str:
     """`config_sha256` of a YAML config file (e.g. resolved_config.yaml).
 
     Parsed with libyaml when PyYAML has it (the configs carry the whole task panel, and the pure-Python parser
-    is ~200x slower than hashing); a file libyaml cannot read falls back to `load_yaml`, whose error names the line.
+    is ~200x slower than hashing), with the reading layer's checks (agentrepro.reading); errors name the line.
     """
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", None)
-    if loader is not None:
-        try:
-            return config_sha256(yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader))  # noqa: S506 - a safe loader
-        except (yaml.YAMLError, UnicodeDecodeError):
-            pass
-    return config_sha256(load_yaml(path))
+    return config_sha256(load_yaml(path, fast=True))

@@ -23,6 +23,7 @@ from typing import Any
 
 from agentrepro import attempts
 from agentrepro.backends.process import Terminated
+from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text, iter_jsonl, load_json, load_yaml
 from agentrepro.layout import SLUG_RE, RunFiles, checkpoint_dir, config_file_sha256, config_sha256
@@ -59,8 +60,8 @@ def validate_run_config(config: Any, path: str | Path) -> None:
         if not isinstance(value, str) or not SLUG_RE.match(value):
             raise BadInput(f"expected a slug (letters, digits, '.', '_', '-'), got {value!r}", path=path, where=key)
     seed = config.get("seed")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise BadInput(f"expected a non-negative integer, got {seed!r}", path=path, where="seed")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise BadInput(f"expected an integer in [0, {MAX_SEED}], got {seed!r}", path=path, where="seed")
     for key in MAPPING_KEYS:
         if key in config and not isinstance(config[key], dict):
             raise BadInput(f"expected a mapping, got {type(config[key]).__name__}", path=path, where=key)
