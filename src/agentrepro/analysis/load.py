@@ -10,8 +10,8 @@ the schema says. An empty file is an error, never a silently smaller denominator
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,20 +21,23 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl
+from agentrepro.fileio import iter_jsonl, load_json
 from agentrepro.layout import schema_path
+from agentrepro.reading import decode, read_bytes
 
 COLUMNS = ["study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success", "reward", "turns", "tokens"]
 KEY = ["method", "seed", "step", "task_id", "episode"]
 _INT_COLUMNS = ["seed", "step", "episode", "success", "turns", "tokens"]
 _STR_COLUMNS = ["study", "method", "task_id", "task_hash", "category"]
 _COLSET = frozenset(COLUMNS)
+_LONG_NUMBER = re.compile(rb"\d{19,}")
 
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
-    schema = json.loads(schema_path("outcomes.schema.json").read_text(encoding="utf-8"))
+    schema = load_json(schema_path("outcomes.schema.json"))
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -57,7 +60,10 @@ def _fast_table(path: Path) -> pa.Table | None:
     None whenever anything is unusual: a parse error or type conflict, blank lines (line numbers would
     shift), a missing key (nulls), or a column whose type is not the schema's (bools, strings for numbers).
     """
-    data = path.read_bytes()
+    data = read_bytes(path)
+    decode(data, path=path)   # not UTF-8: refused here with its line
+    if b"NaN" in data or b"Infinity" in data or b"\\u" in data or _LONG_NUMBER.search(data):
+        return None   # tokens, escapes and 64-bit overflows Arrow accepts but our contract does not: the exact path decides
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     try:
         table = pa_json.read_json(pa.BufferReader(data))
@@ -116,7 +122,9 @@ def _first_bad_row(frame: pd.DataFrame) -> int | None:
         ok &= hashes.str.fullmatch(r"[0-9a-f]{64}").fillna(False).to_numpy(bool)
     reward = frame["reward"]
     if reward.dtype.kind not in "if":
-        ok &= reward.map(lambda v: type(v) in (int, float)).to_numpy(bool)
+        ok &= reward.map(lambda v: type(v) in (int, float) and check_magnitude(v)).to_numpy(bool)
+    else:
+        ok &= (np.abs(reward.to_numpy(dtype=float)) <= MAX_MAGNITUDE)   # NaN compares False
     bad = np.flatnonzero(~ok)
     return int(bad[0]) if bad.size else None
 

@@ -20,6 +20,7 @@ from agentrepro.backends import runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput
+from agentrepro.fileio import check_output_dir
 from agentrepro.layout import RunFiles, config_sha256
 
 
@@ -42,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise BadInput(str(exc), path=args.config) from None
     resolved_sha = config_sha256(resolved)
-    out: Path = args.out
-    if out.exists() and not out.is_dir():
-        raise BadInput("exists and is not a directory", path=out)
+    out: Path = check_output_dir(args.out, option="--out")
     out.mkdir(parents=True, exist_ok=True)
 
     resume = not args.no_resume
