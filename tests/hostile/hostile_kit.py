@@ -163,7 +163,10 @@ class _Stdin:
 
 
 def invoke(*argv: Any, stdin: bytes = b"") -> tuple[int, str]:
-    """Run `agentrepro ARGV` in this process; (exit status, stderr). Any other exception propagates."""
+    """Run `agentrepro ARGV` in this process; (exit status, stderr then stdout). Any other exception propagates.
+
+    (audit lists its problems on stdout; every other verb's message is on stderr.)
+    """
     err, out = io.StringIO(), io.StringIO()
     old_stdin = sys.stdin
     sys.stdin = _Stdin(stdin)
@@ -175,7 +178,7 @@ def invoke(*argv: Any, stdin: bytes = b"") -> tuple[int, str]:
                 status = exc.code if isinstance(exc.code, int) else 2
     finally:
         sys.stdin = old_stdin
-    return status, err.getvalue()
+    return status, err.getvalue() + out.getvalue()
 
 
 def refused(status: int, stderr: str, *names: Any, allowed: tuple[int, ...] = (2,)) -> bool:
@@ -200,3 +203,55 @@ def shuffled(seq: list, seed: int) -> list:
     out = list(seq)
     random.Random(seed).shuffle(out)
     return out
+
+
+# ------------------------------------------------------------------------------------------ whole-file attacks
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One hostile edit of a valid document: `render(fmt, doc)` gives the file's bytes, `klass` its class."""
+
+    klass: str
+    mode: str            # "value", "bytes" or "duplicate"
+    value: Hostile | None = None
+    index: int = 0
+    junk: bytes = b""
+
+    def render(self, fmt: str, doc: Any) -> bytes:
+        if self.mode == "duplicate" and fmt == "yaml":
+            text = duplicate_key_line(yaml.safe_dump(doc, sort_keys=False), self.index)
+            if text is not None:
+                return text.encode()
+        if self.mode == "bytes":
+            return mutate_bytes(render_plain(fmt, doc).encode(), self.index, self.junk)
+        value = self.value or Hostile("nan_and_infinity", "NaN", "NaN", ".nan")
+        if fmt == "yaml":
+            return splice_yaml(doc, self.index, value).encode("utf-8", "surrogatepass")
+        if fmt == "json":
+            return splice_json(doc, self.index, value).encode("utf-8", "surrogatepass")
+        rows = list(doc)
+        line = self.index % len(rows)
+        return "".join((splice_json(r, self.index, value, indent=None) if i == line else json.dumps(r)) + "\n"
+                       for i, r in enumerate(rows)).encode("utf-8", "surrogatepass")
+
+
+def render_plain(fmt: str, doc: Any) -> str:
+    if fmt == "yaml":
+        return yaml.safe_dump(doc, sort_keys=False)
+    if fmt == "json":
+        return json.dumps(doc, indent=2)
+    return "".join(json.dumps(r) + "\n" for r in doc)
+
+
+INDEXES = st.integers(min_value=0, max_value=10**6)
+
+
+def attacks(*, yaml_duplicates: bool = False) -> st.SearchStrategy[Attack]:
+    """Every class of hostile file edit (duplicate keys only where the format is YAML)."""
+    value = st.builds(lambda v, i: Attack(v.klass, "value", v, i), any_value(), INDEXES)
+    junk = st.builds(lambda j, i: Attack("encoding", "bytes", None, i, j), NOT_UTF8, INDEXES)
+    options = [value, junk]
+    if yaml_duplicates:
+        options.append(st.builds(lambda i: Attack("duplicates_and_aliases", "duplicate", None, i), INDEXES))
+    return st.one_of(*options)
