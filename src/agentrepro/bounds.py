@@ -15,7 +15,7 @@ from collections.abc import Callable
 from agentrepro.reading import INT64_MAX
 
 MAX_SEED = 2**32 - 1            # numpy's legacy RandomState (the reference environments) takes seeds below 2**32
-MAX_TASKS = 1_000_000           # eval.tasks and any seed list expanded from ranges
+MAX_TASKS = 100_000             # eval.tasks and any seed list expanded from ranges (a panel is built task by task)
 MAX_MAGNITUDE = 1e100           # rewards and values: squares and sums of a million of them stay finite
 MAX_STEP = INT64_MAX
 

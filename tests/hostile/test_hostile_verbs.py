@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from agentrepro.fileio import load_json
 
 EXAMPLES = int(os.environ.get("AGENTREPRO_HOSTILE_EXAMPLES", "60"))
-SUBPROCESS_EXAMPLES = max(3, EXAMPLES // 6)
+SUBPROCESS_EXAMPLES = max(3, EXAMPLES // 12)
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
 IN_PROCESS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=SLOW_OK)
 SUBPROCESS = settings(max_examples=SUBPROCESS_EXAMPLES, deadline=None, suppress_health_check=SLOW_OK)

@@ -19,6 +19,7 @@ import argparse
 import sys
 
 from agentrepro.algorithms.spec import SPECS, all_options, option_help
+from agentrepro.bounds import number
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_json, atomic_write_text, check_output_file, iter_jsonl, json_text
 from agentrepro.reading import stdin_lines
@@ -35,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--estimator", help="; ".join(f"{s.name}: {s.help}" for s in STEP_ROW_SPECS))
     mode.add_argument("--cases", action="store_true", help="IN holds parity cases {params, rows} (see above)")
     for option in OPTIONS:
-        parser.add_argument("--" + option.name.replace("_", "-"), dest=option.name, type=option.type, default=None,
+        kind = number() if option.type is float else option.type   # finite at parse: `--gamma nan` names the flag
+        parser.add_argument("--" + option.name.replace("_", "-"), dest=option.name, type=kind, default=None,
                             choices=option.choices or None, help=option_help(option, STEP_ROW_SPECS))
     parser.add_argument("--diagnostics", metavar="FILE.json", help="write graph diagnostics and timings here")
 

@@ -123,16 +123,13 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
 
 
 def _check_reference(manifest: dict[str, Any], manifest_file: Path) -> None:
-    """The reference's `values` must name methods of the study (docs/design.md §3.6.1)."""
-    from agentrepro.fileio import load_yaml
+    """The reference must be valid (docs/design.md §3.6.1) and its `values` must name methods of the study."""
+    from agentrepro.analysis.reference import load_reference
 
     if "reference" not in manifest:
         return
     path = manifest_file.parent / manifest["reference"]
-    ref = load_yaml(path)
-    values = ref.get("values") if isinstance(ref, dict) else None
-    if not isinstance(values, dict):
-        raise BadInput("expected a mapping `values: {method: {value: ...}}`", path=path, where="values")
+    values = load_reference(path)["values"]
     for method in values:
         if method not in manifest["methods"]:
             raise BadInput(f"{method!r} is not a method of study {manifest['study']!r}", path=path, where=f"values.{method}")
