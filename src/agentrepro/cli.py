@@ -50,8 +50,9 @@ def build_parser(verbs: dict[str, tuple[str, str]] = VERBS, argv: list[str] | No
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     for i, arg in enumerate(argv, start=1):   # bytes that are not UTF-8 arrive as lone surrogates (surrogate escapes)
+        option = arg.split("=", 1)[0] if arg.startswith("-") else (argv[i - 2] if i > 1 and argv[i - 2].startswith("-") else None)
         try:
-            check_string(arg, where=f"argument {i}")
+            check_string(arg, where=f"argument {i}" + (f" ({option[:40]})" if option else ""))
         except BadInput as exc:
             print(f"agentrepro: error: {exc}: give UTF-8 text without control characters", file=sys.stderr)
             return 2

@@ -1,0 +1,136 @@
+"""Numeric options and output paths: any value exits 0 or 2 (naming the option or path), never a traceback.
+
+Options get text drawn from numbers of every size, NaN, infinities and junk; output paths are a folder
+where a file is expected, a path under a file, a missing parent. Refusals come before any work, so the
+output is never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hostile_kit import invoke, record
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+EXAMPLES = int(os.environ.get("AGENTREPRO_HOSTILE_EXAMPLES", "60"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+ROWS = [{"group": "g0", "traj": f"t{i}", "turn": 0, "state": "s0", "next_state": "success" if i else "s1",
+         "reward": float(i), "episode_reward": float(i), "valid": True, "success": bool(i)} for i in range(3)]
+NUMBER_TEXT = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(10**40), max_value=10**40).map(str),
+    st.sampled_from(["nan", "-inf", "inf", "1e999", "0", "1", "-0", "2", "0.5", "1e-320", "", " ", "0x10", "1_000", "½"]),
+    st.text(max_size=8),
+)
+
+# (verb argv before the option, option, argv after it)
+OPTIONS = [
+    (["advantages", "--estimator", "gigpo"], "--gamma"), (["advantages", "--estimator", "graphgpo"], "--omega"),
+    (["advantages", "--estimator", "grpo"], "--epsilon"), (["advantages", "--estimator", "gigpo"], "--step-weight"),
+    (["advantages", "--estimator", "grpo"], "--invalid-penalty"),
+    (["gae", "--lam", "0.9"], "--gamma"), (["gae", "--gamma", "0.9"], "--lam"),
+    (["env", "show", "--env", "frozenlake"], "--seed"), (["env", "show", "--env", "frozenlake"], "--seeds"),
+    (["env", "seeds", "--name", "FrozenLake", "--directive", "[0, 5]"], "--n-envs"),
+]
+
+
+def _argv(prefix: list[str], option: str, value: str, work: Path) -> list[str]:
+    argv = [*prefix, f"{option}={value}"]
+    if prefix[0] in ("advantages", "gae"):
+        src = work / "in.jsonl"
+        rows = ROWS if prefix[0] == "advantages" else [{"id": "a", "rewards": [1.0, 0.0], "values": [0.0, 0.5], "mask": [1, 1]}]
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        argv += [str(src), "-o", str(work / "out.jsonl")]
+    if prefix[:2] == ["env", "seeds"]:
+        pass
+    return argv
+
+
+@pytest.mark.parametrize("prefix, option", OPTIONS, ids=[f"{p[0]}{o}" for p, o in OPTIONS])
+@SETTINGS
+@given(value=NUMBER_TEXT)
+def test_numeric_option_exits_0_or_2_naming_it(prefix, option, value):
+    """Any text given to a numeric option: exit 0 (with a finite output), or 2 naming the option; no traceback."""
+    if option == "--seeds" and value.strip() in ("",):
+        value = "x"
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        status, message = invoke(*_argv(prefix, option, value, work))
+        ok = "Traceback" not in message and (status == 0 or (status == 2 and option.lstrip("-").replace("-", "_") in
+                                                               message.replace("-", "_")))
+        record("options", f"verb:{prefix[0]}", ok)
+        assert ok, f"{option}={value!r}: exit {status}: {message[-500:]}"
+        out = work / "out.jsonl"
+        if status == 0 and out.exists():   # whatever was accepted produced finite JSON
+            for line in out.read_text().splitlines():
+                json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} written for {option}={value!r}"))
+
+
+def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
+    """(argv, the output path) of every verb that writes where it is told; `{OUT}` marks the output."""
+    rows = work / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    seqs = work / "seqs.jsonl"
+    seqs.write_text(json.dumps({"id": "a", "rewards": [1.0], "values": [0.0], "mask": [1]}) + "\n")
+    lock = study / "manifests" / "demo.lock.json"
+    outcomes = study / "runs" / "demo" / "grpo" / "seed0" / "eval" / "step10" / "outcomes.jsonl"
+    return [
+        (["advantages", "--estimator", "grpo", rows, "-o", "{OUT}"], "file"),
+        (["advantages", "--estimator", "grpo", rows, "-o", work / "ok.jsonl", "--diagnostics", "{OUT}"], "file"),
+        (["gae", "--gamma", "1", "--lam", "1", seqs, "-o", "{OUT}"], "file"),
+        (["bundle", "demo", "--root", study, "-o", "{OUT}"], "file"),
+        (["freeze", study / "manifests" / "demo.yaml", "--root", study, "--allow-dirty", "-o", "{OUT}"], "file"),
+        (["resolve", lock, "--method", "grpo", "--seed", "0", "-o", "{OUT}"], "resolve"),
+        (["analyze", "--outcomes", outcomes, "--out", "{OUT}"], "dir"),
+        (["train", "--config", study / "runs" / "demo" / "grpo" / "seed0" / "config.yaml", "--out", "{OUT}"], "dir"),
+    ]
+
+
+def _bad_targets(work: Path, kind: str) -> list[Path]:
+    folder = work / "a-folder"
+    folder.mkdir(exist_ok=True)
+    a_file = work / "a-file"
+    a_file.write_text("x")
+    targets = [a_file / "under-a-file" / "out"]
+    if kind in ("file", "resolve"):
+        targets.append(folder)   # a folder where a file is expected
+    if kind == "file":
+        targets.append(work / "missing" / "out")   # a missing parent
+    if kind == "dir":
+        targets.append(a_file)   # a file where a folder is expected
+    return targets
+
+
+def test_unusable_output_paths_exit_2_before_any_work(frozen_study):
+    """Every verb refuses a folder for a file, a path under a file and a missing parent, naming the path; nothing is written."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for argv, kind in _outputs(work, frozen_study):
+            for target in _bad_targets(work, kind):
+                before = sorted(p.name for p in work.rglob("*"))
+                status, message = invoke(*[str(target) if a == "{OUT}" else a for a in argv])
+                ok = status == 2 and str(target) in message and "Traceback" not in message
+                record("output_paths", f"verb:{argv[0]}", ok)
+                assert ok, f"{argv[0]} -> {target}: exit {status}: {message}"
+                assert sorted(p.name for p in work.rglob("*")) == before, f"{argv[0]} wrote something before refusing"
+
+
+def test_report_refuses_a_file_in_place_of_its_folder(frozen_study, analysis_doc):
+    """`report` with reports/<study> being a file exits 2 naming it, before rendering."""
+    from agentrepro.fileio import atomic_write_json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        atomic_write_json(root / "analysis" / "demo" / "analysis.json", analysis_doc)
+        (root / "reports").mkdir()
+        (root / "reports" / "demo").write_text("not a folder")
+        status, message = invoke("report", "demo", "--root", root, "--no-pdf")
+        ok = status == 2 and str(root / "reports" / "demo") in message
+        record("output_paths", "verb:report", ok)
+        assert ok, message
