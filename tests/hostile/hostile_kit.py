@@ -219,8 +219,8 @@ class Attack:
     junk: bytes = b""
 
     def render(self, fmt: str, doc: Any) -> bytes:
-        if self.mode == "duplicate" and fmt == "yaml":
-            text = duplicate_key_line(yaml.safe_dump(doc, sort_keys=False), self.index)
+        if self.mode == "duplicate":
+            text = self._duplicate(fmt, doc)
             if text is not None:
                 return text.encode()
         if self.mode == "bytes":
@@ -236,6 +236,25 @@ class Attack:
                        for i, r in enumerate(rows)).encode("utf-8", "surrogatepass")
 
 
+    def _duplicate(self, fmt: str, doc: Any) -> str | None:
+        """The document with one key given twice (YAML: a repeated line; JSON: a repeated first pair), or None."""
+        if fmt == "yaml":
+            return duplicate_key_line(yaml.safe_dump(doc, sort_keys=False), self.index)
+        rows = [doc] if fmt == "json" else list(doc)
+        line = self.index % len(rows)
+        if not isinstance(rows[line], dict) or not rows[line]:
+            return None
+        key = list(rows[line])[self.index % len(rows[line])]
+        twice = "{" + json.dumps(key) + ": " + json.dumps(rows[line][key]) + ", " + json.dumps(rows[line])[1:]
+        if fmt == "json":
+            return twice
+        return "".join((twice if i == line else json.dumps(r)) + "\n" for i, r in enumerate(rows))
+
+    def klass_for(self, fmt: str, doc: Any) -> str:
+        """The class actually rendered (a duplicate that cannot be made falls back to a NaN value)."""
+        return "nan_and_infinity" if self.mode == "duplicate" and self._duplicate(fmt, doc) is None else self.klass
+
+
 def render_plain(fmt: str, doc: Any) -> str:
     if fmt == "yaml":
         return yaml.safe_dump(doc, sort_keys=False)
@@ -247,11 +266,11 @@ def render_plain(fmt: str, doc: Any) -> str:
 INDEXES = st.integers(min_value=0, max_value=10**6)
 
 
-def attacks(*, yaml_duplicates: bool = False) -> st.SearchStrategy[Attack]:
-    """Every class of hostile file edit (duplicate keys only where the format is YAML)."""
+def attacks(*, duplicates: bool = True) -> st.SearchStrategy[Attack]:
+    """Every class of hostile file edit: a hostile value, bytes that are not UTF-8, a key given twice."""
     value = st.builds(lambda v, i: Attack(v.klass, "value", v, i), any_value(), INDEXES)
     junk = st.builds(lambda j, i: Attack("encoding", "bytes", None, i, j), NOT_UTF8, INDEXES)
     options = [value, junk]
-    if yaml_duplicates:
+    if duplicates:
         options.append(st.builds(lambda i: Attack("duplicates_and_aliases", "duplicate", None, i), INDEXES))
     return st.one_of(*options)

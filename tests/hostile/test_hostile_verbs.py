@@ -2,7 +2,7 @@
 
 In-process (`agentrepro.cli.main`) for many examples per verb, and as a subprocess for a few, as a user
 would run it. The hostile edits are those of hostile_kit.attacks(): a value no contract accepts, bytes that
-are not UTF-8, or (YAML) a repeated key.
+are not UTF-8, or a key given twice.
 """
 
 from __future__ import annotations
@@ -120,7 +120,6 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
 
 VERBS = ["freeze-manifest", "freeze-reference", "resolve", "train", "eval", "analyze-outcomes", "analyze-reference",
          "analyze-study", "report", "audit", "bundle", "advantages", "gae", "env-replay"]
-YAML_VERBS = {"freeze-manifest", "freeze-reference", "train", "eval", "analyze-reference", "audit"}
 
 
 def _attack(verb, attack, frozen_study, analysis_study, analysis_doc, *, subprocess: bool):
@@ -136,13 +135,13 @@ def _attack(verb, attack, frozen_study, analysis_study, analysis_doc, *, subproc
 
             status, stderr = invoke(*argv)
         ok = refused(status, stderr, path, allowed=allowed)
-        record(attack.klass, f"verb:{verb.split('-')[0]}", ok)
+        record(attack.klass_for(fmt, doc), f"verb:{verb.split('-')[0]}", ok)
         assert ok, f"{verb}: exit {status}, stderr: {stderr[-2000:]}"
 
 
 @pytest.mark.parametrize("verb", VERBS)
 @IN_PROCESS
-@given(data=attacks(yaml_duplicates=True))
+@given(data=attacks())
 def test_verb_refuses_a_hostile_file(frozen_study, analysis_study, analysis_doc, verb, data):
     """The verb exits 2 (audit 1 or 2) with a message naming the hostile file, whatever the attack (in-process)."""
     _attack(verb, data, frozen_study, analysis_study, analysis_doc, subprocess=False)
@@ -151,7 +150,7 @@ def test_verb_refuses_a_hostile_file(frozen_study, analysis_study, analysis_doc,
 @pytest.mark.slow
 @pytest.mark.parametrize("verb", VERBS)
 @SUBPROCESS
-@given(data=attacks(yaml_duplicates=True))
+@given(data=attacks())
 def test_verb_refuses_a_hostile_file_as_a_subprocess(frozen_study, analysis_study, analysis_doc, verb, data):
     """The same, run as a user would (`python -m agentrepro ...`): exit 2 naming the file, no traceback."""
     _attack(verb, data, frozen_study, analysis_study, analysis_doc, subprocess=True)
@@ -170,5 +169,5 @@ def test_hostile_stdin_is_refused_naming_stdin(tmp_path, verb, data):
             "env-replay": ["env", "replay", "--env", "frozenlake", "--episodes", "-"]}[verb]
     status, stderr = invoke(*argv, stdin=data.render("jsonl", doc))
     ok = refused(status, stderr, "<stdin>", "-")
-    record(data.klass, f"verb:{verb.split('-')[0]}:stdin", ok)
+    record(data.klass_for("jsonl", doc), f"verb:{verb.split('-')[0]}:stdin", ok)
     assert ok, f"exit {status}: {stderr}"
