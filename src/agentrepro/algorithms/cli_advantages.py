@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--estimator", help="; ".join(f"{s.name}: {s.help}" for s in STEP_ROW_SPECS))
     mode.add_argument("--cases", action="store_true", help="IN holds parity cases {params, rows} (see above)")
     for option in OPTIONS:
-        kind = number() if option.type is float else option.type   # finite at parse: `--gamma nan` names the flag
+        kind = number(option.low, option.high) if option.type is float else option.type   # `--gamma nan` names the flag
         parser.add_argument("--" + option.name.replace("_", "-"), dest=option.name, type=kind, default=None,
                             choices=option.choices or None, help=option_help(option, STEP_ROW_SPECS))
     parser.add_argument("--diagnostics", metavar="FILE.json", help="write graph diagnostics and timings here")
