@@ -82,7 +82,8 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
         return ["analyze", "--outcomes", outcomes, "--reference", path, "--out", work / "out"], path, "yaml", doc, (2,)
     if verb == "analyze-study":
         root = _copy(astudy, work / "root")
-        which = ["runs/toy/grpo/seed0/metrics.jsonl", "runs/toy/graphgpo/seed1/provenance.json", "manifests/toy.lock.json"]
+        which = ["runs/toy/grpo/seed0/metrics.jsonl", "runs/toy/graphgpo/seed1/provenance.json", "manifests/toy.lock.json",
+                 "runs/toy/grpo/seed1/timings.jsonl"]
         rel = which[len(str(work)) % len(which)]
         path = root / rel
         fmt = "json" if rel.endswith(".json") else "jsonl"

@@ -36,6 +36,7 @@ from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, load_json, load_yaml, sha256_file, sha256_json
 from agentrepro.layout import RUNS, RunFiles, config_file_sha256, evaluations_on_disk, locate
+from agentrepro.reading import read_text
 from agentrepro.seal import OUTPUTS, read_outputs_manifest, write_outputs_manifest
 
 BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
@@ -205,7 +206,7 @@ def _run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
         outputs.update({f"{prefix}/{rel}": digest for rel, digest in read_outputs_manifest(seal).items()})
     prov = read_provenance(run_dir)
     return {"method": method, "seed": seed, "path": run_dir.relative_to(root).as_posix(),
-            "command": command.read_text(encoding="utf-8").strip() if command.is_file() else None,
+            "command": read_text(command).strip() if command.is_file() else None,
             # the hash provenance.json carries and audit checks
             "resolved_config_sha256": config_file_sha256(config) if config.is_file() else None,
             "attempts": prov.get("attempts", []), "status": prov.get("status"), "outputs": outputs}
