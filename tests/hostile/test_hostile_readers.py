@@ -39,14 +39,14 @@ def _readers(frozen_study: Path, analysis_doc: dict) -> dict:
     from agentrepro.algorithms import StepBatch
     from agentrepro.analysis.load import read_outcomes, read_steps_jsonl
     from agentrepro.analysis.reference import load_reference
-    from agentrepro.backends.rundirs import load_run_config
+    from agentrepro.backends.runconfig import load_run_config
     from agentrepro.environments.cli import read_episodes, read_responses
     from agentrepro.fileio import iter_jsonl, load_json
     from agentrepro.manifest.loading import check_manifest
     from agentrepro.manifest.lock import read_lock
     from agentrepro.reading import load_yaml
     from agentrepro.report.load import load_analysis
-    from agentrepro.rundir import read_provenance
+    from agentrepro.attempts import read_provenance
 
     run = frozen_study / "runs" / "demo" / "grpo" / "seed0"
     return {
@@ -147,7 +147,7 @@ def test_duplicate_yaml_keys_are_refused(frozen_study, analysis_doc, reader, ind
 
 def test_seal_lines_that_are_not_text_are_refused(tmp_path):
     """OUTPUTS.sha256 with a byte that is not UTF-8 or a control character is refused naming the seal and line."""
-    from agentrepro.rundir import read_outputs_manifest
+    from agentrepro.seal import read_outputs_manifest
 
     for junk in (b"\xff", b"\x01"):
         seal = tmp_path / "OUTPUTS.sha256"
