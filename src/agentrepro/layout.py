@@ -34,6 +34,9 @@ SEED_DIR_RE = re.compile(r"^seed(\d+)$")
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 MANIFESTS, RUNS, ANALYSIS, REPORTS, LOGS = "manifests", "runs", "analysis", "reports", "logs"
 LOCK_SUFFIX = ".lock.json"
+# reports/<study>/analysis.sha256: every analysis file the report was rendered from (sha256sum lines, root-relative
+# paths), sealed with the report; the audit checks that the analysis still hashes so (manifest/audit_chain.py).
+REPORT_ANALYSIS_RECORD = "analysis.sha256"
 STUDY_HELP = "the study: its slug (manifest manifests/STUDY.yaml under --root) or the path of its manifest"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 

@@ -45,12 +45,6 @@ def test_audit_that_cannot_run_says_why(fake_manifest):
     assert result["status"] == "error" and "manifests/s.lock.json" in result["message"]
 
 
-def test_missing_function_is_unavailable(fake_manifest):
-    """Without audit_study the report says the audit is not available."""
-    result = audit_result("s")
-    assert result["status"] == "unavailable" and result["message"].startswith("audit not available")
-
-
 def test_real_audit_runs(tmp_path):
     """The real audit_study (agentrepro.manifest) is found and reports the missing lock of a bare root."""
     importlib.import_module("agentrepro.manifest").audit_study  # noqa: B018 - fails if the function is gone

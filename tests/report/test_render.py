@@ -129,11 +129,11 @@ def test_minimal_analysis_renders():
 
     minimal = validate({"study": "s", "title": None, "settings": {"tolerance_pp": 3}, "notes": [], "parity": [],
                         "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}, "a.json")
-    html, figures = render.render_report(minimal, audit={"status": "unavailable", "problems": [], "message": "audit not available: x"}, files={})
+    html, figures = render.render_report(minimal, audit={"status": "error", "problems": [], "message": "the audit could not run: x"}, files={})
     assert figures == []
     for sid, _ in render.SECTIONS:
         assert f'<section id="{sid}">' in html
-    assert "No lock" in html and "audit not available: x" in html and "final step —" in html
+    assert "No lock" in html and "the audit could not run: x" in html and "final step —" in html
 
 
 def test_paper_std_and_unchecked_source_are_shown(analysis):

@@ -4,7 +4,7 @@
   for every planned method × seed and nothing else, the hash of every sealed file of the run it read
   (`outputs`, docs/internals.md "Analysis → report"); each must equal what the run's seals say now. An
   outcomes or metrics file edited and re-sealed after the analysis is caught here.
-* `check_report(report_dir, analysis_dir)`: the report's ANALYSIS_RECORD (sealed with the report) lists
+* `check_report(report_dir, analysis_dir)`: the report's REPORT_ANALYSIS_RECORD (sealed with the report) lists
   every file of the analysis directory, its seal included, with the hash it had when the report was
   rendered; each must equal the file now. An analysis edited and re-sealed after the report is caught here.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agentrepro import layout
 from agentrepro.fileio import sha256_file
 from agentrepro.manifest.audit_tree import EXAMPLES, Tree, load_object, read_seal, safe_entry
-from agentrepro.report.audit import ANALYSIS_RECORD
 from agentrepro.seal import OUTPUTS
 
 ANALYSIS_JSON = "analysis.json"
@@ -110,7 +110,7 @@ def check_analysis(analysis_dir: Path, *, root: Path, lock_hash: str | None, pla
 def check_report(report_dir: Path, analysis_dir: Path, *, root: Path) -> list[str]:
     """Problems of the report → analysis link: every file the record lists (the analysis seal among them, which
     covers the rest) must hash as it did when the report was rendered."""
-    record = report_dir / ANALYSIS_RECORD
+    record = report_dir / layout.REPORT_ANALYSIS_RECORD
     if record.is_symlink():
         return []  # reported as a link
     if not record.is_file():

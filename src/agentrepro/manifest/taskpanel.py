@@ -11,7 +11,6 @@ Each entry: `{"task_id", "task_hash", "seed", "category"}`.
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -45,11 +44,8 @@ def panel_from_file(path: str | os.PathLike, *, tasks: int, env_name: str) -> li
 
 def panel_from_environment(name: str, params: dict[str, Any], seeds: list[int]) -> list[dict[str, Any]]:
     """Ask the environments package (imported only now: it is heavier than freeze needs otherwise)."""
-    try:
-        environments = importlib.import_module("agentrepro.environments")
-        task_panel = environments.task_panel
-    except (ImportError, AttributeError) as exc:
-        raise Failure(f"cannot build the task panel of env {name!r}: agentrepro.environments.task_panel is unavailable ({exc})") from None
+    from agentrepro.environments import task_panel
+
     panel = task_panel(name, params, seeds)
     return check_panel(panel, expected=len(seeds), source=f"agentrepro.environments.task_panel({name!r})")
 

@@ -18,10 +18,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agentrepro import layout
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, atomic_write_text, check_output_dir, sha256_file
 from agentrepro.layout import STUDY_HELP, locate
-from agentrepro.report.audit import ANALYSIS_RECORD, audit_result
+from agentrepro.report.audit import audit_result
 from agentrepro.report.load import load_analysis
 from agentrepro.report.paged import PAPERS
 from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
@@ -69,7 +70,7 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
     try:
         atomic_write_text(staging / "report.html", html)
         # the analysis this report shows, sealed with it: `agentrepro audit` checks the analysis still hashes so
-        atomic_write_text(staging / ANALYSIS_RECORD, "".join(f"{digest}  {rel}\n" for rel, digest in sorted(files.items())))
+        atomic_write_text(staging / layout.REPORT_ANALYSIS_RECORD, "".join(f"{digest}  {rel}\n" for rel, digest in sorted(files.items())))
         (staging / "figures").mkdir()  # always there (a Snakemake directory() output), even with no figure
         for f in figures:
             atomic_write_bytes(staging / "figures" / f"{f.key}.png", f.png)
