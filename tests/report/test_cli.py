@@ -115,7 +115,7 @@ def test_report_from_real_analyze(tmp_path):
     assert result.returncode == 0, result.stderr
     html = (tmp_path / "reports" / STUDY / "report.html").read_text()
     analysis = json.loads((out / "analysis.json").read_text())
-    assert {v["method"] for v in analysis["tables"]["verdicts"]} == {"graphgpo", "gigpo"}
+    assert {v["method"] for v in analysis["tables"]["verdicts"]} == {"grpo", "gigpo", "graphgpo", "graph_only"}
     verdicts = html[html.index('<table class="verdicts">'):html.index('<section id="claims">')]
     for v in analysis["tables"]["verdicts"]:
         assert f"{100 * v['paper']:.1f}%" in verdicts and v["reason"].replace("<", "&lt;")[:40] in verdicts
