@@ -20,16 +20,27 @@ def pdf_text(path, *options: str) -> str:
 
 def broken_values(pdf, analysis: dict) -> list[str]:
     """What is not whole in the PDF: the title not on one line, or a row of the verdict or method table whose
-    method name, values and intervals are not together on one line (pdftotext -layout). Empty: all whole."""
+    values and intervals are not each whole on one line of that row (pdftotext -layout; a cell may wrap below its
+    first line, a value may not). Empty: all whole."""
     lines = pdf_text(pdf, "-layout").splitlines()
     problems = [] if any((analysis.get("title") or analysis["study"]) in line for line in lines) else ["title"]
     step = final_step(analysis)
     wilson = {r["method"]: r for r in analysis["tables"]["methods"] if r["step"] == step}
 
+    squeeze = "".join  # pdftotext's layout may drop or widen spaces inside a cell ("1 / 4" → "1/4")
+
+    def blocks(method: str):
+        """Each table row that starts with `method`: its line and the lines a wrapped cell continues on (up to the
+        next blank line), so a value whose cell wrapped below its row still counts when it is whole on one line."""
+        name = re.compile(rf"^\s*{re.escape(method)}(?!\w)")
+        for i, line in enumerate(lines):
+            if name.search(line):
+                end = next((j for j in range(i + 1, len(lines)) if not lines[j].strip()), len(lines))
+                yield [squeeze(text.split()) for text in lines[i:end]]
+
     def row(method: str, values: list[str]) -> None:
-        squeeze = "".join  # pdftotext's layout may drop or widen spaces inside a cell ("1 / 4" → "1/4")
-        name = re.compile(rf"(?<!\w){re.escape(method)}(?!\w)")
-        if not any(name.search(line) and all(squeeze(v.split()) in squeeze(line.split()) for v in values) for line in lines):
+        whole = lambda block: all(any(squeeze(v.split()) in text for text in block) for v in values)  # noqa: E731
+        if not any(whole(block) for block in blocks(method)):
             problems.append(f"{method}: {values}")
 
     for v in analysis["tables"]["verdicts"]:
