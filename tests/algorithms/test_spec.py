@@ -125,7 +125,10 @@ def test_advantages_flags_are_the_step_row_options():
     assert {o.name for o in cli_advantages.OPTIONS} == {o.name for o in step_row}
     for option in step_row:
         action = actions[option.name]
-        assert action.option_strings == ["--" + option.name.replace("_", "-")] and action.type is option.type
+        assert action.option_strings == ["--" + option.name.replace("_", "-")]
+        if option.default is not None:  # the flag's parser (a range-checking one for numbers) gives the spec's type
+            parsed = action.type(str(option.default)) if action.type else str(option.default)
+            assert type(parsed) is option.type and parsed == option.default
         assert tuple(action.choices or ()) == option.choices and option.help in action.help
     assert "lam" not in actions and "value_coef" not in actions  # ppo's options: no step-row estimator takes them
 
