@@ -28,7 +28,7 @@ from typing import Any
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.manifest.audit_chain import check_analysis, check_report
-from agentrepro.manifest.audit_runs import check_evaluation, check_outcomes, check_run, resolved_config_sha256
+from agentrepro.manifest.audit_runs import check_evaluation, check_outcomes, check_run
 from agentrepro.manifest.audit_tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, RunFiles, locate
 from agentrepro.layout import planned_steps as layout_planned_steps
@@ -39,7 +39,7 @@ from agentrepro.seal import OUTPUTS
 STAGES = ("lock", "runs", "analysis", "report")
 _SEED_DIR = SEED_DIR_RE
 _STEP_DIR = STEP_DIR_RE
-__all__ = ["STAGES", "audit_study", "planned_steps", "resolved_config_sha256"]
+__all__ = ["STAGES", "audit_study", "planned_steps"]
 
 
 def planned_steps(manifest: dict[str, Any]) -> list[int]:

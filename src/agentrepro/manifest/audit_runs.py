@@ -23,7 +23,6 @@ from agentrepro.manifest.audit_tree import EXAMPLES, load_object
 from agentrepro.manifest.lock import lock_sha256
 
 RESOLVED_CONFIG = RunFiles.RESOLVED_CONFIG
-resolved_config_sha256 = config_file_sha256  # the hash provenance.json carries (one owner: agentrepro.layout)
 
 
 def _status_problem(path: Path, status: Any) -> list[str]:
@@ -49,7 +48,7 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
         found.append(f"{config}: missing")
     else:
         try:
-            actual = resolved_config_sha256(config)
+            actual = config_file_sha256(config)
         except (BadInput, UnicodeDecodeError, ValueError) as exc:
             found.append(str(exc) if isinstance(exc, BadInput) else f"{config}: unreadable ({type(exc).__name__})")
         if actual is not None and prov.get("resolved_config_sha256") != actual:
