@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agentrepro.backends.base import REGISTRY, Backend, BackendRegistry
@@ -67,3 +69,15 @@ def test_manifest_schema_names_exactly_the_registered_backends():
 
     schema = json.loads(schema_path("manifest.schema.json").read_text(encoding="utf-8"))
     assert sorted(schema["$defs"]["backend"]["properties"]["name"]["enum"]) == REGISTRY.names()
+
+
+def test_a_launch_is_shown_with_every_word_quoted():
+    """`Launch.shown()` quotes shell syntax in values, so the shown line splits back into the same words."""
+    import shlex
+
+    from agentrepro.backends.launch import Launch
+
+    launch = Launch("train", ("bash", "run $(id).sh", "a;b"), {"SEED": "1 && reboot"}, Path("/tmp/x y"))
+    words = shlex.split(launch.shown())
+    assert words[:3] == ["cd", "/tmp/x y", "&&"]
+    assert words[3:] == ["SEED=1 && reboot", "bash", "run $(id).sh", "a;b"]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput, Failure
+from agentrepro.backends.launch import Launch
 from agentrepro.layout import checkpoint_steps
 
 REQUIRED_METHODS = ("default_config", "train", "evaluate", "checkpoint_steps")
@@ -37,6 +38,8 @@ class Backend(abc.ABC):
     * `checkpoint_steps(config)` -> the steps whose checkpoints the backend saves and evaluates (0 = before
       training): `layout.checkpoint_steps(config)`, the steps the workflow plans. A backend whose framework
       cannot save exactly those refuses the config in `validate_config`.
+    * `launches(config, run_dir, eval_step=None)` -> the external programs the job runs (backends/launch.py),
+      for `agentrepro command` and `snakemake -n -p` to show before anything runs.
     """
 
     name: str = ""
@@ -55,6 +58,11 @@ class Backend(abc.ABC):
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
         return checkpoint_steps(config)
+
+    def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
+        """The external programs the train job (or, with `eval_step`, the evaluation of that step) runs, in
+        order (backends/launch.py). Empty for a backend that trains inside agentrepro's own process."""
+        return []
 
 
 Factory = Callable[[], Any]
