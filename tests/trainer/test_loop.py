@@ -109,6 +109,7 @@ def test_wandb_logging_is_offline_and_mirrors_the_metrics(tmp_path, monkeypatch)
     monkeypatch.setenv("WANDB_SILENT", "true")
     run = tmp_path / "run"
     train(tiny_config(steps=2, wandb=True), run, resume=False)
+    wandb.teardown()  # wandb-core (0.31) writes the record log after `finish()` returns: wait for its service to end
     offline = sorted((run / "logs" / "wandb").glob("offline-run-*"))
     assert len(offline) == 1, list((run / "logs").rglob("*"))[:20]
     log = (offline[0] / f"run-{offline[0].name.rsplit('-', 1)[-1]}.wandb").read_bytes()  # W&B's protobuf record log
