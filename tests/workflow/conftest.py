@@ -15,6 +15,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers import REPO, require  # noqa: E402
 from wfkit import TINY  # noqa: E402
 
+import default_study  # noqa: E402
+
+
+def pytest_collection_finish(session):
+    """Start the full default study in the background as soon as collection shows one of its tests will run
+    (AGENTREPRO_FULL_STUDY=1), so its 2-core Snakemake run overlaps the rest of the suite instead of following it."""
+    if os.environ.get("AGENTREPRO_FULL_STUDY") == "1" and not session.config.option.collectonly:
+        if any(item.path.name == "test_default_study.py" for item in session.items):
+            default_study.start(session.config)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    default_study.stop(session.config, passed=exitstatus == 0)
+
 
 @pytest.fixture
 def study_dir(tmp_path: Path) -> Path:

@@ -2,7 +2,8 @@
 
 `snakemake --cores 2` on manifests/frozenlake-cpu.yaml (12 runs of warm start + 150 RL steps, 4 evaluated
 checkpoints each, analysis, report) takes about 25 minutes on 2 cores, so it runs only when
-AGENTREPRO_FULL_STUDY=1 (CI sets it) and is skipped otherwise. The CPU path is deterministic (one torch
+AGENTREPRO_FULL_STUDY=1 (CI sets it) and is skipped otherwise. It starts in the background when collection ends
+(default_study.py), so the rest of the suite runs beside it. The CPU path is deterministic (one torch
 thread per job), so the numbers are those of benchmarks/RESULTS.md.
 """
 
@@ -10,33 +11,26 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
+import default_study
 from helpers import REPO, require_executable, run_cli
-from wfkit import snakemake
 
-STUDY = "frozenlake-cpu"
+STUDY = default_study.STUDY
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory) -> Path:
-    """A working directory where the default study ran from its manifest to its report."""
+def study(request) -> Path:
+    """A working directory where the default study ran from its manifest to its report (started in the background
+    when collection ended: tests/workflow/default_study.py)."""
     if os.environ.get("AGENTREPRO_FULL_STUDY") != "1":
         pytest.skip("the full default study takes about 25 minutes on 2 cores: set AGENTREPRO_FULL_STUDY=1")
-    workdir = tmp_path_factory.mktemp("default-study")
-    (workdir / "manifests" / "references").mkdir(parents=True)
-    shutil.copy(REPO / "manifests" / f"{STUDY}.yaml", workdir / "manifests")
-    shutil.copy(REPO / "manifests" / "references" / f"{STUDY}.yaml", workdir / "manifests" / "references")
-    proc = snakemake(workdir, "--cores", "2", "--config", f"manifest=manifests/{STUDY}.yaml",
-                     "freeze_flags=--allow-dirty", timeout=3000)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
-    return workdir
+    return default_study.finished(request.config)
 
 
 def _successes(path: Path) -> dict[str, int]:
