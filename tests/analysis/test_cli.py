@@ -57,3 +57,22 @@ def test_bad_input_exits_2_naming_file_and_line_and_writes_nothing(tmp_path):
     assert res.returncode == 2 and "empty outcomes file" in res.stderr and str(empty) in res.stderr
     res = run_cli("analyze", "--outcomes", path)
     assert res.returncode == 2 and "--out" in res.stderr
+
+
+def test_equivalence_claim_across_backends(tmp_path):
+    """--claim "a@x == a@y ± 3pp" writes the claim to claims.csv with its verdict, per seed and across seeds."""
+    rng = np.random.default_rng(5)
+    files = []
+    for seed in (0, 1):
+        ref = (rng.random(500) < 0.6).astype(int)
+        port = np.where(rng.random(500) < 0.02, 1 - ref, ref)
+        files += [write_jsonl(tmp_path / f"v{seed}.jsonl", outcome_rows("x", "graphgpo@verl-agent", seed, 10, ref)),
+                  write_jsonl(tmp_path / f"r{seed}.jsonl", outcome_rows("x", "graphgpo@relax", seed, 10, port))]
+    res = run_cli("analyze", "--outcomes", *files, "--claim", "graphgpo@relax == graphgpo@verl-agent ± 3pp", "--out", tmp_path / "out")
+    assert res.returncode == 0, res.stderr
+    claims = pd.read_csv(tmp_path / "out" / "claims.csv", dtype={"seed": str})
+    assert claims["seed"].tolist() == ["0", "1", "all"]
+    assert claims["verdict"].tolist() == ["reproduced"] * 3 and claims["n_tasks"].tolist() == [500] * 3
+    res = run_cli("analyze", "--outcomes", *files, "--claim", "graphgpo@relax == graphgpo@verl-agent ± 3%", "--out", tmp_path / "o2")
+    assert res.returncode == 2 and "--claim: claim 'graphgpo@relax == graphgpo@verl-agent ± 3%': expected" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "o2").exists()

@@ -114,3 +114,11 @@ def test_command_template_that_re_evaluates_is_refused_at_freeze(tmp_path):
     result = run_cli("freeze", write_study(tmp_path, manifest), "--root", tmp_path, "--allow-dirty")
     assert result.returncode == 2
     assert "demo.yaml: backend.command: train --note {train.note} (word 3) puts a placeholder" in result.stderr
+
+
+def test_equivalence_claims_are_checked_at_load(tmp_path):
+    """An equivalence claim on the study's methods loads; a malformed margin is refused naming the claim's index."""
+    good = set_key(BASE, "analysis.claims", ["gigpo > grpo", "gigpo == grpo ± 3pp"])
+    assert load_manifest(write_study(tmp_path, good))["analysis"]["claims"][1] == "gigpo == grpo ± 3pp"
+    message = _error(tmp_path, set_key(BASE, "analysis.claims", ["gigpo > grpo", "gigpo == grpo ± 3%"]))
+    assert "analysis.claims[1]" in message and "a == b ± 3pp" in message

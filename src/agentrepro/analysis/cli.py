@@ -1,5 +1,5 @@
 """`agentrepro analyze STUDY [--root DIR]` or `agentrepro analyze --outcomes FILE... [--reference REF.yaml]
-[--tolerance-pp 3] [--claim "a>b"]... --out DIR`: statistics, verdicts, diagnostics and overhead (docs/design.md §3.6)."""
+[--tolerance-pp 3] [--claim "a > b" | "a == b ± 3pp"]... --out DIR`: statistics, verdicts, diagnostics and overhead (docs/design.md §3.6)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", metavar="REF.yaml", help="paper values to compare with (with --outcomes)")
     parser.add_argument("--tolerance-pp", type=number(0, 100, low_open=True), default=3.0, help="equivalence margin in percentage points (default 3)")
     parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.05, help="significance level (default 0.05)")
-    parser.add_argument("--claim", action="append", default=[], metavar='"a>b"', help="declared claim, repeatable")
+    parser.add_argument("--claim", action="append", default=[], metavar='"a > b"',
+                        help='declared claim, repeatable: "a > b", "a < b", or an equivalence "a == b ± 3pp" (also "+- 3 pp"); '
+                             'method names may carry @backend')
     parser.add_argument("--final-step", type=STEP, help="step compared with the paper (default: the last shared step)")
     parser.add_argument("--out", metavar="DIR", help="output directory (required with --outcomes)")
 

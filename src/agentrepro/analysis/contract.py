@@ -93,9 +93,11 @@ TABLES: tuple[Table, ...] = (
           _cols("method:str paper:rate paper_std:num? ours:rate delta:num ci90_lo:num? ci90_hi:num? ci95_lo:num? "
                 "ci95_hi:num? tolerance:num verdict:verdict tasks_needed:num? reason:str",
                 "seeds_needed:num? test:str seeds:int n_tasks:int paper_seeds:num? source:str? checked:bool")),
-    Table("claims", "declared claim 'a > b': the paired difference at the final step, Holm-adjusted p, whether it holds",
+    Table("claims", "declared claim at the final step: 'a > b' (one row: the paired `all` difference, Holm-adjusted p, "
+          "whether it holds) or 'a == b ± m pp' (one row per seed and one `all` row on the shared tasks: TOST verdict, tasks needed)",
           _cols("claim:str method_a:str method_b:str delta:num? ci_lo:num? ci_hi:num? p:p? p_holm:p? holds:bool",
-                "statement:str")),
+                "statement:str kind:str seed:seed margin:num? n_tasks:int? seeds:int? ci90_lo:num? ci90_hi:num? "
+                "verdict:verdict? tasks_needed:num? test:str?")),
     Table("diagnostics", "method × seed × training step: the graph diagnostics of graph_diagnostics.jsonl",
           _cols(PER_STEP, "groups:num? nodes:num? edges:num? duplicate_edge_ratio:num? shared_state_rate:num? "
                 "singleton_out_edge_ratio:num? nonzero_graph_adv_ratio:num? all_fail_groups:num? all_success_groups:num? "

@@ -78,8 +78,10 @@ def _final_step(df: pd.DataFrame, wanted: int | None, source: str) -> int:
 
 
 def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference: dict | None, inputs: RunInputs,
-            claim_source: str) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    """Every table of docs/design.md §3.6 from validated outcomes; returns (tables, notes)."""
+            claim_field: str, claim_path: object = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """Every table of docs/design.md §3.6 from validated outcomes; returns (tables, notes).
+
+    `claim_field` (formatted with the claim's index `i`) and `claim_path` name where the claims were declared."""
     alpha, tolerance = settings.alpha, settings.tolerance_pp / 100.0
     notes: list[str] = []
     runs = T.runs_table(df, alpha)
@@ -101,7 +103,8 @@ def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference:
     else:
         out["verdicts"] = contract.empty("verdicts")
         notes.append("No reference values were given, so nothing was compared with the paper.")
-    out["claims"] = claims_table(settings.claims, out["paired"], methods, settings.final_step, alpha, claim_source)
+    out["claims"] = claims_table(settings.claims, out["paired"], final, methods, settings.final_step, alpha,
+                                 field=claim_field, path=claim_path)
     methods_final = out["methods"][out["methods"]["step"] == settings.final_step]
     if settings.threshold is None:
         settings.threshold = float(0.9 * methods_final["mean"].max())
@@ -272,7 +275,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     train_steps = (manifest.get("train") or {}).get("steps")
     if train_steps is not None and train_steps != settings.final_step:
         notes.append(f"The final evaluated step ({settings.final_step}) is not the configured number of training steps ({train_steps}).")
-    tables, more = compute(df, _ordered_methods(df, methods), settings, ref, inputs, f"{source}: analysis.claims")
+    tables, more = compute(df, _ordered_methods(df, methods), settings, ref, inputs, "analysis.claims[{i}]", source)
     header = {"study": study, "title": manifest.get("title"), "settings": asdict(settings)}
     provenance = {"lock": lock, "lock_sha256": sha256_json(lock) if lock else None,
                   "runs": [_run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}

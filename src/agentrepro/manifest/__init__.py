@@ -5,8 +5,8 @@ Public interface (docs/internals.md): `load_manifest`, `lock_sha256`, `read_lock
 """
 
 from agentrepro.manifest.audit import audit_study
-from agentrepro.manifest.loading import load_manifest, parse_claim
+from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import lock_sha256, read_lock
 from agentrepro.manifest.resolve import run_config
 
-__all__ = ["audit_study", "load_manifest", "parse_claim", "lock_sha256", "read_lock", "run_config"]
+__all__ = ["audit_study", "load_manifest", "lock_sha256", "read_lock", "run_config"]

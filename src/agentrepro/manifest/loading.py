@@ -8,25 +8,16 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any
 
+from agentrepro.analysis.claim_text import check_methods, parse_claim_text
 from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_yaml
 from agentrepro.manifest.schema import key_path, validate
 
 MANIFEST_SCHEMA = "manifest.schema.json"
-_CLAIM = re.compile(r"^\s*([a-z][a-z0-9_]*)\s*([<>])\s*([a-z][a-z0-9_]*)\s*$")
-
-
-def parse_claim(claim: str) -> tuple[str, str, str]:
-    """`"graphgpo > gigpo"` -> `("graphgpo", ">", "gigpo")`."""
-    match = _CLAIM.match(claim)
-    if not match:
-        raise ValueError(f"expected 'method_a > method_b' or 'method_a < method_b', got {claim!r}")
-    return match.group(1), match.group(2), match.group(3)
 
 
 def _non_json(value: Any, parts: list) -> tuple[list, Any] | None:
@@ -86,11 +77,9 @@ def check_manifest(manifest: Any, *, path: object) -> dict[str, Any]:
         raise BadInput(f"{manifest['study']!r} differs from the file name {Path(str(path)).name!r}: "
                        "runs and the lock are found by the study name, so they must agree", path=path, where="study")
     methods = manifest["methods"]
-    for i, claim in enumerate(manifest.get("analysis", {}).get("claims", [])):
-        a, _, b = parse_claim(claim)
-        for name in (a, b):
-            if name not in methods:
-                raise BadInput(f"{name!r} is not a method of this study ({', '.join(methods)})", path=path, where=f"analysis.claims[{i}]")
+    for i, claim in enumerate(manifest.get("analysis", {}).get("claims", [])):   # the grammar's one owner: claim_text
+        check_methods(parse_claim_text(claim, where=f"analysis.claims[{i}]", path=path), list(methods),
+                      where=f"analysis.claims[{i}]", path=path)
     evaluation = manifest.get("eval", {})
     if "first_seed" in evaluation and "tasks" in evaluation and evaluation["first_seed"] + evaluation["tasks"] - 1 > MAX_SEED:
         raise BadInput(f"task seeds first_seed .. first_seed + tasks - 1 must stay below 2**32 ({MAX_SEED}); "
