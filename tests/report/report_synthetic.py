@@ -3,7 +3,7 @@
 The report is built at the same time as the analysis that feeds it, so its tests render from analysis
 directories made here: simulated paired outcomes of 4 methods × 3 seeds × several checkpoints, turned into
 every table of docs/design.md §3.6 with the same statistics the analysis uses (Wilson, McNemar, Holm), verdicts of
-each kind, claims, graph diagnostics, overhead, convergence, training curves, notes, parity checks and
+each kind, claims (ordering, and one equivalence claim through the analysis' own claims table), graph diagnostics, overhead, convergence, training curves, notes, parity checks and
 provenance with attempts (one run failed once and was retried).
 """
 
@@ -20,6 +20,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
+from agentrepro.analysis.claims import claims_table
 from agentrepro.analysis.contract import TABLE_NAMES
 from agentrepro.fileio import atomic_write_json, sha256_json
 
@@ -30,6 +31,7 @@ CATEGORIES = ["pick", "clean", "heat", "cool", "look", "pick_two"]
 COMPONENTS = {"rollout": 9.0, "graph_build": 0.002, "shortest_paths": 0.0015, "step_returns": 0.0008,
               "advantage": 0.001, "update": 4.0, "checkpoint": 0.3}
 GRAPH_METHODS = ("gigpo", "graphgpo", "graph_only")
+EQUIVALENCE_CLAIM = "graphgpo == gigpo ± 3pp"
 
 
 def _wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -151,6 +153,11 @@ def build_analysis(*, study: str = "graphgpo-alfworld", seed: int = 0, methods: 
         claims.append({"claim": f"{a} > {b}", "method_a": a, "method_b": b, "delta": sign * r["delta"],
                        "ci_lo": lo, "ci_hi": hi, "p": r["mcnemar_p"], "p_holm": r["p_holm"],
                        "holds": bool(sign * r["delta"] > 0 and r["p_holm"] < 0.05)})
+
+    # an equivalence claim, through the analysis' own claims table (rows per seed and the task-clustered `all` row)
+    at_final = out[out.step == final].assign(episode=0)
+    equivalence = claims_table([EQUIVALENCE_CLAIM], pd.DataFrame(paired).iloc[:0], at_final, list(methods), final, 0.05, field="--claim")
+    claims += json.loads(equivalence.to_json(orient="records"))
 
     train_steps = range(1, final + 1, 5)
     diagnostics, training, overhead, convergence = [], [], [], []

@@ -26,6 +26,8 @@ def page_info(rendered, tmp_path_factory):
             "requests": page.requests(),
             "verdict_rows": page.evaluate("document.querySelectorAll('table.verdicts tbody tr').length"),
             "verdict_top": page.evaluate("document.querySelector('table.verdicts').getBoundingClientRect().top"),
+            "summary_top": page.evaluate("document.querySelector('table.summary-table').getBoundingClientRect().top"),
+            "equivalence_rows": page.evaluate("document.querySelectorAll('table.equivalence tbody tr').length"),
             "figures": page.evaluate("[...document.querySelectorAll('figure img')].map(i => [i.closest('figure').id, i.complete && i.naturalWidth > 0])"),
             "scripts": page.evaluate("document.scripts.length"),
             "text": page.evaluate("document.body.innerText"),
@@ -46,11 +48,14 @@ def test_loads_without_console_errors_or_network(page_info):
     assert all(u.startswith(("file:", "data:")) for u in page_info["requests"]), page_info["requests"]
 
 
-def test_verdict_table_on_the_first_screen(page_info, analysis_template):
-    """The verdict table has a row per compared value and starts within the first 900 px."""
+def test_summary_on_the_first_screen_then_equivalence_and_verdicts(page_info, analysis_template):
+    """The reviewer's summary starts within the first 900 px; the equivalence claims and then the verdicts follow it,
+    a row per claim row and per compared value."""
+    assert 0 < page_info["summary_top"] < 900 < page_info["verdict_top"]
+    assert page_info["headings"][:3] == ["Reviewer's summary", "Equivalence claims", "Verdicts against the paper"]
+    claims = analysis_template["tables"]["claims"]
+    assert page_info["equivalence_rows"] == sum(1 for c in claims if c.get("kind") == "equivalence") > 0
     assert page_info["verdict_rows"] == len(analysis_template["tables"]["verdicts"])
-    assert 0 < page_info["verdict_top"] < 900
-    assert page_info["headings"][0] == "Verdicts against the paper"
 
 
 def test_every_figure_is_displayed(page_info):

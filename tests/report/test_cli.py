@@ -109,7 +109,7 @@ def test_report_from_real_analyze(tmp_path):
     paths = write_outcomes(tmp_path, study=STUDY, n_tasks=32, steps=(0, 150))
     out = tmp_path / "analysis" / STUDY
     result = run_cli("analyze", "--outcomes", *paths, "--reference", REPO / "manifests/references/graphgpo.yaml",
-                     "--claim", "graphgpo > gigpo", "--out", out)
+                     "--claim", "graphgpo > gigpo", "--claim", "graphgpo == gigpo +- 5 pp", "--out", out)
     assert result.returncode == 0, result.stderr
     result = run_cli("report", STUDY, "--root", tmp_path, "--no-pdf")
     assert result.returncode == 0, result.stderr
@@ -120,5 +120,10 @@ def test_report_from_real_analyze(tmp_path):
     for v in analysis["tables"]["verdicts"]:
         assert f"{100 * v['paper']:.1f}%" in verdicts and v["reason"].replace("<", "&lt;")[:40] in verdicts
     assert "graphgpo &gt; gigpo" in html
+    # the equivalence claim comes first, before the verdicts against the paper, with the analysis' verdict
+    equivalence = html[html.index('<section id="equivalence">'):html.index('<section id="verdicts">')]
+    (head,) = [c for c in analysis["tables"]["claims"] if c["kind"] == "equivalence" and c["seed"] == "all"]
+    assert "graphgpo == gigpo +- 5 pp" in equivalence and head["verdict"].replace("_", " ") in equivalence
+    assert html.index('<section id="summary">') < html.index('<section id="equivalence">') < html.index('<table class="verdicts">')
     for name in ("analysis.json", "runs.csv", "outcomes.parquet"):
         assert f"analysis/{STUDY}/{name}" in html  # its hash is listed in the appendix

@@ -18,12 +18,15 @@ def page(analysis_template):
     return html, figures
 
 
-def test_sections_in_order_with_verdicts_first(page):
-    """Every section of docs/design.md §8 is there, in order, and the verdict table comes before everything else."""
+def test_sections_in_order_with_summary_then_equivalence_and_verdicts_first(page):
+    """Every section of docs/design.md §8 is there, in order: the reviewer's summary, the equivalence claims, then the
+    verdicts against the paper, before everything else."""
     html, _ = page
     positions = [html.index(f'<section id="{sid}">') for sid, _ in render.SECTIONS]
     assert positions == sorted(positions)
-    assert html.index('<table class="verdicts">') < html.index('<section id="claims">')
+    assert [sid for sid, _ in render.SECTIONS[:3]] == ["summary", "equivalence", "verdicts"]
+    assert html.index('<table class="summary-table">') < html.index('<table class="equivalence">') \
+        < html.index('<table class="verdicts">') < html.index('<section id="claims">')
     for _, title in render.SECTIONS:
         assert f"<h2>{title}</h2>" in html
 
@@ -31,7 +34,8 @@ def test_sections_in_order_with_verdicts_first(page):
 def test_verdict_rows_in_percent(page, analysis_template):
     """Each verdict row shows the paper value, ours and Δ in percent, the verdict and its reason."""
     html, _ = page
-    table = html[html.index('<table class="verdicts">'):html.index("</table>")]
+    start = html.index('<table class="verdicts">')
+    table = html[start:html.index("</table>", start)]
     for v in analysis_template["tables"]["verdicts"]:
         row = table[table.index(f"<td>{v['method']}</td>"):]
         row = row[:row.index("</tr>")]
@@ -160,3 +164,18 @@ def test_plain_tables_follow_the_contract(analysis):
     body = section[section.index("<tbody>"):]
     first = body[:body.index("</tr>")]
     assert "<td>not reached</td>" in first and "<td>45.7%</td>" in first and "<td>66.7\u00a0min</td>" in first
+
+
+def test_equivalence_claim_rows_shown_with_their_verdicts(page, analysis_template):
+    """Each equivalence claim shows its task-clustered row first, then one row per seed, each with verdict and statement;
+    the ordering claims stay in the Claims section."""
+    html, _ = page
+    section = html[html.index('<section id="equivalence">'):html.index('<section id="verdicts">')]
+    rows = [c for c in analysis_template["tables"]["claims"] if c.get("kind") == "equivalence"]
+    assert [c["seed"] for c in rows][-1] == "all" and len(rows) == 4
+    assert section.index("all (task-clustered)") < section.index("<td>0</td>")
+    for c in rows:
+        assert c["statement"][:60] in section
+    assert section.count('<tr class="') == len(rows)
+    claims = html[html.index('<section id="claims">'):html.index('<section id="methods">')]
+    assert "graphgpo &gt; gigpo" in claims and "±" not in claims.split("<table>")[1]

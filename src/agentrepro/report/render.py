@@ -22,8 +22,13 @@ from agentrepro.analysis import contract
 from agentrepro.report import figures as F
 from agentrepro.report.format import FILTERS, NBSP, cell
 from agentrepro.report.paged import page_css
+from agentrepro.report.summary import reviewer_summary
+
+EQUIVALENCE = "equivalence"   # claims.csv `kind` of an 'a == b ± m pp' claim (agentrepro.analysis.claim_text)
 
 SECTIONS = (
+    ("summary", "Reviewer's summary"),
+    ("equivalence", "Equivalence claims"),
     ("verdicts", "Verdicts against the paper"),
     ("claims", "Claims"),
     ("methods", "Methods"),
@@ -151,7 +156,14 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
     prov = analysis["provenance"]
     curve_methods = list(dict.fromkeys(r["method"] for r in t["methods"]))
     curve_steps = sorted({r["step"] for r in t["methods"]})
+    equivalence = [r for r in t["claims"] if r.get("kind") == EQUIVALENCE]
+    headline = [r for r in equivalence if r.get("seed") == "all"]
     return {
+        "summary": reviewer_summary(analysis, step),
+        # each equivalence claim: its `all` row (the verdict), then its per-seed rows
+        "equivalence": [(h, [r for r in equivalence if r["claim"] == h["claim"] and r.get("seed") != "all"]) for h in headline],
+        "ordering_claims": [r for r in t["claims"] if r.get("kind") != EQUIVALENCE],
+        "eq_counts": {v: sum(1 for r in headline if r.get("verdict") == v) for v in ("reproduced", "not_reproduced", "inconclusive")},
         "a": analysis, "t": t, "step": step, "sections": SECTIONS,
         "columns": {table.name: table.required for table in contract.TABLES},
         "figures": {s: [f for f in figures if f.section == s] for s, _ in SECTIONS},

@@ -1,0 +1,187 @@
+"""The reviewer's summary at the top of the report: the questions reviews of a reproduction ask, each answered
+from analysis.json (its tables, parity checks and the lock it carries) with its evidence, or "not provided".
+
+Nothing here computes a statistic: every value is selected from the analysis or the lock. `reviewer_summary`
+returns one `Answer` per question, in the order the page shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentrepro.report.format import ci, pct, pp, pvalue, seconds, share
+
+NOT_PROVIDED = "not provided"
+STEP_TOTAL = "step_total"   # the whole step in timings.jsonl (agentrepro.analysis.overhead)
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    lines: list[str]                     # the answer; empty: not provided
+    evidence: str                        # where it was read from, or why it is missing
+    flags: list[str] = field(default_factory=list)   # what a reviewer should be warned about
+
+    @property
+    def provided(self) -> bool:
+        return bool(self.lines)
+
+
+def _flat(value, prefix: str = "") -> list[str]:
+    """'key value' words of a (nested) identifier block, dotted keys for nesting."""
+    if isinstance(value, dict):
+        return [w for k, v in value.items() for w in _flat(v, f"{prefix}{k}.")]
+    if isinstance(value, list):
+        return [f"{prefix.rstrip('.')} {', '.join(map(str, value))}"]
+    return [f"{prefix.rstrip('.')} {value}"]
+
+
+def _find(obj, key: str, path: str = "") -> list[tuple[str, object]]:
+    """Every (key path, value) of `key` anywhere in `obj`."""
+    found = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            here = f"{path}.{k}" if path else k
+            found += [(here, v)] if k == key else _find(v, key, here)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            found += _find(v, key, f"{path}[{i}]")
+    return found
+
+
+def identifiers(lock: dict | None) -> Answer:
+    q = "Exact commits and images"
+    if not lock or not isinstance(lock.get("resolved"), dict):
+        return Answer(q, [], "no lock: the outcomes were analysed without a frozen study")
+    lines, flags = [], []
+    for name, block in lock["resolved"].items():
+        if name == "files":
+            continue
+        lines.append(f"{name}: " + "; ".join(_flat(block)))
+        if isinstance(block, dict) and "none" in block:
+            flags.append(f"{name}: none ({block['none']})")
+    harness = lock.get("harness") or {}
+    if harness:
+        lines.append(f"harness: commit {harness.get('commit')}" + (" (dirty working tree)" if harness.get("dirty") else ""))
+        if harness.get("dirty"):
+            flags.append("the harness ran from a dirty working tree")
+    files = lock["resolved"].get("files") or {}
+    if files:
+        lines.append(f"{len(files)} data file(s) hashed: " + ", ".join(sorted(files)))
+    return Answer(q, lines, "the lock's resolved identifiers", flags)
+
+
+def evaluation_set(analysis: dict, step) -> Answer:
+    q = "Evaluation set and its size"
+    lock = analysis["provenance"].get("lock") or {}
+    panel = lock.get("task_panel") or []
+    if panel:
+        manifest = lock.get("manifest") or {}
+        env, ev = manifest.get("env") or {}, manifest.get("eval") or {}
+        seeds = [t.get("seed") for t in panel if isinstance(t.get("seed"), int)]
+        categories = sorted({str(t.get("category")) for t in panel})
+        words = [f"{len(panel)} tasks frozen in the lock's task panel"]
+        if env.get("name"):
+            words.append(f"environment {env['name']}" + (f", split {env['split']}" if env.get("split") else ""))
+        if seeds:
+            words.append(f"task seeds {min(seeds)}–{max(seeds)}")
+        if ev.get("episodes_per_task"):
+            words.append(f"{ev['episodes_per_task']} episode(s) per task")
+        words.append(f"{len(categories)} categor{'y' if len(categories) == 1 else 'ies'}")
+        return Answer(q, ["; ".join(words)], "lock: task_panel (every run was checked against it)")
+    runs = [r for r in analysis["tables"]["runs"] if r["step"] == step]
+    if runs:
+        sizes = sorted({r["n"] for r in runs})
+        return Answer(q, [f"{', '.join(map(str, sizes))} episodes per run at step {step}; task sets were checked equal between "
+                          "methods, not against a frozen panel"], "runs.csv (no lock)", ["no task panel was frozen before running"])
+    return Answer(q, [], "no runs at the final step")
+
+
+def checkpoints(analysis: dict, step) -> Answer:
+    q = "How checkpoints were chosen"
+    lock = analysis["provenance"].get("lock") or {}
+    manifest = lock.get("manifest") or {}
+    if step is None:
+        return Answer(q, [], "no evaluated step")
+    if not manifest:
+        return Answer(q, [f"step {step}: the last step every method was evaluated at"],
+                      "analysis settings (no lock)", ["not declared before running: no lock"])
+    rule = (manifest.get("eval") or {}).get("checkpoint", "last")
+    declared = (manifest.get("analysis") or {}).get("final_step")
+    line = f"step {step} for every method; declared before running: eval.checkpoint = {rule}"
+    line += f", analysis.final_step = {declared}" if declared is not None else " (the last evaluated step)"
+    flags = ["'best' selects the checkpoint on the evaluation set itself: optimistic"] if "best" in str(rule).lower() else []
+    return Answer(q, [line], "lock: manifest eval.checkpoint and analysis.final_step", flags)
+
+
+def per_seed(analysis: dict, step) -> Answer:
+    q = "Per-seed raw values, mean ± std"
+    t = analysis["tables"]
+    lines = []
+    for m in (r for r in t["methods"] if r["step"] == step):
+        seeds = sorted((r for r in t["runs"] if r["method"] == m["method"] and r["step"] == step), key=lambda r: str(r["seed"]))
+        raw = ", ".join(f"seed {r['seed']} {pct(r['rate'])} ({r['successes']}/{r['n']})" for r in seeds)
+        lines.append(f"{m['method']}: {raw} → {pct(m['mean'])} ± {pct(m['std'])}")
+    return Answer(q, lines, f"runs.csv and methods.csv at step {step} (std over seeds, ddof = 1)" if lines else "no runs at the final step")
+
+
+def paired_deltas(analysis: dict, step) -> Answer:
+    q = "Paired deltas with intervals"
+    rows = [r for r in analysis["tables"]["paired"] if r["seed"] == "all" and r["step"] == step]
+    lines = [f"{r['method_a']} − {r['method_b']}: {pp(r['delta'])} {ci(r['ci_lo'], r['ci_hi'])} pp (95% CI, "
+             f"{r.get('test') or 'paired'}; Holm p {pvalue(r['p_holm'])}; {r['n_tasks']} tasks)" for r in rows]
+    return Answer(q, lines, f"paired.csv at step {step}: seeds pooled by task" if lines else "fewer than two methods")
+
+
+def categories(analysis: dict, step) -> Answer:
+    q = "Per-category results"
+    rows = [r for r in analysis["tables"]["categories"] if r["step"] == step]
+    if not rows:
+        return Answer(q, [], "no categories at the final step")
+    names = sorted({str(r["category"]) for r in rows})
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    flags = [f"one category only ({names[0]}): no breakdown by category is possible"] if len(names) == 1 else []
+    return Answer(q, [f"{len(names)} categor{'y' if len(names) == 1 else 'ies'} × {len(methods)} methods at step {step} "
+                      "(section Per-category results)"], "categories.csv", flags)
+
+
+def deviations(analysis: dict) -> Answer:
+    q = "Deviations from the official recipe"
+    lock = analysis["provenance"].get("lock")
+    found = _find(lock, "deviations") if lock else []
+    lines = [f"{where}: {item}" for where, value in found for item in (value if isinstance(value, list) else [value])]
+    if lines:
+        return Answer(q, lines, "lock: " + ", ".join(where for where, _ in found))
+    return Answer(q, [], "the lock records no deviations" if lock else "no lock")
+
+
+def advantage_parity(analysis: dict) -> Answer:
+    q = "Parity of the backend's advantages with the reference estimator"
+    checks = [p for p in analysis["parity"] if "advantage" in p["check"].lower()]
+    lines = [f"{p['status'].replace('_', ' ')}: {p['check']}" + (f" ({p['detail']})" if p.get("detail") else "") for p in checks]
+    flags = [f"{sum(p['status'] == s for p in checks)} check(s) {s.replace('_', ' ')}" for s in ("fail", "not_run")
+             if any(p["status"] == s for p in checks)]
+    if not checks or all(p["status"] == "not_run" for p in checks):
+        return Answer(q, [], ("; ".join(lines) if lines else "no advantage parity check in the analysis"), flags)
+    return Answer(q, lines, "analysis parity checks (batch dumps recomputed with the reference estimator)", flags)
+
+
+def overhead(analysis: dict) -> Answer:
+    q = "Overhead p50 / p95 and its share of a step"
+    rows = analysis["tables"]["overhead"]
+    lines = []
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == method]
+        total = next((r for r in mine if r["component"] == STEP_TOTAL), None)
+        parts = [f"{r['component']} {seconds(r['p50_s'])} / {seconds(r['p95_s'])} ({share(r['share_of_step'])})"
+                 for r in sorted(mine, key=lambda r: -(r["share_of_step"] or 0)) if r["component"] != STEP_TOTAL]
+        head = f"step {seconds(total['p50_s'])} / {seconds(total['p95_s'])}; " if total else ""
+        lines.append(f"{method}: {head}" + "; ".join(parts))
+    return Answer(q, lines, "overhead.csv (timings.jsonl of every run)" if lines else "no timings were recorded")
+
+
+def reviewer_summary(analysis: dict, step) -> list[Answer]:
+    """Every question of the summary, answered from `analysis` (validated analysis.json) at the final `step`."""
+    return [identifiers(analysis["provenance"].get("lock")), evaluation_set(analysis, step), checkpoints(analysis, step),
+            per_seed(analysis, step), paired_deltas(analysis, step), categories(analysis, step), deviations(analysis),
+            advantage_parity(analysis), overhead(analysis)]

@@ -1,0 +1,72 @@
+"""The reviewer's summary: every question answered from analysis.json with its evidence, or 'not provided'."""
+
+from __future__ import annotations
+
+from agentrepro.report import render
+from agentrepro.report.summary import reviewer_summary
+
+QUESTIONS = ["Exact commits and images", "Evaluation set and its size", "How checkpoints were chosen",
+             "Per-seed raw values, mean ± std", "Paired deltas with intervals", "Per-category results",
+             "Deviations from the official recipe", "Parity of the backend's advantages with the reference estimator",
+             "Overhead p50 / p95 and its share of a step"]
+
+
+def answers(analysis, step=150) -> dict:
+    return {a.question: a for a in reviewer_summary(analysis, step)}
+
+
+def test_every_question_in_order_with_values_from_the_analysis(analysis):
+    """The nine questions come in order; identifiers, panel size, per-seed rates and paired deltas are the analysis' own."""
+    got = reviewer_summary(analysis, 150)
+    assert [a.question for a in got] == QUESTIONS
+    by = {a.question: a for a in got}
+    ids = "\n".join(by["Exact commits and images"].lines)
+    resolved = analysis["provenance"]["lock"]["resolved"]
+    assert resolved["image"]["digest"] in ids and resolved["backend"]["commit"] in ids and "f" * 40 in ids
+    assert by["Evaluation set and its size"].lines[0].startswith("128 tasks frozen in the lock's task panel")
+    seeds = by["Per-seed raw values, mean ± std"].lines
+    runs = [r for r in analysis["tables"]["runs"] if r["method"] == "grpo" and r["step"] == 150]
+    grpo = next(line for line in seeds if line.startswith("grpo:"))
+    assert all(f"{100 * r['rate']:.1f}% ({r['successes']}/{r['n']})" in grpo for r in runs)
+    pairs = [r for r in analysis["tables"]["paired"] if r["seed"] == "all" and r["step"] == 150]
+    assert len(by["Paired deltas with intervals"].lines) == len(pairs)
+    assert "step 150 for every method" in by["How checkpoints were chosen"].lines[0]
+    assert not by["Deviations from the official recipe"].provided
+    overhead = by["Overhead p50 / p95 and its share of a step"].lines
+    assert {line.split(":")[0] for line in overhead} == {r["method"] for r in analysis["tables"]["overhead"]}
+
+
+def test_deviations_best_checkpoint_and_parity_flags(analysis):
+    """Deviations recorded in the lock are listed; a 'best' checkpoint is flagged optimistic; failed parity is flagged."""
+    lock = analysis["provenance"]["lock"]
+    lock["manifest"]["deviations"] = ["rollout temperature 0.4 instead of 1.0 (memory)"]
+    lock["manifest"]["eval"] = {"checkpoint": "best"}
+    analysis["parity"] = [{"check": "advantages recomputed from runs/x/batches/step5.jsonl", "status": "fail", "detail": "max |diff| 0.3"}]
+    by = answers(analysis)
+    assert by["Deviations from the official recipe"].lines == ["manifest.deviations: rollout temperature 0.4 instead of 1.0 (memory)"]
+    assert any("optimistic" in f for f in by["How checkpoints were chosen"].flags)
+    parity = by["Parity of the backend's advantages with the reference estimator"]
+    assert parity.provided and "max |diff| 0.3" in parity.lines[0] and parity.flags == ["1 check(s) fail"]
+
+
+def test_without_a_lock_answers_say_not_provided(analysis):
+    """Outcomes analysed without a lock: identifiers and deviations are not provided; the checkpoint is flagged as undeclared."""
+    analysis["provenance"] = {"lock": None, "lock_sha256": None, "runs": []}
+    analysis["parity"] = [{"check": "advantages recomputed from batch dumps", "status": "not_run", "detail": "outcome files only"}]
+    by = answers(analysis)
+    for q in ("Exact commits and images", "Deviations from the official recipe",
+              "Parity of the backend's advantages with the reference estimator"):
+        assert not by[q].provided, q
+    assert "outcome files only" in by["Parity of the backend's advantages with the reference estimator"].evidence
+    assert by["How checkpoints were chosen"].flags == ["not declared before running: no lock"]
+    assert "not against a frozen panel" in by["Evaluation set and its size"].lines[0]
+
+
+def test_summary_is_at_the_top_of_the_page(analysis):
+    """The summary is the first section, each question a row, 'not provided' written where nothing answers it."""
+    analysis["provenance"]["lock"]["resolved"] = None
+    html = render.render_html(render.build_context(analysis, figures=[], audit={"status": "passed", "problems": [], "message": ""}, files={}))
+    section = html[html.index('<section id="summary">'):html.index('<section id="equivalence">')]
+    assert html.index('<section id="summary">') == html.index("<section")
+    assert all(q.replace("'", "&#39;") in section for q in QUESTIONS)
+    assert section.count("<strong>not provided</strong>") == 2   # identifiers (no resolved block) and deviations
