@@ -122,3 +122,10 @@ def test_equivalence_claims_are_checked_at_load(tmp_path):
     assert load_manifest(write_study(tmp_path, good))["analysis"]["claims"][1] == "gigpo == grpo ± 3pp"
     message = _error(tmp_path, set_key(BASE, "analysis.claims", ["gigpo > grpo", "gigpo == grpo ± 3%"]))
     assert "analysis.claims[1]" in message and "a == b ± 3pp" in message
+
+
+def test_deviations_from_the_official_recipe_are_declared_strings(tmp_path):
+    """`deviations` takes sentences (the report's summary lists them); anything else names the key path."""
+    good = set_key(BASE, "deviations", ["rollout temperature 0.4 instead of 1.0"])
+    assert load_manifest(write_study(tmp_path, good))["deviations"] == ["rollout temperature 0.4 instead of 1.0"]
+    assert "deviations[0]" in _error(tmp_path, set_key(BASE, "deviations", [""]))
