@@ -102,3 +102,17 @@ def test_analysis_json_passes_the_report_contract_check(tmp_path):
     make_study(tmp_path, reference=REF)
     analysis = load_analysis(analyze_study("toy", root=tmp_path) / "analysis.json")
     assert analysis["study"] == "toy" and analysis["tables"]["verdicts"]
+
+
+def test_study_equivalence_claim_from_the_lock(tmp_path):
+    """An equivalence claim declared in the lock's manifest is tested per seed and across seeds; a 30 pp gap is not reproduced,
+    and a malformed claim in the lock names the lock file and the claim's index."""
+    make_study(tmp_path, methods=("grpo", "graphgpo"), n_tasks=120, claims=("graphgpo > grpo", "graphgpo == grpo ± 3pp"))
+    analysis = json.loads((analyze_study("toy", root=tmp_path) / "analysis.json").read_text())
+    rows = [c for c in analysis["tables"]["claims"] if c["kind"] == "equivalence"]
+    assert [c["seed"] for c in rows] == ["0", "1", "all"] and {c["n_tasks"] for c in rows} == {120}
+    assert rows[-1]["verdict"] == "not_reproduced" and rows[-1]["seeds"] == 2
+    bad = tmp_path / "bad"
+    make_study(bad, claims=("graphgpo == grpo ± 3 %",))
+    with pytest.raises(BadInput, match=r"toy\.lock\.json: analysis\.claims\[0\]: claim 'graphgpo == grpo ± 3 %'"):
+        analyze_study("toy", root=bad)

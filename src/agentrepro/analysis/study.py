@@ -24,6 +24,7 @@ import pandas as pd
 
 from agentrepro.analysis import contract
 from agentrepro.analysis import tables as T
+from agentrepro.analysis.claim_text import parse_claim_text
 from agentrepro.analysis.claims import claims_table
 from agentrepro.analysis.convergence import convergence_table
 from agentrepro.analysis.diagnostics import DIAGNOSTICS, TRAINING, per_step_table
@@ -170,6 +171,8 @@ def analyze_outcomes(paths: list[str | os.PathLike], out: str | os.PathLike, *, 
     """Analyse outcome files from anywhere into `out` (see the module docstring)."""
     if tolerance_pp <= 0:
         raise BadInput(f"--tolerance-pp must be positive, got {tolerance_pp}")
+    for claim in claims:   # the grammar first: a malformed claim costs no reading
+        parse_claim_text(claim, where="--claim")
     df = read_outcomes(list(paths))
     validate_outcomes(df, None)
     methods = _ordered_methods(df)
