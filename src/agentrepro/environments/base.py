@@ -8,7 +8,8 @@ derive values in `resolve_params`); `prompts` (a `prompts.Prompts`: `formats`, `
 `player_position`, `solve`); and, where the defaults do not fit, the task hooks `task_description`,
 `task_category` and `show_fields`. The registry only maps names to these classes.
 
-`Env.reset(seed) -> (observation, info)`; `Env.step(response) -> (observation, reward, done, info)`.
+`Env.reset(seed) -> (observation, info)`; `Env.step(response) -> (observation, reward, done, info)`;
+`Env.reset_task(panel_row)` resets to a frozen panel's task whatever identifies it (a seed, or ALFWorld's game).
 `info` always holds `grid` (the text grid as the reference renders it) and `state_key` (canonical state for
 GiGPO/GraphGPO grouping: the grid text); after a step also `success`, `valid` (action validity),
 `effective` (the player moved), `actions` (the action words executed) and `parsed` (the parser's dict).
@@ -26,7 +27,7 @@ of the canonical JSON of `task_description` (env name, full params, seed, initia
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from agentrepro.environments.prompts import Prompts, wrap_answer
@@ -71,6 +72,10 @@ class Env(ABC):
     action_names: ClassVar[tuple[str, ...]] = ("up", "down", "left", "right")
     #: every symbol the text grid can contain (each cell renders as " <symbol> ")
     grid_symbols: ClassVar[tuple[str, ...]]
+    #: the command-line option naming a task: `--seed` (generated from a seed) or `--task` (a game file)
+    task_option: ClassVar[str] = "--seed"
+    #: what `agentrepro env play` asks the player to type
+    play_hint: ClassVar[str] = "actions like 'up, left'"
 
     @classmethod
     def validate_params(cls, params: dict[str, Any] | None, *, path: object = None) -> dict[str, Any]:
@@ -146,6 +151,11 @@ class Env(ABC):
         info = self._info()
         return self.prompts.initial_observation(info), info
 
+    def reset_task(self, entry: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Reset to the task of a panel row (`task_entry`'s dict): its `seed` here; a game-file environment
+        (ALFWorld) resets to its `task_id`. One call for every environment, for evaluators of a frozen panel."""
+        return self.reset(int(entry["seed"]))
+
     def parse(self, response: str) -> dict[str, Any]:
         p = self.params
         return parse_response(response, prompt_format=p["prompt_format"], action_sep=p["action_sep"],
@@ -196,4 +206,8 @@ class Env(ABC):
 
     def show_fields(self) -> dict[str, Any]:
         """Extra fields `env show` prints for the task just reset (e.g. how a map was generated)."""
+        return {}
+
+    def turn_fields(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Extra fields `env replay` prints for each turn (e.g. a game's category and `won`)."""
         return {}

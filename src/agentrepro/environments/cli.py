@@ -25,8 +25,7 @@ import sys
 from typing import Any, TextIO
 
 from agentrepro.bounds import MAX_SEED, MAX_TASKS, SEED, integer
-from agentrepro.environments import prompts
-from agentrepro.environments.registry import env_names, make_env, validate_params
+from agentrepro.environments.registry import REGISTRY, env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
 from agentrepro.fileio import iter_jsonl
@@ -40,11 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--env", required=True, choices=env_names(), help="environment name")
         p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="environment parameter (reference name; JSON value), repeatable")
+        p.add_argument("--data-dir", metavar="DIR", help="data directory of a game-file environment (alfworld): "
+                       "the same as --param data_dir=DIR")
 
     show = sub.add_parser("show", help="print the initial grid and observation of seeds")
     common(show)
     which = show.add_mutually_exclusive_group(required=True)
     which.add_argument("--seed", type=SEED, help="one seed")
+    which.add_argument("--task", metavar="GAME_DIR", help="one game, relative to --data-dir (game-file environments)")
     which.add_argument("--seeds", help="numbers and inclusive ranges, e.g. 0-99,10001-10256 (JSON lines)")
     show.add_argument("--json", action="store_true", help="one JSON object per seed")
     show.add_argument("--system-prompt", action="store_true", help="also print the system prompt (text mode)")
@@ -52,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     replay = sub.add_parser("replay", help="feed recorded responses to an environment")
     common(replay)
     replay.add_argument("--seed", type=SEED, help="seed of the single episode (with --responses)")
+    replay.add_argument("--task", metavar="GAME_DIR", help="game of the single episode (with --responses; game-file environments)")
     src = replay.add_mutually_exclusive_group(required=True)
     src.add_argument("--responses", help="JSONL file (or -): one response string per line")
     src.add_argument("--episodes", help='JSONL file (or -): {"seed": N, "responses": [...]} per line')
@@ -66,13 +69,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     play = sub.add_parser("play", help="play a seed interactively")
     common(play)
-    play.add_argument("--seed", type=SEED, required=True)
+    start = play.add_mutually_exclusive_group(required=True)
+    start.add_argument("--seed", type=SEED)
+    start.add_argument("--task", metavar="GAME_DIR", help="game relative to --data-dir (game-file environments)")
     play.add_argument("--max-turns", type=integer(0), default=None, help="stop after this many turns")
 
 
-def parse_params(items: list[str], env: str) -> dict[str, Any]:
-    """`["k=v", ...]` → validated full parameters of `env` (BadInput names `--param k`)."""
+def parse_params(items: list[str], env: str, data_dir: str | None = None) -> dict[str, Any]:
+    """`["k=v", ...]` (and `--data-dir`) → validated full parameters of `env` (BadInput names `--param k`)."""
     params: dict[str, Any] = {}
+    if data_dir is not None:
+        if "data_dir" not in {p.name for p in REGISTRY.get(env).parameters}:
+            raise BadInput(f"environment {env!r} reads no data directory", where="--data-dir")
+        items = [*items, "data_dir=" + json.dumps(data_dir)]
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -94,38 +103,54 @@ def _dump(obj: Any, out: TextIO) -> None:
     out.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-def _reset(env, seed: int, where: str):
+def task_arg(name: str, args: argparse.Namespace) -> int | str:
+    """The task the command names: `--seed` for seeded environments, `--task` for game-file ones (their
+    `task_option`); BadInput when the other one, or neither, is given."""
+    option = REGISTRY.get(name).task_option
+    seed, task = getattr(args, "seed", None), getattr(args, "task", None)
+    if option == "--task" and seed is not None:
+        raise BadInput(f"environment {name!r} plays game files, not seeds: give --task GAME_DIR (and --data-dir)", where="--seed")
+    if option == "--seed" and task is not None:
+        raise BadInput(f"environment {name!r} is generated from seeds: give --seed", where="--task")
+    value = task if option == "--task" else seed
+    if value is None:
+        raise BadInput(f"environment {name!r} needs {option}", where=option)
+    return value
+
+
+def _reset(env, task: int | str, where: str):
     try:
-        return env.reset(seed)
+        return env.reset(task)
+    except BadInput:
+        raise
     except ValueError as exc:
         raise BadInput(str(exc), where=where) from None
 
 
-def show_record(name: str, params: dict[str, Any], seed: int) -> dict[str, Any]:
+def show_record(name: str, params: dict[str, Any], seed: int | str) -> dict[str, Any]:
     env = make_env(name, params)
-    observation, info = _reset(env, seed, "--seed")
+    observation, info = _reset(env, seed, env.task_option)
     task = env.task_entry(observation, info)
-    record = {"seed": seed, "env": name, "grid": info["grid"], "observation": observation,
+    record = {env.task_option.lstrip("-"): seed, "env": name, "grid": info["grid"], "observation": observation,
               "state_key": info["state_key"], "player_pos": info["player_pos"],
-              "task_id": task["task_id"], "task_hash": task["task_hash"], "solution": env.solve(),
-              **env.show_fields(), "params": params}
+              "task_id": task["task_id"], "task_hash": task["task_hash"], "solution": env.solve(), **env.show_fields(), "params": params}
     return record
 
 
-def _turn_record(turn: int, observation: str, reward: float, done: bool, info: dict[str, Any]) -> dict[str, Any]:
+def _turn_record(env, turn: int, observation: str, reward: float, done: bool, info: dict[str, Any]) -> dict[str, Any]:
     return {"turn": turn, "grid": info["grid"], "observation": observation, "reward": reward, "done": done,
             "success": info["success"], "actions": info["actions"], "valid": info["valid"],
-            "effective": info["effective"], "state_key": info["state_key"]}
+            "effective": info["effective"], "state_key": info["state_key"], **env.turn_fields(info)}
 
 
-def replay_episode(name: str, params: dict[str, Any], seed: int, responses: list[str], where: str) -> list[dict[str, Any]]:
+def replay_episode(name: str, params: dict[str, Any], seed: int | str, responses: list[str], where: str) -> list[dict[str, Any]]:
     """Per-turn records of one episode; stops after the turn that ends it."""
     env = make_env(name, params)
     _reset(env, seed, where)
     turns = []
     for i, response in enumerate(responses):
         observation, reward, done, info = env.step(response)
-        turns.append(_turn_record(i, observation, reward, done, info))
+        turns.append(_turn_record(env, i, observation, reward, done, info))
         if done:
             break
     return turns
@@ -166,11 +191,13 @@ def read_episodes(path: str) -> list[tuple[int, int, list[str]]]:
 
 def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
     if args.seeds is not None:
+        if REGISTRY.get(args.env).task_option != "--seed":
+            raise BadInput(f"environment {args.env!r} plays game files, not seeds: give --task GAME_DIR", where="--seeds")
         records = [show_record(args.env, params, seed) for seed in parse_seed_ranges(args.seeds)]
         for record in records:
             _dump(record, out)
         return 0
-    record = show_record(args.env, params, args.seed)
+    record = show_record(args.env, params, task_arg(args.env, args))
     if args.json:
         _dump(record, out)
     else:
@@ -182,6 +209,8 @@ def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
 
 def _run_replay(args, params: dict[str, Any], out: TextIO) -> int:
     if args.episodes is not None:
+        if REGISTRY.get(args.env).task_option != "--seed":
+            raise BadInput(f"environment {args.env!r} plays game files: give --task GAME_DIR with --responses", where="--episodes")
         if args.seed is not None:
             raise BadInput("--seed is given per line of --episodes, not on the command line", where="--seed")
         episodes = read_episodes(args.episodes)
@@ -190,9 +219,8 @@ def _run_replay(args, params: dict[str, Any], out: TextIO) -> int:
         for result in results:
             _dump(result, out)
         return 0
-    if args.seed is None:
-        raise BadInput("--responses needs --seed", where="--seed")
-    turns = replay_episode(args.env, params, args.seed, read_responses(args.responses), "--seed")
+    task = task_arg(args.env, args)
+    turns = replay_episode(args.env, params, task, read_responses(args.responses), REGISTRY.get(args.env).task_option)
     for turn in turns:
         if args.json:
             _dump(turn, out)
@@ -202,16 +230,17 @@ def _run_replay(args, params: dict[str, Any], out: TextIO) -> int:
     return 0
 
 
-def wrap_answer(line: str, prompt_format: str) -> str:
+def wrap_answer(line: str, env) -> str:
     """A typed line as a response: used as-is if it starts with '<', else as the answer of a well-formed one."""
-    return line if line.lstrip().startswith("<") else prompts.wrap_answer(line, prompt_format)
+    return line if line.lstrip().startswith("<") else env.format_actions([line])
 
 
 def _run_play(args, params: dict[str, Any], out: TextIO, inp: TextIO) -> int:
     env = make_env(args.env, params)
-    observation, _ = _reset(env, args.seed, "--seed")
-    out.write(env.system_prompt() + "\n\n" + observation)
-    out.write("(type actions like 'up, left', a full tagged response, or 'quit')\n")
+    observation, _ = _reset(env, task_arg(args.env, args), env.task_option)
+    system = env.system_prompt()
+    out.write((system + "\n\n" if system else "") + observation)
+    out.write(f"(type {env.play_hint}, a full tagged response, or 'quit')\n")
     turns, total, done = 0, 0.0, False
     while not done and (args.max_turns is None or turns < args.max_turns):
         out.write("> ")
@@ -219,7 +248,7 @@ def _run_play(args, params: dict[str, Any], out: TextIO, inp: TextIO) -> int:
         line = inp.readline()
         if not line or line.strip().lower() in ("quit", "exit"):
             break
-        observation, reward, done, info = env.step(wrap_answer(line.rstrip("\n"), params["prompt_format"]))
+        observation, reward, done, info = env.step(wrap_answer(line.rstrip("\n"), env))
         turns += 1
         total += reward
         out.write(f"reward {reward:g} (total {total:g}) valid {info['valid']} done {done}\n{observation}")
@@ -243,7 +272,7 @@ def _run_seeds(args, out: TextIO) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.env_command == "seeds":
         return _run_seeds(args, sys.stdout)
-    params = parse_params(args.param, args.env)
+    params = parse_params(args.param, args.env, args.data_dir)
     out = sys.stdout
     if args.env_command == "show":
         return _run_show(args, params, out)

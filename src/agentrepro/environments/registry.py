@@ -16,12 +16,13 @@ import inspect
 from collections.abc import Iterable
 from typing import Any
 
+from agentrepro.environments.alfworld import ALFWorld
 from agentrepro.environments.base import Env
 from agentrepro.environments.frozenlake import FrozenLake
 from agentrepro.environments.sokoban import Sokoban
 from agentrepro.errors import BadInput
 
-BUILTIN: tuple[type[Env], ...] = (Sokoban, FrozenLake)
+BUILTIN: tuple[type[Env], ...] = (Sokoban, FrozenLake, ALFWorld)
 
 
 class Registry:
@@ -77,8 +78,9 @@ class Registry:
         env = self.make(name, params)
         return env.task_description(*env.reset(seed))
 
-    def task_panel(self, name: str, params: dict[str, Any] | None, seeds: Iterable[int]) -> list[dict[str, Any]]:
-        """One row per seed (`Env.task_entry`: task_id, task_hash, seed, category); a repeated seed is BadInput."""
+    def task_panel(self, name: str, params: dict[str, Any] | None, seeds: Iterable[int | str]) -> list[dict[str, Any]]:
+        """One row per task (`Env.task_entry`: task_id, task_hash, seed, category); a repeated task is BadInput.
+        A task is what `reset` takes: a seed, or for ALFWorld a game directory."""
         env = self.make(name, params)
         rows, seen = [], set()
         for seed in seeds:

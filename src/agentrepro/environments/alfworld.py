@@ -1,0 +1,268 @@
+"""ALFWorld (text, TextWorld engine) as verl-agent @ 20bd331 plays it for the GraphGPO recipe.
+
+A task is one game of an ALFWorld data directory (alfworld_data.py): `reset(task_id)` loads the game
+`<data_dir>/<task_id>/game.tw-pddl` through TextWorld with ALFWorld's own wrappers (`AlfredDemangler`
+without shuffling, as for evaluation, and `AlfredInfos`), requesting `won`, `admissible_commands` and the
+game file, as `AlfredTWEnv.init_env` does. `step(response)` plays one turn:
+
+* the action (verl-agent `env_package/alfworld/projection.py`): the response is lower-cased; the text between
+  the first `<action>` and the first `</action>` after lower-casing, stripped, is the command; without both
+  tags the command is the last 30 characters of the lower-cased response. The turn is *valid* when both
+  action tags are there, both `<think>` and `</think>` are in the response as written, and it holds no CJK
+  character (U+4E00–U+9FFF). The command is sent to the game either way (an unknown one gets TextWorld's
+  "Nothing happens."); validity only feeds the trainer's invalid-action penalty (`train.invalid_penalty`).
+* reward `success_reward` (10.0) on the turn the game is won (`10.0 * won`, GraphGPO `alfworld_envs.py`);
+  the episode ends when won or after `max_turns` turns (`env.max_steps` = 50).
+* the observation (verl-agent `env_manager.py` `AlfWorldEnvironmentManager.build_text_obs`, prompt
+  templates in `prompts/alfworld.py`): the first one shows the game's text and its admissible commands;
+  later ones add the task, the step count and the last `history_length` (2) observations with the commands
+  sent after them. Admissible commands are listed in the game's order without `help`.
+  Not reproduced: the GraphGPO recipe's own manager adds the agent's location, what it holds and a history
+  of moved objects to every observation (`recipe/GraphGPO/graphgpo_env_manager.py`); this environment
+  shows verl-agent's plain ALFWorld observation.
+
+`info` adds `won`, `admissible_commands`, `feedback` (the game's text: also `grid` and `state_key`, the
+recipe's grouping anchor) and `category`. A task's hash covers the hashes of its two files and the
+parameters other than `data_dir` (where the data lives is not what the task is).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentrepro.environments.alfworld_data import Game, data_dir_or_env, read_game
+from agentrepro.environments.base import Env
+from agentrepro.environments.params import Param, integer, number, one_of
+from agentrepro.errors import BadInput
+
+FORMAT = "think_action"
+NOTHING = "Nothing happens."
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+_FIRST = """
+You are an expert agent operating in the ALFRED Embodied Environment.
+Your current observation is: {current_observation}
+Your admissible actions of the current situation are: [{admissible_actions}].
+
+Now it's your turn to take an action.
+You should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. 
+Once you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.
+"""
+
+_LATER = """
+You are an expert agent operating in the ALFRED Embodied Environment. Your task is to: {task_description}
+Prior to this step, you have already taken {step_count} step(s). Below are the most recent {history_length} observations and the corresponding actions you took: {action_history}
+You are now at step {current_step} and your current observation is: {current_observation}
+Your admissible actions of the current situation are: [{admissible_actions}].
+
+Now it's your turn to take an action.
+You should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. 
+Once you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.
+"""
+
+
+def parse_action(response: str) -> dict[str, Any]:
+    """verl-agent's ALFWorld projection of one response: {`action`, `valid`, `format_correct`, `think`}."""
+    if not isinstance(response, str):
+        raise TypeError(f"a response is a string, got {type(response).__name__}")
+    lower = response.lower()
+    start, end = lower.find("<action>"), lower.find("</action>")
+    tagged = start != -1 and end != -1
+    action = lower[start + len("<action>"):end].strip() if tagged else lower[-30:]
+    think = "<think>" in response and "</think>" in response
+    return {"action": action, "format_correct": tagged and think, "think": think,
+            "valid": tagged and think and not _CJK.search(response), "llm_raw_response": response}
+
+
+class ALFWorldPrompts:
+    """verl-agent's ALFWorld observation texts; no system prompt (the recipe sends the observation alone)."""
+
+    formats = (FORMAT,)
+
+    def system_prompt(self, params: Mapping[str, Any]) -> str:
+        return ""
+
+    @staticmethod
+    def _commands(info: Mapping[str, Any]) -> str:
+        return "\n ".join(f"'{c}'" for c in info["admissible_commands"] if c != "help")
+
+    def initial_observation(self, info: Mapping[str, Any]) -> str:
+        return _FIRST.format(current_observation=info["feedback"], admissible_actions=self._commands(info))
+
+    def step_observation(self, executed: list[str], info: Mapping[str, Any]) -> str:
+        history, length = info["history"], info["history_length"]
+        if length <= 0:
+            return self.initial_observation(info)
+        recent = history[-length:]
+        first = len(history) - len(recent) + 1
+        lines = "\n".join(f"[Observation {first + i}: '{obs}', Action {first + i}: '{act}']" for i, (obs, act) in enumerate(recent))
+        return _LATER.format(task_description=info["task"], step_count=len(history), history_length=len(recent),
+                             action_history=lines, current_step=len(history) + 1, current_observation=info["feedback"],
+                             admissible_actions=self._commands(info))
+
+
+def _optional_path(v: Any) -> str | None:
+    if v is not None and (not isinstance(v, str) or not v):
+        raise ValueError("null (use $ALFWORLD_DATA) or a directory path")
+    return v
+
+
+def textworld_env(game_file: Path):
+    """A TextWorld environment for one ALFWorld game, wrapped and with the infos AlfredTWEnv requests."""
+    try:
+        import textworld
+        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+    except ImportError as exc:
+        raise BadInput(f"the alfworld package is not installed ({exc}): pip install '.[alfworld]'", where="package") from None
+    infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+    return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
+
+
+class ALFWorld(Env):
+    """One ALFWorld game per task; `reset(task_id)` with the game's directory relative to `data_dir`."""
+
+    name = "alfworld"
+    task_option = "--task"
+    play_hint = "a command such as 'go to fridge 1'"
+    action_names = ()
+    grid_symbols = ()
+    prompts = ALFWorldPrompts()
+    parameters = (
+        Param("data_dir", None, _optional_path, "ALFWorld data directory (null: $ALFWORLD_DATA); not part of a task's hash"),
+        Param("max_turns", 50, integer(1), "turns before the episode ends unsolved (verl-agent env.max_steps)"),
+        Param("history_length", 2, integer(0), "earlier observations and actions shown (verl-agent env.history_length)"),
+        Param("success_reward", 10.0, number(), "reward on the turn the game is won (10.0 * won)"),
+        Param("prompt_format", FORMAT, one_of(FORMAT), "response format: <think>...</think> then <action>...</action>"),
+    )
+
+    def __init__(self, params: dict[str, Any]):
+        super().__init__(params)
+        self.game: Game | None = None
+        self._tw = None
+
+    # -- episode ---------------------------------------------------------------------------------
+    def reset(self, task: str) -> tuple[str, dict[str, Any]]:  # type: ignore[override]
+        """Load game `task` (its directory relative to the data directory) and start it."""
+        data_dir = data_dir_or_env(self.params["data_dir"], where="env.params.data_dir")
+        game = read_game(data_dir, task)
+        if self._tw is not None:
+            self._tw.close()
+        self._tw = textworld_env(game.game_file)
+        state = self._tw.reset()
+        self.game, self.seed, self.done, self.total_reward = game, None, False, 0.0
+        self.turns, self.effective, self.history, self.plan = 0, 0, [], []
+        self.feedback, self.won = state["feedback"], bool(state["won"])
+        self.admissible = list(state["admissible_commands"])
+        marker = "Your task is to: "
+        if marker not in self.feedback:
+            raise BadInput(f"the game's first text has no {marker.strip()!r}", path=game.game_file, where="grammar")
+        self.task = self.feedback[self.feedback.find(marker) + len(marker):].strip()
+        info = self._info()
+        return self.prompts.initial_observation(info), info
+
+    def reset_task(self, entry: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        return self.reset(entry["task_id"])
+
+    def parse(self, response: str) -> dict[str, Any]:
+        return parse_action(response)
+
+    def format_actions(self, actions: list[str]) -> str:
+        """A valid response playing the one command `actions[0]` (a turn sends exactly one command)."""
+        if len(actions) != 1:
+            raise ValueError(f"an ALFWorld turn sends one command, got {len(actions)}")
+        return f"<think></think><action>{actions[0]}</action>"
+
+    def step(self, response: str) -> tuple[str, float, bool, dict[str, Any]]:
+        if self.game is None:
+            raise RuntimeError("step() before reset()")
+        if self.done:
+            raise RuntimeError("step() after the episode ended")
+        parsed = self.parse(response)
+        before = self.feedback
+        self._apply(parsed["action"])
+        self.history.append((before, parsed["action"]))
+        self.turns += 1
+        self.done = self.won or self.turns >= self.params["max_turns"]
+        reward = self.params["success_reward"] if self.won else 0.0
+        self.total_reward += reward
+        info = self._info()
+        info.update(success=self.won, valid=parsed["valid"], effective=self.feedback != NOTHING,
+                    actions=[parsed["action"]], parsed=parsed, admissible=parsed["action"] in self.admissible_before)
+        return self.prompts.step_observation(info["actions"], info), reward, self.done, info
+
+    # -- Env's game hooks ------------------------------------------------------------------------
+    def _generate(self, seed: int) -> None:
+        raise TypeError("an ALFWorld task is a game directory, not a seed: call reset(task_id)")
+
+    def _apply(self, action: str) -> None:
+        self.admissible_before = self.admissible
+        state, _score, _done = self._tw.step(action)
+        self.feedback, self.won = state["feedback"], bool(state["won"])
+        self.admissible = list(state["admissible_commands"])
+        self.effective += self.feedback != NOTHING
+        self.plan.append(action)
+
+    def _terminal(self) -> tuple[bool, bool]:
+        return self.done, self.won
+
+    def render(self) -> str:
+        return self.feedback
+
+    def player_position(self) -> tuple[int, int]:
+        return (self.effective, 0)
+
+    def valid_actions(self) -> Sequence[str]:
+        return list(self.admissible)
+
+    def walkthrough(self) -> list[str]:
+        """The game file's walkthrough (the commands that solve it from its start)."""
+        from agentrepro.reading import load_json
+
+        return list(load_json(self.game.game_file).get("walkthrough") or [])
+
+    def solve(self) -> list[str]:
+        """The rest of the game's walkthrough if every command so far followed it, else [] (no planner here)."""
+        plan = self.walkthrough()
+        return plan[len(self.plan):] if plan[:len(self.plan)] == self.plan and not self.won else []
+
+    def _info(self) -> dict[str, Any]:
+        return {"grid": self.feedback, "state_key": self.feedback, "player_pos": [self.effective, 0],
+                "feedback": self.feedback, "won": self.won, "admissible_commands": list(self.admissible),
+                "history": list(self.history), "history_length": self.params["history_length"], "task": self.task,
+                "category": self.game.category, "task_id": self.game.task_id}
+
+    # -- task identity ---------------------------------------------------------------------------
+    def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        return task_description(self.game, self.params)
+
+    def task_category(self, info: dict[str, Any]) -> str:
+        return self.game.category
+
+    def task_entry(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        return panel_entry(self.game, self.params)
+
+    def turn_fields(self, info: dict[str, Any]) -> dict[str, Any]:
+        return {"won": info["won"], "category": info["category"], "admissible": info["admissible"],
+                "admissible_commands": info["admissible_commands"]}
+
+    def show_fields(self) -> dict[str, Any]:
+        return {"task_type": self.game.task_type, "category": self.game.category, "walkthrough": self.walkthrough(),
+                "admissible_commands": list(self.admissible), "game_sha256": self.game.game_sha256,
+                "traj_data_sha256": self.game.traj_sha256}
+
+
+def task_description(game: Game, params: Mapping[str, Any]) -> dict[str, Any]:
+    """What an ALFWorld task's hash covers: the game's id, its two files' hashes and the parameters but `data_dir`."""
+    return {"env": ALFWorld.name, "params": {k: v for k, v in params.items() if k != "data_dir"}, "task_id": game.task_id,
+            "game_sha256": game.game_sha256, "traj_data_sha256": game.traj_sha256}
+
+
+def panel_entry(game: Game, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The task panel's row of one game (no seed: the game is the task)."""
+    from agentrepro.fileio import sha256_json
+
+    return {"task_id": game.task_id, "task_hash": sha256_json(task_description(game, params)), "seed": None,
+            "category": game.category}

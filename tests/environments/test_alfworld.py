@@ -1,0 +1,162 @@
+"""ALFWorld through the `alfworld` package, on the hand-written test games (one per task category).
+
+The action rule is checked against verl-agent @ 20bd331 `env_package/alfworld/projection.py` (as read from
+zzj1111/alfworldauto); the games are won and lost through TextWorld itself, not a model of it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from agentrepro.environments import make_env
+from agentrepro.environments.alfworld import parse_action
+from agentrepro.environments.alfworld_data import CATEGORIES
+from agentrepro.errors import BadInput
+from helpers import require, run_cli
+
+
+def require_alfworld() -> None:
+    require("alfworld", importlib.util.find_spec("alfworld") is not None and importlib.util.find_spec("textworld") is not None,
+            "the alfworld package is not installed (pip install '.[alfworld]')")
+
+
+@pytest.fixture(scope="module")
+def games(tmp_path_factory):
+    """A data directory with one test game per category: {game id: TestGame}, and its path."""
+    require_alfworld()
+    from agentrepro.environments.alfworld_testgames import write_data_dir
+
+    root = tmp_path_factory.mktemp("alfworld-data")
+    return root, write_data_dir(root)
+
+
+def response(command: str) -> str:
+    return f"<think>I should act.</think><action>{command}</action>"
+
+
+def play(env, task_id, plan):
+    env.reset(task_id)
+    info, done, total = None, False, 0.0
+    for command in plan:
+        assert not done
+        _obs, reward, done, info = env.step(response(command))
+        total += reward
+    return info, done, total
+
+
+@pytest.mark.parametrize("text, action, valid", [
+    ("<think>a</think><action>Go To Fridge 1</action>", "go to fridge 1", True),
+    ("<THINK>a</THINK><action>look</action>", "look", False),               # think tags are matched as written
+    ("<think>a</think><ACTION> look </ACTION>", "look", True),              # action tags after lower-casing
+    ("<action>look</action>", "look", False),                               # no think: invalid, still sent
+    ("<think>看</think><action>look</action>", "look", False),               # a CJK character
+    ("<think>a</think><action>look</action><action>x</action>", "look", True),  # the first pair counts
+])
+def test_projection_follows_verl_agent(text, action, valid):
+    """The command and validity of a response follow verl-agent's ALFWorld projection rule."""
+    parsed = parse_action(text)
+    assert (parsed["action"], parsed["valid"]) == (action, valid)
+
+
+def test_projection_without_tags_sends_the_last_30_characters():
+    """Without action tags the command is the last 30 characters of the lower-cased response."""
+    text = "<think>x</think> Well, I will now TAKE the apple 1 from countertop 1"
+    assert parse_action(text) == {**parse_action(text), "action": text.lower()[-30:], "valid": False}
+
+
+@pytest.mark.slow
+def test_every_test_game_is_won_by_its_walkthrough_and_not_by_a_wrong_plan(games):
+    """Each category's game is won by its walkthrough (reward 10, done) and not by the wrong plan; category read."""
+    root, by_id = games
+    assert sorted(g.task_type for g in by_id.values()) == sorted(CATEGORIES)
+    env = make_env("alfworld", {"data_dir": str(root)})
+    for task_id, game in by_id.items():
+        info, done, total = play(env, task_id, game.walkthrough)
+        assert (info["won"], info["success"], done, total) == (True, True, True, 10.0), task_id
+        assert info["category"] == CATEGORIES[game.task_type] == env.task_entry("", info)["category"]
+        assert env.walkthrough() == list(game.walkthrough)
+        info, done, total = play(env, task_id, game.wrong_plan)
+        assert (info["won"], done, total) == (False, False, 0.0), task_id
+        assert all(env.history[i][1] == c for i, c in enumerate(game.wrong_plan))
+
+
+def test_turn_limit_invalid_turns_and_observations(games):
+    """Turns end the episode at max_turns; an invalid turn is still played; later observations show the history."""
+    root, by_id = games
+    task_id = next(t for t, g in by_id.items() if g.task_type == "pick_and_place_simple")
+    env = make_env("alfworld", {"data_dir": str(root), "max_turns": 3})
+    first, info = env.reset(task_id)
+    assert "'go to fridge 1'" in first and "'help'" not in first and "help" in info["admissible_commands"]
+    assert env.solve() == list(by_id[task_id].walkthrough)
+    _obs, _r, done, info = env.step("<action>go to countertop 1</action>")      # no think: invalid, but played
+    assert (info["valid"], info["effective"], done, info["admissible"]) == (False, True, False, True)
+    obs, _r, done, info = env.step(response("dance"))                            # valid format, unknown command
+    assert (info["valid"], info["effective"], info["admissible"], info["feedback"]) == (True, False, False, "Nothing happens.")
+    assert "Action 2: 'dance'" in obs and "already taken 2 step(s)" in obs and "step 3" in obs
+    assert "Observation 1:" in obs and "put some apple in fridge" in obs
+    _obs, _r, done, info = env.step(response("look"))
+    assert done and not info["success"] and env.solve() == []
+    with pytest.raises(RuntimeError):
+        env.step(response("look"))
+
+
+def test_task_hash_covers_the_game_files_not_the_data_directory(games, tmp_path):
+    """The same game in two places hashes alike; one changed byte of either file changes the hash."""
+    root, by_id = games
+    task_id = next(iter(by_id))
+    copy = tmp_path / "copy"
+    import shutil
+
+    shutil.copytree(root, copy)
+    entry = lambda d: (lambda env: env.task_entry(*env.reset(task_id)))(make_env("alfworld", {"data_dir": str(d)}))  # noqa: E731
+    first = entry(root)
+    assert entry(copy) == first and first["task_id"] == task_id and first["seed"] is None
+    for name in ("traj_data.json", "game.tw-pddl"):
+        path = copy / task_id / name
+        data = json.loads(path.read_text())
+        data["extra"] = 1
+        path.write_text(json.dumps(data))
+        changed = entry(copy)
+        assert changed["task_hash"] != first["task_hash"]
+        first = changed
+
+
+def test_bad_game_references_are_bad_input(games, tmp_path, monkeypatch):
+    """A missing game, an escaping id or no data directory is BadInput naming what is wrong."""
+    root, _ = games
+    env = make_env("alfworld", {"data_dir": str(root)})
+    with pytest.raises(BadInput, match="no game.tw-pddl"):
+        env.reset("json_2.1.1/valid_seen/none")
+    with pytest.raises(BadInput, match="plain relative path"):
+        env.reset("../etc")
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    with pytest.raises(BadInput, match="ALFWORLD_DATA"):
+        make_env("alfworld").reset("x")
+    monkeypatch.setenv("ALFWORLD_DATA", str(root))
+    assert make_env("alfworld").reset(next(iter(_)))[1]["task_id"] == next(iter(_))
+
+
+@pytest.mark.slow
+def test_cli_show_replay_play(games, tmp_path):
+    """`env show|replay|play --env alfworld --data-dir DIR --task GAME` run as a user would run them."""
+    root, by_id = games
+    task_id, game = next((t, g) for t, g in by_id.items() if g.task_type == "pick_heat_then_place_in_recep")
+    where = ["--env", "alfworld", "--data-dir", str(root), "--task", task_id]
+    shown = run_cli("env", "show", *where, "--json")
+    assert shown.returncode == 0, shown.stderr
+    record = json.loads(shown.stdout)
+    assert (record["task"], record["category"], record["solution"]) == (task_id, "heat", list(game.walkthrough))
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps(response(c)) + "\n" for c in game.walkthrough))
+    replay = run_cli("env", "replay", *where, "--responses", responses, "--json")
+    assert replay.returncode == 0, replay.stderr
+    turns = [json.loads(line) for line in replay.stdout.splitlines()]
+    assert [t["won"] for t in turns] == [False] * (len(turns) - 1) + [True] and turns[-1]["success"]
+    assert [t["reward"] for t in turns][-1] == 10.0 and {t["category"] for t in turns} == {"heat"}
+    played = run_cli("env", "play", *where, input="\n".join(game.walkthrough) + "\n")
+    assert played.returncode == 0 and "solved after 7 turn(s), total reward 10" in played.stdout
+    wrong = run_cli("env", "show", "--env", "alfworld", "--data-dir", str(root), "--seed", "3")
+    assert wrong.returncode == 2 and "give --task" in wrong.stderr
