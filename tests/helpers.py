@@ -1,6 +1,6 @@
 """Shared test helpers (import with `from helpers import ...`; tests/ is on pytest's pythonpath).
 
-`require(name)` skips a test whose system dependency (Debian's chromium, a local SLURM) is missing, unless
+`require(name)` skips a test whose dependency (Debian's chromium, a local SLURM, the alfworld package) is missing, unless
 AGENTREPRO_REQUIRE lists it: then the missing dependency is a failure, so CI never passes by skipping.
 """
 
@@ -31,6 +31,14 @@ def require_executable(name: str, executable: str) -> str:
     path = shutil.which(executable)
     require(name, path is not None, f"`{executable}` is not on PATH")
     return path
+
+
+def require_alfworld() -> None:
+    """Skip (or under AGENTREPRO_REQUIRE=alfworld fail) unless the alfworld package and TextWorld are installed."""
+    import importlib.util
+
+    installed = all(importlib.util.find_spec(name) is not None for name in ("alfworld", "textworld"))
+    require("alfworld", installed, "the alfworld package is not installed (pip install '.[alfworld]')")
 
 
 def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None, env: dict | None = None, timeout: float = 600):

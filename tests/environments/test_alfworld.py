@@ -6,7 +6,6 @@ zzj1111/alfworldauto); the games are won and lost through TextWorld itself, not 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
@@ -15,12 +14,7 @@ from agentrepro.environments import make_env
 from agentrepro.environments.alfworld import parse_action
 from agentrepro.environments.alfworld_data import CATEGORIES
 from agentrepro.errors import BadInput
-from helpers import require, run_cli
-
-
-def require_alfworld() -> None:
-    require("alfworld", importlib.util.find_spec("alfworld") is not None and importlib.util.find_spec("textworld") is not None,
-            "the alfworld package is not installed (pip install '.[alfworld]')")
+from helpers import require_alfworld, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentrepro.environments.alfworld_data import Game, data_dir_or_env, read_game
+from agentrepro.environments.alfworld_data import Game, data_dir_or_env, eligible_games, read_game, split_dir
 from agentrepro.environments.base import Env
 from agentrepro.environments.params import Param, integer, number, one_of
 from agentrepro.errors import BadInput
@@ -235,6 +235,20 @@ class ALFWorld(Env):
                 "category": self.game.category, "task_id": self.game.task_id}
 
     # -- task identity ---------------------------------------------------------------------------
+    @classmethod
+    def frozen_panel(cls, data_dir: Path, split: str, params: Mapping[str, Any], tasks: int
+                     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+        """The panel of the first `tasks` eligible games of `split` (sorted ids), the hashes of their files
+        (relative to `data_dir`) and the versions of the packages that play them (agentrepro.manifest.taskpanel)."""
+        games = eligible_games(data_dir, split, where="env.split")
+        if len(games) < tasks:
+            raise BadInput(f"{len(games)} eligible games, fewer than eval.tasks ({tasks})", path=split_dir(data_dir, split), where="eval.tasks")
+        chosen = [read_game(data_dir, task_id, where="data.eval.path") for task_id in games[:tasks]]
+        files: dict[str, str] = {}
+        for game in chosen:
+            files.update(game.files())
+        return [panel_entry(game, params) for game in chosen], files, package_versions()
+
     def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         return task_description(self.game, self.params)
 
@@ -252,6 +266,17 @@ class ALFWorld(Env):
         return {"task_type": self.game.task_type, "category": self.game.category, "walkthrough": self.walkthrough(),
                 "admissible_commands": list(self.admissible), "game_sha256": self.game.game_sha256,
                 "traj_data_sha256": self.game.traj_sha256}
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that play ALFWorld (recorded in a lock that froze a panel of it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return {name: version(name) for name in ("alfworld", "textworld")}
+    except PackageNotFoundError as exc:
+        raise BadInput(f"package {exc} is not installed, and the lock records its version: pip install '.[alfworld]'",
+                       where="env.name") from None
 
 
 def task_description(game: Game, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from agentrepro.layout import lock_path
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import LOCK_VERSION, SELF_KEY, lock_problems, lock_sha256, seal
 from agentrepro.manifest.pyenv import python_environment
-from agentrepro.manifest.taskpanel import build_panel
+from agentrepro.manifest.taskpanel import build_panel_sources
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -55,8 +55,10 @@ def _resolve_file(where: str, spec: dict[str, Any], path: Path, root: Path, prob
     if is_placeholder(spec.get("path")):
         problems.add(f"{where}.path", f"placeholder {spec['path']!r}: give the file's path")
         return
+    if path.is_dir() and where == "data.eval" and "sha256" not in spec:
+        return  # a game data directory: the panel hashes each of its games (taskpanel.panel_from_data_dir)
     if not path.is_file():
-        problems.add(f"{where}.path", f"file not found: {path}")
+        problems.add(f"{where}.path", f"file not found: {path}" + (" (or, for a game environment, its data directory)" * (where == "data.eval")))
         return
     actual = sha256_file(path)
     declared = spec.get("sha256")
@@ -153,7 +155,10 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
         raise BadInput(f"{why}: the lock could not name the code that runs; commit first, or pass --allow-dirty (recorded in the lock)",
                        path=root.resolve(), where="harness")
     harness["allow_dirty"] = allow_dirty
-    panel = build_panel(manifest, root)
+    panel, panel_files, packages = build_panel_sources(manifest, root)
+    resolved["files"].update(panel_files)
+    if packages:
+        resolved["env_packages"] = packages
     lock = {
         "lock_version": LOCK_VERSION,
         "study": manifest["study"],

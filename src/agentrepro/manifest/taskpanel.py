@@ -1,12 +1,17 @@
 """The study's frozen task panel: which evaluation tasks every method and seed is scored on.
 
-Two sources:
+Three sources:
 * a generated environment (frozenlake, sokoban): `agentrepro.environments.task_panel(name, params, seeds)`
   with seeds `eval.first_seed .. eval.first_seed + eval.tasks - 1`;
-* an evaluation data file (`data.eval`, required for alfworld): JSONL, one task per line with a string
+* a game data directory (`data.eval.path` is a directory; alfworld): the environment's `frozen_panel`
+  (`agentrepro.environments.alfworld.frozen_panel`): the first `eval.tasks` eligible games of the split
+  `env.split`, in sorted path order, each hashed from its two files (`game.tw-pddl`, `traj_data.json`).
+  Those files also enter the lock's `resolved.files` (so `audit` catches a game changed after freezing) and
+  the environment's package versions its `resolved.env_packages`;
+* an evaluation data file (`data.eval`, a file): JSONL, one task per line with a string
   `task_id` and optionally `category` and `seed`; the task's hash is the SHA-256 of the line's canonical
   JSON, so any change to a task's definition changes its hash.
-Each entry: `{"task_id", "task_hash", "seed", "category"}`.
+Each entry: `{"task_id", "task_hash", "seed", "category"}` (an ALFWorld game has `seed` null: its id is the game).
 """
 
 from __future__ import annotations
@@ -66,10 +71,34 @@ def check_panel(panel: Any, *, expected: int, source: str) -> list[dict[str, Any
     return [{k: entry[k] for k in ("task_id", "task_hash", "seed", "category")} for entry in panel]
 
 
-def build_panel(manifest: dict[str, Any], root: str | os.PathLike) -> list[dict[str, Any]]:
-    env, ev = manifest["env"], manifest["eval"]
+def panel_from_data_dir(manifest: dict[str, Any], data_dir: Path, root: Path) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+    """(panel, {root-relative file: SHA-256}, {package: version}) of a game data directory."""
+    from agentrepro.environments import REGISTRY
+
+    env = manifest["env"]
+    cls = REGISTRY.get(env["name"])
+    freeze_panel = getattr(cls, "frozen_panel", None)
+    if freeze_panel is None:
+        raise BadInput(f"environment {env['name']!r} takes no data directory: data.eval.path must be a JSONL file", where="data.eval.path")
+    params = cls.validate_params(env.get("params", {}))
+    panel, files, packages = freeze_panel(data_dir, env["split"], params, manifest["eval"]["tasks"])
+    panel = check_panel(panel, expected=manifest["eval"]["tasks"], source=f"{cls.__qualname__}.frozen_panel")
+    rel = {Path(os.path.relpath((data_dir / name).resolve(), root.resolve())).as_posix(): digest for name, digest in files.items()}
+    return panel, rel, packages
+
+
+def build_panel_sources(manifest: dict[str, Any], root: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+    """(panel, files the panel was frozen from with their hashes, package versions the panel depends on)."""
+    env, ev, root = manifest["env"], manifest["eval"], Path(root)
     eval_file = manifest.get("data", {}).get("eval")
     if eval_file is not None:
-        return panel_from_file(Path(root) / eval_file["path"], tasks=ev["tasks"], env_name=env["name"])
+        path = root / eval_file["path"]
+        if path.is_dir():
+            return panel_from_data_dir(manifest, path, root)
+        return panel_from_file(path, tasks=ev["tasks"], env_name=env["name"]), {}, {}
     seeds = list(range(ev["first_seed"], ev["first_seed"] + ev["tasks"]))
-    return panel_from_environment(env["name"], env.get("params", {}), seeds)
+    return panel_from_environment(env["name"], env.get("params", {}), seeds), {}, {}
+
+
+def build_panel(manifest: dict[str, Any], root: str | os.PathLike) -> list[dict[str, Any]]:
+    return build_panel_sources(manifest, root)[0]
