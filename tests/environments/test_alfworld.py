@@ -154,3 +154,28 @@ def test_cli_show_replay_play(games, tmp_path):
     assert played.returncode == 0 and "solved after 7 turn(s), total reward 10" in played.stdout
     wrong = run_cli("env", "show", "--env", "alfworld", "--data-dir", str(root), "--seed", "3")
     assert wrong.returncode == 2 and "give --task" in wrong.stderr
+
+
+def test_test_game_writer_command(tmp_path):
+    """`python -m agentrepro.environments.alfworld_testgames DIR` writes the six games and prints their ids."""
+    import subprocess
+    import sys
+
+    require_alfworld()
+    done = subprocess.run([sys.executable, "-m", "agentrepro.environments.alfworld_testgames", str(tmp_path / "d")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ids = done.stdout.split()
+    assert len(ids) == 6 and all((tmp_path / "d" / i / "game.tw-pddl").is_file() for i in ids)
+    (tmp_path / "file").write_text("x")
+    bad = subprocess.run([sys.executable, "-m", "agentrepro.environments.alfworld_testgames", str(tmp_path / "file")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1
+
+
+def test_seed_options_are_refused_for_games(games):
+    """--seeds and --episodes (seed-based) are exit 2 naming the option for a game-file environment."""
+    root, _ = games
+    for args, option in ((["show", "--seeds", "0-3"], "--seeds"), (["replay", "--episodes", "-"], "--episodes")):
+        done = run_cli("env", *args, "--env", "alfworld", "--data-dir", root, input="")
+        assert done.returncode == 2 and f"{option}: environment 'alfworld' plays game files" in done.stderr
