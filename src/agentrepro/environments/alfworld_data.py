@@ -107,9 +107,11 @@ def task_type_of(traj_file: Path) -> str:
     return task_type
 
 
-def _eligible(directory: Path) -> bool:
-    """ALFWorld's filters on one directory holding traj_data.json (the module docstring lists them)."""
-    if any(mark in str(directory) for mark in SKIPPED_MARKS):
+def _eligible(directory: Path, task_id: str) -> bool:
+    """ALFWorld's filters on one directory holding traj_data.json (the module docstring lists them); the marks are
+    looked for in the game's id (ALFWorld looks in the whole path, so a data directory named `...movable...` would
+    lose every game there)."""
+    if any(mark in task_id for mark in SKIPPED_MARKS):
         return False
     traj = _load_json_object(directory / TRAJ_FILE)
     if traj.get("task_type") not in CATEGORIES or not (directory / GAME_FILE).is_file():
@@ -122,8 +124,9 @@ def eligible_games(data_dir: Path, split: str, *, where: str = "env.split") -> l
     top = split_dir(data_dir, split, where=where)
     found = []
     for root, _dirs, files in os.walk(top):
-        if TRAJ_FILE in files and _eligible(Path(root)):
-            found.append(PurePosixPath(Path(root).relative_to(data_dir).as_posix()).as_posix())
+        task_id = Path(root).relative_to(data_dir).as_posix()
+        if TRAJ_FILE in files and _eligible(Path(root), task_id):
+            found.append(task_id)
     return sorted(found)
 
 
