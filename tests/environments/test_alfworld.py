@@ -179,3 +179,40 @@ def test_seed_options_are_refused_for_games(games):
     for args, option in ((["show", "--seeds", "0-3"], "--seeds"), (["replay", "--episodes", "-"], "--episodes")):
         done = run_cli("env", *args, "--env", "alfworld", "--data-dir", root, input="")
         assert done.returncode == 2 and f"{option}: environment 'alfworld' plays game files" in done.stderr
+
+
+def test_notes_follow_the_graphgpo_recipe():
+    """The recipe's notes: location, held object with its flags, moved objects; ignored after 'Nothing happens.'."""
+    from agentrepro.environments.alfworld_notes import Notes
+    from agentrepro.errors import Failure
+
+    notes = Notes()
+    assert notes.text() == ("Location: middle of a room. Items in hand (status): nothing.", "")
+    for command, feedback in [("go to countertop 1", "You arrive at countertop 1. On it, you see a apple 1."),
+                              ("take apple 1 from countertop 1", "You pick up the apple 1 from the countertop 1."),
+                              ("go to sinkbasin 1", "You arrive at sinkbasin 1."),
+                              ("cool apple 1 with fridge 1", "Nothing happens."),
+                              ("clean apple 1 with sinkbasin 1", "You clean the apple 1 using the sinkbasin 1.")]:
+        notes.follow(command, feedback, done=False)
+    assert notes.text() == ("Location: sinkbasin 1. Items in hand (status): apple 1(cleaned).", "")
+    notes.follow("go to fridge 1", "You arrive at fridge 1.", done=False)
+    notes.follow("move apple 1 to fridge 1", "You move the apple 1 to the fridge 1.", done=True)
+    notes.follow("go to cabinet 1", "You arrive at cabinet 1.", done=False)        # after the end: not followed
+    assert notes.text() == ("Location: fridge 1. Items in hand (status): nothing.",
+                            "History moving list by you: apple 1(cleaned) from countertop 1 move to fridge 1;")
+    with pytest.raises(Failure, match="while holding 'nothing'"):
+        Notes().follow("move apple 1 to fridge 1", "You move the apple 1 to the fridge 1.", done=False)
+
+
+def test_plain_verl_agent_observation(games):
+    """`observation: verl-agent` shows the game's text alone and groups by it; graphgpo adds the notes and commands."""
+    root, by_id = games
+    task_id = next(iter(by_id))
+    plain = make_env("alfworld", {"data_dir": str(root), "observation": "verl-agent"})
+    _obs, info = plain.reset(task_id)
+    assert info["grid"] == info["state_key"] == info["feedback"] and "Location:" not in info["grid"]
+    recipe = make_env("alfworld", {"data_dir": str(root)})
+    _obs, rinfo = recipe.reset(task_id)
+    assert rinfo["grid"] == info["feedback"] + " Location: middle of a room. Items in hand (status): nothing. "
+    assert rinfo["state_key"] == rinfo["grid"] + " " + ",".join(sorted(info["admissible_commands"]))
+    assert plain.task_entry("", info)["task_hash"] != recipe.task_entry("", rinfo)["task_hash"]

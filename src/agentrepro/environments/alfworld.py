@@ -13,16 +13,17 @@ game file, as `AlfredTWEnv.init_env` does. `step(response)` plays one turn:
   "Nothing happens."); validity only feeds the trainer's invalid-action penalty (`train.invalid_penalty`).
 * reward `success_reward` (10.0) on the turn the game is won (`10.0 * won`, GraphGPO `alfworld_envs.py`);
   the episode ends when won or after `max_turns` turns (`env.max_steps` = 50).
-* the observation (verl-agent `env_manager.py` `AlfWorldEnvironmentManager.build_text_obs`, prompt
-  templates in `prompts/alfworld.py`): the first one shows the game's text and its admissible commands;
-  later ones add the task, the step count and the last `history_length` (2) observations with the commands
-  sent after them. Admissible commands are listed in the game's order without `help`.
-  Not reproduced: the GraphGPO recipe's own manager adds the agent's location, what it holds and a history
-  of moved objects to every observation (`recipe/GraphGPO/graphgpo_env_manager.py`); this environment
-  shows verl-agent's plain ALFWorld observation.
+* the observation (`AlfWorldEnvironmentManager.build_text_obs` of verl-agent's `env_manager.py` and of the
+  recipe's `graphgpo_env_manager.py`, prompt templates in `prompts/alfworld.py`): the first one shows the
+  game's text and its admissible commands; later ones add the task, the step count and the last
+  `history_length` (2) observations with the commands sent after them. Admissible commands are listed in
+  the game's order without `help`. With `observation: graphgpo` (the default, the recipe's manager) the
+  game's text is followed by the recipe's notes (alfworld_notes.py: location, what is held, moved objects),
+  and the grouping anchor (`state_key`) is that text plus the sorted admissible commands; with
+  `observation: verl-agent` (verl-agent's own ALFWorld manager) the game's text is shown alone and is the anchor.
 
-`info` adds `won`, `admissible_commands`, `feedback` (the game's text: also `grid` and `state_key`, the
-recipe's grouping anchor) and `category`. A task's hash covers the hashes of its two files and the
+`info` adds `won`, `admissible_commands`, `feedback` (the game's text), `grid` (the text the observation
+shows), `state_key` and `category`. A task's hash covers the hashes of its two files and the
 parameters other than `data_dir` (where the data lives is not what the task is).
 """
 
@@ -33,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentrepro.environments.alfworld_notes import Notes
 from agentrepro.environments.alfworld_data import Game, data_dir_or_env, eligible_games, read_game, split_dir
 from agentrepro.environments.base import Env
 from agentrepro.environments.params import Param, integer, number, one_of
@@ -90,7 +92,7 @@ class ALFWorldPrompts:
         return "\n ".join(f"'{c}'" for c in info["admissible_commands"] if c != "help")
 
     def initial_observation(self, info: Mapping[str, Any]) -> str:
-        return _FIRST.format(current_observation=info["feedback"], admissible_actions=self._commands(info))
+        return _FIRST.format(current_observation=info["grid"], admissible_actions=self._commands(info))
 
     def step_observation(self, executed: list[str], info: Mapping[str, Any]) -> str:
         history, length = info["history"], info["history_length"]
@@ -100,7 +102,7 @@ class ALFWorldPrompts:
         first = len(history) - len(recent) + 1
         lines = "\n".join(f"[Observation {first + i}: '{obs}', Action {first + i}: '{act}']" for i, (obs, act) in enumerate(recent))
         return _LATER.format(task_description=info["task"], step_count=len(history), history_length=len(recent),
-                             action_history=lines, current_step=len(history) + 1, current_observation=info["feedback"],
+                             action_history=lines, current_step=len(history) + 1, current_observation=info["grid"],
                              admissible_actions=self._commands(info))
 
 
@@ -136,6 +138,8 @@ class ALFWorld(Env):
         Param("history_length", 2, integer(0), "earlier observations and actions shown (verl-agent env.history_length)"),
         Param("success_reward", 10.0, number(), "reward on the turn the game is won (10.0 * won)"),
         Param("prompt_format", FORMAT, one_of(FORMAT), "response format: <think>...</think> then <action>...</action>"),
+        Param("observation", "graphgpo", one_of("graphgpo", "verl-agent"),
+              "graphgpo: the game's text with the GraphGPO recipe's notes; verl-agent: the game's text alone"),
     )
 
     def __init__(self, params: dict[str, Any]):
@@ -156,6 +160,7 @@ class ALFWorld(Env):
         self.turns, self.effective, self.history, self.plan = 0, 0, [], []
         self.feedback, self.won = state["feedback"], bool(state["won"])
         self.admissible = list(state["admissible_commands"])
+        self.notes = Notes()
         marker = "Your task is to: "
         if marker not in self.feedback:
             raise BadInput(f"the game's first text has no {marker.strip()!r}", path=game.game_file, where="grammar")
@@ -181,11 +186,12 @@ class ALFWorld(Env):
         if self.done:
             raise RuntimeError("step() after the episode ended")
         parsed = self.parse(response)
-        before = self.feedback
+        before = self.observed()
         self._apply(parsed["action"])
         self.history.append((before, parsed["action"]))
         self.turns += 1
         self.done = self.won or self.turns >= self.params["max_turns"]
+        self.notes.follow(parsed["action"], self.feedback, self.done)
         reward = self.params["success_reward"] if self.won else 0.0
         self.total_reward += reward
         info = self._info()
@@ -209,7 +215,20 @@ class ALFWorld(Env):
         return self.done, self.won
 
     def render(self) -> str:
-        return self.feedback
+        return self.observed()
+
+    def observed(self) -> str:
+        """The game's text as the observation shows it (with the recipe's notes under `observation: graphgpo`)."""
+        if self.params["observation"] != "graphgpo":
+            return self.feedback
+        where, moved = self.notes.text()
+        return f"{self.feedback} {where} {moved}"
+
+    def state_key(self) -> str:
+        """The recipe's grouping anchor: the observed text, plus the sorted admissible commands under graphgpo."""
+        if self.params["observation"] != "graphgpo":
+            return self.feedback
+        return f"{self.observed()} {','.join(sorted(self.admissible))}"
 
     def player_position(self) -> tuple[int, int]:
         return (self.effective, 0)
@@ -229,7 +248,7 @@ class ALFWorld(Env):
         return plan[len(self.plan):] if plan[:len(self.plan)] == self.plan and not self.won else []
 
     def _info(self) -> dict[str, Any]:
-        return {"grid": self.feedback, "state_key": self.feedback, "player_pos": [self.effective, 0],
+        return {"grid": self.observed(), "state_key": self.state_key(), "player_pos": [self.effective, 0],
                 "feedback": self.feedback, "won": self.won, "admissible_commands": list(self.admissible),
                 "history": list(self.history), "history_length": self.params["history_length"], "task": self.task,
                 "category": self.game.category, "task_id": self.game.task_id}
