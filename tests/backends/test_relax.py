@@ -1,125 +1,294 @@
-"""Relax adapter: launch flags, converters of rollout_result/{train,eval}/*.jsonl, and a command-backend run using it.
+"""The relax backend against Relax's own facts: the GraphGPO recipe's knobs and flags, ports, the eval hook, steps.
 
-Sample records are shaped like Relax's `_sample_to_summary_record` (redai-infra/Relax, relax/utils/...;
-docs "Rollout Result Viewer": `<save>/rollout_result/eval/{rollout_id}.jsonl`, one line per sample with
-rollout_id, sample_index, prompt, response, reward, response_length, total_length, agent_turns, status,
-group_index and, for eval, dataset).
+Facts: tests/fixtures/frameworks/relax.args.json (the 313 flags of relax/utils/arguments.py; the recipe's
+expanded flags, knobs, exports, script lines) and relax.outputs.json (per-turn export records, eval hook,
+rollout numbering), from redai-infra/Relax (commits in the files; README there).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import textwrap
+import shlex
+import sys
+import types
+from pathlib import Path
 
 import pytest
+import yaml
 
-from agentrepro.backends import relax
+from agentrepro.backends import ray_launch, relax, relax_recipe, runconfig
+from agentrepro.backends.outcomes import check_rows
 from agentrepro.errors import BadInput
-from helpers import run_cli
+from agentrepro.hooks import agentrepro_relax_eval as hook
+from agentrepro.manifest.freeze import freeze
+from agentrepro.manifest.resolve import run_config
+from helpers import FIXTURES, REPO, run_cli
 
-HASH = "c" * 64
-
-
-def record(rollout_id, index, group, reward, *, dataset=None):
-    r = {"rollout_id": rollout_id, "sample_index": index, "prompt": "<|im_start|>user ...", "response": "<answer>Left</answer>",
-         "reward": reward, "prompt_length": 90, "response_length": 12, "total_length": 102, "prompt_token_count": 90,
-         "response_token_count": 12, "total_token_count": 102, "image_count": 0, "image_token_count": 0,
-         "multimodal_token_count": 0, "agent_turns": 3, "status": "completed", "group_index": group}
-    if dataset:
-        r["dataset"] = dataset
-    return r
-
-
-def config(tmp_path, **block):
-    return {"study": "s", "method": "grpo", "seed": 2, "backend": {"name": "relax", "workdir": str(tmp_path), **block},
-            "model": {"name": "Qwen/Qwen3-0.6B"}, "env": {"name": "sokoban"},
-            "train": {"estimator": "grpo", "steps": 2, "groups": 4, "group_size": 2, "lr": 1e-6},
-            "eval": {"every": 1, "episodes_per_task": 2,
-                     "task_panel": [{"task_id": f"sokoban-{i}", "task_hash": HASH, "category": "sokoban"} for i in range(2)]}}
+ARGS = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
+OUTPUTS = json.loads((FIXTURES / "frameworks" / "relax.outputs.json").read_text())
+RECIPE = ARGS["graphgpo_recipe"]
+MANIFEST = REPO / "manifests" / "graphgpo-alfworld-relax.yaml"
+TYPES = ["pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
+         "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"]
+# How the recipe's printed flags depend on its knobs (run_alfworld_qwen2_5_1_5b.sh lines 182, 215-223, 252-276).
+FLAG_KNOBS = {"--num-rollout": "OUTER_EPOCHS", "--rollout-batch-size": "TASK_GROUPS", "--n-samples-per-prompt": "GROUP_SIZE",
+              "--global-batch-size": "GLOBAL_BATCH_SIZE", "--seed": "SEED", "--rollout-num-gpus-per-engine": "NUM_GPUS",
+              "--tensor-model-parallel-size": "NUM_GPUS"}
 
 
-def write(path, records):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+def game(i: int) -> str:
+    return f"json_2.1.1/valid_seen/{TYPES[i % 6]}-Obj{i}-None-Place-{300 + i}/trial_T2019_{i:04d}/game.tw-pddl"
 
 
-def test_launch_argv(tmp_path):
-    """Config -> Relax flags (as in its example scripts); backend.args adds JSON values and bare flags, drops false."""
-    cfg = config(tmp_path, args={"--resource": {"actor": [1, 1], "rollout": [1, 1]}, "--colocate": True, "--lr": None})
-    argv = relax.launch_argv(cfg, tmp_path / "run")
-    assert argv[:3] == ["python3", "-m", "relax.entrypoints.train"]
-    joined = " ".join(argv)
-    assert "--num-rollout 2" in joined and "--n-samples-per-prompt 2" in joined and "--advantage-estimator grpo" in joined
-    assert '--resource {"actor":[1,1],"rollout":[1,1]}' in joined and "--colocate" in argv and "--lr" not in argv
-    assert f"--save {(tmp_path / 'run' / 'relax').resolve()}" in joined
-    listed = relax.launch_argv(config(tmp_path, args=["--colocate", "--max-staleness", "0"]), tmp_path / "run")
-    assert listed[-3:] == ["--colocate", "--max-staleness", "0"]
-    with pytest.raises(BadInput, match="backend.args"):
-        relax.RelaxBackend().validate_config(config(tmp_path, args={"colocate": True}))
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The shipped manifest frozen with test values: (lock, lock path, root)."""
+    root = tmp_path_factory.mktemp("relax-study")
+    for name in ("relax", "alfworld", "model"):
+        (root / name).mkdir()
+    (root / "relax" / relax_recipe.RECIPE).parent.mkdir(parents=True)
+    (root / "relax" / relax_recipe.RECIPE).write_text("# stand-in\n")
+    (root / "model.lock.json").write_text("{}\n")
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    manifest["backend"].update(workdir=str(root / "relax"), alfworld_data=str(root / "alfworld"),
+                               alfworld_python="python3", model_path=str(root / "model"), model_lock=str(root / "model.lock.json"))
+    manifest["image"] = {"ref": "ghcr.io/redai-infra/relaxrl", "digest": "sha256:" + "3f" * 32}
+    manifest["model"].update(revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082", tokenizer_revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082")
+    (root / "manifests").mkdir()
+    (root / "manifests" / MANIFEST.name).write_text(yaml.safe_dump(manifest, sort_keys=False))
+    (root / "data" / "alfworld").mkdir(parents=True)
+    (root / "data" / "alfworld" / "eval_in_distribution.jsonl").write_text(
+        "".join(json.dumps({"task_id": game(i), "category": TYPES[i % 6]}) + "\n" for i in range(128)))
+    lock, path, _ = freeze(root / "manifests" / MANIFEST.name, root=root, out=root / "lock.json", allow_dirty=True)
+    return lock, path, root
 
 
-def test_convert_eval(tmp_path):
-    """Eval samples -> outcome rows: group_index indexes the panel, repeated samples are episodes, reward >= 1 succeeds."""
-    write(tmp_path / "relax/rollout_result/eval/3.jsonl", [
-        record(3, 0, 0, 1.0, dataset="sokoban"), record(3, 1, 0, 0.1, dataset="sokoban"),
-        record(3, 2, 1, 1.1, dataset="sokoban"), record(3, 3, 1, 0.0, dataset="sokoban")])
-    rows = relax.convert_eval(tmp_path, 3, config(tmp_path))
-    assert [(r["task_id"], r["episode"], r["success"], r["reward"], r["turns"], r["tokens"]) for r in rows] == [
-        ("sokoban-0", 0, 1, 1.0, 3, 12), ("sokoban-0", 1, 0, 0.1, 3, 12), ("sokoban-1", 0, 1, 1.1, 3, 12), ("sokoban-1", 1, 0, 0.0, 3, 12)]
+def resolved(study, method: str, seed: int = 0) -> dict:
+    lock, path, _ = study
+    config = runconfig.resolve_config(run_config(lock, method, seed, lock_path=path), relax.RelaxBackend().default_config())
+    relax.RelaxBackend().validate_config(config)
+    return config
 
 
-def test_convert_eval_errors(tmp_path):
-    """A group index outside the panel and a missing reward are BadInput naming file, line and field."""
-    write(tmp_path / "relax/rollout_result/eval/1.jsonl", [record(1, 0, 5, 1.0)])
-    with pytest.raises(BadInput, match=r"1.jsonl: line 1: group_index: task index 5 outside"):
-        relax.convert_eval(tmp_path, 1, config(tmp_path))
-    bad = record(2, 0, 0, 1.0)
-    bad["reward"] = None
-    write(tmp_path / "relax/rollout_result/eval/2.jsonl", [bad])
-    with pytest.raises(BadInput, match="line 1: field 'reward'"):
-        relax.convert_eval(tmp_path, 2, config(tmp_path))
+def recipe_line(knobs: dict[str, str], workdir: Path) -> str:
+    """The recipe's DRY_RUN=1 line as the facts record it, with this run's knobs where the script puts them."""
+    paths = {"${SAVE_DIR}": knobs["SAVE_DIR"], "${DATA_ARTIFACT_DIR}": knobs["DATA_ARTIFACT_DIR"], "${PROJECT_ROOT}": str(workdir),
+             "${HF_CHECKPOINT}": knobs["HF_CHECKPOINT"], "${ALFWORLD_DATA}": knobs["ALFWORLD_DATA"]}
+
+    def fill(value: str) -> str:
+        for name, path in paths.items():
+            value = value.replace(name, path)
+        return value.replace("/graphgpo/seed-0", f"/{knobs['METHOD']}/seed-{knobs['SEED']}")
+
+    words = [*RECIPE["launcher"], "--", *RECIPE["entry"].split()]
+    for entry in RECIPE["flags"]:
+        value = entry["value"]
+        words.append(entry["flag"])
+        if entry["flag"] in FLAG_KNOBS:
+            words.append(knobs[FLAG_KNOBS[entry["flag"]]])
+        elif entry["flag"] == "--resource":
+            words.append(json.dumps({"actor": [1, int(knobs["NUM_GPUS"])], "rollout": [1, int(knobs["NUM_GPUS"])]}, separators=(",", ":")))
+        elif isinstance(value, list):
+            words += [fill(v) for v in value]
+        elif value is not True:
+            words.append(fill(value))
+    return shlex.join(words)
 
 
-def test_convert_training(tmp_path):
-    """Train summaries -> metrics per rollout (step = rollout_id + 1): mean reward, success rate, cumulative counts."""
-    write(tmp_path / "relax/rollout_result/train/0.jsonl", [record(0, 0, 0, 0.0), record(0, 1, 0, 1.0)])
-    write(tmp_path / "relax/rollout_result/train/1.jsonl", [record(1, 0, 0, 1.0), record(1, 1, 0, 1.0), record(1, 2, 1, 0.5)])
-    relax.convert_training(tmp_path, config(tmp_path))
-    metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert metrics == [
-        {"step": 1, "episodes": 2, "tokens_generated": 24, "reward_mean": 0.5, "train_success_rate": 0.5},
-        {"step": 2, "episodes": 5, "tokens_generated": 60, "reward_mean": 2.5 / 3, "train_success_rate": 2 / 3}]
+def flag_pairs(words: list[str]) -> list[tuple[str, list[str]]]:
+    pairs: list[tuple[str, list[str]]] = []
+    for word in words:
+        if word.startswith("--"):
+            pairs.append((word, []))
+        else:
+            pairs[-1][1].append(word)
+    return pairs
 
 
-MINI_RELAX = textwrap.dedent("""\
-    import argparse, json, os, sys
-    p = argparse.ArgumentParser(); p.add_argument("mode"); p.add_argument("--save"); p.add_argument("--num-rollout", type=int, default=0)
-    p.add_argument("--step", type=int, default=0); a = p.parse_args()
-    def write(path, recs):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        open(path, "w").write("".join(json.dumps(r) + "\\n" for r in recs))
-    rec = lambda i, g, r: {"rollout_id": i, "sample_index": g, "reward": r, "response_length": 5, "agent_turns": 2, "group_index": g, "status": "completed"}
-    if a.mode == "train":
-        for i in range(a.num_rollout):
-            write(f"{a.save}/rollout_result/train/{i}.jsonl", [rec(i, 0, 1.0), rec(i, 1, 0.0)])
-    else:
-        write(f"{a.save}/rollout_result/eval/{a.step}.jsonl", [rec(a.step, g, float(g == 0)) for g in (0, 0, 1, 1)])
-    """)
+PARSERS = {"int": int, "float": float, "str": str, "json.loads": json.loads, "None": str}
 
 
-def test_command_backend_with_relax_adapter(tmp_path, write_config):
-    """`train`/`eval` subprocesses with the command backend and adapter relax convert a stand-in Relax's outputs."""
-    (tmp_path / "mini_relax.py").write_text(MINI_RELAX)
-    cfg = config(tmp_path)
-    cfg["backend"] = {"name": "command", "adapter": "relax", "cwd": str(tmp_path),
-                      "command": "{python} mini_relax.py train --save {run_dir}/relax --num-rollout {train.steps}",
-                      "eval_command": "{python} mini_relax.py eval --save {run_dir}/relax --step {step}"}
+@pytest.mark.parametrize("method", ["grpo", "gigpo", "graphgpo", "graph_only"])
+def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, tmp_path):
+    """Each method: the recipe's required knobs set within its choices, GRAPHGPO_* on the head, and every submitted
+    flag a flag of Relax's parser (or of Megatron/SGLang as the recipe passes it) with a value of its type and choices."""
+    config = resolved(study, method)
+    prepare, expand, head, submit = relax.RelaxBackend().launches(config, tmp_path / "run")
+    assert all(isinstance(w, str) for launch in (prepare, expand, head, submit) for w in launch.argv)
+    knobs = expand.env
+    assert expand.argv == ("bash", relax_recipe.RECIPE) and knobs["DRY_RUN"] == "1" and expand.cwd == Path(config["backend"]["workdir"])
+    required = [name for name in RECIPE["required_env"] if " " not in name]
+    derived = {name: "DATA_ARTIFACT_DIR" for name in ("TRAIN_DATA", "TRAIN_MANIFEST", "PREPARE_LOCK", "EVAL_DATA", "EVAL_MANIFEST")}
+    for name in required:
+        assert knobs.get(name) or knobs.get(derived.get(name, name)), name
+    choices = RECIPE["validated_choices"]
+    for name in ("METHOD", "ENABLE_EVAL", "EPISODE_WEIGHTING"):
+        assert knobs[name] in choices[name], name
+    for name in ("TASK_GROUPS", "GROUP_SIZE", "GLOBAL_BATCH_SIZE", "MAX_STEPS"):
+        assert knobs[name].isdigit() and int(knobs[name]) > 0
+    assert int(knobs["TASK_GROUPS"]) * int(knobs["GROUP_SIZE"]) % int(knobs["GLOBAL_BATCH_SIZE"]) == 0
+    assert knobs["DEPENDENCY_LOCK"] == str(study[1].resolve())
+    train = config["train"]
+    assert (knobs["METHOD"], float(knobs["OMEGA"]), float(knobs["GAMMA"]), float(knobs["BETA"]), float(knobs["BETA_EPISODE"])) == (
+        train["estimator"], train["omega"], train["gamma"], train["step_weight"], train["episode_weight"])
+    assert knobs["EPISODE_WEIGHTING"] == "trajectory_once" and (method != "graph_only" or knobs["BETA_EPISODE"] == "0")
+    exported = {e["name"]: e["value_as_written"] for e in RECIPE["exported_env"] if e["value_as_written"]}
+    for name, written in exported.items():  # "${OMEGA:-0.1}" -> the knob OMEGA
+        assert head.env[name] == knobs[written[2:-1].split(":-")[0]], name
+    assert set(exported) == set(relax_recipe.EXPORTS)
+    words = relax_recipe.submitted_argv(recipe_line(knobs, expand.cwd), source=Path("expanded"))
+    relax_flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
+    outside = {e["flag"] for e in RECIPE["flags"] if not e["defined_in"].startswith("relax/")}
+    n = len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY)
+    pairs = flag_pairs(words[n:])
+    for flag, values in pairs:
+        assert flag in relax_flags or flag in outside, flag
+        entry = relax_flags.get(flag)
+        if entry is None:
+            continue
+        if entry.get("action") in ("store_true", "store_false"):
+            assert values == [], flag
+            continue
+        assert len(values) == 1 or entry.get("nargs") in ("+", "*"), flag
+        for value in values:
+            PARSERS[str(entry.get("type"))](value)
+            assert "choices" not in entry or value in map(str, entry["choices"]), flag
+    given = dict((flag, values) for flag, values in pairs)
+    assert given["--advantage-estimator"] == ["grpo"] and given["--custom-eval-rollout-log-function-path"] == [relax_recipe.HOOK]
+    assert given["--seed"] == [str(config["seed"])] and given["--save"] == [str(relax_recipe.checkpoint_dir(Path(knobs["SAVE_DIR"]), config))]
+    original = shlex.split(recipe_line(knobs, expand.cwd))
+    assert [i for i, (a, b) in enumerate(zip(original, words)) if a != b] == [words.index(relax_recipe.HOOK)]
+
+
+def test_two_jobs_on_one_node_get_their_own_ports(study, tmp_path, monkeypatch):
+    """Two SLURM jobs on one node: distinct Ray head, dashboard (RAY_ADDRESS of the submit) and Ray Serve ports."""
+    config = resolved(study, "graphgpo")
+    seen = []
+    for job in ("1001", "1002"):
+        monkeypatch.setenv("SLURM_JOB_ID", job)
+        _, _, head, submit = relax.launches(config, tmp_path / job)
+        port = ray_launch.ray_ports(f"slurm-{job}")
+        assert f"--port={port.head}" in head.argv and f"--dashboard-port={port.dashboard}" in head.argv
+        assert submit.env["RAY_ADDRESS"] == f"http://127.0.0.1:{port.dashboard}" and head.env["RELAX_SERVE_PORT"] == str(port.serve)
+        assert submit.env["RELAX_ENTRYPOINT_MODE"] and "--include-dashboard=true" in head.argv
+        seen.append({port.head, port.dashboard, port.serve})
+    assert not seen[0] & seen[1]
+    assert "8000" not in {head.env["RELAX_SERVE_PORT"]} and not any("8265" in w for w in head.argv)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("train.estimator", "ppo", "train.estimator: the Relax GraphGPO recipe runs grpo, gigpo, graphgpo"),
+    ("train.lr", 2e-6, "train.lr: the Relax GraphGPO recipe fixes this at 1e-06"),
+    ("eval.every", 10, "eval.every: the Relax GraphGPO recipe fixes this at 5"),
+    ("eval.temperature", 1.0, "eval.temperature: "),
+    ("train.group_size", 6, "train.group_size: groups x group_size = 96"),
+    ("backend.model_lock", None, "backend.model_lock: expected a path"),
+    ("backend.colour", "blue", "backend.colour: unknown key"),
+])
+def test_what_the_recipe_cannot_run_is_refused(study, key, value, message):
+    """A value the recipe fixes, a method it lacks, a missing path: BadInput naming the key."""
+    config = copy.deepcopy(resolved(study, "gigpo"))
+    block, name = key.split(".")
+    config[block][name] = value
+    with pytest.raises(BadInput, match=message.replace("(", r"\(").replace(".", r"\.")):
+        relax.RelaxBackend().validate_config(config)
+
+
+def sample(trajectory: str, task: str, turn: int, *, success: bool, episode_return: float, tokens: int, truncated=False):
+    """A Relax Sample of one exported turn, with the metadata rollout_agent.py writes."""
+    metadata = {"task_id": task, "trajectory_id": trajectory, "rollout_group_id": f"g-{task}", "turn_index": turn,
+                "turn_id": f"turn_{turn:03d}", "state_key": "s", "action": "look", "next_state_key": "t",
+                "is_action_valid": True, "success": success, "terminal": False, "truncated": truncated,
+                "episode_return": episode_return}
+    assert set(metadata) >= set(OUTPUTS["agent_export_record"]["fields"]["metadata"]) - {"row_id"}
+    return types.SimpleNamespace(metadata=metadata, response_length=tokens, reward=episode_return)
+
+
+def eval_samples(tasks: list[str]) -> list:
+    """Trajectories with 1..3 turns, interleaved as Relax's batch may order them."""
+    rows = []
+    for i, task in enumerate(tasks):
+        turns, success = 1 + i % 3, i % 2 == 0
+        rows += [sample(f"traj-{i}", task, t, success=success, episode_return=10.0 if success else -0.1 * i, tokens=5 + t)
+                 for t in range(turns)]
+    return rows[1::2] + rows[0::2]
+
+
+@pytest.fixture
+def recipe_logger(monkeypatch):
+    """A stand-in for examples.graphgpo.eval_logger that records its calls."""
+    calls = []
+    module = types.ModuleType("examples.graphgpo.eval_logger")
+    module.log_eval_rollout_data = lambda *args: calls.append(args) or True
+    for name, mod in (("examples", types.ModuleType("examples")), ("examples.graphgpo", types.ModuleType("examples.graphgpo")),
+                      ("examples.graphgpo.eval_logger", module)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    return calls
+
+
+def test_eval_hook_writes_one_outcome_per_trajectory(study, tmp_path, recipe_logger):
+    """Turn rows -> one line per trajectory (turns, tokens summed), handed over to the recipe's logger unchanged;
+    read back as outcome rows that pass the outcomes schema and the frozen panel."""
+    config = resolved(study, "graphgpo")
     run_dir = tmp_path / "run"
-    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir)
-    assert result.returncode == 0, result.stderr
-    assert [json.loads(x)["step"] for x in (run_dir / "metrics.jsonl").read_text().splitlines()] == [1, 2]
-    result = run_cli("eval", "--run", run_dir, "--step", 2)
-    assert result.returncode == 0, result.stderr
-    rows = [json.loads(x) for x in (run_dir / "eval/step2/outcomes.jsonl").read_text().splitlines()]
-    assert [(r["task_id"], r["episode"], r["success"]) for r in rows] == [
-        ("sokoban-0", 0, 1), ("sokoban-0", 1, 1), ("sokoban-1", 0, 0), ("sokoban-1", 1, 0)]
+    save = relax_recipe.checkpoint_dir(relax.save_dir(run_dir), config)
+    tasks = [t["task_id"] for t in config["eval"]["task_panel"]]
+    samples = eval_samples(tasks)
+    args = types.SimpleNamespace(save=str(save))
+    data = {"alfworld": {"samples": samples, "rewards": [s.reward for s in samples]}}
+    assert hook.log_eval_rollout_data(4, args, data, {"x": 1}) is True
+    assert recipe_logger == [(4, args, data, {"x": 1})]
+    lines = [json.loads(x) for x in (save / "agentrepro_eval" / "4.jsonl").read_text().splitlines()]
+    assert len(lines) == 128 and len(samples) == sum(1 + i % 3 for i in range(128))
+    first = next(x for x in lines if x["trajectory_id"] == "traj-2")
+    assert (first["turns"], first["tokens"], first["success"], first["category"]) == (3, 5 + 6 + 7, True, TYPES[2])
+    rows = relax.convert_eval(run_dir, 5, config)
+    check_rows(rows, config=config, step=5, source="hook")
+    assert sorted(r["task_id"] for r in rows) == sorted(tasks) and sum(r["success"] for r in rows) == 64
+    bad = eval_samples(tasks[:1])
+    bad[0].metadata["success"] = "yes"
+    with pytest.raises(ValueError, match="traj-0.*success must be a boolean"):
+        hook.trajectories("alfworld", bad)
+
+
+def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, tmp_path, recipe_logger):
+    """rollout_id r trains step r + 1; evaluations are rollout 0 (before training) and r with (r + 1) % 5 == 0:
+    the study's steps 0, 5, 10 read files 0, 4, 9, and metrics step s comes from train/<s - 1>.jsonl."""
+    config = copy.deepcopy(resolved(study, "grpo"))
+    config["train"]["steps"] = 10
+    run_dir = tmp_path / "run"
+    save = relax_recipe.checkpoint_dir(relax.save_dir(run_dir), config)
+    tasks = [t["task_id"] for t in config["eval"]["task_panel"]]
+    evaluated = []
+    for rollout in range(10):  # Relax's loop: eval before training, train, eval when due
+        if rollout == 0:
+            evaluated.append(rollout)
+            hook.write_outcomes(rollout, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": eval_samples(tasks)}})
+        path = save / "rollout_result" / "train" / f"{rollout}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"rollout_id": rollout, "reward": float(rollout), "response_length": 3}) + "\n")
+        if (rollout + 1) % relax_recipe.EVAL_INTERVAL == 0:
+            evaluated.append(rollout)
+            hook.write_outcomes(rollout, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": eval_samples(tasks)}})
+    steps = relax.RelaxBackend().checkpoint_steps(config)
+    assert steps == [0, 5, 10] and [relax_recipe.rollout_of_step(s) for s in steps] == evaluated == [0, 4, 9]
+    relax.convert_training(run_dir, config)
+    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == list(range(1, 11)) and all(m["reward_mean"] == m["step"] - 1 for m in metrics)
+    for step in steps:
+        rows = relax.convert_eval(run_dir, step, config)
+        assert {r["step"] for r in rows} == {step}
+        file = relax.outcome_file(run_dir, config, step)
+        assert {json.loads(x)["rollout_id"] for x in file.read_text().splitlines()} == {relax_recipe.rollout_of_step(step)}
+    with pytest.raises(BadInput, match="3.jsonl: file not found"):
+        relax.convert_eval(run_dir, 4, config)
+
+
+def test_shipped_manifest_placeholders_are_refused(tmp_path):
+    """manifests/graphgpo-alfworld-relax.yaml stops `agentrepro freeze` at each placeholder, named (subprocess)."""
+    result = run_cli("freeze", f"manifests/{MANIFEST.name}", "--allow-dirty", "-o", tmp_path / "x.lock.json", cwd=REPO)
+    assert result.returncode == 2
+    for field in ("image.digest", "model.revision", "model.tokenizer_revision", "data.eval.path"):
+        assert f"{field}: " in result.stderr
+    assert not (tmp_path / "x.lock.json").exists()

@@ -24,7 +24,7 @@ to RUN_DIR/logs/; the filled command, shell-quoted, is kept in RUN_DIR/external_
 
 Contract: the trainer writes the run directory contract (metrics.jsonl, checkpoints/, ...) into
 {run_dir}; the evaluator writes one outcome row per episode (docs/design.md §3.4) to {outcomes}. With an
-adapter, the framework's own outputs are converted instead (see verl_agent.py and relax.py).
+adapter, the framework's own outputs are converted instead (see verl_agent.py and relax_results.py).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text, read_jsonl
 from agentrepro.layout import RunFiles
 
-# Adapter options (task_key, ...) are read by the adapter's converters; see verl_agent.py and relax.py.
+# Adapter options (task_key, ...) are read by the adapter's converters; see verl_agent.py and relax_results.py.
 BLOCK_KEYS = {"name", "command", "eval_command", "cwd", "env", "adapter", "repo", "commit",
               "task_key", "success_key", "success_threshold", "turns_key", "tokens_key"}
-ADAPTERS = {"verl-agent": "agentrepro.backends.verl_agent", "relax": "agentrepro.backends.relax"}
+ADAPTERS = {"verl-agent": "agentrepro.backends.verl_agent", "relax": "agentrepro.backends.relax_results"}
 EXTERNAL_COMMAND = "external_command.txt"
 HARNESS_VALUES = ("run_dir", "config", "resume", "python", "step", "eval_dir", "outcomes")  # also AGENTREPRO_<NAME>
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

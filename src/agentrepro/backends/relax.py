@@ -1,162 +1,176 @@
-"""The Relax backend (redai-infra/Relax): its launch command, and converters of its rollout summaries.
+"""The Relax backend (redai-infra/Relax): its GraphGPO recipe driven as its authors wrote it, outputs read back.
 
-Launch. Relax trains with `python3 -m relax.entrypoints.train` and command-line flags, e.g. in its example
-scripts `--hf-checkpoint`, `--num-rollout`, `--rollout-batch-size`, `--n-samples-per-prompt`,
-`--advantage-estimator grpo`, `--resource '{"actor": [1, 1], "rollout": [1, 1]}'`, `--save`. Its scripts
-submit to a Ray cluster on the fixed dashboard port 8265 or run in "driver mode" with RAY_ADDRESS; here
-the driver mode runs against this job's private Ray head (ray_launch.py). Flags derived from the run
-config are listed in `flags()`; `backend.args` adds or replaces any flag (`{flag: value}`; a value of
-true gives a bare flag, false or null drops it), or, as a list, is appended verbatim.
+Programs (`launches`, in order; backends/launch.py), all run in the Relax checkout `backend.workdir`:
+1. the recipe's data preparation (`python3 -m examples.graphgpo.prepare_alfworld`; content-addressed and
+   idempotent) into RUN_DIR/relax/data;
+2. the recipe itself with DRY_RUN=1 and its knobs (relax_recipe.py): it checks its inputs, runs its
+   preflight, and prints the expanded `ray job submit ... -- python3 relax/entrypoints/train.py <flags>`,
+   kept as RUN_DIR/relax/expanded_command.txt;
+3. this job's own Ray head (ray_launch.py): its port block, the dashboard (job API) on base+1, Ray Serve
+   on base+9 through RELAX_SERVE_PORT, and the recipe's exports, which Ray's workers inherit from the head;
+4. `python -m agentrepro.backends.relax_submit`: the printed command with one value replaced (the eval-log
+   hook, see hooks/agentrepro_relax_eval.py) run with RAY_ADDRESS set to this job's dashboard, which
+   `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
+RELAX_ENTRYPOINT_MODE is set so the recipe never sources scripts/entrypoint/local.sh (which kills every
+python and ray process of the node and starts a head on the shared port 8265).
 
-Outputs converted. With `--save <dir>`, Relax always writes compact per-rollout summaries
-(docs "Rollout Result Viewer"; relax/utils/... `save_rollout_result_jsonl`, `save_eval_summary_jsonl`):
-`<save>/rollout_result/train/{rollout_id}.jsonl` and `<save>/rollout_result/eval/{rollout_id}.jsonl`,
-one line per sample with `rollout_id`, `sample_index`, `prompt`, `response`, `reward`,
-`response_length`, `total_length`, `agent_turns`, `status`, `group_index`, and for eval `dataset`.
-* outcomes: eval/{step}.jsonl -> one row per sample. The task is `record[backend.task_key]` (default
-  `group_index`: the index of the evaluation prompt, mapped onto the task panel by position; a string
-  value is a task id); samples of one task are its episodes in file order. Success is
-  `reward >= backend.success_threshold` (default 1.0) unless `backend.success_key` names a 0/1 field.
-  turns = agent_turns, tokens = response_length.
-* metrics: train/{rollout_id}.jsonl -> one metrics.jsonl row per rollout, step = rollout_id + 1:
-  `reward_mean`, `train_success_rate` (same threshold), cumulative `episodes` and `tokens_generated`.
-  Relax's optimiser losses go to its own loggers (TensorBoard, W&B, ClearML), not to these files, and
-  are not invented here.
+Block keys: workdir (the Relax checkout), alfworld_data, model_path (local snapshot, HF_CHECKPOINT),
+model_lock (the recipe's model lock JSON), alfworld_python (default python3), pythonpath (list of extra
+entries for Ray's workers, e.g. Megatron-LM), ray {executable, num_cpus, num_gpus}, repo, commit.
 
-Assumption to check on a real run: an evaluation at training step N is the file eval/N.jsonl.
-Not run against a real Relax cluster here: converters are tested on sample files shaped like the real ones.
+Outputs read:
+* outcomes of step N: the hook's RUN_DIR/relax/checkpoints/<method>/seed-<seed>/agentrepro_eval/<r>.jsonl
+  (r = relax_recipe.rollout_of_step(N)), one line per trajectory, mapped onto the frozen task panel by
+  task_id (the game path relative to ALFWORLD_DATA).
+* metrics: rollout_result/train/<r>.jsonl -> the metrics row of step r + 1 (step_of_rollout). Those
+  records are one per exported row, i.e. per turn: `reward_mean` and `train_success_rate` are therefore
+  row-weighted means (longer episodes weigh more); Relax's per-trajectory training numbers go to its
+  TensorBoard log under --save, which is not read here. Cumulative `env_steps` counts the rows (turns).
+Not run against a real Relax cluster here: tests use the recipe's facts and samples shaped like Relax's.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, runconfig
+from agentrepro.backends import convert, ray_launch, relax_recipe, runconfig
 from agentrepro.backends.base import Backend
+from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
-from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_text, canonical_json
+from agentrepro.errors import BadInput, Failure
+from agentrepro.hooks import HOOKS_DIR
 from agentrepro.layout import RunFiles
 
-BLOCK_KEYS = {"name", "repo", "commit", "workdir", "python", "entry", "args", "task_key", "success_key",
-              "success_threshold", "ray", "model_path"}
-SAVE, LAUNCH = "relax", "launch.sh"
+BLOCK_KEYS = {"name", "repo", "commit", "workdir", "alfworld_data", "alfworld_python", "model_path", "model_lock",
+              "pythonpath", "ray", "success_threshold"}
+SAVE, EXPANDED = "relax", "expanded_command.txt"
+HOOK_FOLDER = "agentrepro_eval"
+TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats")
 
 
-def flags(config: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    train, evaluation = config.get("train") or {}, config.get("eval") or {}
-    block, model = config["backend"], config.get("model") or {}
-    out: dict[str, Any] = {"--save": str(Path(run_dir).resolve() / SAVE), "--seed": config["seed"]}
-    optional = {
-        "--hf-checkpoint": block.get("model_path") or model.get("name"),
-        "--num-rollout": train.get("steps"),
-        "--rollout-batch-size": train.get("groups"),
-        "--n-samples-per-prompt": train.get("group_size"),
-        "--advantage-estimator": train.get("estimator"),
-        "--lr": train.get("lr"),
-        "--eval-interval": evaluation.get("every"),
-    }
-    out.update({k: v for k, v in optional.items() if v is not None})
-    if isinstance(block.get("args"), dict):
-        out.update(block["args"])
-    return out
+def save_dir(run_dir: Path) -> Path:
+    return Path(run_dir).resolve() / SAVE
 
 
-def launch_argv(config: dict[str, Any], run_dir: Path) -> list[str]:
-    block = config["backend"]
-    argv = [block.get("python", "python3"), "-m", block.get("entry", "relax.entrypoints.train")]
-    for flag, value in flags(config, run_dir).items():
-        if value is None or value is False:
-            continue
-        argv.append(flag)
-        if value is not True:
-            argv.append(canonical_json(value) if isinstance(value, (dict, list)) else str(value))
-    if isinstance(block.get("args"), list):
-        argv.extend(str(a) for a in block["args"])
-    return argv
+def _ports(run_dir: Path) -> ray_launch.RayPorts:
+    return ray_launch.ray_ports(ray_launch.job_key(run_dir))
 
 
-def launch_script(config: dict[str, Any], run_dir: Path) -> str:
-    run_dir = Path(run_dir).resolve()
-    ray = config["backend"].get("ray") or {}
-    return ray_launch.render_launch_script(
-        launch_argv(config, run_dir), key=ray_launch.job_key(run_dir), env={"WANDB_MODE": "offline"},
-        ray=ray.get("executable", "ray"), num_cpus=ray.get("num_cpus"),
-        num_gpus=ray.get("num_gpus", (config.get("resources") or {}).get("gpus")), pid_file=run_dir / "ray_head.pid",
-        client=ray.get("client", True))
+def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
+    block, save = config["backend"], save_dir(run_dir)
+    workdir, data = Path(block["workdir"]), save / "data"
+    knobs = relax_recipe.recipe_env(config, save, data)
+    tasks = (config.get("eval") or {}).get("tasks")
+    prepare = ["python3", "-m", "examples.graphgpo.prepare_alfworld", "--data-root", block["alfworld_data"],
+               "--output-dir", str(data), "--max-steps", knobs["MAX_STEPS"]]
+    if tasks:
+        prepare += ["--limit", f"eval_in_distribution={tasks}"]
+    ports, key = _ports(run_dir), ray_launch.job_key(run_dir)
+    pythonpath = os.pathsep.join([str(workdir), str(HOOKS_DIR), *map(str, block.get("pythonpath") or [])])
+    ray = block.get("ray") or {}
+    head_env = {**relax_recipe.head_env(knobs), "RELAX_SERVE_PORT": str(ports.serve), "RELAX_SERVE_HOST": "127.0.0.1",
+                "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline"}
+    head = ray_launch.head_launch(key, ray=ray.get("executable", "ray"), env=head_env, cwd=workdir, dashboard=True,
+                                  num_cpus=ray.get("num_cpus"),
+                                  num_gpus=ray.get("num_gpus", (config.get("resources") or {}).get("gpus")))
+    submit_env = {"RAY_ADDRESS": f"http://127.0.0.1:{ports.dashboard}", "RELAX_ENTRYPOINT_MODE": "agentrepro"}
+    return [
+        Launch("prepare the recipe's ALFWorld prompt rows and manifests", tuple(prepare), {}, workdir),
+        Launch(f"check the inputs and print the expanded command (the recipe with DRY_RUN=1) into {save / EXPANDED}",
+               ("bash", relax_recipe.RECIPE), {**knobs, "DRY_RUN": "1", "RELAX_ENTRYPOINT_MODE": "agentrepro"}, workdir),
+        head,
+        Launch(f"submit the expanded command (eval hook {relax_recipe.HOOK}) to this job's Ray head",
+               (sys.executable, "-m", "agentrepro.backends.relax_submit", str(save / EXPANDED)), submit_env, workdir),
+    ]
 
 
-def _threshold(block: dict[str, Any]) -> float:
-    return float(block.get("success_threshold", 1.0))
+def outcome_file(run_dir: Path, config: dict[str, Any], step: int) -> Path:
+    folder = relax_recipe.checkpoint_dir(save_dir(run_dir), config) / HOOK_FOLDER
+    return folder / f"{relax_recipe.rollout_of_step(step)}.jsonl"
 
 
 def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """rollout_result/eval/<step>.jsonl (one line per episode) -> outcome rows of docs/design.md §3.4."""
-    block = config["backend"]
-    path = Path(run_dir) / SAVE / "rollout_result" / "eval" / f"{step}.jsonl"
-    fields = convert.EpisodeFields(task=block.get("task_key", "group_index"), reward="reward", turns="agent_turns",
-                                   tokens="response_length", category="dataset", success=block.get("success_key"),
-                                   threshold=_threshold(block))
-    return convert.episode_rows(config, step, path, fields)
+    """The hook's per-trajectory lines of `step` -> outcome rows of docs/design.md §3.4."""
+    fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
+                                   category="category", success="success")
+    return convert.episode_rows(config, step, outcome_file(run_dir, config, step), fields)
 
 
 def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
-    block = config["backend"]
-    folder = Path(run_dir) / SAVE / "rollout_result" / "train"
+    folder = relax_recipe.checkpoint_dir(save_dir(run_dir), config) / "rollout_result" / "train"
     files = sorted((p for p in folder.glob("*.jsonl") if p.stem.isdigit()), key=lambda p: int(p.stem))
     if not files:
-        raise BadInput("no rollout summaries {rollout_id}.jsonl (was Relax started with --save?)", path=folder)
+        raise BadInput("no rollout summaries {rollout_id}.jsonl (did Relax train?)", path=folder)
+    threshold = float(config["backend"].get("success_threshold", 1.0))
     records = []
     for path in files:
         rewards, successes, tokens = [], 0, 0
         for line, record in convert.read_records(path):
             where = f"line {line}"
-            reward = convert.number(record, "reward", source=path, where=where)
-            rewards.append(reward)
-            successes += convert.success_value(record, key=block.get("success_key"), reward_key="reward",
-                                               threshold=_threshold(block), source=path, where=where)
+            rewards.append(convert.number(record, "reward", source=path, where=where))
+            successes += convert.success_value(record, key=None, reward_key="reward", threshold=threshold, source=path, where=where)
             tokens += convert.count(record, "response_length", source=path, where=where)
         if not rewards:
             raise BadInput("empty rollout summary", path=path)
-        records.append((int(path.stem) + 1, {"reward_mean": sum(rewards) / len(rewards),
-                                             "train_success_rate": successes / len(rewards),
-                                             "_episodes": len(rewards), "_tokens": tokens}))
-    rows = convert.merge_metric_records(records, rename={}, cumulative={"episodes": "_episodes", "tokens_generated": "_tokens"})
+        records.append((relax_recipe.step_of_rollout(int(path.stem)),
+                        {"reward_mean": sum(rewards) / len(rewards), "train_success_rate": successes / len(rewards),
+                         "_rows": len(rewards), "_tokens": tokens}))
+    rows = convert.merge_metric_records(records, rename={}, cumulative={"env_steps": "_rows", "tokens_generated": "_tokens"})
     convert.write_metrics(run_dir, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
 
 
 class RelaxBackend(Backend):
     name = "relax"
 
+    def default_config(self) -> dict[str, Any]:
+        """The harness's defaults of the knobs the recipe takes (train_config.schema.json), stated explicitly."""
+        from agentrepro.fileio import load_json
+
+        schema = load_json(Path(__file__).resolve().parents[1] / "schemas" / "train_config.schema.json")
+        return {"train": {key: schema["properties"][key]["default"] for key in TRAIN_KEYS}}
+
     def validate_config(self, config: dict[str, Any]) -> None:
-        block = config["backend"]
-        unknown = sorted(set(block) - BLOCK_KEYS)
+        unknown = sorted(set(config["backend"]) - BLOCK_KEYS)
         if unknown:
             raise BadInput(f"unknown key (expected {', '.join(sorted(BLOCK_KEYS))})", where=f"backend.{unknown[0]}")
-        args = block.get("args")
-        if args is not None and not (isinstance(args, list) or (isinstance(args, dict) and all(str(k).startswith("--") for k in args))):
-            raise BadInput("expected a mapping of --flags to values, or a list of arguments", where="backend.args")
+        relax_recipe.validate(config)
+
+    def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
+        return relax_recipe.evaluated_rollouts(int((config.get("train") or {}).get("steps", 0)))
+
+    def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
+        """The train job's programs; an evaluation runs none (Relax evaluates inside training, see above)."""
+        return [] if eval_step is not None else launches(config, run_dir)
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
-        workdir = config["backend"].get("workdir")
-        if not workdir or not Path(workdir).is_dir():
-            raise BadInput(f"expected the path of a Relax checkout, got {workdir!r}", where="backend.workdir")
-        if resume and (Path(run_dir) / SAVE).is_dir():  # Megatron's --load resumes from the last save
-            args = config["backend"].get("args")
-            load = ["--load", str(Path(run_dir).resolve() / SAVE)]
-            args = [*args, *load] if isinstance(args, list) else {"--load": load[1], **(args or {})}
-            config = {**config, "backend": {**config["backend"], "args": args}}
-        script = Path(run_dir) / LAUNCH
-        atomic_write_text(script, launch_script(config, run_dir))
-        run_logged(["bash", str(script.resolve())], log_dir=Path(run_dir) / RunFiles.LOGS, label="train", cwd=workdir)
-        convert_training(Path(run_dir), config)
+        workdir = Path(config["backend"]["workdir"])
+        if not (workdir / relax_recipe.RECIPE).is_file():
+            raise BadInput(f"expected a Relax checkout with {relax_recipe.RECIPE}", where="backend.workdir")
+        del resume  # Relax resumes by itself from latest_checkpointed_iteration.txt under its --save
+        run_dir = Path(run_dir)
+        logs, save = run_dir / RunFiles.LOGS, save_dir(run_dir)
+        prepare, expand, head, submit = launches(config, run_dir)
+        save.mkdir(parents=True, exist_ok=True)
+        run_logged(list(prepare.argv), log_dir=logs, label="prepare", cwd=prepare.cwd, env=dict(prepare.env))
+        _expand(expand, save / EXPANDED, logs)
+        ports = _ports(run_dir)
+        with ray_launch.private_head(head, wait_for=(ports.head, ports.dashboard), log_dir=logs, pid_file=run_dir / "ray_head.pid"):
+            run_logged(list(submit.argv), log_dir=logs, label="train", cwd=submit.cwd, env=dict(submit.env))
+        convert_training(run_dir, config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         return convert_eval(Path(run_dir), step, runconfig.read_resolved_config(Path(run_dir)))
 
 
-if __name__ == "__main__":  # print the launch script of a run config: python -m agentrepro.backends.relax CONFIG RUN_DIR
-    cfg = runconfig.load_run_config(sys.argv[1])
-    print(launch_script(cfg, Path(sys.argv[2])), end="")
+def _expand(launch: Launch, out: Path, logs: Path) -> None:
+    """Run the recipe's dry run; its stdout (the expanded command) goes to `out`, its stderr to the logs."""
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as stdout, open(logs / "expand.stderr.log", "a", encoding="utf-8") as stderr:
+        status = subprocess.run(list(launch.argv), cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=stdout,
+                                stderr=stderr, stdin=subprocess.DEVNULL, check=False).returncode
+    if status != 0:
+        raise Failure(f"the recipe's dry run failed with exit status {status}; see {logs / 'expand.stderr.log'}")

@@ -1,0 +1,146 @@
+"""Relax's GraphGPO recipe (examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh) as the harness drives it.
+
+The recipe is the source of every Relax flag: the harness sets only its environment knobs, from the run
+config, and adds no flag of its own. Facts (script lines) are in tests/fixtures/frameworks/relax.args.json.
+
+* Knobs (`recipe_env`): METHOD (grpo|gigpo|graphgpo, from train.estimator; `--advantage-estimator` stays
+  `grpo` as the recipe passes it, the method is chosen by the custom advantage function), OMEGA, GAMMA,
+  BETA (step/graph weight), BETA_EPISODE (episode weight), EPISODE_WEIGHTING (train.episode_stats:
+  rows -> reference_cross_steps, trajectories -> trajectory_once), SEED, NUM_GPUS, OUTER_EPOCHS (train.steps),
+  TASK_GROUPS, GROUP_SIZE, MAX_STEPS (env.params.max_turns), MODEL_REVISION, and the paths: ALFWORLD_DATA,
+  HF_CHECKPOINT, SAVE_DIR, DATA_ARTIFACT_DIR, MODEL_LOCK. DEPENDENCY_LOCK is the study's lock (the file
+  that pins this run's dependencies; the recipe records its SHA-256 in run_lock.env). PREPARE_LOCK is the
+  lock the recipe's own data preparation writes.
+* What the recipe fixes (`FIXED`: lr 1e-6, eval every 5 rollouts at temperature 0.4 with one sample per
+  task, ...) cannot be changed through it: a run config asking otherwise is refused, naming the key.
+* Exports (`head_env`): the recipe exports GRAPHGPO_* and RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE before it
+  starts its Ray head, so Ray's workers inherit them; the job's own head gets the same values.
+* The expanded command (`submitted_argv`): the recipe's DRY_RUN=1 line, with exactly one value replaced:
+  `--custom-eval-rollout-log-function-path` names agentrepro's hook (relax_hook.py), which writes one
+  outcome per trajectory and then calls the recipe's own logger, so Relax's metrics are unchanged.
+* Step numbering (`step_of_rollout`, `rollout_of_step`): the only place that knows Relax's 0-based
+  rollout_id. Relax evaluates before training with rollout_id 0 (harness step 0), then after the rollout
+  with (rollout_id + 1) % eval_interval == 0; training rollout r is the harness's step r + 1.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from agentrepro.errors import BadInput
+
+RECIPE = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
+LAUNCHER = ("ray", "job", "submit", "--address=http://127.0.0.1:8265", "--")
+ENTRY = ("python3", "relax/entrypoints/train.py")
+HOOK_FLAG = "--custom-eval-rollout-log-function-path"
+RECIPE_HOOK = "examples.graphgpo.eval_logger.log_eval_rollout_data"
+HOOK = "agentrepro.backends.relax_hook.log_eval_rollout_data"
+METHODS = ("grpo", "gigpo", "graphgpo")
+WEIGHTING = {"rows": "reference_cross_steps", "trajectories": "trajectory_once"}
+EVAL_INTERVAL = 5
+GLOBAL_BATCH_SIZE = 128
+# (block, key) -> the value the recipe fixes, and its script line
+FIXED = {
+    ("train", "lr"): (1e-6, "--lr 1e-6, line 241"),
+    ("train", "norm"): ("std", "custom_advantage standardises with the sample std"),
+    ("train", "epsilon"): (1e-6, "custom_advantage eps 1e-6"),
+    ("train", "invalid_penalty"): (0.1, "custom_advantage invalid_penalty 0.1"),
+    ("train", "reward_form"): ("code", "the graph reward 10*omega**d"),
+    ("eval", "every"): (EVAL_INTERVAL, "--eval-interval 5, line 282"),
+    ("eval", "temperature"): (0.4, "--eval-temperature 0.4, line 287"),
+    ("eval", "episodes_per_task"): (1, "--n-samples-per-eval-prompt 1, line 285"),
+}
+# The recipe's exports before its Ray head starts (lines 146-156): name -> the knob it copies.
+EXPORTS = {"GRAPHGPO_METHOD": "METHOD", "GRAPHGPO_EXPECTED_GROUP_SIZE": "GROUP_SIZE", "GRAPHGPO_OMEGA": "OMEGA",
+           "GRAPHGPO_GAMMA": "GAMMA", "GRAPHGPO_BETA": "BETA", "GRAPHGPO_BETA_EPISODE": "BETA_EPISODE",
+           "GRAPHGPO_EPISODE_WEIGHTING": "EPISODE_WEIGHTING", "RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE": "MAX_STEPS"}
+# train keys the recipe takes as knobs -> knob
+METHOD_KNOBS = {"omega": "OMEGA", "gamma": "GAMMA", "step_weight": "BETA", "episode_weight": "BETA_EPISODE"}
+
+
+def validate(config: dict[str, Any]) -> None:
+    """BadInput naming the key of anything the recipe cannot run."""
+    train = config.get("train") or {}
+    if train.get("estimator") not in METHODS:
+        raise BadInput(f"the Relax GraphGPO recipe runs {', '.join(METHODS)}, not {train.get('estimator')!r}", where="train.estimator")
+    for (block, key), (value, source) in FIXED.items():
+        given = (config.get(block) or {}).get(key)
+        if given is not None and given != value:
+            raise BadInput(f"the Relax GraphGPO recipe fixes this at {value!r} ({source}); got {given!r}", where=f"{block}.{key}")
+    if train.get("episode_stats", "rows") not in WEIGHTING:
+        raise BadInput(f"expected one of {', '.join(WEIGHTING)}", where="train.episode_stats")
+    groups, size = train.get("groups"), train.get("group_size")
+    if isinstance(groups, int) and isinstance(size, int) and (groups * size) % GLOBAL_BATCH_SIZE:
+        raise BadInput(f"groups x group_size = {groups * size} must be a multiple of the recipe's global batch {GLOBAL_BATCH_SIZE}",
+                       where="train.group_size")
+    if not isinstance(((config.get("env") or {}).get("params") or {}).get("max_turns"), int):
+        raise BadInput("expected an integer (the recipe's MAX_STEPS)", where="env.params.max_turns")
+    for key in ("workdir", "alfworld_data", "model_path", "model_lock"):
+        if not isinstance(config["backend"].get(key), str):
+            raise BadInput("expected a path (see backends/relax.py)", where=f"backend.{key}")
+
+
+def _text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def recipe_env(config: dict[str, Any], save_dir: Path, data_dir: Path) -> dict[str, str]:
+    """The recipe's knobs for this run config (every value a string, never joined into shell syntax)."""
+    train, block = config["train"], config["backend"]
+    env = {
+        "METHOD": train["estimator"], "SEED": str(config["seed"]), "ENABLE_EVAL": "1",
+        "NUM_GPUS": str((config.get("resources") or {}).get("gpus", 2)),
+        "OUTER_EPOCHS": str(train["steps"]), "TASK_GROUPS": str(train["groups"]), "GROUP_SIZE": str(train["group_size"]),
+        "GLOBAL_BATCH_SIZE": str(GLOBAL_BATCH_SIZE), "MAX_STEPS": str(config["env"]["params"]["max_turns"]),
+        "EPISODE_WEIGHTING": WEIGHTING[train["episode_stats"]],
+        "ALFWORLD_DATA": block["alfworld_data"], "ALFWORLD_PYTHON": block.get("alfworld_python", "python3"),
+        "HF_CHECKPOINT": block["model_path"], "MODEL_LOCK": block["model_lock"],
+        "SAVE_DIR": str(save_dir), "DATA_ARTIFACT_DIR": str(data_dir),
+        "DEPENDENCY_LOCK": str(Path(config["lock"]["path"]).resolve()),
+    }
+    env.update({knob: _text(train[key]) for key, knob in METHOD_KNOBS.items()})
+    revision = (config.get("model") or {}).get("revision")
+    if revision:
+        env["MODEL_REVISION"] = revision
+    return env
+
+
+def head_env(knobs: dict[str, str]) -> dict[str, str]:
+    """What the recipe exports before its Ray head starts, from the same knobs."""
+    return {name: knobs[knob] for name, knob in EXPORTS.items()}
+
+
+def checkpoint_dir(save_dir: Path, config: dict[str, Any]) -> Path:
+    """The recipe's --save: ${SAVE_DIR}/checkpoints/${METHOD}/seed-${SEED} (line 161)."""
+    return Path(save_dir) / "checkpoints" / config["train"]["estimator"] / f"seed-{config['seed']}"
+
+
+def submitted_argv(printed: str, *, source: Path) -> list[str]:
+    """The recipe's DRY_RUN=1 line -> the command to submit: the same words, the eval hook replaced by HOOK."""
+    words = shlex.split(printed)
+    n = len(LAUNCHER)
+    if tuple(words[:n]) != LAUNCHER or tuple(words[n:n + len(ENTRY)]) != ENTRY:
+        raise BadInput(f"expected the recipe to print `{shlex.join(LAUNCHER + ENTRY)} ...`, got {printed[:120]!r}", path=source)
+    hooks = [i for i, word in enumerate(words) if word == HOOK_FLAG]
+    if len(hooks) != 1 or hooks[0] + 1 >= len(words) or words[hooks[0] + 1] != RECIPE_HOOK:
+        raise BadInput(f"expected one {HOOK_FLAG} {RECIPE_HOOK} (the recipe's eval logger, which agentrepro's hook hands over to)",
+                       path=source)
+    words[hooks[0] + 1] = HOOK
+    return words
+
+
+def evaluated_rollouts(steps: int, interval: int = EVAL_INTERVAL) -> list[int]:
+    """The harness steps Relax evaluates: 0 (before training) and every `interval`-th update."""
+    return [0] + [step for step in range(1, steps + 1) if step % interval == 0]
+
+
+def rollout_of_step(step: int) -> int:
+    """The rollout_id Relax names the evaluation of harness step `step` by (0 = before training)."""
+    return 0 if step == 0 else step - 1
+
+
+def step_of_rollout(rollout_id: int) -> int:
+    """The harness step reached after training rollout `rollout_id`."""
+    return rollout_id + 1
