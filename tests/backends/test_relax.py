@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shlex
 import sys
 import types
@@ -292,3 +293,52 @@ def test_shipped_manifest_placeholders_are_refused(tmp_path):
     for field in ("image.digest", "model.revision", "model.tokenizer_revision", "data.eval.path"):
         assert f"{field}: " in result.stderr
     assert not (tmp_path / "x.lock.json").exists()
+
+
+def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_config):
+    """`agentrepro train` then `eval` (subprocesses) against a stand-in Relax and `ray`: the recipe's dry run is
+    submitted to this job's head (not 8265), the driver inherits the head's RELAX_SERVE_PORT and GRAPHGPO_*,
+    the hook's trajectories become the outcomes of steps 0, 5, 10, the recipe's logger still runs, the head is gone."""
+    import importlib.util
+
+    import psutil
+
+    spec = importlib.util.spec_from_file_location("relax_standin", Path(__file__).with_name("relax_standin.py"))
+    standin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standin)
+    make_checkout, make_ray = standin.make_checkout, standin.make_ray
+
+    config = copy.deepcopy(resolved(study, "gigpo", seed=1))
+    checkout = make_checkout(tmp_path / "relax")
+    data = tmp_path / "alfworld"
+    for task in config["eval"]["task_panel"]:
+        (data / task["task_id"]).parent.mkdir(parents=True, exist_ok=True)
+        (data / task["task_id"]).write_text("game\n")
+    config["backend"].update(workdir=str(checkout), alfworld_data=str(data))
+    config["train"]["steps"] = 10
+    config["lock"]["path"] = str(study[1])
+    ray = make_ray(tmp_path / "bin", sys.executable)
+    env = {"PATH": f"{ray.parent}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": f"relax-e2e-{os.getpid()}"}
+    run_dir = tmp_path / "run"
+    result = run_cli("train", "--config", write_config(config), "--out", run_dir, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    save = relax_recipe.checkpoint_dir(relax.save_dir(run_dir), config)
+    driver = json.loads((save / "driver.json").read_text())
+    ports = ray_launch.ray_ports(f"slurm-{env['SLURM_JOB_ID']}")
+    assert driver["env"]["RELAX_SERVE_PORT"] == str(ports.serve) and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
+    assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
+    submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
+    assert submitted[:4] == list(relax_recipe.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
+    calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]
+    assert [c["rollout_id"] for c in calls] == [0, 4, 9] and all(c["rows"] > 128 for c in calls)
+    assert not (run_dir / "ray_head.pid").exists()
+    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_launch.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])]
+    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == list(range(1, 11))
+    for step in (0, 5, 10):
+        result = run_cli("eval", "--run", run_dir, "--step", step)
+        assert result.returncode == 0, result.stderr
+        rows = [json.loads(x) for x in (run_dir / f"eval/step{step}/outcomes.jsonl").read_text().splitlines()]
+        rollout = relax_recipe.rollout_of_step(step)
+        assert len(rows) == 128 and sum(r["success"] for r in rows) == sum((i + rollout) % 3 == 0 for i in range(128))
+        assert {r["turns"] for r in rows} == {1, 2, 3, 4} and all(r["tokens"] == 7 * r["turns"] for r in rows)

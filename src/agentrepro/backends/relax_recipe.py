@@ -16,7 +16,7 @@ config, and adds no flag of its own. Facts (script lines) are in tests/fixtures/
 * Exports (`head_env`): the recipe exports GRAPHGPO_* and RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE before it
   starts its Ray head, so Ray's workers inherit them; the job's own head gets the same values.
 * The expanded command (`submitted_argv`): the recipe's DRY_RUN=1 line, with exactly one value replaced:
-  `--custom-eval-rollout-log-function-path` names agentrepro's hook (relax_hook.py), which writes one
+  `--custom-eval-rollout-log-function-path` names agentrepro's hook (hooks/agentrepro_relax_eval.py), which writes one
   outcome per trajectory and then calls the recipe's own logger, so Relax's metrics are unchanged.
 * Step numbering (`step_of_rollout`, `rollout_of_step`): the only place that knows Relax's 0-based
   rollout_id. Relax evaluates before training with rollout_id 0 (harness step 0), then after the rollout
@@ -36,7 +36,7 @@ LAUNCHER = ("ray", "job", "submit", "--address=http://127.0.0.1:8265", "--")
 ENTRY = ("python3", "relax/entrypoints/train.py")
 HOOK_FLAG = "--custom-eval-rollout-log-function-path"
 RECIPE_HOOK = "examples.graphgpo.eval_logger.log_eval_rollout_data"
-HOOK = "agentrepro.backends.relax_hook.log_eval_rollout_data"
+HOOK = "agentrepro_relax_eval.log_eval_rollout_data"  # agentrepro/hooks/, on the PYTHONPATH of Ray's workers
 METHODS = ("grpo", "gigpo", "graphgpo")
 WEIGHTING = {"rows": "reference_cross_steps", "trajectories": "trajectory_once"}
 EVAL_INTERVAL = 5
