@@ -342,3 +342,31 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
         rollout = relax_recipe.rollout_of_step(step)
         assert len(rows) == 128 and sum(r["success"] for r in rows) == sum((i + rollout) % 3 == 0 for i in range(128))
         assert {r["turns"] for r in rows} == {1, 2, 3, 4} and all(r["tokens"] == 7 * r["turns"] for r in rows)
+
+
+@pytest.mark.slow
+def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
+    """With real Ray: `ray job submit --address=...:8265` (the recipe's launcher) under RAY_ADDRESS reaches this
+    job's dashboard; the driver inherits the head's GRAPHGPO_*/RELAX_SERVE_PORT and directory; a failing job fails
+    the submit; nothing of the head is left afterwards."""
+    import shutil
+    import subprocess
+
+    import psutil
+
+    from helpers import require
+
+    ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")
+    require("ray", bool(ray), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)")
+    key = f"relax-real-{tmp_path.name}"
+    ports = ray_launch.ray_ports(key)
+    env = {"GRAPHGPO_METHOD": "gigpo", "RELAX_SERVE_PORT": str(ports.serve), "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}"}
+    head = ray_launch.head_launch(key, ray=ray, env=env, cwd=tmp_path, dashboard=True, num_cpus=1, num_gpus=0)
+    submit_env = {**os.environ, "RAY_ADDRESS": f"http://127.0.0.1:{ports.dashboard}"}
+    probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.environ['RELAX_SERVE_PORT'], os.getcwd()); sys.exit(int(sys.argv[1]))"
+    with ray_launch.private_head(head, wait_for=(ports.head, ports.dashboard), log_dir=tmp_path / "logs", pid_file=tmp_path / "pid", wait_s=180):
+        results = [subprocess.run([ray, "job", "submit", *relax_recipe.LAUNCHER[3:], "python3", "-c", probe, code],
+                                  env=submit_env, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
+    assert results[0].returncode == 0 and f"JOB gigpo {ports.serve} {tmp_path}" in results[0].stdout
+    assert results[1].returncode != 0
+    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_launch.temp_dir(key) in " ".join(p.info["cmdline"] or [])]

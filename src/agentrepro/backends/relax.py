@@ -26,7 +26,9 @@ Outputs read:
   records are one per exported row, i.e. per turn: `reward_mean` and `train_success_rate` are therefore
   row-weighted means (longer episodes weigh more); Relax's per-trajectory training numbers go to its
   TensorBoard log under --save, which is not read here. Cumulative `env_steps` counts the rows (turns).
-Not run against a real Relax cluster here: tests use the recipe's facts and samples shaped like Relax's.
+Checked with real Ray 2.60 (tests/backends/test_relax.py, with AGENTREPRO_RAY): the recipe's launcher under
+RAY_ADDRESS reaches this job's head, whose environment and directory the job's driver inherits, and a
+failing job fails the submit. Not run against a real Relax cluster: the recipe and Relax are stand-ins there.
 """
 
 from __future__ import annotations
