@@ -162,6 +162,31 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
     assert [i for i, (a, b) in enumerate(zip(original, words)) if a != b] == [words.index(relax_recipe.HOOK)]
 
 
+def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study, tmp_path):
+    """backend.export_hf: --save-interval 5 and --save-hf <save>/hf/{rollout_id} (Relax flags, int and str), so
+    under Relax's save rule ((r + 1) % interval == 0 or the last rollout) the copies are the evaluated steps."""
+    config = copy.deepcopy(resolved(study, "graphgpo"))
+    config["backend"]["export_hf"] = True
+    _, expand, _, submit = relax.launches(config, tmp_path / "run")
+    replace = list(submit.argv[4:])
+    words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=replace)
+    given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
+    flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
+    assert flags["--save-interval"]["type"] == "int" and flags["--save-hf"]["type"] == "str"
+    assert given["--save-interval"] == ["5"] and given["--save-hf"] == [str(relax.save_dir(tmp_path / "run") / "hf" / "{rollout_id}")]
+    assert words.count("--save-interval") == 1
+    steps, interval = config["train"]["steps"], int(given["--save-interval"][0])
+    saved = [r for r in range(steps) if (r + 1) % interval == 0 or r + 1 == steps]
+    planned = relax.RelaxBackend().checkpoint_steps(config)
+    assert [relax_recipe.step_of_rollout(r) for r in saved] == planned[1:]
+    assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 0) == Path(config["backend"]["model_path"])
+    assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 5).name == "4"
+    plain = relax.launches(resolved(study, "graphgpo"), tmp_path / "run")[3]
+    assert len(plain.argv) == 4
+    with pytest.raises(BadInput, match="expected --seed at most once"):
+        relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
+
+
 def test_two_jobs_on_one_node_get_their_own_ports(study, tmp_path, monkeypatch):
     """Two SLURM jobs on one node: distinct Ray head, dashboard (RAY_ADDRESS of the submit) and Ray Serve ports."""
     config = resolved(study, "graphgpo")

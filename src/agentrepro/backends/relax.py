@@ -16,7 +16,10 @@ python and ray process of the node and starts a head on the shared port 8265).
 
 Block keys: workdir (the Relax checkout), alfworld_data, model_path (local snapshot, HF_CHECKPOINT),
 model_lock (the recipe's model lock JSON), alfworld_python (default python3), pythonpath (list of extra
-entries for Ray's workers, e.g. Megatron-LM), ray {executable, num_cpus, num_gpus}, repo, commit.
+entries for Ray's workers, e.g. Megatron-LM), ray {executable, num_cpus, num_gpus}, repo, commit, and
+export_hf (default false): save Megatron checkpoints at the evaluated steps instead of the recipe's every
+10 rollouts and have Relax write a Hugging Face copy of each (relax_recipe.hf_export_args, hf_checkpoint);
+Relax's --max-actor-ckpt-to-keep 2 rotates the Megatron ones, the copies are kept (not pruned here).
 
 Outputs read:
 * outcomes of step N: the hook's RUN_DIR/relax/checkpoints/<method>/seed-<seed>/agentrepro_eval/<r>.jsonl
@@ -48,7 +51,7 @@ from agentrepro.hooks import HOOKS_DIR
 from agentrepro.layout import RunFiles
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "alfworld_data", "alfworld_python", "model_path", "model_lock",
-              "pythonpath", "ray", "success_threshold"}
+              "pythonpath", "ray", "success_threshold", "export_hf"}
 SAVE, EXPANDED = "relax", "expanded_command.txt"
 HOOK_FOLDER = "agentrepro_eval"
 TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats")
@@ -86,7 +89,8 @@ def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
                ("bash", relax_recipe.RECIPE), {**knobs, "DRY_RUN": "1", "RELAX_ENTRYPOINT_MODE": "agentrepro"}, workdir),
         head,
         Launch(f"submit the expanded command (eval hook {relax_recipe.HOOK}) to this job's Ray head",
-               (sys.executable, "-m", "agentrepro.backends.relax_submit", str(save / EXPANDED)), submit_env, workdir),
+               (sys.executable, "-m", "agentrepro.backends.relax_submit", str(save / EXPANDED),
+                *(relax_recipe.hf_export_args(save) if block.get("export_hf") else [])), submit_env, workdir),
     ]
 
 

@@ -77,6 +77,8 @@ def validate(config: dict[str, Any]) -> None:
                        where="train.group_size")
     if not isinstance(((config.get("env") or {}).get("params") or {}).get("max_turns"), int):
         raise BadInput("expected an integer (the recipe's MAX_STEPS)", where="env.params.max_turns")
+    if not isinstance(config["backend"].get("export_hf", False), bool):
+        raise BadInput("expected true or false", where="backend.export_hf")
     for key in ("workdir", "alfworld_data", "model_path", "model_lock"):
         if not isinstance(config["backend"].get(key), str):
             raise BadInput("expected a path (see backends/relax.py)", where=f"backend.{key}")
@@ -117,8 +119,23 @@ def checkpoint_dir(save_dir: Path, config: dict[str, Any]) -> Path:
     return Path(save_dir) / "checkpoints" / config["train"]["estimator"] / f"seed-{config['seed']}"
 
 
-def submitted_argv(printed: str, *, source: Path) -> list[str]:
-    """The recipe's DRY_RUN=1 line -> the command to submit: the same words, the eval hook replaced by HOOK."""
+def hf_export_args(save_dir: Path) -> list[str]:
+    """With backend.export_hf: Megatron saves every EVAL_INTERVAL rollouts (rollout r saves when (r + 1) %
+    interval == 0, so at exactly the evaluated steps after 0) and Relax writes a Hugging Face copy of each save
+    to `--save-hf` formatted with its rollout_id (relax/utils/arguments.py:1389; backends/megatron@fork:1482)."""
+    return ["--save-interval", str(EVAL_INTERVAL), "--save-hf", str(Path(save_dir) / "hf" / "{rollout_id}")]
+
+
+def hf_checkpoint(save_dir: Path, config: dict[str, Any], step: int) -> Path:
+    """The Hugging Face weights of harness step `step`: the model snapshot itself before training."""
+    if step == 0:
+        return Path(config["backend"]["model_path"])
+    return Path(save_dir) / "hf" / str(rollout_of_step(step))
+
+
+def submitted_argv(printed: str, *, source: Path, replace: list[str] | None = None) -> list[str]:
+    """The recipe's DRY_RUN=1 line -> the command to submit: the same words, the eval hook replaced by HOOK,
+    and the value of each `--flag value` pair in `replace` set (appended when the recipe lacks the flag)."""
     words = shlex.split(printed)
     n = len(LAUNCHER)
     if tuple(words[:n]) != LAUNCHER or tuple(words[n:n + len(ENTRY)]) != ENTRY:
@@ -128,6 +145,15 @@ def submitted_argv(printed: str, *, source: Path) -> list[str]:
         raise BadInput(f"expected one {HOOK_FLAG} {RECIPE_HOOK} (the recipe's eval logger, which agentrepro's hook hands over to)",
                        path=source)
     words[hooks[0] + 1] = HOOK
+    pairs = list(replace or [])
+    for flag, value in zip(pairs[0::2], pairs[1::2]):
+        where = [i for i, word in enumerate(words) if word == flag]
+        if len(where) > 1 or (where and (where[0] + 1 >= len(words) or words[where[0] + 1].startswith("--"))):
+            raise BadInput(f"expected {flag} at most once, with one value", path=source)
+        if where:
+            words[where[0] + 1] = value
+        else:
+            words += [flag, value]
     return words
 
 
