@@ -272,6 +272,8 @@ def test_eval_hook_writes_one_outcome_per_trajectory(study, tmp_path, recipe_log
     rows = relax.convert_eval(run_dir, 5, config)
     check_rows(rows, config=config, step=5, source="hook")
     assert sorted(r["task_id"] for r in rows) == sorted(tasks) and sum(r["success"] for r in rows) == 64
+    with pytest.raises(ValueError, match="'alfworld' has no samples"):
+        hook.write_outcomes(9, args, {"alfworld": {"rewards": [1.0]}})
     bad = eval_samples(tasks[:1])
     bad[0].metadata["success"] = "yes"
     with pytest.raises(ValueError, match="traj-0.*success must be a boolean"):
@@ -309,6 +311,19 @@ def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, t
         assert {json.loads(x)["rollout_id"] for x in file.read_text().splitlines()} == {relax_recipe.rollout_of_step(step)}
     with pytest.raises(BadInput, match="3.jsonl: file not found"):
         relax.convert_eval(run_dir, 4, config)
+
+
+def test_no_resume_removes_only_this_runs_relax_save(study, tmp_path):
+    """Without resume the run's --save (where Relax would auto-resume) goes; the prepared data and others stay."""
+    config = resolved(study, "grpo")
+    save = relax_recipe.checkpoint_dir(relax.save_dir(tmp_path), config)
+    for path in (save / "latest_checkpointed_iteration.txt", relax.save_dir(tmp_path) / "data" / "prepare.lock.json",
+                 relax_recipe.checkpoint_dir(relax.save_dir(tmp_path), {**config, "seed": 1}) / "keep"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    relax.start_afresh(tmp_path, config)
+    assert not save.exists() and (relax.save_dir(tmp_path) / "data" / "prepare.lock.json").exists()
+    assert (relax_recipe.checkpoint_dir(relax.save_dir(tmp_path), {**config, "seed": 1}) / "keep").exists()
 
 
 def test_shipped_manifest_placeholders_are_refused(tmp_path):

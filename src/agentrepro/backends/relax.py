@@ -37,6 +37,7 @@ failing job fails the submit. Not run against a real Relax cluster: the recipe a
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,8 +157,9 @@ class RelaxBackend(Backend):
         workdir = Path(config["backend"]["workdir"])
         if not (workdir / relax_recipe.RECIPE).is_file():
             raise BadInput(f"expected a Relax checkout with {relax_recipe.RECIPE}", where="backend.workdir")
-        del resume  # Relax resumes by itself from latest_checkpointed_iteration.txt under its --save
         run_dir = Path(run_dir)
+        if not resume:
+            start_afresh(run_dir, config)
         logs, save = run_dir / RunFiles.LOGS, save_dir(run_dir)
         prepare, expand, head, submit = launches(config, run_dir)
         save.mkdir(parents=True, exist_ok=True)
@@ -170,6 +172,15 @@ class RelaxBackend(Backend):
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         return convert_eval(Path(run_dir), step, runconfig.read_resolved_config(Path(run_dir)))
+
+
+def start_afresh(run_dir: Path, config: dict[str, Any]) -> None:
+    """Relax resumes by itself whenever its --save holds latest_checkpointed_iteration.txt: without resume, this
+    run's --save directory (checkpoints, rollout_result, the hook's outcomes) is removed first. Only that
+    directory, inside the run directory; the prepared data is content-addressed and kept."""
+    folder = relax_recipe.checkpoint_dir(save_dir(run_dir), config)
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder)
 
 
 def _expand(launch: Launch, out: Path, logs: Path) -> None:

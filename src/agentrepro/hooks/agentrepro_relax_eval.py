@@ -76,7 +76,12 @@ def trajectories(dataset: str, samples) -> list[dict]:
 
 
 def write_outcomes(rollout_id: int, args, data) -> Path:
-    records = [record for dataset, block in data.items() for record in trajectories(dataset, block.get("samples") or [])]
+    records = []
+    for dataset, block in data.items():
+        samples = block.get("samples") if isinstance(block, dict) else None
+        if not samples:
+            raise ValueError(f"eval dataset {dataset!r} has no samples: outcomes per trajectory need them")
+        records += trajectories(dataset, samples)
     folder = Path(args.save) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{int(rollout_id)}.jsonl"
