@@ -313,6 +313,17 @@ def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, t
         relax.convert_eval(run_dir, 4, config)
 
 
+def test_a_study_whose_steps_relax_would_not_evaluate_is_refused():
+    """150 steps evaluate every 5th update; 12 steps would need step 12, which Relax (every 5 rollouts) skips."""
+    from agentrepro.layout import planned_steps
+
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    assert planned_steps(manifest) == list(range(0, 151, 5))
+    manifest["train"]["steps"] = 12
+    with pytest.raises(BadInput, match=r"eval: the relax backend would save steps \[0, 5, 10\], but the study evaluates \[0, 5, 10, 12\]"):
+        planned_steps(manifest)
+
+
 def test_no_resume_removes_only_this_runs_relax_save(study, tmp_path):
     """Without resume the run's --save (where Relax would auto-resume) goes; the prepared data and others stay."""
     config = resolved(study, "grpo")
