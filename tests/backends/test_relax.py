@@ -210,6 +210,7 @@ def test_two_jobs_on_one_node_get_their_own_ports(study, tmp_path, monkeypatch):
     ("eval.temperature", 1.0, "eval.temperature: "),
     ("train.group_size", 6, "train.group_size: groups x group_size = 96"),
     ("backend.model_lock", None, "backend.model_lock: expected a path"),
+    ("resources.gpus", 0, "resources.gpus: expected a positive integer"),
     ("backend.colour", "blue", "backend.colour: unknown key"),
 ])
 def test_what_the_recipe_cannot_run_is_refused(study, key, value, message):

@@ -75,6 +75,9 @@ def validate(config: dict[str, Any]) -> None:
     if isinstance(groups, int) and isinstance(size, int) and (groups * size) % GLOBAL_BATCH_SIZE:
         raise BadInput(f"groups x group_size = {groups * size} must be a multiple of the recipe's global batch {GLOBAL_BATCH_SIZE}",
                        where="train.group_size")
+    gpus = (config.get("resources") or {}).get("gpus")
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise BadInput(f"expected a positive integer (the recipe's NUM_GPUS), got {gpus!r}", where="resources.gpus")
     if not isinstance(((config.get("env") or {}).get("params") or {}).get("max_turns"), int):
         raise BadInput("expected an integer (the recipe's MAX_STEPS)", where="env.params.max_turns")
     if not isinstance(config["backend"].get("export_hf", False), bool):
@@ -93,7 +96,7 @@ def recipe_env(config: dict[str, Any], save_dir: Path, data_dir: Path) -> dict[s
     train, block = config["train"], config["backend"]
     env = {
         "METHOD": train["estimator"], "SEED": str(config["seed"]), "ENABLE_EVAL": "1",
-        "NUM_GPUS": str((config.get("resources") or {}).get("gpus", 2)),
+        "NUM_GPUS": str(config["resources"]["gpus"]),
         "OUTER_EPOCHS": str(train["steps"]), "TASK_GROUPS": str(train["groups"]), "GROUP_SIZE": str(train["group_size"]),
         "GLOBAL_BATCH_SIZE": str(GLOBAL_BATCH_SIZE), "MAX_STEPS": str(config["env"]["params"]["max_turns"]),
         "EPISODE_WEIGHTING": WEIGHTING[train["episode_stats"]],
