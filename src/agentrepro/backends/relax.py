@@ -7,7 +7,8 @@ Programs (`launches`, in order; backends/launch.py), all run in the Relax checko
    preflight, and prints the expanded `ray job submit ... -- python3 relax/entrypoints/train.py <flags>`,
    kept as RUN_DIR/relax/expanded_command.txt;
 3. this job's own Ray head (ray_launch.py): its port block, the dashboard (job API) on base+1, Ray Serve
-   on base+9 through RELAX_SERVE_PORT, and the recipe's exports, which Ray's workers inherit from the head;
+   on base+9 through RELAX_SERVE_PORT, and the recipe's exports, which Ray's workers inherit from the head,
+   with PYTHONPATH = the checkout, agentrepro/hooks, backend.pythonpath, then the PYTHONPATH it inherits;
 4. `python -m agentrepro.backends.relax_submit`: the printed command with one value replaced (the eval-log
    hook, see hooks/agentrepro_relax_eval.py) run with RAY_ADDRESS set to this job's dashboard, which
    `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
@@ -49,12 +50,12 @@ from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput, Failure
 from agentrepro.hooks import HOOKS_DIR
+from agentrepro.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
 from agentrepro.layout import RunFiles
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "alfworld_data", "alfworld_python", "model_path", "model_lock",
               "pythonpath", "ray", "success_threshold", "export_hf"}
 SAVE, EXPANDED = "relax", "expanded_command.txt"
-HOOK_FOLDER = "agentrepro_eval"
 TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats")
 
 
@@ -76,7 +77,8 @@ def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     if tasks:
         prepare += ["--limit", f"eval_in_distribution={tasks}"]
     ports, key = _ports(run_dir), ray_launch.job_key(run_dir)
-    pythonpath = os.pathsep.join([str(workdir), str(HOOKS_DIR), *map(str, block.get("pythonpath") or [])])
+    inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []  # e.g. the image's Megatron-LM
+    pythonpath = os.pathsep.join([str(workdir), str(HOOKS_DIR), *map(str, block.get("pythonpath") or []), *inherited])
     ray = block.get("ray") or {}
     head_env = {**relax_recipe.head_env(knobs), "RELAX_SERVE_PORT": str(ports.serve), "RELAX_SERVE_HOST": "127.0.0.1",
                 "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline"}
