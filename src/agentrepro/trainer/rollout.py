@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from agentrepro.trainer.decode import StaticRows
 from agentrepro.trainer.policy import autocast, positions
 from agentrepro.trainer.tokenizer import ACT, OBS, encode_words
 
@@ -95,6 +96,7 @@ class Sampler:
         self.temperature = temperature
         self.generator = generator
         self.top_p = top_p
+        self._device_gen: torch.Generator | None = None
 
     def __call__(self, logits: torch.Tensor, trajs: list[int], turn: int, position: int) -> torch.Tensor:
         """logits (B, V) of the rows playing trajectories `trajs` -> token ids (B,)."""
@@ -105,7 +107,15 @@ class Sampler:
             sorted_p, order = probs.sort(-1, descending=True)
             drop = sorted_p.cumsum(-1) - sorted_p >= self.top_p
             probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
-        return torch.multinomial(probs.cpu(), 1, generator=self.generator).squeeze(-1).to(logits.device)
+        if logits.device.type == "cpu":
+            return torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
+        # on an accelerator: argmax of p / Exp(1) noise (an exact draw from p) with a device generator seeded from
+        # this sampler's generator, so nothing waits for the host
+        if self._device_gen is None:
+            seed = int(torch.randint(2**62, (1,), generator=self.generator))
+            self._device_gen = torch.Generator(logits.device).manual_seed(seed)
+        noise = torch.empty_like(probs).exponential_(generator=self._device_gen)
+        return (probs / noise).argmax(-1)
 
 
 @dataclass
@@ -204,29 +214,46 @@ def _step_env(env, codec: Codec, gen: list[int]):
 
 
 def _finish_rows(rows: _Rows, row_traj: list[int], turns, seeds, groups) -> Rollout:
-    ids, attn, loss, turn = rows.ids, rows.attn, rows.loss, rows.turn
-    return Rollout(ids.cpu(), attn.cpu(), loss.cpu(), turn.cpu(), torch.tensor(row_traj), turns, list(seeds), list(groups))
+    ids, attn, loss, turn = (x.to("cpu", copy=True) for x in (rows.ids, rows.attn, rows.loss, rows.turn))
+    return Rollout(ids, attn, loss, turn, torch.tensor(row_traj), turns, list(seeds), list(groups))
 
 
 def rollout(policy, envs: Sequence, seeds: Sequence[int], groups: Sequence[int], codec: Codec, sampler, *,
-            mode: str, max_turns: int, max_new_tokens: int, device, bf16: bool = True, kv_cache: bool = True) -> Rollout:
+            mode: str, max_turns: int, max_new_tokens: int, device, bf16: bool = True, kv_cache: bool = True,
+            engine=None) -> Rollout:
     """Play one episode per environment (env i reset with seeds[i], in group groups[i]) and record tokens.
 
-    `kv_cache=False` recomputes the prefix for every token (same result, slower; a benchmark baseline)."""
+    `kv_cache=False` recomputes the prefix for every token (same result, slower; a benchmark baseline).
+    `engine` (a decode.StaticDecoder, synced to `policy`) decodes on its static KV cache instead."""
+    if engine is not None:
+        engine.sync(policy)
+    new_rows = _row_maker(policy, device, bf16, kv_cache, engine, max_new_tokens, codec.bos)
     if mode == "concat":
-        return _rollout_concat(policy, envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, device, bf16, kv_cache)
-    return _rollout_non_concat(policy, envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, device, bf16, kv_cache)
+        return _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows)
+    return _rollout_non_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows)
 
 
-def _rollout_concat(policy, envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, device, bf16, kv_cache=True) -> Rollout:
+def _row_maker(policy, device, bf16, kv_cache, engine, max_new_tokens, bos):
+    """n_rows -> (rows, generate one turn on them): the eager rows or the static engine's."""
+    def new_rows(n: int):
+        if engine is not None:
+            rows = StaticRows(engine, n, bos, max_new_tokens)
+            return rows, rows.generate
+        rows = _Rows(policy, device, bf16, n, bos, kv_cache)
+        return rows, lambda *args: _generate(rows, *args)
+
+    return new_rows
+
+
+def _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows) -> Rollout:
     n = len(envs)
     current = [env.reset(int(s)) for env, s in zip(envs, seeds)]
     live = [True] * n
-    rows = _Rows(policy, device, bf16, n, codec.bos, kv_cache)
+    rows, generate = new_rows(n)
     turns: list[Turn] = []
     for t in range(max_turns):
         rows.append_chunks([codec.prompt(*current[i]) if live[i] else [] for i in range(n)], codec.pad, t)
-        generated = _generate(rows, live, list(range(n)), codec, sampler, max_new_tokens, t)
+        generated = generate(live, list(range(n)), codec, sampler, max_new_tokens, t)
         for i in range(n):
             if not live[i]:
                 continue
@@ -245,7 +272,7 @@ def _rollout_concat(policy, envs, seeds, groups, codec, sampler, max_turns, max_
     return _finish_rows(rows, list(range(n)), turns, seeds, groups)
 
 
-def _rollout_non_concat(policy, envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, device, bf16, kv_cache=True) -> Rollout:
+def _rollout_non_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows) -> Rollout:
     n = len(envs)
     current = [env.reset(int(s)) for env, s in zip(envs, seeds)]
     live = list(range(n))
@@ -254,9 +281,9 @@ def _rollout_non_concat(policy, envs, seeds, groups, codec, sampler, max_turns, 
     for t in range(max_turns):
         if not live:
             break
-        rows = _Rows(policy, device, bf16, len(live), codec.bos, kv_cache)
+        rows, generate = new_rows(len(live))
         rows.append_chunks([codec.prompt(*current[i]) for i in live], codec.pad, t)
-        generated = _generate(rows, [True] * len(live), list(live), codec, sampler, max_new_tokens, t)
+        generated = generate([True] * len(live), list(live), codec, sampler, max_new_tokens, t)
         still = []
         for r, i in enumerate(live):
             start, gen = generated[r]
@@ -266,7 +293,8 @@ def _rollout_non_concat(policy, envs, seeds, groups, codec, sampler, max_turns, 
             # trim this row's trailing padding (columns generated for other rows)
             length = start + len(gen)
             row_index = len(pieces)
-            pieces.append((i, rows.ids[r, :length], rows.attn[r, :length], rows.loss[r, :length], rows.turn[r, :length]))
+            # copies: the static engine's rows are reused by the next turn
+            pieces.append((i, *(x[r, :length].to("cpu", copy=True) for x in (rows.ids, rows.attn, rows.loss, rows.turn))))
             turns.append(Turn(i, int(groups[i]), t, state, "success" if success else info["state_key"], reward,
                               bool(info.get("valid", True)), done, success, response, list(info.get("actions", [])),
                               row_index, start, length))

@@ -1,0 +1,224 @@
+"""Rollout decoding at model size: a static KV cache over every trajectory in flight, one decode step per token
+for the whole batch (captured once in a CUDA graph on the GPU), sampling on the device, no per-token host
+round-trips.
+
+`StaticDecoder` holds a replica of the policy's language model in the rollout dtype (bf16 on CUDA when
+`train.bf16`, the policy's own dtype on the CPU), refreshed in place from the policy before every rollout,
+and its own forward over that replica's modules (Qwen2-family models: tiny-qwen2, Qwen2.5). Its buffers
+are the rollout's token rows: `ids`, `attn`, `loss`, `turn` (rows, width) with the layout of
+agentrepro.trainer.rollout (one column per token for every row, padding with attention 0), and a K/V
+cache (layers x rows x kv-heads x width x head-dim) whose column c holds the keys and values of token
+column c. A decode step reads the whole width, masked by `attn` (columns not yet written are 0 there),
+so its shapes never change and its graph is captured once per (rows, width).
+
+`StaticRows` is `rollout._Rows` on these buffers: the same columns, the same masks, the same positions
+(the count of attended tokens before a column). The host looks at the rows once every `check_every`
+tokens (whether any row is still generating) and once at the end of each turn (the generated ids).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+
+from agentrepro.errors import BadInput
+
+SUPPORTED = ("Qwen2ForCausalLM",)
+"""Language models whose forward `StaticDecoder` implements (its attention, RoPE and MLP are Qwen2's)."""
+
+
+def supports(policy) -> bool:
+    return type(policy.lm).__name__ in SUPPORTED
+
+
+class StaticDecoder:
+    """A decoding replica of `policy.lm` with a static KV cache; `sync(policy)` before each rollout."""
+
+    def __init__(self, policy, device: torch.device, bf16: bool, *, graphs: bool | None = None):
+        if not supports(policy):
+            raise BadInput(f"the static rollout engine supports {', '.join(SUPPORTED)}, not {type(policy.lm).__name__}",
+                           where="train.rollout_engine")
+        self.device = torch.device(device)
+        self.dtype = torch.bfloat16 if self.device.type == "cuda" and bf16 else next(policy.lm.parameters()).dtype
+        self.lm = copy.deepcopy(policy.lm).to(device=self.device, dtype=self.dtype).eval().requires_grad_(False)
+        cfg = self.lm.config
+        self.n_heads, self.n_kv = cfg.num_attention_heads, cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.graphs = self.device.type == "cuda" if graphs is None else graphs
+        self.shape: tuple[int, int] | None = None
+        self.graph = None
+
+    @torch.no_grad()
+    def sync(self, policy) -> None:
+        """Copy the policy's current weights into the replica (in place: captured graphs stay valid)."""
+        for dst, src in zip(self.lm.parameters(), policy.lm.parameters(), strict=True):
+            dst.copy_(src)
+
+    # --- buffers ---------------------------------------------------------------------------------
+    def allocate(self, rows: int, width: int, *, keep: int = 0) -> None:
+        """Buffers for `rows` x `width` columns; the first `keep` columns of the old ones are carried over."""
+        old = None
+        if self.shape is not None:
+            if self.shape == (rows, width) and keep == 0:
+                self.ids.fill_(0), self.attn.zero_(), self.loss.zero_(), self.turn.fill_(-1)
+                return
+            old = (self.ids, self.attn, self.loss, self.turn, self.k, self.v)
+        dev, layers = self.device, self.lm.config.num_hidden_layers
+        self.ids = torch.zeros(rows, width, dtype=torch.long, device=dev)
+        self.attn = torch.zeros_like(self.ids)
+        self.loss = torch.zeros_like(self.ids)
+        self.turn = torch.full_like(self.ids, -1)
+        self.k = torch.zeros(layers, rows, self.n_kv, width, self.head_dim, dtype=self.dtype, device=dev)
+        self.v = torch.zeros_like(self.k)
+        if old is not None and keep:
+            for new, prev in zip((self.ids, self.attn, self.loss, self.turn), old[:4]):
+                new[:, :keep] = prev[:, :keep]
+            self.k[:, :, :, :keep] = old[4][:, :, :, :keep]
+            self.v[:, :, :, :keep] = old[5][:, :, :, :keep]
+        self.shape = (rows, width)
+        self.graph = None
+        self.tok = torch.zeros(rows, 1, dtype=torch.long, device=dev)
+        self.pos = torch.zeros(rows, 1, dtype=torch.long, device=dev)
+        self.col = torch.zeros(1, dtype=torch.long, device=dev)
+
+    # --- the model -------------------------------------------------------------------------------
+    def _forward(self, ids, pos, cols, mask):
+        """ids, pos (B, T); cols (T,) the columns they occupy; mask (B, T, W) bool: which key columns each
+        query attends. Writes their K/V into the cache; returns the last column's logits (B, V) float32."""
+        from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb
+
+        lm, (B, T) = self.lm, ids.shape
+        model = lm.model
+        h = model.embed_tokens(ids)
+        cos, sin = model.rotary_emb(h, pos)
+        g = self.n_heads // self.n_kv
+        # grouped-query attention without repeating K/V: query head h uses kv head h // g, so the g query
+        # heads of a kv head become g x T queries of that head
+        attend = mask[:, None, None].expand(B, 1, g, T, mask.shape[-1]).reshape(B, 1, g * T, mask.shape[-1])
+        for i, layer in enumerate(model.layers):
+            a = layer.self_attn
+            x = layer.input_layernorm(h)
+            q = a.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+            k = a.k_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
+            v = a.v_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            self.k[i].index_copy_(2, cols, k)
+            self.v[i].index_copy_(2, cols, v)
+            o = F.scaled_dot_product_attention(q.reshape(B, self.n_kv, g * T, self.head_dim), self.k[i], self.v[i],
+                                               attn_mask=attend, scale=a.scaling)
+            o = o.view(B, self.n_heads, T, self.head_dim).transpose(1, 2).reshape(B, T, -1)
+            h = h + a.o_proj(o)
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        return lm.lm_head(model.norm(h[:, -1])).float()
+
+    @torch.no_grad()
+    def prefill(self, start: int, end: int) -> torch.Tensor:
+        """Run columns [start, end) (already in `ids`/`attn`); logits of column end - 1 (B, V)."""
+        width = self.shape[1]
+        cols = torch.arange(start, end, device=self.device)
+        counts = self.attn[:, :end].cumsum(-1)
+        pos = (counts[:, start:end] - 1).clamp(min=0)
+        causal = torch.arange(width, device=self.device)[None, :] <= cols[:, None]  # (T, W)
+        mask = self.attn.bool()[:, None, :] & causal[None]
+        return self._forward(self.ids[:, start:end], pos, cols, mask)
+
+    def _decode_step(self) -> torch.Tensor:
+        return self._forward(self.tok, self.pos, self.col, self.attn.bool()[:, None, :])
+
+    @torch.no_grad()
+    def decode(self, col: int, tok: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """The token `tok` (B,) at column `col` (its attention already in `attn`), at positions `pos` (B,):
+        logits of the next token (B, V). Replays a CUDA graph on the GPU."""
+        self.tok.copy_(tok.unsqueeze(1))
+        self.pos.copy_(pos.unsqueeze(1))
+        self.col.fill_(col)
+        if not self.graphs:
+            return self._decode_step()
+        if self.graph is None:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):  # warm-up writes the same K/V at `col` as the replay below
+                for _ in range(2):
+                    self._decode_step()
+            torch.cuda.current_stream().wait_stream(stream)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.logits = self._decode_step()
+        self.graph.replay()
+        return self.logits
+
+
+class StaticRows:
+    """Token rows decoded in lockstep on a StaticDecoder's buffers (the interface of rollout._Rows)."""
+
+    def __init__(self, engine: StaticDecoder, n_rows: int, bos: int, reserve: int, check_every: int = 8):
+        self.engine, self.reserve, self.check_every = engine, reserve, check_every
+        engine.allocate(n_rows, _round_up(1 + reserve))
+        engine.ids[:, 0] = bos
+        engine.attn[:, 0] = 1
+        self.cols = 1  # columns written
+        self.cached = 0  # columns whose K/V are in the cache
+
+    # the rows as rollout._Rows shows them: the written columns only
+    ids = property(lambda self: self.engine.ids[:, :self.cols])
+    attn = property(lambda self: self.engine.attn[:, :self.cols])
+    loss = property(lambda self: self.engine.loss[:, :self.cols])
+    turn = property(lambda self: self.engine.turn[:, :self.cols])
+
+    def _room(self, more: int) -> None:
+        need = self.cols + more + self.reserve
+        if need > self.engine.shape[1]:
+            self.engine.allocate(self.engine.shape[0], _round_up(need), keep=self.cols)
+
+    def append_chunks(self, chunks: list[list[int]], pad: int, turn: int) -> None:
+        """Append one chunk per row, left-padded (attention 0) to the longest."""
+        width = max(len(c) for c in chunks)
+        if width == 0:
+            return
+        self._room(width)
+        ids = torch.full((len(chunks), width), pad, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for r, chunk in enumerate(chunks):
+            if chunk:
+                ids[r, width - len(chunk):] = torch.tensor(chunk)
+                attn[r, width - len(chunk):] = 1
+        e, span = self.engine, slice(self.cols, self.cols + width)
+        e.ids[:, span] = ids.to(e.device)
+        e.attn[:, span] = attn.to(e.device)
+        e.turn[:, span] = torch.where(attn.bool(), turn, -1).to(e.device)
+        self.cols += width
+
+    def generate(self, live: list[bool], trajs: list[int], codec, sampler, max_new_tokens: int, turn: int) -> list[tuple[int, list[int]]]:
+        """Generate one turn for the live rows: per row (start column, generated ids incl. <eos>)."""
+        e, start = self.engine, self.cols
+        self._room(0)
+        logits = e.prefill(self.cached, self.cols)
+        going = torch.tensor(live, device=e.device)
+        npos = e.attn[:, :self.cols].sum(-1)  # attended tokens so far = position of the next attended one
+        pad = torch.full_like(npos, codec.pad)
+        for position in range(max_new_tokens):
+            c = self.cols
+            tok = torch.where(going, sampler(logits, trajs, turn, position), pad)
+            g = going.long()
+            e.ids[:, c], e.attn[:, c], e.loss[:, c] = tok, g, g
+            e.turn[:, c] = torch.where(going, turn, -1)
+            self.cols += 1
+            going = going & (tok != codec.eos)
+            if position == max_new_tokens - 1 or ((position + 1) % self.check_every == 0 and not bool(going.any())):
+                break
+            logits = e.decode(c, tok, npos + g - 1)
+            npos = npos + g
+        written = self.cols  # every written column but the last has its K/V in the cache
+        gen_ids, gen_attn = e.ids[:, start:written].cpu(), e.attn[:, start:written].cpu().bool()
+        out = [gen_ids[r][gen_attn[r]].tolist() for r in range(len(live))]
+        self.cols = start + max((len(o) for o in out), default=0)  # drop the all-padding columns at the end
+        e.ids[:, self.cols:], e.attn[:, self.cols:], e.loss[:, self.cols:] = codec.pad, 0, 0
+        e.turn[:, self.cols:] = -1
+        self.cached = min(written - 1, self.cols)
+        return [(start, o) for o in out]
+
+
+def _round_up(n: int, to: int = 64) -> int:
+    return -(-n // to) * to
