@@ -10,7 +10,7 @@ from agentrepro.trainer.checkpoint import load_checkpoint, saved_steps
 from agentrepro.trainer.loop import train
 from trainer_helpers import tiny_config
 
-TIMING_FIELDS = {"wall_s", "gpu_hours"}
+TIMING_FIELDS = {"wall_s", "gpu_hours", "cpu_rss_gb"}  # machine-dependent
 
 
 def _metrics(run_dir):
@@ -116,3 +116,17 @@ def test_wandb_logging_is_offline_and_mirrors_the_metrics(tmp_path, monkeypatch)
     for name in ("train/episodes", "train/reward_mean", "train/loss_policy"):
         assert name.encode() in log, name
     assert wandb.run is None  # the run was finished
+
+
+def test_static_engine_micro_batches_and_checkpointing_train_and_log_memory(tmp_path):
+    """The GPU code paths on the CPU (static rollout engine, token-budgeted passes, activation checkpointing, a KL
+    reference): a run trains and logs the step's memory (RSS on the CPU; GPU peak null)."""
+    run = tmp_path / "run"
+    trainer = train(tiny_config(steps=2, rollout_engine="static", micro_batch_tokens=40, grad_checkpointing=True,
+                                kl_coef=0.05, estimator="ppo"), run, resume=False)
+    lm = trainer.policy.lm
+    assert trainer.engine is not None and getattr(lm, "is_activation_checkpointing", None) is not False and \
+        (getattr(lm, "is_activation_checkpointing", None) or lm.is_gradient_checkpointing)
+    metrics = read_jsonl(run / "metrics.jsonl")
+    assert [m["step"] for m in metrics] == [1, 2] and all(m["kl"] is not None and m["tokens_trained"] > 0 for m in metrics)
+    assert all(m["gpu_peak_mem_gb"] is None and 0 < m["cpu_rss_gb"] < 1024 for m in metrics)

@@ -72,3 +72,42 @@ def test_positive_advantage_raises_the_taken_tokens_probability():
         after = token_stats(policy, batch.input_ids, batch.attention_mask, with_values=False, with_entropy=False, device=torch.device("cpu"), bf16=False)[0]
     m = batch.mask.bool()
     assert float(after[m].sum()) > float(before[m].sum())
+
+
+def test_micro_batches_respect_the_token_budget_and_cover_every_row_once():
+    """Rows sorted by length are packed into passes of at most `budget` padded tokens (a longer row alone), each row once."""
+    from agentrepro.trainer.update import micro_batches
+
+    lengths = [9, 3, 7, 2, 9, 5]
+    attn = torch.zeros(6, 10, dtype=torch.long)
+    for r, n in enumerate(lengths):
+        attn[r, :n] = 1
+    attn[3, 4] = 1  # a row whose attention has a gap: its length is one past its last attended column (5)
+    idx = torch.tensor([5, 4, 3, 2, 1, 0])
+    passes = micro_batches(attn, idx, 16)
+    assert sorted(int(r) for rows, _ in passes for r in rows) == list(range(6))
+    for rows, width in passes:
+        assert width == max(int(torch.nonzero(attn[r]).max()) + 1 for r in rows.tolist())
+        assert len(rows) * width <= 16 or len(rows) == 1
+    assert micro_batches(attn, idx, 0) == [(idx, 10)]
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "ppo"])
+def test_micro_batched_update_matches_the_whole_minibatch(estimator):
+    """Gradient accumulation over token-budgeted passes gives the one-pass update (weights and statistics)."""
+    spec, tok, codec = tiny_spec_and_codec()
+    batch = _batch(tok, codec, 0.0)
+    batch.advantages = batch.advantages * torch.tensor([[1.0], [-0.5]])
+    batch.returns = torch.randn(2, 9, generator=torch.Generator().manual_seed(1))
+    out = []
+    for budget in (0, 8):
+        cfg = TrainConfig(estimator=estimator, lr=1e-2, grad_clip=100.0, entropy_coef=0.01, micro_batch_tokens=budget)
+        policy = tiny_policy(spec, tok)
+        opt = torch.optim.SGD(policy.parameters(), lr=1.0)  # the weights move by the gradient itself
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        out.append((update(policy, opt, sched, batch, cfg, torch.Generator().manual_seed(0), torch.device("cpu")),
+                    policy.state_dict()))
+    (whole, a), (parts, b) = out
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+    assert (estimator == "ppo") == bool(a["value_head.weight"].abs().sum() > 0)  # the value loss reached the head
+    assert whole.keys() == parts.keys() and all(whole[k] == pytest.approx(parts[k], rel=1e-5, abs=1e-7) for k in whole)

@@ -75,6 +75,9 @@ class TrainConfig:
     # --- execution -------------------------------------------------------------------------------
     device: str = "cpu"  # cpu | cuda | cuda:N
     bf16: bool = True  # bf16 autocast on CUDA (ignored on the CPU)
+    rollout_engine: str = "auto"  # eager (transformers forward per token) | static (trainer/decode.py: static KV cache, CUDA graph) | auto (static on CUDA for Qwen2-family models, else eager)
+    micro_batch_tokens: int = 0  # padded tokens per forward/backward pass of the update (gradients accumulated); 0 = a whole minibatch at once
+    grad_checkpointing: bool = False  # activation checkpointing in the update's forward (memory for compute)
     threads: int = 1  # torch intra-op threads on the CPU
     checkpoint_every: int = 50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (layout.evaluated_steps)
     dump_batches_every: int = 0  # write batches/step<N>.jsonl (step rows with advantages) every N steps; 0 = never
@@ -132,7 +135,8 @@ class TrainConfig:
             expected = option.expected(getattr(self, option.name))
             if expected:
                 bad(option.name, expected)
-        choices = {"lr_schedule": ("constant", "linear"), "mode": ("concat", "non_concat")}
+        choices = {"lr_schedule": ("constant", "linear"), "mode": ("concat", "non_concat"),
+                   "rollout_engine": ("auto", "eager", "static")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 bad(key, "one of " + ", ".join(allowed))
@@ -141,7 +145,7 @@ class TrainConfig:
                     "warmstart_actions_per_turn", "train_num_seeds"):
             if getattr(self, key) < 1:
                 bad(key, "an integer >= 1")
-        for key in ("steps", "warmstart_max_steps", "dump_batches_every", "train_first_seed", "warmstart_val_first_seed"):
+        for key in ("steps", "warmstart_max_steps", "dump_batches_every", "micro_batch_tokens", "train_first_seed", "warmstart_val_first_seed"):
             if getattr(self, key) < 0:
                 bad(key, "an integer >= 0")
         for key in ("lr", "warmstart_lr", "clip_ratio", "grad_clip", "temperature"):

@@ -33,6 +33,13 @@ def supports(policy) -> bool:
     return type(policy.lm).__name__ in SUPPORTED
 
 
+def engine_for(choice: str, policy, device: torch.device, bf16: bool) -> "StaticDecoder | None":
+    """`train.rollout_engine`: the static engine (static; auto on CUDA for a supported model) or None (eager)."""
+    if choice == "auto":
+        choice = "static" if device.type == "cuda" and supports(policy) else "eager"
+    return StaticDecoder(policy, device, bf16) if choice == "static" else None
+
+
 class StaticDecoder:
     """A decoding replica of `policy.lm` with a static KV cache; `sync(policy)` before each rollout."""
 

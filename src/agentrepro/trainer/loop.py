@@ -21,9 +21,10 @@ from agentrepro.layout import RunFiles, batch_dump, evaluated_steps
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, ordered_turns, training_targets
+from agentrepro.trainer.decode import engine_for
 from agentrepro.trainer.policy import build_policy
 from agentrepro.trainer.rollout import Sampler, rollout
-from agentrepro.trainer.update import TrainBatch, token_stats, update
+from agentrepro.trainer.update import TrainBatch, batched_token_stats, update
 from agentrepro.trainer.warmstart import warm_start
 
 LOGS = RunFiles.STEP_LOGS
@@ -36,6 +37,14 @@ def device_of(name: str) -> torch.device:
 
         raise BadInput(f"device {name!r} asked for but CUDA is not available", where="train.device")
     return device
+
+
+def memory_use(device: torch.device) -> dict[str, float | None]:
+    """Peak GPU memory allocated by torch since the step began (GiB; None on the CPU) and the process's RSS (GiB)."""
+    import psutil
+
+    gpu = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
+    return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
 
 def _read_log(path: Path, upto: int) -> list[dict]:
@@ -81,6 +90,10 @@ class Trainer:
         else:
             self._fresh()
         self.envs = [self.spec.make_env(training=True) for _ in range(cfg.batch_trajectories)]
+        if cfg.grad_checkpointing:  # transformers >= 5.2x names it activation checkpointing
+            lm = self.policy.lm
+            (getattr(lm, "activation_checkpointing_enable", None) or lm.gradient_checkpointing_enable)()
+        self.engine = engine_for(cfg.rollout_engine, self.policy, self.device, cfg.bf16)
 
     # --- setup -----------------------------------------------------------------------------------
     def _new_optimizer(self):
@@ -136,6 +149,8 @@ class Trainer:
     # --- one step --------------------------------------------------------------------------------
     def train_step(self) -> None:
         cfg, t_start = self.cfg, time.perf_counter()
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
         timings: dict[str, float] = {}
         # rollout: groups x group_size trajectories, group g plays task seed seeds[g]
         task_seeds = self.task_rng.integers(cfg.train_first_seed, cfg.train_first_seed + cfg.train_num_seeds, size=cfg.groups)
@@ -143,20 +158,20 @@ class Trainer:
         groups = [i // cfg.group_size for i in range(cfg.batch_trajectories)]
         t0 = time.perf_counter()
         ro = rollout(self.policy, self.envs, seeds, groups, self.codec, Sampler(cfg.temperature, self.sample_gen), mode=cfg.mode,
-                     max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens, device=self.device, bf16=cfg.bf16)
+                     max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens, device=self.device, bf16=cfg.bf16,
+                     engine=self.engine)
         timings["rollout"] = time.perf_counter() - t0
         # old log-probs (and values) under the policy that sampled, reference log-probs for the KL
         # (one on-policy pass without a value baseline needs no separate forward: the update uses its own, detached)
         old_logp = values = None
         with torch.no_grad():
             if cfg.uses_value or cfg.epochs * cfg.minibatches > 1:
-                old_logp, _, values = token_stats(self.policy, ro.input_ids, ro.attention_mask, with_values=cfg.uses_value,
-                                                  with_entropy=False, device=self.device, bf16=cfg.bf16)
-                old_logp = old_logp.cpu()
+                old_logp, values = batched_token_stats(self.policy, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
+                                                       with_values=cfg.uses_value, device=self.device, bf16=cfg.bf16)
             ref_logp = None
             if self.reference is not None:
-                ref_logp = token_stats(self.reference, ro.input_ids, ro.attention_mask, with_values=False, with_entropy=False,
-                                       device=self.device, bf16=cfg.bf16)[0].cpu()
+                ref_logp = batched_token_stats(self.reference, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
+                                               with_values=False, device=self.device, bf16=cfg.bf16)[0]
         # advantages: the configured estimator's per-token targets (its step-row advantages broadcast to each
         # turn's tokens, or token-level GAE over the value head's predictions when it needs a critic)
         mask = ro.loss_mask.float()
@@ -189,7 +204,7 @@ class Trainer:
                    "turns_mean": len(ro.turns) / ro.n_traj,
                    "loss_policy": stats["loss_policy"], "loss_value": stats.get("loss_value"), "kl": stats.get("kl"),
                    "entropy": stats["entropy"], "grad_norm": stats["grad_norm"], "clipfrac": stats["clipfrac"],
-                   "lr": self.scheduler.get_last_lr()[0]}
+                   "lr": self.scheduler.get_last_lr()[0], **memory_use(self.device)}
         if self.step in self.save_steps:
             t0 = time.perf_counter()
             c["wall_s"] += time.perf_counter() - t_start

@@ -17,9 +17,10 @@ from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.policy import autocast, positions
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of x over mask = 1 (0 when the mask is empty)."""
-    return (x * mask).sum() / mask.sum().clamp(min=1)
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean of x over mask = 1 (0 when the mask is empty); with `denom`, the masked sum over that many tokens
+    (a micro-batch's share of its minibatch's mean)."""
+    return (x * mask).sum() / (mask.sum().clamp(min=1) if denom is None else denom)
 
 
 def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_entropy: bool, device, bf16: bool):
@@ -42,6 +43,22 @@ def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_en
     return logp, entropy, vals
 
 
+@torch.no_grad()
+def batched_token_stats(policy, input_ids, attention_mask, budget: int, *, with_values: bool, device, bf16: bool):
+    """token_stats (no entropy) over all rows in passes of at most `budget` padded tokens; (log-probs, values
+    or None) on the CPU. `budget` 0: one pass."""
+    rows, width = input_ids.shape
+    logp = torch.zeros(rows, width)
+    values = torch.zeros(rows, width) if with_values else None
+    for idx, cols in micro_batches(attention_mask, torch.arange(rows), budget):
+        lp, _, v = token_stats(policy, input_ids[idx, :cols], attention_mask[idx, :cols], with_values=with_values,
+                               with_entropy=False, device=device, bf16=bf16)
+        logp[idx, :cols] = lp.cpu()
+        if with_values:
+            values[idx, :cols] = v.cpu()
+    return logp, values
+
+
 @dataclass
 class TrainBatch:
     """Everything one update needs; tensors (rows, tokens) on the CPU."""
@@ -55,13 +72,13 @@ class TrainBatch:
     returns: torch.Tensor | None = None
 
 
-def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float):
-    """Token-mean PPO-clip policy loss and the clipped fraction."""
+def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float, denom=None):
+    """Token-mean PPO-clip policy loss and the clipped fraction (means over `denom` tokens when given)."""
     ratio = torch.exp(logp - old_logp)
     unclipped = -advantages * ratio
     clipped = -advantages * torch.clamp(ratio, 1 - clip, 1 + clip)
-    loss = masked_mean(torch.maximum(unclipped, clipped), mask)
-    clipfrac = masked_mean((clipped > unclipped).float(), mask)
+    loss = masked_mean(torch.maximum(unclipped, clipped), mask, denom)
+    clipfrac = masked_mean((clipped > unclipped).float(), mask, denom)
     return loss, clipfrac
 
 
@@ -89,29 +106,63 @@ def update(policy, optimizer, scheduler, batch: TrainBatch, cfg: TrainConfig, ge
     return {k: v / count for k, v in sums.items()}
 
 
+def micro_batches(attention_mask: torch.Tensor, idx: torch.Tensor, budget: int) -> list[tuple[torch.Tensor, int]]:
+    """Split rows `idx` into micro-batches of at most `budget` padded tokens (rows x the longest row's length),
+    rows sorted by length so that similar lengths share a pass; each as (rows, columns to keep).
+    A row longer than the budget gets a pass of its own; `budget` 0 keeps all rows and columns in one pass."""
+    if budget <= 0:
+        return [(idx, attention_mask.shape[1])]
+    attended = attention_mask[idx].bool()
+    cols = torch.arange(attended.shape[1])
+    lengths = torch.where(attended, cols + 1, 0).amax(-1)  # one past the last attended column
+    out, rows, width = [], [], 0
+    for k in torch.argsort(lengths, descending=True, stable=True).tolist():
+        length = int(lengths[k])
+        if rows and (len(rows) + 1) * max(width, length) > budget:
+            out.append((idx[rows], width))
+            rows, width = [], 0
+        rows.append(k)
+        width = max(width, length)
+    out.append((idx[rows], width))
+    return out
+
+
 def _minibatch_step(policy, optimizer, batch: TrainBatch, idx, cfg: TrainConfig, device) -> dict[str, float]:
-    take = lambda t: None if t is None else t[idx].to(device)  # noqa: E731
+    """One optimizer step over rows `idx`: gradients accumulated over `cfg.micro_batch_tokens`-sized passes,
+    each loss term divided by the whole minibatch's generated-token count (so the sum is its token mean)."""
+    denom = batch.mask[idx].sum().clamp(min=1).to(device)
+    sums: dict[str, float] = {}
+    optimizer.zero_grad(set_to_none=True)
+    for rows, width in micro_batches(batch.attention_mask, idx, cfg.micro_batch_tokens):
+        for k, v in _backward(policy, batch, rows, width, denom, cfg, device).items():
+            sums[k] = sums.get(k, 0.0) + v
+    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+    optimizer.step()
+    sums["grad_norm"] = float(grad_norm)
+    return sums
+
+
+def _backward(policy, batch: TrainBatch, idx, width: int, denom, cfg: TrainConfig, device) -> dict[str, float]:
+    """Loss of rows `idx` (first `width` columns) with every masked mean taken over `denom` tokens; backward."""
+    take = lambda t: None if t is None else t[idx, :width].to(device)  # noqa: E731
+    mean = lambda x, m: masked_mean(x, m, denom)  # noqa: E731
     mask, adv, old = take(batch.mask), take(batch.advantages), take(batch.old_logp)
-    logp, entropy, values = token_stats(policy, batch.input_ids[idx], batch.attention_mask[idx], with_values=cfg.uses_value,
-                                        with_entropy=True, device=device, bf16=cfg.bf16)
+    logp, entropy, values = token_stats(policy, batch.input_ids[idx, :width], batch.attention_mask[idx, :width],
+                                        with_values=cfg.uses_value, with_entropy=True, device=device, bf16=cfg.bf16)
     if old is None:  # single on-policy pass: old log-probs are the current ones (ratio 1, same gradient)
         old = logp.detach()
-    loss_policy, clipfrac = ppo_clip_loss(logp, old, adv, mask, cfg.clip_ratio)
-    ent = masked_mean(entropy, mask)
+    loss_policy, clipfrac = ppo_clip_loss(logp, old, adv, mask, cfg.clip_ratio, denom)
+    ent = mean(entropy, mask)
     loss = loss_policy - cfg.entropy_coef * ent
     stats = {"loss_policy": float(loss_policy.detach()), "entropy": float(ent.detach()), "clipfrac": float(clipfrac)}
     if batch.ref_logp is not None:
-        kl = masked_mean(k3_kl(logp, take(batch.ref_logp)), mask)
+        kl = mean(k3_kl(logp, take(batch.ref_logp)), mask)
         loss = loss + cfg.kl_coef * kl
         stats["kl"] = float(kl.detach())
     if cfg.uses_value:
-        loss_value = 0.5 * masked_mean((values - take(batch.returns)) ** 2, mask)
+        loss_value = 0.5 * mean((values - take(batch.returns)) ** 2, mask)
         loss = loss + cfg.value_coef * loss_value
         stats["loss_value"] = float(loss_value.detach())
-    optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
-    optimizer.step()
-    stats["grad_norm"] = float(grad_norm)
-    stats["approx_kl_old"] = float(masked_mean(old - logp.detach(), mask))
+    stats["approx_kl_old"] = float(mean(old - logp.detach(), mask))
     return stats
