@@ -125,6 +125,8 @@ def main(argv=None) -> int:
     parser.add_argument("--micro-tokens", type=int, default=16384)
     parser.add_argument("--vocab", type=int, default=1000, help="BPE vocabulary of the trained tokenizer")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--no-checkpointing", action="store_true", help="update without activation checkpointing")
+    parser.add_argument("--skip-generate", action="store_true", help="no engine-vs-generate turn")
     parser.add_argument("--device", default="cuda", help="cpu: a check of this script (no timings worth reading)")
     args = parser.parse_args(argv)
     import agentrepro.trainer.loop as loop
@@ -142,7 +144,7 @@ def main(argv=None) -> int:
                             "max_turns": args.turns, "max_new_tokens": args.new_tokens, "device": args.device,
                             "rollout_engine": "static",
                             "warmstart": False, "progress": False, "micro_batch_tokens": args.micro_tokens,
-                            "grad_checkpointing": True, "checkpoint_every": 1000, "lr": 1e-6},
+                            "grad_checkpointing": not args.no_checkpointing, "checkpoint_every": 1000, "lr": 1e-6},
                   "eval": {"checkpoint": "last"}}  # saved at step 0 and 1000 only: no checkpoint inside the timed steps
         trainer = loop.Trainer(config, Path(tmp) / "run", resume=False)
         system, _ = sokoban_texts(0)
@@ -177,6 +179,10 @@ def main(argv=None) -> int:
         out["cpu_rss_gb"] = max(m["cpu_rss_gb"] for m in metrics)
         out["update_flops_formula"] = "3 x (2 N T + 4 L d P)"
 
+        out["grad_checkpointing"] = not args.no_checkpointing
+        if args.skip_generate:
+            print(json.dumps(out, indent=1))
+            return 0
         # one turn, the 128 first prompts: static engine vs transformers generate
         envs = trainer.envs
         seeds = list(range(1000, 1000 + len(envs)))

@@ -56,12 +56,22 @@ class StaticDecoder:
         self.graphs = self.device.type == "cuda" if graphs is None else graphs
         self.shape: tuple[int, int] | None = None
         self.graph = None
+        # fewer, larger kernels per layer (a decode step is bound by their count): q, k, v as one matmul, gate and up as one
+        layers = self.lm.model.layers
+        self.qkv = [(torch.cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
+                     torch.cat([l.self_attn.q_proj.bias, l.self_attn.k_proj.bias, l.self_attn.v_proj.bias])) for l in layers]
+        self.gate_up = [torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight]) for l in layers]
 
     @torch.no_grad()
     def sync(self, policy) -> None:
         """Copy the policy's current weights into the replica (in place: captured graphs stay valid)."""
         for dst, src in zip(self.lm.parameters(), policy.lm.parameters(), strict=True):
             dst.copy_(src)
+        for l, (w, b), gu in zip(self.lm.model.layers, self.qkv, self.gate_up):
+            a = l.self_attn
+            torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight], out=w)
+            torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias], out=b)
+            torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight], out=gu)
 
     # --- buffers ---------------------------------------------------------------------------------
     def allocate(self, rows: int, width: int, *, keep: int = 0) -> None:
@@ -93,32 +103,33 @@ class StaticDecoder:
     # --- the model -------------------------------------------------------------------------------
     def _forward(self, ids, pos, cols, mask):
         """ids, pos (B, T); cols (T,) the columns they occupy; mask (B, T, W) bool: which key columns each
-        query attends. Writes their K/V into the cache; returns the last column's logits (B, V) float32."""
-        from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb
-
+        query attends. Writes their K/V into the cache; returns the last column's logits (B, V) float32.
+        Qwen2's layer (transformers' modeling_qwen2) with fused projections and one RoPE pass over q and k."""
         lm, (B, T) = self.lm, ids.shape
-        model = lm.model
+        model, H, K, D = lm.model, self.n_heads, self.n_kv, self.head_dim
         h = model.embed_tokens(ids)
         cos, sin = model.rotary_emb(h, pos)
-        g = self.n_heads // self.n_kv
+        cos, sin = cos[:, :, None], sin[:, :, None]  # (B, T, 1, D): broadcast over heads
+        g = H // K
         # grouped-query attention without repeating K/V: query head h uses kv head h // g, so the g query
         # heads of a kv head become g x T queries of that head
         attend = mask[:, None, None].expand(B, 1, g, T, mask.shape[-1]).reshape(B, 1, g * T, mask.shape[-1])
         for i, layer in enumerate(model.layers):
-            a = layer.self_attn
-            x = layer.input_layernorm(h)
-            q = a.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
-            k = a.k_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
-            v = a.v_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            a, (w_qkv, b_qkv) = layer.self_attn, self.qkv[i]
+            qkv = F.linear(_rms(layer.input_layernorm, h), w_qkv, b_qkv).view(B, T, H + 2 * K, D)
+            qk = qkv[:, :, : H + K]
+            half = D // 2
+            qk = qk * cos + torch.cat([-qk[..., half:], qk[..., :half]], -1) * sin  # RoPE (rotate_half)
+            q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
+            v = qkv[:, :, H + K:].transpose(1, 2)
             self.k[i].index_copy_(2, cols, k)
             self.v[i].index_copy_(2, cols, v)
-            o = F.scaled_dot_product_attention(q.reshape(B, self.n_kv, g * T, self.head_dim), self.k[i], self.v[i],
+            o = F.scaled_dot_product_attention(q.reshape(B, K, g * T, D), self.k[i], self.v[i],
                                                attn_mask=attend, scale=a.scaling)
-            o = o.view(B, self.n_heads, T, self.head_dim).transpose(1, 2).reshape(B, T, -1)
-            h = h + a.o_proj(o)
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
-        return lm.lm_head(model.norm(h[:, -1])).float()
+            h = h + a.o_proj(o.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D))
+            gate, up = F.linear(_rms(layer.post_attention_layernorm, h), self.gate_up[i]).chunk(2, -1)
+            h = h + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)
+        return lm.lm_head(_rms(model.norm, h[:, -1])).float()
 
     @torch.no_grad()
     def prefill(self, start: int, end: int) -> torch.Tensor:
@@ -225,6 +236,11 @@ class StaticRows:
         e.turn[:, self.cols:] = -1
         self.cached = min(written - 1, self.cols)
         return [(start, o) for o in out]
+
+
+def _rms(norm, x):
+    """Qwen2RMSNorm (float32 statistics, weight applied in the input dtype) as one fused op."""
+    return F.rms_norm(x.float(), x.shape[-1:], eps=norm.variance_epsilon).to(x.dtype) * norm.weight
 
 
 def _round_up(n: int, to: int = 64) -> int:
