@@ -126,7 +126,6 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", type=int, default=1000, help="BPE vocabulary of the trained tokenizer")
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-checkpointing", action="store_true", help="update without activation checkpointing")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step")
     parser.add_argument("--skip-generate", action="store_true", help="no engine-vs-generate turn")
     parser.add_argument("--device", default="cuda", help="cpu: a check of this script (no timings worth reading)")
     args = parser.parse_args(argv)
@@ -148,7 +147,6 @@ def main(argv=None) -> int:
                             "grad_checkpointing": not args.no_checkpointing, "checkpoint_every": 1000, "lr": 1e-6},
                   "eval": {"checkpoint": "last"}}  # saved at step 0 and 1000 only: no checkpoint inside the timed steps
         trainer = loop.Trainer(config, Path(tmp) / "run", resume=False)
-        trainer.engine.compile = out["compile"] = args.compile
         system, _ = sokoban_texts(0)
         base = trainer.codec  # the policy reads VAGEN-Lite's system prompt before the first observation
         trainer.codec = codec = Codec(base.tokenizer, lambda obs, info: f"{system}\n{obs}" if obs.startswith("[Initial") else obs,

@@ -54,7 +54,6 @@ class StaticDecoder:
         self.n_heads, self.n_kv = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.graphs = self.device.type == "cuda" if graphs is None else graphs
-        self.compile = False  # torch.compile the decode step before capturing it (fewer, fused kernels; slow first call)
         self.shape: tuple[int, int] | None = None
         self.graph = None
         # fewer, larger kernels per layer (a decode step is bound by their count): q, k, v as one matmul, gate and up as one
@@ -156,16 +155,15 @@ class StaticDecoder:
         if not self.graphs:
             return self._decode_step()
         if self.graph is None:
-            step = torch.compile(self._decode_step, dynamic=False) if self.compile else self._decode_step
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):  # warm-up writes the same K/V at `col` as the replay below
                 for _ in range(2):
-                    step()
+                    self._decode_step()
             torch.cuda.current_stream().wait_stream(stream)
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
-                self.logits = step()
+                self.logits = self._decode_step()
         self.graph.replay()
         return self.logits
 
