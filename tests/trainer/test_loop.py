@@ -124,9 +124,9 @@ def test_static_engine_micro_batches_and_checkpointing_train_and_log_memory(tmp_
     run = tmp_path / "run"
     trainer = train(tiny_config(steps=2, rollout_engine="static", micro_batch_tokens=40, grad_checkpointing=True,
                                 kl_coef=0.05, estimator="ppo"), run, resume=False)
-    lm = trainer.policy.lm
-    assert trainer.engine is not None and getattr(lm, "is_activation_checkpointing", None) is not False and \
-        (getattr(lm, "is_activation_checkpointing", None) or lm.is_gradient_checkpointing)
+    lm = trainer.policy.lm  # transformers >= 5.2x: is_activation_checkpointing; earlier: is_gradient_checkpointing
+    assert trainer.engine is not None and getattr(lm, "is_activation_checkpointing", None) in (True, None)
+    assert getattr(lm, "is_activation_checkpointing", None) or lm.is_gradient_checkpointing
     metrics = read_jsonl(run / "metrics.jsonl")
     assert [m["step"] for m in metrics] == [1, 2] and all(m["kl"] is not None and m["tokens_trained"] > 0 for m in metrics)
     assert all(m["gpu_peak_mem_gb"] is None and 0 < m["cpu_rss_gb"] < 1024 for m in metrics)
