@@ -12,8 +12,6 @@ Sample files below are shaped like the real ones:
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 
 import pytest
 
@@ -28,33 +26,28 @@ def config(tmp_path, **block):
             "backend": {"name": "verl-agent", "workdir": str(tmp_path), **block},
             "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"}, "env": {"name": "alfworld"},
             "train": {"estimator": "gigpo", "steps": 2, "groups": 16, "group_size": 8, "lr": 1e-6, "gamma": 0.95},
-            "eval": {"every": 1, "temperature": 0.4,
+            "eval": {"every": 1, "temperature": 0.4, "tasks": 3,
                      "task_panel": [{"task_id": f"alf-{i}", "task_hash": HASH, "category": "pick_and_place"} for i in range(3)]},
             "resources": {"gpus": 2}}
 
 
-def test_launch_argv_maps_the_config(tmp_path):
-    """The config becomes verl-agent's Hydra overrides (names as in its run_alfworld.sh); backend.overrides win."""
-    cfg = config(tmp_path, overrides={"env.max_steps": 50, "trainer.logger": ["console", "file", "wandb"]})
-    argv = verl_agent.launch_argv(cfg, tmp_path / "run", resume=True)
-    assert argv[:3] == ["python3", "-m", "verl.trainer.main_ppo"]
-    args = dict(a.split("=", 1) for a in argv[3:])
-    assert args["algorithm.adv_estimator"] == "gigpo" and args["env.rollout.n"] == "8"
-    assert args["data.train_batch_size"] == "16" and args["actor_rollout_ref.actor.optim.lr"] == "1e-06"
-    assert args["env.env_name"] == "alfworld/AlfredTWEnv" and args["trainer.n_gpus_per_node"] == "2"
-    assert args["actor_rollout_ref.model.path"] == "Qwen/Qwen2.5-1.5B-Instruct"
-    assert args["trainer.validation_data_dir"] == str((tmp_path / "run" / "verl_validation").resolve())
-    assert args["trainer.logger"] == "[console,file,wandb]" and args["env.max_steps"] == "50"
-    assert args["trainer.resume_mode"] == "auto"
-    assert verl_agent.hydra_value("it's a b") == "'it\\'s a b'"
-
-
-def test_launch_script_exports_metrics_path(tmp_path):
-    """The launch script sets VERL_FILE_LOGGER_PATH into the run dir and runs the exact argv, shell-quoted."""
-    cfg = config(tmp_path)
-    script = verl_agent.launch_script(cfg, tmp_path / "run", resume=False)
-    assert f"export VERL_FILE_LOGGER_PATH={shlex.quote(str((tmp_path / 'run' / 'verl_metrics.jsonl').resolve()))}" in script
-    assert shlex.join(verl_agent.launch_argv(cfg, tmp_path / "run", resume=False)) + " &" in script
+def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
+    """Train = data preparation + the method's official script (GiGPO: examples/gigpo_trainer/run_alfworld.sh) with
+    only the harness's keys and the manifest values that differ appended; argv lists, never shell strings."""
+    prepare, train = verl_agent.launches(config(tmp_path), tmp_path / "run")
+    run = (tmp_path / "run").resolve()
+    assert prepare.argv[:3] == ("python3", "-m", "examples.data_preprocess.prepare") and prepare.cwd == tmp_path
+    assert prepare.argv[-2:] == ("--local_dir", str(run / "verl_data"))
+    assert train.argv[:3] == ("bash", "examples/gigpo_trainer/run_alfworld.sh", "")  # "": ENGINE=vllm, gone from $@ and train.cwd == tmp_path
+    args = dict(a.split("=", 1) for a in train.argv[3:])
+    assert args["trainer.total_epochs"] == "2" and "trainer.total_training_steps" not in args
+    assert args["trainer.logger"] == "[console]" and args["trainer.save_freq"] == "1" and args["trainer.test_freq"] == "1"
+    assert args["env.seed"] == "1" and args["data.val_batch_size"] == "3"
+    assert "algorithm.gamma" not in args and "env.rollout.n" not in args   # equal to the script's own values
+    assert train.env["AGENTREPRO_VERL_OUT"] == str(run)
+    *_, evaluate = verl_agent.launches(config(tmp_path), tmp_path / "run", eval_step=1)
+    assert evaluate.argv[-4:] == ("trainer.val_only=true", "trainer.val_before_train=true", "trainer.resume_mode=resume_path",
+                                  f"trainer.resume_from_path={run / 'checkpoints' / 'global_step_1'}")
 
 
 def test_convert_training(tmp_path):
@@ -91,12 +84,11 @@ def dump(tmp_path, step, records):
 
 
 def test_convert_eval(tmp_path):
-    """Validation dump lines become outcome rows: task by id or panel index, success from `won`, hash from the panel."""
+    """The integration's lines become outcome rows: task by id or panel index, success from `won`, hash from the panel."""
     dump(tmp_path, 5, [
-        {"input": "You are in the middle of a room", "output": "go to desk 1", "score": 10.0, "step": 5,
-         "task_id": "alf-0", "won": True, "turns": 7, "response_length": 300, "data_source": "alfworld"},
-        {"input": "...", "output": "...", "score": 0.0, "step": 5, "task_id": 1, "won": False, "turns": 50, "response_length": 900},
-        {"input": "...", "output": "...", "score": 0.0, "step": 5, "task_id": "alf-1", "won": 0, "turns": 50, "response_length": 800},
+        {"task_id": "alf-0", "won": True, "reward": 10.0, "turns": 7, "tokens": 300, "category": "pick_and_place"},
+        {"task_id": 1, "won": False, "reward": 0.0, "turns": 50, "tokens": 900},
+        {"task_id": "alf-1", "won": False, "reward": 0.0, "turns": 50, "tokens": 800},
     ])
     rows = verl_agent.convert_eval(tmp_path, 5, config(tmp_path))
     assert [(r["task_id"], r["episode"], r["success"], r["turns"], r["tokens"]) for r in rows] == [
@@ -105,18 +97,15 @@ def test_convert_eval(tmp_path):
     assert rows[0]["category"] == "pick_and_place"
 
 
-def test_convert_eval_threshold_and_errors(tmp_path):
-    """With only success_threshold given the score is thresholded; missing task or count fields are BadInput naming line and field."""
-    dump(tmp_path, 1, [{"score": 10.0, "task_id": "alf-2", "turns": 3, "response_length": 10}])
-    rows = verl_agent.convert_eval(tmp_path, 1, config(tmp_path, success_threshold=10.0))
-    assert rows[0]["success"] == 1
-    dump(tmp_path, 2, [{"score": 10.0, "won": True, "turns": 3, "response_length": 10}])
+def test_convert_eval_errors(tmp_path):
+    """Missing task or count fields are BadInput naming line and field; a task off the panel and a missing file too."""
+    dump(tmp_path, 2, [{"reward": 10.0, "won": True, "turns": 3, "tokens": 10}])
     with pytest.raises(BadInput, match=r"2.jsonl: line 1: no field 'task_id'"):
         verl_agent.convert_eval(tmp_path, 2, config(tmp_path))
-    dump(tmp_path, 3, [{"score": 10.0, "won": True, "task_id": "alf-0", "response_length": 10}])
+    dump(tmp_path, 3, [{"reward": 10.0, "won": True, "task_id": "alf-0", "tokens": 10}])
     with pytest.raises(BadInput, match="line 1: field 'turns'"):
         verl_agent.convert_eval(tmp_path, 3, config(tmp_path))
-    dump(tmp_path, 4, [{"score": 1.0, "won": True, "task_id": "alf-9", "turns": 1, "response_length": 1}])
+    dump(tmp_path, 4, [{"reward": 1.0, "won": True, "task_id": "alf-9", "turns": 1, "tokens": 1}])
     with pytest.raises(BadInput, match="not in the frozen task panel"):
         verl_agent.convert_eval(tmp_path, 4, config(tmp_path))
     with pytest.raises(BadInput, match="file not found"):
@@ -131,47 +120,63 @@ def test_train_without_checkout_is_bad_input(tmp_path):
         verl_agent.VerlAgentBackend().train(cfg, tmp_path / "run")
 
 
-FAKE_VERL = '''\
-"""Stand-in for `python -m verl.trainer.main_ppo`: reads Hydra overrides, needs RAY_ADDRESS, writes what verl writes."""
+FAKE_SCRIPT = '''\
+# Stand-in for examples/gigpo_trainer/run_alfworld.sh: like the real one, it passes "$@" on to the trainer.
+ENGINE=${1:-vllm}
+python3 fake_trainer.py actor_rollout_ref.rollout.name=$ENGINE $@
+'''
+
+FAKE_PREPARE = '''\
+import argparse, os
+p = argparse.ArgumentParser(); p.add_argument("--mode"); p.add_argument("--train_data_size"); p.add_argument("--val_data_size")
+p.add_argument("--local_dir"); a = p.parse_args()
+os.makedirs(os.path.join(a.local_dir, a.mode), exist_ok=True)
+open(os.path.join(a.local_dir, a.mode, "train.parquet"), "w").write(a.train_data_size)
+'''
+
+FAKE_TRAINER = '''\
+"""Stand-in trainer: reads the Hydra overrides and writes what verl plus the integration write."""
 import json, os, sys
 args = dict(a.split("=", 1) for a in sys.argv[1:])
-assert os.environ["RAY_ADDRESS"].startswith("127.0.0.1:"), "no private Ray head"
-steps, val_dir = int(args["trainer.total_training_steps"]), args["trainer.validation_data_dir"]
+assert open(args["data.train_files"]).read() == "16"
+out = os.environ["AGENTREPRO_VERL_OUT"]
+steps, val_dir = int(args["trainer.total_epochs"]), os.path.join(out, "verl_validation")
+first, last = (0, 0) if args.get("trainer.val_only") == "true" else (0, steps)
 os.makedirs(val_dir, exist_ok=True)
-with open(os.environ["VERL_FILE_LOGGER_PATH"], "a") as log:
-    for step in range(0, steps + 1):
+with open(os.path.join(out, "verl_metrics.jsonl"), "a") as log:
+    for step in range(first, last + 1):
         if step:
             log.write(json.dumps({"step": step, "data": {"episode/reward/mean": step, "actor/pg_loss": -step, "timing_s/step": 2.0}}) + "\\n")
         log.write(json.dumps({"step": step, "data": {"val/success_rate": step / steps}}) + "\\n")
         with open(os.path.join(val_dir, f"{step}.jsonl"), "w") as dump:
             for i in range(3):
-                dump.write(json.dumps({"input": "obs", "output": "act", "score": 10.0 * (i < step), "step": step, "task_id": i,
-                                       "won": i < step, "turns": 5, "response_length": 40}) + "\\n")
+                dump.write(json.dumps({"task_id": i, "won": i < step, "reward": 10.0 * (i < step), "turns": 5, "tokens": 40}) + "\\n")
 '''
 
 
-def test_train_and_eval_verbs_with_stand_in_verl_and_ray(tmp_path, fake_ray, write_config):
-    """`agentrepro train`/`eval` run the verl-agent backend end to end against stand-ins of verl and ray:
-    launch.sh starts the private head, the trainer runs, its FileLogger and validation dumps are converted."""
-    import yaml
-
+def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config):
+    """`agentrepro train`/`eval` run the verl-agent backend end to end against a stand-in checkout (same script and
+    module paths as 20bd331): data preparation, the script with the appended overrides, conversion of the outputs."""
     from helpers import run_cli
 
     workdir = tmp_path / "verl-agent"
-    workdir.mkdir()
-    (workdir / "fake_verl.py").write_text(FAKE_VERL)
-    cfg = config(workdir, python=sys.executable, entry="fake_verl", ray={"executable": str(fake_ray), "num_cpus": 1})
+    (workdir / "examples" / "gigpo_trainer").mkdir(parents=True)
+    (workdir / "examples" / "data_preprocess").mkdir()
+    (workdir / "examples" / "gigpo_trainer" / "run_alfworld.sh").write_text(FAKE_SCRIPT)
+    (workdir / "examples" / "data_preprocess" / "prepare.py").write_text(FAKE_PREPARE)
+    (workdir / "fake_trainer.py").write_text(FAKE_TRAINER)
+    cfg = config(workdir)
     cfg["backend"].update(repo="langfengQ/verl-agent", commit="20bd331bdbc9026a5668e11362178e10ab7400c8")
     run_dir = tmp_path / "run"
-    env = {"FAKE_RAY_LOG": str(tmp_path / "ray.json")}
-    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, env=env)
+    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir)
     assert result.returncode == 0, result.stderr + (run_dir / "logs" / "train.stderr.log").read_text()
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [(m["step"], m["reward_mean"], m["val_success_rate"], m["wall_s"]) for m in metrics] == [(1, 1, 0.5, 2.0), (2, 2, 1.0, 4.0)]
-    assert "--num-cpus=1" in json.loads((tmp_path / "ray.json").read_text())["args"]
-    assert (run_dir / "launch.sh").is_file() and not (run_dir / "ray_head.pid").exists()
-    result = run_cli("eval", "--run", run_dir, "--step", 1, env=env)
+    appended = json.loads((run_dir / "verl_deviations.json").read_text())["appended"]
+    assert {"key": "trainer.save_freq", "value": 1, "official": "-1",
+            "why": "checkpoint cadence: the evaluated steps (the script saves none)"} in appended
+    assert [g["task_id"] for g in json.loads((run_dir / "verl_panel.json").read_text())] == ["alf-0", "alf-1", "alf-2"]
+    result = run_cli("eval", "--run", run_dir, "--step", 1)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(x) for x in (run_dir / "eval" / "step1" / "outcomes.jsonl").read_text().splitlines()]
     assert [(r["task_id"], r["success"]) for r in rows] == [("alf-0", 1), ("alf-1", 0), ("alf-2", 0)]
-    assert yaml.safe_load((run_dir / "resolved_config.yaml").read_text())["backend"]["entry"] == "fake_verl"

@@ -1,133 +1,110 @@
-"""The verl-agent backend (langfengQ/verl-agent): its launch command, and converters of its outputs.
+"""The verl-agent backend (langfengQ/verl-agent @ 20bd331): the authors' own launch scripts, run unchanged.
 
-Launch. verl-agent trains with `python3 -m verl.trainer.main_ppo` and Hydra overrides, as in its
-examples/gigpo_trainer/run_alfworld.sh (`algorithm.adv_estimator=gigpo`, `env.env_name=alfworld/AlfredTWEnv`,
-`env.rollout.n=8`, `data.train_batch_size=16`, `actor_rollout_ref.actor.optim.lr=1e-6`,
-`algorithm.gamma=0.95`, `algorithm.gigpo.step_advantage_w=1.0`, `trainer.test_freq`, `trainer.save_freq`,
-`trainer.val_before_train=True`, ...). The overrides derived from the run config are listed in
-`overrides()`; `backend.overrides` adds or replaces any Hydra key. The command runs inside a launch
-script (ray_launch.py) that starts a private Ray head for this job.
+Launch (verl_recipes.py). Each job runs, from the checkout in `backend.workdir`:
+1. data preparation: the script's own `python3 -m examples.data_preprocess.prepare ...` with the study's sizes
+   and `--local_dir` inside the run directory (the script runs it again into ~/data/verl-agent; that copy is
+   not read, because the data paths are appended);
+2. the official script of the method's estimator, `bash <script> vllm KEY=VALUE ...`, with the harness's
+   overrides appended (`verl_recipes.appended`: the deviations from the recipe, recorded in the run dir);
+3. for an evaluation, the same script in verl's validate-only mode (`trainer.val_only=true`) from the
+   checkpoint `global_step_<N>` (step 0: the base model).
+`Backend.launches()` lists these programs as data (backends/launch.py); nothing is joined into a shell
+string. The outcome integration (backends/verl_integration) reaches every process through PYTHONPATH and
+is switched on by AGENTREPRO_VERL_OUT.
 
-Outputs converted (shapes learned from verl and verl-agent sources; see tests/backends/test_verl_agent.py):
-* metrics: verl's FileLogger (`trainer.logger=[...,'file']`, path from VERL_FILE_LOGGER_PATH) writes one
-  JSON line per `log()` call, `{"step": N, "data": {"actor/pg_loss": ..., "val/success_rate": ...}}`
-  (newer verl adds "elapsed_seconds"). verl-agent's validation logs `val/success_rate` and
-  `val/<task type>_success_rate`; training logs `episode/...`, `actor/...`, `critic/...`, `timing_s/...`.
-* outcomes: with `trainer.validation_data_dir`, verl dumps `<global_step>.jsonl` at every validation,
-  one line per sample with `input`, `output`, `score`, `step` and the reward's extra infos. verl-agent
-  does not put a task id or a success flag there by default: the converter needs, per line, the field
-  `backend.task_key` (default `task_id`; a string id, or an integer index into the task panel) and
-  either `backend.success_key` (default `won`, ALFWorld's flag) or, when only
-  `backend.success_threshold` is given, `score >= success_threshold`, and the episode's `turns` and `response_length` (keys
-  `backend.turns_key`, `backend.tokens_key`): counts are never invented. A line without them is
-  BadInput naming file, line and field.
-  Step 0 is the validation before training (`trainer.val_before_train=True`).
+Outputs converted (see tests/backends/test_verl_agent.py):
+* metrics: the integration appends every `Tracking.log(data, step)` call to verl_metrics.jsonl as
+  `{"step": N, "data": {...}}` (verl-agent has no file logger at 20bd331); verl-agent's validation logs
+  `val/success_rate` and `val/<task type>_success_rate`; training logs `episode/...`, `actor/...`, `timing_s/...`.
+* outcomes: the integration writes verl_validation/<step>.jsonl, one line per validation episode with
+  `task_id` (the game file), `task_hash`, `category` (task type), `won`, `turns` and `tokens`. A line
+  without them is BadInput naming file, line and field.
 * evaluated steps: verl validates before training, every `trainer.test_freq` (= eval.every) steps and at the
-  last step (`validated_steps`); a study whose `layout.checkpoint_steps` differ (an `eval.checkpoint` off
-  that grid, or no `eval.every`) is refused by `validate_config`, so the plan never asks for a step verl skips.
+  last step (`validated_steps`); a study whose `layout.checkpoint_steps` differ is refused by
+  `validate_config`, so the plan never asks for a step verl skips.
 
-Not run against a real verl-agent cluster here: the converters are tested on sample files shaped like
-the real ones, and the launch script against a stand-in `ray`.
+Not run against a real verl-agent cluster here: the launches are checked against the facts of 20bd331
+(tests/fixtures/frameworks/), the converters on files shaped like the integration's.
 """
 
 from __future__ import annotations
 
-import re
-import sys
+import json
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, runconfig
+from agentrepro.backends import convert, runconfig, verl_recipes
 from agentrepro.backends.base import Backend
+from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_steps
 
-BLOCK_KEYS = {"name", "repo", "commit", "workdir", "python", "entry", "env_name", "overrides", "task_key",
-              "success_key", "success_threshold", "turns_key", "tokens_key", "ray", "model_path"}
-ENV_NAMES = {"alfworld": "alfworld/AlfredTWEnv", "sokoban": "sokoban", "webshop": "webshop"}
-METRICS_FILE, VAL_DIR, LAUNCH = "verl_metrics.jsonl", "verl_validation", "launch.sh"
+BLOCK_KEYS = {"name", "repo", "commit", "workdir", "overrides", "model_path", "sources"}
+METRICS_FILE, VAL_DIR, DEVIATIONS, PANEL = "verl_metrics.jsonl", "verl_validation", "verl_deviations.json", "verl_panel.json"
+INTEGRATION_DIR = Path(__file__).resolve().parent / "verl_integration"   # holds sitecustomize.py
 RENAME = {
     "train_success_rate": ("episode/success_rate",),
     "reward_mean": ("episode/reward/mean", "critic/rewards/mean"),
-    "valid_action_ratio": ("episode/valid_action_ratio", "valid_action_ratio"),
+    "valid_action_ratio": ("episode/valid_action_ratio",),
     "loss_policy": ("actor/pg_loss",), "loss_value": ("critic/vf_loss",),
-    "kl": ("actor/kl_loss", "critic/kl"), "entropy": ("actor/entropy", "actor/entropy_loss"),
+    "kl": ("actor/kl_loss",), "entropy": ("actor/entropy_loss",),
     "grad_norm": ("actor/grad_norm",), "lr": ("actor/lr",), "val_success_rate": ("val/success_rate",),
 }
 TIMINGS = {"rollout": "timing_s/gen", "advantage": "timing_s/adv", "update": "timing_s/update_actor",
            "checkpoint": "timing_s/save_checkpoint", "step_total": "timing_s/step"}
-_SAFE = re.compile(r"^[A-Za-z0-9_./:@+-]+$")
 
 
-def hydra_value(value: Any) -> str:
-    """A Hydra override value: numbers and simple words as they are, lists as [..], other text quoted."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(hydra_value(v) for v in value) + "]"
-    text = str(value)
-    if _SAFE.match(text):
-        return text
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def workdir(config: dict[str, Any]) -> Path:
+    """The verl-agent checkout (backend.workdir; a relative path is taken from where agentrepro runs)."""
+    value = (config.get("backend") or {}).get("workdir")
+    if not isinstance(value, str) or not value:
+        raise BadInput("expected the path of the verl-agent checkout at backend.commit", where="backend.workdir")
+    return Path(value).absolute()
 
 
-def overrides(config: dict[str, Any], run_dir: Path, *, resume: bool) -> dict[str, Any]:
-    """Hydra overrides from the run config (only what the config states), then backend.overrides."""
-    train, evaluation = config.get("train") or {}, config.get("eval") or {}
-    block, model = config["backend"], config.get("model") or {}
-    run_dir = Path(run_dir).resolve()
-    out: dict[str, Any] = {
-        "trainer.project_name": config["study"],
-        "trainer.experiment_name": f"{config['method']}-seed{config['seed']}",
-        "trainer.default_local_dir": str(checkpoint_dir(run_dir)),
-        "trainer.validation_data_dir": str(run_dir / VAL_DIR),
-        "trainer.logger": ["console", "file"],
-        "trainer.val_before_train": True,
-        "trainer.resume_mode": "auto" if resume else "disable",
-        "trainer.nnodes": 1,
-        "env.seed": config["seed"],
-    }
-    optional = {
-        "algorithm.adv_estimator": train.get("estimator"),
-        "trainer.total_training_steps": train.get("steps"),
-        "data.train_batch_size": train.get("groups"),
-        "env.rollout.n": train.get("group_size"),
-        "actor_rollout_ref.actor.optim.lr": train.get("lr"),
-        "algorithm.gamma": train.get("gamma"),
-        "algorithm.gigpo.step_advantage_w": train.get("step_weight"),
-        "actor_rollout_ref.actor.invalid_action_penalty_coef": train.get("invalid_penalty"),
-        "actor_rollout_ref.actor.kl_loss_coef": train.get("kl_coef"),
-        "trainer.test_freq": evaluation.get("every"),
-        "trainer.save_freq": train.get("checkpoint_every", evaluation.get("every")),
-        "actor_rollout_ref.rollout.val_kwargs.temperature": evaluation.get("temperature"),
-        "trainer.n_gpus_per_node": (config.get("resources") or {}).get("gpus"),
-        "actor_rollout_ref.model.path": block.get("model_path") or model.get("name"),
-        "env.env_name": block.get("env_name") or ENV_NAMES.get((config.get("env") or {}).get("name")),
-    }
-    out.update({k: v for k, v in optional.items() if v is not None})
-    out.update(block.get("overrides") or {})
-    return out
+def integration_env(run_dir: Path, *, panel_file: Path | None = None) -> dict[str, str]:
+    """Switches the outcome integration on in every Python process of the job (driver and Ray workers)."""
+    env = {"PYTHONPATH": str(INTEGRATION_DIR), "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve())}
+    if panel_file is not None:
+        env["AGENTREPRO_VERL_PANEL"] = str(panel_file)
+    return env
 
 
-def launch_argv(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[str]:
-    block = config["backend"]
-    args = [f"{key}={hydra_value(value)}" for key, value in overrides(config, run_dir, resume=resume).items()]
-    return [block.get("python", "python3"), "-m", block.get("entry", "verl.trainer.main_ppo"), *args]
+def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None) -> list[Launch]:
+    """Data preparation, then the official script with the appended overrides (verl_recipes.appended); with
+    `eval_step`, the script in validate-only mode from that step's checkpoint instead of training."""
+    script, cwd, run_dir = verl_recipes.script_for(config), workdir(config), Path(run_dir).resolve()
+    prepare = Launch("prepare data", ("python3", "-m", "examples.data_preprocess.prepare",
+                                      *verl_recipes.prepare_args(config, run_dir)), {}, cwd)
+    words = [o.word() for o in verl_recipes.appended(config, run_dir, resume=resume)]
+    env = integration_env(run_dir, panel_file=run_dir / PANEL)
+    if eval_step is None:
+        return [prepare, Launch("train", ("bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
+    source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
+        "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoint_dir(run_dir) / f'global_step_{eval_step}'}"]
+    validate = ["trainer.val_only=true", "trainer.val_before_train=true", *source]
+    return [prepare, Launch(f"evaluate step {eval_step}", ("bash", script.path, verl_recipes.ENGINE, *words, *validate), env, cwd)]
 
 
-def launch_script(config: dict[str, Any], run_dir: Path, *, resume: bool) -> str:
-    run_dir = Path(run_dir).resolve()
-    ray = config["backend"].get("ray") or {}
-    return ray_launch.render_launch_script(
-        launch_argv(config, run_dir, resume=resume), key=ray_launch.job_key(run_dir),
-        env={"VERL_FILE_LOGGER_PATH": str(run_dir / METRICS_FILE), "WANDB_MODE": "offline"},
-        ray=ray.get("executable", "ray"), num_cpus=ray.get("num_cpus"),
-        num_gpus=ray.get("num_gpus", (config.get("resources") or {}).get("gpus")), pid_file=run_dir / "ray_head.pid",
-        client=ray.get("client", True))
+def write_panel(config: dict[str, Any], run_dir: Path) -> Path:
+    """The integration's panel: validation env i plays game i. Join point with the ALFWorld task panel
+    (environments/alfworld, frozen in the lock): an entry's `game_file`, else its `task_id`, is the game's
+    path (relative ones are taken under $ALFWORLD_DATA by the integration); `task_hash` is its content hash."""
+    panel = (config.get("eval") or {}).get("task_panel") or []
+    games = [{"task_id": t["task_id"], "task_hash": t.get("task_hash"), "category": t.get("category"),
+              "game_file": t.get("game_file", t["task_id"])} for t in panel]
+    path = Path(run_dir) / PANEL
+    atomic_write_text(path, json.dumps(games, indent=1) + "\n")
+    return path
+
+
+def deviations(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> dict[str, Any]:
+    """What this job changes in the official recipe: the script and every appended override."""
+    script = verl_recipes.script_for(config)
+    return {"commit": verl_recipes.COMMIT, "script": script.path, "entry": script.entry,
+            "appended": [o.record() for o in verl_recipes.appended(config, run_dir, resume=resume)]}
 
 
 def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
@@ -145,13 +122,9 @@ def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
 
 
 def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """verl_validation/<step>.jsonl (one line per episode) -> outcome rows of docs/design.md §3.4."""
-    block = config["backend"]
-    fields = convert.EpisodeFields(task=block.get("task_key", "task_id"), reward="score",
-                                   turns=block.get("turns_key", "turns"), tokens=block.get("tokens_key", "response_length"),
-                                   category="data_source",
-                                   success=block.get("success_key", None if "success_threshold" in block else "won"),
-                                   threshold=float(block.get("success_threshold", 1.0)))
+    """verl_validation/<step>.jsonl (the integration's lines, one per episode) -> outcome rows of docs/design.md §3.4."""
+    fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
+                                   category="category", success="won")
     return convert.episode_rows(config, step, Path(run_dir) / VAL_DIR / f"{step}.jsonl", fields)
 
 
@@ -179,19 +152,28 @@ class VerlAgentBackend(Backend):
             raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
                            f"but the study evaluates {wanted}", where="eval")
 
+    def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list:
+        return launches(config, run_dir, eval_step=eval_step)
+
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
-        workdir = config["backend"].get("workdir")
-        if not workdir or not Path(workdir).is_dir():
-            raise BadInput(f"expected the path of a verl-agent checkout, got {workdir!r}", where="backend.workdir")
-        script = Path(run_dir) / LAUNCH
-        atomic_write_text(script, launch_script(config, run_dir, resume=resume))
-        run_logged(["bash", str(script.resolve())], log_dir=Path(run_dir) / RunFiles.LOGS, label="train", cwd=workdir)
-        convert_training(Path(run_dir), config)
+        if not workdir(config).is_dir():
+            raise BadInput(f"no verl-agent checkout at {workdir(config)}", where="backend.workdir")
+        run_dir = Path(run_dir)
+        atomic_write_text(run_dir / DEVIATIONS, json.dumps(deviations(config, run_dir, resume=resume), indent=1) + "\n")
+        write_panel(config, run_dir)
+        for launch in launches(config, run_dir, resume=resume):
+            run_logged(list(launch.argv), log_dir=run_dir / RunFiles.LOGS, label=launch.purpose.replace(" ", "_"),
+                       cwd=launch.cwd, env=dict(launch.env))
+        convert_training(run_dir, config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
-        return convert_eval(Path(run_dir), step, runconfig.read_resolved_config(Path(run_dir)))
-
-
-if __name__ == "__main__":  # print the launch script of a run config: python -m agentrepro.backends.verl_agent CONFIG RUN_DIR
-    cfg = runconfig.load_run_config(sys.argv[1])
-    print(launch_script(cfg, Path(sys.argv[2]), resume=True), end="")
+        """The outcomes of the validation at `step` (training validates every evaluated step); if that file is
+        missing (a checkpoint re-evaluated), verl's validate-only run of the checkpoint writes it first."""
+        run_dir = Path(run_dir)
+        config = runconfig.read_resolved_config(run_dir)
+        if not (run_dir / VAL_DIR / f"{step}.jsonl").is_file():
+            write_panel(config, run_dir)
+            for launch in launches(config, run_dir, eval_step=step):
+                run_logged(list(launch.argv), log_dir=run_dir / RunFiles.LOGS, label=f"eval_step{step}_{launch.purpose.split()[0]}",
+                           cwd=launch.cwd, env=dict(launch.env))
+        return convert_eval(run_dir, step, config)
