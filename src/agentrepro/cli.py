@@ -22,6 +22,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "resolve": ("agentrepro.manifest.cli_resolve", "write the resolved config of one method x seed"),
     "train": ("agentrepro.backends.cli_train", "train one method x seed into a run directory"),
     "eval": ("agentrepro.backends.cli_eval", "evaluate one checkpoint of a run on the frozen task panel"),
+    "command": ("agentrepro.backends.cli_command", "show the programs a job would run (before or after freezing)"),
     "analyze": ("agentrepro.analysis.cli", "paired statistics, verdicts, diagnostics and overhead"),
     "report": ("agentrepro.report.cli", "render the HTML and PDF report of a study"),
     "advantages": ("agentrepro.algorithms.cli_advantages", "add advantages to step rows (JSONL)"),

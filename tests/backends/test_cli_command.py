@@ -1,0 +1,44 @@
+"""`agentrepro command`: the programs of a job, shown before anything runs (as a subprocess, as a user runs it)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from helpers import run_cli
+
+REPO = Path(__file__).parents[2]
+
+
+def test_command_shows_the_official_script_of_a_manifest_with_placeholders():
+    """On graphgpo-alfworld (placeholders not filled) it prints data preparation then the recipe's script with the
+    appended overrides, each line a shell command whose words are the Launch's argv."""
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graph_only", "--seed", "1", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == "# 1. prepare data" and lines[3] == "# 2. train"
+    words = shlex.split(lines[4].split(" && ", 1)[1])
+    script = words.index("recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh")
+    assert words[script - 1] == "bash" and words[script + 1] == ""
+    assert "algorithm.graphgpo.episode_advantage_w=0" in words and "env.seed=1" in words
+    assert lines[4].startswith(f"cd {shlex.quote(str(REPO / 'external' / 'verl-agent'))} && ")
+
+
+def test_command_eval_step_and_refusals():
+    """--eval-step shows verl's validate-only run from that checkpoint; a step the study does not evaluate and an
+    unknown method are refused in one line (exit 2)."""
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "grpo", "--seed", "0", "--eval-step", "5", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "trainer.val_only=true" in result.stdout and "global_step_5" in result.stdout
+    assert "examples/grpo_trainer/run_alfworld.sh" in result.stdout
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "grpo", "--seed", "0", "--eval-step", "7", cwd=REPO)
+    assert result.returncode == 2 and "--eval-step: step 7 is not an evaluated step" in result.stderr
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "ppo", "--seed", "0", cwd=REPO)
+    assert result.returncode == 2 and "--method" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_command_of_a_backend_without_external_programs():
+    """A builtin study says that its job runs inside agentrepro itself."""
+    result = run_cli("command", "manifests/frozenlake-cpu.yaml", "--method", "grpo", "--seed", "0", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "runs no external program" in result.stdout
