@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import attempts, seal
+from agentrepro import attempts, seal, sourceparity
 from agentrepro.backends import runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         runconfig.clear_outputs(out)
     (out / seal.OUTPUTS).unlink(missing_ok=True)
 
+    sourceparity.record_run(resolved, out)   # the backend files this job runs, hashed before it runs them
     command = runconfig.command_line()
     runconfig.write_resolved_config(out, resolved)
     runconfig.write_command(out, command)

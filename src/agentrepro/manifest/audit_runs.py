@@ -53,7 +53,23 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
             found.append(str(exc) if isinstance(exc, BadInput) else f"{config}: unreadable ({type(exc).__name__})")
         if actual is not None and prov.get("resolved_config_sha256") != actual:
             found.append(f"{path}: resolved_config_sha256 is {prov.get('resolved_config_sha256')!r}, but {config} hashes to {actual!r}")
-    return found + _status_problem(path, prov.get("status")), actual
+    return found + _status_problem(path, prov.get("status")) + source_problems(run, lock), actual
+
+
+def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
+    """Every backend file the run ran with content other than the lock's pinned blob (sourceparity.py)."""
+    pinned = (lock or {}).get("backend_sources")
+    if not pinned:
+        return []
+    from agentrepro import sourceparity
+
+    path = run / sourceparity.RUN_FILE
+    record, problem = load_object(path) if path.is_file() else (None, f"{path}: missing: nothing says which backend sources this run ran")
+    if problem:
+        return [problem]
+    ran = record.get("files") if isinstance(record.get("files"), dict) else {}
+    return [f"{path}: {d['path']} ran as blob {d['ran']} but backend.commit {pinned['commit'][:12]} has {d['pinned']}: "
+            "the backend was not the pinned one" for d in sourceparity.differences(pinned["files"], ran)]
 
 
 def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: str | None, run_seal: Path) -> list[str]:

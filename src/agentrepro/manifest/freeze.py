@@ -159,6 +159,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
     resolved["files"].update(panel_files)
     if packages:
         resolved["env_packages"] = packages
+    sources = _backend_sources(manifest, manifest_file, root)
     lock = {
         "lock_version": LOCK_VERSION,
         "study": manifest["study"],
@@ -167,6 +168,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
         "manifest_sha256": sha256_json(manifest),
         "resolved": resolved,
         "task_panel": panel,
+        **({"backend_sources": sources} if sources else {}),
         "harness": harness,
         "python": python_environment(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -176,6 +178,26 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
     if found:  # our own output must satisfy the lock schema
         raise Failure(f"the lock built for {manifest_file} is invalid: {found[0]}")
     return lock
+
+
+def _backend_sources(manifest: dict[str, Any], manifest_file: Path, root: Path) -> dict[str, Any] | None:
+    """The git blob hashes of backend.sources at backend.commit (sourceparity.py), or None if none are named."""
+    from agentrepro import sourceparity
+
+    backend = manifest["backend"]
+    if not backend.get("sources"):
+        return None
+    commit = backend.get("commit")
+    try:
+        if not isinstance(commit, str):
+            raise BadInput("backend.sources are hashed at the pinned commit; give backend.commit", where="backend.commit")
+        files = sourceparity.pinned(sourceparity.checkout(manifest, root), commit, list(backend["sources"]))
+    except BadInput as exc:
+        if exc.path is not None:
+            raise
+        message = str(exc).removeprefix(f"{exc.where}: ") if exc.where else str(exc)
+        raise BadInput(message, path=manifest_file, where=exc.where) from None
+    return {"commit": commit, "files": files}
 
 
 def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -1,0 +1,72 @@
+"""Source parity against a small git repository built in a temp dir: pinned blobs, what a job ran, the audit's finding."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from agentrepro import sourceparity
+from agentrepro.errors import BadInput
+from agentrepro.manifest.audit_runs import source_problems
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo = tmp_path / "checkout"
+    (repo / "recipe").mkdir(parents=True)
+    (repo / "recipe" / "core_graph.py").write_text("def graph():\n    return 1\n")
+    (repo / "trainer.py").write_text("TRAIN = True\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "pinned")
+    return repo
+
+
+def test_pinned_and_running_agree_until_a_file_is_edited(repo, tmp_path):
+    """The blob at the commit equals `git hash-object` of the clean file; an uncommitted edit changes the running hash
+    and `differences` names exactly that file."""
+    commit = git(repo, "rev-parse", "HEAD")
+    paths = ["recipe/core_graph.py", "trainer.py"]
+    pinned = sourceparity.pinned(repo, commit, paths)
+    assert pinned["trainer.py"] == git(repo, "hash-object", "trainer.py")
+    assert sourceparity.differences(pinned, sourceparity.running(repo, paths)) == []
+    (repo / "recipe" / "core_graph.py").write_text("def graph():\n    return 2\n")
+    found = sourceparity.differences(pinned, sourceparity.running(repo, paths))
+    assert [d["path"] for d in found] == ["recipe/core_graph.py"] and found[0]["pinned"] == pinned["recipe/core_graph.py"]
+    (repo / "trainer.py").unlink()
+    assert sourceparity.running(repo, paths)["trainer.py"] is None
+
+
+def test_pinned_refuses_an_unknown_commit_or_path(repo):
+    """A commit the checkout lacks and a path the commit lacks are BadInput naming the manifest field."""
+    commit = git(repo, "rev-parse", "HEAD")
+    with pytest.raises(BadInput, match="backend.commit"):
+        sourceparity.pinned(repo, "0" * 40, ["trainer.py"])
+    with pytest.raises(BadInput, match="backend.sources: missing.py is not a file"):
+        sourceparity.pinned(repo, commit, ["missing.py"])
+
+
+def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
+    """record_run writes what the job runs; the audit reports each file differing from the lock's pinned blob, and a
+    run without the record."""
+    commit = git(repo, "rev-parse", "HEAD")
+    paths = ["recipe/core_graph.py", "trainer.py"]
+    lock = {"backend_sources": {"commit": commit, "files": sourceparity.pinned(repo, commit, paths)}}
+    config = {"backend": {"workdir": str(repo), "sources": paths}}
+    run = tmp_path / "run"
+    run.mkdir()
+    assert source_problems(run, lock)[0].endswith("missing: nothing says which backend sources this run ran")
+    sourceparity.record_run(config, run)
+    assert source_problems(run, lock) == []
+    (repo / "trainer.py").write_text("TRAIN = False  # patched locally\n")
+    sourceparity.record_run(config, run)
+    problems = source_problems(run, lock)
+    assert len(problems) == 1 and "trainer.py ran as blob" in problems[0] and "not the pinned one" in problems[0]
+    assert json.loads((run / "backend_sources.json").read_text())["files"]["trainer.py"] == git(repo, "hash-object", "trainer.py")
+    assert source_problems(run, {}) == []   # a lock that pins no sources checks nothing
