@@ -70,3 +70,34 @@ def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
     assert len(problems) == 1 and "trainer.py ran as blob" in problems[0] and "not the pinned one" in problems[0]
     assert json.loads((run / "backend_sources.json").read_text())["files"]["trainer.py"] == git(repo, "hash-object", "trainer.py")
     assert source_problems(run, {}) == []   # a lock that pins no sources checks nothing
+
+
+def test_freeze_records_sources_and_deviations(tmp_path, repo):
+    """Freezing a verl-agent study whose manifest names backend.sources in a checkout records their blobs at the pinned
+    commit and, per job, the overrides appended to the official script; a path the commit lacks is refused in one line."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "manifest"))
+    from manifest_kit import BASE, git_commit_all, set_key, write_study
+
+    from agentrepro.manifest.freeze import build_lock
+
+    root = tmp_path / "root"
+    root.mkdir()
+    commit = git(repo, "rev-parse", "HEAD")
+    manifest = set_key(set_key(set_key(BASE, "backend.commit", commit), "backend.workdir", str(repo)),
+                       "backend.sources", ["recipe/core_graph.py"])
+    path = write_study(root, manifest)
+    git_commit_all(root)
+    lock = build_lock(path, root=root)
+    assert lock["backend_sources"] == {"commit": commit, "files": {"recipe/core_graph.py": git(repo, "hash-object", "recipe/core_graph.py")}}
+    assert sorted(lock["deviations"]) == ["gigpo/seed0", "gigpo/seed1", "grpo/seed0", "grpo/seed1"]
+    seed1 = {d["key"]: d for d in lock["deviations"]["gigpo/seed1"]}
+    assert seed1["env.seed"]["value"] == 1 and seed1["env.seed"]["official"] == "0"
+    assert seed1["trainer.total_epochs"]["value"] == 10 and seed1["trainer.total_epochs"]["official"] == "150"
+    assert seed1["trainer.default_local_dir"]["value"] == "runs/demo/gigpo/seed1/checkpoints"
+    write_study(root, set_key(manifest, "backend.sources", ["missing.py"]))
+    git_commit_all(root)
+    with pytest.raises(BadInput, match=r"demo.yaml: backend.sources: missing.py is not a file"):
+        build_lock(path, root=root)

@@ -42,3 +42,12 @@ def test_command_of_a_backend_without_external_programs():
     result = run_cli("command", "manifests/frozenlake-cpu.yaml", "--method", "grpo", "--seed", "0", cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert "runs no external program" in result.stdout
+
+
+def test_readme_shows_the_current_output():
+    """The README's `agentrepro command` example is what the command prints today (run from /srv/agentrepro)."""
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    shown = result.stdout.replace(str(REPO), "/srv/agentrepro")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "".join("  " + line + "\n" for line in shown.splitlines()) in readme

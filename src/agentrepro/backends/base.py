@@ -40,6 +40,8 @@ class Backend(abc.ABC):
       cannot save exactly those refuses the config in `validate_config`.
     * `launches(config, run_dir, eval_step=None)` -> the external programs the job runs (backends/launch.py),
       for `agentrepro command` and `snakemake -n -p` to show before anything runs.
+    * `deviations(config, run_dir)` -> what the job changes in the framework's official recipe, one record
+      {key, value, official, why} per setting; freeze puts them in the lock for every method x seed.
     """
 
     name: str = ""
@@ -62,6 +64,10 @@ class Backend(abc.ABC):
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
         """The external programs the train job (or, with `eval_step`, the evaluation of that step) runs, in
         order (backends/launch.py). Empty for a backend that trains inside agentrepro's own process."""
+        return []
+
+    def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+        """Settings the job changes in the framework's official recipe ({key, value, official, why}); [] if none."""
         return []
 
 

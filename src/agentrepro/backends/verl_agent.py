@@ -30,6 +30,7 @@ Not run against a real verl-agent cluster here: the launches are checked against
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,14 @@ def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval
         "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoint_dir(run_dir) / f'global_step_{eval_step}'}"]
     validate = ["trainer.val_only=true", "trainer.val_before_train=true", *source]
     return [prepare, Launch(f"evaluate step {eval_step}", ("bash", script.path, verl_recipes.ENGINE, *words, *validate), env, cwd)]
+
+
+def run(launch: Launch, run_dir: Path, label: str) -> None:
+    """Run one launch with its logs in RUN_DIR/logs/. A PYTHONPATH the job already has stays, after the integration's."""
+    env = dict(launch.env)
+    if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
+    run_logged(list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=env)
 
 
 def write_panel(config: dict[str, Any], run_dir: Path) -> Path:
@@ -155,15 +164,17 @@ class VerlAgentBackend(Backend):
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list:
         return launches(config, run_dir, eval_step=eval_step)
 
+    def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+        return [o.record() for o in verl_recipes.appended(config, run_dir, resume=True)]
+
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         if not workdir(config).is_dir():
             raise BadInput(f"no verl-agent checkout at {workdir(config)}", where="backend.workdir")
-        run_dir = Path(run_dir)
+        run_dir = Path(run_dir).resolve()
         atomic_write_text(run_dir / DEVIATIONS, json.dumps(deviations(config, run_dir, resume=resume), indent=1) + "\n")
         write_panel(config, run_dir)
         for launch in launches(config, run_dir, resume=resume):
-            run_logged(list(launch.argv), log_dir=run_dir / RunFiles.LOGS, label=launch.purpose.replace(" ", "_"),
-                       cwd=launch.cwd, env=dict(launch.env))
+            run(launch, run_dir, launch.purpose.replace(" ", "_"))
         convert_training(run_dir, config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
@@ -174,6 +185,5 @@ class VerlAgentBackend(Backend):
         if not (run_dir / VAL_DIR / f"{step}.jsonl").is_file():
             write_panel(config, run_dir)
             for launch in launches(config, run_dir, eval_step=step):
-                run_logged(list(launch.argv), log_dir=run_dir / RunFiles.LOGS, label=f"eval_step{step}_{launch.purpose.split()[0]}",
-                           cwd=launch.cwd, env=dict(launch.env))
+                run(launch, run_dir, f"eval_step{step}_{launch.purpose.split()[0]}")
         return convert_eval(run_dir, step, config)

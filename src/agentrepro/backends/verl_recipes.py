@@ -205,7 +205,7 @@ def script_for(config: dict[str, Any]) -> Script:
 
 
 def data_dir(run_dir: Path) -> Path:
-    return Path(run_dir).resolve() / "verl_data"
+    return Path(run_dir) / "verl_data"
 
 
 def prepare_args(config: dict[str, Any], run_dir: Path) -> list[str]:
@@ -256,7 +256,7 @@ def _manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
 def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Override]:
     """The overrides the harness appends to the official script: its own settings always, a manifest value
     only where it differs from the script's; then backend.overrides. One entry per key (the last wins)."""
-    script, run_dir = script_for(config), Path(run_dir).resolve()
+    script, run_dir = script_for(config), Path(run_dir)   # absolute for a job; relative (runs/...) in the lock
     every = (config.get("eval") or {}).get("every")
     harness = [
         ("trainer.project_name", config["study"], "run name"),

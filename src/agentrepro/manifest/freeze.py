@@ -160,6 +160,9 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
     if packages:
         resolved["env_packages"] = packages
     sources = _backend_sources(manifest, manifest_file, root)
+    from agentrepro.backends import jobs   # the backends' deviations from their official recipes
+
+    deviations = jobs.deviations(manifest, manifest_file)
     lock = {
         "lock_version": LOCK_VERSION,
         "study": manifest["study"],
@@ -169,6 +172,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
         "resolved": resolved,
         "task_panel": panel,
         **({"backend_sources": sources} if sources else {}),
+        **({"deviations": deviations} if deviations else {}),
         "harness": harness,
         "python": python_environment(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -1,0 +1,70 @@
+"""The jobs of a manifest before it is frozen: each method x seed's run config and what its backend would run.
+
+`draft_config` is the run config `agentrepro resolve` would write from the lock, built from the manifest
+alone (the lock's own parts, the task panel and file hashes, are not there yet; placeholders stay as they
+are). `agentrepro command` shows a job's launches from it, and freeze records each job's deviations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentrepro.backends import runconfig
+from agentrepro.backends.base import Backend, get_backend
+from agentrepro.backends.launch import Launch
+from agentrepro.errors import BadInput
+from agentrepro.layout import Study
+from agentrepro.manifest.resolve import run_config
+
+
+def draft_config(manifest: dict[str, Any], manifest_file: Path, method: str, seed: int, *,
+                 check: bool = True) -> tuple[Any, dict[str, Any]]:
+    """(backend, resolved run config) of method x seed, checked by the backend unless `check` is false;
+    BadInput names the manifest."""
+    draft = {"manifest": manifest, "study": manifest["study"], "resolved": {"files": {}}, "task_panel": []}
+    config = run_config(draft, method, seed, lock_path=manifest_file)
+    config["lock"] = {"path": "(not frozen)", "sha256": "(not frozen)"}
+    backend = get_backend(config["backend"]["name"])
+    config = runconfig.resolve_config(config, backend.default_config())
+    if not check:
+        return backend, config
+    try:
+        backend.validate_config(config)
+    except BadInput as exc:
+        raise (exc if exc.path is not None else BadInput(str(exc), path=manifest_file)) from None
+    return backend, config
+
+
+def run_dir(manifest: dict[str, Any], manifest_file: Path, method: str, seed: int) -> Path:
+    """runs/<study>/<method>/seed<k>, relative to the study root (where the workflow runs)."""
+    return Study(manifest["study"], manifest_file).run_dir(method, seed)
+
+
+def planned_launches(manifest: dict[str, Any], manifest_file: Path, method: str, seed: int,
+                     eval_step: int | None = None) -> tuple[str, Path, list[Launch]]:
+    """(backend name, run directory, launches) of one job, as `train` (or `eval` of `eval_step`) would run it."""
+    backend, config = draft_config(manifest, manifest_file, method, seed)
+    if eval_step is not None and eval_step not in backend.checkpoint_steps(config):
+        raise BadInput(f"step {eval_step} is not an evaluated step of this study "
+                       f"({', '.join(map(str, backend.checkpoint_steps(config)))})", path=manifest_file, where="--eval-step")
+    where = run_dir(manifest, manifest_file, method, seed)
+    return backend.name or config["backend"]["name"], where, backend.launches(config, where, eval_step=eval_step)
+
+
+def deviations(manifest: dict[str, Any], manifest_file: Path) -> dict[str, list[dict[str, Any]]]:
+    """{"<method>/seed<k>": the backend's deviations from the official recipe} for every job that has any.
+    Only a backend that defines `deviations` is asked (freeze does not run the other backends' config checks)."""
+    out = {}
+    for method in manifest["methods"]:
+        for seed in manifest["seeds"]:
+            backend, config = draft_config(manifest, manifest_file, method, seed, check=False)
+            if type(backend).deviations is Backend.deviations:
+                return {}
+            try:
+                found = backend.deviations(config, run_dir(manifest, manifest_file, method, seed))
+            except BadInput as exc:
+                raise (exc if exc.path is not None else BadInput(str(exc), path=manifest_file)) from None
+            if found:
+                out[f"{method}/seed{seed}"] = found
+    return out
