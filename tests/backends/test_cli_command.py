@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 from helpers import run_cli
@@ -45,9 +46,9 @@ def test_command_of_a_backend_without_external_programs():
 
 
 def test_readme_shows_the_current_output():
-    """The README's `agentrepro command` example is what the command prints today (run from /srv/agentrepro)."""
+    """The README's `agentrepro command` example is what the command prints today (run from /srv/agentrepro with its .venv)."""
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO)
     assert result.returncode == 0, result.stderr
-    shown = result.stdout.replace(str(REPO), "/srv/agentrepro")
+    shown = result.stdout.replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "".join("  " + line + "\n" for line in shown.splitlines()) in readme

@@ -12,6 +12,7 @@ Sample files below are shaped like the real ones:
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -38,8 +39,10 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     run = (tmp_path / "run").resolve()
     assert prepare.argv[:3] == ("python3", "-m", "examples.data_preprocess.prepare") and prepare.cwd == tmp_path
     assert prepare.argv[-2:] == ("--local_dir", str(run / "verl_data"))
-    assert train.argv[:3] == ("bash", "examples/gigpo_trainer/run_alfworld.sh", "")  # "": ENGINE=vllm, gone from $@ and train.cwd == tmp_path
-    args = dict(a.split("=", 1) for a in train.argv[3:])
+    head, script = train.argv[:train.argv.index("--")], train.argv[train.argv.index("--") + 1:]
+    assert head[1:3] == ("-m", "agentrepro.backends.ray_job") and head[head.index("--num-gpus") + 1] == "2"
+    assert script[:3] == ("bash", "examples/gigpo_trainer/run_alfworld.sh", "") and train.cwd == tmp_path  # "": ENGINE=vllm, gone from $@
+    args = dict(a.split("=", 1) for a in script[3:])
     assert args["trainer.total_epochs"] == "2" and "trainer.total_training_steps" not in args
     assert args["trainer.logger"] == "[console]" and args["trainer.save_freq"] == "1" and args["trainer.test_freq"] == "1"
     assert args["env.seed"] == "1" and args["data.val_batch_size"] == "3"
@@ -139,6 +142,7 @@ FAKE_TRAINER = '''\
 import json, os, sys
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 assert open(args["data.train_files"]).read() == "16"
+assert os.environ["RAY_ADDRESS"].startswith("127.0.0.1:"), "not run against the job's own Ray head"
 out = os.environ["AGENTREPRO_VERL_OUT"]
 steps, val_dir = int(args["trainer.total_epochs"]), os.path.join(out, "verl_validation")
 first, last = (0, 0) if args.get("trainer.val_only") == "true" else (0, steps)
@@ -154,7 +158,7 @@ with open(os.path.join(out, "verl_metrics.jsonl"), "a") as log:
 '''
 
 
-def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config):
+def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, fake_ray):
     """`agentrepro train`/`eval` run the verl-agent backend end to end against a stand-in checkout (same script and
     module paths as 20bd331): data preparation, the script with the appended overrides, conversion of the outputs."""
     from helpers import run_cli
@@ -165,10 +169,11 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config):
     (workdir / "examples" / "gigpo_trainer" / "run_alfworld.sh").write_text(FAKE_SCRIPT)
     (workdir / "examples" / "data_preprocess" / "prepare.py").write_text(FAKE_PREPARE)
     (workdir / "fake_trainer.py").write_text(FAKE_TRAINER)
-    cfg = config(workdir)
+    cfg = config(workdir, ray={"executable": str(fake_ray), "num_cpus": 1})
     cfg["backend"].update(repo="langfengQ/verl-agent", commit="20bd331bdbc9026a5668e11362178e10ab7400c8")
     run_dir = tmp_path / "run"
-    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir)
+    env = {"FAKE_RAY_LOG": str(tmp_path / "ray.json")}
+    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, env=env)
     assert result.returncode == 0, result.stderr + (run_dir / "logs" / "train.stderr.log").read_text()
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [(m["step"], m["reward_mean"], m["val_success_rate"], m["wall_s"]) for m in metrics] == [(1, 1, 0.5, 2.0), (2, 2, 1.0, 4.0)]
@@ -176,7 +181,10 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config):
     assert {"key": "trainer.save_freq", "value": 1, "official": "-1",
             "why": "checkpoint cadence: the evaluated steps (the script saves none)"} in appended
     assert [g["task_id"] for g in json.loads((run_dir / "verl_panel.json").read_text())] == ["alf-0", "alf-1", "alf-2"]
-    result = run_cli("eval", "--run", run_dir, "--step", 1)
+    head = json.loads((tmp_path / "ray.json").read_text())
+    assert "--num-cpus=1" in head["args"] and not (run_dir / "ray_head.pid").exists()
+    assert subprocess.run(["kill", "-0", str(head["pid"])], capture_output=True).returncode != 0   # that head was stopped
+    result = run_cli("eval", "--run", run_dir, "--step", 1, env=env)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(x) for x in (run_dir / "eval" / "step1" / "outcomes.jsonl").read_text().splitlines()]
     assert [(r["task_id"], r["success"]) for r in rows] == [("alf-0", 1), ("alf-1", 0), ("alf-2", 0)]

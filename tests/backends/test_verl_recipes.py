@@ -63,8 +63,9 @@ def test_every_appended_key_exists_with_its_type(tmp_path):
         script = verl_recipes.script_for(config)
         keys = composed(script)
         *_, evaluate = verl_agent.launches(config, tmp_path / "run", eval_step=5)
-        words = [w for w in evaluate.argv[3:]]
-        assert evaluate.argv[1] == script.path
+        program = evaluate.argv[evaluate.argv.index("--") + 1:]
+        words = program[3:]
+        assert program[:3] == ("bash", script.path, "")
         for word in words:
             key, text = word.split("=", 1)
             assert key in keys, f"{method}: {key} is not a key of {script.entry}'s config"

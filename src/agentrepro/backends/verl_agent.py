@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, runconfig, verl_recipes
+from agentrepro.backends import convert, ray_launch, runconfig, verl_recipes
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
@@ -42,7 +43,7 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_steps
 
-BLOCK_KEYS = {"name", "repo", "commit", "workdir", "overrides", "model_path", "sources"}
+BLOCK_KEYS = {"name", "repo", "commit", "workdir", "overrides", "model_path", "sources", "ray"}
 METRICS_FILE, VAL_DIR, DEVIATIONS, PANEL = "verl_metrics.jsonl", "verl_validation", "verl_deviations.json", "verl_panel.json"
 INTEGRATION_DIR = Path(__file__).resolve().parent / "verl_integration"   # holds sitecustomize.py
 RENAME = {
@@ -81,12 +82,25 @@ def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval
                                       *verl_recipes.prepare_args(config, run_dir)), {}, cwd)
     words = [o.word() for o in verl_recipes.appended(config, run_dir, resume=resume)]
     env = integration_env(run_dir, panel_file=run_dir / PANEL)
+    head = ray_head(config, run_dir)
     if eval_step is None:
-        return [prepare, Launch("train", ("bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
+        return [prepare, Launch("train", (*head, "bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
     source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
         "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoint_dir(run_dir) / f'global_step_{eval_step}'}"]
     validate = ["trainer.val_only=true", "trainer.val_before_train=true", *source]
-    return [prepare, Launch(f"evaluate step {eval_step}", ("bash", script.path, verl_recipes.ENGINE, *words, *validate), env, cwd)]
+    return [prepare, Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, verl_recipes.ENGINE, *words, *validate), env, cwd)]
+
+
+def ray_head(config: dict[str, Any], run_dir: Path) -> tuple[str, ...]:
+    """The words that run a program against this job's own Ray head (ray_job.py), options from backend.ray."""
+    ray = (config.get("backend") or {}).get("ray") or {}
+    gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
+    words = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", ray_launch.job_key(run_dir),
+             "--pid-file", str(Path(run_dir) / "ray_head.pid")]
+    words += ["--ray", ray["executable"]] if "executable" in ray else []
+    words += ["--num-cpus", str(ray["num_cpus"])] if ray.get("num_cpus") is not None else []
+    words += ["--num-gpus", str(gpus)] if gpus is not None else []
+    return (*words, *(["--no-client"] if ray.get("client") is False else []), "--")
 
 
 def run(launch: Launch, run_dir: Path, label: str) -> None:
