@@ -188,3 +188,17 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, fak
     assert result.returncode == 0, result.stderr
     rows = [json.loads(x) for x in (run_dir / "eval" / "step1" / "outcomes.jsonl").read_text().splitlines()]
     assert [(r["task_id"], r["success"]) for r in rows] == [("alf-0", 1), ("alf-1", 0), ("alf-2", 0)]
+
+
+def test_panel_game_files(tmp_path):
+    """The integration's panel names each game: a panel's own game file, else <ALFWorld data dir>/<task_id>/game.tw-pddl
+    when data.eval.path is that directory (the ALFWorld panel's join point), else the task id."""
+    cfg = config(tmp_path)
+    cfg["eval"]["task_panel"][0]["gamefile"] = "/data/games/0.tw"
+    (tmp_path / "alfworld").mkdir()
+    cfg["data"] = {"eval": {"path": str(tmp_path / "alfworld")}}
+    games = json.loads(verl_agent.write_panel(cfg, tmp_path).read_text())
+    assert [g["game_file"] for g in games] == ["/data/games/0.tw", str(tmp_path / "alfworld" / "alf-1" / "game.tw-pddl"),
+                                               str(tmp_path / "alfworld" / "alf-2" / "game.tw-pddl")]
+    cfg["data"] = {"eval": {"path": str(tmp_path / "panel.jsonl")}}
+    assert [g["game_file"] for g in json.loads(verl_agent.write_panel(cfg, tmp_path).read_text())][1:] == ["alf-1", "alf-2"]

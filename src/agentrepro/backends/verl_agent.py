@@ -113,11 +113,20 @@ def run(launch: Launch, run_dir: Path, label: str) -> None:
 
 def write_panel(config: dict[str, Any], run_dir: Path) -> Path:
     """The integration's panel: validation env i plays game i. Join point with the ALFWorld task panel
-    (environments/alfworld, frozen in the lock): an entry's `game_file`, else its `task_id`, is the game's
-    path (relative ones are taken under $ALFWORLD_DATA by the integration); `task_hash` is its content hash."""
+    (environments/alfworld_data.py, frozen in the lock): an entry's `game_file` (or `gamefile`) if it has one;
+    else, when data.eval.path is an ALFWorld data directory, `<that directory>/<task_id>/game.tw-pddl`; else the
+    task_id itself, which the integration takes under $ALFWORLD_DATA when relative."""
     panel = (config.get("eval") or {}).get("task_panel") or []
-    games = [{"task_id": t["task_id"], "task_hash": t.get("task_hash"), "category": t.get("category"),
-              "game_file": t.get("game_file", t["task_id"])} for t in panel]
+    data_dir = Path(((config.get("data") or {}).get("eval") or {}).get("path") or "")
+    def game(entry: dict[str, Any]) -> str:
+        named = entry.get("game_file") or entry.get("gamefile")
+        if named:
+            return str(named)
+        if str(data_dir) != "." and data_dir.is_dir():
+            return str((data_dir / entry["task_id"] / "game.tw-pddl").resolve())
+        return str(entry["task_id"])
+    games = [{"task_id": t["task_id"], "task_hash": t.get("task_hash"), "category": t.get("category"), "game_file": game(t)}
+             for t in panel]
     path = Path(run_dir) / PANEL
     atomic_write_text(path, json.dumps(games, indent=1) + "\n")
     return path
