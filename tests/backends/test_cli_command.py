@@ -42,7 +42,7 @@ def test_command_of_a_backend_without_external_programs():
     """A builtin study says that its job runs inside agentrepro itself."""
     result = run_cli("command", "manifests/frozenlake-cpu.yaml", "--method", "grpo", "--seed", "0", cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert "runs no external program" in result.stdout
+    assert "lists no external program" in result.stdout
 
 
 def test_readme_shows_the_current_output():
@@ -52,3 +52,20 @@ def test_readme_shows_the_current_output():
     shown = result.stdout.replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "".join("  " + line + "\n" for line in shown.splitlines()) in readme
+
+
+def test_command_backend_shows_its_filled_template(tmp_path):
+    """A command-backend study shows its filled `command` (placeholders of the config filled, one word per argument)."""
+    import yaml
+
+    manifest = yaml.safe_load((REPO / "manifests" / "graphgpo-alfworld.yaml").read_text())
+    manifest["backend"] = {"name": "command", "command": "python train.py --lr {train.lr} --out {run_dir}", "cwd": "trainer"}
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "graphgpo-alfworld.yaml").write_text(yaml.safe_dump(manifest))
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "grpo", "--seed", "0", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.splitlines()[2]
+    assert line.startswith("cd trainer && AGENTREPRO_")
+    words = shlex.split(line.split(" && ", 1)[1])
+    run_dir = str((tmp_path / "runs" / "graphgpo-alfworld" / "grpo" / "seed0").resolve())
+    assert words[-6:] == ["python", "train.py", "--lr", str(manifest["train"]["lr"]), "--out", run_dir]

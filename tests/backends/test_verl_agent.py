@@ -202,3 +202,19 @@ def test_panel_game_files(tmp_path):
                                                str(tmp_path / "alfworld" / "alf-2" / "game.tw-pddl")]
     cfg["data"] = {"eval": {"path": str(tmp_path / "panel.jsonl")}}
     assert [g["game_file"] for g in json.loads(verl_agent.write_panel(cfg, tmp_path).read_text())][1:] == ["alf-1", "alf-2"]
+
+
+def test_validate_config_refuses_what_verl_cannot_run(tmp_path):
+    """Several episodes per task, a task count other than the panel's, and a train key with no recipe setting are
+    BadInput naming the field."""
+    backend = verl_agent.VerlAgentBackend()
+    backend.validate_config(config(tmp_path))
+    for key, value, where in (("episodes_per_task", 2, "eval.episodes_per_task"), ("tasks", 5, "eval.tasks")):
+        cfg = config(tmp_path)
+        cfg["eval"][key] = value
+        with pytest.raises(BadInput, match=where):
+            backend.validate_config(cfg)
+    cfg = config(tmp_path)
+    cfg["train"]["entropy_coef"] = 0.01
+    with pytest.raises(BadInput, match="train.entropy_coef"):
+        backend.validate_config(cfg)

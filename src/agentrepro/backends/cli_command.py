@@ -32,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     job = f"the evaluation of step {args.eval_step}" if args.eval_step is not None else "the train job"
     print(f"# {args.manifest}: {args.method} seed {args.seed}, {job} (backend {name}, run directory {run_dir})")
     if not launches:
-        print(f"# the {name} backend runs no external program: it works inside `agentrepro "
-              f"{'eval' if args.eval_step is not None else 'train'}` itself")
+        print(f"# the {name} backend lists no external program for this job (Backend.launches is empty): "
+              f"`agentrepro {'eval' if args.eval_step is not None else 'train'}` does the work itself")
     for number, launch in enumerate(launches, start=1):
         print(f"# {number}. {launch.purpose}")
         print(launch.shown())

@@ -38,6 +38,7 @@ from typing import Any
 from agentrepro import layout
 from agentrepro.backends import reevaluation, runconfig, template
 from agentrepro.backends.base import Backend
+from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text, read_jsonl
@@ -125,6 +126,23 @@ class CommandBackend(Backend):
         for key in ("command", "eval_command"):  # unknown placeholders and unusable values fail before training
             if key in config["backend"]:
                 prepare(config["backend"], key, ctx)
+
+    def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
+        """The filled `command` (or, for `eval_step`, `eval_command`), exactly as `train` / `evaluate` run it."""
+        block = config["backend"]
+        validate_block(block)
+        if eval_step is None:
+            key, ctx = "command", context(config, run_dir)
+        elif "eval_command" in block:
+            eval_dir = layout.eval_dir(run_dir, eval_step).resolve()
+            key, ctx = "eval_command", context(config, run_dir, step=eval_step, eval_dir=eval_dir,
+                                               outcomes=eval_dir / "raw" / RunFiles.OUTCOMES)
+        else:
+            return []
+        argv, env = prepare(block, key, ctx)
+        cwd = block.get("cwd")
+        return [Launch("train" if eval_step is None else f"evaluate step {eval_step}", tuple(argv), env,
+                       Path(cwd) if cwd else None)]
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         block = config["backend"]

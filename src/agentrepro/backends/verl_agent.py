@@ -179,6 +179,14 @@ class VerlAgentBackend(Backend):
             raise BadInput(f"unknown key (expected {', '.join(sorted(BLOCK_KEYS))})", where=f"backend.{unknown[0]}")
         if "overrides" in block and not isinstance(block["overrides"], dict):
             raise BadInput("expected a mapping of Hydra keys to values", where="backend.overrides")
+        evaluation = config.get("eval") or {}
+        if evaluation.get("episodes_per_task", 1) != 1:
+            raise BadInput("verl-agent validates each panel game once (one validation env per game, group size 1)",
+                           where="eval.episodes_per_task")
+        panel = evaluation.get("task_panel") or []
+        if panel and evaluation.get("tasks") not in (None, len(panel)):
+            raise BadInput(f"one validation env per panel game: the panel has {len(panel)} games", where="eval.tasks")
+        verl_recipes.appended(config, Path("."), resume=True)   # unknown train keys, values the script would split
         wanted, validated = checkpoint_steps(config), validated_steps(config)
         if wanted != validated:
             raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
