@@ -7,6 +7,7 @@ are). `agentrepro command` shows a job's launches from it, and freeze records ea
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -52,19 +53,32 @@ def planned_launches(manifest: dict[str, Any], manifest_file: Path, method: str,
     return backend.name or config["backend"]["name"], where, backend.launches(config, where, eval_step=eval_step)
 
 
-def deviations(manifest: dict[str, Any], manifest_file: Path) -> dict[str, list[dict[str, Any]]]:
-    """{"<method>/seed<k>": the backend's deviations from the official recipe} for every job that has any.
-    Only a backend that defines `deviations` is asked (freeze does not run the other backends' config checks)."""
-    out = {}
+def deviations(manifest: dict[str, Any], manifest_file: Path) -> list[str]:
+    """The backend's deviations from its official recipe over all jobs, one sentence per setting: the value when
+    every job it applies to sets the same one, else "per run" (run names, paths, seeds), with the official value,
+    why, and the methods concerned. Only a backend that defines `deviations` is asked (freeze does not run the
+    other backends' config checks); [] otherwise. Each run keeps its own exact list (verl: verl_deviations.json)."""
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
     for method in manifest["methods"]:
         for seed in manifest["seeds"]:
             backend, config = draft_config(manifest, manifest_file, method, seed, check=False)
             if type(backend).deviations is Backend.deviations:
-                return {}
+                return []
             try:
                 found = backend.deviations(config, run_dir(manifest, manifest_file, method, seed))
             except BadInput as exc:
                 raise (exc if exc.path is not None else BadInput(str(exc), path=manifest_file)) from None
-            if found:
-                out[f"{method}/seed{seed}"] = found
-    return out
+            for record in found:
+                entry = seen.setdefault((record["key"], str(record["official"]), record["why"]), {"values": [], "methods": []})
+                entry["values"].append(json.dumps(record["value"]))
+                if method not in entry["methods"]:
+                    entry["methods"].append(method)
+    sentences = []
+    for (key, official, why), entry in seen.items():
+        values = set(entry["values"])   # one value, set by every job of its methods: shown; else it varies by run
+        every = len(entry["values"]) == len(entry["methods"]) * len(manifest["seeds"])
+        value = values.pop() if len(values) == 1 and every else "per run"
+        official = "not set by the script" if official == "None" else f"the script sets {official}"
+        methods = "all methods" if len(entry["methods"]) == len(manifest["methods"]) else ", ".join(entry["methods"])
+        sentences.append(f"{key} = {value} ({official}; {why}; {methods})")
+    return sentences
