@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +49,9 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     assert args["env.seed"] == "1" and args["data.val_batch_size"] == "3"
     assert "algorithm.gamma" not in args and "env.rollout.n" not in args   # equal to the script's own values
     assert train.env["AGENTREPRO_VERL_OUT"] == str(run)
+    cfg = config(tmp_path)
+    cfg["data"] = {"eval": {"path": "data/alfworld"}}
+    assert verl_agent.launches(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
     *_, evaluate = verl_agent.launches(config(tmp_path), tmp_path / "run", eval_step=1)
     assert evaluate.argv[-4:] == ("trainer.val_only=true", "trainer.val_before_train=true", "trainer.resume_mode=resume_path",
                                   f"trainer.resume_from_path={run / 'checkpoints' / 'global_step_1'}")

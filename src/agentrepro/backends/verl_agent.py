@@ -82,6 +82,9 @@ def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval
                                       *verl_recipes.prepare_args(config, run_dir)), {}, cwd)
     words = [o.word() for o in verl_recipes.appended(config, run_dir, resume=resume)]
     env = integration_env(run_dir, panel_file=run_dir / PANEL)
+    data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
+    if (config.get("env") or {}).get("name") == "alfworld" and data_path:
+        env["ALFWORLD_DATA"] = str(Path(data_path).absolute())   # the frozen panel's data directory, for verl's envs too
     head = ray_head(config, run_dir)
     if eval_step is None:
         return [prepare, Launch("train", (*head, "bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
