@@ -8,6 +8,8 @@ from pathlib import Path
 
 from helpers import run_cli
 
+from agentrepro.backends import ray_launch
+
 REPO = Path(__file__).parents[2]
 
 
@@ -49,7 +51,9 @@ def test_readme_shows_the_current_output():
     """The README's `agentrepro command` example is what the command prints today (run from /srv/agentrepro with its .venv)."""
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO)
     assert result.returncode == 0, result.stderr
-    shown = result.stdout.replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro")
+    run = Path("runs/graphgpo-alfworld/graphgpo/seed0")   # the job's Ray key hashes its absolute run directory
+    shown = (result.stdout.replace(ray_launch.job_key(REPO / run, {}), ray_launch.job_key("/srv/agentrepro" / run, {}))
+             .replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro"))
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "".join("  " + line + "\n" for line in shown.splitlines()) in readme
 

@@ -1,4 +1,4 @@
-"""The verl-agent outcome integration (backends/verl_integration) driven through its real entry (sitecustomize on
+"""The verl-agent outcome integration (agentrepro/hooks: verl_site/sitecustomize.py and agentrepro_verl_hook.py) driven through its real entry (sitecustomize on
 PYTHONPATH, switched on by AGENTREPRO_VERL_OUT) against a STAND-IN module tree: the modules, classes, names and
 signatures of verl-agent @ 20bd331 (tests/fixtures/frameworks/verl-agent-20bd331.patched.json), with bodies that only
 do what the integration relies on. It cannot run against the real verl here (no GPU stack)."""
@@ -14,8 +14,7 @@ from pathlib import Path
 from agentrepro.backends import outcomes, verl_agent
 
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "verl-agent-20bd331.patched.json").read_text())
-sys.path.insert(0, str(verl_agent.INTEGRATION_DIR))
-import agentrepro_verl_hook as hook  # noqa: E402
+from agentrepro.hooks import agentrepro_verl_hook as hook  # noqa: E402
 
 RAY = '''
 import copy
@@ -159,6 +158,7 @@ def test_a_signature_other_than_20bd331_refuses_to_start(tmp_path):
     stand_in_tree(tree)
     tracking = tree / "verl" / "utils" / "tracking.py"
     tracking.write_text(tracking.read_text().replace("def log(self, data, step, backend=None)", "def log(self, data, step)"))
-    env = {"PYTHONPATH": f"{verl_agent.INTEGRATION_DIR}:{tree}", "AGENTREPRO_VERL_OUT": str(run), "PATH": "/usr/bin:/bin"}
+    env = {**verl_agent.integration_env(run), "PATH": "/usr/bin:/bin"}
+    env["PYTHONPATH"] += f":{tree}"
     result = subprocess.run([sys.executable, "-c", "import verl.utils.tracking"], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "verl.utils.tracking.Tracking.log(self, data, step) is not (self, data, step, backend=None)" in result.stderr

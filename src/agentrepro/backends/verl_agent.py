@@ -9,7 +9,7 @@ Launch (verl_recipes.py). Each job runs, from the checkout in `backend.workdir`:
 3. for an evaluation, the same script in verl's validate-only mode (`trainer.val_only=true`) from the
    checkpoint `global_step_<N>` (step 0: the base model).
 `Backend.launches()` lists these programs as data (backends/launch.py); nothing is joined into a shell
-string. The outcome integration (backends/verl_integration) reaches every process through PYTHONPATH and
+string. The outcome integration (hooks/verl_site) reaches every process through PYTHONPATH and
 is switched on by AGENTREPRO_VERL_OUT.
 
 Outputs converted (see tests/backends/test_verl_agent.py):
@@ -40,12 +40,13 @@ from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
+from agentrepro.hooks import HOOKS_DIR
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_steps
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "overrides", "model_path", "sources", "ray"}
 METRICS_FILE, VAL_DIR, DEVIATIONS, PANEL = "verl_metrics.jsonl", "verl_validation", "verl_deviations.json", "verl_panel.json"
-INTEGRATION_DIR = Path(__file__).resolve().parent / "verl_integration"   # holds sitecustomize.py
+INTEGRATION_DIR = HOOKS_DIR / "verl_site"   # its sitecustomize.py imports hooks/agentrepro_verl_hook.py
 RENAME = {
     "train_success_rate": ("episode/success_rate",),
     "reward_mean": ("episode/reward/mean", "critic/rewards/mean"),
@@ -68,7 +69,7 @@ def workdir(config: dict[str, Any]) -> Path:
 
 def integration_env(run_dir: Path, *, panel_file: Path | None = None) -> dict[str, str]:
     """Switches the outcome integration on in every Python process of the job (driver and Ray workers)."""
-    env = {"PYTHONPATH": str(INTEGRATION_DIR), "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve())}
+    env = {"PYTHONPATH": f"{INTEGRATION_DIR}{os.pathsep}{HOOKS_DIR}", "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve())}
     if panel_file is not None:
         env["AGENTREPRO_VERL_PANEL"] = str(panel_file)
     return env
