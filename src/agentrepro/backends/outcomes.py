@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, Failure
 from agentrepro.layout import schema_path
 
 OUTCOMES_SCHEMA = "outcomes.schema.json"
@@ -26,6 +26,37 @@ OUTCOMES_SCHEMA = "outcomes.schema.json"
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 FIELDS = ("study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success",
           "reward", "turns", "tokens")
+
+
+def row(identity: dict[str, Any], step: int, task: dict[str, Any], *, episode: int, success: bool, reward: float,
+        turns: int, tokens: int, category: str) -> dict[str, Any]:
+    """One outcome row of an episode the harness played itself (`identity`: the run's study, method, seed;
+    `category`: used when the panel's task has none)."""
+    return {"study": identity["study"], "method": identity["method"], "seed": identity["seed"], "step": step,
+            "task_id": task["task_id"], "task_hash": task["task_hash"], "category": task.get("category", category),
+            "episode": episode, "success": int(success), "reward": float(reward), "turns": int(turns), "tokens": int(tokens)}
+
+
+def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The panel to play: `eval.task_panel` checked hash for hash against the environment's own task
+    descriptions, or, without one, the seeds `eval.first_seed .. + eval.tasks`."""
+    from agentrepro.environments import task_panel
+
+    if evaluation.get("task_panel"):
+        panel = list(evaluation["task_panel"])
+        fresh = {r["task_id"]: r for r in task_panel(env_name, env_params, [int(r["seed"]) for r in panel])}
+        for k, task in enumerate(panel):
+            mine = fresh.get(task.get("task_id"))
+            if mine is None or mine["task_hash"] != task.get("task_hash"):
+                raise Failure(f"eval.task_panel[{k}] ({task.get('task_id')}): the environment now describes this task "
+                              f"differently (hash {None if mine is None else mine['task_hash'][:12]} vs frozen {str(task.get('task_hash'))[:12]})")
+        return panel
+    tasks, first = evaluation.get("tasks"), evaluation.get("first_seed")
+    if tasks is None or first is None:
+        raise BadInput("needs either task_panel or both tasks and first_seed", where="eval")
+    return task_panel(env_name, env_params, range(int(first), int(first) + int(tasks)))
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

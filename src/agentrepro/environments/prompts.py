@@ -3,9 +3,8 @@
 Each game declares its own texts (guide, examples, the objects its world-model rules name) as a
 `GridPrompts` in its class; this module composes them. The texts follow VAGEN's
 `vagen/envs/{sokoban,frozenlake}/utils/prompt.py`. The observation templates are
-checked byte for byte against the fixtures (`obs_str`); the system and format prompts are not in the
-fixtures; they were transcribed from a stored copy of the reference repository (a later commit than
-2936322), so they are best effort, not verified parity.
+checked byte for byte against the fixtures (`obs_str`), and so are the system prompts of every game,
+prompt format and example setting (`system_prompts.jsonl`, written by the reference's own prompt functions).
 """
 
 from __future__ import annotations

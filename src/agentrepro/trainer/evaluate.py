@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentrepro.errors import BadInput, Failure
+from agentrepro.backends import outcomes
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.loop import device_of
@@ -27,22 +27,7 @@ from agentrepro.trainer.rollout import Sampler, rollout
 
 def panel_of(spec: RunSpec) -> list[dict[str, Any]]:
     """The frozen panel, checked against the environment's own task descriptions (hash for hash)."""
-    from agentrepro.environments import task_panel
-
-    ev = spec.eval
-    if ev.get("task_panel"):
-        panel = list(ev["task_panel"])
-        fresh = {row["task_id"]: row for row in task_panel(spec.env_name, spec.env_params, [int(r["seed"]) for r in panel])}
-        for k, row in enumerate(panel):
-            mine = fresh.get(row.get("task_id"))
-            if mine is None or mine["task_hash"] != row.get("task_hash"):
-                raise Failure(f"eval.task_panel[{k}] ({row.get('task_id')}): the environment now describes this task "
-                              f"differently (hash {None if mine is None else mine['task_hash'][:12]} vs frozen {str(row.get('task_hash'))[:12]})")
-        return panel
-    tasks, first = ev.get("tasks"), ev.get("first_seed")
-    if tasks is None or first is None:
-        raise BadInput("needs either task_panel or both tasks and first_seed", where="eval")
-    return task_panel(spec.env_name, spec.env_params, range(int(first), int(first) + int(tasks)))
+    return outcomes.frozen_panel(spec.env_name, spec.env_params, spec.eval)
 
 
 def evaluate_policy(policy, spec: RunSpec, codec, panel: list[dict[str, Any]], step: int, device) -> list[dict[str, Any]]:
@@ -64,11 +49,10 @@ def evaluate_policy(policy, spec: RunSpec, codec, panel: list[dict[str, Any]], s
                      mode=cfg.mode, max_turns=int(ev.get("max_turns", cfg.max_turns)), max_new_tokens=cfg.max_new_tokens, device=device, bf16=cfg.bf16)
         for i, task in enumerate(panel):
             turns = ro.traj_turns(i)
-            rows.append({"study": spec.study, "method": spec.method, "seed": spec.seed, "step": step,
-                         "task_id": task["task_id"], "task_hash": task["task_hash"], "category": task.get("category", spec.env_name),
-                         "episode": episode, "success": int(any(t.success for t in turns)),
-                         "reward": float(sum(t.reward for t in turns)), "turns": len(turns),
-                         "tokens": int(sum(t.end - t.start for t in turns))})
+            rows.append(outcomes.row({"study": spec.study, "method": spec.method, "seed": spec.seed}, step, task,
+                                     episode=episode, success=any(t.success for t in turns),
+                                     reward=sum(t.reward for t in turns), turns=len(turns),
+                                     tokens=sum(t.end - t.start for t in turns), category=spec.env_name))
         bar.set_postfix(success=f"{sum(r['success'] for r in rows) / len(rows):.3f}")
     return rows
 
