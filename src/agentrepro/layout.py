@@ -82,6 +82,11 @@ def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / RunFiles.CHECKPOINTS
 
 
+def hf_checkpoint(run_dir: str | os.PathLike, step: int | str) -> Path:
+    """`checkpoints/hf/step<N>/`: checkpoint N as a Hugging Face model directory (what the served evaluator reads)."""
+    return checkpoint_dir(run_dir) / "hf" / step_name(step)
+
+
 def run_log(run_dir: str | os.PathLike, name: str) -> Path:
     """`logs/<name>` of a run (a stage's log or benchmark file)."""
     return Path(run_dir) / RunFiles.LOGS / name

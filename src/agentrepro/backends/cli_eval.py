@@ -1,5 +1,11 @@
 """`agentrepro eval --run RUN_DIR --step N`: evaluate one checkpoint into eval/step<N>/outcomes.jsonl.
 
+With `eval.engine: served` in the run config, the served evaluator (agentrepro.serving) plays the panel
+through a chat server instead of the backend (the checkpoint as a Hugging Face directory: `--checkpoint
+DIR`, or `checkpoints/hf/step<N>/`), so every backend's checkpoints are scored by one evaluator; the
+server's record goes into the attempt. `agentrepro eval --model DIR ...` evaluates a model directory
+outside a study (serving/cli.py).
+
 The backend named in the run's resolved_config.yaml plays the frozen task panel with checkpoint N; every
 row is checked (outcomes.py, docs/design.md §3.4) before outcomes.jsonl is written atomically. eval/step<N>/ has
 its own provenance.json (attempts) and OUTPUTS.sha256, so evaluations of different checkpoints can run
@@ -21,14 +27,25 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, sha256_file
 from agentrepro.layout import RunFiles, config_sha256
 from agentrepro.layout import eval_dir as evaluation_dir
+from agentrepro.serving import cli as serving_cli
+from agentrepro.serving.evaluate import evaluate_run
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--run", required=True, type=Path, help="run directory written by `agentrepro train`")
-    parser.add_argument("--step", required=True, type=STEP, help="checkpoint step to evaluate (0 = before training)")
+    parser.add_argument("--run", type=Path, help="run directory written by `agentrepro train`")
+    parser.add_argument("--step", type=STEP, help="checkpoint step to evaluate (0 = before training)")
+    parser.add_argument("--checkpoint", type=Path, help="eval.engine served: the checkpoint's Hugging Face directory "
+                                                        "(default RUN_DIR/checkpoints/hf/step<N>/)")
+    serving_cli.add_model_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
+    if (args.run is None) == (args.model is None):
+        raise BadInput("give either --run RUN_DIR --step N or --model DIR", where="--run/--model")
+    if args.model is not None:
+        return serving_cli.run_model(args)
+    if args.step is None:
+        raise BadInput("required with --run", where="--step")
     run_dir: Path = args.run
     if not run_dir.is_dir():
         raise BadInput("run directory not found", path=run_dir)
@@ -55,11 +72,17 @@ def run(args: argparse.Namespace) -> int:
     }
     attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
     with runconfig.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
-        rows = backend.evaluate(run_dir, args.step)
-        outcomes.check_rows(rows, config=config, step=args.step, source=f"{config['backend']['name']} backend outcomes of {eval_dir}")
+        served = (config.get("eval") or {}).get("engine") == "served"
+        if served:
+            rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint)
+        else:
+            rows, record = backend.evaluate(run_dir, args.step), None
+        source = "served evaluator" if served else f"{config['backend']['name']} backend"
+        outcomes.check_rows(rows, config=config, step=args.step, source=f"{source} outcomes of {eval_dir}")
         atomic_write_jsonl(eval_dir / RunFiles.OUTCOMES, rows)
     successes = sum(r["success"] for r in rows)
-    attempts.finish_attempt(eval_dir, status="ok", extra={"episodes": len(rows), "successes": successes})
+    extra = {"episodes": len(rows), "successes": successes} | ({"evaluator": record} if record else {})
+    attempts.finish_attempt(eval_dir, status="ok", extra=extra)
     seal.write_outputs_manifest(eval_dir)
     print(f"{eval_dir / RunFiles.OUTCOMES}: {successes}/{len(rows)} episodes succeeded")
     return 0

@@ -1,0 +1,100 @@
+"""One evaluation through a chat server: the server up, the panel played, the server down, rows and provenance.
+
+`evaluate_model` is shared by both forms of `agentrepro eval`: a run's checkpoint (`evaluate_run`, when the
+run config says `eval.engine: served`) and a model directory on given seeds (`eval --model`). The
+sampling settings come from the run config's `eval` block (temperature, top_p, sample_seed,
+episodes_per_task, max_turns) and `eval.server` (max_tokens, concurrency); the dialogue mode is the
+run's `train.mode`. Sampling (temperature > 0) through `transformers serve` needs `do_sample: true` in
+the model's generation_config.json (the server does not turn it on from the temperature): without it the
+evaluation is refused rather than silently greedy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from agentrepro.backends import outcomes
+from agentrepro.environments import make_env, validate_params
+from agentrepro.errors import BadInput
+from agentrepro.layout import hf_checkpoint
+from agentrepro.serving.chat import MODES
+from agentrepro.serving.client import ChatClient
+from agentrepro.serving.engine import Sampling, evaluate_panel
+from agentrepro.serving.servers import ServerConfig, determinism, serve
+
+DEFAULT_MAX_TURNS = 5
+
+
+def check_sampling(model_dir: str | Path | None, server: ServerConfig, temperature: float) -> None:
+    if server.kind != "transformers" or temperature == 0 or model_dir is None:
+        return
+    path = Path(model_dir) / "generation_config.json"
+    config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if config.get("do_sample") is not True:
+        raise BadInput("temperature > 0 through transformers serve needs do_sample: true here (else it decodes greedily)",
+                       path=path, where="do_sample")
+
+
+def evaluate_model(model_dir: str | Path | None, *, identity: dict[str, Any], step: int, env_name: str,
+                   env_params: dict[str, Any], panel: list[dict[str, Any]], evaluation: dict[str, Any], mode: str,
+                   server: ServerConfig, log_dir: Path, tensor_parallel: int = 1) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Outcome rows of `model_dir` on `panel`, and the provenance of how they were produced."""
+    if mode not in MODES:
+        raise BadInput(f"expected one of {', '.join(MODES)}, got {mode!r}", where="train.mode")
+    sampling = Sampling(temperature=float(evaluation.get("temperature", 0.0)), top_p=float(evaluation.get("top_p", 1.0)),
+                        max_tokens=server.max_tokens, sample_seed=int(evaluation.get("sample_seed", 0)))
+    check_sampling(model_dir, server, sampling.temperature)
+    max_turns = int(evaluation.get("max_turns", DEFAULT_MAX_TURNS))
+    episodes = int(evaluation.get("episodes_per_task", 1))
+    with serve(server, model_dir, log_dir=log_dir, seed=sampling.sample_seed, tensor_parallel=tensor_parallel) as live:
+        async def play() -> list[dict[str, Any]]:
+            client = ChatClient(live.url, live.model, is_alive=live.alive, max_connections=max(server.concurrency, 1))
+            try:
+                return await evaluate_panel(lambda: make_env(env_name, env_params), panel, identity=identity, step=step,
+                                            client=client, sampling=sampling, mode=mode, max_turns=max_turns,
+                                            episodes=episodes, concurrency=server.concurrency, category=env_name)
+            finally:
+                await client.aclose()
+
+        rows = asyncio.run(play())
+        record = dict(live.provenance)
+    record.update(determinism(server, temperature=sampling.temperature))
+    provenance = {"engine": "served", "server": record, "mode": mode, "concurrency": server.concurrency,
+                  "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens,
+                               "sample_seed": sampling.sample_seed, "max_turns": max_turns},
+                  "model_dir": None if model_dir is None else str(model_dir)}
+    return rows, provenance
+
+
+def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: Path | None) -> Path | None:
+    """The model directory of checkpoint `step`: given, `checkpoints/hf/step<N>/`, or at step 0 the local base model."""
+    if checkpoint is not None:
+        return checkpoint
+    if (config.get("eval", {}).get("server") or {}).get("kind") == "url":
+        return None
+    exported = hf_checkpoint(run_dir, step)
+    if exported.is_dir():
+        return exported
+    base = (config.get("model") or {}).get("path")
+    if step == 0 and base and Path(base).is_dir():
+        return Path(base)
+    raise BadInput(f"no Hugging Face checkpoint of step {step} (export it there, or pass --checkpoint DIR)", path=exported)
+
+
+def evaluate_run(config: dict[str, Any], run_dir: Path, step: int, *, log_dir: Path,
+                 checkpoint: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """`agentrepro eval --run` for a run whose config says `eval.engine: served`."""
+    evaluation = dict(config.get("eval") or {})
+    env = config["env"]
+    params = validate_params(env["name"], env.get("params") or {})
+    panel = outcomes.frozen_panel(env["name"], params, evaluation)
+    evaluation.setdefault("max_turns", (config.get("train") or {}).get("max_turns", DEFAULT_MAX_TURNS))
+    server = ServerConfig.from_dict(evaluation.get("server"))
+    model_dir = run_model_dir(config, run_dir, step, checkpoint)
+    identity = {"study": config["study"], "method": config["method"], "seed": config["seed"]}
+    return evaluate_model(model_dir, identity=identity, step=step, env_name=env["name"], env_params=params, panel=panel,
+                          evaluation=evaluation, mode=(config.get("train") or {}).get("mode", "concat"), server=server,
+                          log_dir=log_dir, tensor_parallel=max(1, int((config.get("resources") or {}).get("gpus", 1) or 1)))

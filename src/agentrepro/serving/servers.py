@@ -1,0 +1,194 @@
+"""The chat server an evaluation uses: started and stopped by the evaluation itself, or a URL already running.
+
+* `transformers`: `python -m transformers.cli.transformers serve DIR --device cpu|... --port P` (the
+  `serving` extra), the model pinned so that every request names it by its path.
+* `sglang`: `python -m sglang.launch_server --model-path DIR --port P --random-seed S --tp-size N`, N the
+  GPUs of the run's resources; with `deterministic_inference` also `--enable-deterministic-inference`, the
+  only setting under which SGLang honours per-request seeds (batch-invariant kernels).
+* `url`: a server someone else runs; nothing is started or stopped.
+
+A started server gets a free port on 127.0.0.1, its output goes to `<log_dir>/server.{stdout,stderr}.log`,
+readiness is polled on `GET /v1/models` (the served model must be listed) until `startup_timeout_s`, and it
+is stopped by PID with its whole process tree (backends/process.py), also when the evaluation fails or is
+interrupted. `Server.provenance` (kind, program version, argv, URL, served model, determinism) goes into
+the evaluation's provenance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agentrepro.attempts import now
+from agentrepro.backends.process import last_line, stop_tree
+from agentrepro.errors import BadInput, Failure
+
+KINDS = ("transformers", "sglang", "url")
+PACKAGE = {"transformers": "transformers", "sglang": "sglang"}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """`eval.server` of a run config (or the `eval --server` option), validated by the manifest schema."""
+
+    kind: str = "transformers"
+    url: str | None = None                # kind url: the server's base URL
+    model: str | None = None              # kind url: the served model name, when the server lists several
+    device: str = "cpu"                   # transformers: --device
+    deterministic_inference: bool = True  # sglang: --enable-deterministic-inference
+    concurrency: int = 8                  # episodes in flight
+    max_tokens: int = 256                 # per turn, sent with every request
+    startup_timeout_s: float = 600.0
+    args: tuple[str, ...] = ()            # further arguments for the server program, one word each
+
+    @classmethod
+    def from_dict(cls, block: dict[str, Any] | None, *, path: object = None) -> "ServerConfig":
+        block = dict(block or {})
+        known = set(cls.__dataclass_fields__)
+        for key in block:
+            if key not in known:
+                raise BadInput(f"unknown key (expected one of: {', '.join(sorted(known))})", path=path, where=f"eval.server.{key}")
+        if block.get("kind", "transformers") not in KINDS:
+            raise BadInput(f"expected one of {', '.join(KINDS)}, got {block['kind']!r}", path=path, where="eval.server.kind")
+        if (block.get("kind") == "url") != (block.get("url") is not None):
+            raise BadInput("a url is given exactly when kind is url", path=path, where="eval.server.url")
+        if "args" in block:
+            block["args"] = tuple(block["args"])
+        return cls(**block)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def transformers_argv(model_dir: str, port: int, *, device: str = "cpu", seed: int = 0, args: tuple[str, ...] = ()) -> list[str]:
+    return [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", "127.0.0.1",
+            "--port", str(port), "--device", device, "--default-seed", str(seed), "--log-level", "info", *args]
+
+
+def sglang_argv(model_dir: str, port: int, *, seed: int = 0, tensor_parallel: int = 1, deterministic: bool = True,
+                args: tuple[str, ...] = ()) -> list[str]:
+    argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(model_dir), "--host", "127.0.0.1",
+            "--port", str(port), "--random-seed", str(seed), "--tp-size", str(tensor_parallel)]
+    return argv + (["--enable-deterministic-inference"] if deterministic else []) + list(args)
+
+
+def determinism(config: ServerConfig, *, temperature: float) -> dict[str, Any]:
+    """Whether the same request seeds give the same responses again, and why (engine.py explains the seeds)."""
+    if config.kind == "sglang":
+        why = ("--enable-deterministic-inference: per-request seeds honoured" if config.deterministic_inference
+               else "SGLang without --enable-deterministic-inference: batching changes results")
+        return {"deterministic": config.deterministic_inference, "why": why}
+    if config.kind == "transformers":
+        if temperature == 0:
+            return {"deterministic": True, "why": "greedy decoding"}
+        if config.concurrency == 1:
+            return {"deterministic": True, "why": "one request at a time: the request seed sets torch's global generator"}
+        return {"deterministic": False, "why": "transformers serve seeds one global generator per request; "
+                                               f"{config.concurrency} requests in flight reseed it under each other"}
+    return {"deterministic": None, "why": "a server the user runs: unknown"}
+
+
+def program_version(kind: str) -> str | None:
+    try:
+        return importlib.metadata.version(PACKAGE[kind])
+    except (KeyError, importlib.metadata.PackageNotFoundError):
+        return None
+
+
+@dataclass
+class Server:
+    url: str
+    model: str
+    provenance: dict[str, Any] = field(default_factory=dict)
+    process: subprocess.Popen | None = None
+
+    def alive(self) -> bool:
+        return self.process is None or self.process.poll() is None
+
+
+def served_models(url: str, timeout_s: float = 5.0) -> list[str]:
+    response = httpx.get(f"{url.rstrip('/')}/v1/models", timeout=timeout_s)
+    response.raise_for_status()
+    return [m["id"] for m in response.json().get("data", [])]
+
+
+@contextlib.contextmanager
+def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, seed: int = 0,
+          tensor_parallel: int = 1) -> Iterator[Server]:
+    """The server of `config` for `model_dir`, ready; stopped (when started here) on leaving the block."""
+    if config.kind == "url":
+        yield _attach(config, model_dir)
+        return
+    if model_dir is None or not Path(model_dir).is_dir():
+        raise BadInput("expected a Hugging Face model directory", path=model_dir, where="model")
+    if program_version(config.kind) is None:
+        extra = "serving" if config.kind == "transformers" else "sglang"
+        raise Failure(f"{config.kind} is not installed here (pip install 'agentrepro[{extra}]')")
+    model = str(Path(model_dir).resolve())
+    port = free_port()
+    argv = (transformers_argv(model, port, device=config.device, seed=seed, args=config.args) if config.kind == "transformers"
+            else sglang_argv(model, port, seed=seed, tensor_parallel=tensor_parallel,
+                             deterministic=config.deterministic_inference, args=config.args))
+    url = f"http://127.0.0.1:{port}"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    err_path = log_dir / "server.stderr.log"
+    header = f"=== agentrepro {now()}: {shlex.join(argv)}\n"
+    with open(log_dir / "server.stdout.log", "a", encoding="utf-8") as out, open(err_path, "a", encoding="utf-8") as err:
+        out.write(header)
+        err.write(header)
+        out.flush()
+        err.flush()
+        process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    server = Server(url=url, model=model, process=process, provenance={
+        "kind": config.kind, "version": program_version(config.kind), "argv": argv, "url": url, "model": model,
+        "pid": process.pid})
+    try:
+        _wait_ready(server, config.startup_timeout_s, err_path)
+        yield server
+    finally:
+        stop_tree(process)
+
+
+def _wait_ready(server: Server, timeout_s: float, err_path: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if not server.alive():
+            tail = last_line(err_path)
+            raise Failure(f"the {server.provenance['kind']} server exited with status {server.process.returncode} before it was "
+                          f"ready; see {err_path}" + (f" (last line: {tail})" if tail else ""))
+        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
+            if server.model in served_models(server.url):
+                return
+        if time.monotonic() > deadline:
+            raise Failure(f"the {server.provenance['kind']} server was not ready after {timeout_s:g} s; see {err_path}")
+        time.sleep(0.5)
+
+
+def _attach(config: ServerConfig, model_dir: str | Path | None) -> Server:
+    try:
+        listed = served_models(config.url)
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        raise Failure(f"{config.url}: no OpenAI-compatible server answers GET /v1/models ({type(exc).__name__}: {exc})") from None
+    wanted = config.model or (str(Path(model_dir).resolve()) if model_dir is not None else None)
+    if wanted in listed:
+        model = wanted
+    elif config.model is None and len(listed) == 1:
+        model = listed[0]
+    else:
+        raise BadInput(f"the server at {config.url} serves {listed}, not {wanted!r}; name one in eval.server.model", where="eval.server.model")
+    return Server(url=config.url, model=model, provenance={"kind": "url", "version": None, "argv": None, "url": config.url,
+                                                           "model": model})
