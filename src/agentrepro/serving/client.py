@@ -49,12 +49,13 @@ class ChatClient:
     """One server, one served model name; `await chat(messages, ...)` returns a `Reply`."""
 
     def __init__(self, base_url: str, model: str, *, timeout_s: float = 600.0, retry: Retry = Retry(),
-                 is_alive: Callable[[], bool] | None = None, max_connections: int = 64):
+                 is_alive: Callable[[], bool] | None = None, max_connections: int = 64,
+                 transport: httpx.AsyncBaseTransport | None = None):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.retry = retry
         self.is_alive = is_alive
-        self._http = httpx.AsyncClient(timeout=timeout_s, limits=httpx.Limits(max_connections=max_connections))
+        self._http = httpx.AsyncClient(timeout=timeout_s, limits=httpx.Limits(max_connections=max_connections), transport=transport)
 
     async def aclose(self) -> None:
         await self._http.aclose()
