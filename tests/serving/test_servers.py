@@ -94,3 +94,19 @@ def test_server_not_ready_in_time_fails(tmp_path):
     finally:
         stop_tree(proc, grace_s=5)
     assert proc.poll() is not None
+
+
+def test_server_option_picks_the_server(tmp_path):
+    """--server takes transformers, sglang or a URL; anything else is bad input naming --server."""
+    import argparse
+
+    from agentrepro.serving.cli import add_model_arguments, server_config
+
+    parser = argparse.ArgumentParser()
+    add_model_arguments(parser)
+    assert server_config(parser.parse_args(["--server", "transformers", "--concurrency", "3"])) == ServerConfig(kind="transformers", concurrency=3)
+    assert server_config(parser.parse_args(["--server", "sglang", "--no-deterministic-inference"])).deterministic_inference is False
+    assert server_config(parser.parse_args(["--server", "http://10.0.0.1:30000"])).url == "http://10.0.0.1:30000"
+    with pytest.raises(BadInput) as exc:
+        server_config(parser.parse_args(["--server", "vllm"]))
+    assert exc.value.where == "--server"

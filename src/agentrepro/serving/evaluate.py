@@ -70,11 +70,13 @@ def evaluate_model(model_dir: str | Path | None, *, identity: dict[str, Any], st
 
 
 def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: Path | None) -> Path | None:
-    """The model directory of checkpoint `step`: given, `checkpoints/hf/step<N>/`, or at step 0 the local base model."""
+    """The model directory of checkpoint `step`: given, `checkpoints/hf/step<N>/`, or at step 0 the local base model
+    (None only for a URL server whose `eval.server.model` names what it serves)."""
     if checkpoint is not None:
         return checkpoint
-    if (config.get("eval", {}).get("server") or {}).get("kind") == "url":
-        return None
+    server = (config.get("eval") or {}).get("server") or {}
+    if server.get("kind") == "url" and server.get("model"):
+        return None  # a server someone else runs, serving the model it names
     exported = hf_checkpoint(run_dir, step)
     if exported.is_dir():
         return exported

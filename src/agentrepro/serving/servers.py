@@ -76,7 +76,7 @@ def free_port() -> int:
 
 def transformers_argv(model_dir: str, port: int, *, device: str = "cpu", seed: int = 0, args: tuple[str, ...] = ()) -> list[str]:
     return [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", "127.0.0.1",
-            "--port", str(port), "--device", device, "--default-seed", str(seed), "--log-level", "info", *args]
+            "--port", str(port), "--device", device, "--default-seed", str(seed), "--log-level", "warning", *args]
 
 
 def sglang_argv(model_dir: str, port: int, *, seed: int = 0, tensor_parallel: int = 1, deterministic: bool = True,
@@ -184,11 +184,12 @@ def _attach(config: ServerConfig, model_dir: str | Path | None) -> Server:
     except (httpx.HTTPError, ValueError, KeyError) as exc:
         raise Failure(f"{config.url}: no OpenAI-compatible server answers GET /v1/models ({type(exc).__name__}: {exc})") from None
     wanted = config.model or (str(Path(model_dir).resolve()) if model_dir is not None else None)
-    if wanted in listed:
+    if wanted is None and len(listed) == 1:
+        model = listed[0]  # neither a model directory nor a name given: the one model the server serves
+    elif wanted in listed:
         model = wanted
-    elif config.model is None and len(listed) == 1:
-        model = listed[0]
     else:
-        raise BadInput(f"the server at {config.url} serves {listed}, not {wanted!r}; name one in eval.server.model", where="eval.server.model")
+        raise BadInput(f"the server at {config.url} serves {listed}, not {wanted!r} (name the served model in eval.server.model)",
+                       where="eval.server.model")
     return Server(url=config.url, model=model, provenance={"kind": "url", "version": None, "argv": None, "url": config.url,
                                                            "model": model})
