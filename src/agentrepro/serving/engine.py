@@ -81,18 +81,14 @@ async def play_episode(env: Env, seed: int, *, mode: str, max_turns: int, genera
 
 async def evaluate_panel(make_env: Callable[[], Env], panel: list[dict[str, Any]], *, identity: dict[str, Any],
                          step: int, client: ChatClient, sampling: Sampling, mode: str, max_turns: int,
-                         episodes: int = 1, concurrency: int = 8, category: str,
-                         progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+                         episodes: int = 1, concurrency: int = 8, category: str) -> list[dict[str, Any]]:
     """Outcome rows of every (episode, task) of `panel`, in (episode, panel) order."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     gate = asyncio.Semaphore(concurrency)
     jobs = [(episode, index, task) for episode in range(episodes) for index, task in enumerate(panel)]
-    done = 0
 
     async def one(episode: int, index: int, task: dict[str, Any]) -> dict[str, Any]:
-        nonlocal done
-
         async def generate(messages: list[dict[str, str]], turn: int) -> Reply:
             return await client.chat(messages, temperature=sampling.temperature, top_p=sampling.top_p,
                                      max_tokens=sampling.max_tokens,
@@ -100,9 +96,6 @@ async def evaluate_panel(make_env: Callable[[], Env], panel: list[dict[str, Any]
 
         async with gate:
             result = await play_episode(make_env(), int(task["seed"]), mode=mode, max_turns=max_turns, generate=generate)
-        done += 1
-        if progress is not None:
-            progress(done, len(jobs))
         return outcomes.row(identity, step, task, episode=episode, success=result.success, reward=result.reward,
                             turns=result.turns, tokens=result.tokens, category=category)
 
