@@ -12,13 +12,13 @@ evaluation is refused rather than silently greedy.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 from agentrepro.backends import outcomes
 from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
+from agentrepro.fileio import load_json
 from agentrepro.layout import hf_checkpoint
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.client import ChatClient
@@ -32,8 +32,8 @@ def check_sampling(model_dir: str | Path | None, server: ServerConfig, temperatu
     if server.kind != "transformers" or temperature == 0 or model_dir is None:
         return
     path = Path(model_dir) / "generation_config.json"
-    config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    if config.get("do_sample") is not True:
+    config = load_json(path) if path.is_file() else {}
+    if not isinstance(config, dict) or config.get("do_sample") is not True:
         raise BadInput("temperature > 0 through transformers serve needs do_sample: true here (else it decodes greedily)",
                        path=path, where="do_sample")
 

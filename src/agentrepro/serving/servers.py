@@ -152,7 +152,10 @@ def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, 
         err.write(header)
         out.flush()
         err.flush()
-        process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        try:
+            process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            raise Failure(f"cannot start the {config.kind} server ({argv[0]}): {exc}") from exc
     server = Server(url=url, model=model, process=process, provenance={
         "kind": config.kind, "version": program_version(config.kind), "argv": argv, "url": url, "model": model,
         "pid": process.pid})
