@@ -65,6 +65,7 @@ def test_good_server_block_is_accepted_by_the_manifest_schema():
     ("transformers", {"concurrency": 8}, 0.0, True),
     ("transformers", {"concurrency": 1}, 1.0, True),
     ("transformers", {"concurrency": 8}, 1.0, False),
+    ("transformers", {"concurrency": 1, "args": ("--continuous-batching",)}, 1.0, False),
     ("url", {"url": "http://h:1"}, 0.0, None),
 ])
 def test_determinism_is_recorded(kind, extra, temperature, expected):

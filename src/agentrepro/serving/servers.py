@@ -95,6 +95,8 @@ def determinism(config: ServerConfig, *, temperature: float) -> dict[str, Any]:
     if config.kind == "transformers":
         if temperature == 0:
             return {"deterministic": True, "why": "greedy decoding"}
+        if "--continuous-batching" in config.args:
+            return {"deterministic": False, "why": "sampling under --continuous-batching: per-request seeds not verified"}
         if config.concurrency == 1:
             return {"deterministic": True, "why": "one request at a time: the request seed sets torch's global generator"}
         return {"deterministic": False, "why": "transformers serve seeds one global generator per request; "
