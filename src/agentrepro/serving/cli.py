@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentrepro import attempts, seal
 from agentrepro.backends import outcomes, runconfig
-from agentrepro.bounds import SEED, STEP, integer, number
+from agentrepro.bounds import SEED, integer, number
 from agentrepro.environments import task_panel, validate_params
 from agentrepro.environments.cli import parse_params
 from agentrepro.environments.seeds import parse_seed_ranges
