@@ -227,24 +227,26 @@ def checkpoint_steps(config: dict[str, Any], *, path: object = None) -> list[int
 
 def planned_steps(manifest: dict[str, Any], *, path: object = "manifest") -> list[int]:
     """The evaluated (= checkpointed) steps of a study: `checkpoint_steps` of each method's run config as
-    `agentrepro train` resolves it (its backend's defaults under the manifest's train and eval blocks).
+    `agentrepro train` resolves it (its own backend's defaults under the manifest's train and eval blocks).
     Every method must have the same steps, and the backend must save exactly them (`Backend.checkpoint_steps`).
     """
     from agentrepro.backends.base import get_backend
     from agentrepro.backends.runconfig import resolve_config
+    from agentrepro.manifest.backends import placements
 
-    try:
-        backend = get_backend(manifest["backend"]["name"])
-    except BadInput as exc:
-        raise BadInput(str(exc), path=path, where=exc.where) from None
-    defaults = backend.default_config()
     per_method = {}
-    for method, overrides in manifest["methods"].items():
-        config = resolve_config({"train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}}, defaults)
+    for method, placement in placements(manifest, path=path).items():
+        try:
+            backend = get_backend(placement.name)
+        except BadInput as exc:
+            raise BadInput(str(exc), path=path, where=exc.where) from None
+        overrides = manifest["methods"][method]
+        config = resolve_config({"train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}},
+                                backend.default_config())
         per_method[method] = checkpoint_steps(config, path=path)
         saved = backend.checkpoint_steps(config)
         if saved != per_method[method]:
-            raise BadInput(f"the {backend.name} backend would save steps {saved}, but the study evaluates {per_method[method]}",
+            raise BadInput(f"the {backend.name} backend would save steps {saved} of {method}, but the study evaluates {per_method[method]}",
                            path=path, where="eval")
     if len({tuple(steps) for steps in per_method.values()}) != 1:
         raise BadInput(f"every method must evaluate the same steps, got {per_method}", path=path, where="methods")

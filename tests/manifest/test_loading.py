@@ -47,10 +47,10 @@ def test_missing_required_key(tmp_path):
     assert "seeds: missing required key" in _error(tmp_path, set_key(BASE, "seeds", DELETE))
 
 
-def test_no_image_only_for_the_builtin_backend(tmp_path):
-    """`image: {none: ...}` is refused for an external backend, naming image."""
+def test_no_image_only_for_the_builtin_and_command_backends(tmp_path):
+    """`image: {none: ...}` is refused for a framework backend (verl-agent), naming image."""
     message = _error(tmp_path, set_key(BASE, "image", {"none": "no container"}))
-    assert "image.none: only the builtin backend may run without a container" in message
+    assert "image.none: only the builtin and command backends may run without a container" in message
 
 
 def test_builtin_backend_accepts_no_image(tmp_path):

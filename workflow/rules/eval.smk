@@ -17,9 +17,9 @@ rule eval:
     params:
         run_dir=run_dir,
         slots=GPU_SLOTS,
-    threads: PLAN.threads
+    threads: PLAN.job_threads()
     resources:
-        **PLAN.resources,
+        **PLAN.job_resources(),
     shell:
         "python {params.slots:q} --gpus {resources.gpu} --"
         " agentrepro eval --run {params.run_dir} --step {wildcards.step} > {log} 2>&1"

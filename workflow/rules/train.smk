@@ -47,9 +47,9 @@ rule train:
         run_dir=run_dir,
         slots=GPU_SLOTS,
         resume_flag=RESUME_FLAG,
-    threads: PLAN.threads
+    threads: PLAN.job_threads()
     resources:
-        **PLAN.resources,
+        **PLAN.job_resources(),
     shell:
         "python {params.slots:q} --gpus {resources.gpu} --"
         " agentrepro train --config {input.config} --out {params.run_dir}"

@@ -11,7 +11,8 @@ Pure functions over the manifest, so that the DAG is known before anything runs 
   raises `LockMismatch`, whose message tells the user to run `agentrepro freeze` (never re-frozen silently).
 * `job_resources(resources) -> dict`: the manifest's `resources` block as Snakemake resources
   (`gpu`, `runtime` in minutes, `mem_mb`, `cpus_per_task`, `slurm_partition`, `constraint`) and the
-  job's thread count.
+  job's thread count; each method's are those of its backend (`agentrepro.manifest.backends`), and
+  `StudyPlan.job_resources()` / `job_threads()` give the train and eval rules per-method values.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from agentrepro import layout
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_json
+from agentrepro.manifest.backends import placements
 
 
 class LockMismatch(BadInput):
@@ -42,6 +44,23 @@ class StudyPlan:
     steps: tuple[int, ...]
     resources: dict[str, Any] = field(default_factory=dict)
     threads: int = 1
+    method_resources: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)  # per method, of its backend
+
+    def job_resources(self) -> dict[str, Any]:
+        """The `resources:` of a train or eval job: values when every method's backend asks the same, else one
+        function of the job's wildcards per resource (a resource a backend does not set is None: unset)."""
+        per_method = self.method_resources or {m: (self.resources, self.threads) for m in self.methods}
+        if all(res == self.resources for res, _ in per_method.values()):
+            return dict(self.resources)
+        keys = dict.fromkeys(k for res, _ in per_method.values() for k in res)
+        return {key: (lambda wildcards, key=key: per_method[wildcards.method][0].get(key)) for key in keys}
+
+    def job_threads(self) -> int | Any:
+        """The `threads:` of a train or eval job: a number, or a function of the wildcards when backends differ."""
+        per_method = self.method_resources or {m: (self.resources, self.threads) for m in self.methods}
+        if all(threads == self.threads for _, threads in per_method.values()):
+            return self.threads
+        return lambda wildcards: per_method[wildcards.method][1]
 
     @property
     def study(self) -> str:
@@ -112,8 +131,10 @@ def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:
         raise BadInput(f"every method must train the same number of steps, got {method_steps}", path=path, where="methods.*.steps")
     steps = layout.planned_steps(manifest, path=path)
     resources, threads = job_resources(manifest.get("resources") or {}, path=path)
+    per_method = {method: job_resources(placement.resources, path=path)  # the schema has checked each block
+                  for method, placement in placements(manifest, path=path).items()}
     return StudyPlan(layout=layout.locate(path), methods=tuple(methods), seeds=tuple(seeds), train_steps=train_steps,
-                     steps=tuple(steps), resources=resources, threads=threads)
+                     steps=tuple(steps), resources=resources, threads=threads, method_resources=per_method)
 
 
 def lock_state(manifest_path: str | os.PathLike, lock_file: str | os.PathLike | None = None) -> str:

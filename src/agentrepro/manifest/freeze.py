@@ -18,6 +18,7 @@ from typing import Any
 
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_json, check_output_file, load_json, sha256_file, sha256_json
+from agentrepro.manifest import backends as study_backends
 from agentrepro.manifest.gitstate import harness_state
 from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_placeholder, sha256_problem
 from agentrepro.layout import lock_path
@@ -73,20 +74,10 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     """The lock's `resolved` block; BadInput listing every refused identifier, each with its key path."""
     problems = _Problems()
     files: dict[str, str] = {}
-    backend, image, model = manifest["backend"], manifest["image"], manifest["model"]
-
-    resolved_backend = {"name": backend["name"]}
-    if "commit" in backend or "repo" in backend:
-        problems.add("backend.commit", commit_problem(backend.get("commit")))
-        resolved_backend.update(repo=backend.get("repo"), commit=backend.get("commit"))
-
-    if "none" in image:
-        resolved_image = {"none": image["none"]}
-    else:
-        if is_placeholder(image["ref"]):
-            problems.add("image.ref", f"placeholder {image['ref']!r}: name the image (registry/name:tag)")
-        problems.add("image.digest", digest_problem(image.get("digest"), image.get("ref")))
-        resolved_image = {"ref": image["ref"], "digest": image.get("digest")}
+    model = manifest["model"]
+    pinned = {label: (_resolve_backend(p.backend, p.where, problems), _resolve_image(p.image, p.where, problems))
+              for label, p in study_backends.declared(manifest).items()}
+    (resolved_backend, resolved_image), others = pinned.pop(manifest["backend"]["name"]), pinned
 
     tokenizer = None
     if "revision" in model:  # a hub model (external backends)
@@ -121,7 +112,27 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
 
     if problems:
         raise BadInput("; ".join(problems), path=manifest_file)
-    return {"image": resolved_image, "model": resolved_model, "tokenizer": tokenizer, "backend": resolved_backend, "files": files}
+    resolved = {"image": resolved_image, "model": resolved_model, "tokenizer": tokenizer, "backend": resolved_backend, "files": files}
+    if others:  # the study's further backends (agentrepro.manifest.backends), each with its own container
+        resolved["backends"] = {label: {"backend": backend, "image": image} for label, (backend, image) in others.items()}
+    return resolved
+
+
+def _resolve_backend(backend: dict[str, Any], where: str, problems: _Problems) -> dict[str, Any]:
+    resolved = {"name": backend["name"]}
+    if "commit" in backend or "repo" in backend:
+        problems.add(f"{where}backend.commit", commit_problem(backend.get("commit")))
+        resolved.update(repo=backend.get("repo"), commit=backend.get("commit"))
+    return resolved
+
+
+def _resolve_image(image: dict[str, Any], where: str, problems: _Problems) -> dict[str, Any]:
+    if "none" in image:
+        return {"none": image["none"]}
+    if is_placeholder(image["ref"]):
+        problems.add(f"{where}image.ref", f"placeholder {image['ref']!r}: name the image (registry/name:tag)")
+    problems.add(f"{where}image.digest", digest_problem(image.get("digest"), image.get("ref")))
+    return {"ref": image["ref"], "digest": image.get("digest")}
 
 
 def _check_reference(manifest: dict[str, Any], manifest_file: Path) -> None:

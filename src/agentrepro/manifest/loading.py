@@ -15,6 +15,7 @@ from agentrepro.analysis.claim_text import check_methods, parse_claim_text
 from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_yaml
+from agentrepro.manifest import backends
 from agentrepro.manifest.schema import key_path, validate
 
 MANIFEST_SCHEMA = "manifest.schema.json"
@@ -42,17 +43,10 @@ def _non_json(value: Any, parts: list) -> tuple[list, Any] | None:
 
 
 def _check_backend_forms(manifest: dict[str, Any], *, path: object) -> None:
-    """Name the rule when an image or model form belongs to the other kind of backend (clearer than the schema's branch)."""
-    backend = manifest.get("backend", {}).get("name") if isinstance(manifest.get("backend"), dict) else None
-    image, model = manifest.get("image"), manifest.get("model")
-    if backend not in (None, "builtin") and isinstance(image, dict) and "none" in image:
-        raise BadInput(f"only the builtin backend may run without a container; backend {backend!r} needs image: {{ref, digest}}",
-                       path=path, where="image.none")
-    if backend == "builtin" and isinstance(model, dict):
-        for key in ("revision", "tokenizer_revision"):
-            if key in model:
-                raise BadInput("the builtin backend takes a config-built model {name, config} or a local directory "
-                               "{path, sha256?}, not a hub revision (download it and give its path)", path=path, where=f"model.{key}")
+    """Name the rule when an image or model form belongs to another kind of backend (clearer than the schema's branch)."""
+    backend, image, model = manifest.get("backend"), manifest.get("image"), manifest.get("model")
+    if isinstance(backend, dict) and isinstance(backend.get("name"), str) and isinstance(image, dict) and isinstance(model, dict):
+        backends.check_placement(backends.default_placement(manifest), model, path=path)
 
 
 def check_manifest(manifest: Any, *, path: object) -> dict[str, Any]:
@@ -65,13 +59,7 @@ def check_manifest(manifest: Any, *, path: object) -> dict[str, Any]:
                        path=path, where=key_path(bad[0]))
     _check_backend_forms(manifest, path=path)
     validate(manifest, MANIFEST_SCHEMA, path=path)
-    if manifest["backend"]["name"] == "command":  # a template that no shell-free run can take fails at freeze
-        from agentrepro.backends.command import validate_block
-
-        try:
-            validate_block(manifest["backend"])
-        except BadInput as exc:
-            raise BadInput(str(exc), path=path) from None
+    backends.check(manifest, path=path)
     stem = Path(str(path)).name.rsplit(".", 1)[0]
     if Path(str(path)).suffix in (".yaml", ".yml") and stem != manifest["study"]:
         raise BadInput(f"{manifest['study']!r} differs from the file name {Path(str(path)).name!r}: "

@@ -2,7 +2,8 @@
 
 The run config is what `agentrepro train --config` reads: the manifest's blocks as frozen in the lock,
 `train` updated with `methods[<method>]`, `eval` with the lock's task panel, and `lock: {path, sha256}`
-binding the run to the lock it came from.
+binding the run to the lock it came from. `backend`, `image` and `resources` are the method's
+(`agentrepro.manifest.backends.method_placement`: the study's, or those of `backends.<name>` for `<method>@<name>`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
+from agentrepro.manifest.backends import method_placement
 from agentrepro.manifest.lock import lock_sha256
 
 
@@ -25,13 +27,14 @@ def run_config(lock: dict[str, Any], method: str, seed: int, *, lock_path: str |
     if seed not in seeds:
         raise BadInput(f"{seed} is not a seed of study {lock['study']!r} (seeds: {', '.join(map(str, seeds))})", path=lock_path, where="--seed")
     resolved = lock["resolved"]
+    placement = method_placement(manifest, method, path=lock_path)
     config: dict[str, Any] = {
         "study": lock["study"],
         "method": method,
         "seed": seed,
         "lock": {"path": Path(lock_path).as_posix(), "sha256": lock_sha256(lock)},
-        "backend": manifest["backend"],
-        "image": manifest["image"],
+        "backend": placement.backend,  # the method's backend (agentrepro.manifest.backends)
+        "image": placement.image,
         "model": manifest["model"],  # a local directory's content hash stays in the lock
         "env": manifest["env"],
     }
@@ -41,5 +44,5 @@ def run_config(lock: dict[str, Any], method: str, seed: int, *, lock_path: str |
                           for name, spec in manifest["data"].items()}
     config["train"] = {**manifest["train"], **methods[method]}
     config["eval"] = {**manifest["eval"], "task_panel": copy.deepcopy(lock["task_panel"])}
-    config["resources"] = manifest["resources"]
+    config["resources"] = placement.resources
     return config
