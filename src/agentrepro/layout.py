@@ -29,6 +29,8 @@ from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import load_yaml, sha256_json
 
 SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A method's directory name: a slug, or a slug @ the backend it runs on (`graphgpo@relax`; agentrepro.manifest.backends).
+METHOD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:@[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 STEP_DIR_RE = re.compile(r"^step(\d+)$")
 SEED_DIR_RE = re.compile(r"^seed(\d+)$")
 MANIFEST_SUFFIXES = (".yaml", ".yml")

@@ -31,6 +31,19 @@ def test_study_plan_of_the_tiny_study():
     assert p.resources["gpu"] == 0 and p.lock == str(TINY.with_name("wf-tiny.lock.json"))
 
 
+def test_the_plan_gives_each_method_its_backends_resources():
+    """Snakemake resources are per-method functions of the wildcards when the study's backends ask different ones."""
+    from types import SimpleNamespace
+
+    p = plan.study_plan(TINY.with_name("wf-xbackend.yaml"))
+    assert p.methods == ("grpo", "grpo@command") and p.steps == (0, 2)
+    mem = p.job_resources()["mem_mb"]
+    assert (mem(SimpleNamespace(method="grpo")), mem(SimpleNamespace(method="grpo@command"))) == (1000, 1500)
+    assert p.job_resources()["gpu"](SimpleNamespace(method="grpo@command")) == 0 and p.job_threads() == 1
+    tiny = plan.study_plan(TINY)
+    assert tiny.job_resources() == tiny.resources  # one backend: plain values
+
+
 def test_a_backend_that_cannot_save_the_evaluated_steps_stops_the_plan(tmp_path):
     """verl-agent validates only on its eval.every grid: a checkpoint off the grid is BadInput at `eval`."""
     source = REPO / "manifests" / "graphgpo-alfworld.yaml"

@@ -26,7 +26,7 @@ from agentrepro.backends.process import Terminated
 from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text, iter_jsonl, load_json, load_yaml
-from agentrepro.layout import SLUG_RE, RunFiles, checkpoint_dir, config_file_sha256, config_sha256
+from agentrepro.layout import METHOD_RE, SLUG_RE, RunFiles, checkpoint_dir, config_file_sha256, config_sha256
 
 RESOLVED = RunFiles.RESOLVED_CONFIG
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -55,10 +55,10 @@ def validate_run_config(config: Any, path: str | Path) -> None:
     unknown = sorted(set(config) - RUN_CONFIG_KEYS)
     if unknown:
         raise BadInput(f"unknown key (expected one of {', '.join(sorted(RUN_CONFIG_KEYS))})", path=path, where=unknown[0])
-    for key in ("study", "method"):
+    for key, pattern, what in (("study", SLUG_RE, ""), ("method", METHOD_RE, ", optionally @ its backend")):
         value = config.get(key)
-        if not isinstance(value, str) or not SLUG_RE.match(value):
-            raise BadInput(f"expected a slug (letters, digits, '.', '_', '-'), got {value!r}", path=path, where=key)
+        if not isinstance(value, str) or not pattern.match(value):
+            raise BadInput(f"expected a slug (letters, digits, '.', '_', '-'){what}, got {value!r}", path=path, where=key)
     seed = config.get("seed")
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
         raise BadInput(f"expected an integer in [0, {MAX_SEED}], got {seed!r}", path=path, where="seed")
