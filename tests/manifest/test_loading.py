@@ -10,7 +10,7 @@ from agentrepro.manifest import load_manifest
 from helpers import REPO, run_cli
 
 
-@pytest.mark.parametrize("study", ["frozenlake-cpu", "graphgpo-alfworld", "vagen-sokoban"])
+@pytest.mark.parametrize("study", ["frozenlake-cpu", "graphgpo-alfworld", "vagen-sokoban", "vagen-lite-sokoban", "vagen-lite-frozenlake"])
 def test_shipped_manifests_load(study):
     """Every manifest shipped in manifests/ is valid against the schema."""
     manifest = load_manifest(REPO / "manifests" / f"{study}.yaml")
