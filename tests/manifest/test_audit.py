@@ -153,3 +153,24 @@ def test_evaluation_provenance_is_checked(frozen):
     assert any(p.startswith(f"{step / 'provenance.json'}: lock_sha256 is 'fff") for p in problems)
     assert f"{step / 'provenance.json'}: the last attempt has not finished" in problems
     assert f"{other / 'provenance.json'}: missing: nothing says how these outcomes were produced" in problems
+
+
+def test_run_trained_on_another_backend_is_detected(frozen):
+    """A run whose resolved config names a backend other than the lock's for its method is reported, even re-hashed."""
+    import yaml
+
+    from agentrepro.layout import config_file_sha256
+
+    root, _ = frozen
+    run = root / "runs" / "demo" / "gigpo" / "seed1"
+    config = run / "resolved_config.yaml"
+    doc = yaml.safe_load(config.read_text())
+    doc["backend"] = {"name": "relax", "repo": "redai-infra/Relax", "commit": "1" * 40}
+    config.write_text(yaml.safe_dump(doc, sort_keys=False))
+    prov = json.loads((run / "provenance.json").read_text())
+    prov["resolved_config_sha256"] = config_file_sha256(config)
+    (run / "provenance.json").write_text(json.dumps(prov))
+    write_outputs_manifest(run)
+    problems = audit_study("demo", root)
+    assert any(f"{config}: backend 'relax/redai-infra/Relax/{'1' * 40}' differs from the lock's backend of gigpo" in p
+               for p in problems), problems

@@ -1,7 +1,7 @@
 """The audit of one run directory and its evaluations: provenance ties them to the lock, outcomes to its task panel.
 
 * `check_run(run, method, seed, lock)`: provenance.json is an object carrying the lock hash, the hash of
-  resolved_config.yaml and a finished attempt.
+  resolved_config.yaml and a finished attempt; resolved_config.yaml names the backend the lock gives the method.
 * `check_evaluation(step_dir, lock, config_sha, run_seal)`: eval/step<N>/provenance.json likewise, and the
   hash of the run's OUTPUTS.sha256 it evaluated (`run_outputs_sha256`) equal to that seal now: a run
   re-sealed after its evaluation (an edited checkpoint or metrics file) breaks this link.
@@ -17,9 +17,10 @@ from typing import Any
 
 from agentrepro.attempts import PROVENANCE
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, sha256_file
+from agentrepro.fileio import iter_jsonl, load_yaml, sha256_file
 from agentrepro.layout import RunFiles, config_file_sha256
 from agentrepro.manifest.audit_tree import EXAMPLES, load_object
+from agentrepro.manifest.backends import method_placement
 from agentrepro.manifest.lock import lock_sha256
 
 RESOLVED_CONFIG = RunFiles.RESOLVED_CONFIG
@@ -53,13 +54,15 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
             found.append(str(exc) if isinstance(exc, BadInput) else f"{config}: unreadable ({type(exc).__name__})")
         if actual is not None and prov.get("resolved_config_sha256") != actual:
             found.append(f"{path}: resolved_config_sha256 is {prov.get('resolved_config_sha256')!r}, but {config} hashes to {actual!r}")
+        if actual is not None and lock is not None:
+            found += _backend_problem(config, run.parent.name, lock)
     return found + _status_problem(path, prov.get("status")) + source_problems(run, lock), actual
 
 
 def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
     """Every backend file the run ran with content other than the lock's pinned blob (sourceparity.py)."""
     pinned = (lock or {}).get("backend_sources")
-    if not pinned:
+    if not pinned or not _on_default_backend(lock, run.parent.name):  # the pinned sources are the study's backend's
         return []
     from agentrepro import sourceparity
 
@@ -70,6 +73,28 @@ def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
     ran = record.get("files") if isinstance(record.get("files"), dict) else {}
     return [f"{path}: {d['path']} ran as blob {d['ran']} but backend.commit {pinned['commit'][:12]} has {d['pinned']}: "
             "the backend was not the pinned one" for d in sourceparity.differences(pinned["files"], ran)]
+
+
+def _on_default_backend(lock: dict[str, Any], method: str) -> bool:
+    try:
+        return method_placement(lock["manifest"], method).label is None
+    except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock: reported elsewhere
+        return True
+
+
+def _backend_problem(config: Path, method: str, lock: dict[str, Any]) -> list[str]:
+    """The run's backend (name, repo, commit) must be the one the lock gives its method (agentrepro.manifest.backends)."""
+    try:
+        expected = method_placement(lock["manifest"], method).backend
+    except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock, or a malformed lock: reported elsewhere
+        return []
+    actual = (load_yaml(config) or {}).get("backend")
+    actual = actual if isinstance(actual, dict) else {}
+    keys = ("name", "repo", "commit")
+    if any(actual.get(k) != expected.get(k) for k in keys):
+        shown = lambda b: "/".join(str(b.get(k)) for k in keys if b.get(k) is not None)  # noqa: E731
+        return [f"{config}: backend {shown(actual)!r} differs from the lock's backend of {method} ({shown(expected)!r})"]
+    return []
 
 
 def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: str | None, run_seal: Path) -> list[str]:
