@@ -36,9 +36,10 @@ BASE_NAME, LABEL = r"[a-z][a-z0-9_]*", r"[a-z][a-z0-9-]*"
 METHOD_NAME = rf"{BASE_NAME}(?:@{LABEL})?"  # manifest.schema.json says the same (a test keeps them equal)
 _METHOD = re.compile(rf"^({BASE_NAME})(?:@({LABEL}))?$")
 
-# Which model forms (manifest.schema.json $defs) each backend takes, and which may run without a container.
+# Which model forms (manifest.schema.json $defs) each backend takes (any other: a hub model, as the schema's
+# last branch says), and which may run without a container.
 HUB, BUILTIN_FORMS = "hub", "builtin"
-MODEL_FORMS = {"builtin": {BUILTIN_FORMS}, "command": {BUILTIN_FORMS, HUB}, "verl-agent": {HUB}, "relax": {HUB}}
+MODEL_FORMS = {"builtin": {BUILTIN_FORMS}, "command": {BUILTIN_FORMS, HUB}}
 NO_CONTAINER = ("builtin", "command")  # these run in the harness's own Python environment, which the lock records
 
 
@@ -128,7 +129,7 @@ def check_placement(placement: Placement, model: dict[str, Any], *, path: object
     if name not in NO_CONTAINER and "none" in placement.image:
         raise BadInput(f"only the {' and '.join(NO_CONTAINER)} backends may run without a container; backend {name!r} "
                        "needs image: {ref, digest}", path=path, where=f"{where}image.none")
-    if form not in MODEL_FORMS.get(name, {form}):
+    if form not in MODEL_FORMS.get(name, {HUB}):
         if form == HUB:
             raise BadInput(f"the {name} backend{'' if not where else f' ({where[:-1]})'} takes a config-built model "
                            "{name, config} or a local directory {path, sha256?}, not a hub revision (download it and give its path)",
@@ -145,4 +146,5 @@ def check_placement(placement: Placement, model: dict[str, Any], *, path: object
                            where=f"{where}{exc.where}" if exc.where else None) from None
 
 
-__all__ = ["METHOD_NAME", "Placement", "check", "check_placement", "declared", "default_placement", "method_placement", "model_form", "placements", "split_method"]
+__all__ = ["METHOD_NAME", "Placement", "check", "check_placement", "declared", "default_placement", "method_placement",
+           "model_form", "placements", "split_method"]
