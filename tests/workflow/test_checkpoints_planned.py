@@ -1,6 +1,6 @@
 """The workflow evaluates exactly the checkpoints the trainer saves, and a study's home is its manifest's folder.
 
-* For every shipped manifest, the steps the plan evaluates equal the steps the backend saves (the builtin
+* For every shipped manifest, the steps the plan evaluates equal the steps each method's backend saves (the builtin
   trainer's `checkpoint_schedule`, a framework backend's `checkpoint_steps`) for every method.
 * vagen-sokoban (`every: 25`, 200 steps) plans 0, 25, ..., 200, and `snakemake -n` asks for no other step.
 * A manifest outside manifests/ plans, trains, analyses, reports and audits (its lock and reference beside it).
@@ -18,6 +18,7 @@ import pytest
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.runconfig import resolve_config
 from agentrepro.fileio import sha256_json
+from agentrepro.manifest.backends import method_placement
 from agentrepro.manifest.loading import load_manifest
 from helpers import REPO, run_cli
 from wfkit import HERE, load_script, snakemake
@@ -31,10 +32,11 @@ def _run_config(manifest: dict, method: str, model_dir: Path) -> dict:
     model = dict(manifest["model"])
     if "path" in model:
         model["path"] = str(model_dir)  # freeze would refuse the placeholder; any local directory stands in
-    config = {"study": manifest["study"], "method": method, "seed": manifest["seeds"][0], "backend": manifest["backend"],
+    placement = method_placement(manifest, method)  # the method's own backend
+    config = {"study": manifest["study"], "method": method, "seed": manifest["seeds"][0], "backend": placement.backend,
               "model": model, "env": manifest["env"], "train": {**manifest["train"], **(manifest["methods"][method] or {})},
-              "eval": manifest["eval"]}
-    return resolve_config(config, get_backend(manifest["backend"]["name"]).default_config())
+              "eval": manifest["eval"], "resources": placement.resources}
+    return resolve_config(config, get_backend(placement.name).default_config())
 
 
 @pytest.mark.parametrize("manifest_path", SHIPPED, ids=[p.stem for p in SHIPPED])
@@ -42,9 +44,9 @@ def test_the_backend_saves_exactly_the_planned_steps(manifest_path, tmp_path):
     """Every method of every shipped manifest checkpoints exactly the steps the workflow evaluates."""
     planned = list(plan.study_plan(manifest_path).steps)
     manifest = load_manifest(manifest_path)
-    backend = get_backend(manifest["backend"]["name"])
     for method in manifest["methods"]:
         config = _run_config(manifest, method, tmp_path)
+        backend = get_backend(config["backend"]["name"])
         if backend.name == "builtin":
             from agentrepro.trainer.context import RunSpec
             from agentrepro.trainer.loop import checkpoint_schedule
