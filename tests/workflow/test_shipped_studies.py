@@ -55,9 +55,6 @@ def test_filled_study_plans_the_whole_dag(tmp_path, study):
     path = _scratch(tmp_path, study)
     manifest = _fill(yaml.safe_load(path.read_text()))
     path.write_text(yaml.safe_dump(manifest, sort_keys=False))
-    for spec in (manifest.get("data") or {}).values():  # alfworld: the evaluation tasks file the user supplies
-        (tmp_path / spec["path"]).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / spec["path"]).write_text('{"task_id": "t0", "category": "pick", "gamefile": "g0.tw"}\n')
     proc = snakemake(tmp_path, "-n", "--config", f"manifest=manifests/{study}.yaml", "freeze_flags=--allow-dirty")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     trains = {m.group(1) for m in re.finditer(r"^rule train:\n(?:    .*\n)*?    wildcards: method=([^,]+), seed=\d+", proc.stdout, re.M)}
