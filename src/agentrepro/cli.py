@@ -20,6 +20,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "audit": ("agentrepro.manifest.cli_audit", "check that runs, analysis and report match the lock"),
     "bundle": ("agentrepro.manifest.cli_bundle", "pack everything a reviewer needs into one archive"),
     "resolve": ("agentrepro.manifest.cli_resolve", "write the resolved config of one method x seed"),
+    "warmstart": ("agentrepro.backends.cli_warmstart", "the builtin trainer's warm start of one seed, shared by its methods"),
     "train": ("agentrepro.backends.cli_train", "train one method x seed into a run directory"),
     "eval": ("agentrepro.backends.cli_eval", "evaluate one checkpoint of a run on the frozen task panel"),
     "command": ("agentrepro.backends.cli_command", "show the programs a job would run (before or after freezing)"),

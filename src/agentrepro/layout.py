@@ -35,6 +35,9 @@ STEP_DIR_RE = re.compile(r"^step(\d+)$")
 SEED_DIR_RE = re.compile(r"^seed(\d+)$")
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 MANIFESTS, RUNS, ANALYSIS, REPORTS, LOGS = "manifests", "runs", "analysis", "reports", "logs"
+# runs/<study>/_warmstart/seed<k>-<id>/: the shared warm starts (a name no method slug can take).
+WARMSTARTS = "_warmstart"
+WARMSTART_DIR_RE = re.compile(r"^seed(\d+)-([0-9a-f]{12})$")
 LOCK_SUFFIX = ".lock.json"
 # reports/<study>/analysis.sha256: every analysis file the report was rendered from (sha256sum lines, root-relative
 # paths), sealed with the report; the audit checks that the analysis still hashes so (manifest/audit_chain.py).
@@ -128,6 +131,15 @@ class Study:
     def run_dir(self, method: str, seed: int | str) -> Path:
         return self.runs / method / f"seed{seed}"
 
+    @property
+    def warmstarts(self) -> Path:
+        """runs/<study>/_warmstart/: the study's shared warm starts (one per seed and warm-start identity)."""
+        return self.runs / WARMSTARTS
+
+    def warmstart_dir(self, seed: int | str, identity: str) -> Path:
+        """runs/<study>/_warmstart/seed<k>-<first 12 hex of the identity>/ (trainer/warmstart_id.py)."""
+        return self.warmstarts / warmstart_name(seed, identity)
+
     def run_dirs_on_disk(self) -> list[tuple[str, int, Path]]:
         """(method, seed, runs/<study>/<method>/seed<k>/) of every run directory present, sorted."""
         if not self.runs.is_dir():
@@ -152,6 +164,11 @@ class Study:
     def log(self, name: str) -> Path:
         """`logs/<study>/<name>`: logs of the study-wide stages (freeze, analyze, report)."""
         return self.logs / name
+
+
+def warmstart_name(seed: int | str, identity: str) -> str:
+    """`seed<k>-<id12>`: the folder of a shared warm start (its full identity is in its resolved config)."""
+    return f"seed{seed}-{identity[:12]}"
 
 
 def lock_path(manifest: str | os.PathLike) -> Path:

@@ -2,7 +2,8 @@
 
 `train(config, run_dir, resume=True)` runs the warm start (fresh runs) and the RL steps, writing the
 files of docs/design.md §3.3 that a backend owns; `evaluate(run_dir, step)` plays checkpoint `step` on the frozen
-task panel and returns outcome rows (docs/design.md §3.4). Bookkeeping (resolved config, command, provenance,
+task panel and returns outcome rows (docs/design.md §3.4); step 0 of a run started from a shared warm start
+(`agentrepro train --from-warmstart`) is that warm start's evaluation, relabelled (trainer/shared_warmstart.py). Bookkeeping (resolved config, command, provenance,
 seals) is the `train`/`eval` verbs' job.
 """
 
@@ -38,5 +39,8 @@ class BuiltinBackend(Backend):
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         from agentrepro.trainer.evaluate import evaluate_run
+        from agentrepro.trainer.shared_warmstart import step0_rows
 
-        return evaluate_run(runconfig.read_resolved_config(Path(run_dir)), run_dir, step)
+        config = runconfig.read_resolved_config(Path(run_dir))
+        shared = step0_rows(Path(run_dir), config) if step == 0 else None  # evaluated once, by the shared warm start
+        return shared if shared is not None else evaluate_run(config, run_dir, step)

@@ -8,6 +8,8 @@ seal the run directory (OUTPUTS.sha256, excluding eval/ and logs/, which have th
 
 A stale seal is removed before training starts, so a run killed half-way never looks finished.
 Resuming a run directory that was trained from a different resolved config is refused.
+`--from-warmstart DIR` (builtin backend): a fresh run takes the shared warm start in DIR (`agentrepro warmstart`)
+as its step 0 instead of warm-starting itself (trainer/shared_warmstart.py); a resumed run must have come from it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path, help="run directory (runs/<study>/<method>/seed<k>/)")
     parser.add_argument("--no-resume", action="store_true",
                         help="start from scratch: remove this run's earlier outputs (provenance and logs are kept)")
+    parser.add_argument("--from-warmstart", type=Path, metavar="DIR",
+                        help="start from the shared warm start in DIR (written by `agentrepro warmstart`; builtin backend)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     resume = not args.no_resume
+    if args.from_warmstart is not None and backend.name != "builtin":
+        raise BadInput(f"only the builtin backend starts from a shared warm start, this run's is {backend.name!r}",
+                       path=args.config, where="backend.name")
     previous = runconfig.previous_config_sha(out)
     if resume and previous is not None and previous != resolved_sha and runconfig.has_checkpoints(out):
         raise BadInput(f"this run directory was trained from another resolved config (sha256 {previous}, now {resolved_sha}); "
@@ -62,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     base = runconfig.provenance_base(config, resolved_sha)
     attempts.start_attempt(out, stage="train", command=command, base=base)
     with runconfig.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
+        if args.from_warmstart is not None:
+            from agentrepro.trainer.shared_warmstart import adopt
+
+            adopt(out, args.from_warmstart, resolved)  # its step 0 becomes this run's; training resumes from it
+            resume = True
         backend.train(resolved, out, resume=resume)
         runconfig.check_training_outputs(out, resolved)
     attempts.finish_attempt(out, status="ok")

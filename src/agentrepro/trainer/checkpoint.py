@@ -1,7 +1,8 @@
 """Checkpoints: model, optimizer, scheduler, every random state and the loop's counters; exact resume.
 
 Layout under `<run>/checkpoints/`: `step<N>.pt` (one per saved step; step 0 is the policy after the warm
-start, also the reference of the KL term) and `tokenizer/` (the run's tokenizer, saved once). Each file
+start, also the reference of the KL term; a run started from a shared warm start has that warm start's
+step0.pt byte for byte, trainer/shared_warmstart.py) and `tokenizer/` (the run's tokenizer, saved once). Each file
 is written atomically, so the newest complete `step<N>.pt` is always a valid resume point.
 """
 
@@ -41,7 +42,12 @@ def rng_state(generators: dict[str, torch.Generator], numpy_rng: np.random.Gener
 
 
 def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator], numpy_rng: np.random.Generator) -> None:
+    """Restore every random state of a run's checkpoint. A shared warm start's step-0 checkpoint
+    (trainer/shared_warmstart.py) carries only the global torch state: the run's own generators and task stream
+    then keep the states they were seeded with, which is where a run that warm-starts itself has them at step 0."""
     torch.set_rng_state(state["torch_cpu"])
+    if set(state) == {"torch_cpu"}:
+        return
     numpy_rng.bit_generator.state = state["numpy"]
     for k, g in generators.items():
         g.set_state(state["generators"][k])
