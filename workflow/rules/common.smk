@@ -88,7 +88,7 @@ def get_final_outputs():
     then (its input being newer) the analysis and the report, and nothing else.
     """
     pdf = [report_file("report.pdf")] if PDF else []
-    return [report_file("report.html"), *pdf, *get_train_seals(), *get_outcomes()]
+    return [report_file("report.html"), *pdf, *get_warmstart_seals(), *get_train_seals(), *get_outcomes()]
 
 
 def get_report_pdf():

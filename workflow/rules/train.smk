@@ -35,6 +35,7 @@ rule train:
     input:
         config=run_file(RUN.CONFIG),
         lock=LOCK,
+        warmstart=get_warmstart_seal,  # workflow/rules/warmstart.smk
     output:
         seal=run_file(RUN.OUTPUTS),
     log:
@@ -47,10 +48,11 @@ rule train:
         run_dir=run_dir,
         slots=GPU_SLOTS,
         resume_flag=RESUME_FLAG,
+        from_warmstart=get_warmstart_flag,
     threads: PLAN.job_threads()
     resources:
         **PLAN.job_resources(),
     shell:
         "python {params.slots:q} --gpus {resources.gpu} --"
-        " agentrepro train --config {input.config} --out {params.run_dir}"
-        " $(python {params.resume_flag:q} {input.config} {params.run_dir}) > {log} 2>&1"
+        " agentrepro train --config {input.config} --out {params.run_dir} {params.from_warmstart}"
+        " $(python {params.resume_flag:q} {input.config} {params.run_dir} {params.from_warmstart}) > {log} 2>&1"

@@ -7,6 +7,9 @@ Pure functions over the manifest, so that the DAG is known before anything runs 
 * the evaluated steps, which the backend checkpoints, are `agentrepro.layout.planned_steps` (each method's run
   config resolved as `agentrepro train` resolves it, so that the plan and the trainer read the same values;
   a backend that would save other steps stops the plan). The audit expects the same steps.
+* the shared warm starts: `StudyPlan.warmstarts` maps each (method, seed) that warm-starts with the builtin
+  backend to its warm start's identity (`agentrepro.trainer.warmstart_id.planned_warmstarts`); the workflow runs
+  one warm-start job per distinct (seed, identity) and every such run starts from it.
 * `lock_state(manifest_path, lock_path) -> "missing" | "ok"`; a lock that disagrees with its manifest
   raises `LockMismatch`, whose message tells the user to run `agentrepro freeze` (never re-frozen silently).
 * `job_resources(resources) -> dict`: the manifest's `resources` block as Snakemake resources
@@ -61,6 +64,7 @@ class StudyPlan:
         if all(threads == self.threads for _, threads in per_method.values()):
             return self.threads
         return lambda wildcards: per_method[wildcards.method][1]
+    warmstarts: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def study(self) -> str:
@@ -133,8 +137,11 @@ def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:
     resources, threads = job_resources(manifest.get("resources") or {}, path=path)
     per_method = {method: job_resources(placement.resources, path=path)  # the schema has checked each block
                   for method, placement in placements(manifest, path=path).items()}
+    from agentrepro.trainer.warmstart_id import planned_warmstarts
+
     return StudyPlan(layout=layout.locate(path), methods=tuple(methods), seeds=tuple(seeds), train_steps=train_steps,
-                     steps=tuple(steps), resources=resources, threads=threads, method_resources=per_method)
+                     steps=tuple(steps), resources=resources, threads=threads, method_resources=per_method,
+                     warmstarts=planned_warmstarts(manifest, path=path))
 
 
 def lock_state(manifest_path: str | os.PathLike, lock_file: str | os.PathLike | None = None) -> str:

@@ -6,6 +6,8 @@
 * the plan: the lock's manifest names methods × seeds and the evaluated steps (`agentrepro.layout.planned_steps`,
   the rule the workflow plans with and the trainer checkpoints by); every run directory and every eval/step<N>/ of the plan exists, and nothing else does:
   stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported;
+* the shared warm starts (runs/<study>/_warmstart/, audit_warmstart.py): each planned one is there, sealed and from
+  the lock, and every method of its seed started from its step-0 checkpoint (same hash) with its step-0 outcomes;
 * each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes, and each
   provenance.json ties its directory to the lock and the run config (audit_runs.py); an evaluation records
   the training seal it evaluated; outcomes rows match the lock's task panel;
@@ -30,7 +32,8 @@ from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.manifest.audit_chain import check_analysis, check_report
 from agentrepro.manifest.audit_runs import check_evaluation, check_outcomes, check_run
 from agentrepro.manifest.audit_tree import Tree, check_seal, link_problem, load_object, walk
-from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, RunFiles, locate
+from agentrepro.manifest.audit_warmstart import check_warmstarts
+from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, locate
 from agentrepro.layout import planned_steps as layout_planned_steps
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import lock_problems, lock_sha256
@@ -118,6 +121,8 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
     runs: dict[tuple[str, int], Path] = {}
     for path in sorted(tree.files | tree.dirs):
         rel = path.relative_to(top).parts
+        if rel[0] == WARMSTARTS:
+            continue  # the shared warm starts: audit_warmstart.py
         if len(rel) == 1 and path in tree.files:
             found.append(_stray(path, "a stray file beside the method directories"))
         elif len(rel) == 1 and lock is not None and rel[0] not in methods:
@@ -157,6 +162,7 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
                 found += [] if outcomes in tree.links else [f"{outcomes}: missing"]
             elif lock is not None:
                 found += check_outcomes(outcomes, study=study, method=method, seed=seed, step=step, panel=panel)
+    found += check_warmstarts(study, root, lock, tree, runs, require=require, not_bundled=not_bundled)
     return found, tree, runs
 
 

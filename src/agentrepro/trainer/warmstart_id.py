@@ -82,15 +82,16 @@ def planned_warmstarts(manifest: dict[str, Any], *, path: object = "manifest") -
     builtin backend, each method's config resolved over the backend's defaults as `agentrepro train` resolves it."""
     from agentrepro.backends.base import get_backend
     from agentrepro.backends.runconfig import resolve_config
+    from agentrepro.manifest.backends import placements
 
     planned: dict[tuple[str, int], str] = {}
-    backend = manifest["backend"]["name"]
-    if backend != BUILTIN:
-        return planned
-    defaults = get_backend(backend).default_config()
-    for method, overrides in manifest["methods"].items():
+    for method, placement in placements(manifest, path=path).items():
+        if placement.backend["name"] != BUILTIN:  # each method on its own backend (manifest/backends.py)
+            continue
+        defaults = get_backend(BUILTIN).default_config()
+        overrides = manifest["methods"][method]
         for seed in manifest["seeds"]:
-            config = resolve_config({"study": manifest["study"], "seed": seed, "backend": manifest["backend"],
+            config = resolve_config({"study": manifest["study"], "seed": seed, "backend": placement.backend,
                                      "model": manifest.get("model") or {}, "env": manifest["env"],
                                      "train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}}, defaults)
             if uses_warmstart(config):
