@@ -96,3 +96,42 @@ def get_report_pdf():
     if not PDF:
         return {}
     return {"pdf": report(report_file("report.pdf"), caption="../report/report_pdf.rst", category="Report")}
+
+
+# --- the shared warm starts (workflow/rules/warmstart.smk; issue 18) ---------------------------------------
+
+
+def warmstart_path(name, *parts):
+    """runs/<study>/_warmstart/<name>/<parts> (name: a seed<k>-<id12> folder or the {warmstart} wildcard)."""
+    return str(Path(LAYOUT.warmstarts, name, *parts))
+
+
+def warmstart_of(method, seed):
+    """The warm-start folder of a method x seed, or None when it does not warm-start with the builtin backend."""
+    ident = PLAN.warmstarts.get((method, int(seed)))
+    return None if ident is None else warmstart_path(layout.warmstart_name(seed, ident))
+
+
+def get_warmstart_seals():
+    """The seal of every planned warm start (targets of `all`, so that a deleted warm start is made again)."""
+    return sorted({str(Path(warmstart_of(m, s)) / RUN.OUTPUTS) for m, s in get_runs() if warmstart_of(m, s)})
+
+
+def get_warmstart_seal(wildcards):
+    """A train job's warm start (its seal), or nothing."""
+    folder = warmstart_of(wildcards.method, wildcards.seed)
+    return [] if folder is None else [str(Path(folder) / RUN.OUTPUTS)]
+
+
+def get_warmstart_flag(wildcards):
+    """`--from-warmstart DIR` for a train job with a warm start, else nothing."""
+    folder = warmstart_of(wildcards.method, wildcards.seed)
+    return "" if folder is None else f"--from-warmstart {folder}"
+
+
+def get_warmstart_config(wildcards):
+    """The run config of the first method (manifest order) of the warm start's seed that uses it."""
+    for method, seed in get_runs():
+        if warmstart_of(method, seed) == warmstart_path(wildcards.warmstart):
+            return str(LAYOUT.run_dir(method, seed) / RUN.CONFIG)
+    raise WorkflowError(f"{warmstart_path(wildcards.warmstart)}: no method of the study plans this warm start")
