@@ -1,9 +1,9 @@
 """The default study end to end, as `make demo` runs it, and issue 5's learning claim checked on its outcomes.
 
-`snakemake --cores 2` on manifests/frozenlake-cpu.yaml (12 runs of warm start + 150 RL steps, 4 evaluated
-checkpoints each, analysis, report) takes about 25 minutes on 2 cores, so it runs only when
-AGENTREPRO_FULL_STUDY=1 (CI sets it) and is skipped otherwise. It starts in the background when collection ends
-(default_study.py), so the rest of the suite runs beside it. The CPU path is deterministic (one torch
+`snakemake --cores 2` on manifests/frozenlake-cpu.yaml (3 shared warm starts, one per seed, each with its step-0
+evaluation; 12 runs of 150 RL steps from them, 3 more evaluated checkpoints each; analysis, report) takes about 25
+minutes on 2 cores, so it runs only when AGENTREPRO_FULL_STUDY=1 (CI sets it) and is skipped otherwise. It starts in
+the background when collection ends (default_study.py), so the rest of the suite runs beside it. The CPU path is deterministic (one torch
 thread per job), so the numbers are those of benchmarks/RESULTS.md.
 """
 
@@ -41,7 +41,7 @@ def test_every_method_beats_its_step_zero(study):
     """Every method x seed ends above its step-0 success with an exact McNemar p < 0.05 on the 128 tasks."""
     manifest_methods = {"grpo", "gigpo", "graphgpo", "ppo"}
     results = {}
-    for run in sorted((study / "runs" / STUDY).glob("*/seed*")):
+    for run in sorted((study / "runs" / STUDY).glob("[!_]*/seed*")):  # not the shared warm starts (_warmstart/)
         before = _successes(run / "eval" / "step0" / "outcomes.jsonl")
         after = _successes(run / "eval" / "step150" / "outcomes.jsonl")
         assert before.keys() == after.keys() and len(before) == 128

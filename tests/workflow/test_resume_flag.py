@@ -44,3 +44,23 @@ def test_command_line_prints_the_flag(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "resume_flag.py"), str(tmp_path / "config.yaml"), str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "--no-resume"
+
+
+def test_a_run_whose_warm_start_was_made_again_starts_again(tmp_path):
+    """A run from a shared warm start resumes while that warm start's seal is the one it recorded, and starts again
+    (`--no-resume`) once the warm start was made again; the flag is taken from the command line as the workflow passes it."""
+    import json
+
+    run = _run_dir(tmp_path, CONFIG)
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    (warm / "OUTPUTS.sha256").write_text("a" * 64 + "  checkpoints/step0.pt\n")
+    from agentrepro.fileio import sha256_file
+
+    (run / "warmstart.json").write_text(json.dumps({"shared": {"outputs_sha256": sha256_file(warm / "OUTPUTS.sha256")}}))
+    assert resume_flag.flag(run / "config.yaml", run, warm) == ""
+    (warm / "OUTPUTS.sha256").write_text("b" * 64 + "  checkpoints/step0.pt\n")
+    assert resume_flag.flag(run / "config.yaml", run, warm) == "--no-resume"
+    proc = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "resume_flag.py"), str(run / "config.yaml"), str(run),
+                           "--from-warmstart", str(warm)], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "--no-resume", proc.stderr

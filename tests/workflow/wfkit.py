@@ -53,7 +53,7 @@ SLURM_OVERRIDES = ("--slurm-status-command", "squeue", "--slurm-init-seconds-bef
 
 def study_targets(workdir: Path, study: str) -> list[Path]:
     """Every run directory of a finished study under `workdir`."""
-    return sorted(p.parent for p in (workdir / "runs" / study).glob("*/seed*/OUTPUTS.sha256"))
+    return sorted(p.parent for p in (workdir / "runs" / study).glob("[!_]*/seed*/OUTPUTS.sha256"))  # not _warmstart/
 
 
 def processes_in(workdir: Path, needle: str) -> list[int]:
