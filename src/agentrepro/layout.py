@@ -7,6 +7,7 @@ The one owner of the study layout (docs/design.md §2, §3.3). Everything that r
   study whose manifest lives elsewhere is named by the manifest's path (a `.yaml`/`.yml` file, e.g.
   `tests/workflow/manifests/wf-tiny.yaml`). Its lock sits beside its manifest; its `reference:` is relative to
   the manifest's folder; runs, analysis, reports and logs live under the root, by slug.
+* The shared warm starts `runs/<study>/_warmstart/seed<k>-<id12>/` (`Study.warmstart_dir`; trainer/warmstart_id.py).
 * The run directory `runs/<study>/<method>/seed<k>/`: the name of every file of the run contract
   (`RunFiles`), and the paths that carry a step (`eval_dir`, `outcomes_path`, `batch_dump`).
 * `evaluated_steps(...)` / `checkpoint_steps(config)` / `planned_steps(manifest)`: the one rule for which steps
