@@ -136,7 +136,7 @@ def test_backend_exception_is_a_failed_attempt(tmp_path, make_config, write_conf
 
     monkeypatch.setattr(cli_train, "get_backend", lambda name: Crashing())
     monkeypatch.setattr(cli_train, "install_sigterm_handler", lambda: None)  # keep pytest's own SIGTERM handling
-    args = argparse.Namespace(config=write_config(make_config()), out=tmp_path / "run", no_resume=False)
+    args = argparse.Namespace(config=write_config(make_config()), out=tmp_path / "run", no_resume=False, from_warmstart=None)
     with pytest.raises(Failure, match="ZeroDivisionError: loss is 1/0"):
         cli_train.run(args)
     attempt = provenance(tmp_path / "run")["attempts"][-1]

@@ -1,8 +1,8 @@
 """The tamper suite (issue 12): one real finished tiny study, copied per case, tampered one way, and audited.
 
 The study is tests/workflow/manifests/wf-tiny.yaml (builtin trainer, 2 methods x 1 seed, 2 training steps,
-evaluated at steps 0 and 2, 4 tasks) taken through the verbs a user runs: freeze, resolve, train, eval,
-analyze, report --no-pdf. It is built once per session of this module; every case copies it, applies one
+evaluated at steps 0 and 2, 4 tasks) taken through the verbs a user runs: freeze, resolve, warmstart (the seed's
+shared warm start), train --from-warmstart, eval, analyze, report --no-pdf. It is built once per session of this module; every case copies it, applies one
 tampering and runs `agentrepro audit` as a subprocess, which must exit 1 with a line naming the tampered path.
 """
 
@@ -34,12 +34,19 @@ def finished(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tamper") / "study"
     (root / "manifests").mkdir(parents=True)
     shutil.copy(MANIFEST, root / "manifests")
+    from agentrepro.fileio import load_yaml
+    from agentrepro.layout import locate
+    from agentrepro.trainer.warmstart_id import planned_warmstarts
+
+    warm = str(locate(STUDY).warmstart_dir(0, planned_warmstarts(load_yaml(MANIFEST))[("grpo", 0)]))
     with contextlib.chdir(root):
         assert main(["freeze", f"manifests/{STUDY}.yaml", "--allow-dirty"]) == 0
         for method in ("grpo", "graphgpo"):
             run = f"runs/{STUDY}/{method}/seed0"
             assert main(["resolve", f"manifests/{STUDY}.lock.json", "--method", method, "--seed", "0", "-o", f"{run}/config.yaml"]) == 0
-            assert main(["train", "--config", f"{run}/config.yaml", "--out", run]) == 0
+            if method == "grpo":
+                assert main(["warmstart", "--config", f"{run}/config.yaml", "--out", warm]) == 0
+            assert main(["train", "--config", f"{run}/config.yaml", "--out", run, "--from-warmstart", warm]) == 0
             for step in (0, 2):
                 assert main(["eval", "--run", run, "--step", str(step)]) == 0
         assert main(["analyze", STUDY]) == 0
