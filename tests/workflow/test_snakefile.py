@@ -48,7 +48,7 @@ def test_dry_run_of_a_fresh_study_freezes_first(study_dir):
     """Without a lock the plan starts with the freeze job, and every other job depends on the lock."""
     proc = snakemake(study_dir, "-n", "--config", "manifest=manifests/wf-tiny.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert job_counts(proc.stdout) == {"freeze": 1, "resolve": 2, "train": 2, "eval": 4, "analyze": 1, "report": 1, "all": 1}
+    assert job_counts(proc.stdout) == {"freeze": 1, "resolve": 2, "warmstart": 1, "train": 2, "eval": 4, "analyze": 1, "report": 1, "all": 1}
     first_rule = re.search(r"^rule (\w+):", proc.stdout, re.M).group(1)
     assert first_rule == "freeze"
 
