@@ -17,7 +17,7 @@ WARM = {"warmstart_target": 1.0, "warmstart_max_steps": 2, "warmstart_eval_every
 
 
 def _manifest(**methods) -> dict:
-    return {"study": "s", "backend": {"name": "builtin"}, "model": {"name": "tiny-gpt2"},
+    return {"study": "s", "backend": {"name": "builtin"}, "image": {"none": "builtin on the CPU"}, "model": {"name": "tiny-gpt2"},
             "env": {"name": "frozenlake", "params": {}}, "methods": methods, "seeds": [0, 1],
             "train": {"steps": 2, "warmstart_target": 0.45}, "eval": {"tasks": 4, "first_seed": 10001}}
 
