@@ -69,6 +69,20 @@ def test_the_backend_qualified_name_flows_to_outcomes_analysis_and_report(finish
     assert "grpo@command" in (finished / "reports" / STUDY / "report.html").read_text()
 
 
+def test_the_cross_backend_equivalence_claim_is_decided_and_shown_first(finished):
+    """The manifest's `grpo@command == grpo ± 5pp` is tested on the 4 shared tasks: identical outcomes on 4 tasks
+    cannot show equivalence (inconclusive, with the tasks needed), and the report shows it right after the summary."""
+    claims = json.loads((finished / "analysis" / STUDY / "analysis.json").read_text())["tables"]["claims"]
+    pooled = [r for r in claims if r["claim"] == "grpo@command == grpo ± 5pp" and str(r["seed"]) == "all"]
+    assert len(pooled) == 1 and pooled[0]["n_tasks"] == 4, claims
+    assert pooled[0]["verdict"] == "inconclusive" and pooled[0]["tasks_needed"] > 4, pooled
+    html = (finished / "reports" / STUDY / "report.html").read_text()
+    sections = [html.index(f'<section id="{name}">') for name in ("summary", "equivalence", "verdicts")]
+    assert sections == sorted(sections)
+    equivalence = html[sections[1]:sections[2]]
+    assert "grpo@command" in equivalence and "inconclusive" in equivalence
+
+
 def test_the_audit_passes_on_the_cross_backend_study(finished):
     """`agentrepro audit` finds the two-backend study complete and unchanged."""
     from helpers import run_cli

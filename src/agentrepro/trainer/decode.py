@@ -168,6 +168,18 @@ class StaticDecoder:
         return self.logits
 
 
+def left_padded(chunks: list[list[int]], pad: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, attention) of shape (rows, width): each chunk right-aligned, the columns before it `pad` with attention 0
+    (the layout both rollout paths append, so their token invariants are the same)."""
+    ids = torch.full((len(chunks), width), pad, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for r, chunk in enumerate(chunks):
+        if chunk:
+            ids[r, width - len(chunk):] = torch.tensor(chunk)
+            attn[r, width - len(chunk):] = 1
+    return ids, attn
+
+
 class StaticRows:
     """Token rows decoded in lockstep on a StaticDecoder's buffers (the interface of rollout._Rows)."""
 
@@ -196,12 +208,7 @@ class StaticRows:
         if width == 0:
             return
         self._room(width)
-        ids = torch.full((len(chunks), width), pad, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        for r, chunk in enumerate(chunks):
-            if chunk:
-                ids[r, width - len(chunk):] = torch.tensor(chunk)
-                attn[r, width - len(chunk):] = 1
+        ids, attn = left_padded(chunks, pad, width)
         e, span = self.engine, slice(self.cols, self.cols + width)
         e.ids[:, span] = ids.to(e.device)
         e.attn[:, span] = attn.to(e.device)

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from agentrepro.trainer.decode import StaticRows
+from agentrepro.trainer.decode import StaticRows, left_padded
 from agentrepro.trainer.policy import autocast, positions
 from agentrepro.trainer.tokenizer import ACT, OBS, encode_words
 
@@ -166,12 +166,7 @@ class _Rows:
         width = max(len(c) for c in chunks)
         if width == 0:
             return
-        ids = torch.full((len(chunks), width), pad, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        for r, chunk in enumerate(chunks):
-            if chunk:
-                ids[r, width - len(chunk):] = torch.tensor(chunk)
-                attn[r, width - len(chunk):] = 1
+        ids, attn = left_padded(chunks, pad, width)
         turn_ids = torch.where(attn.bool(), turn, -1)
         self.append(ids.to(self.device), attn.to(self.device), torch.zeros_like(ids, device=self.device), turn_ids.to(self.device))
 
