@@ -18,6 +18,11 @@ from wfkit import TINY  # noqa: E402
 import default_study  # noqa: E402
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The default study's tests run last: until then the rest of the suite runs beside its background run."""
+    items.sort(key=lambda item: item.path.name == "test_default_study.py")  # stable: the order is otherwise kept
+
+
 def pytest_collection_finish(session):
     """Start the full default study in the background as soon as collection shows one of its tests will run
     (AGENTREPRO_FULL_STUDY=1), so its 2-core Snakemake run overlaps the rest of the suite instead of following it."""
