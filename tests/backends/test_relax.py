@@ -321,7 +321,7 @@ def test_a_study_whose_steps_relax_would_not_evaluate_is_refused():
     manifest = yaml.safe_load(MANIFEST.read_text())
     assert planned_steps(manifest) == list(range(0, 151, 5))
     manifest["train"]["steps"] = 12
-    with pytest.raises(BadInput, match=r"eval: the relax backend would save steps \[0, 5, 10\], but the study evaluates \[0, 5, 10, 12\]"):
+    with pytest.raises(BadInput, match=r"eval: the relax backend would save steps \[0, 5, 10\] of grpo, but the study evaluates \[0, 5, 10, 12\]"):
         planned_steps(manifest)
 
 
