@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,40 +23,14 @@ from agentrepro.backends import ray_launch
 EX_TEMPFAIL = 75
 
 
-def listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def head_argv(key: str, *, ray: str = "ray", num_cpus: int | None = None, num_gpus: int | None = None,
-              client: bool = True) -> list[str]:
-    argv = [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", *ray_launch.ray_ports(key).flags(client=client),
-            f"--temp-dir={ray_launch.temp_dir(key)}", "--disable-usage-stats", "--include-dashboard=false"]
-    argv += [f"--num-cpus={int(num_cpus)}"] if num_cpus is not None else []
-    return argv + ([f"--num-gpus={int(num_gpus)}"] if num_gpus is not None else [])
-
-
-def _stop(head: subprocess.Popen, grace_s: float = 30.0) -> None:
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(head.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            head.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def run(program: list[str], *, key: str, ray: str = "ray", num_cpus: int | None = None, num_gpus: int | None = None,
         client: bool = True, pid_file: Path | None = None, wait_s: float = 120.0) -> int:
     port = ray_launch.ray_ports(key).head
-    if listening(port):
+    if ray_launch.listening(port):
         print(f"agentrepro: port {port} (Ray head of job {key}) is already in use; not starting", file=sys.stderr)
         return EX_TEMPFAIL
-    head = subprocess.Popen(head_argv(key, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, client=client), start_new_session=True)
+    launch = ray_launch.head_launch(key, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, client=client)
+    head = subprocess.Popen(list(launch.argv), start_new_session=True)
     if pid_file is not None:
         pid_file.write_text(f"{head.pid}\n")
     child: subprocess.Popen | None = None
@@ -70,7 +43,7 @@ def run(program: list[str], *, key: str, ray: str = "ray", num_cpus: int | None 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
         deadline = time.monotonic() + wait_s
-        while not listening(port):
+        while not ray_launch.listening(port):
             if head.poll() is not None:
                 print("agentrepro: the Ray head exited before listening", file=sys.stderr)
                 return 1
@@ -85,7 +58,7 @@ def run(program: list[str], *, key: str, ray: str = "ray", num_cpus: int | None 
         if child is not None and child.poll() is None:
             child.terminate()
             child.wait()
-        _stop(head)
+        ray_launch.stop_group(head)
         if pid_file is not None:
             pid_file.unlink(missing_ok=True)
 

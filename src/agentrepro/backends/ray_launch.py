@@ -12,9 +12,10 @@ Ports: base = 20000 + 100 * (hash(key) mod 400); head (GCS) base, dashboard base
 node manager base+3, object manager base+4, metrics export base+5, dashboard agent gRPC base+6 and HTTP
 base+7, runtime-env agent base+8, Ray Serve HTTP base+9 (Relax's RELAX_SERVE_PORT), workers base+20 .. base+99.
 
-Two forms of the same head: `render_launch_script` (a bash wrapper, used by verl-agent) and, for a backend
-that lists its programs as data (backends/launch.py), `head_launch(...)` -> a Launch plus `private_head(...)`,
-which runs it in its own session for the length of a `with` block and stops exactly that session.
+The head is `head_launch(...)` (a Launch, backends/launch.py). Relax runs it with `private_head(...)`, in its own
+session for the length of a `with` block; verl-agent through `python -m agentrepro.backends.ray_job`, which wraps
+the training program. Both stop exactly that session (`stop_group`). `render_launch_script` is the older bash
+form of the same wrapper, kept for its tests of the shell path (no backend uses it now).
 """
 
 from __future__ import annotations
@@ -130,11 +131,11 @@ def private_head(launch: Launch, *, wait_for: tuple[int, ...], log_dir: Path, pi
             time.sleep(0.5)
         yield proc
     finally:
-        _stop_group(proc)
+        stop_group(proc)
         pid_file.unlink(missing_ok=True)
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
+def stop_group(proc: subprocess.Popen) -> None:
     """TERM the head's process group, wait up to 30 s for the head, then KILL whatever of the group is left."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
@@ -150,12 +151,7 @@ def render_launch_script(train_argv: list[str], *, key: str, env: dict[str, str]
                          pid_file: str | os.PathLike = "ray_head.pid", wait_s: int = 120, client: bool = True) -> str:
     """A bash script: start this job's Ray head, run `train_argv` against it, stop exactly that head."""
     ports = ray_ports(key)
-    head = [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", *ports.flags(client=client),
-            f"--temp-dir={temp_dir(key)}", "--disable-usage-stats", "--include-dashboard=false"]
-    if num_cpus is not None:
-        head.append(f"--num-cpus={int(num_cpus)}")
-    if num_gpus is not None:
-        head.append(f"--num-gpus={int(num_gpus)}")
+    head = list(head_launch(key, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, client=client).argv)
     exports = "".join(f"export {name}={shlex.quote(str(value))}\n" for name, value in sorted((env or {}).items()))
     return f"""#!/usr/bin/env bash
 # Written by agentrepro (backends/ray_launch.py) for job {key}: a private Ray head on ports
