@@ -85,10 +85,10 @@ def planned_warmstarts(manifest: dict[str, Any], *, path: object = "manifest") -
     from agentrepro.manifest.backends import placements
 
     planned: dict[tuple[str, int], str] = {}
+    defaults = get_backend(BUILTIN).default_config()
     for method, placement in placements(manifest, path=path).items():
         if placement.backend["name"] != BUILTIN:  # each method on its own backend (manifest/backends.py)
             continue
-        defaults = get_backend(BUILTIN).default_config()
         overrides = manifest["methods"][method]
         for seed in manifest["seeds"]:
             config = resolve_config({"study": manifest["study"], "seed": seed, "backend": placement.backend,
