@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_json, sha256_bytes, sha256_file
+from agentrepro.fileio import atomic_binary, load_json, sha256_bytes, sha256_file
 from agentrepro.manifest.audit import audit_study
 from agentrepro.manifest.audit_tree import walk
 from agentrepro.layout import RunFiles, locate
@@ -103,28 +103,17 @@ def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = "
     digests[BUNDLE_JSON] = sha256_bytes(info_bytes)
     sums = "".join(f"{digest}  {name}\n" for name, digest in sorted(digests.items()))
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:  # streamed file by file, then renamed: a killed bundle never looks complete
-        with os.fdopen(fd, "wb") as raw:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-                with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
-                    _add(tar, BUNDLE_SHA256, io.BytesIO(sums.encode("utf-8")), len(sums.encode("utf-8")))
-                    for name in sorted(digests):
-                        if name == BUNDLE_JSON:
-                            _add(tar, name, io.BytesIO(info_bytes), len(info_bytes))
-                            continue
-                        with open(root / name, "rb") as fh:
-                            _add(tar, name, fh, os.fstat(fh.fileno()).st_size)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    contents = digests
-    return {**info, "files": len(contents), "sha256": sha256_file(out)}
+    with atomic_binary(out) as raw:  # streamed file by file, then renamed: a killed bundle never looks complete
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+            with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
+                _add(tar, BUNDLE_SHA256, io.BytesIO(sums.encode("utf-8")), len(sums.encode("utf-8")))
+                for name in sorted(digests):
+                    if name == BUNDLE_JSON:
+                        _add(tar, name, io.BytesIO(info_bytes), len(info_bytes))
+                        continue
+                    with open(root / name, "rb") as fh:
+                        _add(tar, name, fh, os.fstat(fh.fileno()).st_size)
+    return {**info, "files": len(digests), "sha256": sha256_file(out)}
 
 
 def _safe_name(name: str) -> bool:
