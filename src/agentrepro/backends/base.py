@@ -42,6 +42,8 @@ class Backend(abc.ABC):
       for `agentrepro command` and `snakemake -n -p` to show before anything runs.
     * `deviations(config, run_dir)` -> what the job changes in the framework's official recipe, one record
       {key, value, official, why} per setting; freeze puts them in the lock for every method x seed.
+    * `prompt_record(config, run_dir)` -> how the backend's policy is prompted (e.g. the chat template's
+      sha256), written into the train and eval attempts' provenance; None when the backend does not say.
     """
 
     name: str = ""
@@ -69,6 +71,10 @@ class Backend(abc.ABC):
     def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
         """Settings the job changes in the framework's official recipe ({key, value, official, why}); [] if none."""
         return []
+
+    def prompt_record(self, config: dict[str, Any], run_dir: Path) -> dict[str, Any] | None:
+        """How the trained run's policy is prompted, for the attempts' provenance; None if the backend does not say."""
+        return None
 
 
 Factory = Callable[[], Any]

@@ -44,3 +44,12 @@ class BuiltinBackend(Backend):
         config = runconfig.read_resolved_config(Path(run_dir))
         shared = step0_rows(Path(run_dir), config) if step == 0 else None  # evaluated once, by the shared warm start
         return shared if shared is not None else evaluate_run(config, run_dir, step)
+
+    def prompt_record(self, config: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+        """The prompt kind (chat template, word level, observation text), the chat template's sha256 and the rows."""
+        from agentrepro.trainer import checkpoint as ckpt
+        from agentrepro.trainer.context import RunSpec
+        from agentrepro.trainer.dialogue import prompt_record
+
+        spec = RunSpec.from_config(config)
+        return prompt_record(spec.make_codec(ckpt.load_tokenizer(run_dir)), spec.train.mode)

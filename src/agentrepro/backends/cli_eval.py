@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         if served:
             rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint)
         else:
-            rows, record = backend.evaluate(run_dir, args.step), None
+            rows, prompt = backend.evaluate(run_dir, args.step), backend.prompt_record(config, run_dir)
+            record = {"engine": config["backend"]["name"], "prompt": prompt} if prompt is not None else None
         source = "served evaluator" if served else f"{config['backend']['name']} backend"
         outcomes.check_rows(rows, config=config, step=args.step, source=f"{source} outcomes of {eval_dir}")
         atomic_write_jsonl(eval_dir / RunFiles.OUTCOMES, rows)

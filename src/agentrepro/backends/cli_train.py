@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             resume = True
         backend.train(resolved, out, resume=resume)
         runconfig.check_training_outputs(out, resolved)
-    attempts.finish_attempt(out, status="ok")
+        prompt = backend.prompt_record(resolved, out)
+    attempts.finish_attempt(out, status="ok", extra={"prompt": prompt} if prompt is not None else None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     return 0

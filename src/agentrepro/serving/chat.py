@@ -5,7 +5,9 @@ the first user message its initial observation; after each response the assistan
 response) and, unless the episode ended, a user message with the next observation are appended, so turn
 k sees the whole history. `gym_agent_loop_no_concat.py` (non_concat): every turn sees only the system
 message and the current observation. Contents are plain text (the text-only path flattens them).
-The mode names are the trainer's (`train.mode`: concat | non_concat).
+The mode names are the trainer's (`train.mode`: concat | non_concat). This is the one owner of the
+messages: the served evaluator (serving/engine.py) sends them, and the builtin trainer, for a local chat
+model, renders them with the tokenizer's chat template (trainer/dialogue.py), so it trains on what is evaluated.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ class Conversation:
     system: str
     mode: str
     history: list[dict[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def opening(cls, system: str, mode: str, observation: str) -> "Conversation":
+        """The dialogue of an episode just reset: its system prompt and first observation."""
+        chat = cls(system, mode)
+        chat.observe(observation)
+        return chat
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -62,8 +62,7 @@ class Episode:
 async def play_episode(env: Env, seed: int, *, mode: str, max_turns: int, generate: Generate) -> Episode:
     """One episode of task `seed`; `generate(messages, turn)` returns the model's reply for turn `turn`."""
     observation, _ = env.reset(seed)
-    chat = Conversation(env.system_prompt(), mode)
-    chat.observe(observation)
+    chat = Conversation.opening(env.system_prompt(), mode, observation)
     success, reward, tokens, turns = False, 0.0, 0, 0
     while turns < max_turns:
         reply = await generate(chat.messages(), turns)

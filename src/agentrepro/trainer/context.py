@@ -2,7 +2,7 @@
 
 `RunSpec.from_config(config)` checks a resolved run config (the blocks `model`, `env`, `train`, `eval`,
 plus `study`, `method`, `seed`); `make_codec` turns a tokenizer into the text <-> token bridge used by
-rollouts and the warm start.
+rollouts and the warm start (for a local model with a chat template: the chat prompts, trainer/dialogue.py).
 """
 
 from __future__ import annotations
@@ -86,4 +86,6 @@ class RunSpec:
 
             def demo(actions: list[str]) -> list[int]:
                 return encode_words(tokenizer, env.format_actions(actions)) + [tokenizer.eos_token_id]
-        return Codec(tokenizer, self.view, render, demo)
+        # a local model whose tokenizer has a chat template is prompted as the served evaluator prompts it
+        template = None if self.model.emits_action_words else getattr(tokenizer, "chat_template", None)
+        return Codec(tokenizer, self.view, render, demo, chat_template=template if isinstance(template, str) else None)

@@ -39,7 +39,7 @@ class Targets(NamedTuple):
 def training_targets(rollout: Rollout, values: torch.Tensor | None, cfg: TrainConfig) -> Targets:
     """Targets of the configured estimator; `values` (rows, tokens) are the value head's, when it needs a critic."""
     if cfg.estimator_spec.needs_critic:
-        return Targets(*ppo_targets(rollout, values, cfg, cfg.mode), None, None)
+        return Targets(*ppo_targets(rollout, values, cfg, "non_concat" if rollout.per_turn_rows else "concat"), None, None)
     turn_adv, result = turn_advantages(rollout, cfg)
     return Targets(broadcast_turns(rollout, ordered_turns(rollout), turn_adv), None, turn_adv, result)
 

@@ -6,14 +6,18 @@ Layout of one trajectory (concat: one row; each turn appends to it):
             observation (turn 0)    generated      observation (turn 1) generated (last turn: the row ends here)
 
 Non-concat: one row per turn, `<bos> <obs> o ... o <act> g ... <eos>`, the history not repeated.
+A local chat model (trainer/dialogue.py): one row per turn in both modes, the chat template's rendering of
+the served evaluator's messages (concat: with the earlier turns as the template renders them) then the
+generated tokens: `<|im_start|> system ... <|im_start|>assistant\n | g g g <|im_end|>` for a ChatML template.
 Rows are decoded in lockstep; rows that have finished a turn (or an episode) get `<pad>` columns with
 attention 0, so attention masks may have zeros inside a row; positions count attended tokens only.
-The loss mask is 1 exactly on generated tokens (including `<eos>`); an episode always ends on a generated
+The loss mask is 1 exactly on generated tokens (including `<eos>`; never on a template's tokens); an episode always ends on a generated
 token, so its reward lands on the last generated token of its last turn.
 
 Output (`Rollout`): int64 tensors (rows, tokens) `input_ids`, `attention_mask`, `loss_mask`, `turn_index`
 (turn of every observation or generated token, -1 on `<bos>` and padding), `row_traj` (rows,) and one
-`Turn` per agent turn, which locates its generated tokens [start, end) in row `row`.
+`Turn` per agent turn, which locates its generated tokens [start, end) in row `row`; `per_turn_rows` says
+whether each turn has a row of its own (non-concat, or any chat rollout) or each trajectory one row.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 import torch
 
 from agentrepro.trainer.decode import StaticRows, left_padded
+from agentrepro.trainer.dialogue import ChatDialogue, WordDialogue, first_template_token
 from agentrepro.trainer.policy import autocast, positions
 from agentrepro.trainer.tokenizer import ACT, OBS, encode_words
 
@@ -59,6 +64,7 @@ class Rollout:
     turns: list[Turn]
     seeds: list[int]
     groups: list[int]
+    per_turn_rows: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -126,11 +132,14 @@ class Codec:
     view: Callable[[str, dict], str]  # (observation, info) -> text the policy reads
     render: Callable[[list[int]], str]  # generated ids (without <eos>) -> environment response
     demo: Callable[[list[str]], list[int]]  # demonstrated action words -> the ids the policy should generate (with <eos>)
+    chat_template: str | None = None  # set: prompts are the chat template's rendering of the served messages
 
     def __post_init__(self):
         tok = self.tokenizer
         self.bos, self.eos, self.pad = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
         self.obs, self.act = tok.convert_tokens_to_ids(OBS), tok.convert_tokens_to_ids(ACT)
+        if self.chat_template is not None:
+            self.bos = first_template_token(tok)
         if self.bos is None:
             self.bos = self.eos
         # a pretrained tokenizer has no <obs>/<act> markers: its prompts are the observation text alone
@@ -141,6 +150,16 @@ class Codec:
         start, end = self.markers
         body = encode_words(self.tokenizer, self.view(observation, info))
         return [*([start] if start is not None else []), *body, *([end] if end is not None else [])]
+
+    @property
+    def chat(self) -> bool:
+        return self.chat_template is not None
+
+    def dialogue(self, env, mode: str, observation: str, info: dict):
+        """The prompts of one episode just reset (trainer/dialogue.py)."""
+        if self.chat:
+            return ChatDialogue(self, env.system_prompt(), mode, observation)
+        return WordDialogue(self, observation, info)
 
 
 class _Rows:
@@ -223,9 +242,9 @@ def rollout(policy, envs: Sequence, seeds: Sequence[int], groups: Sequence[int],
     if engine is not None:
         engine.sync(policy)
     new_rows = _row_maker(policy, device, bf16, kv_cache, engine, max_new_tokens, codec.bos)
-    if mode == "concat":
+    if mode == "concat" and not codec.chat:
         return _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows)
-    return _rollout_non_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows)
+    return _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max_new_tokens, new_rows)
 
 
 def _row_maker(policy, device, bf16, kv_cache, engine, max_new_tokens, bos):
@@ -267,9 +286,10 @@ def _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_toke
     return _finish_rows(rows, list(range(n)), turns, seeds, groups)
 
 
-def _rollout_non_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows) -> Rollout:
+def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max_new_tokens, new_rows) -> Rollout:
     n = len(envs)
     current = [env.reset(int(s)) for env, s in zip(envs, seeds)]
+    dialogues = [codec.dialogue(env, mode, *c) for env, c in zip(envs, current)]
     live = list(range(n))
     pieces = []  # (traj, ids, attn, loss, turn) per (traj, turn) row
     turns: list[Turn] = []
@@ -277,7 +297,7 @@ def _rollout_non_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_
         if not live:
             break
         rows, generate = new_rows(len(live))
-        rows.append_chunks([codec.prompt(*current[i]) for i in live], codec.pad, t)
+        rows.append_chunks([dialogues[i].prompt() for i in live], codec.pad, t)
         generated = generate([True] * len(live), list(live), codec, sampler, max_new_tokens, t)
         still = []
         for r, i in enumerate(live):
@@ -295,6 +315,7 @@ def _rollout_non_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_
                               row_index, start, length))
             current[i] = (obs, info)
             if not (done or t == max_turns - 1):
+                dialogues[i].step(response, obs, info)
                 still.append(i)
         live = still
     width = max(p[1].shape[0] for p in pieces)
@@ -304,4 +325,4 @@ def _rollout_non_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_
             out[r, : p[k].shape[0]] = p[k].cpu()
         return out
     return Rollout(pad(1, codec.pad), pad(2, 0), pad(3, 0), pad(4, -1), torch.tensor([p[0] for p in pieces]),
-                   turns, list(seeds), list(groups))
+                   turns, list(seeds), list(groups), per_turn_rows=True)

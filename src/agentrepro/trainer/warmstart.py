@@ -23,25 +23,29 @@ from agentrepro.trainer.update import masked_mean, token_stats
 
 
 def demonstration_rows(env, seed: int, codec: Codec, mode: str, actions_per_turn: int) -> list[tuple[list[int], list[int]]]:
-    """(ids, loss mask) rows of one solved episode: one row (concat) or one row per turn (non_concat)."""
+    """(ids, loss mask) rows of one solved episode: one row (concat) or one row per turn (non_concat, or a chat model)."""
     obs, info = env.reset(int(seed))
+    dialogue = codec.dialogue(env, mode, obs, info)
     path = env.solve()
     turns = [path[i:i + actions_per_turn] for i in range(0, len(path), actions_per_turn)]
+    one_row = mode == "concat" and not codec.chat
     rows: list[tuple[list[int], list[int]]] = []
     ids, mask = [codec.bos], [0]
     for k, actions in enumerate(turns):
-        prompt = codec.prompt(obs, info)
+        prompt = dialogue.prompt()
         target = codec.demo(actions)
-        if mode == "non_concat" and k > 0:
+        if not one_row and k > 0:
             ids, mask = [codec.bos], [0]
         ids = ids + prompt + target
         mask = mask + [0] * len(prompt) + [1] * len(target)
-        if mode == "non_concat":
+        if not one_row:
             rows.append((ids, mask))
-        obs, _, done, info = env.step(codec.render(target[:-1]))
+        response = codec.render(target[:-1])
+        obs, _, done, info = env.step(response)
         if done:
             break
-    if mode == "concat":
+        dialogue.step(response, obs, info)
+    if one_row:
         rows.append((ids, mask))
     return rows
 
