@@ -33,3 +33,18 @@ def tiny_policy(spec, tokenizer, seed: int = 0):
     from agentrepro.trainer.policy import build_policy
 
     return build_policy(spec.model, tokenizer, seed).eval()
+
+
+def chat_config(model_dir, **train) -> dict:
+    """`tiny_config` on a local chat model (model.path), short responses, no warm start."""
+    config = tiny_config(**{"warmstart": False, "max_new_tokens": 6, "max_turns": 3, **train})
+    config["model"] = {"name": "tiny-chat", "path": str(model_dir)}
+    return config
+
+
+def chat_spec_and_codec(model_dir, **train):
+    from agentrepro.trainer.context import RunSpec
+
+    spec = RunSpec.from_config(chat_config(model_dir, **train))
+    tokenizer = spec.build_tokenizer()
+    return spec, tokenizer, spec.make_codec(tokenizer)
