@@ -153,3 +153,18 @@ def test_prompt_record_names_the_chat_template(tiny_chat_model):
     _, _, words = tiny_spec_and_codec()
     assert prompt_record(words, "concat") == {"kind": "word_level", "mode": "concat", "rows": "one per trajectory",
                                               "chat_template_sha256": None}
+
+
+def test_ppo_on_a_concat_chat_rollout_uses_turn_level_gae(tiny_chat_model):
+    """A concat chat rollout has one row per turn, so PPO's targets are the turn-level GAE of its rows, not token GAE."""
+    from agentrepro.trainer.credit import ppo_targets, training_targets
+
+    ro, spec, *_ = _play(tiny_chat_model, "concat")
+    cfg = chat_spec_and_codec(tiny_chat_model, mode="concat", estimator="ppo")[0].train
+    for t in ro.turns:
+        t.reward = float(t.turn == 2 and t.traj % 2 == 0)  # a reward at the end of some trajectories
+    values = torch.rand(ro.input_ids.shape, generator=torch.Generator().manual_seed(0))
+    targets = training_targets(ro, values, cfg)
+    turn_level, token_level = ppo_targets(ro, values, cfg, "non_concat"), ppo_targets(ro, values, cfg, "concat")
+    assert torch.equal(targets.advantages, turn_level[0]) and torch.equal(targets.returns, turn_level[1])
+    assert not torch.equal(turn_level[0], token_level[0])

@@ -8,8 +8,9 @@
   tokens, 0 elsewhere (observations, padding, <bos>).
 * `token_rewards`: each turn's reward on the last generated token of the turn.
 * `ppo_targets`: masked GAE over the tokens of a concat row (verl), or turn-level GAE over the turn rows of
-  a non-concat trajectory (VAGEN-Lite `no_concat_gae`) broadcast to the turn's tokens; advantages whitened
-  over generated tokens, as verl does per batch.
+  a trajectory laid out one row per turn (non-concat, or any chat-model rollout: `Rollout.per_turn_rows`;
+  VAGEN-Lite `no_concat_gae`) broadcast to the turn's tokens; advantages whitened over generated tokens,
+  as verl does per batch.
 """
 
 from __future__ import annotations
