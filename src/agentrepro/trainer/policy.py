@@ -5,7 +5,8 @@ Two sources (the manifest's `model` block):
   transformers config (no hub), seeded, over the word-level tokenizer of the environment. It emits action
   words; the harness writes them into the environment's answer format (`Env.format_actions`).
 * `{name: ..., path: /local/model/dir}`: any local model directory (e.g. Qwen2.5) and its tokenizer; its
-  generated text is the response as is.
+  generated text is the response as is. With a chat template its prompts are the served evaluator's
+  messages rendered by that template (trainer/dialogue.py).
 
 Shapes: input_ids, attention_mask, position_ids (batch, tokens); logits (batch, tokens, vocab);
 values (batch, tokens). Attention masks may have zeros inside a row (padding between turns of batched
