@@ -13,7 +13,7 @@ from typing import Any
 from agentrepro.errors import BadInput
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.policy import ModelSpec, load_local_tokenizer
-from agentrepro.trainer.rollout import Codec
+from agentrepro.trainer.dialogue import Codec
 from agentrepro.trainer.tokenizer import build_word_tokenizer, encode_words, probe_texts
 
 EVAL_KEYS = {"tasks", "first_seed", "episodes_per_task", "temperature", "top_p", "max_turns", "every", "checkpoint", "task_panel", "sample_seed", "engine", "server"}

@@ -1,4 +1,5 @@
-"""What the policy reads at each turn of an episode: one `Dialogue` per trajectory, made by `Codec.dialogue`.
+"""How text goes in and out of the policy (`Codec`), and what it reads at each turn of an episode: one dialogue
+per trajectory, made by `Codec.dialogue`.
 
 * `WordDialogue` (the tiny word-level policy, and a local model without a chat template): the turn's
   prompt is `Codec.prompt` of the current observation (`<obs> ... <act>` for the tiny policy).
@@ -18,10 +19,13 @@ every prompt must begin with (checked), and `prompt()` returns the rest.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agentrepro.errors import BadInput
 from agentrepro.serving.chat import Conversation
+from agentrepro.trainer.tokenizer import ACT, OBS, encode_words
 
 _PROBE = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 
@@ -83,3 +87,41 @@ class ChatDialogue:
     def step(self, response: str, observation: str, info: dict) -> None:
         self.chat.respond(response)
         self.chat.observe(observation)
+
+
+@dataclass
+class Codec:
+    """How text goes in and out of the policy."""
+
+    tokenizer: Any
+    view: Callable[[str, dict], str]  # (observation, info) -> text the policy reads
+    render: Callable[[list[int]], str]  # generated ids (without <eos>) -> environment response
+    demo: Callable[[list[str]], list[int]]  # demonstrated action words -> the ids the policy should generate (with <eos>)
+    chat_template: str | None = None  # set: prompts are the chat template's rendering of the served messages
+
+    def __post_init__(self):
+        tok = self.tokenizer
+        self.bos, self.eos, self.pad = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+        self.obs, self.act = tok.convert_tokens_to_ids(OBS), tok.convert_tokens_to_ids(ACT)
+        if self.chat_template is not None:
+            self.bos = first_template_token(tok)
+        if self.bos is None:
+            self.bos = self.eos
+        # a pretrained tokenizer has no <obs>/<act> markers: its prompts are the observation text alone
+        unk = tok.unk_token_id
+        self.markers = [m if m is not None and m != unk else None for m in (self.obs, self.act)]
+
+    def prompt(self, observation: str, info: dict) -> list[int]:
+        start, end = self.markers
+        body = encode_words(self.tokenizer, self.view(observation, info))
+        return [*([start] if start is not None else []), *body, *([end] if end is not None else [])]
+
+    @property
+    def chat(self) -> bool:
+        return self.chat_template is not None
+
+    def dialogue(self, env, mode: str, observation: str, info: dict):
+        """The prompts of one episode just reset: a ChatDialogue with a chat template, else a WordDialogue."""
+        if self.chat:
+            return ChatDialogue(self, env.system_prompt(), mode, observation)
+        return WordDialogue(self, observation, info)

@@ -22,16 +22,15 @@ whether each turn has a row of its own (non-concat, or any chat rollout) or each
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from agentrepro.trainer.decode import StaticRows, left_padded
-from agentrepro.trainer.dialogue import ChatDialogue, WordDialogue, first_template_token
+from agentrepro.trainer.dialogue import Codec
 from agentrepro.trainer.policy import autocast, positions
-from agentrepro.trainer.tokenizer import ACT, OBS, encode_words
 
 
 @dataclass
@@ -122,44 +121,6 @@ class Sampler:
             self._device_gen = torch.Generator(logits.device).manual_seed(seed)
         noise = torch.empty_like(probs).exponential_(generator=self._device_gen)
         return (probs / noise).argmax(-1)
-
-
-@dataclass
-class Codec:
-    """How text goes in and out of the policy."""
-
-    tokenizer: Any
-    view: Callable[[str, dict], str]  # (observation, info) -> text the policy reads
-    render: Callable[[list[int]], str]  # generated ids (without <eos>) -> environment response
-    demo: Callable[[list[str]], list[int]]  # demonstrated action words -> the ids the policy should generate (with <eos>)
-    chat_template: str | None = None  # set: prompts are the chat template's rendering of the served messages
-
-    def __post_init__(self):
-        tok = self.tokenizer
-        self.bos, self.eos, self.pad = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
-        self.obs, self.act = tok.convert_tokens_to_ids(OBS), tok.convert_tokens_to_ids(ACT)
-        if self.chat_template is not None:
-            self.bos = first_template_token(tok)
-        if self.bos is None:
-            self.bos = self.eos
-        # a pretrained tokenizer has no <obs>/<act> markers: its prompts are the observation text alone
-        unk = tok.unk_token_id
-        self.markers = [m if m is not None and m != unk else None for m in (self.obs, self.act)]
-
-    def prompt(self, observation: str, info: dict) -> list[int]:
-        start, end = self.markers
-        body = encode_words(self.tokenizer, self.view(observation, info))
-        return [*([start] if start is not None else []), *body, *([end] if end is not None else [])]
-
-    @property
-    def chat(self) -> bool:
-        return self.chat_template is not None
-
-    def dialogue(self, env, mode: str, observation: str, info: dict):
-        """The prompts of one episode just reset (trainer/dialogue.py)."""
-        if self.chat:
-            return ChatDialogue(self, env.system_prompt(), mode, observation)
-        return WordDialogue(self, observation, info)
 
 
 class _Rows:

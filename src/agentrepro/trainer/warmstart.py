@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentrepro.trainer.rollout import Codec, Sampler, rollout
+from agentrepro.trainer.dialogue import Codec
+from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.update import masked_mean, token_stats
 
 
