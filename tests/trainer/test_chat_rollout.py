@@ -168,3 +168,14 @@ def test_ppo_on_a_concat_chat_rollout_uses_turn_level_gae(tiny_chat_model):
     turn_level, token_level = ppo_targets(ro, values, cfg, "non_concat"), ppo_targets(ro, values, cfg, "concat")
     assert torch.equal(targets.advantages, turn_level[0]) and torch.equal(targets.returns, turn_level[1])
     assert not torch.equal(turn_level[0], token_level[0])
+
+
+def test_a_template_that_refuses_a_system_message_is_one_clear_line(tiny_chat_model):
+    """A chat template that cannot render the served messages (no system role) is refused naming model.path."""
+    from agentrepro.errors import BadInput
+
+    spec, tok, _ = chat_spec_and_codec(tiny_chat_model)
+    tok.chat_template = "{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}x"
+    with pytest.raises(BadInput, match="model.path") as caught:
+        spec.make_codec(tok)
+    assert "no system role" in str(caught.value)

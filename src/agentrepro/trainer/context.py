@@ -88,4 +88,6 @@ class RunSpec:
                 return encode_words(tokenizer, env.format_actions(actions)) + [tokenizer.eos_token_id]
         # a local model whose tokenizer has a chat template is prompted as the served evaluator prompts it
         template = None if self.model.emits_action_words else getattr(tokenizer, "chat_template", None)
-        return Codec(tokenizer, self.view, render, demo, chat_template=template if isinstance(template, str) else None)
+        if isinstance(template, dict):  # named templates: apply_chat_template (and a chat server) use "default"
+            template = template.get("default")
+        return Codec(tokenizer, self.view, render, demo, chat_template=template)

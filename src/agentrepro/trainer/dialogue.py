@@ -38,7 +38,12 @@ def template_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
 
 def first_template_token(tokenizer) -> int:
     """The token every rendering of the chat template starts with (the rows' first column)."""
-    return template_ids(tokenizer, _PROBE)[0]
+    from jinja2 import TemplateError
+
+    try:
+        return template_ids(tokenizer, _PROBE)[0]
+    except (TemplateError, IndexError) as exc:  # e.g. a template that refuses a system message
+        raise BadInput(f"the tokenizer's chat template cannot render a system and a user message: {exc}", where="model.path") from None
 
 
 def prompt_record(codec, mode: str) -> dict[str, Any]:
