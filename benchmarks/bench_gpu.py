@@ -85,14 +85,47 @@ def build_model_dir(path: Path, shape: str, vocab: int) -> str:
     return str(path)
 
 
-def update_flops(attention_mask: torch.Tensor, cfg) -> float:
+def update_flops(attention_mask: torch.Tensor, cfg, head_tokens: float | None = None) -> float:
+    """3 x (2 N T + 4 L d P); with `head_tokens`, the LM head's V x d counted over that many tokens only (the
+    generated tokens, the only ones the loss needs) instead of all T."""
     d, L = cfg.hidden_size, cfg.num_hidden_layers
     hd = d // cfg.num_attention_heads
     attn_lin = d * d + 2 * d * cfg.num_key_value_heads * hd + d * d  # q, k, v, o
-    n_matmul = L * (attn_lin + 3 * d * cfg.intermediate_size) + cfg.vocab_size * d
+    body, head = L * (attn_lin + 3 * d * cfg.intermediate_size), cfg.vocab_size * d
     n = attention_mask.sum(-1).double()
     tokens, pairs = float(n.sum()), float((n * (n + 1) / 2).sum())
-    return 3 * (2 * n_matmul * tokens + 4 * L * d * pairs)
+    head_tokens = tokens if head_tokens is None else head_tokens
+    return 3 * (2 * body * tokens + 2 * head * head_tokens + 4 * L * d * pairs)
+
+
+GEMM_NAMES = ("gemm", "cutlass", "xmma", "nvjet", "cublas")
+
+
+def profile_update(run, device) -> dict:
+    """CUDA kernel time of one update by kind (matmul, attention, other) and the largest kernels, from
+    torch.profiler; the profiler slows the host side, so its wall time is not the benchmark's."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize(device)
+    wall = time.perf_counter() - t0
+    kinds: dict[str, float] = {}
+    kernels = []
+    for e in prof.key_averages():
+        t = e.self_device_time_total / 1e6
+        if t <= 0:
+            continue
+        name = e.key.lower()
+        kind = ("matmul" if any(k in name for k in GEMM_NAMES) else
+                "attention" if any(k in name for k in ("fmha", "attention", "flash", "sdpa")) else "other")
+        kinds[kind] = kinds.get(kind, 0.0) + t
+        kernels.append((t, e.count, e.key[:90]))
+    kernels.sort(reverse=True)
+    return {"wall_s_profiled": wall, "kernel_s": sum(kinds.values()), "kernel_s_by_kind": kinds,
+            "top_kernels": [{"s": round(t, 4), "calls": c, "name": k} for t, c, k in kernels[:12]]}
 
 
 @torch.no_grad()
@@ -127,6 +160,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-checkpointing", action="store_true", help="update without activation checkpointing")
     parser.add_argument("--skip-generate", action="store_true", help="no engine-vs-generate turn")
+    parser.add_argument("--profile", action="store_true", help="one more update under torch.profiler: kernel time by kind")
     parser.add_argument("--device", default="cuda", help="cpu: a check of this script (no timings worth reading)")
     args = parser.parse_args(argv)
     import agentrepro.trainer.loop as loop
@@ -155,7 +189,7 @@ def main(argv=None) -> int:
         real_update = loop.update
 
         def spy(policy, optimizer, scheduler, batch, cfg, generator, dev):
-            captured.append(batch.attention_mask)
+            captured.append(batch)
             sync()
             return real_update(policy, optimizer, scheduler, batch, cfg, generator, dev)
 
@@ -167,21 +201,32 @@ def main(argv=None) -> int:
         timings = [json.loads(line) for line in (Path(tmp) / "run" / "timings.jsonl").read_text().splitlines()][1:]
         med = lambda key: statistics.median(t.get(key, 0.0) for t in timings)  # noqa: E731
         lm_cfg = trainer.policy.lm.config
-        flops = statistics.median(update_flops(m, lm_cfg) for m in captured[1:])
+        flops = statistics.median(update_flops(b.attention_mask, lm_cfg) for b in captured[1:])
+        flops_strict = statistics.median(update_flops(b.attention_mask, lm_cfg, float(b.mask.sum())) for b in captured[1:])
         out["step"] = {k: med(k) for k in ("rollout", "graph_build", "shortest_paths", "advantage", "update", "step_total")}
         out["step"]["advantage_total"] = sum(out["step"][k] for k in ("graph_build", "shortest_paths", "advantage"))
         out["tokens_per_step"] = {"generated": metrics[-1]["tokens_generated"] - metrics[-2]["tokens_generated"] if len(metrics) > 1 else metrics[-1]["tokens_generated"] // (args.steps + 1),
-                                  "trained_rows_x_width": list(captured[-1].shape), "attended": int(captured[-1].sum())}
+                                  "trained_rows_x_width": list(captured[-1].attention_mask.shape),
+                                  "attended": int(captured[-1].attention_mask.sum()), "trained": int(captured[-1].mask.sum())}
         out["rollout_tokens_per_s"] = out["tokens_per_step"]["generated"] / out["step"]["rollout"]
         out["update_tflops"] = flops / out["step"]["update"] / 1e12
         out["update_mfu"] = flops / out["step"]["update"] / H200_BF16_PEAK
         out["gpu_peak_mem_gb"] = max((m["gpu_peak_mem_gb"] or 0.0) for m in metrics)
         out["cpu_rss_gb"] = max(m["cpu_rss_gb"] for m in metrics)
         out["update_flops_formula"] = "3 x (2 N T + 4 L d P)"
-
+        # the same with the LM head counted over the generated tokens only (all the loss needs)
+        out["update_mfu_head_on_generated"] = flops_strict / out["step"]["update"] / H200_BF16_PEAK
+        out["update_flops"] = {"all_tokens_head": flops, "generated_tokens_head": flops_strict}
         out["grad_checkpointing"] = not args.no_checkpointing
+        out["micro_batch_tokens"] = args.micro_tokens
+        if args.profile and device.type == "cuda":
+            last = captured[-1]
+            out["update_profile"] = profile_update(lambda: real_update(trainer.policy, trainer.optimizer, trainer.scheduler, last,
+                                                                       trainer.cfg, trainer.update_gen, device), device)
         if args.skip_generate:
             print(json.dumps(out, indent=1))
+            if args.json:
+                Path(args.json).write_text(json.dumps(out, indent=1))
             return 0
         # one turn, the 128 first prompts: static engine vs transformers generate
         envs = trainer.envs

@@ -97,7 +97,9 @@ class Trainer:
 
     # --- setup -----------------------------------------------------------------------------------
     def _new_optimizer(self):
-        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        # fused: one kernel for the whole step on CUDA (the CPU keeps the default, for bit-exact resume there)
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay,
+                                           fused=self.device.type == "cuda" or None)
         self.scheduler = _scheduler(self.optimizer, self.cfg)
 
     def _fresh(self) -> None:
@@ -167,11 +169,12 @@ class Trainer:
         with torch.no_grad():
             if cfg.uses_value or cfg.epochs * cfg.minibatches > 1:
                 old_logp, values = batched_token_stats(self.policy, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
-                                                       with_values=cfg.uses_value, device=self.device, bf16=cfg.bf16)
+                                                       with_values=cfg.uses_value, device=self.device, bf16=cfg.bf16,
+                                                       where=ro.loss_mask)
             ref_logp = None
             if self.reference is not None:
                 ref_logp = batched_token_stats(self.reference, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
-                                               with_values=False, device=self.device, bf16=cfg.bf16)[0]
+                                               with_values=False, device=self.device, bf16=cfg.bf16, where=ro.loss_mask)[0]
         # advantages: the configured estimator's per-token targets (its step-row advantages broadcast to each
         # turn's tokens, or token-level GAE over the value head's predictions when it needs a critic)
         mask = ro.loss_mask.float()

@@ -105,6 +105,35 @@ class Policy(nn.Module):
         cache = getattr(out, key, None) if use_cache else None
         return out.logits.float(), values, cache
 
+    def last_hidden(self, input_ids, attention_mask, position_ids, with_values=False):
+        """(last hidden states (B, T, d), values (B, T) or None) without the LM head: the update applies the head
+        to the tokens it trains only (trainer/logprobs.py). The logits are `self.head` of these states
+        (`check_plain_head`)."""
+        hidden = self.lm.base_model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                    use_cache=False).last_hidden_state
+        values = self.value_head(hidden.to(self.value_head.weight.dtype)).squeeze(-1).float() if with_values else None
+        return hidden, values
+
+    @property
+    def head(self) -> nn.Linear:
+        return self.lm.get_output_embeddings()
+
+
+@torch.no_grad()
+def check_plain_head(policy: Policy, *, path: object, where: str) -> None:
+    """Refuse a model whose logits are not its output head applied to its last hidden state (logit soft-capping
+    or scaling, as some architectures have), which `Policy.last_hidden` + `head` would silently get wrong."""
+    lm, head = policy.lm, policy.head
+    ids = torch.arange(4).remainder(head.weight.shape[0])[None]
+    training = lm.training
+    lm.eval()  # no dropout between the two forwards
+    logits = lm(input_ids=ids, use_cache=False).logits
+    hidden = lm.base_model(input_ids=ids, use_cache=False).last_hidden_state
+    lm.train(training)
+    if not isinstance(head, nn.Linear) or not torch.allclose(head(hidden), logits, rtol=1e-4, atol=1e-5):
+        raise BadInput("the builtin trainer needs logits = output head(last hidden state) (no soft-capping or logit scaling); "
+                       f"{type(lm).__name__} differs", path=path, where=where)
+
 
 def build_policy(spec: ModelSpec, tokenizer, seed: int) -> Policy:
     """The policy with seeded initial weights (global torch RNG used inside a fork, restored after)."""
@@ -123,6 +152,7 @@ def build_policy(spec: ModelSpec, tokenizer, seed: int) -> Policy:
         policy = Policy(lm, hidden)
         nn.init.zeros_(policy.value_head.weight)
         nn.init.zeros_(policy.value_head.bias)
+    check_plain_head(policy, path=spec.path, where="model.path" if spec.path else "model.name")
     return policy
 
 

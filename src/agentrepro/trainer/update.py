@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from agentrepro.trainer.config import TrainConfig
+from agentrepro.trainer.logprobs import head_logprobs
 from agentrepro.trainer.policy import autocast, positions
 
 
@@ -23,36 +24,45 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor | None 
     return (x * mask).sum() / (mask.sum().clamp(min=1) if denom is None else denom)
 
 
-def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_entropy: bool, device, bf16: bool):
-    """(log-probs, entropies or None, values or None), each (rows, tokens) float32, aligned with input_ids."""
-    ids = input_ids.to(device)
+def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_entropy: bool, device, bf16: bool,
+                where: torch.Tensor | None = None):
+    """(log-probs, entropies or None, values or None), each (rows, tokens) float32, aligned with input_ids.
+    With `where` (rows, tokens; the loss mask), log-probs and entropies only at its non-zero columns (0 elsewhere):
+    the LM head runs over those tokens only, in chunks (trainer/logprobs.py). Values: every column."""
     attn = attention_mask.to(device)
     with autocast(device, bf16):
-        logits, values, _ = policy(ids, attn, positions(attn), with_values=with_values)
-    logp_all = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    logp = torch.zeros(ids.shape, device=device)
-    logp[:, 1:] = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    entropy = None
-    if with_entropy:
-        entropy = torch.zeros(ids.shape, device=device)
-        entropy[:, 1:] = -(logp_all.exp() * logp_all).sum(-1)
+        hidden, values = policy.last_hidden(input_ids.to(device), attn, positions(attn), with_values=with_values)
+    rows, width = input_ids.shape
+    take = torch.ones(rows, width, dtype=torch.bool) if where is None else where.bool().clone()
+    take[:, 0] = False  # column 0 is predicted from nothing
+    at = torch.nonzero(take.flatten()).squeeze(-1)  # on the CPU: no host sync on the device
+    targets = input_ids.flatten()[at].to(device)
+    at = at.to(device)
+    with autocast(device, bf16):
+        lp, ent = head_logprobs(hidden.flatten(0, 1)[at - 1], policy.head.weight, targets, bias=policy.head.bias,
+                                with_entropy=with_entropy)
+    scatter = lambda x: torch.zeros(rows * width, device=device).index_copy(0, at, x).view(rows, width)  # noqa: E731
+    logp = scatter(lp)
+    entropy = scatter(ent) if with_entropy else None
     vals = None
     if with_values:
-        vals = torch.zeros(ids.shape, device=device)
+        vals = torch.zeros(rows, width, device=device)
         vals[:, 1:] = values[:, :-1]
     return logp, entropy, vals
 
 
 @torch.no_grad()
-def batched_token_stats(policy, input_ids, attention_mask, budget: int, *, with_values: bool, device, bf16: bool):
+def batched_token_stats(policy, input_ids, attention_mask, budget: int, *, with_values: bool, device, bf16: bool,
+                        where: torch.Tensor | None = None):
     """token_stats (no entropy) over all rows in passes of at most `budget` padded tokens; (log-probs, values
-    or None) on the CPU. `budget` 0: one pass."""
+    or None) on the CPU. `budget` 0: one pass. `where`: as in token_stats."""
     rows, width = input_ids.shape
     logp = torch.zeros(rows, width)
     values = torch.zeros(rows, width) if with_values else None
     for idx, cols in micro_batches(attention_mask, torch.arange(rows), budget):
         lp, _, v = token_stats(policy, input_ids[idx, :cols], attention_mask[idx, :cols], with_values=with_values,
-                               with_entropy=False, device=device, bf16=bf16)
+                               with_entropy=False, device=device, bf16=bf16,
+                               where=None if where is None else where[idx, :cols])
         logp[idx, :cols] = lp.cpu()
         if with_values:
             values[idx, :cols] = v.cpu()
@@ -129,40 +139,42 @@ def micro_batches(attention_mask: torch.Tensor, idx: torch.Tensor, budget: int) 
 
 def _minibatch_step(policy, optimizer, batch: TrainBatch, idx, cfg: TrainConfig, device) -> dict[str, float]:
     """One optimizer step over rows `idx`: gradients accumulated over `cfg.micro_batch_tokens`-sized passes,
-    each loss term divided by the whole minibatch's generated-token count (so the sum is its token mean)."""
+    each loss term divided by the whole minibatch's generated-token count (so the sum is its token mean).
+    Statistics stay on the device until the step ends (one host sync a step, not one a pass)."""
     denom = batch.mask[idx].sum().clamp(min=1).to(device)
-    sums: dict[str, float] = {}
+    sums: dict[str, torch.Tensor] = {}
     optimizer.zero_grad(set_to_none=True)
     for rows, width in micro_batches(batch.attention_mask, idx, cfg.micro_batch_tokens):
         for k, v in _backward(policy, batch, rows, width, denom, cfg, device).items():
-            sums[k] = sums.get(k, 0.0) + v
-    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+            sums[k] = sums[k] + v if k in sums else v
+    sums["grad_norm"] = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
     optimizer.step()
-    sums["grad_norm"] = float(grad_norm)
-    return sums
+    return {k: float(v) for k, v in sums.items()}
 
 
-def _backward(policy, batch: TrainBatch, idx, width: int, denom, cfg: TrainConfig, device) -> dict[str, float]:
-    """Loss of rows `idx` (first `width` columns) with every masked mean taken over `denom` tokens; backward."""
+def _backward(policy, batch: TrainBatch, idx, width: int, denom, cfg: TrainConfig, device) -> dict[str, torch.Tensor]:
+    """Loss of rows `idx` (first `width` columns) with every masked mean taken over `denom` tokens; backward.
+    Returns the pass's statistics as detached device scalars."""
     take = lambda t: None if t is None else t[idx, :width].to(device)  # noqa: E731
     mean = lambda x, m: masked_mean(x, m, denom)  # noqa: E731
     mask, adv, old = take(batch.mask), take(batch.advantages), take(batch.old_logp)
     logp, entropy, values = token_stats(policy, batch.input_ids[idx, :width], batch.attention_mask[idx, :width],
-                                        with_values=cfg.uses_value, with_entropy=True, device=device, bf16=cfg.bf16)
+                                        with_values=cfg.uses_value, with_entropy=True, device=device, bf16=cfg.bf16,
+                                        where=batch.mask[idx, :width])
     if old is None:  # single on-policy pass: old log-probs are the current ones (ratio 1, same gradient)
         old = logp.detach()
     loss_policy, clipfrac = ppo_clip_loss(logp, old, adv, mask, cfg.clip_ratio, denom)
     ent = mean(entropy, mask)
-    loss = loss_policy - cfg.entropy_coef * ent
-    stats = {"loss_policy": float(loss_policy.detach()), "entropy": float(ent.detach()), "clipfrac": float(clipfrac)}
+    loss = loss_policy - cfg.entropy_coef * ent if cfg.entropy_coef else loss_policy  # no entropy backward at 0
+    stats = {"loss_policy": loss_policy, "entropy": ent, "clipfrac": clipfrac}
     if batch.ref_logp is not None:
         kl = mean(k3_kl(logp, take(batch.ref_logp)), mask)
         loss = loss + cfg.kl_coef * kl
-        stats["kl"] = float(kl.detach())
+        stats["kl"] = kl
     if cfg.uses_value:
         loss_value = 0.5 * mean((values - take(batch.returns)) ** 2, mask)
         loss = loss + cfg.value_coef * loss_value
-        stats["loss_value"] = float(loss_value.detach())
+        stats["loss_value"] = loss_value
     loss.backward()
-    stats["approx_kl_old"] = float(mean(old - logp.detach(), mask))
-    return stats
+    stats["approx_kl_old"] = mean(old - logp.detach(), mask)
+    return {k: v.detach() for k, v in stats.items()}

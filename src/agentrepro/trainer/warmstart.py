@@ -94,7 +94,8 @@ def warm_start(policy, spec, codec: Codec, device, *, progress: bool = False) ->
         rows = [r for s in seeds for r in demonstration_rows(env, int(s), codec, cfg.mode, cfg.warmstart_actions_per_turn)]
         ids, attn, mask = collate(rows, codec.pad)
         policy.train()
-        logp, _, _ = token_stats(policy, ids, attn, with_values=False, with_entropy=False, device=device, bf16=cfg.bf16)
+        logp, _, _ = token_stats(policy, ids, attn, with_values=False, with_entropy=False, device=device, bf16=cfg.bf16,
+                                 where=mask)
         loss = -masked_mean(logp, mask.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
