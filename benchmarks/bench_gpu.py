@@ -20,7 +20,10 @@ Measured:
   = 3 x forward (backward = 2 x forward; the recomputation of checkpointing is not counted), forward =
   2 x N x T + 4 x L x d x P, with N the parameters of every matmul (all non-embedding linear weights plus the
   tied LM head, V x d), T the attended tokens, L layers, d = hidden size, P the causal (query, key) pairs
-  over attended tokens, sum over rows of n(n+1)/2; padding is computed but not counted.
+  over attended tokens, sum over rows of n(n+1)/2; padding is computed but not counted. The update applies the
+  LM head to generated tokens only, so `update_mfu_head_on_generated` also gives the stricter count (the head's
+  V x d over the generated tokens);
+* `--profile`: one more update under torch.profiler, CUDA kernel seconds by kind (matmul, attention, other).
 """
 
 from __future__ import annotations
