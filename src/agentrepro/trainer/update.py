@@ -33,7 +33,7 @@ def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_en
     with autocast(device, bf16):
         hidden, values = policy.last_hidden(input_ids.to(device), attn, positions(attn), with_values=with_values)
     rows, width = input_ids.shape
-    take = torch.ones(rows, width, dtype=torch.bool) if where is None else where.bool().clone()
+    take = torch.ones(rows, width, dtype=torch.bool) if where is None else where.to("cpu", torch.bool, copy=True)
     take[:, 0] = False  # column 0 is predicted from nothing
     at = torch.nonzero(take.flatten()).squeeze(-1)  # on the CPU: no host sync on the device
     targets = input_ids.flatten()[at].to(device)
