@@ -130,3 +130,11 @@ def test_a_model_with_soft_capped_logits_is_refused():
         check_plain_head(Policy(Gemma2ForCausalLM(cfg), 16), path="/models/g", where="model.path")
     spec, tok, _ = tiny_spec_and_codec()
     check_plain_head(tiny_policy(spec, tok), path=None, where="model.name")  # the tiny Qwen2 passes
+
+
+def test_no_selected_tokens_gives_empty_log_probs_and_a_zero_gradient():
+    """A pass without generated tokens (an observation-only micro-batch) yields no log-probs and a zero head gradient."""
+    h, w = torch.randn(0, 4, requires_grad=True), torch.randn(9, 4, requires_grad=True)
+    lp, ent = logprobs.head_logprobs(h, w, torch.zeros(0, dtype=torch.long), with_entropy=True)
+    (lp.sum() + ent.sum()).backward()
+    assert lp.shape == (0,) and h.grad.shape == (0, 4) and torch.equal(w.grad, torch.zeros(9, 4))

@@ -29,11 +29,13 @@ def _compute_dtype(x: torch.Tensor) -> torch.dtype:
 
 
 def _chunk_log_softmax(h, weight, bias):
-    """(logits, float32 log-softmax) of one chunk of hidden states."""
+    """The float32 log-softmax over the vocabulary of one chunk of hidden states (the head in their dtype)."""
     return torch.log_softmax(F.linear(h, weight, bias).float(), dim=-1)
 
 
 class _HeadLogprobs(torch.autograd.Function):
+    """(hidden, weight, bias, targets, with_entropy, dtype) -> log-probs of targets (and entropies), chunked."""
+
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, with_entropy: bool, dtype: torch.dtype):
         h, w = hidden.to(dtype), weight.to(dtype)
