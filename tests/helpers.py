@@ -48,3 +48,11 @@ def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None 
         cwd=cwd, input=input, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def require_vision() -> None:
+    """Skip (or under AGENTREPRO_REQUIRE=vision fail) unless the packages holding the sprites are installed."""
+    import importlib.util
+
+    installed = all(importlib.util.find_spec(name) is not None for name in ("gym_sokoban", "gymnasium"))
+    require("vision", installed, "gym-sokoban and gymnasium are not installed (pip install '.[vision]')")

@@ -13,6 +13,8 @@ derive values in `resolve_params`); `prompts` (a `prompts.Prompts`: `formats`, `
 `info` always holds `grid` (the text grid as the reference renders it) and `state_key` (canonical state for
 GiGPO/GraphGPO grouping: the grid text); after a step also `success`, `valid` (action validity),
 `effective` (the player moved), `actions` (the action words executed) and `parsed` (the parser's dict).
+With `render_mode: vision` (games that declare it) `info` also holds `image_sha256` (images.pixel_hash of
+`render_image()`), and the observation text shows `<image>` where the grid would be, as VAGEN's vision mode.
 
 One turn (VAGEN @ 2936322, both games): parse the response; execute its actions in order, stopping at
 the first unknown word (the turn becomes invalid, earlier actions stay executed) or when the episode ends
@@ -21,7 +23,8 @@ action was executed (the parser yields no actions unless the format matched, so 
 "format correct"). Malformed responses are invalid turns, never exceptions.
 
 A task is one seed of one parameterised environment: `task_id` = f"{name}-{seed}", `task_hash` = SHA-256
-of the canonical JSON of `task_description` (env name, full params, seed, initial grid and observation).
+of the canonical JSON of `task_description` (env name, full params, seed, initial grid and observation;
+with image observations also the initial image's `image_sha256`, so a panel binds to the pixels too).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from agentrepro.environments.images import pixel_hash
 from agentrepro.environments.prompts import Prompts, wrap_answer
 from agentrepro.environments.params import Param, boolean, integer, nonempty_string, number, one_of, validate
 from agentrepro.environments.parsing import parse_response
@@ -111,6 +115,14 @@ class Env(ABC):
     def render(self) -> str:
         """The text grid: rows of three-character cells joined by newlines, no trailing newline."""
 
+    def render_image(self):
+        """The RGB picture of the current state (H×W×3 uint8 numpy array), for `render_mode: vision`."""
+        raise ValueError(f"{self.name} has no image observations")
+
+    def image_observations(self) -> bool:
+        """Whether observations are pictures (`render_mode: vision`) rather than text grids."""
+        return self.params.get("render_mode") == "vision"
+
     @abstractmethod
     def player_position(self) -> tuple[int, int]:
         """(row, col) of the player; a step is `effective` when it changes (a game without a player returns
@@ -139,7 +151,10 @@ class Env(ABC):
 
     def _info(self) -> dict[str, Any]:
         grid = self.render()
-        return {"grid": grid, "state_key": grid, "player_pos": list(self.player_position())}
+        info = {"grid": grid, "state_key": grid, "player_pos": list(self.player_position())}
+        if self.image_observations():
+            info["image_sha256"] = pixel_hash(self.render_image())
+        return info
 
     def reset(self, seed: int) -> tuple[str, dict[str, Any]]:
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -193,7 +208,10 @@ class Env(ABC):
     # -- task identity (docs/design.md §3.4) ------------------------------------------------------
     def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """The canonical description of the task just reset: what its hash covers."""
-        return {"env": self.name, "params": self.params, "seed": self.seed, "grid": info["grid"], "observation": observation}
+        description = {"env": self.name, "params": self.params, "seed": self.seed, "grid": info["grid"], "observation": observation}
+        if "image_sha256" in info:
+            description["image_sha256"] = info["image_sha256"]
+        return description
 
     def task_category(self, info: dict[str, Any]) -> str:
         """The task's family for per-category statistics (the environment name unless a game has types)."""

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from agentrepro.environments.base import Env, grid_text, turn_parameters
+from agentrepro.environments.images import frozenlake_image
 from agentrepro.environments.params import Param, integer, number, one_of
 from agentrepro.environments.prompts import GridPrompts
 
@@ -140,7 +141,8 @@ class FrozenLake(Env):
         Param("is_slippery", False, one_of(False), "slippery ice (only the VAGEN-Lite setting, false, is supported)"),
         Param("slip_prob", 0.0, one_of(0.0), "probability of slipping (0 without slippery ice)"),
         Param("desc", None, _desc, "null (maps drawn from the seed) or a fixed map as rows over S F H G"),
-        *turn_parameters(prompts.formats, prompt_format="free_think", max_actions_per_step=5, format_reward=0.02),
+        *turn_parameters(prompts.formats, prompt_format="free_think", max_actions_per_step=5, format_reward=0.02,
+                         render_modes=("text", "vision")),
     )
 
     @classmethod
@@ -174,6 +176,10 @@ class FrozenLake(Env):
     def render(self) -> str:
         return grid_text(((PLAYER_SYMBOLS if (r, c) == self.pos else SYMBOLS)[letter] for c, letter in enumerate(row))
                          for r, row in enumerate(self.desc))
+
+    def render_image(self):
+        """gymnasium's FrozenLake picture (images.frozenlake_image), as VAGEN's vision mode shows the board."""
+        return frozenlake_image(self.desc, self.pos)
 
     def solve(self) -> list[str]:
         if self._terminal()[0]:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agentrepro.environments.images import IMAGE_PLACEHOLDER
+
 _WM_RULES = """Rules for <observation> and <prediction>:
 - You must strictly describe the relative position of the `{goal}` and any visible `{other}` objects **relative to the player**.
 - For each object, you MUST include:
@@ -94,10 +96,16 @@ class GridPrompts:
                                                        params["action_sep"], params.get("use_example_in_sys_prompt", True))
 
     def initial_observation(self, info: Mapping[str, Any]) -> str:
-        return initial_observation(info["grid"])
+        return initial_observation(board(info))
 
     def step_observation(self, executed: list[str], info: Mapping[str, Any]) -> str:
-        return step_observation(executed, info["grid"])
+        return step_observation(executed, board(info))
+
+
+def board(info: Mapping[str, Any]) -> str:
+    """What an observation shows of the board: the text grid, or `<image>` when the observation is a picture
+    (`info` has `image_sha256`), as VAGEN's vision mode writes its placeholder in place of the grid."""
+    return IMAGE_PLACEHOLDER if "image_sha256" in info else info["grid"]
 
 
 def initial_observation(grid: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 from agentrepro.environments import quirks
 from agentrepro.environments.base import Env, grid_text, turn_parameters
+from agentrepro.environments.images import sokoban_image
 from agentrepro.environments.params import Param, integer, integer_pair, number, one_of, optional_integer
 from agentrepro.environments.prompts import GridPrompts
 from agentrepro.environments.sokoban_rooms import (
@@ -173,7 +174,8 @@ class Sokoban(Env):
               "null or [min, max]: regenerate until the BFS solution length lies in it"),
         Param("reset_seed_max_tries", 10000, integer(1), "generation attempts per episode seed"),
         Param("min_solution_bfs_max_depth", 200, integer(1), "depth limit of the BFS solver"),
-        *turn_parameters(prompts.formats, prompt_format="wm", max_actions_per_step=3, format_reward=0.1),
+        *turn_parameters(prompts.formats, prompt_format="wm", max_actions_per_step=3, format_reward=0.1,
+                         render_modes=("text", "vision")),
     )
 
     @classmethod
@@ -208,6 +210,10 @@ class Sokoban(Env):
     def render(self) -> str:
         cells = [6 if v == PLAYER and f == TARGET else v for v, f in zip(self.room_state, self.room_fixed)]
         return grid_text((SYMBOLS[v] for v in cells[r * self.cols:(r + 1) * self.cols]) for r in range(self.rows))
+
+    def render_image(self):
+        """gym-sokoban's 16-pixel tiles (images.sokoban_image), as VAGEN's vision mode shows the room."""
+        return sokoban_image(self.room_state, self.room_fixed, self.rows, self.cols)
 
     def solve(self) -> list[str]:
         if BOX not in self.room_state:

@@ -1,0 +1,90 @@
+"""Image observations against VAGEN-Lite's own vision-mode output (tests/fixtures/vision/)."""
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from helpers import FIXTURES, require_vision
+
+from agentrepro.environments.images import IMAGE_PLACEHOLDER, frozenlake_image, pixel_hash
+from agentrepro.environments.registry import make_env, task_panel
+
+REFERENCE = FIXTURES / "vision" / "reference"
+
+
+def episodes() -> list[list[dict]]:
+    rows = [json.loads(line) for line in (REFERENCE / "observations.jsonl").read_text(encoding="utf-8").splitlines()]
+    out: list[list[dict]] = []
+    for row in rows:
+        if row["turn"] == 0:
+            out.append([])
+        out[-1].append(row)
+    return out
+
+
+EPISODES = episodes()
+
+
+@pytest.mark.parametrize("episode", EPISODES, ids=lambda e: f"{e[0]['env']}-{e[0]['seed']}-{e[0]['episode']}")
+def test_pixels_and_texts_equal_the_reference(episode):
+    """Every observation of every fixture episode (reset and replayed turns) has the reference's exact pixels, text and system prompt."""
+    require_vision()
+    first = episode[0]
+    env = make_env(first["env"], first["config"])
+    observation, info = env.reset(first["seed"])
+    assert env.system_prompt() == first["system_prompt"]
+    for row in episode:
+        if row["turn"]:
+            observation, _reward, _done, info = env.step(row["response"])
+        pixels = env.render_image()
+        reference = np.asarray(Image.open(REFERENCE / row["png"]).convert("RGB"))
+        assert pixels.shape == reference.shape and pixels.dtype == np.uint8
+        assert np.array_equal(pixels, reference), f"{row['png']}: {int((pixels != reference).any(axis=2).sum())} pixels differ"
+        assert info["image_sha256"] == pixel_hash(pixels) == row["pixel_sha256"]
+        assert observation == row["obs_str"] and IMAGE_PLACEHOLDER in observation
+
+
+def test_fixtures_cover_both_games_moves_and_a_fall():
+    """The fixture set has resets and replayed moves for both games, and a FrozenLake episode ending in a hole."""
+    kinds = {(e[0]["env"], len(e) > 1) for e in EPISODES}
+    assert kinds == {("sokoban", False), ("sokoban", True), ("frozenlake", False), ("frozenlake", True)}
+    assert any(e[0]["episode"] == "frozenlake-shared-rand-06" for e in EPISODES)
+
+
+def test_text_mode_hashes_unchanged_and_vision_binds_pixels():
+    """Text-mode task hashes ignore images; vision-mode task hashes differ from text ones and change with the pixels' hash."""
+    require_vision()
+    text = task_panel("sokoban", None, [0, 1])
+    assert text == task_panel("sokoban", {"render_mode": "text"}, [0, 1])
+    vision = task_panel("sokoban", {"render_mode": "vision"}, [0, 1])
+    assert [t["task_hash"] for t in vision] != [t["task_hash"] for t in text]
+    env = make_env("sokoban", {"render_mode": "vision"})
+    observation, info = env.reset(0)
+    description = env.task_description(observation, info)
+    assert description["image_sha256"] == pixel_hash(env.render_image())
+    text_env = make_env("sokoban")
+    assert "image_sha256" not in text_env.task_description(*text_env.reset(0))
+
+
+def test_text_mode_info_has_no_image():
+    """A text-mode environment neither renders nor hashes a picture, and shows the grid in its observation."""
+    env = make_env("frozenlake")
+    observation, info = env.reset(3)
+    assert "image_sha256" not in info and info["grid"] in observation and IMAGE_PLACEHOLDER not in observation
+
+
+def test_large_frozenlake_boards_are_refused_clearly():
+    """A board gymnasium would rescale sprites for (over 8 cells) is refused with a message, not drawn wrongly."""
+    require_vision()
+    with pytest.raises(ValueError, match="at most 8×8"):
+        frozenlake_image(["S" + "F" * 8] + ["F" * 8 + "G"] * 8, (0, 0))
+
+
+def test_unknown_render_mode_is_bad_input():
+    """render_mode accepts only text and vision, naming the field."""
+    from agentrepro.errors import BadInput
+
+    with pytest.raises(BadInput, match="render_mode"):
+        make_env("sokoban", {"render_mode": "pixels"})
