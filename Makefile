@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,serving]'
+	$(PY) -m pip install -q -e '.[test,serving,vision]'
 	touch $(STAMP)
 
 # System packages: WeasyPrint's libraries (the report's PDF) and what the tests drive for real (Chromium, a

@@ -22,12 +22,12 @@ def _requirements() -> tuple[dict[str, str], list[str]]:
 
 
 def test_environment_matches_pyproject():
-    """Every pyproject dependency is in environment.yml with the same lower bound, and the package is installed with its test and serving extras."""
+    """Every pyproject dependency is in environment.yml with the same lower bound, and the package is installed with its test, serving and vision extras."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     found, pip = _requirements()
     for dep in project["dependencies"]:
         name, bound = re.match(r"^([A-Za-z0-9_.-]+)\s*>=\s*(\S+)$", dep).groups()
         assert found.get(name.lower()) == bound, f"environment.yml: {name} should be >={bound}"
-    assert "-e .[test,serving]" in pip  # as the Makefile installs it: the served evaluator's tests need the serving extra
+    assert "-e .[test,serving,vision]" in pip  # as the Makefile installs it: the served evaluator's tests need the serving extra, the image tests the vision one
     python = project["requires-python"].removeprefix(">=")
     assert tuple(map(int, found["python"].split("."))) >= tuple(map(int, python.split(".")))
