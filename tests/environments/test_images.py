@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import FIXTURES, require_vision
+from helpers import FIXTURES, require_vision, run_cli
 
 from agentrepro.environments.images import IMAGE_PLACEHOLDER, frozenlake_image, pixel_hash
 from agentrepro.environments.registry import make_env, task_panel
@@ -88,3 +88,25 @@ def test_unknown_render_mode_is_bad_input():
 
     with pytest.raises(BadInput, match="render_mode"):
         make_env("sokoban", {"render_mode": "pixels"})
+
+
+def test_env_show_image_writes_the_reference_picture(tmp_path):
+    """`env show --image` (a subprocess) writes a PNG whose pixels are the reference's, for both games, and prints the hash in vision mode."""
+    require_vision()
+    for row in (r for e in EPISODES for r in e[:1] if r["seed"] in (10001, 2)):
+        out = tmp_path / f"{row['env']}-{row['seed']}.png"
+        params = [a for k, v in row["config"].items() for a in ("--param", f"{k}={json.dumps(v)}")]
+        result = run_cli("env", "show", "--env", row["env"], "--seed", row["seed"], *params, "--json", "--image", out)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["image_sha256"] == row["pixel_sha256"]
+        written = np.asarray(Image.open(out))
+        assert np.array_equal(written, np.asarray(Image.open(REFERENCE / row["png"]).convert("RGB")))
+
+
+def test_env_show_image_refusals(tmp_path):
+    """--image with --seeds or into a missing folder is one line naming --image (exit 2)."""
+    cases = [("--env", "sokoban", "--seeds", "0-2", "--image", tmp_path / "a.png"),
+             ("--env", "sokoban", "--seed", "0", "--image", tmp_path / "missing" / "a.png")]
+    for args in cases:
+        result = run_cli("env", "show", *args)
+        assert result.returncode == 2 and "--image" in result.stderr and "Traceback" not in result.stderr, result.stderr

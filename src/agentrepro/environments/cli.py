@@ -2,7 +2,9 @@
 
 * `show --env E (--seed N | --seeds 0-99,10001-10256) [--param k=v]... [--json]`: the initial grid and
   observation; `--json` (implied by `--seeds`) prints one object per seed with `seed`, `grid`,
-  `observation`, `state_key`, `player_pos`, `task_id`, `task_hash`, `solution` and `params`.
+  `observation`, `state_key`, `player_pos`, `task_id`, `task_hash`, `solution` and `params` (and
+  `image_sha256` with `--param render_mode=vision`). `--image out.png` (with --seed) also writes the
+  picture of the initial state as VAGEN-Lite's vision mode draws it (images.py), in either render mode.
 * `replay --env E --seed N --responses FILE [--json]`: FILE has one JSON string per line, each a model
   response; one object per turn (`turn`, `grid`, `observation`, `reward`, `done`, `success`, `actions`,
   `valid`, `effective`, `state_key`), stopping after the turn that ends the episode.
@@ -25,10 +27,11 @@ import sys
 from typing import Any, TextIO
 
 from agentrepro.bounds import MAX_SEED, MAX_TASKS, SEED, integer
+from agentrepro.environments.images import MissingRenderer, png_bytes
 from agentrepro.environments.registry import REGISTRY, env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl
+from agentrepro.fileio import atomic_write_bytes, check_output_file, iter_jsonl
 from agentrepro.reading import MalformedJSON, check_string, parse_json, stdin_lines
 
 
@@ -50,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--seeds", help="numbers and inclusive ranges, e.g. 0-99,10001-10256 (JSON lines)")
     show.add_argument("--json", action="store_true", help="one JSON object per seed")
     show.add_argument("--system-prompt", action="store_true", help="also print the system prompt (text mode)")
+    show.add_argument("--image", metavar="PNG", help="also write the initial state's picture (as VAGEN's vision mode) to PNG")
 
     replay = sub.add_parser("replay", help="feed recorded responses to an environment")
     common(replay)
@@ -134,7 +138,22 @@ def show_record(name: str, params: dict[str, Any], seed: int | str) -> dict[str,
     record = {env.task_option.lstrip("-"): seed, "env": name, "grid": info["grid"], "observation": observation,
               "state_key": info["state_key"], "player_pos": info["player_pos"],
               "task_id": task["task_id"], "task_hash": task["task_hash"], "solution": env.solve(), **env.show_fields(), "params": params}
+    if "image_sha256" in info:
+        record["image_sha256"] = info["image_sha256"]
     return record
+
+
+def write_image(name: str, params: dict[str, Any], task: int | str, path: str) -> None:
+    """The PNG of `task`'s initial picture at `path` (BadInput naming --image if the game has no pictures
+    or the packages holding its sprites are missing)."""
+    target = check_output_file(path, option="--image")
+    env = make_env(name, params)
+    _reset(env, task, env.task_option)
+    try:
+        pixels = env.render_image()
+    except (ValueError, MissingRenderer) as exc:
+        raise BadInput(str(exc), where="--image") from None
+    atomic_write_bytes(target, png_bytes(pixels))
 
 
 def _turn_record(env, turn: int, observation: str, reward: float, done: bool, info: dict[str, Any]) -> dict[str, Any]:
@@ -190,6 +209,8 @@ def read_episodes(path: str) -> list[tuple[int, int, list[str]]]:
 
 
 def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
+    if args.image is not None and args.seeds is not None:
+        raise BadInput("--image writes one picture: give --seed (or --task), not --seeds", where="--image")
     if args.seeds is not None:
         if REGISTRY.get(args.env).task_option != "--seed":
             raise BadInput(f"environment {args.env!r} plays game files, not seeds: give --task GAME_DIR", where="--seeds")
@@ -198,6 +219,8 @@ def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
             _dump(record, out)
         return 0
     record = show_record(args.env, params, task_arg(args.env, args))
+    if args.image is not None:
+        write_image(args.env, params, task_arg(args.env, args), args.image)
     if args.json:
         _dump(record, out)
     else:
