@@ -60,7 +60,7 @@ class ChatClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def chat(self, messages: list[dict[str, str]], *, temperature: float, top_p: float, max_tokens: int,
+    async def chat(self, messages: list[dict[str, Any]], *, temperature: float, top_p: float, max_tokens: int,
                    seed: int) -> Reply:
         body = {"model": self.model, "messages": messages, "temperature": temperature, "top_p": top_p,
                 "max_tokens": max_tokens, "seed": seed, "stream": False}

@@ -8,7 +8,8 @@ and returns rows built by `backends.outcomes.row`, the builtin evaluator's row b
 hashes of the frozen panel, checked (`outcomes.frozen_panel`) before anything is played.
 
 The environment interface is the harness's generic one (`make_env() -> Env` with `reset`, `step`,
-`system_prompt`); nothing here knows a game.
+`system_prompt`, and `image_observations`/`render_image` for pictures, sent as image parts: chat.py);
+nothing here knows a game.
 
 Seeds: every request carries a seed derived from (`sample_seed`, run seed, step, episode, task index, turn)
 through numpy's SeedSequence, so a server that honours per-request seeds (SGLang with
@@ -33,7 +34,7 @@ from agentrepro.environments.base import Env
 from agentrepro.serving.chat import Conversation
 from agentrepro.serving.client import ChatClient, Reply
 
-Generate = Callable[[list[dict[str, str]], int], Awaitable[Reply]]
+Generate = Callable[[list[dict[str, Any]], int], Awaitable[Reply]]
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ class Episode:
 async def play_episode(env: Env, seed: int, *, mode: str, max_turns: int, generate: Generate) -> Episode:
     """One episode of task `seed`; `generate(messages, turn)` returns the model's reply for turn `turn`."""
     observation, _ = env.reset(seed)
-    chat = Conversation.opening(env.system_prompt(), mode, observation)
+    vision = env.image_observations()
+    chat = Conversation.opening(env.system_prompt(), mode, observation, [env.render_image()] if vision else ())
     success, reward, tokens, turns = False, 0.0, 0, 0
     while turns < max_turns:
         reply = await generate(chat.messages(), turns)
@@ -74,7 +76,7 @@ async def play_episode(env: Env, seed: int, *, mode: str, max_turns: int, genera
         success = success or bool(info.get("success"))
         if done or success:
             break
-        chat.observe(observation)
+        chat.observe(observation, [env.render_image()] if vision else ())
     return Episode(success=success, reward=reward, turns=turns, tokens=tokens)
 
 
