@@ -110,3 +110,17 @@ def test_env_show_image_refusals(tmp_path):
     for args in cases:
         result = run_cli("env", "show", *args)
         assert result.returncode == 2 and "--image" in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_missing_sprite_package_is_bad_input(monkeypatch):
+    """Without the package holding the sprites, a vision reset is BadInput naming render_mode and the extra to install."""
+    from agentrepro.environments import images
+    from agentrepro.errors import BadInput
+
+    images.sokoban_tiles.cache_clear()
+    monkeypatch.setattr(images.importlib.util, "find_spec", lambda name: None)
+    try:
+        with pytest.raises(BadInput, match=r"render_mode: image observations need the gym-sokoban package .*agentrepro\[vision\]"):
+            make_env("sokoban", {"render_mode": "vision"}).reset(0)
+    finally:
+        images.sokoban_tiles.cache_clear()

@@ -31,6 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
+from agentrepro.errors import BadInput
+
 IMAGE_PLACEHOLDER = "<image>"  # what VAGEN's vision observations show in place of the grid
 SOKOBAN_TILE = 16
 FROZENLAKE_CELL = 64
@@ -38,14 +40,15 @@ FROZENLAKE_OUTLINE = (180, 200, 230)
 _SOKOBAN_SURFACES = ("wall", "floor", "box_target", "box_on_target", "box", "player", "player_on_target")
 
 
-class MissingRenderer(RuntimeError):
-    """The package whose sprites an image needs is not installed."""
+class MissingRenderer(BadInput):
+    """The package whose sprites an image needs is not installed (exit 2, naming render_mode)."""
 
 
 def _package_dir(package: str, pip_name: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingRenderer(f"image observations need the {pip_name} package (pip install 'agentrepro[vision]')")
+        raise MissingRenderer(f"image observations need the {pip_name} package (pip install 'agentrepro[vision]')",
+                              where="render_mode")
     return Path(list(spec.submodule_search_locations)[0])
 
 

@@ -1,0 +1,36 @@
+"""The manifest's `env.params.render_mode` (image observations) binds the frozen panel to the pixels."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import require_vision
+
+from agentrepro.environments import task_panel
+from agentrepro.errors import BadInput
+from agentrepro.manifest.taskpanel import build_panel_sources
+
+
+def manifest(env: str, params: dict | None) -> dict:
+    m = {"env": {"name": env, "split": "val"}, "eval": {"tasks": 3, "first_seed": 10001}}
+    if params is not None:
+        m["env"]["params"] = params
+    return m
+
+
+@pytest.mark.parametrize("env", ["sokoban", "frozenlake"])
+def test_vision_panel_hashes_cover_the_picture(env):
+    """With render_mode vision the frozen task hashes are the environment's vision ones, unlike the default (text) panel, which an explicit text equals."""
+    require_vision()
+    vision = build_panel_sources(manifest(env, {"render_mode": "vision"}), ".")[0]
+    default = build_panel_sources(manifest(env, None), ".")[0]
+    assert vision == task_panel(env, {"render_mode": "vision"}, [10001, 10002, 10003])
+    assert default == build_panel_sources(manifest(env, {"render_mode": "text"}), ".")[0]
+    assert [t["task_id"] for t in vision] == [t["task_id"] for t in default]
+    assert all(v["task_hash"] != d["task_hash"] for v, d in zip(vision, default))
+
+
+def test_bad_render_mode_is_named():
+    """An unknown render_mode is refused naming env.params.render_mode and the accepted values."""
+    with pytest.raises(BadInput, match=r"env\.params\.render_mode: expected one of 'text', 'vision'"):
+        build_panel_sources(manifest("sokoban", {"render_mode": "image"}), ".")
