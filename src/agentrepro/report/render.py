@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt
 from agentrepro.analysis import contract
 from agentrepro.report import figures as F
 from agentrepro.report.format import FILTERS, NBSP, cell
+from agentrepro.report.observations import first_observations
 from agentrepro.report.paged import page_css
 from agentrepro.report.summary import reviewer_summary
 
@@ -123,6 +124,9 @@ def build_figures(analysis: dict) -> list[Figure]:
             fig, present = _grid(t["convergence"], CONVERGENCE_METRICS, F.convergence_plot, colors, ncols=4)
             add("convergence", "convergence", "Convergence",
                 "Per seed (dots) and mean (bar): " + ", ".join(present) + "; auc is the mean success rate over the evaluated checkpoints (area under the curve / step range).", fig)
+        pictured = first_observations(analysis["provenance"].get("lock"))
+        if pictured is not None:
+            add("first_observations", "parity", "What the agents saw", pictured[1], pictured[0])
     return out
 
 
