@@ -34,3 +34,15 @@ def test_bad_render_mode_is_named():
     """An unknown render_mode is refused naming env.params.render_mode and the accepted values."""
     with pytest.raises(BadInput, match=r"env\.params\.render_mode: expected one of 'text', 'vision'"):
         build_panel_sources(manifest("sokoban", {"render_mode": "image"}), ".")
+
+
+def test_builtin_backend_refuses_image_observations():
+    """The builtin (text-model) backend refuses render_mode vision, naming the field, rather than showing a text model '<image>'."""
+    from agentrepro.backends import get_backend
+
+    config = get_backend("builtin").default_config()
+    config.update(study="s", method="grpo", seed=0, env={"name": "sokoban", "params": {"render_mode": "vision"}})
+    with pytest.raises(BadInput, match=r"env\.params\.render_mode: the builtin trainer plays text observations only"):
+        get_backend("builtin").validate_config(config)
+    config["env"]["params"]["render_mode"] = "text"
+    get_backend("builtin").validate_config(config)

@@ -45,6 +45,9 @@ class RunSpec:
         if "name" not in env:
             raise BadInput("missing key", path=path, where="env.name")
         params = validate_params(env["name"], env.get("params") or {}, path=path)
+        if params.get("render_mode") == "vision":  # a text model would see only the "<image>" placeholder
+            raise BadInput("the builtin trainer plays text observations only; image observations need a vision-language "
+                           "model of another backend (evaluated with eval.engine: served)", path=path, where="env.params.render_mode")
         evaluation = dict(config.get("eval") or {})
         for key in evaluation:
             if key not in EVAL_KEYS:
