@@ -104,12 +104,16 @@ def test_env_show_image_writes_the_reference_picture(tmp_path):
 
 
 def test_env_show_image_refusals(tmp_path):
-    """--image with --seeds or into a missing folder is one line naming --image (exit 2)."""
+    """--image with --seeds or into a missing folder, and --images with --episodes, are one line naming the option (exit 2)."""
     cases = [("--env", "sokoban", "--seeds", "0-2", "--image", tmp_path / "a.png"),
              ("--env", "sokoban", "--seed", "0", "--image", tmp_path / "missing" / "a.png")]
     for args in cases:
         result = run_cli("env", "show", *args)
         assert result.returncode == 2 and "--image" in result.stderr and "Traceback" not in result.stderr, result.stderr
+    episodes = tmp_path / "episodes.jsonl"
+    episodes.write_text('{"seed": 0, "responses": []}\n', encoding="utf-8")
+    result = run_cli("env", "replay", "--env", "sokoban", "--episodes", episodes, "--images", tmp_path / "p")
+    assert result.returncode == 2 and "--images" in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
 def test_missing_sprite_package_is_bad_input(monkeypatch):
@@ -124,3 +128,20 @@ def test_missing_sprite_package_is_bad_input(monkeypatch):
             make_env("sokoban", {"render_mode": "vision"}).reset(0)
     finally:
         images.sokoban_tiles.cache_clear()
+
+
+def test_env_replay_images_writes_every_state(tmp_path):
+    """`env replay --images DIR` (a subprocess) writes turn-0.png … turn-N.png with the reference's pixels for a replayed episode."""
+    require_vision()
+    episode = next(e for e in EPISODES if e[0]["env"] == "frozenlake" and len(e) > 2)
+    first = episode[0]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps(r["response"]) + "\n" for r in episode[1:]), encoding="utf-8")
+    params = [a for k, v in first["config"].items() for a in ("--param", f"{k}={json.dumps(v)}")]
+    result = run_cli("env", "replay", "--env", first["env"], "--seed", first["seed"], *params, "--responses", responses,
+                     "--json", "--images", tmp_path / "pictures")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "pictures").iterdir()) == sorted(f"turn-{r['turn']}.png" for r in episode)
+    for row in episode:
+        written = np.asarray(Image.open(tmp_path / "pictures" / f"turn-{row['turn']}.png"))
+        assert np.array_equal(written, np.asarray(Image.open(REFERENCE / row["png"]).convert("RGB")))

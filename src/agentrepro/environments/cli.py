@@ -4,7 +4,8 @@
   observation; `--json` (implied by `--seeds`) prints one object per seed with `seed`, `grid`,
   `observation`, `state_key`, `player_pos`, `task_id`, `task_hash`, `solution` and `params` (and
   `image_sha256` with `--param render_mode=vision`). `--image out.png` (with --seed) also writes the
-  picture of the initial state as VAGEN-Lite's vision mode draws it (images.py), in either render mode.
+  picture of the initial state as VAGEN-Lite's vision mode draws it (images.py), in either render mode;
+  `replay --responses FILE --images DIR` writes DIR/turn-0.png (reset) … DIR/turn-N.png (after turn N).
 * `replay --env E --seed N --responses FILE [--json]`: FILE has one JSON string per line, each a model
   response; one object per turn (`turn`, `grid`, `observation`, `reward`, `done`, `success`, `actions`,
   `valid`, `effective`, `state_key`), stopping after the turn that ends the episode.
@@ -27,11 +28,11 @@ import sys
 from typing import Any, TextIO
 
 from agentrepro.bounds import MAX_SEED, MAX_TASKS, SEED, integer
-from agentrepro.environments.images import MissingRenderer, png_bytes
+from agentrepro.environments.cli_pictures import TurnPictures, write_picture
 from agentrepro.environments.registry import REGISTRY, env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_bytes, check_output_file, iter_jsonl
+from agentrepro.fileio import iter_jsonl
 from agentrepro.reading import MalformedJSON, check_string, parse_json, stdin_lines
 
 
@@ -63,6 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--responses", help="JSONL file (or -): one response string per line")
     src.add_argument("--episodes", help='JSONL file (or -): {"seed": N, "responses": [...]} per line')
     replay.add_argument("--json", action="store_true", help="one JSON object per turn (default: text)")
+    replay.add_argument("--images", metavar="DIR", help="also write each state's picture (as VAGEN's vision mode): "
+                        "DIR/turn-0.png (the reset) … DIR/turn-N.png (after turn N); with --responses")
 
     seeds = sub.add_parser("seeds", help="expand a VAGEN dataset seed directive into its ordered seed list")
     seeds.add_argument("--name", required=True, help="spec name as in the dataset yaml (e.g. Sokoban, FrozenLake)")
@@ -143,33 +146,25 @@ def show_record(name: str, params: dict[str, Any], seed: int | str) -> dict[str,
     return record
 
 
-def write_image(name: str, params: dict[str, Any], task: int | str, path: str) -> None:
-    """The PNG of `task`'s initial picture at `path` (BadInput naming --image if the game has no pictures
-    or the packages holding its sprites are missing)."""
-    target = check_output_file(path, option="--image")
-    env = make_env(name, params)
-    _reset(env, task, env.task_option)
-    try:
-        pixels = env.render_image()
-    except (ValueError, MissingRenderer) as exc:
-        raise BadInput(str(exc), where="--image") from None
-    atomic_write_bytes(target, png_bytes(pixels))
-
-
 def _turn_record(env, turn: int, observation: str, reward: float, done: bool, info: dict[str, Any]) -> dict[str, Any]:
     return {"turn": turn, "grid": info["grid"], "observation": observation, "reward": reward, "done": done,
             "success": info["success"], "actions": info["actions"], "valid": info["valid"],
             "effective": info["effective"], "state_key": info["state_key"], **env.turn_fields(info)}
 
 
-def replay_episode(name: str, params: dict[str, Any], seed: int | str, responses: list[str], where: str) -> list[dict[str, Any]]:
-    """Per-turn records of one episode; stops after the turn that ends it."""
+def replay_episode(name: str, params: dict[str, Any], seed: int | str, responses: list[str], where: str,
+                   pictures: TurnPictures | None = None) -> list[dict[str, Any]]:
+    """Per-turn records of one episode; stops after the turn that ends it (`pictures` gets every state)."""
     env = make_env(name, params)
     _reset(env, seed, where)
+    if pictures is not None:
+        pictures.write(env, 0)
     turns = []
     for i, response in enumerate(responses):
         observation, reward, done, info = env.step(response)
         turns.append(_turn_record(env, i, observation, reward, done, info))
+        if pictures is not None:
+            pictures.write(env, i + 1)
         if done:
             break
     return turns
@@ -220,7 +215,9 @@ def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
         return 0
     record = show_record(args.env, params, task_arg(args.env, args))
     if args.image is not None:
-        write_image(args.env, params, task_arg(args.env, args), args.image)
+        env = make_env(args.env, params)
+        _reset(env, task_arg(args.env, args), env.task_option)
+        write_picture(env, args.image)
     if args.json:
         _dump(record, out)
     else:
@@ -236,6 +233,8 @@ def _run_replay(args, params: dict[str, Any], out: TextIO) -> int:
             raise BadInput(f"environment {args.env!r} plays game files: give --task GAME_DIR with --responses", where="--episodes")
         if args.seed is not None:
             raise BadInput("--seed is given per line of --episodes, not on the command line", where="--seed")
+        if args.images is not None:
+            raise BadInput("pictures are written for one episode: use --responses", where="--images")
         episodes = read_episodes(args.episodes)
         results = [{"seed": seed, "turns": replay_episode(args.env, params, seed, responses, f"{args.episodes}: line {n}")}
                    for n, seed, responses in episodes]
@@ -243,7 +242,8 @@ def _run_replay(args, params: dict[str, Any], out: TextIO) -> int:
             _dump(result, out)
         return 0
     task = task_arg(args.env, args)
-    turns = replay_episode(args.env, params, task, read_responses(args.responses), REGISTRY.get(args.env).task_option)
+    pictures = None if args.images is None else TurnPictures(args.images)
+    turns = replay_episode(args.env, params, task, read_responses(args.responses), REGISTRY.get(args.env).task_option, pictures)
     for turn in turns:
         if args.json:
             _dump(turn, out)

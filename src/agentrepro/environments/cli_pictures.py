@@ -1,0 +1,34 @@
+"""Pictures written by `agentrepro env show --image` and `env replay --images` (the drawing is images.py's)."""
+
+from __future__ import annotations
+
+from agentrepro.environments.base import Env
+from agentrepro.environments.images import png_bytes
+from agentrepro.errors import BadInput
+from agentrepro.fileio import atomic_write_bytes, check_output_dir, check_output_file
+
+
+def _pixels(env: Env, option: str):
+    try:
+        return env.render_image()
+    except BadInput:  # the sprites' package is missing: the message names render_mode and the extra
+        raise
+    except ValueError as exc:  # a game without pictures, or a board too large to draw as the reference does
+        raise BadInput(str(exc), where=option) from None
+
+
+def write_picture(env: Env, path: str) -> None:
+    """The PNG of `env`'s current state at `path` (checked before drawing; BadInput names --image)."""
+    target = check_output_file(path, option="--image")
+    atomic_write_bytes(target, png_bytes(_pixels(env, "--image")))
+
+
+class TurnPictures:
+    """DIR/turn-K.png for each state of a replayed episode (K = 0 after the reset, K = N after turn N)."""
+
+    def __init__(self, folder: str):
+        self.folder = check_output_dir(folder, option="--images")
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def write(self, env: Env, turn: int) -> None:
+        atomic_write_bytes(self.folder / f"turn-{turn}.png", png_bytes(_pixels(env, "--images")))
