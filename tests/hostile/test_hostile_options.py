@@ -78,6 +78,8 @@ def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
     rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     seqs = work / "seqs.jsonl"
     seqs.write_text(json.dumps({"id": "a", "rewards": [1.0], "values": [0.0], "mask": [1]}) + "\n")
+    responses = work / "responses.jsonl"
+    responses.write_text(json.dumps("<answer>up</answer>") + "\n")
     lock = study / "manifests" / "demo.lock.json"
     outcomes = study / "runs" / "demo" / "grpo" / "seed0" / "eval" / "step10" / "outcomes.jsonl"
     return [
@@ -89,6 +91,8 @@ def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
         (["resolve", lock, "--method", "grpo", "--seed", "0", "-o", "{OUT}"], "resolve"),
         (["analyze", "--outcomes", outcomes, "--out", "{OUT}"], "dir"),
         (["train", "--config", study / "runs" / "demo" / "grpo" / "seed0" / "config.yaml", "--out", "{OUT}"], "dir"),
+        (["env", "show", "--env", "sokoban", "--seed", "0", "--image", "{OUT}"], "file"),
+        (["env", "replay", "--env", "sokoban", "--seed", "0", "--responses", responses, "--images", "{OUT}"], "dir"),
     ]
 
 

@@ -32,7 +32,7 @@ from agentrepro.environments.cli_pictures import TurnPictures, write_picture
 from agentrepro.environments.registry import REGISTRY, env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl
+from agentrepro.fileio import check_output_file, iter_jsonl
 from agentrepro.reading import MalformedJSON, check_string, parse_json, stdin_lines
 
 
@@ -206,6 +206,8 @@ def read_episodes(path: str) -> list[tuple[int, int, list[str]]]:
 def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
     if args.image is not None and args.seeds is not None:
         raise BadInput("--image writes one picture: give --seed (or --task), not --seeds", where="--image")
+    if args.image is not None:
+        check_output_file(args.image, option="--image")  # before any work
     if args.seeds is not None:
         if REGISTRY.get(args.env).task_option != "--seed":
             raise BadInput(f"environment {args.env!r} plays game files, not seeds: give --task GAME_DIR", where="--seeds")
