@@ -90,3 +90,45 @@ def test_placeholder_and_picture_counts_must_agree():
     assert [p["type"] for p in content_parts(" \n<image>\n", [pixels])] == ["image_url"]
     with pytest.raises(ValueError, match="parts=True"):
         Conversation("s", "concat").observe("<image>", [pixels])
+
+
+class SeeingClient:
+    """An oracle that knows the task only from the first picture it is sent (the texts are the same for every task)."""
+
+    def __init__(self, env_name: str, params: dict, panel: list[dict]):
+        self.env_name, self.params = env_name, params
+        self.pictures = {}
+        for task in panel:
+            env = make_env(env_name, params)
+            env.reset(int(task["seed"]))
+            self.pictures[env.render_image().tobytes()] = task
+
+    async def chat(self, messages, *, temperature, top_p, max_tokens, seed):
+        first_user = next(m for m in messages if m["role"] == "user")
+        task = self.pictures[decode(first_user["content"][1]).tobytes()]
+        env = make_env(self.env_name, self.params)
+        env.reset(int(task["seed"]))
+        step = env.params["max_actions_per_step"]
+        turn = sum(m["role"] == "assistant" for m in messages)
+        plan = env.solve()[turn * step:(turn + 1) * step]
+        return Reply(text=env.format_actions(plan), tokens=1, finish_reason="stop")
+
+
+@pytest.mark.parametrize("env_name", ["sokoban", "frozenlake"])
+def test_a_model_that_sees_only_the_pictures_solves_the_vision_panel(env_name):
+    """Through evaluate_panel, an oracle reading only the image parts solves every task; rows carry the vision panel's hashes and pass the outcome checks."""
+    require_vision()
+    from agentrepro.backends import outcomes
+    from agentrepro.environments import task_panel
+    from agentrepro.serving.engine import Sampling, evaluate_panel
+
+    params = {"render_mode": "vision", **({"min_solution_steps": [1, 5]} if env_name == "sokoban" else {})}
+    panel = task_panel(env_name, params, range(10001, 10005))
+    identity = {"study": "s", "method": "m", "seed": 0}
+    client = SeeingClient(env_name, params, panel)
+    assert len(client.pictures) == len(panel)  # every task's first picture is distinct
+    rows = asyncio.run(evaluate_panel(lambda: make_env(env_name, params), panel, identity=identity, step=0, client=client,
+                                      sampling=Sampling(), mode="concat", max_turns=5, episodes=1, concurrency=2,
+                                      category=env_name))
+    outcomes.check_rows(rows, config={**identity, "eval": {"task_panel": panel, "episodes_per_task": 1}}, step=0, source="test")
+    assert all(r["success"] for r in rows) and len(rows) == len(panel)
