@@ -139,7 +139,8 @@ def test_generated_panel_comes_from_the_environments_package(tmp_path, monkeypat
         seen.update(name=name, params=params, seeds=list(seeds))
         return [{"task_id": f"{name}-{s}", "task_hash": sha256_json([name, s]), "seed": s, "category": name} for s in seeds]
 
-    monkeypatch.setitem(sys.modules, "agentrepro.environments", types.SimpleNamespace(task_panel=task_panel))
+    monkeypatch.setitem(sys.modules, "agentrepro.environments",
+                        types.SimpleNamespace(task_panel=task_panel, panel_packages=lambda name, params: {}))
     manifest = set_key(_builtin({"name": "tiny", "config": {"d_model": 8}}), "env", {"name": "frozenlake", "split": "eval", "params": {"size": 4}})
     manifest = set_key(set_key(manifest, "eval.first_seed", 10001), "data", DELETE)
     write_study(tmp_path, manifest)

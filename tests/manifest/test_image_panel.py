@@ -46,3 +46,13 @@ def test_builtin_backend_refuses_image_observations():
         get_backend("builtin").validate_config(config)
     config["env"]["params"]["render_mode"] = "text"
     get_backend("builtin").validate_config(config)
+
+
+@pytest.mark.parametrize("env, package", [("sokoban", "gym-sokoban"), ("frozenlake", "gymnasium")])
+def test_vision_panel_records_the_sprite_package_version(env, package):
+    """A vision panel names the installed version of the package whose sprites are drawn; a text panel names none."""
+    require_vision()
+    from importlib.metadata import version
+
+    assert build_panel_sources(manifest(env, {"render_mode": "vision"}), ".")[2] == {package: version(package)}
+    assert build_panel_sources(manifest(env, None), ".")[2] == {}

@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from agentrepro.environments.images import pixel_hash
+from agentrepro.environments.images import package_versions, pixel_hash
 from agentrepro.environments.prompts import Prompts, wrap_answer
 from agentrepro.environments.params import Param, boolean, integer, nonempty_string, number, one_of, validate
 from agentrepro.environments.parsing import parse_response
@@ -78,6 +78,8 @@ class Env(ABC):
     grid_symbols: ClassVar[tuple[str, ...]]
     #: the command-line option naming a task: `--seed` (generated from a seed) or `--task` (a game file)
     task_option: ClassVar[str] = "--seed"
+    #: the PyPI packages whose files `render_image` draws with (versions recorded in a vision panel's lock)
+    image_packages: ClassVar[tuple[str, ...]] = ()
     #: what `agentrepro env play` asks the player to type
     play_hint: ClassVar[str] = "actions like 'up, left'"
 
@@ -118,6 +120,12 @@ class Env(ABC):
     def render_image(self):
         """The RGB picture of the current state (H×W×3 uint8 numpy array), for `render_mode: vision`."""
         raise ValueError(f"{self.name} has no image observations")
+
+    @classmethod
+    def panel_packages(cls, params: Mapping[str, Any]) -> dict[str, str]:
+        """Package versions a frozen panel of these (validated) parameters depends on: the sprites' packages
+        with image observations, else none (ALFWorld's `frozen_panel` reports its own)."""
+        return package_versions(cls.image_packages) if params.get("render_mode") == "vision" else {}
 
     def image_observations(self) -> bool:
         """Whether observations are pictures (`render_mode: vision`) rather than text grids."""

@@ -134,6 +134,7 @@ class FrozenLake(Env):
 
     name = "frozenlake"
     grid_symbols = ("P", "_", "O", "G", "X", "V")  # the order the word tokenizer's probe text lists them in
+    image_packages = ("gymnasium",)
     prompts = GridPrompts(guide=GUIDE, examples=EXAMPLES, wm_goal="goal", wm_other="hole")
     parameters = (
         Param("size", 4, integer(2, 64), "rows and columns of a generated map (the given map's when desc is set)"),

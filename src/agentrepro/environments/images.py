@@ -52,6 +52,17 @@ def _package_dir(package: str, pip_name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+def package_versions(names: Sequence[str]) -> dict[str, str]:
+    """Installed versions of the packages whose sprites are drawn (a lock of a vision panel records them)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return {name: version(name) for name in names}
+    except PackageNotFoundError as exc:
+        raise MissingRenderer(f"image observations need the {exc} package (pip install 'agentrepro[vision]')",
+                              where="render_mode") from None
+
+
 def _load_png(path: Path) -> np.ndarray:
     from PIL import Image
 

@@ -113,3 +113,9 @@ def task_description(name: str, params: dict[str, Any] | None, seed: int) -> dic
 
 def task_panel(name: str, params: dict[str, Any] | None, seeds: Iterable[int]) -> list[dict[str, Any]]:
     return REGISTRY.task_panel(name, params, seeds)
+
+
+def panel_packages(name: str, params: dict[str, Any] | None) -> dict[str, str]:
+    """Package versions a generated panel of `name` with `params` depends on (`Env.panel_packages`)."""
+    cls = REGISTRY.get(name)
+    return cls.panel_packages(cls.validate_params(params, path=None))

@@ -162,6 +162,7 @@ class Sokoban(Env):
 
     name = "sokoban"
     grid_symbols = tuple(SYMBOLS.values())
+    image_packages = ("gym-sokoban",)
     prompts = GridPrompts(guide=GUIDE, examples=EXAMPLES, wm_goal="target", wm_other="box", wm_rules_end="\n")
     parameters = (
         Param("dim_room", [6, 6], _dim_room, "rows and columns of the room, border walls included"),

@@ -2,7 +2,9 @@
 
 Three sources:
 * a generated environment (frozenlake, sokoban): `agentrepro.environments.task_panel(name, params, seeds)`
-  with seeds `eval.first_seed .. eval.first_seed + eval.tasks - 1`;
+  with seeds `eval.first_seed .. eval.first_seed + eval.tasks - 1`; with image observations
+  (`env.params.render_mode: vision`) the versions of the packages that draw the pictures enter
+  `resolved.env_packages` (`Env.panel_packages`);
 * a game data directory (`data.eval.path` is a directory; alfworld): the environment's `frozen_panel`
   (`agentrepro.environments.alfworld.frozen_panel`): the first `eval.tasks` eligible games of the split
   `env.split`, in sorted path order, each hashed from its two files (`game.tw-pddl`, `traj_data.json`).
@@ -97,7 +99,9 @@ def build_panel_sources(manifest: dict[str, Any], root: str | os.PathLike) -> tu
             return panel_from_data_dir(manifest, path, root)
         return panel_from_file(path, tasks=ev["tasks"], env_name=env["name"]), {}, {}
     seeds = list(range(ev["first_seed"], ev["first_seed"] + ev["tasks"]))
-    return panel_from_environment(env["name"], env.get("params", {}), seeds), {}, {}
+    from agentrepro.environments import panel_packages
+
+    return panel_from_environment(env["name"], env.get("params", {}), seeds), {}, panel_packages(env["name"], env.get("params", {}))
 
 
 def build_panel(manifest: dict[str, Any], root: str | os.PathLike) -> list[dict[str, Any]]:
