@@ -145,3 +145,18 @@ def test_env_replay_images_writes_every_state(tmp_path):
     for row in episode:
         written = np.asarray(Image.open(tmp_path / "pictures" / f"turn-{row['turn']}.png"))
         assert np.array_equal(written, np.asarray(Image.open(REFERENCE / row["png"]).convert("RGB")))
+
+
+def test_env_play_images_writes_the_pictures_as_it_goes(tmp_path):
+    """`env play --images DIR` in vision mode (a subprocess, piped answers) writes and names each state's picture, equal to the reference's."""
+    require_vision()
+    episode = next(e for e in EPISODES if e[0]["env"] == "sokoban" and len(e) > 2)
+    first = episode[0]
+    params = [a for k, v in first["config"].items() for a in ("--param", f"{k}={json.dumps(v)}")]
+    lines = "".join(r["response"].replace("\n", " ") + "\n" for r in episode[1:]) + "quit\n"
+    result = run_cli("env", "play", "--env", "sokoban", "--seed", first["seed"], *params, "--images", tmp_path / "p", input=lines)
+    assert result.returncode == 0, result.stderr
+    assert "<image>" in result.stdout and f"(picture: {tmp_path / 'p' / 'turn-0.png'})" in result.stdout
+    for row in episode:
+        written = np.asarray(Image.open(tmp_path / "p" / f"turn-{row['turn']}.png"))
+        assert np.array_equal(written, np.asarray(Image.open(REFERENCE / row["png"]).convert("RGB"))), row["png"]

@@ -13,7 +13,7 @@
   `{"seed": N, "turns": [...]}`. FILE may be `-` (stdin). Input is validated completely before any output.
 * `seeds --name Sokoban --n-envs 256 --directive '[10001, 10256, 1]'`: the ordered seed list VAGEN's dataset
   builds from one spec (see seeds.py), as one JSON object with `seeds`.
-* `play --env E --seed N`: type responses in the terminal (or pipe them); a line not starting with `<` is
+* `play --env E --seed N [--images DIR]`: type responses in the terminal (or pipe them); a line not starting with `<` is
   taken as the answer and wrapped in the configured format's tags.
 
 `--param name=value` takes the reference's parameter names; the value is JSON (`'min_solution_steps=[1,5]'`),
@@ -80,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start.add_argument("--seed", type=SEED)
     start.add_argument("--task", metavar="GAME_DIR", help="game relative to --data-dir (game-file environments)")
     play.add_argument("--max-turns", type=integer(0), default=None, help="stop after this many turns")
+    play.add_argument("--images", metavar="DIR", help="write each state's picture to DIR/turn-K.png as you play")
 
 
 def parse_params(items: list[str], env: str, data_dir: str | None = None) -> dict[str, Any]:
@@ -261,10 +262,13 @@ def wrap_answer(line: str, env) -> str:
 
 
 def _run_play(args, params: dict[str, Any], out: TextIO, inp: TextIO) -> int:
+    pictures = None if args.images is None else TurnPictures(args.images)
     env = make_env(args.env, params)
     observation, _ = _reset(env, task_arg(args.env, args), env.task_option)
     system = env.system_prompt()
     out.write((system + "\n\n" if system else "") + observation)
+    if pictures is not None:
+        out.write(f"(picture: {pictures.write(env, 0)})\n")
     out.write(f"(type {env.play_hint}, a full tagged response, or 'quit')\n")
     turns, total, done = 0, 0.0, False
     while not done and (args.max_turns is None or turns < args.max_turns):
@@ -277,6 +281,8 @@ def _run_play(args, params: dict[str, Any], out: TextIO, inp: TextIO) -> int:
         turns += 1
         total += reward
         out.write(f"reward {reward:g} (total {total:g}) valid {info['valid']} done {done}\n{observation}")
+        if pictures is not None:
+            out.write(f"(picture: {pictures.write(env, turns)})\n")
     status = "solved" if done and info["success"] else ("episode over" if done else "stopped")
     out.write(f"{status} after {turns} turn(s), total reward {total:g}\n")
     return 0

@@ -1,4 +1,4 @@
-"""Pictures written by `agentrepro env show --image` and `env replay --images` (the drawing is images.py's)."""
+"""Pictures written by `agentrepro env show --image` and `env replay|play --images` (the drawing is images.py's)."""
 
 from __future__ import annotations
 
@@ -30,5 +30,6 @@ class TurnPictures:
         self.folder = check_output_dir(folder, option="--images")
         self.folder.mkdir(parents=True, exist_ok=True)
 
-    def write(self, env: Env, turn: int) -> None:
-        atomic_write_bytes(self.folder / f"turn-{turn}.png", png_bytes(_pixels(env, "--images")))
+    def write(self, env: Env, turn: int) -> str:
+        """Write the current state's picture as turn-`turn`.png; returns its path."""
+        return str(atomic_write_bytes(self.folder / f"turn-{turn}.png", png_bytes(_pixels(env, "--images"))))
