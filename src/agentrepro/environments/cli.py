@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from agentrepro.bounds import MAX_SEED, MAX_TASKS, SEED, integer
 from agentrepro.environments.cli_pictures import TurnPictures, write_picture
+from agentrepro.environments.cli_play import run_play
 from agentrepro.environments.registry import REGISTRY, env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
@@ -256,38 +257,6 @@ def _run_replay(args, params: dict[str, Any], out: TextIO) -> int:
     return 0
 
 
-def wrap_answer(line: str, env) -> str:
-    """A typed line as a response: used as-is if it starts with '<', else as the answer of a well-formed one."""
-    return line if line.lstrip().startswith("<") else env.format_actions([line])
-
-
-def _run_play(args, params: dict[str, Any], out: TextIO, inp: TextIO) -> int:
-    pictures = None if args.images is None else TurnPictures(args.images)
-    env = make_env(args.env, params)
-    observation, _ = _reset(env, task_arg(args.env, args), env.task_option)
-    system = env.system_prompt()
-    out.write((system + "\n\n" if system else "") + observation)
-    if pictures is not None:
-        out.write(f"(picture: {pictures.write(env, 0)})\n")
-    out.write(f"(type {env.play_hint}, a full tagged response, or 'quit')\n")
-    turns, total, done = 0, 0.0, False
-    while not done and (args.max_turns is None or turns < args.max_turns):
-        out.write("> ")
-        out.flush()
-        line = inp.readline()
-        if not line or line.strip().lower() in ("quit", "exit"):
-            break
-        observation, reward, done, info = env.step(wrap_answer(line.rstrip("\n"), env))
-        turns += 1
-        total += reward
-        out.write(f"reward {reward:g} (total {total:g}) valid {info['valid']} done {done}\n{observation}")
-        if pictures is not None:
-            out.write(f"(picture: {pictures.write(env, turns)})\n")
-    status = "solved" if done and info["success"] else ("episode over" if done else "stopped")
-    out.write(f"{status} after {turns} turn(s), total reward {total:g}\n")
-    return 0
-
-
 def _run_seeds(args, out: TextIO) -> int:
     try:
         directive = parse_json(args.directive, where="--directive")
@@ -309,4 +278,4 @@ def run(args: argparse.Namespace) -> int:
         return _run_show(args, params, out)
     if args.env_command == "replay":
         return _run_replay(args, params, out)
-    return _run_play(args, params, out, sys.stdin)
+    return run_play(args, params, out, sys.stdin, task=task_arg(args.env, args), reset=_reset)
