@@ -1,9 +1,19 @@
-"""Parity checks computable from the runs: recompute advantages from batch dumps and compare.
+"""The parity certificate: the advantages a trainer computed, recomputed from its step rows (docs/design.md §3.5).
 
-For every runs/<study>/<method>/seed<k>/batches/step<N>.jsonl (step rows of docs/design.md §3.5 with the
-`advantage` the trainer wrote), the advantages are recomputed with `agentrepro.algorithms.estimate`
-using the run's resolved estimator options and compared element-wise (atol 1e-5 + rtol 1e-5).
-Each check is {"check", "status": "pass"|"fail"|"not_run", "detail"}; not_run always says why.
+Every runs/<study>/<method>/seed<k>/batches/step<N>.jsonl holds the step rows of one training step with the
+`advantage` the trainer computed for each (the builtin trainer's dump, verl-agent's integration
+hooks/agentrepro_verl_rows.py, the Relax wrapper hooks/agentrepro_relax_advantage.py). Its rows are
+recomputed with the run's estimator and options (resolved_config.yaml `train`; the same code as
+`agentrepro advantages`) once in each episode-statistics mode, `rows` (the reference: every step row counts)
+and `trajectories` (each trajectory once). A mode is within tolerance when every row has
+|ours − theirs| ≤ TOLERANCE·max(1, |theirs|) (the reference fixtures agree to 3.3e-5 in that measure: float32).
+
+A certificate entry per dump: the mode the trainer implements (the one within tolerance, `rows` first when
+both are, as on a batch where every trajectory has one turn), the largest absolute difference in each mode with
+the row where it occurs, and a status: pass when the mode the run declares (`train.episode_stats`, default
+rows) is within tolerance; fail otherwise, saying which mode the rows fit, if any; not_run, with the reason,
+when there is nothing to compare, including every step of `train.step_rows` that has no dump.
+`parity_checks` turns the entries into the analysis's parity checks.
 """
 
 from __future__ import annotations
@@ -13,62 +23,101 @@ from pathlib import Path
 import numpy as np
 
 from agentrepro import algorithms
-from agentrepro.algorithms.spec import all_options
+from agentrepro.errors import BadInput
 from agentrepro.fileio import iter_jsonl, load_yaml
-from agentrepro.layout import RunFiles, batch_dumps_on_disk
+from agentrepro.layout import RunFiles, STEP_DIR_RE, batch_dump, batch_dumps_on_disk
 
-OPTION_KEYS = tuple(o.name for o in all_options())
-"""Options of the estimators (algorithms/spec.py) that a resolved config's train block may set."""
-ATOL = RTOL = 1e-5
-
-
-def _estimator(config_path: Path) -> tuple[str | None, dict]:
-    if not config_path.is_file():
-        return None, {}
-    train = (load_yaml(config_path) or {}).get("train") or {}
-    return train.get("estimator"), {k: train[k] for k in OPTION_KEYS if k in train}
+TOLERANCE = 1e-4
+MODES = ("rows", "trajectories")
+TOLERANCE_TEXT = f"|difference| ≤ {TOLERANCE:g}·max(1, |advantage|) on every row"
 
 
-def check_dump(dump: Path, estimator: str, options: dict, algorithms) -> dict:
-    name = f"advantages recomputed from {dump.as_posix()}"
-    rows = [obj for _, obj in iter_jsonl(dump)]
-    if not rows:
-        return {"check": name, "status": "not_run", "detail": "the dump is empty"}
-    if any("advantage" not in r for r in rows):
-        return {"check": name, "status": "not_run", "detail": "the dump has rows without the trainer's `advantage`"}
-    spec = algorithms.ESTIMATORS.spec(estimator) if estimator in algorithms.ESTIMATORS else None
-    if spec is not None and not spec.step_rows:
-        return {"check": name, "status": "not_run",
-                "detail": f"{estimator}'s advantages are GAE over the critic's values, which step rows do not hold"}
-    try:
-        accepted = algorithms.ESTIMATORS.defaults(estimator)   # options this estimator takes
-        options = {k: v for k, v in options.items() if k in accepted}
-        batch = algorithms.StepBatch.from_rows(rows)
-        result = algorithms.estimate(batch, estimator, **options)
-    except Exception as exc:  # noqa: BLE001 - reported as a check that could not run, with the reason
-        return {"check": name, "status": "not_run", "detail": f"estimate({estimator!r}, {options}) raised {type(exc).__name__}: {exc}"}
-    ours = np.asarray(result.advantage, dtype=float)
-    theirs = np.array([r["advantage"] for r in rows], dtype=float)
-    if ours.shape != theirs.shape:
-        return {"check": name, "status": "fail", "detail": f"{ours.size} recomputed vs {theirs.size} dumped advantages"}
+def _train(run: Path) -> dict:
+    path = run / RunFiles.RESOLVED_CONFIG
+    return ((load_yaml(path) or {}).get("train") or {}) if path.is_file() else {}
+
+
+def _names(run: Path) -> tuple[str, str | int]:
+    """(method, seed) from runs/<study>/<method>/seed<k>/."""
+    seed = run.name[4:]
+    return run.parent.name, int(seed) if seed.isdigit() else run.name
+
+
+def _entry(run: Path, step: int, status: str, detail: str, **more) -> dict:
+    method, seed = _names(run)
+    return {"method": method, "seed": seed, "step": step, "status": status, "detail": detail,
+            "dump": batch_dump(run, step).as_posix(), "tolerance": TOLERANCE, **more}
+
+
+def _mode_fit(ours: np.ndarray, theirs: np.ndarray, rows: list[dict]) -> dict:
     err = np.abs(ours - theirs)
-    ok = bool(np.all(err <= ATOL + RTOL * np.abs(theirs)))
-    return {"check": name, "status": "pass" if ok else "fail",
-            "detail": f"{estimator} {options}: {theirs.size} rows, max |difference| {err.max():.3g} (tolerance {ATOL:g} + {RTOL:g}·|a|)"}
+    worst = int(np.argmax(err))
+    return {"max_abs_difference": float(err[worst]), "within": bool(np.all(err <= TOLERANCE * np.maximum(1.0, np.abs(theirs)))),
+            "worst": {"traj": rows[worst]["traj"], "turn": rows[worst]["turn"], "framework": float(theirs[worst]), "ours": float(ours[worst])}}
 
 
-def parity_checks(run_dirs: list[Path]) -> list[dict]:
-    """One check per batch dump; a single not_run entry when there is nothing to check or no estimator."""
-    dumps = [(run, d) for run in run_dirs for d in batch_dumps_on_disk(run)]
-    if not dumps:
-        return [{"check": "advantages recomputed from batch dumps", "status": "not_run",
-                 "detail": "no runs/<study>/<method>/seed<k>/batches/step<N>.jsonl dumps were found"}]
-    checks = []
-    for run, dump in dumps:
-        estimator, options = _estimator(run / RunFiles.RESOLVED_CONFIG)
-        if estimator is None:
-            checks.append({"check": f"advantages recomputed from {dump.as_posix()}", "status": "not_run",
-                           "detail": f"{run / RunFiles.RESOLVED_CONFIG} names no train.estimator"})
-            continue
-        checks.append(check_dump(dump, estimator, options, algorithms))
-    return checks
+def certify_dump(run: Path, step: int, train: dict) -> dict:
+    """The certificate entry of one dump (see the module docstring)."""
+    dump = batch_dump(run, step)
+    estimator = train.get("estimator")
+    if estimator is None:
+        return _entry(run, step, "not_run", f"{run / RunFiles.RESOLVED_CONFIG} names no train.estimator")
+    spec = algorithms.ESTIMATORS.spec(estimator) if estimator in algorithms.ESTIMATORS else None
+    if spec is None or not spec.step_rows:
+        return _entry(run, step, "not_run", f"{estimator}'s advantages are not computed from step rows (GAE over a critic's values)")
+    rows = [row for _, row in iter_jsonl(dump)]
+    if not rows:
+        return _entry(run, step, "not_run", "the dump has no rows")
+    missing = sum(not isinstance(r.get("advantage"), (int, float)) or isinstance(r.get("advantage"), bool) for r in rows)
+    if missing:
+        return _entry(run, step, "not_run", f"{missing} of {len(rows)} rows carry no framework `advantage`")
+    accepted = algorithms.ESTIMATORS.defaults(estimator)
+    options = {k: v for k, v in train.items() if k in accepted and k != "episode_stats"}
+    declared = train.get("episode_stats", "rows")
+    theirs = np.array([r["advantage"] for r in rows], dtype=float)
+    try:
+        batch = algorithms.StepBatch.from_rows(rows, source=dump.as_posix())
+        fits = {mode: _mode_fit(np.asarray(algorithms.estimate(batch, estimator, **options, episode_stats=mode).advantage, dtype=float),
+                                theirs, rows) for mode in MODES}
+    except (BadInput, ValueError) as exc:
+        return _entry(run, step, "not_run", f"the rows could not be recomputed: {exc}")
+    implements = next((mode for mode in MODES if fits[mode]["within"]), None)
+    measured = "; ".join(f"{mode}: largest |difference| {fits[mode]['max_abs_difference']:.3g}" for mode in MODES)
+    head = f"{estimator} {options}, {len(rows)} rows, {batch.n_trajs} trajectories"
+    if implements is not None and fits[declared]["within"]:
+        status, verdict = "pass", f"implements episode statistics over {declared}, as declared"
+    elif implements is not None:
+        status, verdict = "fail", f"implements episode statistics over {implements}, but the run declares {declared}"
+    else:
+        w = fits[declared]["worst"]
+        status, verdict = "fail", (f"within tolerance in neither mode; in the declared mode ({declared}) the largest difference is at "
+                                   f"trajectory {w['traj']!r} turn {w['turn']}: framework {w['framework']:.6g}, recomputed {w['ours']:.6g}")
+    return _entry(run, step, status, f"{verdict} ({measured}; {head}; tolerance {TOLERANCE_TEXT})", estimator=estimator,
+                  options=options, declared=declared, implements=implements, rows=len(rows), trajectories=batch.n_trajs,
+                  max_abs_difference={mode: fits[mode]["max_abs_difference"] for mode in MODES},
+                  worst={mode: fits[mode]["worst"] for mode in MODES})
+
+
+def certificate(run_dirs: list[Path]) -> list[dict]:
+    """One entry per dump and per step named in `train.step_rows` without a dump, by run then step."""
+    entries = []
+    for run in run_dirs:
+        run, train = Path(run), _train(Path(run))
+        found = {int(m.group(1)): d for d in batch_dumps_on_disk(run) if (m := STEP_DIR_RE.match(d.stem))}
+        named = train.get("step_rows") or []
+        for step in sorted(set(found) | set(named)):
+            if step not in found:
+                entries.append(_entry(run, step, "not_run", f"train.step_rows names step {step}, but the run wrote no step rows for it"))
+            else:
+                entries.append(certify_dump(run, step, train))
+    return entries
+
+
+def parity_checks(run_dirs: list[Path], entries: list[dict] | None = None) -> list[dict]:
+    """The certificate as parity checks; a single not_run entry when no run has step rows."""
+    entries = certificate(run_dirs) if entries is None else entries
+    if not entries:
+        return [{"check": "parity certificate: advantages recomputed from step rows", "status": "not_run",
+                 "detail": "no runs/<study>/<method>/seed<k>/batches/step<N>.jsonl step rows were found, and no run names train.step_rows"}]
+    return [{"check": f"parity certificate: advantages recomputed from {e['dump']}", "status": e["status"], "detail": e["detail"]}
+            for e in entries]

@@ -30,7 +30,7 @@ from agentrepro.analysis.convergence import convergence_table
 from agentrepro.analysis.diagnostics import DIAGNOSTICS, TRAINING, per_step_table
 from agentrepro.analysis.load import COLUMNS, read_outcomes, read_steps_jsonl
 from agentrepro.analysis.overhead import overhead_table
-from agentrepro.analysis.parity import parity_checks
+from agentrepro.analysis.parity import certificate, parity_checks
 from agentrepro.analysis.reference import load_reference, verdicts_table
 from agentrepro.analysis.validate import validate_outcomes
 from agentrepro.attempts import read_provenance
@@ -139,8 +139,9 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 
 def write_analysis(out_dir: Path, header: dict, tables: dict[str, pd.DataFrame], notes: list[str], parity: list[dict],
-                   provenance: dict, outcomes: pd.DataFrame) -> Path:
-    """Write every CSV, outcomes.parquet and analysis.json atomically, then the OUTPUTS.sha256 seal."""
+                   provenance: dict, outcomes: pd.DataFrame, certificate: list[dict] | None = None) -> Path:
+    """Write every CSV, outcomes.parquet and analysis.json atomically, then the OUTPUTS.sha256 seal.
+    `certificate`: the parity certificate's entries (analysis/parity.py), in analysis.json as `certificate`."""
     out_dir = Path(out_dir)
     payloads: dict[str, bytes] = {}
     for table in contract.TABLES:
@@ -150,7 +151,7 @@ def write_analysis(out_dir: Path, header: dict, tables: dict[str, pd.DataFrame],
     outcomes[COLUMNS].to_parquet(buffer, index=False)
     payloads["outcomes.parquet"] = buffer.getvalue()
     analysis = {**header, "tables": {name: records(tables[name]) for name in contract.TABLE_NAMES}, "notes": notes,
-                "parity": parity, "provenance": provenance}
+                "parity": parity, "certificate": certificate or [], "provenance": provenance}
     payloads["analysis.json"] = (json.dumps(analysis, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
     for name, data in payloads.items():
         atomic_write_bytes(out_dir / name, data)
@@ -282,7 +283,8 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     header = {"study": study, "title": manifest.get("title"), "settings": asdict(settings)}
     provenance = {"lock": lock, "lock_sha256": sha256_json(lock) if lock else None,
                   "runs": [_run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}
-    parity = parity_checks(run_dirs)
+    entries = certificate(run_dirs)
+    parity = parity_checks(run_dirs, entries)
     if panel:
         parity.append({"check": "every method and seed scored on the frozen task panel", "status": "pass",
                        "detail": f"{len(panel)} tasks of {lock_path.name}: every (task_id, task_hash) present exactly once per "
@@ -290,7 +292,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     else:
         parity.append({"check": "every method and seed scored on the frozen task panel", "status": "not_run",
                        "detail": "no lock with a task panel: task sets were only compared between methods"})
-    return write_analysis(home.analysis, header, tables, notes + more, parity, provenance, df)
+    return write_analysis(home.analysis, header, tables, notes + more, parity, provenance, df, entries)
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -18,6 +18,11 @@ zzj1111/alfworldauto). Each wrapper first checks the name's signature and refuse
   its global step names the file: RUN_DIR/verl_validation/<step>.jsonl, one line per episode.
 * `Tracking.log` (verl/utils/tracking.py:127): every logged metrics dict is appended to
   RUN_DIR/verl_metrics.jsonl as {"step": N, "data": {...}} (verl-agent has no file logger).
+* `RayPPOTrainer.fit` and the module function `compute_advantage` of both trainers (graphgpo_ray_trainer.py:1027
+  and :249, ray_trainer.py:1007 and :244): the step rows and advantages of the steps in AGENTREPRO_STEP_ROWS,
+  for the parity certificate (agentrepro_verl_rows.py).
+
+Signatures are compared without annotations (the recipe annotates `data: DataProto`).
 """
 
 from __future__ import annotations
@@ -31,9 +36,13 @@ import os
 import sys
 import threading
 
+import agentrepro_verl_rows
+
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 ENVS_INIT = "(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={})"
 PROCESS_BATCH = "(self, batch_idx, total_batch_list, total_infos, success)"
+ADVANTAGE = ("(data, adv_estimator, gamma=1.0, lam=1.0, num_repeat=1, multi_turn=False, norm_adv_by_std_in_grpo=True, "
+             "step_advantage_w=1.0, {}gigpo_mode='mean_std_norm', {}**kwargs)")
 # module -> {qualified name: signature at COMMIT}
 PATCHES = {
     "recipe.GraphGPO.alfworld_envs": {"AlfworldEnvs.__init__": ENVS_INIT, "AlfworldWorker.__init__": "(self, config, seed, base_env)"},
@@ -41,8 +50,10 @@ PATCHES = {
                                                             "AlfworldWorker.__init__": "(self, config, seed, base_env)"},
     "recipe.GraphGPO.graphgpo_env_manager": {"AlfWorldEnvironmentManager._process_batch": PROCESS_BATCH},
     "agent_system.environments.env_manager": {"AlfWorldEnvironmentManager._process_batch": PROCESS_BATCH},
-    "recipe.GraphGPO.graphgpo_ray_trainer": {"RayPPOTrainer._validate": "(self)"},
-    "verl.trainer.ppo.ray_trainer": {"RayPPOTrainer._validate": "(self)"},
+    "recipe.GraphGPO.graphgpo_ray_trainer": {"RayPPOTrainer._validate": "(self)", "RayPPOTrainer.fit": "(self)",
+                                             "compute_advantage": ADVANTAGE.format("episode_advantage_w=0.0, ", "")},
+    "verl.trainer.ppo.ray_trainer": {"RayPPOTrainer._validate": "(self)", "RayPPOTrainer.fit": "(self)",
+                                     "compute_advantage": ADVANTAGE.format("", "gigpo_enable_similarity=False, gigpo_similarity_thresh=0.95, ")},
     "verl.utils.tracking": {"Tracking.log": "(self, data, step, backend=None)"},
 }
 _state = threading.local()
@@ -79,7 +90,10 @@ def check(module, qualname: str, expected: str) -> None:
         _, _, target = _resolve(module, qualname)
     except AttributeError:
         raise RuntimeError(f"agentrepro: {module.__name__} has no {qualname} (integration written for verl-agent {COMMIT[:7]})") from None
-    found = str(inspect.signature(target))
+    signature = inspect.signature(target)
+    bare = signature.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
+                             return_annotation=inspect.Signature.empty)
+    found = str(bare)
     if found != expected:
         raise RuntimeError(f"agentrepro: {module.__name__}.{qualname}{found} is not {expected} of verl-agent {COMMIT[:7]}")
 
@@ -182,6 +196,8 @@ def patch_trainer(module) -> None:
         return _validate
 
     _wrap(module, "RayPPOTrainer._validate", make)
+    _wrap(module, "RayPPOTrainer.fit", agentrepro_verl_rows.wrap_fit)
+    _wrap(module, "compute_advantage", agentrepro_verl_rows.wrap_compute_advantage)
 
 
 def _number(value):

@@ -104,6 +104,15 @@ def validate(analysis: Any, path: str | Path) -> dict:
             raise bad(f"parity[{i}].check", "an object with a 'check' string")
         if item.get("status") not in PARITY_STATUS:
             raise bad(f"parity[{i}].status", f"one of {', '.join(PARITY_STATUS)} (got {item.get('status')!r})")
+    certificate = analysis.setdefault("certificate", [])   # absent in analyses written before the parity certificate
+    if not isinstance(certificate, list):
+        raise bad("certificate", "a list of certificate entries")
+    for i, item in enumerate(certificate):
+        if not isinstance(item, dict) or item.get("status") not in PARITY_STATUS:
+            raise bad(f"certificate[{i}].status", f"one of {', '.join(PARITY_STATUS)}")
+        for key in ("method", "step", "detail"):
+            if key not in item:
+                raise bad(f"certificate[{i}].{key}", f"key '{key}' (missing)")
     prov = analysis["provenance"]
     if not isinstance(prov.get("runs", []), list):
         raise bad("provenance.runs", "a list of runs")

@@ -39,6 +39,7 @@ SECTIONS = (
     ("diagnostics", "Graph diagnostics"),
     ("overhead", "Overhead"),
     ("convergence", "Convergence"),
+    ("certificate", "Parity certificate"),
     ("parity", "Parity checks"),
     ("appendix", "Appendix: provenance and audit"),
 )
