@@ -50,7 +50,7 @@ def test_schema_matches_dataclass_fields_and_defaults():
     assert set(schema["properties"]) == set(fields)
     assert schema["additionalProperties"] is False
     for name, default in fields.items():
-        assert schema["properties"][name]["default"] == default, name
+        assert schema["properties"][name]["default"] == (list(default) if isinstance(default, tuple) else default), name
         assert schema["properties"][name]["description"], name
 
 

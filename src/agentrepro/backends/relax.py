@@ -44,7 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, relax_recipe, runconfig
+from agentrepro.backends import convert, ray_launch, relax_recipe, runconfig, step_rows
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
@@ -80,7 +80,10 @@ def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []  # e.g. the image's Megatron-LM
     pythonpath = os.pathsep.join([str(workdir), str(HOOKS_DIR), *map(str, block.get("pythonpath") or []), *inherited])
     ray = block.get("ray") or {}
-    head_env = {**relax_recipe.head_env(knobs), "RELAX_SERVE_PORT": str(ports.serve), "RELAX_SERVE_HOST": "127.0.0.1",
+    rows_env = step_rows.hook_env(config, run_dir)   # train.step_rows: the advantage wrapper dumps these steps
+    if rows_env:
+        rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(relax_recipe.POLICY_VERSION_OFFSET)
+    head_env = {**relax_recipe.head_env(knobs), **rows_env, "RELAX_SERVE_PORT": str(ports.serve), "RELAX_SERVE_HOST": "127.0.0.1",
                 "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline"}
     head = ray_launch.head_launch(key, ray=ray.get("executable", "ray"), env=head_env, cwd=workdir, dashboard=True,
                                   num_cpus=ray.get("num_cpus"),
@@ -93,7 +96,8 @@ def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
         head,
         Launch(f"submit the expanded command (eval hook {relax_recipe.HOOK}) to this job's Ray head",
                (sys.executable, "-m", "agentrepro.backends.relax_submit", str(save / EXPANDED),
-                *(relax_recipe.hf_export_args(save) if block.get("export_hf") else [])), submit_env, workdir),
+                *(relax_recipe.hf_export_args(save) if block.get("export_hf") else []),
+                *((relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK) if rows_env else ())), submit_env, workdir),
     ]
 
 

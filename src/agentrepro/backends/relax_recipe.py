@@ -42,6 +42,8 @@ ENTRY = ("python3", "relax/entrypoints/train.py")
 HOOK_FLAG = "--custom-eval-rollout-log-function-path"
 RECIPE_HOOK = "examples.graphgpo.eval_logger.log_eval_rollout_data"
 HOOK = "agentrepro_relax_eval.log_eval_rollout_data"  # agentrepro/hooks/, on the PYTHONPATH of Ray's workers
+ADVANTAGE_FLAG = "--agentic-custom-advantage-path"   # the recipe's examples.graphgpo.custom_advantage.compute_custom_advantage
+ADVANTAGE_HOOK = "agentrepro_relax_advantage.compute_custom_advantage"   # calls it, and dumps the step rows of train.step_rows
 METHODS = ("grpo", "gigpo", "graphgpo")
 WEIGHTING = {"rows": "reference_cross_steps", "trajectories": "trajectory_once"}
 EVAL_INTERVAL = 5
@@ -178,3 +180,10 @@ def rollout_of_step(step: int) -> int:
 def step_of_rollout(rollout_id: int) -> int:
     """The harness step reached after training rollout `rollout_id`."""
     return rollout_id + 1
+
+
+POLICY_VERSION_OFFSET = step_of_rollout(0)
+"""Harness step of a training group = its sample.metadata `policy_version` + this. Assumes Relax stamps a
+training rollout's samples with its 0-based rollout_id as policy_version (the weights after that many updates);
+relax.outputs.json marks where policy_version comes from as not verified. The certificate's step rows carry
+the policy_version they were named by, so the assumption can be checked on a real run."""

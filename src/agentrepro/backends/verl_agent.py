@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, runconfig, verl_recipes
+from agentrepro.backends import convert, ray_launch, runconfig, step_rows, verl_recipes
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
@@ -87,7 +87,8 @@ def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval
     if (config.get("env") or {}).get("name") == "alfworld" and data_path:
         env["ALFWORLD_DATA"] = str(Path(data_path).absolute())   # the frozen panel's data directory, for verl's envs too
     head = ray_head(config, run_dir)
-    if eval_step is None:
+    if eval_step is None:   # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
+        env.update(step_rows.hook_env(config, run_dir))
         return [prepare, Launch("train", (*head, "bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
     source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
         "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoint_dir(run_dir) / f'global_step_{eval_step}'}"]

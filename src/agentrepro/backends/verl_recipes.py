@@ -227,7 +227,7 @@ def _manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
     for field, key in TRAIN_KEYS.items():
         if field in train:
             out.append((f"train.{field}", key.format(est=estimator), train[field]))
-    unknown = sorted(set(train) - set(TRAIN_KEYS) - {"checkpoint_every"})
+    unknown = sorted(set(train) - set(TRAIN_KEYS) - {"checkpoint_every", "step_rows"})   # step_rows: the integration's
     if unknown:
         raise BadInput(f"the verl-agent backend has no recipe setting for this (known: {', '.join(sorted(TRAIN_KEYS))})",
                        where=f"train.{unknown[0]}")

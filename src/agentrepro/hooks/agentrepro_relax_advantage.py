@@ -26,7 +26,10 @@ import importlib
 import inspect
 import os
 
-import agentrepro_step_rows as step_rows
+try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+    import agentrepro_step_rows as step_rows
+except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
+    from agentrepro.hooks import agentrepro_step_rows as step_rows
 
 HANDOVER = "examples.graphgpo.custom_advantage.compute_custom_advantage"
 SIGNATURE = "(metadata_by_slot)"   # examples/graphgpo/custom_advantage.py @ eaf262f, annotations aside

@@ -36,7 +36,10 @@ import os
 import sys
 import threading
 
-import agentrepro_verl_rows
+try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+    import agentrepro_verl_rows
+except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
+    from agentrepro.hooks import agentrepro_verl_rows
 
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 ENVS_INIT = "(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={})"

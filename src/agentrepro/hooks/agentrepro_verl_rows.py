@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import threading
 
-import agentrepro_step_rows as step_rows
+try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+    import agentrepro_step_rows as step_rows
+except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
+    from agentrepro.hooks import agentrepro_step_rows as step_rows
 
 _state = threading.local()
 

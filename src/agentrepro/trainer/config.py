@@ -81,6 +81,7 @@ class TrainConfig:
     threads: int = 1  # torch intra-op threads on the CPU
     checkpoint_every: int = 50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (layout.evaluated_steps)
     dump_batches_every: int = 0  # write batches/step<N>.jsonl (step rows with advantages) every N steps; 0 = never
+    step_rows: tuple[int, ...] = ()  # steps whose step rows and trainer advantages go to batches/step<N>.jsonl for the parity certificate (every backend)
     progress: bool = True  # tqdm progress bars
     wandb: bool = False  # also log to Weights & Biases (offline unless WANDB_MODE says otherwise)
 
@@ -121,7 +122,7 @@ class TrainConfig:
         return config
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}   # YAML/JSON lists
 
     def validate(self, *, path: object = None, where: str = "train") -> None:
         def bad(key: str, expected: str) -> None:
@@ -157,6 +158,11 @@ class TrainConfig:
         for key in ("kl_coef", "entropy_coef", "weight_decay"):
             if getattr(self, key) < 0:
                 bad(key, "a number >= 0")
+        from agentrepro.backends.step_rows import problem
+
+        message = problem(self.step_rows, self.steps)
+        if message:
+            raise BadInput(message, path=path, where=f"{where}.step_rows")
         if self.minibatches > self.batch_trajectories:
             bad("minibatches", f"at most groups x group_size = {self.batch_trajectories}")
 
@@ -181,6 +187,10 @@ def _coerce(value: Any, hint: Any, path: object, where: str) -> Any:
     elif hint is str:
         if isinstance(value, str):
             return value
+    elif text.startswith("tuple[int"):
+        if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return tuple(value)
+        raise BadInput(f"expected a list of integers, got {value!r}", path=path, where=where)
     else:  # pragma: no cover - every field has one of the types above
         return value
     raise BadInput(f"expected {getattr(hint, '__name__', text)}, got {type(value).__name__} {value!r}", path=path, where=where)

@@ -222,7 +222,7 @@ class Trainer:
         self._append(RunFiles.TIMINGS, {"step": self.step, **timings})
         if diagnostics is not None:
             self._append(RunFiles.GRAPH_DIAGNOSTICS, {"step": self.step, **diagnostics})
-        if cfg.dump_batches_every and self.step % cfg.dump_batches_every == 0:
+        if (cfg.dump_batches_every and self.step % cfg.dump_batches_every == 0) or self.step in cfg.step_rows:
             dump = [dict(r) for r in rows]
             per_turn = turn_adv if turn_adv is not None else [float(advantages[t.row, t.start]) for t in ordered_turns(ro)]
             for r, a in zip(dump, per_turn):
