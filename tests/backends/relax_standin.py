@@ -32,7 +32,8 @@ done
 CMD=(python3 relax/entrypoints/train.py --save "${SAVE_DIR}/checkpoints/${METHOD}/seed-${SEED}"
      --num-rollout "${OUTER_EPOCHS}" --advantage-estimator grpo --eval-interval 5
      --eval-prompt-data alfworld "${DATA_ARTIFACT_DIR}/eval_in_distribution.prompts.jsonl"
-     --custom-eval-rollout-log-function-path examples.graphgpo.eval_logger.log_eval_rollout_data)
+     --custom-eval-rollout-log-function-path examples.graphgpo.eval_logger.log_eval_rollout_data
+     --agentic-custom-advantage-path examples.graphgpo.custom_advantage.compute_custom_advantage)
 printf 'ray job submit --address=http://127.0.0.1:8265 -- '
 printf '%q ' "${CMD[@]}"
 printf '\n'
@@ -59,13 +60,17 @@ def log_eval_rollout_data(rollout_id, args, data, extra_metrics=None):
 TRAIN = """
 import argparse, importlib, json, os, types
 p = argparse.ArgumentParser()
-for flag in ("--save", "--advantage-estimator", "--custom-eval-rollout-log-function-path"): p.add_argument(flag)
+for flag in ("--save", "--advantage-estimator", "--custom-eval-rollout-log-function-path", "--agentic-custom-advantage-path"):
+    p.add_argument(flag)
 p.add_argument("--num-rollout", type=int); p.add_argument("--eval-interval", type=int)
 p.add_argument("--eval-prompt-data", nargs="+"); a = p.parse_args()
 os.makedirs(a.save, exist_ok=True)
 json.dump({"env": dict(os.environ), "cwd": os.getcwd()}, open(os.path.join(a.save, "driver.json"), "w"))
 module, _, name = a.custom_eval_rollout_log_function_path.rpartition(".")
 hook = getattr(importlib.import_module(module), name)
+if a.agentic_custom_advantage_path.startswith("agentrepro_"):   # loadable where the driver runs (the recipe's own is not in the stand-in)
+    module, _, name = a.agentic_custom_advantage_path.rpartition(".")
+    getattr(importlib.import_module(module), name)
 tasks = [json.loads(x)["metadata"]["task_id"] for x in open(a.eval_prompt_data[1])]
 def evaluate(rollout_id):
     samples = []

@@ -182,7 +182,7 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 0) == Path(config["backend"]["model_path"])
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 5).name == "4"
     plain = relax.launches(resolved(study, "graphgpo"), tmp_path / "run")[3]
-    assert len(plain.argv) == 4
+    assert plain.argv[4:] == (relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK)   # no export flags; the study's train.step_rows
     with pytest.raises(BadInput, match="expected --seed at most once"):
         relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
 
@@ -368,6 +368,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
         (data / task["task_id"]).write_text("game\n")
     config["backend"].update(workdir=str(checkout), alfworld_data=str(data))
     config["train"]["steps"] = 10
+    config["train"]["step_rows"] = [1, 5]   # within the shortened run
     config["lock"]["path"] = str(study[1])
     ray = make_ray(tmp_path / "bin", sys.executable)
     env = {"PATH": f"{ray.parent}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": f"relax-e2e-{os.getpid()}"}
@@ -379,6 +380,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     ports = ray_launch.ray_ports(f"slurm-{env['SLURM_JOB_ID']}")
     assert driver["env"]["RELAX_SERVE_PORT"] == str(ports.serve) and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
+    assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "1")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
     assert submitted[:4] == list(relax_recipe.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
     calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]

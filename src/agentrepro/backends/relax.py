@@ -151,6 +151,7 @@ class RelaxBackend(Backend):
         if unknown:
             raise BadInput(f"unknown key (expected {', '.join(sorted(BLOCK_KEYS))})", where=f"backend.{unknown[0]}")
         relax_recipe.validate(config)
+        step_rows.named_steps(config)
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
         return relax_recipe.evaluated_rollouts(int((config.get("train") or {}).get("steps", 0)))

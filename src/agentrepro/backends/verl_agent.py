@@ -192,6 +192,7 @@ class VerlAgentBackend(Backend):
         if panel and evaluation.get("tasks") not in (None, len(panel)):
             raise BadInput(f"one validation env per panel game: the panel has {len(panel)} games", where="eval.tasks")
         verl_recipes.appended(config, Path("."), resume=True)   # unknown train keys, values the script would split
+        step_rows.named_steps(config)
         wanted, validated = checkpoint_steps(config), validated_steps(config)
         if wanted != validated:
             raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
