@@ -228,3 +228,38 @@ def test_relax_wrapper_hands_over_to_the_function_the_recipe_names():
     [flag] = [f for f in facts["graphgpo_recipe"]["flags"] if f["flag"] == relax_recipe.ADVANTAGE_FLAG]
     assert flag["value"] == wrapper.HANDOVER
     assert relax_recipe.ADVANTAGE_HOOK == f"{wrapper.__name__.rsplit('.', 1)[-1]}.{wrapper.compute_custom_advantage.__name__}"
+
+
+def test_step_rows_field_is_validated_naming_it():
+    """train.step_rows outside [1, steps], repeated or not a list of integers is refused naming the field, by the
+    builtin trainer's config and by the verl-agent and Relax backends alike; no step rows, no hook environment."""
+    import pytest
+
+    from agentrepro.errors import BadInput
+    from agentrepro.trainer.config import TrainConfig
+
+    for bad in ([0], [11], [3, 3], ["1"], 5):
+        with pytest.raises(BadInput, match="train.step_rows"):
+            TrainConfig.from_dict({"steps": 10, "step_rows": bad})
+        with pytest.raises(BadInput, match="train.step_rows"):
+            step_rows.named_steps({"train": {"steps": 10, "step_rows": bad}})
+    assert TrainConfig.from_dict({"steps": 10, "step_rows": [10, 1]}).to_dict()["step_rows"] == [10, 1]
+    assert step_rows.hook_env({"train": {"steps": 10}}, Path("run")) == {}
+
+
+def test_dumps_are_input_of_the_advantages_verb(tmp_path):
+    """`agentrepro advantages` (subprocess) reads a framework's dump as it is, and in each --episode-stats mode
+    gives the advantages the certificate measured its differences against."""
+    from helpers import run_cli
+
+    run, case = run_verl(tmp_path, "reference")
+    [entry] = certificate([run])
+    theirs = [e["advantage"] for e in case["expected"]]
+    for mode in ("rows", "trajectories"):
+        out = tmp_path / f"{mode}.jsonl"
+        result = run_cli("advantages", "--estimator", "graphgpo", "--omega", "0.1", "--episode-stats", mode,
+                         batch_dump(run, 1), "-o", out)
+        assert result.returncode == 0, result.stderr
+        ours = [json.loads(x)["advantage"] for x in out.read_text().splitlines()]
+        assert abs(max(abs(a - b) for a, b in zip(ours, theirs)) - entry["max_abs_difference"][mode]) < 1e-12
+

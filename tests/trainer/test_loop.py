@@ -130,3 +130,19 @@ def test_static_engine_micro_batches_and_checkpointing_train_and_log_memory(tmp_
     metrics = read_jsonl(run / "metrics.jsonl")
     assert [m["step"] for m in metrics] == [1, 2] and all(m["kl"] is not None and m["tokens_trained"] > 0 for m in metrics)
     assert all(m["gpu_peak_mem_gb"] is None and 0 < m["cpu_rss_gb"] < 1024 for m in metrics)
+
+
+def test_step_rows_dump_the_named_steps_and_certify(tmp_path):
+    """train.step_rows [2]: only batches/step2.jsonl is written, and the parity certificate recomputes its advantages
+    within tolerance in the declared mode (rows): the builtin trainer computes the reference's advantages."""
+    import yaml
+
+    from agentrepro.analysis.parity import certificate
+
+    run = tmp_path / "runs" / "s" / "graphgpo" / "seed0"
+    config = tiny_config(steps=2, estimator="graphgpo", step_rows=[2])
+    train(config, run, resume=False)
+    assert not (run / "batches" / "step1.jsonl").exists() and (run / "batches" / "step2.jsonl").exists()
+    (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))   # what `agentrepro train` writes beside the run
+    [entry] = certificate([run])
+    assert entry["status"] == "pass" and entry["step"] == 2 and entry["declared"] == "rows", entry
