@@ -263,3 +263,27 @@ def test_dumps_are_input_of_the_advantages_verb(tmp_path):
         ours = [json.loads(x)["advantage"] for x in out.read_text().splitlines()]
         assert abs(max(abs(a - b) for a, b in zip(ours, theirs)) - entry["max_abs_difference"][mode]) < 1e-12
 
+
+
+def test_a_batch_without_the_recipe_columns_is_recorded_not_fatal(tmp_path):
+    """A batch lacking a column the rows need (here `episode_rewards`) does not stop training: the step's error is
+    recorded and the certificate reports that step as not run, with the reason."""
+    case = fixture_case("random_batch_014")
+    for row in case["rows"]:
+        row.pop("episode_reward")
+    run, config = run_dir(tmp_path, "graphgpo", "rows")
+    tree = tmp_path / "verl-agent"
+    tree.mkdir()
+    verl_standin.stand_in_tree(tree)
+    (tree / "fit.py").write_text("from recipe.GraphGPO.graphgpo_ray_trainer import RayPPOTrainer\nRayPPOTrainer(None).fit()\n")
+    trainer = tree / "recipe" / "GraphGPO" / "graphgpo_ray_trainer.py"
+    trainer.write_text(trainer.read_text().replace('"episode_rewards": "episode_reward", ', ""))
+    (tmp_path / "batch.json").write_text(json.dumps(case["rows"]))
+    (tmp_path / "advantages.json").write_text(json.dumps([0.0] * len(case["rows"])))
+    env = {**verl_agent.integration_env(run), **step_rows.hook_env(config, run), "PATH": "/usr/bin:/bin",
+           "STANDIN_BATCH": str(tmp_path / "batch.json"), "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
+    env["PYTHONPATH"] += f":{tree}"
+    result = subprocess.run([sys.executable, "fit.py"], cwd=tree, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    [entry] = certificate([run])
+    assert entry["status"] == "not_run" and "episode_rewards" in entry["detail"] and "max_abs_difference" not in entry

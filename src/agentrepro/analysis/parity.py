@@ -106,7 +106,11 @@ def certificate(run_dirs: list[Path]) -> list[dict]:
         found = {int(m.group(1)): d for d in batch_dumps_on_disk(run) if (m := STEP_DIR_RE.match(d.stem))}
         named = train.get("step_rows") or []
         for step in sorted(set(found) | set(named)):
-            if step not in found:
+            error = Path(f"{batch_dump(run, step)}.error")
+            if error.is_file():   # hooks/agentrepro_step_rows.py write_error: the rows could not be taken from the batch
+                entries.append(_entry(run, step, "not_run", f"the integration could not write the step rows: "
+                                                            f"{error.read_text(encoding='utf-8', errors='replace').strip()[:300]}"))
+            elif step not in found:
                 entries.append(_entry(run, step, "not_run", f"train.step_rows names step {step}, but the run wrote no step rows for it"))
             else:
                 entries.append(certify_dump(run, step, train))

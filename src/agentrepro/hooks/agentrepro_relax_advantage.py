@@ -73,5 +73,10 @@ def compute_custom_advantage(metadata_by_slot):
         if isinstance(version, int) and not isinstance(version, bool):
             step = version + int(os.environ.get(OFFSET, "0"))
             if step in steps:
-                step_rows.append(step, group_rows(metadata_by_slot, result))
+                try:
+                    rows = group_rows(metadata_by_slot, result)
+                except Exception as exc:  # noqa: BLE001 - recorded for the certificate; training goes on
+                    step_rows.write_error(step, f"{type(exc).__name__}: {exc}")
+                else:
+                    step_rows.append(step, rows)
     return result

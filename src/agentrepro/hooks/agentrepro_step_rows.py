@@ -37,6 +37,16 @@ def path(step: int) -> str:
     return os.path.join(os.environ[FOLDER], f"step{int(step)}.jsonl")
 
 
+def write_error(step: int, message: str) -> str:
+    """Record why the rows of `step` could not be written (`<file>.error`, read by the certificate): a failure
+    of this diagnostic never stops the framework's training."""
+    target = path(step) + ".error"
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "w", encoding="utf-8") as f:
+        f.write(message.strip() + "\n")
+    return target
+
+
 def _text(rows: list[dict]) -> str:
     return "".join(json.dumps(row, sort_keys=True, allow_nan=False) + "\n" for row in rows)
 

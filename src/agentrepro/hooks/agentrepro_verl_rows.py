@@ -98,6 +98,12 @@ def wrap_compute_advantage(original):
         trainer = getattr(_state, "trainer", None)
         steps = step_rows.wanted_steps()
         if trainer is not None and steps and int(trainer.global_steps) in steps:
-            step_rows.write(int(trainer.global_steps), batch_rows(result))
+            step = int(trainer.global_steps)
+            try:
+                rows = batch_rows(result)
+            except Exception as exc:  # noqa: BLE001 - recorded for the certificate; training goes on
+                step_rows.write_error(step, f"{type(exc).__name__}: {exc}")
+            else:
+                step_rows.write(step, rows)
         return result
     return compute_advantage
