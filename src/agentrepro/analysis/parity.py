@@ -23,10 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from agentrepro import algorithms
+from agentrepro.algorithms.spec import all_options
 from agentrepro.errors import BadInput
 from agentrepro.fileio import iter_jsonl, load_yaml
 from agentrepro.layout import RunFiles, STEP_DIR_RE, batch_dump, batch_dumps_on_disk
 
+OPTION_KEYS = tuple(o.name for o in all_options())
+"""Options of the estimators (algorithms/spec.py) that a resolved config's train block may set."""
 TOLERANCE = 1e-4
 MODES = ("rows", "trajectories")
 TOLERANCE_TEXT = f"|difference| ≤ {TOLERANCE:g}·max(1, |advantage|) on every row"
@@ -72,7 +75,7 @@ def certify_dump(run: Path, step: int, train: dict) -> dict:
     if missing:
         return _entry(run, step, "not_run", f"{missing} of {len(rows)} rows carry no framework `advantage`")
     accepted = algorithms.ESTIMATORS.defaults(estimator)
-    options = {k: v for k, v in train.items() if k in accepted and k != "episode_stats"}
+    options = {k: train[k] for k in OPTION_KEYS if k in train and k in accepted and k != "episode_stats"}
     declared = train.get("episode_stats", "rows")
     theirs = np.array([r["advantage"] for r in rows], dtype=float)
     try:
