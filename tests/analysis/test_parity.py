@@ -58,3 +58,25 @@ def test_unknown_estimator_is_not_run(tmp_path):
     """An estimator without a step-row implementation (ppo) cannot be checked: not_run with the reason."""
     [check] = parity_checks([make_run(tmp_path, estimator="ppo")])
     assert check["status"] == "not_run" and "ppo" in check["detail"]
+
+
+def test_float32_artefacts_of_the_reference_are_set_apart_and_reported(tmp_path):
+    """The reference's float32 artefact (edge_cases.jsonl zero_variance_fp32_artifact: six rows scoring 9.9 get
+    −0.4664 where the exact answer is 0) passes the certificate with those rows counted apart, and named in the detail;
+    the same rows shifted by 0.01 outside such a group would fail (test_perturbed_dump_fails)."""
+    from pathlib import Path
+
+    from agentrepro.analysis.parity import certificate
+
+    fixtures = Path(__file__).parents[1] / "fixtures" / "advantages" / "edge_cases.jsonl"
+    case = next(c for c in map(json.loads, fixtures.read_text().splitlines())
+                if c["case"] == "zero_variance_fp32_artifact" and c["params"]["estimator"] == "grpo" and c["params"]["norm"] == "std")
+    assert all(e.get("fp32_artifact") for e in case["expected"])
+    run = tmp_path / "runs" / "s" / "grpo" / "seed0"
+    (run / "batches").mkdir(parents=True)
+    rows = [{**r, "advantage": e["advantage"]} for r, e in zip(case["rows"], case["expected"])]
+    (run / "batches" / "step1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "resolved_config.yaml").write_text(yaml.safe_dump({"train": {"estimator": "grpo", "invalid_penalty": 0.1}}))
+    [entry] = certificate([run])
+    assert entry["status"] == "pass" and entry["float32_artefacts"]["rows"] == len(rows), entry
+    assert f"{len(rows)} rows of zero-variance groups" in entry["detail"] and "0.466" in entry["detail"]
