@@ -53,23 +53,23 @@ def test_pinned_refuses_an_unknown_commit_or_path(repo):
 
 
 def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
-    """record_run writes what the job runs; the audit reports each file differing from the lock's pinned blob, and a
-    run without the record."""
+    """record_run writes what the job runs; the audit reports each file differing from the blob the lock pins for the
+    method's placement, and a run without the record."""
     commit = git(repo, "rev-parse", "HEAD")
     paths = ["recipe/core_graph.py", "trainer.py"]
-    lock = {"backend_sources": {"commit": commit, "files": sourceparity.pinned(repo, commit, paths)}}
-    config = {"backend": {"workdir": str(repo), "sources": paths}}
-    run = tmp_path / "run"
-    run.mkdir()
-    assert source_problems(run, lock)[0].endswith("missing: nothing says which backend sources this run ran")
-    sourceparity.record_run(config, run)
+    manifest = {"backend": {"name": "verl-agent", "commit": commit, "workdir": str(repo), "sources": paths}, "image": {}, "methods": {"grpo": {}}}
+    lock = {"manifest": manifest, "backend_sources": sourceparity.pinned_sources(manifest, tmp_path)}
+    run = tmp_path / "grpo" / "seed0"
+    run.mkdir(parents=True)
+    assert source_problems(run, lock)[0].endswith("missing: nothing says which verl-agent sources this run ran")
+    sourceparity.record_run(manifest, run)
     assert source_problems(run, lock) == []
     (repo / "trainer.py").write_text("TRAIN = False  # patched locally\n")
-    sourceparity.record_run(config, run)
+    sourceparity.record_run(manifest, run)
     problems = source_problems(run, lock)
-    assert len(problems) == 1 and "trainer.py ran as blob" in problems[0] and "not the pinned one" in problems[0]
+    assert len(problems) == 1 and "grpo on verl-agent: trainer.py ran as blob" in problems[0] and "not the pinned one" in problems[0]
     assert json.loads((run / "backend_sources.json").read_text())["files"]["trainer.py"] == git(repo, "hash-object", "trainer.py")
-    assert source_problems(run, {}) == []   # a lock that pins no sources checks nothing
+    assert source_problems(run, {"manifest": manifest}) == []   # a lock that pins no sources checks nothing
 
 
 def test_freeze_records_sources_and_deviations(tmp_path, repo):
@@ -91,7 +91,8 @@ def test_freeze_records_sources_and_deviations(tmp_path, repo):
     path = write_study(root, manifest)
     git_commit_all(root)
     lock = build_lock(path, root=root)
-    assert lock["backend_sources"] == {"commit": commit, "files": {"recipe/core_graph.py": git(repo, "hash-object", "recipe/core_graph.py")}}
+    assert lock["backend_sources"] == {"verl-agent": {"commit": commit, "workdir": str(repo),
+                                                      "files": {"recipe/core_graph.py": git(repo, "hash-object", "recipe/core_graph.py")}}}
     assert 'env.seed = per run (the script sets 0; manifest seed; all methods)' in lock["deviations"]
     assert 'trainer.total_epochs = 10 (the script sets 150; manifest train.steps; all methods)' in lock["deviations"]
     assert 'trainer.save_freq = 5 (the script sets -1; checkpoint cadence: the evaluated steps (the script saves none); all methods)' \

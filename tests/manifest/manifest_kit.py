@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from agentrepro import sourceparity
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, atomic_write_yaml, sha256_file, sha256_json
 from agentrepro.seal import read_outputs_manifest, write_outputs_manifest
 
@@ -106,6 +107,7 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
     atomic_write_json(run / "provenance.json", base)
     for name, rows in (extra or {}).items():
         atomic_write_jsonl(run / name, rows)
+    sourceparity.record_run(config, run, root)   # as `agentrepro train` does: its backend's sources as they are now
     write_outputs_manifest(run)
     for step in steps:
         ev = run / "eval" / f"step{step}"

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agentrepro import sourceparity
 from agentrepro.analysis import contract
 from agentrepro.analysis import tables as T
 from agentrepro.analysis.claim_text import parse_claim_text
@@ -227,6 +228,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     lock = None
     if lock_path.is_file():
         lock = load_json(lock_path)
+        sourceparity.check_lock_form(lock, lock_path)
         manifest, source = lock.get("manifest"), str(lock_path)
         if not isinstance(manifest, dict):
             raise BadInput("missing key (the canonical manifest)", path=lock_path, where="manifest")
@@ -283,6 +285,8 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     header = {"study": study, "title": manifest.get("title"), "settings": asdict(settings)}
     provenance = {"lock": lock, "lock_sha256": sha256_json(lock) if lock else None,
                   "runs": [_run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}
+    if lock:   # the backend files each run ran against its placement's pinned ones, per method (sourceparity.py)
+        provenance["source_parity"] = sourceparity.study_rows(lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])])
     entries = certificate(run_dirs)
     parity = parity_checks(run_dirs, entries)
     if panel:

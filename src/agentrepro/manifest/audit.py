@@ -38,6 +38,7 @@ from agentrepro.layout import planned_steps as layout_planned_steps
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import lock_problems, lock_sha256
 from agentrepro.seal import OUTPUTS
+from agentrepro.sourceparity import check_lock_form
 
 STAGES = ("lock", "runs", "analysis", "report")
 _SEED_DIR = SEED_DIR_RE
@@ -60,6 +61,7 @@ def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | 
         found.append(f"{lpath}: missing: the study was never frozen (agentrepro freeze {mpath})")
     else:
         lock, problem = load_object(lpath)
+        check_lock_form(lock, lpath)   # a lock from before per-backend sources: one line, freeze again
         found += [problem] if problem else [f"{lpath}: {p}" for p in lock_problems(lock)]
         if lock is not None and lock.get("study") != study:
             found.append(f"{lpath}: study is {lock.get('study')!r}, not {study!r}")

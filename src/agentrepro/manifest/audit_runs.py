@@ -60,26 +60,11 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
 
 
 def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
-    """Every backend file the run ran with content other than the lock's pinned blob (sourceparity.py)."""
-    pinned = (lock or {}).get("backend_sources")
-    if not pinned or not _on_default_backend(lock, run.parent.name):  # the pinned sources are the study's backend's
-        return []
+    """Every file of the run's own backend (its method's placement) that ran with content other than the lock's
+    pinned blob of that placement (sourceparity.py)."""
     from agentrepro import sourceparity
 
-    path = run / sourceparity.RUN_FILE
-    record, problem = load_object(path) if path.is_file() else (None, f"{path}: missing: nothing says which backend sources this run ran")
-    if problem:
-        return [problem]
-    ran = record.get("files") if isinstance(record.get("files"), dict) else {}
-    return [f"{path}: {d['path']} ran as blob {d['ran']} but backend.commit {pinned['commit'][:12]} has {d['pinned']}: "
-            "the backend was not the pinned one" for d in sourceparity.differences(pinned["files"], ran)]
-
-
-def _on_default_backend(lock: dict[str, Any], method: str) -> bool:
-    try:
-        return method_placement(lock["manifest"], method).label is None
-    except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock: reported elsewhere
-        return True
+    return sourceparity.parity_problems(lock, run.parent.name, run)
 
 
 def _backend_problem(config: Path, method: str, lock: dict[str, Any]) -> list[str]:

@@ -196,23 +196,16 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
 
 
 def _backend_sources(manifest: dict[str, Any], manifest_file: Path, root: Path) -> dict[str, Any] | None:
-    """The git blob hashes of backend.sources at backend.commit (sourceparity.py), or None if none are named."""
+    """The git blob hashes of every backend's `sources` at its commit, by placement (sourceparity.py); None if none."""
     from agentrepro import sourceparity
 
-    backend = manifest["backend"]
-    if not backend.get("sources"):
-        return None
-    commit = backend.get("commit")
     try:
-        if not isinstance(commit, str):
-            raise BadInput("backend.sources are hashed at the pinned commit; give backend.commit", where="backend.commit")
-        files = sourceparity.pinned(sourceparity.checkout(manifest, root), commit, list(backend["sources"]))
+        return sourceparity.pinned_sources(manifest, root) or None
     except BadInput as exc:
         if exc.path is not None:
             raise
         message = str(exc).removeprefix(f"{exc.where}: ") if exc.where else str(exc)
         raise BadInput(message, path=manifest_file, where=exc.where) from None
-    return {"commit": commit, "files": files}
 
 
 def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -55,6 +55,9 @@ def read_lock(path: str | os.PathLike, *, verify: bool = True) -> dict[str, Any]
     path = Path(path)
     lock = load_json(path, missing="lock not found (run `agentrepro freeze` on the manifest first)")
     if verify:
+        from agentrepro.sourceparity import check_lock_form
+
+        check_lock_form(lock, path)
         found = lock_problems(lock)
         if found:
             raise BadInput(found[0], path=path)
