@@ -46,6 +46,7 @@ from agentrepro.layout import RunFiles
 
 # Adapter options (task_key, ...) are read by the adapter's converters; see verl_agent.py and relax_results.py.
 BLOCK_KEYS = {"name", "command", "eval_command", "cwd", "env", "adapter", "repo", "commit",
+              "workdir", "sources",   # the checkout and its algorithm files, for source parity (agentrepro.sourceparity)
               "task_key", "success_key", "success_threshold", "turns_key", "tokens_key"}
 ADAPTERS = {"verl-agent": "agentrepro.backends.verl_agent", "relax": "agentrepro.backends.relax_results"}
 EXTERNAL_COMMAND = "external_command.txt"
