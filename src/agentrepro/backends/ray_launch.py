@@ -14,8 +14,7 @@ base+7, runtime-env agent base+8, Ray Serve HTTP base+9 (Relax's RELAX_SERVE_POR
 
 The head is `head_launch(...)` (a Launch, backends/launch.py). Relax runs it with `private_head(...)`, in its own
 session for the length of a `with` block; verl-agent through `python -m agentrepro.backends.ray_job`, which wraps
-the training program. Both stop exactly that session (`stop_group`). `render_launch_script` is the older bash
-form of the same wrapper, kept for its tests of the shell path (no backend uses it now).
+the training program. Both stop exactly that session (`stop_group`).
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -144,46 +142,3 @@ def stop_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-
-
-def render_launch_script(train_argv: list[str], *, key: str, env: dict[str, str] | None = None,
-                         ray: str = "ray", num_cpus: int | None = None, num_gpus: int | None = None,
-                         pid_file: str | os.PathLike = "ray_head.pid", wait_s: int = 120, client: bool = True) -> str:
-    """A bash script: start this job's Ray head, run `train_argv` against it, stop exactly that head."""
-    ports = ray_ports(key)
-    head = list(head_launch(key, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, client=client).argv)
-    exports = "".join(f"export {name}={shlex.quote(str(value))}\n" for name, value in sorted((env or {}).items()))
-    return f"""#!/usr/bin/env bash
-# Written by agentrepro (backends/ray_launch.py) for job {key}: a private Ray head on ports
-# {ports.base}-{ports.base + BLOCK - 1}, stopped on exit by its own process group (never `ray stop`, never pkill).
-set -uo pipefail
-PORT={ports.head}
-if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then
-  echo "agentrepro: port $PORT (Ray head of job {key}) is already in use; not starting" >&2
-  exit 75
-fi
-setsid {shlex.join(head)} &
-RAY_PID=$!
-PID_FILE={shlex.quote(str(pid_file))}
-echo "$RAY_PID" > "$PID_FILE"
-stop_ray() {{
-  kill -TERM -- "-$RAY_PID" 2>/dev/null || kill -TERM "$RAY_PID" 2>/dev/null
-  for _ in $(seq 1 30); do kill -0 "$RAY_PID" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- "-$RAY_PID" 2>/dev/null || true
-  rm -f "$PID_FILE"
-}}
-trap stop_ray EXIT
-trap 'exit 143' TERM INT  # the EXIT trap then stops the head
-for _ in $(seq 1 {wait_s}); do
-  (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
-  kill -0 "$RAY_PID" 2>/dev/null || {{ echo "agentrepro: the Ray head exited before listening" >&2; exit 1; }}
-  sleep 1
-done
-(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null || {{ echo "agentrepro: the Ray head did not listen on $PORT" >&2; exit 1; }}
-export RAY_ADDRESS=127.0.0.1:$PORT
-{exports}{shlex.join(train_argv)} &
-TRAIN_PID=$!
-trap 'kill -TERM "$TRAIN_PID" 2>/dev/null; wait "$TRAIN_PID"; exit 143' TERM INT
-wait "$TRAIN_PID"
-exit $?
-"""
