@@ -9,7 +9,8 @@ files). Three records, compared by git blob hash (what `git hash-object` prints)
   entry per placement, keyed by its label (the backend's name): the lock's
   `backend_sources: {label: {commit, workdir, files: {path: blob}}}`;
 * `record_run(config, run_dir)`: each job hashes the files of its own placement on disk as it starts,
-  uncommitted edits included (RUN_DIR/backend_sources.json);
+  uncommitted edits included (RUN_DIR/backend_sources.json; an evaluation by the backend itself, its
+  eval/step<N>/backend_sources.json);
 * `run_parity(lock, method, run_dir)`: the lock's entry for the method's placement against that record;
   the audit reports every file whose hash differs and the analysis tabulates them per method and placement
   for the report, so a locally patched framework never passes as the official one.
@@ -174,23 +175,28 @@ def parity_problems(lock: dict[str, Any] | None, method: str, run_dir: Path) -> 
 
 
 def study_rows(lock: dict[str, Any] | None, runs: list[tuple[str, int, Path]]) -> list[dict[str, Any]]:
-    """Per method (with its placement): the pinned files and, per seed, every file that ran differently;
-    for the analysis and the report. Methods whose placement pins no sources are left out."""
+    """Per method (with its placement): the pinned files and every file a job of theirs ran differently (each
+    difference with its seed and job: `train`, or `eval step N` for an evaluation by the backend itself), for the
+    analysis and the report. Methods whose placement pins no sources are left out."""
+    from agentrepro.layout import evaluations_on_disk
+
     if not lock or not lock.get(LOCK_KEY):
         return []
     rows: dict[str, dict[str, Any]] = {}
     for method, seed, run_dir in runs:
-        found = run_parity(lock, method, run_dir)
-        if found.label is None:
-            continue
-        entry = lock[LOCK_KEY][found.label]
-        row = rows.setdefault(method, {"method": method, "placement": found.label, "commit": found.commit,
-                                       "workdir": entry.get("workdir"), "files": found.files, "seeds": [],
-                                       "unrecorded": [], "differences": []})
-        row["seeds"].append(seed)
-        if found.problem:
-            row["unrecorded"].append(seed)
-        row["differences"] += [{"seed": seed, **d} for d in found.differences]
+        evaluations = [(f"eval step {step}", d) for step, d in evaluations_on_disk(run_dir) if (d / RUN_FILE).is_file()]
+        for job, directory in [("train", Path(run_dir)), *evaluations]:
+            found = run_parity(lock, method, directory)
+            if found.label is None:
+                break
+            row = rows.setdefault(method, {"method": method, "placement": found.label, "commit": found.commit,
+                                           "workdir": lock[LOCK_KEY][found.label].get("workdir"), "files": found.files,
+                                           "seeds": [], "unrecorded": [], "differences": []})
+            if job == "train":
+                row["seeds"].append(seed)
+                if found.problem:
+                    row["unrecorded"].append(seed)
+            row["differences"] += [{"seed": seed, "job": job, **d} for d in found.differences]
     for row in rows.values():
         row["status"] = "fail" if row["differences"] or row["unrecorded"] else "pass"
     return list(rows.values())

@@ -117,6 +117,7 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
         atomic_write_jsonl(ev / "outcomes.jsonl", rows)
         atomic_write_json(ev / "provenance.json", {"lock_sha256": config["lock"]["sha256"], "resolved_config_sha256": sha256_json(config),
                                                    "run_outputs_sha256": sha256_file(run / "OUTPUTS.sha256"), "status": "ok", "attempts": []})
+        sourceparity.record_run(config, ev, root)   # as `agentrepro eval` by the backend itself does
         write_outputs_manifest(ev)
     return run
 

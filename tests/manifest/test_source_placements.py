@@ -80,14 +80,18 @@ def test_every_placement_is_pinned_run_and_audited(two_checkouts):
     audit = run_cli("audit", "demo", "--require", "runs", cwd=root)
     assert audit.returncode == 1
     problems = [line for line in audit.stdout.splitlines() if "backend_sources.json" in line]
-    assert len(problems) == 1 and "gigpo@verl-agent on verl-agent: recipe/GraphGPO/core_graph.py ran as blob" in problems[0], audit.stdout
+    run = "runs/demo/gigpo@verl-agent/seed0"
+    assert sorted(line.split(": ")[0] for line in problems) == sorted(  # the training and each evaluation by the backend
+        f"{d}/backend_sources.json" for d in (run, f"{run}/eval/step0", f"{run}/eval/step5", f"{run}/eval/step10")), audit.stdout
+    assert all("gigpo@verl-agent on verl-agent: recipe/GraphGPO/core_graph.py ran as blob" in line for line in problems), audit.stdout
 
     assert run_cli("analyze", "demo", cwd=root).returncode == 0
     rows = json.loads((root / "analysis" / "demo" / "analysis.json").read_text())["provenance"]["source_parity"]
     by_method = {r["method"]: r for r in rows}
     assert {m: (r["placement"], r["status"]) for m, r in by_method.items()} == {
         "grpo": ("command", "pass"), "gigpo": ("command", "pass"), "gigpo@verl-agent": ("verl-agent", "fail")}
-    assert [(d["seed"], d["path"]) for d in by_method["gigpo@verl-agent"]["differences"]] == [(0, "recipe/GraphGPO/core_graph.py")]
+    assert [(d["seed"], d["job"], d["path"]) for d in by_method["gigpo@verl-agent"]["differences"]] == [
+        (0, job, "recipe/GraphGPO/core_graph.py") for job in ("train", "eval step 0", "eval step 5", "eval step 10")]
     report = run_cli("report", "demo", "--no-pdf", cwd=root)
     assert report.returncode == 0, report.stderr
     html = (root / "reports" / "demo" / "report.html").read_text()
@@ -95,6 +99,8 @@ def test_every_placement_is_pinned_run_and_audited(two_checkouts):
     failed = [row for row in section.split("<tr") if "parity-fail" in row]
     assert len(failed) == 1 and "gigpo@verl-agent" in failed[0] and "<td>verl-agent</td>" in failed[0]
     assert "recipe/GraphGPO/core_graph.py" in failed[0] and section.count("parity-pass") == 2
+    summary = html[html.index('<section id="summary">'):html.index('<section id="equivalence">')]
+    assert "gigpo@verl-agent (verl-agent) did not run the pinned sources: recipe/GraphGPO/core_graph.py" in summary
 
 
 def test_a_lock_from_before_placements_asks_for_a_new_freeze(two_checkouts):

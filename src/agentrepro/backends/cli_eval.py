@@ -10,7 +10,9 @@ The backend named in the run's resolved_config.yaml plays the frozen task panel 
 row is checked (outcomes.py, docs/design.md §3.4) before outcomes.jsonl is written atomically. eval/step<N>/ has
 its own provenance.json (attempts) and OUTPUTS.sha256, so evaluations of different checkpoints can run
 at the same time, and a re-evaluation never touches the training seal. The attempt records the hash of
-the run's OUTPUTS.sha256 when the run is sealed, binding the outcomes to the training outputs.
+the run's OUTPUTS.sha256 when the run is sealed, binding the outcomes to the training outputs. An evaluation by
+the backend itself records the hashes of its backend's source files as it starts (eval/step<N>/backend_sources.json,
+agentrepro.sourceparity), as training does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import attempts, seal
+from agentrepro import attempts, seal, sourceparity
 from agentrepro.backends import outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
@@ -75,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
             rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint)
-        else:
+        else:  # the backend's own code plays the panel: what it runs is recorded, as for training
+            sourceparity.record_run(config, eval_dir)
             rows, prompt = backend.evaluate(run_dir, args.step), backend.prompt_record(config, run_dir)
             record = {"engine": config["backend"]["name"], "prompt": prompt} if prompt is not None else None
         source = "served evaluator" if served else f"{config['backend']['name']} backend"

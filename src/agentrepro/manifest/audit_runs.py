@@ -4,7 +4,8 @@
   resolved_config.yaml and a finished attempt; resolved_config.yaml names the backend the lock gives the method.
 * `check_evaluation(step_dir, lock, config_sha, run_seal)`: eval/step<N>/provenance.json likewise, and the
   hash of the run's OUTPUTS.sha256 it evaluated (`run_outputs_sha256`) equal to that seal now: a run
-  re-sealed after its evaluation (an edited checkpoint or metrics file) breaks this link.
+  re-sealed after its evaluation (an edited checkpoint or metrics file) breaks this link; an evaluation by the
+  backend itself (not `eval.engine: served`) ran its placement's pinned sources.
 * `check_outcomes(file, ...)`: every row names its study, method, seed and step, and a task of the lock's
   panel with the same task_hash; no (task_id, episode) twice; no panel task missing.
 """
@@ -102,7 +103,17 @@ def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: st
         elif prov["run_outputs_sha256"] != now:
             found.append(f"{path}: run_outputs_sha256 is {str(prov['run_outputs_sha256'])[:12]}, but {run_seal} hashes to {now[:12]}: "
                          "the run was re-sealed after this evaluation (its outputs changed)")
-    return found + _status_problem(path, prov.get("status"))
+    return found + _status_problem(path, prov.get("status")) + _evaluation_sources(step_dir, lock)
+
+
+def _evaluation_sources(step_dir: Path, lock: dict[str, Any] | None) -> list[str]:
+    """An evaluation by the backend itself (not eval.engine: served) ran its placement's sources: as pinned."""
+    manifest = (lock or {}).get("manifest")
+    if not isinstance(manifest, dict) or (manifest.get("eval") or {}).get("engine") == "served":
+        return []
+    from agentrepro import sourceparity
+
+    return sourceparity.parity_problems(lock, step_dir.parent.parent.parent.name, step_dir)   # runs/<study>/<method>/seed<k>/eval/step<N>
 
 
 def check_outcomes(file: Path, *, study: str, method: str, seed: int, step: int, panel: dict[str, str]) -> list[str]:

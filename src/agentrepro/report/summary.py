@@ -150,9 +150,12 @@ def deviations(analysis: dict) -> Answer:
     lock = analysis["provenance"].get("lock")
     found = _find(lock, "deviations") if lock else []
     lines = [f"{where}: {item}" for where, value in found for item in (value if isinstance(value, list) else [value])]
+    flags = [f"{r['method']} ({r['placement']}) did not run the pinned sources: "
+             + ", ".join(sorted({d["path"] for d in r.get("differences") or []}) or ["no record of what ran"]) + " (section Source parity)"
+             for r in analysis["provenance"].get("source_parity") or [] if r.get("status") == "fail"]
     if lines:
-        return Answer(q, lines, "lock: " + ", ".join(where for where, _ in found))
-    return Answer(q, [], "the lock records no deviations" if lock else "no lock")
+        return Answer(q, lines, "lock: " + ", ".join(where for where, _ in found), flags)
+    return Answer(q, [], "the lock records no deviations" if lock else "no lock", flags)
 
 
 def advantage_parity(analysis: dict) -> Answer:
