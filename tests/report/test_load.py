@@ -97,3 +97,20 @@ def test_every_declared_table_is_required(tmp_path, analysis):
         del broken["tables"][name]
         with pytest.raises(BadInput, match=rf"analysis\.json: tables\.{name}: expected table '{name}' \(missing"):
             load_analysis(_write(tmp_path, broken))
+
+
+def test_source_parity_rows_are_checked(analysis):
+    """provenance.source_parity rows (the Source parity section) load when well formed; a row without its placement
+    and a difference without its pinned blob are each named by key path."""
+    row = {"method": "gigpo@relax", "placement": "relax", "commit": "a" * 40, "workdir": "external/relax", "files": ["x.py"],
+           "seeds": [0], "unrecorded": [], "status": "fail",
+           "differences": [{"seed": 0, "job": "train", "path": "x.py", "pinned": "b" * 40, "ran": None}]}
+    analysis["provenance"]["source_parity"] = [row]
+    assert validate(json.loads(json.dumps(analysis)), "a.json")["provenance"]["source_parity"] == [row]
+    bad = json.loads(json.dumps(analysis))
+    del bad["provenance"]["source_parity"][0]["placement"]
+    with pytest.raises(BadInput, match=r"provenance\.source_parity\[0\]\.placement: expected a string"):
+        validate(bad, "a.json")
+    del analysis["provenance"]["source_parity"][0]["differences"][0]["pinned"]
+    with pytest.raises(BadInput, match=r"provenance\.source_parity\[0\]\.differences\[0\]: expected an object"):
+        validate(analysis, "a.json")

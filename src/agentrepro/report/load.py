@@ -123,7 +123,34 @@ def validate(analysis: Any, path: str | Path) -> dict:
             raise bad(f"provenance.runs[{i}].attempts", "a list of attempts")
         if not isinstance(run.get("outputs", {}), dict):
             raise bad(f"provenance.runs[{i}].outputs", "an object {path: sha256}")
+    _check_source_parity(prov.get("source_parity"), bad)
     return analysis
+
+
+# provenance.source_parity (agentrepro.sourceparity.study_rows): one row per method; what each key must hold
+SOURCE_ROW = {"method": str, "placement": str, "commit": (str, type(None)), "workdir": (str, type(None)), "files": list,
+              "seeds": list, "unrecorded": list, "differences": list}
+SOURCE_DIFFERENCE = {"seed": (int, str), "path": str, "pinned": str, "ran": (str, type(None))}
+
+
+def _check_source_parity(rows: Any, bad) -> None:
+    """The rows the report's Source parity section shows: absent (no lock), or objects of the shapes above."""
+    if rows is None:
+        return
+    if not isinstance(rows, list):
+        raise bad("provenance.source_parity", "a list of rows (one per method)")
+    for i, row in enumerate(rows):
+        where = f"provenance.source_parity[{i}]"
+        if not isinstance(row, dict):
+            raise bad(where, "a row object")
+        for key, kind in SOURCE_ROW.items():
+            if not isinstance(row.get(key), kind):
+                raise bad(f"{where}.{key}", f"{'a string' if kind is str else 'a list' if kind is list else 'a string or null'} (got {row.get(key)!r})")
+        if row.get("status") not in ("pass", "fail"):
+            raise bad(f"{where}.status", f"pass or fail (got {row.get('status')!r})")
+        for j, diff in enumerate(row["differences"]):
+            if not isinstance(diff, dict) or any(not isinstance(diff.get(k), kind) for k, kind in SOURCE_DIFFERENCE.items()):
+                raise bad(f"{where}.differences[{j}]", "an object {seed, path, pinned, ran (a blob or null)}")
 
 
 def load_analysis(path: str | Path) -> dict:
