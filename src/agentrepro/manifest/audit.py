@@ -10,7 +10,9 @@
   the lock, and every method of its seed started from its step-0 checkpoint (same hash) with its step-0 outcomes;
 * each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes, and each
   provenance.json ties its directory to the lock and the run config (audit_runs.py); an evaluation records
-  the training seal it evaluated; outcomes rows match the lock's task panel;
+  the training seal it evaluated; outcomes rows match the lock's task panel; every job ran the backend sources
+  the lock pins for its method's placement (backend_sources.json, agentrepro.sourceparity; a lock from before
+  sources were pinned per placement is BadInput: freeze again);
 * the analysis records the hash of every sealed file of every run it read, equal to the seals now; the
   report records the analysis files it was rendered from, equal to them now (audit_chain.py);
 * no symbolic link anywhere in these trees (none is followed; `bundle` never ships one).
