@@ -105,7 +105,7 @@ def test_every_placement_is_pinned_run_and_audited(two_checkouts):
 
 def test_a_lock_from_before_placements_asks_for_a_new_freeze(two_checkouts):
     """A lock whose backend_sources are the old one-backend form {commit, files}: audit and analyze exit 2 with one
-    line asking to freeze again, no traceback."""
+    line asking to freeze again, no traceback; freezing again replaces it with the per-placement form."""
     from agentrepro.fileio import atomic_write_json
     from agentrepro.manifest.lock import seal
 
@@ -119,3 +119,5 @@ def test_a_lock_from_before_placements_asks_for_a_new_freeze(two_checkouts):
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "demo.lock.json: backend_sources:" in lines[0] and "freeze again" in lines[0], result.stderr
+    assert run_cli("freeze", "manifests/demo.yaml", cwd=root).returncode == 0   # as the line says: the new lock pins both
+    assert sorted(json.loads((root / "manifests" / "demo.lock.json").read_text())["backend_sources"]) == ["command", "verl-agent"]
