@@ -101,26 +101,6 @@ def update_flops(attention_mask: torch.Tensor, cfg, head_tokens: float | None = 
     return 3 * (2 * body * tokens + 2 * head * head_tokens + 4 * L * d * pairs)
 
 
-def compile_elementwise() -> None:
-    """An experiment, not a trainer option: torch.compile transformers' Qwen2 RMSNorm and the gated MLP's
-    silu(gate) * up, the update's memory-bound elementwise kernels (the rollout engine has its own forward)."""
-    import torch.nn.functional as F
-    from transformers.models.qwen2 import modeling_qwen2 as q
-
-    @torch.compile(dynamic=True)
-    def rms(x, weight, eps: float):
-        dtype = x.dtype
-        x = x.float()
-        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)).to(dtype)
-
-    @torch.compile(dynamic=True)
-    def glu(gate, up):
-        return F.silu(gate) * up
-
-    q.Qwen2RMSNorm.forward = lambda self, x: rms(x, self.weight, self.variance_epsilon)
-    q.Qwen2MLP.forward = lambda self, x: self.down_proj(glu(self.gate_proj(x), self.up_proj(x)))
-
-
 GEMM_NAMES = ("gemm", "cutlass", "xmma", "nvjet", "cublas")
 
 
@@ -183,7 +163,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-checkpointing", action="store_true", help="update without activation checkpointing")
     parser.add_argument("--skip-generate", action="store_true", help="no engine-vs-generate turn")
-    parser.add_argument("--compile-elementwise", action="store_true", help="experiment: compile Qwen2 RMSNorm and silu(gate) * up")
+    parser.add_argument("--update-kernels", default="auto", choices=("auto", "eager", "compiled"),
+                        help="train.update_kernels (trainer/kernels.py); the runs recorded before this option existed were eager")
     parser.add_argument("--profile", action="store_true", help="one more update under torch.profiler: kernel time by kind")
     parser.add_argument("--device", default="cuda", help="cpu: a check of this script (no timings worth reading)")
     args = parser.parse_args(argv)
@@ -191,8 +172,6 @@ def main(argv=None) -> int:
     from agentrepro.trainer.rollout import Codec, Sampler, rollout
 
     device = torch.device(args.device)
-    if args.compile_elementwise:
-        compile_elementwise()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     out: dict = {"model": args.model, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                  "torch": torch.__version__}
@@ -202,7 +181,7 @@ def main(argv=None) -> int:
                   "model": {"name": "qwen2.5-" + args.model, "path": model_dir},
                   "train": {"estimator": "graphgpo", "steps": 1000, "groups": args.groups, "group_size": 8,
                             "max_turns": args.turns, "max_new_tokens": args.new_tokens, "device": args.device,
-                            "rollout_engine": "static",
+                            "rollout_engine": "static", "update_kernels": args.update_kernels,
                             "warmstart": False, "progress": False, "micro_batch_tokens": args.micro_tokens,
                             "grad_checkpointing": not args.no_checkpointing, "checkpoint_every": 1000, "lr": 1e-6},
                   "eval": {"checkpoint": "last"}}  # saved at step 0 and 1000 only: no checkpoint inside the timed steps
@@ -245,7 +224,7 @@ def main(argv=None) -> int:
         out["update_flops"] = {"all_tokens_head": flops, "generated_tokens_head": flops_strict}
         out["grad_checkpointing"] = not args.no_checkpointing
         out["micro_batch_tokens"] = args.micro_tokens
-        out["compile_elementwise"] = args.compile_elementwise
+        out["update_kernels"] = args.update_kernels
         if args.profile and device.type == "cuda":
             last = captured[-1]
             out["update_profile"] = profile_update(lambda: real_update(trainer.policy, trainer.optimizer, trainer.scheduler, last,

@@ -30,7 +30,11 @@ SUPPORTED = ("Qwen2ForCausalLM",)
 
 
 def supports(policy) -> bool:
-    return type(policy.lm).__name__ in SUPPORTED
+    return supports_model(policy.lm)
+
+
+def supports_model(lm) -> bool:
+    return type(lm).__name__ in SUPPORTED
 
 
 def engine_for(choice: str, policy, device: torch.device, bf16: bool) -> "StaticDecoder | None":

@@ -19,6 +19,7 @@ import torch
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl
 from agentrepro.layout import RunFiles, batch_dump, evaluated_steps
 from agentrepro.trainer import checkpoint as ckpt
+from agentrepro.trainer import kernels
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, ordered_turns, training_targets
 from agentrepro.trainer.decode import engine_for
@@ -94,6 +95,7 @@ class Trainer:
             lm = self.policy.lm
             (getattr(lm, "activation_checkpointing_enable", None) or lm.gradient_checkpointing_enable)()
         self.engine = engine_for(cfg.rollout_engine, self.policy, self.device, cfg.bf16)
+        kernels.apply(cfg.update_kernels, self.policy.lm, self.device)  # after the engine copies the model: it has its own forward
 
     # --- setup -----------------------------------------------------------------------------------
     def _new_optimizer(self):
@@ -139,6 +141,7 @@ class Trainer:
             return None
         ref = build_policy(self.spec.model, self.tokenizer, self.spec.seed).to(self.device)
         ref.load_state_dict(ckpt.load_checkpoint(self.run_dir, 0)["model"])
+        kernels.apply(self.cfg.update_kernels, ref.lm, self.device)
         return ref.eval().requires_grad_(False)
 
     def _generators(self) -> dict[str, torch.Generator]:
