@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-checkpointing", action="store_true", help="update without activation checkpointing")
     parser.add_argument("--skip-generate", action="store_true", help="no engine-vs-generate turn")
-    parser.add_argument("--update-kernels", default="auto", choices=("auto", "eager", "compiled"),
+    parser.add_argument("--update-kernels", default="eager", choices=("eager", "compiled"),
                         help="train.update_kernels (trainer/kernels.py); the runs recorded before this option existed were eager")
     parser.add_argument("--profile", action="store_true", help="one more update under torch.profiler: kernel time by kind")
     parser.add_argument("--device", default="cuda", help="cpu: a check of this script (no timings worth reading)")

@@ -95,7 +95,7 @@ class Trainer:
             lm = self.policy.lm
             (getattr(lm, "activation_checkpointing_enable", None) or lm.gradient_checkpointing_enable)()
         self.engine = engine_for(cfg.rollout_engine, self.policy, self.device, cfg.bf16)
-        kernels.apply(cfg.update_kernels, self.policy.lm, self.device)  # after the engine copies the model: it has its own forward
+        kernels.apply(cfg.update_kernels, self.policy.lm)  # after the engine copies the model: it has its own forward
 
     # --- setup -----------------------------------------------------------------------------------
     def _new_optimizer(self):
@@ -141,7 +141,7 @@ class Trainer:
             return None
         ref = build_policy(self.spec.model, self.tokenizer, self.spec.seed).to(self.device)
         ref.load_state_dict(ckpt.load_checkpoint(self.run_dir, 0)["model"])
-        kernels.apply(self.cfg.update_kernels, ref.lm, self.device)
+        kernels.apply(self.cfg.update_kernels, ref.lm)
         return ref.eval().requires_grad_(False)
 
     def _generators(self) -> dict[str, torch.Generator]:
