@@ -4,7 +4,8 @@
 files of docs/design.md §3.3 that a backend owns; `evaluate(run_dir, step)` plays checkpoint `step` on the frozen
 task panel and returns outcome rows (docs/design.md §3.4); step 0 of a run started from a shared warm start
 (`agentrepro train --from-warmstart`) is that warm start's evaluation, relabelled (trainer/shared_warmstart.py). Bookkeeping (resolved config, command, provenance,
-seals) is the `train`/`eval` verbs' job.
+seals) is the `train`/`eval` verbs' job. A job given several devices trains data parallel: `parallel.world_size`
+says how many ranks, `spawn.train_ranks` starts them (one rank: this process trains itself).
 """
 
 from __future__ import annotations
@@ -29,13 +30,21 @@ class BuiltinBackend(Backend):
 
     def validate_config(self, config: dict[str, Any]) -> None:
         from agentrepro.trainer.context import RunSpec
+        from agentrepro.trainer.parallel import world_size
 
         RunSpec.from_config(config)
+        world_size(config)
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         from agentrepro.trainer.loop import train
+        from agentrepro.trainer.parallel import world_size
+        from agentrepro.trainer.spawn import train_ranks
 
-        train(config, run_dir, resume=resume)  # saves the checkpoints of layout.checkpoint_steps(config)
+        ranks = world_size(config)  # saves the checkpoints of layout.checkpoint_steps(config)
+        if ranks > 1:
+            train_ranks(ranks, config, run_dir, resume=resume)
+        else:
+            train(config, run_dir, resume=resume)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         from agentrepro.trainer.evaluate import evaluate_run

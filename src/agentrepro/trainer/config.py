@@ -80,6 +80,7 @@ class TrainConfig:
     micro_batch_tokens: int = 0  # padded tokens per forward/backward pass of the update (gradients accumulated); 0 = a whole minibatch at once
     grad_checkpointing: bool = False  # activation checkpointing in the update's forward (memory for compute)
     threads: int = 1  # torch intra-op threads on the CPU
+    data_parallel: int = 0  # data-parallel ranks (trainer/parallel.py): 0 = one per GPU the job is given (resources.gpus) on CUDA, one on the CPU; N = N ranks (gloo processes on the CPU)
     checkpoint_every: int = 50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (layout.evaluated_steps)
     dump_batches_every: int = 0  # write batches/step<N>.jsonl (step rows with advantages) every N steps; 0 = never
     step_rows: tuple[int, ...] = ()  # steps whose step rows and trainer advantages go to batches/step<N>.jsonl for the parity certificate (every backend)
@@ -147,7 +148,8 @@ class TrainConfig:
                     "warmstart_actions_per_turn", "train_num_seeds"):
             if getattr(self, key) < 1:
                 bad(key, "an integer >= 1")
-        for key in ("steps", "warmstart_max_steps", "dump_batches_every", "micro_batch_tokens", "train_first_seed", "warmstart_val_first_seed"):
+        for key in ("steps", "warmstart_max_steps", "dump_batches_every", "micro_batch_tokens", "train_first_seed", "warmstart_val_first_seed",
+                    "data_parallel"):
             if getattr(self, key) < 0:
                 bad(key, "an integer >= 0")
         for key in ("lr", "warmstart_lr", "clip_ratio", "grad_clip", "temperature"):

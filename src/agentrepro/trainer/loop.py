@@ -5,6 +5,8 @@ Writes into the run directory (docs/design.md §3.3): metrics.jsonl, timings.jso
 exactly the evaluated steps (`layout.checkpoint_steps`: step 0, after the warm start, always), so the workflow
 evaluates every checkpoint and nothing else. With `resume`, the newest checkpoint is loaded with its optimizer, scheduler and random states, the logs are cut back to its
 step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.
+With several data-parallel ranks (`ranks`, trainer/parallel.py) rank 0 sets the run up (warm start or resume)
+while the others wait, then every rank starts from its checkpoint; only rank 0 writes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agentrepro.trainer import kernels
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, ordered_turns, training_targets
 from agentrepro.trainer.decode import engine_for
+from agentrepro.trainer.parallel import SINGLE, Ranks, Shard, sampling_seed
 from agentrepro.trainer.policy import build_policy
 from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.update import TrainBatch, batched_token_stats, update
@@ -66,7 +69,8 @@ def checkpoint_schedule(spec: RunSpec) -> list[int]:
 class Trainer:
     """State of one run; `run(stop_at=None)` trains to `train.steps` (or stops after step `stop_at`)."""
 
-    def __init__(self, config: dict[str, Any], run_dir: str | Path, *, resume: bool = True):
+    def __init__(self, config: dict[str, Any], run_dir: str | Path, *, resume: bool = True, ranks: Ranks = SINGLE):
+        self.ranks = ranks
         self.spec = RunSpec.from_config(config)
         self.cfg = cfg = self.spec.train
         self.run_dir = Path(run_dir)
@@ -74,11 +78,13 @@ class Trainer:
         self.save_steps = set(checkpoint_schedule(self.spec))
         if self.spec.train.device == "cpu":
             torch.set_num_threads(cfg.threads)
-        self.device = device_of(cfg.device)
-        self.sample_gen = torch.Generator().manual_seed(self.spec.seed * 1_000_003 + 1)
+        self.device = device_of(ranks.device(cfg.device))
+        self.sample_gen = torch.Generator().manual_seed(sampling_seed(self.spec.seed, ranks.rank))
         self.update_gen = torch.Generator().manual_seed(self.spec.seed * 1_000_003 + 2)
         self.task_rng = np.random.default_rng([self.spec.seed, 0x7A5C])
         done = ckpt.saved_steps(self.run_dir) if resume else []
+        if not ranks.leader:  # wait for rank 0 to set the run up; start from the step it is at
+            done = [ranks.broadcast(None)]
         if done:
             self.tokenizer = ckpt.load_tokenizer(self.run_dir)
         else:
@@ -90,7 +96,9 @@ class Trainer:
             self._resume(done[-1])
         else:
             self._fresh()
-        self.envs = [self.spec.make_env(training=True) for _ in range(cfg.batch_trajectories)]
+        if ranks.leader:
+            ranks.broadcast(self.step)
+        self.envs = [self.spec.make_env(training=True) for _ in range(len(ranks.share(cfg.groups)) * cfg.group_size)]
         if cfg.grad_checkpointing:  # transformers >= 5.2x names it activation checkpointing
             lm = self.policy.lm
             (getattr(lm, "activation_checkpointing_enable", None) or lm.gradient_checkpointing_enable)()
@@ -116,7 +124,7 @@ class Trainer:
         self.step = 0
         self.counters = {"env_steps": 0, "episodes": 0, "tokens_generated": 0, "tokens_trained": 0, "wall_s": record.get("wall_s", 0.0)}
         self.logs = {name: [] for name in LOGS}
-        self._save()
+        self._save(every_rank=False)  # the other ranks wait for it
         self.reference = self._reference()
 
     def _resume(self, step: int) -> None:
@@ -127,9 +135,20 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
         ckpt.restore_rng(state["rng"], self._generators(), self.task_rng)
+        if self.ranks.parallel:  # each rank's own sampling stream (none saved at step 0: the seeded ones)
+            own = (state["rng"] or {}).get("sample_ranks")
+            if own is not None and len(own) != self.ranks.world:
+                from agentrepro.errors import BadInput
+
+                raise BadInput(f"saved by {len(own)} data-parallel ranks, this run has {self.ranks.world}",
+                               path=ckpt.checkpoint_path(self.run_dir, step))
+            if own is None:
+                self.sample_gen.manual_seed(sampling_seed(self.spec.seed, self.ranks.rank))
+            else:
+                self.sample_gen.set_state(own[self.ranks.rank])
         self.step = step
         self.counters = dict(state["counters"])
-        self.logs = {name: _read_log(self.run_dir / name, step) for name in LOGS}
+        self.logs = {name: _read_log(self.run_dir / name, step) for name in LOGS} if self.ranks.leader else {}
         for name, rows in self.logs.items():
             if (self.run_dir / name).exists():
                 atomic_write_jsonl(self.run_dir / name, rows)
@@ -147,9 +166,15 @@ class Trainer:
     def _generators(self) -> dict[str, torch.Generator]:
         return {"sample": self.sample_gen, "update": self.update_gen}
 
-    def _save(self) -> None:
-        ckpt.save_checkpoint(self.run_dir, self.step, policy=self.policy, optimizer=self.optimizer, scheduler=self.scheduler,
-                             rng=ckpt.rng_state(self._generators(), self.task_rng), counters=self.counters)
+    def _save(self, *, every_rank: bool = True) -> None:
+        """Rank 0 writes the checkpoint; with several ranks (`every_rank`: all of them are here) it keeps each
+        rank's sampling state."""
+        rng = ckpt.rng_state(self._generators(), self.task_rng)
+        if self.ranks.parallel and every_rank:
+            rng["sample_ranks"] = self.ranks.gather(self.sample_gen.get_state())
+        if self.ranks.leader:
+            ckpt.save_checkpoint(self.run_dir, self.step, policy=self.policy, optimizer=self.optimizer, scheduler=self.scheduler,
+                                 rng=rng, counters=self.counters)
 
     # --- one step --------------------------------------------------------------------------------
     def train_step(self) -> None:
@@ -157,10 +182,10 @@ class Trainer:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         timings: dict[str, float] = {}
-        # rollout: groups x group_size trajectories, group g plays task seed seeds[g]
+        # rollout: groups x group_size trajectories, group g plays task seed seeds[g]; this rank plays its share of the groups
         task_seeds = self.task_rng.integers(cfg.train_first_seed, cfg.train_first_seed + cfg.train_num_seeds, size=cfg.groups)
-        seeds = [int(task_seeds[i // cfg.group_size]) for i in range(cfg.batch_trajectories)]
-        groups = [i // cfg.group_size for i in range(cfg.batch_trajectories)]
+        groups = [g for g in self.ranks.share(cfg.groups) for _ in range(cfg.group_size)]
+        seeds = [int(task_seeds[g]) for g in groups]
         t0 = time.perf_counter()
         ro = rollout(self.policy, self.envs, seeds, groups, self.codec, Sampler(cfg.temperature, self.sample_gen), mode=cfg.mode,
                      max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens, device=self.device, bf16=cfg.bf16,
@@ -178,6 +203,13 @@ class Trainer:
             if self.reference is not None:
                 ref_logp = batched_token_stats(self.reference, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
                                                with_values=False, device=self.device, bf16=cfg.bf16, where=ro.loss_mask)[0]
+        shard = None
+        if self.ranks.parallel:  # the whole batch on every rank: advantages over whole groups (and GraphGPO's graph)
+            t0 = time.perf_counter()
+            ro, tokens, owned = self.ranks.gather_batch(ro, {"old": old_logp, "values": values, "ref": ref_logp}, self.codec.pad)
+            old_logp, values, ref_logp = tokens["old"], tokens["values"], tokens["ref"]
+            shard = Shard(owned, self.ranks)
+            timings["gather"] = time.perf_counter() - t0
         # advantages: the configured estimator's per-token targets (its step-row advantages broadcast to each
         # turn's tokens, or token-level GAE over the value head's predictions when it needs a critic)
         mask = ro.loss_mask.float()
@@ -192,8 +224,10 @@ class Trainer:
         # update
         t0 = time.perf_counter()
         stats = update(self.policy, self.optimizer, self.scheduler,
-                       TrainBatch(ro.input_ids, ro.attention_mask, mask, advantages, old_logp, ref_logp, returns),
+                       TrainBatch(ro.input_ids, ro.attention_mask, mask, advantages, old_logp, ref_logp, returns, shard),
                        cfg, self.update_gen, self.device)
+        if self.ranks.parallel:
+            stats = self.ranks.sum_stats(stats)
         timings["update"] = time.perf_counter() - t0
         self.step += 1
         # log
@@ -210,7 +244,7 @@ class Trainer:
                    "turns_mean": len(ro.turns) / ro.n_traj,
                    "loss_policy": stats["loss_policy"], "loss_value": stats.get("loss_value"), "kl": stats.get("kl"),
                    "entropy": stats["entropy"], "grad_norm": stats["grad_norm"], "clipfrac": stats["clipfrac"],
-                   "lr": self.scheduler.get_last_lr()[0], **memory_use(self.device)}
+                   "lr": self.scheduler.get_last_lr()[0], **self.ranks.largest(memory_use(self.device))}
         if self.step in self.save_steps:
             t0 = time.perf_counter()
             c["wall_s"] += time.perf_counter() - t_start
@@ -220,7 +254,10 @@ class Trainer:
         else:
             c["wall_s"] += time.perf_counter() - t_start
         timings["step_total"] = time.perf_counter() - t_start
-        metrics.update(wall_s=c["wall_s"], gpu_hours=c["wall_s"] / 3600 if self.device.type == "cuda" else 0.0)
+        metrics.update(wall_s=c["wall_s"], gpu_hours=c["wall_s"] * self.ranks.world / 3600 if self.device.type == "cuda" else 0.0)
+        self.last_metrics = metrics
+        if not self.ranks.leader:
+            return
         self._append(RunFiles.METRICS, metrics)
         self._append(RunFiles.TIMINGS, {"step": self.step, **timings})
         if diagnostics is not None:
@@ -231,7 +268,6 @@ class Trainer:
             for r, a in zip(dump, per_turn):
                 r["advantage"] = float(a)
             atomic_write_jsonl(batch_dump(self.run_dir, self.step), dump)
-        self.last_metrics = metrics
 
     def _append(self, name: str, row: dict) -> None:
         self.logs[name].append(row)
@@ -239,13 +275,13 @@ class Trainer:
 
     def run(self, *, stop_at: int | None = None, progress: bool | None = None) -> None:
         """Train until `train.steps` (or until step `stop_at`, to simulate a kill in tests)."""
-        show = self.cfg.progress if progress is None else progress
+        show = (self.cfg.progress if progress is None else progress) and self.ranks.leader
         bar = None
         if show and self.step < self.cfg.steps:
             from tqdm import tqdm
 
             bar = tqdm(total=self.cfg.steps, initial=self.step, desc=f"{self.spec.method} seed{self.spec.seed}", unit="step")
-        wandb_run = self._wandb() if self.cfg.wandb else None
+        wandb_run = self._wandb() if self.cfg.wandb and self.ranks.leader else None
         while self.step < self.cfg.steps and (stop_at is None or self.step < stop_at):
             self.train_step()
             if bar is not None:
@@ -268,9 +304,10 @@ class Trainer:
                           dir=str(self.run_dir / RunFiles.LOGS), config={"train": self.cfg.to_dict()})
 
 
-def train(config: dict[str, Any], run_dir: str | Path, *, resume: bool = True, stop_at: int | None = None) -> Trainer:
-    """Train one method x seed into `run_dir` (see Trainer); returns the trainer for inspection."""
-    trainer = Trainer(config, run_dir, resume=resume)
+def train(config: dict[str, Any], run_dir: str | Path, *, resume: bool = True, stop_at: int | None = None,
+          ranks: Ranks = SINGLE) -> Trainer:
+    """Train one method x seed into `run_dir` (see Trainer) as rank `ranks`; returns the trainer for inspection."""
+    trainer = Trainer(config, run_dir, resume=resume, ranks=ranks)
     trainer.run(stop_at=stop_at)
     return trainer
 

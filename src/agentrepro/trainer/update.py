@@ -10,6 +10,7 @@ tokens (token-mean), so observation and padding tokens never reach the loss.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -80,6 +81,7 @@ class TrainBatch:
     old_logp: torch.Tensor | None  # None: one epoch of one minibatch, so the sampling policy is the current one
     ref_logp: torch.Tensor | None = None
     returns: torch.Tensor | None = None
+    shard: Any = None  # data parallel (trainer/parallel.Shard): the rows this rank computes, the gradient sum over ranks
 
 
 def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float, denom=None):
@@ -144,9 +146,12 @@ def _minibatch_step(policy, optimizer, batch: TrainBatch, idx, cfg: TrainConfig,
     denom = batch.mask[idx].sum().clamp(min=1).to(device)
     sums: dict[str, torch.Tensor] = {}
     optimizer.zero_grad(set_to_none=True)
-    for rows, width in micro_batches(batch.attention_mask, idx, cfg.micro_batch_tokens):
+    mine = idx if batch.shard is None else batch.shard.rows_of(idx)  # denom stays the whole minibatch's
+    for rows, width in micro_batches(batch.attention_mask, mine, cfg.micro_batch_tokens) if len(mine) else ():
         for k, v in _backward(policy, batch, rows, width, denom, cfg, device).items():
             sums[k] = sums[k] + v if k in sums else v
+    if batch.shard is not None:
+        batch.shard.reduce_grads(policy)
     sums["grad_norm"] = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
     optimizer.step()
     return {k: float(v) for k, v in sums.items()}
