@@ -98,6 +98,9 @@ class Ranks:
         env = os.environ
         ranks = cls(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"])))
         if device.startswith("cuda"):
+            from agentrepro.trainer.loop import device_of
+
+            device_of(device)  # BadInput naming train.device on a machine without CUDA
             torch.cuda.set_device(ranks.local_rank)
         store = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), ranks.world, is_master=False, timeout=TIMEOUT)
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", store=store, rank=ranks.rank,
