@@ -1,6 +1,8 @@
 """Data parallel (trainer/parallel.py, gather.py, spawn.py): the rule for the number of ranks, whole-batch
 advantages from gathered rollouts, two gloo ranks taking one process's update, and `agentrepro train` on two ranks."""
 
+import shutil
+
 import pytest
 import torch
 import yaml
@@ -116,7 +118,8 @@ def test_two_gloo_ranks_take_the_update_of_one_process(tmp_path):
 
 
 def test_train_verb_on_two_ranks_writes_metrics_and_checkpoints_once(tmp_path):
-    """`agentrepro train` with data_parallel 2 (tiny default policy): one metrics row per step counting both ranks' episodes, checkpoints with both ranks' sampling states."""
+    """`agentrepro train` with data_parallel 2 (tiny default policy): one metrics row per step counting both ranks' episodes,
+    checkpoints with both ranks' sampling states, and a run resumed from step 1 ends bit for bit where it ended."""
     config = tiny_config(steps=2, data_parallel=2)
     del config["model"]  # the builtin backend's default tiny policy
     cfg_path = tmp_path / "config.yaml"
@@ -134,6 +137,17 @@ def test_train_verb_on_two_ranks_writes_metrics_and_checkpoints_once(tmp_path):
     assert len(states) == 2 and not torch.equal(states[0], states[1])
     assert not list(run.rglob("*.tmp*"))  # nothing half-written by a second writer
     assert (run / "OUTPUTS.sha256").is_file()
+    # resumed from step 1, each rank continues its own sampling stream: step 2 is the uninterrupted run's, bit for bit
+    again = tmp_path / "again"
+    shutil.copytree(run, again)
+    (again / "checkpoints" / "step2.pt").unlink()
+    done = run_cli("train", "--config", cfg_path, "--out", again)
+    assert done.returncode == 0, done.stderr
+    machine = ("wall_s", "gpu_hours", "cpu_rss_gb")
+    assert [{k: v for k, v in m.items() if k not in machine} for m in read_jsonl(again / "metrics.jsonl")] == \
+        [{k: v for k, v in m.items() if k not in machine} for m in metrics]
+    ours, theirs = load_checkpoint(again, 2)["model"], load_checkpoint(run, 2)["model"]
+    assert all(torch.equal(ours[k], theirs[k]) for k in theirs)
 
 
 def test_a_rank_failure_ends_the_job_with_one_line(tmp_path):
