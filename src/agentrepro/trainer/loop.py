@@ -135,17 +135,7 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
         ckpt.restore_rng(state["rng"], self._generators(), self.task_rng)
-        if self.ranks.parallel:  # each rank's own sampling stream (none saved at step 0: the seeded ones)
-            own = (state["rng"] or {}).get("sample_ranks")
-            if own is not None and len(own) != self.ranks.world:
-                from agentrepro.errors import BadInput
-
-                raise BadInput(f"saved by {len(own)} data-parallel ranks, this run has {self.ranks.world}",
-                               path=ckpt.checkpoint_path(self.run_dir, step))
-            if own is None:
-                self.sample_gen.manual_seed(sampling_seed(self.spec.seed, self.ranks.rank))
-            else:
-                self.sample_gen.set_state(own[self.ranks.rank])
+        self.ranks.restore_sampling(self.sample_gen, state["rng"], self.spec.seed, where=ckpt.checkpoint_path(self.run_dir, step))
         self.step = step
         self.counters = dict(state["counters"])
         self.logs = {name: _read_log(self.run_dir / name, step) for name in LOGS} if self.ranks.leader else {}
@@ -170,8 +160,8 @@ class Trainer:
         """Rank 0 writes the checkpoint; with several ranks (`every_rank`: all of them are here) it keeps each
         rank's sampling state."""
         rng = ckpt.rng_state(self._generators(), self.task_rng)
-        if self.ranks.parallel and every_rank:
-            rng["sample_ranks"] = self.ranks.gather(self.sample_gen.get_state())
+        if every_rank:
+            rng.update(self.ranks.sampling_states(self.sample_gen))
         if self.ranks.leader:
             ckpt.save_checkpoint(self.run_dir, self.step, policy=self.policy, optimizer=self.optimizer, scheduler=self.scheduler,
                                  rng=rng, counters=self.counters)

@@ -114,6 +114,23 @@ class Ranks:
     def share(self, groups: int) -> range:
         return shares(groups, self.world)[self.rank]
 
+    def sampling_states(self, generator: torch.Generator) -> dict[str, list[torch.Tensor]]:
+        """What a checkpoint keeps of the ranks' sampling generators: {"sample_ranks": [state of rank r]} ({} for one process)."""
+        return {"sample_ranks": self.gather(generator.get_state())} if self.parallel else {}
+
+    def restore_sampling(self, generator: torch.Generator, rng: dict[str, Any] | None, seed: int, *, where: object) -> None:
+        """Put this rank's saved sampling state back (after checkpoint.restore_rng gave it rank 0's); a checkpoint
+        without one (step 0, written before the other ranks took part) leaves every rank at its seeded state."""
+        if not self.parallel:
+            return
+        saved = (rng or {}).get("sample_ranks")
+        if saved is None:
+            generator.manual_seed(sampling_seed(seed, self.rank))
+        elif len(saved) != self.world:
+            raise BadInput(f"saved by {len(saved)} data-parallel ranks, this run has {self.world}", path=where)
+        else:
+            generator.set_state(saved[self.rank])
+
     # --- what ranks exchange (every rank calls each of these at the same point) -----------------
     def broadcast(self, value: Any) -> Any:
         """Rank 0's value, on every rank."""
