@@ -74,7 +74,7 @@ def test_merged_rollouts_give_the_advantages_of_one_rollout(mode):
 
     whole = play(None)
     merged = merge_rollouts([play(0), play(2), play(4)], codec.pad)  # three ranks of one group each
-    assert merged.step_rows() == whole.step_rows()
+    assert merged.step_rows() == whole.step_rows() and merged.per_turn_rows == whole.per_turn_rows
     assert merged.generated_tokens() == whole.generated_tokens() and sorted(merged.row_traj.tolist()) == sorted(whole.row_traj.tolist())  # non_concat: rows in rank order
     for ta, tb in zip(sorted(merged.turns, key=lambda t: (t.traj, t.turn)), sorted(whole.turns, key=lambda t: (t.traj, t.turn))):
         assert merged.input_ids[ta.row, ta.start:ta.end].tolist() == whole.input_ids[tb.row, tb.start:tb.end].tolist()
