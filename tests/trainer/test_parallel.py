@@ -169,3 +169,17 @@ def test_a_rank_traceback_becomes_one_line():
     assert str(err) == "data-parallel rank 1 of 2 failed: RuntimeError: out of memory"
     bad = _one_line(0, 2, "Traceback\nagentrepro.errors.BadInput: run.yaml: train.lr: expected a number > 0, got 0\n")
     assert isinstance(bad, BadInput) and str(bad) == "run.yaml: train.lr: expected a number > 0, got 0"
+
+
+def test_ppo_non_concat_on_two_ranks_trains_its_critic(tmp_path):
+    """PPO in non-concat mode on two ranks: the gathered values and returns train the value head (loss_value logged)."""
+    config = tiny_config(steps=1, data_parallel=2, estimator="ppo", mode="non_concat", epochs=2, format_reward=0.5)
+    cfg_path = tmp_path / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(config))
+    run = tmp_path / "run"
+    done = run_cli("train", "--config", cfg_path, "--out", run)
+    assert done.returncode == 0, done.stderr
+    [row] = read_jsonl(run / "metrics.jsonl")
+    assert row["step"] == 1 and row["loss_value"] > 0 and row["episodes"] == 4
+    before, after = load_checkpoint(run, 0)["model"], load_checkpoint(run, 1)["model"]
+    assert not torch.equal(before["value_head.weight"], after["value_head.weight"])
