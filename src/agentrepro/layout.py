@@ -63,6 +63,7 @@ class RunFiles:
     CHECKPOINTS = "checkpoints"
     EVAL = "eval"                           # eval/step<N>/outcomes.jsonl
     OUTCOMES = "outcomes.jsonl"
+    PRUNED = "pruned.json"                  # eval/step<N>/pruned.json: checkpoint files removed once N was evaluated
     LOGS = "logs"                           # live logs: never sealed
     STEP_LOGS = (METRICS, TIMINGS, GRAPH_DIAGNOSTICS)
 

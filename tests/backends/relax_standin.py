@@ -9,7 +9,8 @@
 * examples/graphgpo/eval_logger.py: the recipe's logger, recording its calls;
 * relax/entrypoints/train.py: Relax's loop as the facts describe it: evaluation before training (rollout 0),
   a rollout_result/train/<r>.jsonl per rollout, an evaluation when (r + 1) % eval_interval == 0, the eval hook
-  loaded from its dotted path and given per-turn samples; it records the environment it ran with.
+  loaded from its dotted path and given per-turn samples, a save (iter_<r:07d>/ under --save and the --save-hf
+  copy formatted with r) when (r + 1) % save_interval == 0 or at the last rollout; it records its environment.
 `make_ray(bin_dir)` writes a `ray` whose `start --head --block` listens on --port and --dashboard-port and
 serves its own environment and working directory on the dashboard port; `job submit` connects to
 RAY_ADDRESS (else --address) and runs the entrypoint with the head's environment and directory, as a Ray
@@ -63,7 +64,8 @@ p = argparse.ArgumentParser()
 for flag in ("--save", "--advantage-estimator", "--custom-eval-rollout-log-function-path", "--agentic-custom-advantage-path"):
     p.add_argument(flag)
 p.add_argument("--num-rollout", type=int); p.add_argument("--eval-interval", type=int)
-p.add_argument("--eval-prompt-data", nargs="+"); a = p.parse_args()
+p.add_argument("--eval-prompt-data", nargs="+"); p.add_argument("--save-interval", type=int); p.add_argument("--save-hf")
+p.add_argument("--max-actor-ckpt-to-keep", type=int); a = p.parse_args()
 os.makedirs(a.save, exist_ok=True)
 json.dump({"env": dict(os.environ), "cwd": os.getcwd()}, open(os.path.join(a.save, "driver.json"), "w"))
 module, _, name = a.custom_eval_rollout_log_function_path.rpartition(".")
@@ -90,6 +92,15 @@ for rollout_id in range(a.num_rollout):
         fh.write(json.dumps({"rollout_id": rollout_id, "reward": 10.0 * (rollout_id % 2), "response_length": 4}) + "\\n")
     if (rollout_id + 1) % a.eval_interval == 0:
         evaluate(rollout_id)
+    if a.save_interval and ((rollout_id + 1) % a.save_interval == 0 or rollout_id + 1 == a.num_rollout):
+        iteration = os.path.join(a.save, f"iter_{rollout_id:07d}")   # Megatron's dist checkpoint, then the HF export
+        os.makedirs(iteration, exist_ok=True)
+        for name in ("__0_0.distcp", "common.pt"):
+            open(os.path.join(iteration, name), "w").write(f"{name} {rollout_id}")
+        open(os.path.join(a.save, "latest_checkpointed_iteration.txt"), "w").write(str(rollout_id))
+        if a.save_hf:
+            os.makedirs(a.save_hf.format(rollout_id=rollout_id), exist_ok=True)
+            open(os.path.join(a.save_hf.format(rollout_id=rollout_id), "config.json"), "w").write("{}")
 """
 
 RAY = """#!PYTHON

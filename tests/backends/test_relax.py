@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentrepro.backends import ray_launch, relax, relax_recipe, runconfig
+from agentrepro.backends import checkpoints, ray_launch, relax, relax_recipe, runconfig
 from agentrepro.backends.outcomes import check_rows
 from agentrepro.errors import BadInput
 from agentrepro.hooks import agentrepro_relax_eval as hook
@@ -163,7 +163,7 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
 
 
 def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study, tmp_path):
-    """backend.export_hf: --save-interval 5 and --save-hf <save>/hf/{rollout_id} (Relax flags, int and str), so
+    """backend.export_hf (default true): --save-interval 5 and --save-hf <save>/hf/{rollout_id} (Relax flags, int and str), so
     under Relax's save rule ((r + 1) % interval == 0 or the last rollout) the copies are the evaluated steps."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["backend"]["export_hf"] = True
@@ -181,7 +181,9 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     assert [relax_recipe.step_of_rollout(r) for r in saved] == planned[1:]
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 0) == Path(config["backend"]["model_path"])
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 5).name == "4"
-    plain = relax.launches(resolved(study, "graphgpo"), tmp_path / "run")[3]
+    assert relax.launches(resolved(study, "graphgpo"), tmp_path / "run")[3].argv == submit.argv   # the default
+    config["backend"]["export_hf"] = False
+    plain = relax.launches(config, tmp_path / "run")[3]
     assert plain.argv[4:] == (relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK)   # no export flags; the study's train.step_rows
     with pytest.raises(BadInput, match="expected --seed at most once"):
         relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
@@ -338,6 +340,14 @@ def test_no_resume_removes_only_this_runs_relax_save(study, tmp_path):
     assert (relax_recipe.checkpoint_dir(relax.save_dir(tmp_path), {**config, "seed": 1}) / "keep").exists()
 
 
+def audit_runs_seal_problems(run_dir):
+    """The audit's seal check of a run directory, with the files pruned after evaluation excused as the audit does."""
+    from agentrepro.manifest.audit_tree import check_seal, walk
+
+    pruned, problems = checkpoints.pruned_files(run_dir)
+    return problems + check_seal(run_dir, walk(run_dir), nested=lambda rel: rel.parts[0] == "eval", not_bundled=pruned)
+
+
 def test_shipped_manifest_placeholders_are_refused(tmp_path):
     """manifests/graphgpo-alfworld-relax.yaml stops `agentrepro freeze` at each placeholder, named (subprocess)."""
     result = run_cli("freeze", f"manifests/{MANIFEST.name}", "--allow-dirty", "-o", tmp_path / "x.lock.json", cwd=REPO)
@@ -396,6 +406,11 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
         rollout = relax_recipe.rollout_of_step(step)
         assert len(rows) == 128 and sum(r["success"] for r in rows) == sum((i + rollout) % 3 == 0 for i in range(128))
         assert {r["turns"] for r in rows} == {1, 2, 3, 4} and all(r["tokens"] == 7 * r["turns"] for r in rows)
+        if step:   # the evaluated step's Megatron checkpoint is pruned, its Hugging Face export stays for serving
+            ckpt = checkpoints.step_checkpoint(config, run_dir, step)
+            assert not ckpt.state[0].exists() and (ckpt.hf / "config.json").is_file()
+    assert sorted(p.name for p in (relax.save_dir(run_dir) / "hf").iterdir()) == ["4", "9"]
+    assert audit_runs_seal_problems(run_dir) == []
 
 
 @pytest.mark.slow

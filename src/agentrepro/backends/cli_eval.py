@@ -13,6 +13,9 @@ at the same time, and a re-evaluation never touches the training seal. The attem
 the run's OUTPUTS.sha256 when the run is sealed, binding the outcomes to the training outputs. An evaluation by
 the backend itself records the hashes of its backend's source files as it starts (eval/step<N>/backend_sources.json,
 agentrepro.sourceparity), as training does.
+Once the outcomes are written, checkpoint N is pruned as `eval.keep_checkpoints` says (backends/checkpoints.py:
+by default its training state goes and its Hugging Face copy stays), recorded in eval/step<N>/pruned.json
+before the seal; an evaluation that fails prunes nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import argparse
 from pathlib import Path
 
 from agentrepro import attempts, seal, sourceparity
-from agentrepro.backends import outcomes, runconfig
+from agentrepro.backends import checkpoints, outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.bounds import STEP
@@ -84,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
         source = "served evaluator" if served else f"{config['backend']['name']} backend"
         outcomes.check_rows(rows, config=config, step=args.step, source=f"{source} outcomes of {eval_dir}")
         atomic_write_jsonl(eval_dir / RunFiles.OUTCOMES, rows)
+        pruned = checkpoints.prune(config, run_dir, args.step, outcomes=eval_dir / RunFiles.OUTCOMES)  # eval.keep_checkpoints
     successes = sum(r["success"] for r in rows)
     extra = {"episodes": len(rows), "successes": successes} | ({"evaluator": record} if record else {})
+    extra |= {"pruned": {"keep": pruned["keep"], "files": len(pruned["removed"]), "bytes": pruned["removed_bytes"]}} if pruned else {}
     attempts.finish_attempt(eval_dir, status="ok", extra=extra)
     seal.write_outputs_manifest(eval_dir)
     print(f"{eval_dir / RunFiles.OUTCOMES}: {successes}/{len(rows)} episodes succeeded")

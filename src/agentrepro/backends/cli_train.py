@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from agentrepro import attempts, seal, sourceparity
-from agentrepro.backends import runconfig
+from agentrepro.backends import checkpoints, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
                        "pass --no-resume to start again or use a new directory", path=out / runconfig.RESOLVED)
     if not resume:
         runconfig.clear_outputs(out)
+    else:
+        checkpoints.refuse_resume(out)   # checkpoints pruned after their evaluation cannot be resumed from
     (out / seal.OUTPUTS).unlink(missing_ok=True)
 
     sourceparity.record_run(resolved, out)   # the backend files this job runs, hashed before it runs them

@@ -18,9 +18,11 @@ python and ray process of the node and starts a head on the shared port 8265).
 Block keys: workdir (the Relax checkout), alfworld_data, model_path (local snapshot, HF_CHECKPOINT),
 model_lock (the recipe's model lock JSON), alfworld_python (default python3), pythonpath (list of extra
 entries for Ray's workers, e.g. Megatron-LM), ray {executable, num_cpus, num_gpus}, repo, commit, and
-export_hf (default false): save Megatron checkpoints at the evaluated steps instead of the recipe's every
-10 rollouts and have Relax write a Hugging Face copy of each (relax_recipe.hf_export_args, hf_checkpoint);
-Relax's --max-actor-ckpt-to-keep 2 rotates the Megatron ones, the copies are kept (not pruned here).
+export_hf (default true): save Megatron checkpoints at the evaluated steps instead of the recipe's every
+10 rollouts and have Relax write a Hugging Face copy of each (relax_recipe.hf_export_args), which
+`agentrepro eval` can serve (backends/checkpoints.py maps a step to it); false keeps the recipe's cadence and
+writes no copy. Relax's --max-actor-ckpt-to-keep 2 (the recipe's) still rotates the Megatron checkpoints during
+training; what is left of an evaluated step's is pruned by `agentrepro eval` (eval.keep_checkpoints).
 
 Outputs read:
 * outcomes of step N: the hook's RUN_DIR/relax/checkpoints/<method>/seed-<seed>/agentrepro_eval/<r>.jsonl
@@ -96,7 +98,7 @@ def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
         head,
         Launch(f"submit the expanded command (eval hook {relax_recipe.HOOK}) to this job's Ray head",
                (sys.executable, "-m", "agentrepro.backends.relax_submit", str(save / EXPANDED),
-                *(relax_recipe.hf_export_args(save) if block.get("export_hf") else []),
+                *(relax_recipe.hf_export_args(save) if block.get("export_hf", True) else []),
                 *((relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK) if rows_env else ())), submit_env, workdir),
     ]
 

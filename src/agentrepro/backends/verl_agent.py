@@ -35,14 +35,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, runconfig, step_rows, verl_recipes
+from agentrepro.backends import checkpoints, convert, ray_launch, runconfig, step_rows, verl_recipes
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
 from agentrepro.hooks import HOOKS_DIR
 from agentrepro.fileio import atomic_write_text
-from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_steps
+from agentrepro.layout import RunFiles, checkpoint_steps
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "overrides", "model_path", "sources", "ray"}
 METRICS_FILE, VAL_DIR, DEVIATIONS, PANEL = "verl_metrics.jsonl", "verl_validation", "verl_deviations.json", "verl_panel.json"
@@ -91,7 +91,7 @@ def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval
         env.update(step_rows.hook_env(config, run_dir))
         return [prepare, Launch("train", (*head, "bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
     source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
-        "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoint_dir(run_dir) / f'global_step_{eval_step}'}"]
+        "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoints.verl_step_dir(run_dir, eval_step)}"]
     validate = ["trainer.val_only=true", "trainer.val_before_train=true", *source]
     return [prepare, Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, verl_recipes.ENGINE, *words, *validate), env, cwd)]
 
@@ -197,6 +197,9 @@ class VerlAgentBackend(Backend):
         if wanted != validated:
             raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
                            f"but the study evaluates {wanted}", where="eval")
+        saved = verl_recipes.saved_steps(verl_recipes.save_freq(config), (config.get("train") or {}).get("steps", 0))
+        if saved != [s for s in wanted if s > 0]:   # step 0 is the base model
+            raise BadInput(f"trainer.save_freq would save steps {saved}, but the study evaluates {wanted}", where="eval")
 
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list:
         return launches(config, run_dir, eval_step=eval_step)
@@ -220,6 +223,10 @@ class VerlAgentBackend(Backend):
         run_dir = Path(run_dir)
         config = runconfig.read_resolved_config(run_dir)
         if not (run_dir / VAL_DIR / f"{step}.jsonl").is_file():
+            actor = checkpoints.verl_step_dir(run_dir, step) / "actor"
+            if step and not any(actor.glob("model_world_size_*_rank_0.pt")):
+                raise BadInput(f"no FSDP checkpoint of step {step} to validate (pruned after its evaluation, or never saved); "
+                               "its Hugging Face copy can be served (eval.engine: served)", path=actor)
             write_panel(config, run_dir)
             for launch in launches(config, run_dir, eval_step=step):
                 run(launch, run_dir, f"eval_step{step}_{launch.purpose.split()[0]}")

@@ -253,6 +253,23 @@ def _manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return out
 
 
+def save_freq(config: dict[str, Any]) -> int:
+    """trainer.save_freq that saves exactly the evaluated steps after 0: eval.every (-1, no checkpoint, without it).
+
+    verl saves after step s when save_freq > 0 and (s is the last step or s % save_freq == 0)
+    (recipe/GraphGPO/graphgpo_ray_trainer.py:1318, verl/trainer/ppo/ray_trainer.py:1278 at 20bd331; `saved_steps`),
+    and validates by the same rule with test_freq, plus step 0 before training. A verl-agent study evaluates exactly
+    its validated steps (VerlAgentBackend.validate_config), so one cadence, test_freq's, covers them all; step 0 is
+    the base model, never saved. `train.checkpoint_every` only widens `eval.checkpoint: all` (layout.evaluated_steps)."""
+    every = (config.get("eval") or {}).get("every")
+    return every if every else -1
+
+
+def saved_steps(freq: int, steps: int) -> list[int]:
+    """The steps verl-agent @ 20bd331 checkpoints with trainer.save_freq = `freq` over `steps` training steps."""
+    return [s for s in range(1, steps + 1) if freq > 0 and (s == steps or s % freq == 0)]
+
+
 def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Override]:
     """The overrides the harness appends to the official script: its own settings always, a manifest value
     only where it differs from the script's; then backend.overrides. One entry per key (the last wins)."""
@@ -265,8 +282,7 @@ def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Ove
         ("trainer.default_local_dir", str(checkpoint_dir(run_dir)), "path: checkpoints inside the run directory"),
         ("data.train_files", str(data_dir(run_dir) / "text" / "train.parquet"), "path: this job's data preparation"),
         ("data.val_files", str(data_dir(run_dir) / "text" / "test.parquet"), "path: this job's data preparation"),
-        ("trainer.save_freq", (config.get("train") or {}).get("checkpoint_every", every) or -1,
-         "checkpoint cadence: the evaluated steps (the script saves none)"),
+        ("trainer.save_freq", save_freq(config), "checkpoint cadence: the evaluated steps (the script saves none)"),
         ("actor_rollout_ref.actor.checkpoint.contents", ["model", "optimizer", "extra", "hf_model"],
          "a Hugging Face copy of each checkpoint, for evaluation outside verl"),
         ("trainer.resume_mode", "auto" if resume else "disable", "resume an interrupted job from its checkpoints"),

@@ -8,7 +8,8 @@
   stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported;
 * the shared warm starts (runs/<study>/_warmstart/, audit_warmstart.py): each planned one is there, sealed and from
   the lock, and every method of its seed started from its step-0 checkpoint (same hash) with its step-0 outcomes;
-* each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes, and each
+* each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes (a checkpoint file
+  pruned after its evaluation is absent with the seal's hash in that evaluation's pruned.json), and each
   provenance.json ties its directory to the lock and the run config (audit_runs.py); an evaluation records
   the training seal it evaluated; outcomes rows match the lock's task panel; every job ran the backend sources
   the lock pins for its method's placement (backend_sources.json, agentrepro.sourceparity; a lock from before
@@ -29,6 +30,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentrepro.backends.checkpoints import pruned_files
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.manifest.audit_chain import check_analysis, check_report
@@ -144,7 +146,8 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
     for (method, seed), run in sorted(runs.items()):
         problems, config_sha = check_run(run, lock)
         found += problems
-        found += check_seal(run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled)
+        pruned, problems = pruned_files(run)   # checkpoint files removed once evaluated (backends/checkpoints.py)
+        found += problems + check_seal(run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled | pruned)
         evals = run / RunFiles.EVAL
         on_disk = {}
         for path in sorted(p for p in tree.files | tree.dirs if p.parent == evals):

@@ -19,7 +19,8 @@ from agentrepro.backends import outcomes
 from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
 from agentrepro.fileio import load_json
-from agentrepro.layout import hf_checkpoint
+from agentrepro.backends.checkpoints import hf_dir
+from agentrepro.layout import RunFiles, eval_dir
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.client import ChatClient
 from agentrepro.serving.engine import Sampling, evaluate_panel
@@ -70,20 +71,22 @@ def evaluate_model(model_dir: str | Path | None, *, identity: dict[str, Any], st
 
 
 def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: Path | None) -> Path | None:
-    """The model directory of checkpoint `step`: given, `checkpoints/hf/step<N>/`, or at step 0 the local base model
+    """The model directory of checkpoint `step`: given, the backend's Hugging Face copy (`checkpoints.hf_dir`), or at step 0 the local base model
     (None only for a URL server whose `eval.server.model` names what it serves)."""
     if checkpoint is not None:
         return checkpoint
     server = (config.get("eval") or {}).get("server") or {}
     if server.get("kind") == "url" and server.get("model"):
         return None  # a server someone else runs, serving the model it names
-    exported = hf_checkpoint(run_dir, step)
-    if exported.is_dir():
+    exported = hf_dir(config, run_dir, step)   # the backend's layout (backends/checkpoints.py)
+    if exported is not None and exported.is_dir():
         return exported
     base = (config.get("model") or {}).get("path")
     if step == 0 and base and Path(base).is_dir():
         return Path(base)
-    raise BadInput(f"no Hugging Face checkpoint of step {step} (export it there, or pass --checkpoint DIR)", path=exported)
+    record = eval_dir(run_dir, step) / RunFiles.PRUNED
+    why = f"pruned after its evaluation ({record})" if record.is_file() else "export it there, or pass --checkpoint DIR"
+    raise BadInput(f"no Hugging Face checkpoint of step {step} ({why})", path=exported or run_dir)
 
 
 def evaluate_run(config: dict[str, Any], run_dir: Path, step: int, *, log_dir: Path,
