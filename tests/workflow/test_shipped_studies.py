@@ -51,14 +51,38 @@ def test_freeze_names_exactly_the_placeholders(tmp_path, study):
 @pytest.mark.slow
 @pytest.mark.parametrize("study", sorted(PLACEHOLDERS))
 def test_filled_study_plans_the_whole_dag(tmp_path, study):
-    """With test values in place of the placeholders, `snakemake -n` plans a train job per method x seed."""
+    """With test values in place of the placeholders, `snakemake -n -p` plans a train job per method x seed, each
+    shown with the programs `agentrepro command` prints for it, its shell staying `agentrepro train` on its paths."""
     path = _scratch(tmp_path, study)
     manifest = _fill(yaml.safe_load(path.read_text()))
     path.write_text(yaml.safe_dump(manifest, sort_keys=False))
-    proc = snakemake(tmp_path, "-n", "--config", f"manifest=manifests/{study}.yaml", "freeze_flags=--allow-dirty")
+    proc = snakemake(tmp_path, "-n", "-p", "--config", f"manifest=manifests/{study}.yaml", "freeze_flags=--allow-dirty")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    trains = {m.group(1) for m in re.finditer(r"^rule train:\n(?:    .*\n)*?    wildcards: method=([^,]+), seed=\d+", proc.stdout, re.M)}
+    trains = {m.group(1) for m in re.finditer(r"^Job \d+: train (\S+) seed \d+: agentrepro train runs$", proc.stdout, re.M)}
     assert trains == set(manifest["methods"]), proc.stdout[-2000:]
     assert any("@relax" in m for m in trains) == (study == "graphgpo-alfworld")
     counts = re.search(r"^train\s+(\d+)$", proc.stdout, re.M)
     assert counts and int(counts.group(1)) == len(manifest["methods"]) * len(manifest["seeds"])
+
+
+@pytest.mark.slow
+def test_dry_run_shows_the_official_launch_line(tmp_path):
+    """`snakemake -n -p` on graphgpo-alfworld (test values) shows, for graphgpo seed 0, exactly what `agentrepro command`
+    prints: the recipe's official script with the appended overrides (trainer.save_freq, the hf_model copy); the train
+    job's shell command is `agentrepro train` with its quoted paths and no manifest value."""
+    path = _scratch(tmp_path, "graphgpo-alfworld")
+    manifest = _fill(yaml.safe_load(path.read_text()))
+    path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    proc = snakemake(tmp_path, "-n", "-p", "--config", "manifest=manifests/graphgpo-alfworld.yaml", "freeze_flags=--allow-dirty")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    command = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
+    assert command.returncode == 0, command.stderr
+    printed = command.stdout.rstrip("\n")
+    launch = next(line for line in printed.splitlines() if "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh" in line)
+    assert "trainer.save_freq=5" in launch and "hf_model" in launch
+    assert f"train graphgpo seed 0: agentrepro train runs\n{printed}\n" in proc.stdout
+    shells = [m.group(1) for m in re.finditer(r"^Shell command: (.*agentrepro train --config .*)$", proc.stdout, re.M)]
+    assert shells and all("run_qwen2.5" not in s and "trainer." not in s for s in shells)
+    evaluation = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", "--eval-step", "5",
+                         cwd=tmp_path).stdout.rstrip("\n")
+    assert f"eval graphgpo seed 0 step 5: agentrepro eval runs\n{evaluation}\n" in proc.stdout

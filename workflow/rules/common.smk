@@ -65,6 +65,27 @@ def run_dir(wildcards):
     return str(LAYOUT.run_dir(wildcards.method, wildcards.seed))
 
 
+_SHOWN = {}
+
+
+def get_launches(wildcards):
+    """What the job of these wildcards runs, as `agentrepro command MANIFEST --method M --seed K [--eval-step N]`
+    prints it (agentrepro.backends.jobs.shown): shown as the train and eval jobs' message, so `snakemake -n -p`
+    lists every external program before anything runs. Text only: it never enters a job's shell command."""
+    step = int(wildcards.step) if hasattr(wildcards, "step") else None
+    key = (wildcards.method, int(wildcards.seed), step)
+    if key not in _SHOWN:
+        from agentrepro.backends.jobs import shown
+
+        try:
+            if "manifest" not in _SHOWN:
+                _SHOWN["manifest"] = _plan.load_study_manifest(MANIFEST)
+            _SHOWN[key] = shown(_SHOWN["manifest"], Path(MANIFEST), *key)
+        except BadInput as exc:
+            raise WorkflowError(str(exc)) from None
+    return _SHOWN[key]
+
+
 def get_runs():
     """Every (method, seed) of the study."""
     return [(m, s) for m in PLAN.methods for s in PLAN.seeds]

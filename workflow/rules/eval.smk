@@ -1,6 +1,7 @@
 # One job per evaluated checkpoint of a run: 0, every `eval.every` steps, and `eval.checkpoint`.
 # Its own provenance.json and seal live in eval/step<N>/; only outcomes.jsonl is declared, so a failed
-# attempt keeps its provenance for the retry.
+# attempt keeps its provenance for the retry. Once the outcomes are written, `agentrepro eval` prunes the step's
+# checkpoint as the manifest's eval.keep_checkpoints says (src/agentrepro/backends/checkpoints.py), before its seal.
 
 
 rule eval:
@@ -17,6 +18,9 @@ rule eval:
     params:
         run_dir=run_dir,
         slots=GPU_SLOTS,
+        launches=get_launches,  # shown, never run: `agentrepro eval` runs them (common.smk)
+    message:
+        "eval {wildcards.method} seed {wildcards.seed} step {wildcards.step}: agentrepro eval runs\n{params.launches}"
     threads: PLAN.job_threads()
     resources:
         **PLAN.job_resources(),

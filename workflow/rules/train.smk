@@ -49,6 +49,9 @@ rule train:
         slots=GPU_SLOTS,
         resume_flag=RESUME_FLAG,
         from_warmstart=get_warmstart_flag,
+        launches=get_launches,  # shown, never run: `agentrepro train` runs them (common.smk)
+    message:
+        "train {wildcards.method} seed {wildcards.seed}: agentrepro train runs\n{params.launches}"
     threads: PLAN.job_threads()
     resources:
         **PLAN.job_resources(),

@@ -6,6 +6,7 @@ launch), or with --eval-step the evaluation of checkpoint N, as `Backend.launche
 Nothing runs. It reads the manifest, not the lock, so a study can be reviewed before it is frozen: a
 placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
 on runs/<study>/<method>/seed<k>/ (relative to the current directory, as the workflow runs them).
+`snakemake -n -p` shows the same text (jobs.shown) as each train and eval job's message.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro.backends.jobs import planned_launches
+from agentrepro.backends.jobs import shown
 from agentrepro.bounds import SEED
 from agentrepro.manifest.loading import load_manifest
 
@@ -28,13 +29,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.manifest)
-    name, run_dir, launches = planned_launches(manifest, args.manifest, args.method, args.seed, args.eval_step)
-    job = f"the evaluation of step {args.eval_step}" if args.eval_step is not None else "the train job"
-    print(f"# {args.manifest}: {args.method} seed {args.seed}, {job} (backend {name}, run directory {run_dir})")
-    if not launches:
-        print(f"# the {name} backend lists no external program for this job (Backend.launches is empty): "
-              f"`agentrepro {'eval' if args.eval_step is not None else 'train'}` does the work itself")
-    for number, launch in enumerate(launches, start=1):
-        print(f"# {number}. {launch.purpose}")
-        print(launch.shown())
+    print(shown(manifest, args.manifest, args.method, args.seed, args.eval_step))
     return 0

@@ -53,6 +53,20 @@ def planned_launches(manifest: dict[str, Any], manifest_file: Path, method: str,
     return backend.name or config["backend"]["name"], where, backend.launches(config, where, eval_step=eval_step)
 
 
+def shown(manifest: dict[str, Any], manifest_file: Path, method: str, seed: int, eval_step: int | None = None) -> str:
+    """What `agentrepro command` prints for one job (and the workflow's train and eval messages show under
+    `snakemake -n -p`): a header line, then each launch's purpose and its `Launch.shown()` command."""
+    name, where, launches = planned_launches(manifest, manifest_file, method, seed, eval_step)
+    job = f"the evaluation of step {eval_step}" if eval_step is not None else "the train job"
+    lines = [f"# {manifest_file}: {method} seed {seed}, {job} (backend {name}, run directory {where})"]
+    if not launches:
+        lines.append(f"# the {name} backend lists no external program for this job (Backend.launches is empty): "
+                     f"`agentrepro {'eval' if eval_step is not None else 'train'}` does the work itself")
+    for number, launch in enumerate(launches, start=1):
+        lines += [f"# {number}. {launch.purpose}", launch.shown()]
+    return "\n".join(lines)
+
+
 def deviations(manifest: dict[str, Any], manifest_file: Path) -> list[str]:
     """The backend's deviations from its official recipe over all jobs, one sentence per setting: the value when
     every job it applies to sets the same one, else "per run" (run names, paths, seeds), with the official value,
