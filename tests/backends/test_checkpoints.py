@@ -212,7 +212,8 @@ def test_prune_relax_and_builtin(tmp_path):
 
 
 def test_prune_refuses_a_changed_or_unsealed_checkpoint(tmp_path):
-    """A shard changed after the seal, or a file the seal does not list, stops the prune before anything is deleted."""
+    """A shard changed after the seal, or a file the seal does not list, stops the prune before anything is deleted;
+    an unsealed run is not pruned."""
     run = tmp_path / "run"
     config = verl_config(tmp_path)
     fake_verl_step(run, 5)
@@ -227,6 +228,8 @@ def test_prune_refuses_a_changed_or_unsealed_checkpoint(tmp_path):
     with pytest.raises(Failure, match="not listed in"):
         checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))
     assert shard.is_file()
+    (run / "OUTPUTS.sha256").unlink()   # not sealed: nothing can be checked, nothing is pruned
+    assert checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5)) is None and shard.is_file()
 
 
 def test_pruned_files_reports_a_record_that_disagrees_with_the_seal(tmp_path):

@@ -83,6 +83,3 @@ def test_dry_run_shows_the_official_launch_line(tmp_path):
     assert f"train graphgpo seed 0: agentrepro train runs\n{printed}\n" in proc.stdout
     shells = [m.group(1) for m in re.finditer(r"^Shell command: (.*agentrepro train --config .*)$", proc.stdout, re.M)]
     assert shells and all("run_qwen2.5" not in s and "trainer." not in s for s in shells)
-    evaluation = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", "--eval-step", "5",
-                         cwd=tmp_path).stdout.rstrip("\n")
-    assert f"eval graphgpo seed 0 step 5: agentrepro eval runs\n{evaluation}\n" in proc.stdout

@@ -69,18 +69,17 @@ _SHOWN = {}
 
 
 def get_launches(wildcards):
-    """What the job of these wildcards runs, as `agentrepro command MANIFEST --method M --seed K [--eval-step N]`
-    prints it (agentrepro.backends.jobs.shown): shown as the train and eval jobs' message, so `snakemake -n -p`
-    lists every external program before anything runs. Text only: it never enters a job's shell command."""
-    step = int(wildcards.step) if hasattr(wildcards, "step") else None
-    key = (wildcards.method, int(wildcards.seed), step)
+    """What the train job of these wildcards runs, as `agentrepro command MANIFEST --method M --seed K` prints it
+    (agentrepro.backends.jobs.shown): the train job's message, so `snakemake -n -p` lists every external program
+    before anything runs. Text only: it never enters a job's shell command."""
+    key = (wildcards.method, int(wildcards.seed))
     if key not in _SHOWN:
         from agentrepro.backends.jobs import shown
 
         try:
             if "manifest" not in _SHOWN:
                 _SHOWN["manifest"] = _plan.load_study_manifest(MANIFEST)
-            _SHOWN[key] = shown(_SHOWN["manifest"], Path(MANIFEST), *key)
+            _SHOWN[key] = shown(_SHOWN["manifest"], Path(MANIFEST), *key, check=False)  # freeze and train check
         except BadInput as exc:
             raise WorkflowError(str(exc)) from None
     return _SHOWN[key]

@@ -18,9 +18,6 @@ rule eval:
     params:
         run_dir=run_dir,
         slots=GPU_SLOTS,
-        launches=get_launches,  # shown, never run: `agentrepro eval` runs them (common.smk)
-    message:
-        "eval {wildcards.method} seed {wildcards.seed} step {wildcards.step}: agentrepro eval runs\n{params.launches}"
     threads: PLAN.job_threads()
     resources:
         **PLAN.job_resources(),

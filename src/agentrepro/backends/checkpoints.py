@@ -28,6 +28,7 @@ checkpoints were pruned cannot resume (`refuse_resume`; `agentrepro train --no-r
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,17 +137,21 @@ def prune(config: dict[str, Any], run_dir: str | Path, step: int, *, outcomes: P
     and returns the record eval/step<N>/pruned.json, or None when nothing was removed (nothing to remove, `all`).
 
     Only files the run's seal lists are removed, each after checking it still has the sealed hash (Failure
-    otherwise, before anything is deleted). Files of the step that the seal does not list are refused too.
+    otherwise, before anything is deleted). Files of the step that the seal does not list are refused too. A run
+    not sealed yet (evaluated by hand mid-training) is not pruned, and stderr says so.
     """
     run_dir = Path(run_dir)
     keep = keep_setting(config, path=run_dir / RunFiles.RESOLVED_CONFIG)
     if keep == "all":
         return None
     seal = run_dir / OUTPUTS
-    if not seal.is_file():
-        raise Failure(f"{seal}: missing: the run is not sealed, so nothing says what its checkpoints were; nothing pruned")
-    entries = read_outputs_manifest(seal)
     ckpt = step_checkpoint(config, run_dir, step)
+    if not seal.is_file():   # evaluated before the run was sealed (not in the workflow): nothing can be checked
+        if any(p.exists() for p in (*ckpt.state, *(ckpt.weights if keep == "none" else ()))):
+            print(f"agentrepro: checkpoint {step} not pruned: {seal} is missing (the run is not sealed), so nothing says "
+                  "what its files were", file=sys.stderr)
+        return None
+    entries = read_outputs_manifest(seal)
     weights = {p: d for target in ckpt.weights for p, d in _sealed_under(entries, run_dir, target).items()}
     state = {p: d for target in ckpt.state for p, d in _sealed_under(entries, run_dir, target).items() if p not in weights}
     doomed = {**state, **(weights if keep == "none" else {})}

@@ -43,9 +43,10 @@ def run_dir(manifest: dict[str, Any], manifest_file: Path, method: str, seed: in
 
 
 def planned_launches(manifest: dict[str, Any], manifest_file: Path, method: str, seed: int,
-                     eval_step: int | None = None) -> tuple[str, Path, list[Launch]]:
-    """(backend name, run directory, launches) of one job, as `train` (or `eval` of `eval_step`) would run it."""
-    backend, config = draft_config(manifest, manifest_file, method, seed)
+                     eval_step: int | None = None, *, check: bool = True) -> tuple[str, Path, list[Launch]]:
+    """(backend name, run directory, launches) of one job, as `train` (or `eval` of `eval_step`) would run it;
+    `check=False` skips the backend's config check (the workflow's dry run, which plans before freeze checks)."""
+    backend, config = draft_config(manifest, manifest_file, method, seed, check=check)
     if eval_step is not None and eval_step not in backend.checkpoint_steps(config):
         raise BadInput(f"step {eval_step} is not an evaluated step of this study "
                        f"({', '.join(map(str, backend.checkpoint_steps(config)))})", path=manifest_file, where="--eval-step")
@@ -53,10 +54,11 @@ def planned_launches(manifest: dict[str, Any], manifest_file: Path, method: str,
     return backend.name or config["backend"]["name"], where, backend.launches(config, where, eval_step=eval_step)
 
 
-def shown(manifest: dict[str, Any], manifest_file: Path, method: str, seed: int, eval_step: int | None = None) -> str:
-    """What `agentrepro command` prints for one job (and the workflow's train and eval messages show under
-    `snakemake -n -p`): a header line, then each launch's purpose and its `Launch.shown()` command."""
-    name, where, launches = planned_launches(manifest, manifest_file, method, seed, eval_step)
+def shown(manifest: dict[str, Any], manifest_file: Path, method: str, seed: int, eval_step: int | None = None, *,
+          check: bool = True) -> str:
+    """What `agentrepro command` prints for one job (and the workflow's train job message shows under
+    `snakemake -n -p`, with `check=False`): a header line, then each launch's purpose and its `Launch.shown()`."""
+    name, where, launches = planned_launches(manifest, manifest_file, method, seed, eval_step, check=check)
     job = f"the evaluation of step {eval_step}" if eval_step is not None else "the train job"
     lines = [f"# {manifest_file}: {method} seed {seed}, {job} (backend {name}, run directory {where})"]
     if not launches:
