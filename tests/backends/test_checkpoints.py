@@ -278,3 +278,4 @@ def test_eval_verb_prunes_after_the_outcomes_and_never_after_a_failure(tmp_path,
     assert attempt["pruned"]["keep"] == "hf" and attempt["pruned"]["files"] == 8   # 3 kinds x 2 ranks, config.json, data.pt
     result = run_cli("train", "--config", write_config(config), "--out", run)
     assert result.returncode == 2 and "cannot resume" in result.stderr
+
