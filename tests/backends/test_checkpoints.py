@@ -279,3 +279,21 @@ def test_eval_verb_prunes_after_the_outcomes_and_never_after_a_failure(tmp_path,
     result = run_cli("train", "--config", write_config(config), "--out", run)
     assert result.returncode == 2 and "cannot resume" in result.stderr
 
+
+
+def test_relax_export_is_a_recorded_deviation_beside_verl_agents(tmp_path):
+    """The lock's deviations of graphgpo-alfworld (verl-agent and @relax methods) name Relax's changed --save-interval
+    (the recipe's 10, from the facts), the added --save-hf and the eval hook, and still verl's trainer.save_freq."""
+    from agentrepro.backends import jobs
+    from agentrepro.manifest.loading import load_manifest
+    from helpers import REPO
+
+    args = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
+    recipe = {f["flag"]: f.get("value") for f in args["graphgpo_recipe"]["flags"]}
+    records = {r["key"]: r for r in relax_recipe.deviations(relax_config(tmp_path), tmp_path)}
+    assert records["--save-interval"]["official"] == recipe["--save-interval"] == "10" and records["--save-interval"]["value"] == 5
+    assert records[relax_recipe.HOOK_FLAG]["official"] == recipe[relax_recipe.HOOK_FLAG] and records["--save-hf"]["official"] is None
+    manifest_file = REPO / "manifests" / "graphgpo-alfworld.yaml"
+    sentences = jobs.deviations(load_manifest(manifest_file), manifest_file)
+    assert any(s.startswith("--save-interval = 5 (the script sets 10;") and "@relax" in s for s in sentences), sentences
+    assert any(s.startswith("trainer.save_freq = 5 (the script sets -1;") for s in sentences), sentences

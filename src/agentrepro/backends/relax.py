@@ -162,6 +162,9 @@ class RelaxBackend(Backend):
         """The train job's programs; an evaluation runs none (Relax evaluates inside training, see above)."""
         return [] if eval_step is not None else launches(config, run_dir)
 
+    def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+        return relax_recipe.deviations(config, save_dir(run_dir))
+
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         workdir = Path(config["backend"]["workdir"])
         if not (workdir / relax_recipe.RECIPE).is_file():

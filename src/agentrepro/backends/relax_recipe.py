@@ -136,6 +136,23 @@ def hf_export_args(save_dir: Path) -> list[str]:
     return ["--save-interval", str(EVAL_INTERVAL), "--save-hf", str(Path(save_dir) / "hf" / "{rollout_id}")]
 
 
+RECIPE_SAVE_INTERVAL = 10   # --save-interval 10, line 194
+
+
+def deviations(config: dict[str, Any], save_dir: Path) -> list[dict[str, Any]]:
+    """What a job changes in the recipe's command ({key, value, official, why}): the eval-log hook, and with
+    backend.export_hf (the default) the save cadence and the Hugging Face copy (`hf_export_args`)."""
+    out = [{"key": HOOK_FLAG, "value": HOOK, "official": RECIPE_HOOK,
+            "why": "outcomes per trajectory on the frozen panel (agentrepro's hook), then the recipe's own logger"}]
+    if config["backend"].get("export_hf", True):
+        args = hf_export_args(save_dir)
+        out += [{"key": "--save-interval", "value": int(args[1]), "official": str(RECIPE_SAVE_INTERVAL),
+                 "why": "checkpoint cadence: the evaluated steps"},
+                {"key": "--save-hf", "value": args[3], "official": None,
+                 "why": "a Hugging Face copy of each checkpoint, for evaluation outside Relax"}]
+    return out
+
+
 def hf_checkpoint(save_dir: Path, config: dict[str, Any], step: int) -> Path:
     """The Hugging Face weights of harness step `step`: the model snapshot itself before training."""
     if step == 0:
