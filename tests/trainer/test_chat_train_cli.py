@@ -4,23 +4,18 @@ outcomes, and the chat template's hash in the train and eval provenance."""
 import hashlib
 import json
 
-import yaml
 from transformers import AutoTokenizer
 
 from agentrepro.fileio import read_jsonl
 from helpers import run_cli
-from trainer_helpers import chat_config
+from trainer_helpers import chat_config, train_verb
 
 
 def test_a_short_chat_run_trains_and_evaluates_on_the_chat_prompts(tiny_chat_model, tmp_path):
     """Two CPU steps on the tiny chat model write metrics and checkpoints; train and eval record the chat template's sha256."""
     config = chat_config(tiny_chat_model, steps=2, max_turns=2, max_new_tokens=5)
     config["eval"]["max_turns"] = 2
-    cfg_path = tmp_path / "config.yaml"
-    cfg_path.write_text(yaml.safe_dump(config))
-    run = tmp_path / "runs" / "tiny" / "grpo" / "seed0"
-    done = run_cli("train", "--config", cfg_path, "--out", run)
-    assert done.returncode == 0, done.stderr
+    run = train_verb(config, tmp_path)
     metrics = read_jsonl(run / "metrics.jsonl")
     assert [m["step"] for m in metrics] == [1, 2] and all(m["tokens_trained"] > 0 for m in metrics)
     for name in ("checkpoints/step0.pt", "checkpoints/step1.pt", "checkpoints/step2.pt", "OUTPUTS.sha256"):

@@ -17,7 +17,7 @@ from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.spawn import _one_line
 from agentrepro.trainer.update import batched_token_stats
 from helpers import run_cli
-from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec
+from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec, train_verb
 
 SEEDS = [0, 0, 1, 1, 2, 2]  # three groups of two
 
@@ -122,11 +122,7 @@ def test_train_verb_on_two_ranks_writes_metrics_and_checkpoints_once(tmp_path):
     checkpoints with both ranks' sampling states, and a run resumed from step 1 ends bit for bit where it ended."""
     config = tiny_config(steps=2, data_parallel=2)
     del config["model"]  # the builtin backend's default tiny policy
-    cfg_path = tmp_path / "config.yaml"
-    cfg_path.write_text(yaml.safe_dump(config))
-    run = tmp_path / "runs" / "tiny" / "grpo" / "seed0"
-    done = run_cli("train", "--config", cfg_path, "--out", run)
-    assert done.returncode == 0, done.stderr
+    run = train_verb(config, tmp_path)
     metrics = read_jsonl(run / "metrics.jsonl")
     assert [m["step"] for m in metrics] == [1, 2] and [m["step"] for m in read_jsonl(run / "timings.jsonl")] == [1, 2]
     assert [m["episodes"] for m in metrics] == [4, 8]  # groups x group_size per step, over both ranks
@@ -141,7 +137,7 @@ def test_train_verb_on_two_ranks_writes_metrics_and_checkpoints_once(tmp_path):
     again = tmp_path / "again"
     shutil.copytree(run, again)
     (again / "checkpoints" / "step2.pt").unlink()
-    done = run_cli("train", "--config", cfg_path, "--out", again)
+    done = run_cli("train", "--config", tmp_path / "config.yaml", "--out", again)
     assert done.returncode == 0, done.stderr
     machine = ("wall_s", "gpu_hours", "cpu_rss_gb")
     assert [{k: v for k, v in m.items() if k not in machine} for m in read_jsonl(again / "metrics.jsonl")] == \

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
+
+import yaml
+from helpers import run_cli
 
 TINY_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 16, "n_layers": 1, "n_heads": 2}}
 
@@ -48,3 +52,13 @@ def chat_spec_and_codec(model_dir, **train):
     spec = RunSpec.from_config(chat_config(model_dir, **train))
     tokenizer = spec.build_tokenizer()
     return spec, tokenizer, spec.make_codec(tokenizer)
+
+
+def train_verb(config: dict, tmp_path: Path) -> Path:
+    """`agentrepro train` on `config` as a subprocess; asserts it succeeded and returns the run directory."""
+    cfg_path = tmp_path / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(config))
+    run = tmp_path / "runs" / "tiny" / "grpo" / "seed0"
+    done = run_cli("train", "--config", cfg_path, "--out", run)
+    assert done.returncode == 0, done.stderr
+    return run
