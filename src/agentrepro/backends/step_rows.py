@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
+from agentrepro.hooks.agentrepro_step_rows import FOLDER, STEPS   # the variables the hook reads, named once
 from agentrepro.layout import batch_dump
-
-STEPS, FOLDER = "AGENTREPRO_STEP_ROWS", "AGENTREPRO_STEP_ROWS_DIR"   # hooks/agentrepro_step_rows.py reads these
 
 
 def problem(step_rows, steps) -> str | None:

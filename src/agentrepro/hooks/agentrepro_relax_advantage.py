@@ -23,12 +23,13 @@ Runs inside Relax's Ray processes: Python standard library only.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 
 try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+    import agentrepro_signature
     import agentrepro_step_rows as step_rows
 except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
+    from agentrepro.hooks import agentrepro_signature
     from agentrepro.hooks import agentrepro_step_rows as step_rows
 
 HANDOVER = "examples.graphgpo.custom_advantage.compute_custom_advantage"
@@ -42,11 +43,9 @@ def recipe_function():
     """The recipe's function, refused unless its parameters are the ones of eaf262f."""
     module_name, name = HANDOVER.rsplit(".", 1)
     function = getattr(importlib.import_module(module_name), name)
-    signature = inspect.signature(function)
-    bare = signature.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
-                             return_annotation=inspect.Signature.empty)
-    if str(bare) != SIGNATURE:
-        raise RuntimeError(f"agentrepro: {HANDOVER}{bare} is not {SIGNATURE} of Relax eaf262f")
+    found = agentrepro_signature.bare(function)
+    if found != SIGNATURE:
+        raise RuntimeError(f"agentrepro: {HANDOVER}{found} is not {SIGNATURE} of Relax eaf262f")
     return function
 
 

@@ -30,16 +30,16 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.util
-import inspect
 import json
 import os
 import sys
 import threading
 
 try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+    import agentrepro_signature
     import agentrepro_verl_rows
 except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
-    from agentrepro.hooks import agentrepro_verl_rows
+    from agentrepro.hooks import agentrepro_signature, agentrepro_verl_rows
 
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 ENVS_INIT = "(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={})"
@@ -93,10 +93,7 @@ def check(module, qualname: str, expected: str) -> None:
         _, _, target = _resolve(module, qualname)
     except AttributeError:
         raise RuntimeError(f"agentrepro: {module.__name__} has no {qualname} (integration written for verl-agent {COMMIT[:7]})") from None
-    signature = inspect.signature(target)
-    bare = signature.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
-                             return_annotation=inspect.Signature.empty)
-    found = str(bare)
+    found = agentrepro_signature.bare(target)
     if found != expected:
         raise RuntimeError(f"agentrepro: {module.__name__}.{qualname}{found} is not {expected} of verl-agent {COMMIT[:7]}")
 
