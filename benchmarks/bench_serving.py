@@ -2,19 +2,21 @@
 
     .venv/bin/python benchmarks/bench_serving.py [--model DIR | --shape tiny|qwen2.5-0.5b] [--device cpu|cuda]
         [--server transformers|URL] [--concurrency 1 8 32] [--episodes 32] [--max-tokens 16] [--max-turns 2]
-        [--server-arg ARG]...
+        [--server-arg ARG]... [--log-dir DIR] [--json FILE]
 
 Without --model a random-weight Qwen2 is built (agentrepro.serving.tiny: the tiny CPU shape, or Qwen2.5-0.5B's
 shape for a GPU). One server is started (or the URL used) for all concurrency levels; each level plays the
 same FrozenLake panel (seeds 10001.., greedy, concat) once for warm-up of that level's path, not timed, then
-timed. Reports episodes/s, requests/s and the ratio against 1 episode in flight. Numbers depend on the
-machine and its load; record them in benchmarks/RESULTS.md.
+timed. Reports episodes/s, requests/s and the ratio against 1 episode in flight (as a table, and with --json
+as a file rewritten after each level); the server's log goes to --log-dir. Numbers depend on the machine and
+its load; record them in benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -38,6 +40,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--max-turns", type=int, default=2)
+    parser.add_argument("--log-dir", type=Path, help="the server's logs (default: a temporary folder, printed)")
+    parser.add_argument("--json", type=Path, help="write the levels measured so far here after each level")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-serving-"))
@@ -49,9 +53,16 @@ def main() -> None:
     panel = task_panel("frozenlake", {}, range(10001, 10001 + args.episodes))
     sampling = Sampling(temperature=0.0, max_tokens=args.max_tokens)
     started = time.perf_counter()
-    with serve(config, model, log_dir=work / "logs") as server:
-        print(f"server {server.provenance.get('kind')} {server.provenance.get('version')} ready in {time.perf_counter() - started:.1f} s; "
-              f"load average {os.getloadavg()[0]:.1f}")
+    log_dir = args.log_dir or work / "logs"
+    print(f"model {model}; server log in {log_dir}", flush=True)
+    report = {"model": str(model), "shape": None if args.model else args.shape, "device": args.device,
+              "server_args": args.server_arg, "episodes": args.episodes, "max_tokens": args.max_tokens,
+              "max_turns": args.max_turns, "levels": []}
+    with serve(config, model, log_dir=log_dir) as server:
+        report.update(server=server.provenance.get("kind"), version=server.provenance.get("version"),
+                      ready_s=round(time.perf_counter() - started, 1))
+        print(f"server {report['server']} {report['version']} ready in {report['ready_s']} s; "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
 
         async def level(concurrency: int) -> tuple[float, int, int]:
             client = ChatClient(server.url, server.model, max_connections=concurrency)
@@ -82,6 +93,11 @@ def main() -> None:
             base = base or rate
             print(f"| {concurrency} | {episodes} | {requests} | {seconds:.1f} | {rate:.2f} | {requests / seconds:.2f} | {rate / base:.2f}x |",
                   flush=True)
+            report["levels"].append({"concurrency": concurrency, "episodes": episodes, "requests": requests,
+                                     "seconds": round(seconds, 2), "episodes_per_s": round(rate, 3),
+                                     "vs_1": round(rate / base, 3)})
+            if args.json:
+                args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         print(f"load average {os.getloadavg()[0]:.1f}")
 
 

@@ -111,3 +111,45 @@ def test_server_option_picks_the_server(tmp_path):
     with pytest.raises(BadInput) as exc:
         server_config(parser.parse_args(["--server", "vllm"]))
     assert exc.value.where == "--server"
+
+
+# A server answering as transformers serve 5.17 does when pinned to a model directory: /health says ok,
+# /v1/models lists only the (here empty) Hugging Face cache, never the directory.
+FAKE_SERVE_5_17 = """
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = {"/health": {"status": sys.argv[2]}, "/v1/models": {"object": "list", "data": []}}.get(self.path)
+        self.send_response(200 if body and body.get("status", "ok") == "ok" else 503 if body else 404)
+        self.end_headers()
+        self.wfile.write(json.dumps(body or {}).encode())
+
+    def log_message(self, *args):
+        pass
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+@pytest.mark.parametrize("kind, health, becomes_ready", [
+    ("transformers", "ok", True),            # ready though /v1/models does not list the model
+    ("transformers", "unhealthy", False),    # /health 503 (its continuous-batching worker died)
+    ("sglang", "ok", False),                 # SGLang must list its --model-path on /v1/models
+])
+def test_readiness_of_a_server_that_does_not_list_its_model(tmp_path, kind, health, becomes_ready):
+    """transformers serve before 5.24 never lists a pinned model directory on /v1/models; its /health decides."""
+    from agentrepro.serving.servers import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", FAKE_SERVE_5_17, str(port), health])
+    server = Server(url=f"http://127.0.0.1:{port}", model="/m", provenance={"kind": kind}, process=proc)
+    try:
+        if becomes_ready:
+            _wait_ready(server, 30, tmp_path / "none.log")
+        else:
+            with pytest.raises(Failure, match="not ready after 3 s"):
+                _wait_ready(server, 3, tmp_path / "none.log")
+    finally:
+        stop_tree(proc, grace_s=5)

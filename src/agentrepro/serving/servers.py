@@ -8,9 +8,8 @@
 * `url`: a server someone else runs; nothing is started or stopped.
 
 A started server gets a free port on 127.0.0.1, its output goes to `<log_dir>/server.{stdout,stderr}.log`,
-readiness is polled on `GET /v1/models` (the served model must be listed) until `startup_timeout_s`, and it
-is stopped by PID with its whole process tree (backends/process.py), also when the evaluation fails or is
-interrupted. `Server.provenance` (kind, program version, argv, URL, served model, determinism) goes into
+readiness is polled until `startup_timeout_s` (`ready` says how for each kind), and it is stopped by PID
+with its whole process tree (backends/process.py), also when the evaluation fails or is interrupted. `Server.provenance` (kind, program version, argv, URL, served model, determinism) goes into
 the evaluation's provenance.
 """
 
@@ -168,6 +167,22 @@ def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, 
         stop_tree(process)
 
 
+def ready(server: Server) -> bool:
+    """Whether a started server answers for its model now.
+
+    transformers serve loads its pinned model before it listens, so `GET /health` answering 200 means ready.
+    Its `GET /v1/models` is no test: through transformers 5.23 it lists only the Hugging Face cache, never
+    a model directory it was started on (5.17 answered 500 there with no cache), and lists a pinned model from
+    5.24 on. SGLang lists its `--model-path` on `/v1/models`.
+    """
+    with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        if server.provenance["kind"] == "transformers":
+            response = httpx.get(f"{server.url}/health", timeout=5.0)
+            return response.status_code == 200 and response.json().get("status") == "ok"
+        return server.model in served_models(server.url)
+    return False
+
+
 def _wait_ready(server: Server, timeout_s: float, err_path: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -175,9 +190,8 @@ def _wait_ready(server: Server, timeout_s: float, err_path: Path) -> None:
             tail = last_line(err_path)
             raise Failure(f"the {server.provenance['kind']} server exited with status {server.process.returncode} before it was "
                           f"ready; see {err_path}" + (f" (last line: {tail})" if tail else ""))
-        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
-            if server.model in served_models(server.url):
-                return
+        if ready(server):
+            return
         if time.monotonic() > deadline:
             raise Failure(f"the {server.provenance['kind']} server was not ready after {timeout_s:g} s; see {err_path}")
         time.sleep(0.5)
