@@ -10,7 +10,8 @@
 * relax/entrypoints/train.py: Relax's loop as the facts describe it: evaluation before training (rollout 0),
   a rollout_result/train/<r>.jsonl per rollout, an evaluation when (r + 1) % eval_interval == 0, the eval hook
   loaded from its dotted path and given per-turn samples, a save (iter_<r:07d>/ under --save and the --save-hf
-  copy formatted with r) when (r + 1) % save_interval == 0 or at the last rollout; it records its environment.
+  copy formatted with r) when (r + 1) % save_interval == 0 or at the last rollout, each after removing the iter_*
+  directories beyond the newest --max-actor-ckpt-to-keep (Relax's rotation); it records its environment.
 `make_ray(bin_dir)` writes a `ray` whose `start --head --block` listens on --port and --dashboard-port and
 serves its own environment and working directory on the dashboard port; `job submit` connects to
 RAY_ADDRESS (else --address) and runs the entrypoint with the head's environment and directory, as a Ray
@@ -59,7 +60,7 @@ def log_eval_rollout_data(rollout_id, args, data, extra_metrics=None):
 """
 
 TRAIN = """
-import argparse, importlib, json, os, types
+import argparse, importlib, json, os, shutil, types
 p = argparse.ArgumentParser()
 for flag in ("--save", "--advantage-estimator", "--custom-eval-rollout-log-function-path", "--agentic-custom-advantage-path"):
     p.add_argument(flag)
@@ -93,6 +94,10 @@ for rollout_id in range(a.num_rollout):
     if (rollout_id + 1) % a.eval_interval == 0:
         evaluate(rollout_id)
     if a.save_interval and ((rollout_id + 1) % a.save_interval == 0 or rollout_id + 1 == a.num_rollout):
+        if a.max_actor_ckpt_to_keep is not None:   # rotation before the save: iter_* under --save beyond the newest N
+            older = sorted((d for d in os.listdir(a.save) if d.startswith("iter_")), reverse=True)
+            for old in older[a.max_actor_ckpt_to_keep:]:
+                shutil.rmtree(os.path.join(a.save, old))
         iteration = os.path.join(a.save, f"iter_{rollout_id:07d}")   # Megatron's dist checkpoint, then the HF export
         os.makedirs(iteration, exist_ok=True)
         for name in ("__0_0.distcp", "common.pt"):

@@ -184,9 +184,30 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     assert relax.launches(resolved(study, "graphgpo"), tmp_path / "run")[3].argv == submit.argv   # the default
     config["backend"]["export_hf"] = False
     plain = relax.launches(config, tmp_path / "run")[3]
-    assert plain.argv[4:] == (relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK)   # no export flags; the study's train.step_rows
+    assert plain.argv[4:] == (relax_recipe.KEEP_FLAG, "1", relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK)   # no export flags
     with pytest.raises(BadInput, match="expected --seed at most once"):
         relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
+
+
+@pytest.mark.parametrize("keep, kept", [("hf", "1"), ("none", "1"), ("all", "2")])
+def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, tmp_path, keep, kept):
+    """eval.keep_checkpoints hf/none: the submitted command carries --max-actor-ckpt-to-keep 1 (an int flag of Relax) in
+    place of the recipe's 2, once, recorded as a deviation; Relax rotates only iter_* under --save, before each save,
+    and the --save-hf copies live outside it (relax.outputs.json). `all`: the recipe's value, no deviation."""
+    config = copy.deepcopy(resolved(study, "graphgpo"))
+    config["eval"]["keep_checkpoints"] = keep
+    _, expand, _, submit = relax.launches(config, tmp_path / "run")
+    words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=list(submit.argv[4:]))
+    given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
+    recipe = {f["flag"]: f["value"] for f in RECIPE["flags"]}
+    flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
+    assert recipe[relax_recipe.KEEP_FLAG] == str(relax_recipe.RECIPE_KEEP) and flags[relax_recipe.KEEP_FLAG]["type"] == "int"
+    assert given[relax_recipe.KEEP_FLAG] == [kept] and words.count(relax_recipe.KEEP_FLAG) == 1
+    retention = OUTPUTS["checkpoint"]["retention"]
+    assert retention["flag"] == relax_recipe.KEEP_FLAG and "--save-hf copies are never touched" in retention["scope"]
+    assert not Path(given["--save-hf"][0]).is_relative_to(Path(given["--save"][0]))   # rotation globs iter_* under --save only
+    records = [r for r in relax.RelaxBackend().deviations(config, tmp_path / "run") if r["key"] == relax_recipe.KEEP_FLAG]
+    assert records == ([{"key": relax_recipe.KEEP_FLAG, "value": 1, "official": "2", "why": records[0]["why"]}] if kept == "1" else [])
 
 
 def test_two_jobs_on_one_node_get_their_own_ports(study, tmp_path, monkeypatch):
@@ -393,6 +414,8 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "1")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
     assert submitted[:4] == list(relax_recipe.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
+    assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"   # eval.keep_checkpoints hf (the default)
+    assert sorted(p.name for p in save.glob("iter_*")) == ["iter_0000004", "iter_0000009"]   # rotated before each save
     calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]
     assert [c["rollout_id"] for c in calls] == [0, 4, 9] and all(c["rows"] > 128 for c in calls)
     assert not (run_dir / "ray_head.pid").exists()

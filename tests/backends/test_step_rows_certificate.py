@@ -1,7 +1,7 @@
 """The parity certificate end to end: each framework integration writes step rows and the advantages the
 framework computed, and the analysis recomputes them in both episode-statistics modes.
 
-verl-agent: the stand-in module tree of test_verl_integration.py (the names and signatures of verl-agent @ 20bd331,
+verl-agent: the stand-in module tree of verl_standin.py (the names and signatures of verl-agent @ 20bd331,
 tests/fixtures/frameworks/verl-agent-20bd331.patched.json: RayPPOTrainer.fit, compute_advantage) replays one
 rollout batch through its `fit`, entered through the real integration (sitecustomize, AGENTREPRO_VERL_OUT).
 Relax: a stand-in `examples/graphgpo/custom_advantage.py` with the signature of redai-infra/Relax eaf262f
@@ -30,7 +30,7 @@ from agentrepro.layout import batch_dump
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "advantages" / "random_batches.jsonl"
 SRC = Path(__file__).parents[2] / "src"
-_spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("test_verl_integration.py"))
+_spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
 verl_standin = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(verl_standin)
 OPTIONS = {"estimator": "graphgpo", "omega": 0.1, "norm": "std", "invalid_penalty": 0.1, "step_weight": 1.0, "episode_weight": 1.0}

@@ -1,14 +1,14 @@
 """The verl-agent outcome integration (agentrepro/hooks: verl_site/sitecustomize.py and agentrepro_verl_hook.py) driven through its real entry (sitecustomize on
-PYTHONPATH, switched on by AGENTREPRO_VERL_OUT) against a STAND-IN module tree: the modules, classes, names and
-signatures of verl-agent @ 20bd331 (tests/fixtures/frameworks/verl-agent-20bd331.patched.json), with bodies that only
-do what the integration relies on. It cannot run against the real verl here (no GPU stack)."""
+PYTHONPATH, switched on by AGENTREPRO_VERL_OUT) against a STAND-IN module tree (verl_standin.py): the modules, classes,
+names and signatures of verl-agent @ 20bd331 (tests/fixtures/frameworks/verl-agent-20bd331.patched.json), with bodies
+that only do what the integration relies on. It cannot run against the real verl here (no GPU stack)."""
 
 from __future__ import annotations
 
 import json
+import importlib.util
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 from agentrepro.backends import outcomes, verl_agent
@@ -16,118 +16,10 @@ from agentrepro.backends import outcomes, verl_agent
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "verl-agent-20bd331.patched.json").read_text())
 from agentrepro.hooks import agentrepro_verl_hook as hook  # noqa: E402
 
-RAY = '''
-import copy
-def remote(**resources):
-    def wrap(cls):
-        class Handle:
-            @staticmethod
-            def remote(*args):   # a Ray actor gets pickled copies of its arguments
-                return cls(*copy.deepcopy(args))
-        return Handle
-    return wrap
-'''
-ENVS = '''
-import ray
-class BaseEnv:
-    def __init__(self, games):
-        self.game_files, self.num_games = list(games), len(games)
-    def init_env(self, batch_size):
-        return Env(list(self.game_files))
-class Env:
-    def __init__(self, games):
-        self.games = games
-    def seed(self, seed):
-        self.order = self.games[seed % len(self.games):] + self.games[:seed % len(self.games)]
-class AlfworldWorker:
-    def __init__(self, config, seed, base_env):
-        self.env = base_env.init_env(batch_size=1)
-        self.env.seed(seed)
-    def game(self):
-        return self.env.order[0]
-class AlfworldEnvs:
-    def __init__(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={}):
-        base_env = BaseEnv(alf_config_path)
-        env_worker = ray.remote(**resources_per_worker)(AlfworldWorker)
-        self.workers = [env_worker.remote({}, seed + (i // group_n), base_env) for i in range(env_num * group_n)]
-'''
-MANAGER = '''
-class AlfWorldEnvironmentManager:
-    def __init__(self, envs):
-        self.envs = envs
-    def success_evaluator(self, total_infos, total_batch_list, **kwargs):
-        success = {"success_rate": []}
-        for i in range(len(total_batch_list)):
-            self._process_batch(i, total_batch_list, total_infos, success)
-        return success
-    def _process_batch(self, batch_idx, total_batch_list, total_infos, success):
-        for i in reversed(range(len(total_batch_list[batch_idx]))):
-            if total_batch_list[batch_idx][i]["active_masks"]:
-                success["success_rate"].append(float(total_infos[batch_idx][i]["won"]))
-                return
-'''
-TRAINER = '''
-import json, os
-import numpy as np
-class DataProto:   # verl.protocol.DataProto: .batch holds tensors (numpy arrays here), .non_tensor_batch numpy object arrays
-    def __init__(self, batch, non_tensor_batch):
-        self.batch, self.non_tensor_batch = batch, non_tensor_batch
-def compute_advantage(data, adv_estimator, gamma=1.0, lam=1.0, num_repeat=1, multi_turn=False, norm_adv_by_std_in_grpo=True, step_advantage_w=1.0, episode_advantage_w=0.0, gigpo_mode="mean_std_norm", **kwargs):
-    values = np.array(json.loads(open(os.environ["STANDIN_ADVANTAGES"]).read()))   # one scalar per row, on every response token
-    data.batch["advantages"] = values[:, None] * data.batch["response_mask"]
-    return data
-class RayPPOTrainer:
-    def __init__(self, val_envs):
-        self.val_envs, self.global_steps = val_envs, 0
-    def fit(self):   # replays one rollout batch (STANDIN_BATCH: step rows) at steps 1 and 2, as the recipe's loop calls compute_advantage
-        rows = json.loads(open(os.environ["STANDIN_BATCH"]).read())
-        columns = {"uid": "group", "traj_uid": "traj", "anchor_obs": "state", "next_obs": "next_state", "rewards": "reward",
-                   "episode_rewards": "episode_reward", "is_action_valid": "valid"}
-        self.global_steps = 1
-        for _ in range(2):
-            non = {name: np.array([r[key] for r in rows], dtype=object) for name, key in columns.items()}
-            non["active_masks"] = np.ones(len(rows), dtype=bool)
-            mask = np.array([[1.0] * (1 + i % 4) + [0.0] * (4 - i % 4) for i in range(len(rows))])   # right-padded responses
-            compute_advantage(DataProto({"response_mask": mask}, non), "GraphGPO", gamma=0.1, epsilon=1e-6)
-            self.global_steps += 1
-    def _validate(self):
-        rows, infos = [], []
-        for i, worker in enumerate(self.val_envs.envs.workers):   # env i: i + 1 active turns of 4 tokens, won if i is even
-            turns = i + 1
-            rows.append([{"active_masks": t < turns, "responses": np.zeros(6), "attention_mask": np.array([1] * 5 + [1, 1, 1, 1, 0, 0])}
-                         for t in range(turns + 1)])
-            infos.append([{"won": t == turns - 1 and i % 2 == 0, "extra.gamefile": worker.game()} for t in range(turns + 1)])
-        success = self.val_envs.success_evaluator(total_infos=infos, total_batch_list=rows)
-        return {"val/success_rate": float(np.mean(success["success_rate"]))}
-'''
-TRACKING = '''
-class Tracking:
-    def log(self, data, step, backend=None):
-        print("step:%d" % step)
-'''
-DRIVER = '''
-from recipe.GraphGPO.graphgpo_ray_trainer import RayPPOTrainer   # bound by name: the hook must patch before this
-from recipe.GraphGPO.alfworld_envs import AlfworldEnvs
-from recipe.GraphGPO.graphgpo_env_manager import AlfWorldEnvironmentManager
-from verl.utils.tracking import Tracking
-import sys
-split = sys.argv[1:]
-train = AlfworldEnvs(split, 0, 2, 2, {}, is_train=True)
-assert [w.game() for w in train.workers] == [split[0], split[0], split[1], split[1]]   # training envs untouched
-trainer = RayPPOTrainer(AlfWorldEnvironmentManager(AlfworldEnvs(split, 1000, 3, 1, {}, is_train=False)))
-trainer.global_steps = 5
-metrics = trainer._validate()
-Tracking().log(data={**metrics, "timing_s/step": 2.5, "note": "text"}, step=5)
-'''
-
-
-def stand_in_tree(root: Path) -> None:
-    files = {"ray.py": RAY, "recipe/__init__.py": "", "recipe/GraphGPO/__init__.py": "", "recipe/GraphGPO/alfworld_envs.py": ENVS,
-             "recipe/GraphGPO/graphgpo_env_manager.py": MANAGER, "recipe/GraphGPO/graphgpo_ray_trainer.py": TRAINER,
-             "verl/__init__.py": "", "verl/utils/__init__.py": "", "verl/utils/tracking.py": TRACKING, "driver.py": DRIVER}
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text))
+_spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
+standin = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(standin)
+stand_in_tree = standin.stand_in_tree
 
 
 def test_patched_names_match_the_facts():

@@ -1,4 +1,4 @@
-"""Checkpoint N of a run: which files hold it, which of them an evaluation reads, and pruning once N is evaluated.
+"""Checkpoint N of a run: which files hold it, which of them an evaluation reads, and pruning them.
 
 The one owner of (backend, step) -> checkpoint files (docs/design.md §3.3 `checkpoints/`), from each framework's
 output layout (tests/fixtures/frameworks/*.outputs.json, checked in tests/backends/test_checkpoints.py):
@@ -11,18 +11,31 @@ output layout (tests/fixtures/frameworks/*.outputs.json, checked in tests/backen
 | other       | checkpoints/hf/step<N>/ (layout.hf_checkpoint)     | none |
 
 Step 0 of verl-agent and relax is the base model (its local directory; outside the run, never pruned). Relax's
-0-based rollout_id comes from relax_recipe.rollout_of_step, its one owner.
+0-based rollout_id comes from relax_recipe.rollout_of_step, its one owner. verl-agent's names (global_step_N,
+actor/huggingface) are those of the hook that prunes during training (hooks/agentrepro_verl_prune.py), taken from it.
 
-Pruning (`prune`): `agentrepro eval` calls it once step N's outcomes are checked and written, before it seals
-eval/step<N>/ (an evaluation that failed never gets here). What goes is the run config's `eval.keep_checkpoints`:
-* `hf` (the default): the step's training state (18 GB a checkpoint for a 1.5B model with its optimizer); the
+What goes is the run config's `eval.keep_checkpoints`:
+* `hf` (the default): a step's training state (18 GB a checkpoint for a 1.5B model with its optimizer); the
   weights an evaluation reads stay (the Hugging Face copy, builtin's step<N>.pt), so the step can be served again;
-* `none`: those weights too (outcomes, metrics and every hash stay); `all`: nothing.
-Every file removed must still hash as the run's seal says (a changed checkpoint is evidence, never deleted); the
-record eval/step<N>/pruned.json lists each removed file with that hash, the hashes of the kept weights and of the
-outcomes, and is sealed with the evaluation. The training seal is not rewritten: the audit accepts a sealed file
-that is absent exactly when a record of the run lists it with the seal's hash (`pruned_files`). A run whose
-checkpoints were pruned cannot resume (`refuse_resume`; `agentrepro train --no-resume` trains it again).
+* `none`: after its evaluation, those weights too (outcomes, metrics and every hash stay); `all`: nothing.
+
+During training (hf and none alike: resume needs only the newest step's state, the served evaluator the copies):
+* verl-agent: after saving step N, the hook removes the training state of every older step, recording each file
+  first (run-relative path, sha256, bytes) in checkpoints/pruned_in_training.jsonl (`pruned_in_training`). Those
+  files were never sealed, so the audit has nothing to excuse; the record is sealed with the run, shown by the
+  train verb, and the audit refuses one that lists a file the seal still lists.
+* relax: the job passes --max-actor-ckpt-to-keep 1 instead of the recipe's 2 (relax_recipe.retention_args, a
+  recorded deviation). Relax rotates its iter_* directories before each save and never its --save-hf copies, so
+  after a save the previous step's Megatron checkpoint is still there until the next one.
+A run pruned during training still resumes from its latest step.
+
+After an evaluation (`prune`): `agentrepro eval` calls it once step N's outcomes are checked and written, before it
+seals eval/step<N>/ (an evaluation that failed never gets here). Every file removed must still hash as the run's
+seal says (a changed checkpoint is evidence, never deleted); the record eval/step<N>/pruned.json lists each removed
+file with that hash, the hashes of the kept weights and of the outcomes, and is sealed with the evaluation. The
+training seal is not rewritten: the audit accepts a sealed file that is absent exactly when a record of the run
+lists it with the seal's hash (`pruned_files`). A run whose checkpoints were pruned after their evaluation cannot
+resume (`refuse_resume`; `agentrepro train --no-resume` trains it again).
 """
 
 from __future__ import annotations
@@ -35,7 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import atomic_write_json, load_json, sha256_file
+from agentrepro.fileio import atomic_write_json, iter_jsonl, load_json, sha256_file
+from agentrepro.hooks import agentrepro_verl_prune as verl_prune
 from agentrepro.layout import RunFiles, checkpoint_dir, eval_dir, evaluations_on_disk, hf_checkpoint
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
@@ -68,7 +82,7 @@ def _verl_agent(config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpo
     if step == 0:
         return _base_model(config, step)
     root = verl_step_dir(run_dir, step)
-    hf = root / "actor" / "huggingface"
+    hf = root.joinpath(*verl_prune.HF_COPY)
     return StepCheckpoint(step, hf, weights=(hf,), state=(root,))
 
 
@@ -99,7 +113,7 @@ LAYOUTS: dict[str, Callable[[dict[str, Any], Path, int], StepCheckpoint]] = {
 
 def verl_step_dir(run_dir: str | Path, step: int) -> Path:
     """verl's checkpoint of `step`: <trainer.default_local_dir>/global_step_<N>/ (ray_trainer.py:913)."""
-    return checkpoint_dir(run_dir) / f"global_step_{step}"
+    return checkpoint_dir(run_dir) / verl_prune.STEP_DIR.format(step)
 
 
 def step_checkpoint(config: dict[str, Any], run_dir: str | Path, step: int) -> StepCheckpoint:
@@ -231,11 +245,47 @@ def pruned_files(run_dir: str | Path) -> tuple[set[Path], list[str]]:
                 problems.append(f"{where}: lists {rel} as removed with a hash the run's seal {seal} does not have")
             elif not (run_dir / rel).exists():   # a file still there is checked against the seal as usual
                 pruned.add(run_dir / rel)
+    try:   # pruned during training, before the seal: never sealed, so a sealed one means the record is wrong
+        during = pruned_in_training(run_dir)
+    except BadInput as exc:
+        return pruned, problems + [str(exc)]
+    problems += [f"{training_record(run_dir)}: lists {rel} as removed during training, but the run's seal {seal} lists it"
+                 for rel in sorted(set(during) & set(entries))]
     return pruned, problems
 
 
+def training_record(run_dir: str | Path) -> Path:
+    """checkpoints/pruned_in_training.jsonl: the files older checkpoints lost during training (verl-agent's hook)."""
+    return checkpoint_dir(run_dir) / verl_prune.RECORD
+
+
+def pruned_in_training(run_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Run-relative path -> its line ({step, saved, path, sha256, bytes}) of every file removed during training,
+    {} when nothing was; BadInput naming the line of a malformed record."""
+    path, found = training_record(run_dir), {}
+    if not path.is_file():
+        return found
+    for number, line in iter_jsonl(path):
+        if not (isinstance(line, dict) and isinstance(line.get("path"), str) and isinstance(line.get("sha256"), str)
+                and all(isinstance(line.get(k), int) and not isinstance(line.get(k), bool) for k in ("step", "saved", "bytes"))):
+            raise BadInput("expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)", path=path,
+                           where=f"line {number}")
+        found[line["path"]] = line
+    return found
+
+
+def training_summary(run_dir: str | Path) -> dict[str, Any] | None:
+    """What the train verb shows and records of pruning during training: steps, files, bytes (None: nothing pruned)."""
+    lines = pruned_in_training(run_dir)
+    if not lines:
+        return None
+    return {"steps": sorted({line["step"] for line in lines.values()}), "files": len(lines),
+            "bytes": sum(line["bytes"] for line in lines.values()), "record": verl_prune.RECORD}
+
+
 def refuse_resume(run_dir: str | Path) -> None:
-    """BadInput when checkpoints of this run were pruned after their evaluation: a resume would load them."""
+    """BadInput when checkpoints of this run were pruned after their evaluation: a resume would load them. Pruning
+    during training never refuses: it keeps the latest step's training state, the one a resume loads."""
     steps = sorted(records(run_dir))
     if steps:
         raise BadInput(f"checkpoints of steps {', '.join(map(str, steps))} were pruned after their evaluation "

@@ -4,7 +4,9 @@ Order (docs/design.md §3.3): check the config and its backend; write resolved_c
 defaults, with its config_sha256) and command.txt; open a provenance attempt (an earlier attempt that
 never closed is recorded as killed); train (the backend resumes from its checkpoints unless
 --no-resume); check that the outputs are there; close the attempt (ok, or failed with the reason);
-seal the run directory (OUTPUTS.sha256, excluding eval/ and logs/, which have their own seals).
+seal the run directory (OUTPUTS.sha256, excluding eval/ and logs/, which have their own seals). Training state that
+older checkpoints lost during training (backends/checkpoints.py `training_summary`) is recorded in the attempt and
+said on stderr.
 
 A stale seal is removed before training starts, so a run killed half-way never looks finished.
 Resuming a run directory that was trained from a different resolved config is refused.
@@ -15,6 +17,7 @@ as its step 0 instead of warm-starting itself (trainer/shared_warmstart.py); a r
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from agentrepro import attempts, seal, sourceparity
@@ -79,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
         backend.train(resolved, out, resume=resume)
         runconfig.check_training_outputs(out, resolved)
         prompt = backend.prompt_record(resolved, out)
-    attempts.finish_attempt(out, status="ok", extra={"prompt": prompt} if prompt is not None else None)
+        pruned = checkpoints.training_summary(out)   # older checkpoints' training state, removed while training
+    extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})
+    attempts.finish_attempt(out, status="ok", extra=extra or None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
+    if pruned:
+        print(f"agentrepro: training state of steps {', '.join(map(str, pruned['steps']))} pruned during training "
+              f"({pruned['files']} files, {pruned['bytes'] / 1e9:.2f} GB; eval.keep_checkpoints), listed with their hashes in "
+              f"{checkpoints.training_record(out)}", file=sys.stderr)
     return 0

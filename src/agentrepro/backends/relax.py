@@ -21,8 +21,9 @@ entries for Ray's workers, e.g. Megatron-LM), ray {executable, num_cpus, num_gpu
 export_hf (default true): save Megatron checkpoints at the evaluated steps instead of the recipe's every
 10 rollouts and have Relax write a Hugging Face copy of each (relax_recipe.hf_export_args), which
 `agentrepro eval` can serve (backends/checkpoints.py maps a step to it); false keeps the recipe's cadence and
-writes no copy. Relax's --max-actor-ckpt-to-keep 2 (the recipe's) still rotates the Megatron checkpoints during
-training; what is left of an evaluated step's is pruned by `agentrepro eval` (eval.keep_checkpoints).
+writes no copy. With eval.keep_checkpoints hf or none (the default hf), --max-actor-ckpt-to-keep 1 replaces the
+recipe's 2, so Relax's own rotation leaves at most the newest two Megatron checkpoints during training (`all` keeps
+the recipe's 2); what is left of an evaluated step's is pruned by `agentrepro eval` (backends/checkpoints.py).
 
 Outputs read:
 * outcomes of step N: the hook's RUN_DIR/relax/checkpoints/<method>/seed-<seed>/agentrepro_eval/<r>.jsonl
@@ -98,7 +99,7 @@ def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
         head,
         Launch(f"submit the expanded command (eval hook {relax_recipe.HOOK}) to this job's Ray head",
                (sys.executable, "-m", "agentrepro.backends.relax_submit", str(save / EXPANDED),
-                *(relax_recipe.hf_export_args(save) if block.get("export_hf", True) else []),
+                *relax_recipe.replaced_args(config, save),
                 *((relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK) if rows_env else ())), submit_env, workdir),
     ]
 

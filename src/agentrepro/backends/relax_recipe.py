@@ -34,6 +34,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from agentrepro.backends.checkpoints import keep_setting
 from agentrepro.errors import BadInput
 
 RECIPE = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
@@ -137,11 +138,27 @@ def hf_export_args(save_dir: Path) -> list[str]:
 
 
 RECIPE_SAVE_INTERVAL = 10   # --save-interval 10, line 194
+KEEP_FLAG, RECIPE_KEEP = "--max-actor-ckpt-to-keep", 2   # line 195
+
+
+def retention_args(config: dict[str, Any]) -> list[str]:
+    """eval.keep_checkpoints `hf` or `none`: --max-actor-ckpt-to-keep 1 instead of the recipe's 2. Relax's rank 0
+    rotates before each save (MegatronTrainRayActor.save_model calls rotate_ckpt, then save, then save_hf_model),
+    removing the iter_* directories under --save beyond the newest N and nothing else (relax/utils/rotate_ckpt.py
+    `_max_keep_cleanup`), so the --save-hf copies stay, and after a save the newest and the one before it are left
+    (1: resume needs only the newest; the older goes at the next save). `all` keeps the recipe's value."""
+    return [KEEP_FLAG, "1"] if keep_setting(config) in ("hf", "none") else []
+
+
+def replaced_args(config: dict[str, Any], save_dir: Path) -> list[str]:
+    """The `--flag value` pairs a job sets in the recipe's command besides the eval hook (relax_submit's arguments)."""
+    return [*(hf_export_args(save_dir) if config["backend"].get("export_hf", True) else []), *retention_args(config)]
 
 
 def deviations(config: dict[str, Any], save_dir: Path) -> list[dict[str, Any]]:
-    """What a job changes in the recipe's command ({key, value, official, why}): the eval-log hook, and with
-    backend.export_hf (the default) the save cadence and the Hugging Face copy (`hf_export_args`)."""
+    """What a job changes in the recipe's command ({key, value, official, why}): the eval-log hook, with
+    backend.export_hf (the default) the save cadence and the Hugging Face copy (`hf_export_args`), and with
+    eval.keep_checkpoints hf or none the Megatron checkpoints kept (`retention_args`)."""
     out = [{"key": HOOK_FLAG, "value": HOOK, "official": RECIPE_HOOK,
             "why": "outcomes per trajectory on the frozen panel (agentrepro's hook), then the recipe's own logger"}]
     if config["backend"].get("export_hf", True):
@@ -150,6 +167,10 @@ def deviations(config: dict[str, Any], save_dir: Path) -> list[dict[str, Any]]:
                  "why": "checkpoint cadence: the evaluated steps"},
                 {"key": "--save-hf", "value": args[3], "official": None,
                  "why": "a Hugging Face copy of each checkpoint, for evaluation outside Relax"}]
+    if retention_args(config):
+        out.append({"key": KEEP_FLAG, "value": 1, "official": str(RECIPE_KEEP),
+                    "why": "eval.keep_checkpoints: older Megatron checkpoints go during training (resume needs the newest); "
+                           "the Hugging Face copies stay"})
     return out
 
 

@@ -2,7 +2,8 @@
 
 EXPANDED_FILE holds what the recipe printed with DRY_RUN=1 (its last non-empty line). The words are
 submitted as they are except what relax_recipe.submitted_argv replaces (the eval-log hook, and each
-`--flag value` given after the file: backend.export_hf's save cadence and Hugging Face copy); the
+`--flag value` given after the file: relax_recipe.replaced_args, i.e. backend.export_hf's save cadence and Hugging
+Face copy, and eval.keep_checkpoints' Megatron checkpoints kept); the
 submitted words are written next to the file (`submitted_command.json`) and then this process becomes
 `ray job submit` (exec), so its exit status is Ray's. RAY_ADDRESS, set by the job, names the job's own
 dashboard (Ray's job CLI prefers it to the recipe's --address).

@@ -10,7 +10,8 @@ Launch (verl_recipes.py). Each job runs, from the checkout in `backend.workdir`:
    checkpoint `global_step_<N>` (step 0: the base model).
 `Backend.launches()` lists these programs as data (backends/launch.py); nothing is joined into a shell
 string. The outcome integration (hooks/verl_site) reaches every process through PYTHONPATH and
-is switched on by AGENTREPRO_VERL_OUT.
+is switched on by AGENTREPRO_VERL_OUT; for training, AGENTREPRO_VERL_KEEP (eval.keep_checkpoints) tells it
+whether older checkpoints lose their training state after each save (hooks/agentrepro_verl_prune.py).
 
 Outputs converted (see tests/backends/test_verl_agent.py):
 * metrics: the integration appends every `Tracking.log(data, step)` call to verl_metrics.jsonl as
@@ -41,6 +42,7 @@ from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
 from agentrepro.hooks import HOOKS_DIR
+from agentrepro.hooks import agentrepro_verl_prune as verl_prune
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles, checkpoint_steps
 
@@ -89,6 +91,7 @@ def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval
     head = ray_head(config, run_dir)
     if eval_step is None:   # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
         env.update(step_rows.hook_env(config, run_dir))
+        env[verl_prune.KEEP_ENV] = checkpoints.keep_setting(config)   # older steps' training state (hooks/agentrepro_verl_prune.py)
         return [prepare, Launch("train", (*head, "bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
     source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
         "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoints.verl_step_dir(run_dir, eval_step)}"]
@@ -225,7 +228,8 @@ class VerlAgentBackend(Backend):
         if not (run_dir / VAL_DIR / f"{step}.jsonl").is_file():
             actor = checkpoints.verl_step_dir(run_dir, step) / "actor"
             if step and not any(actor.glob("model_world_size_*_rank_0.pt")):
-                raise BadInput(f"no FSDP checkpoint of step {step} to validate (pruned after its evaluation, or never saved); "
+                raise BadInput(f"no FSDP checkpoint of step {step} to validate (pruned during training or after its evaluation, "
+                               "or never saved); "
                                "its Hugging Face copy can be served (eval.engine: served)", path=actor)
             write_panel(config, run_dir)
             for launch in launches(config, run_dir, eval_step=step):

@@ -21,6 +21,9 @@ zzj1111/alfworldauto). Each wrapper first checks the name's signature and refuse
 * `RayPPOTrainer.fit` and the module function `compute_advantage` of both trainers (graphgpo_ray_trainer.py:1027
   and :249, ray_trainer.py:1007 and :244): the step rows and advantages of the steps in AGENTREPRO_STEP_ROWS,
   for the parity certificate (agentrepro_verl_rows.py).
+* `RayPPOTrainer._save_checkpoint` of both trainers (graphgpo_ray_trainer.py:931, ray_trainer.py:911): after
+  checkpoint N is saved, older checkpoints lose their training state, their Hugging Face copies stay, as
+  AGENTREPRO_VERL_KEEP (eval.keep_checkpoints) says (agentrepro_verl_prune.py).
 
 Signatures are compared without annotations (the recipe annotates `data: DataProto`).
 """
@@ -37,9 +40,10 @@ import threading
 
 try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
     import agentrepro_signature
+    import agentrepro_verl_prune
     import agentrepro_verl_rows
 except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
-    from agentrepro.hooks import agentrepro_signature, agentrepro_verl_rows
+    from agentrepro.hooks import agentrepro_signature, agentrepro_verl_prune, agentrepro_verl_rows
 
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 ENVS_INIT = "(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={})"
@@ -54,8 +58,10 @@ PATCHES = {
     "recipe.GraphGPO.graphgpo_env_manager": {"AlfWorldEnvironmentManager._process_batch": PROCESS_BATCH},
     "agent_system.environments.env_manager": {"AlfWorldEnvironmentManager._process_batch": PROCESS_BATCH},
     "recipe.GraphGPO.graphgpo_ray_trainer": {"RayPPOTrainer._validate": "(self)", "RayPPOTrainer.fit": "(self)",
+                                             "RayPPOTrainer._save_checkpoint": "(self)",
                                              "compute_advantage": ADVANTAGE.format("episode_advantage_w=0.0, ", "")},
     "verl.trainer.ppo.ray_trainer": {"RayPPOTrainer._validate": "(self)", "RayPPOTrainer.fit": "(self)",
+                                     "RayPPOTrainer._save_checkpoint": "(self)",
                                      "compute_advantage": ADVANTAGE.format("", "gigpo_enable_similarity=False, gigpo_similarity_thresh=0.95, ")},
     "verl.utils.tracking": {"Tracking.log": "(self, data, step, backend=None)"},
 }
@@ -198,6 +204,7 @@ def patch_trainer(module) -> None:
     _wrap(module, "RayPPOTrainer._validate", make)
     _wrap(module, "RayPPOTrainer.fit", agentrepro_verl_rows.wrap_fit)
     _wrap(module, "compute_advantage", agentrepro_verl_rows.wrap_compute_advantage)
+    _wrap(module, "RayPPOTrainer._save_checkpoint", agentrepro_verl_prune.wrap_save_checkpoint)
 
 
 def _number(value):
