@@ -155,3 +155,22 @@ def test_the_audit_refuses_a_record_that_the_seal_contradicts_or_that_is_malform
     with pytest.raises(BadInput, match="line 1: expected {step, saved, path, sha256, bytes}"):
         checkpoints.pruned_in_training(run)
     assert checkpoints.pruned_files(run)[1][0].endswith("line 1: expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)")
+
+
+def test_the_train_verb_shows_and_records_what_went_during_training(tmp_path, make_config, write_config):
+    """`agentrepro train` (command backend, a run directory whose checkpoints/ already holds a record, as a verl-agent
+    resume's would): the summary lands in the ok attempt and on stderr, and the record in the seal."""
+    from helpers import run_cli
+
+    run = tmp_path / "run"
+    lines = [{"step": 5, "saved": 10, "path": f"checkpoints/global_step_5/{n}", "sha256": "a" * 64, "bytes": 2_000_000_000}
+             for n in ("actor/optim_world_size_2_rank_0.pt", "data.pt")]
+    checkpoints.training_record(run).parent.mkdir(parents=True)
+    checkpoints.training_record(run).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = run_cli("train", "--config", write_config(make_config()), "--out", run, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    attempt = json.loads((run / "provenance.json").read_text())["attempts"][-1]
+    assert attempt["status"] == "ok" and attempt["pruned_in_training"] == {
+        "steps": [5], "files": 2, "bytes": 4_000_000_000, "record": "pruned_in_training.jsonl"}
+    assert "training state of steps 5 pruned during training (2 files, 4.00 GB" in result.stderr
+    assert "checkpoints/pruned_in_training.jsonl" in seal.read_outputs_manifest(run / seal.OUTPUTS)
