@@ -1,8 +1,9 @@
 """The `analyze` orchestration: gather inputs, validate, compute every table, write analysis/<study>/.
 
 * `analyze_study(study, root=".")` reads the lock (or manifest) for settings and the task panel, every run
-  under runs/<study>/<method>/seed<k>/ (`study`: a slug or a manifest path, `agentrepro.layout.locate`) (outcomes of each eval/step<N>/, metrics, timings, graph
-  diagnostics, provenance, command, resolved config, seals) and writes analysis/<study>/, sealed.
+  under runs/<study>/<method>/seed<k>/ (`study`: a slug or a manifest path, `agentrepro.layout.locate`) (outcomes of
+  each eval/step<N>/, metrics, timings, graph diagnostics, provenance, command, resolved config, seals: read by
+  analysis/rundirs.py) and writes analysis/<study>/, sealed.
 * `analyze_outcomes(paths, out, reference=None, tolerance_pp=3, claims=(), alpha=0.05)` does the same for
   outcome files from anywhere (no lock: task sets are checked between methods instead of a panel).
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,17 +29,16 @@ from agentrepro.analysis.claim_text import parse_claim_text
 from agentrepro.analysis.claims import claims_table
 from agentrepro.analysis.convergence import convergence_table
 from agentrepro.analysis.diagnostics import DIAGNOSTICS, TRAINING, per_step_table
-from agentrepro.analysis.load import COLUMNS, read_outcomes, read_steps_jsonl
+from agentrepro.analysis.load import COLUMNS, read_outcomes
 from agentrepro.analysis.overhead import overhead_table
 from agentrepro.analysis.parity import certificate, parity_checks
 from agentrepro.analysis.reference import load_reference, verdicts_table
+from agentrepro.analysis.rundirs import check_paths, read_run, run_provenance
 from agentrepro.analysis.validate import validate_outcomes
-from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, load_json, load_yaml, sha256_file, sha256_json
-from agentrepro.layout import RUNS, RunFiles, config_file_sha256, evaluations_on_disk, locate
-from agentrepro.reading import read_text
-from agentrepro.seal import OUTPUTS, read_outputs_manifest, write_outputs_manifest
+from agentrepro.layout import locate
+from agentrepro.seal import write_outputs_manifest
 
 BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
 N_BOOT = 2000
@@ -194,32 +193,6 @@ def analyze_outcomes(paths: list[str | os.PathLike], out: str | os.PathLike, *, 
 
 # --- study mode ---------------------------------------------------------------------------------------
 
-def _read_run(run_dir: Path, method: str, seed: int, study: str) -> tuple[list[Path], dict]:
-    files = [p / RunFiles.OUTCOMES for _, p in evaluations_on_disk(run_dir) if (p / RunFiles.OUTCOMES).is_file()]
-    if not files:
-        raise BadInput(f"seed {seed} of method {method!r} has no outcomes (expected eval/step<N>/{RunFiles.OUTCOMES})", path=run_dir)
-    side = {}
-    for name, file in (("metrics", RunFiles.METRICS), ("timings", RunFiles.TIMINGS), ("graph_diagnostics", RunFiles.GRAPH_DIAGNOSTICS)):
-        path = run_dir / file
-        side[name] = read_steps_jsonl(path) if path.is_file() else []
-    return files, side
-
-
-def _run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
-    command = run_dir / RunFiles.COMMAND
-    config = run_dir / RunFiles.RESOLVED_CONFIG
-    outputs = {}
-    for seal in sorted(run_dir.rglob(OUTPUTS)):
-        prefix = seal.parent.relative_to(root).as_posix()
-        outputs.update({f"{prefix}/{rel}": digest for rel, digest in read_outputs_manifest(seal).items()})
-    prov = read_provenance(run_dir)
-    return {"method": method, "seed": seed, "path": run_dir.relative_to(root).as_posix(),
-            "command": read_text(command).strip() if command.is_file() else None,
-            # the hash provenance.json carries and audit checks
-            "resolved_config_sha256": config_file_sha256(config) if config.is_file() else None,
-            "attempts": prov.get("attempts", []), "status": prov.get("status"), "outputs": outputs}
-
-
 def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     """Analyse runs/<study>/ into analysis/<study>/ (see the module docstring)."""
     root = Path(root)
@@ -258,7 +231,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
             run_dir = home.run_dir(method, seed)
             if not run_dir.is_dir():
                 raise BadInput(f"seed {seed} missing for method {method!r}: no run directory", path=run_dir)
-            run_files, side = _read_run(run_dir, method, seed, study)
+            run_files, side = read_run(run_dir, method, seed)
             files += run_files
             run_dirs.append(run_dir)
             inputs.metrics[(method, seed)] = side["metrics"]
@@ -270,7 +243,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     if extra:
         notes.append(f"Run directories not in the manifest were left out of the analysis: {', '.join(extra)}.")
     df = read_outcomes(files)
-    _check_paths(df, study)
+    check_paths(df)
     validate_outcomes(df, panel, panel_source=str(lock_path), expected_seeds={m: seeds for m in methods})
     ref, ref_path = None, analysis.get("reference") or manifest.get("reference")
     if ref_path:
@@ -284,7 +257,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     tables, more = compute(df, _ordered_methods(df, methods), settings, ref, inputs, "analysis.claims[{i}]", source)
     header = {"study": study, "title": manifest.get("title"), "settings": asdict(settings)}
     provenance = {"lock": lock, "lock_sha256": sha256_json(lock) if lock else None,
-                  "runs": [_run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}
+                  "runs": [run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}
     if lock:   # the backend files each run ran against its placement's pinned ones, per method (sourceparity.py)
         provenance["source_parity"] = sourceparity.study_rows(lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])])
     entries = certificate(run_dirs)
@@ -306,15 +279,3 @@ def _shown(path: Path, root: Path) -> str:
     except ValueError:
         return path.as_posix()
 
-
-def _check_paths(df: pd.DataFrame, study: str) -> None:
-    """Rows must agree with the directory they were read from (study, method, seed, step)."""
-    parts = df["_file"].str.extract(rf"{RUNS}/(?P<p_study>[^/]+)/(?P<p_method>[^/]+)/seed(?P<p_seed>\d+)/{RunFiles.EVAL}/"
-                                    rf"step(?P<p_step>\d+)/{re.escape(RunFiles.OUTCOMES)}$")
-    for column, p_col, cast in (("study", "p_study", str), ("method", "p_method", str), ("seed", "p_seed", int), ("step", "p_step", int)):
-        want = parts[p_col].map(cast)
-        bad = df[column].map(cast) != want
-        if bad.any():
-            row = df[bad].iloc[0]
-            raise BadInput(f"key {column!r} is {row[column]!r} but the file sits under {column} {want[bad].iloc[0]!r}",
-                           path=row["_file"], where=f"line {row['_line']}")

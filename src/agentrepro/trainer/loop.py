@@ -1,10 +1,11 @@
 """The training loop, top to bottom: setup -> (rollout -> advantages -> update -> log -> checkpoint) x steps.
 
 Writes into the run directory (docs/design.md §3.3): metrics.jsonl, timings.jsonl, graph_diagnostics.jsonl
-(GiGPO/GraphGPO), batches/step<N>.jsonl (optional), warmstart.json, checkpoints/. Checkpoints are saved at
-exactly the evaluated steps (`layout.checkpoint_steps`: step 0, after the warm start, always), so the workflow
-evaluates every checkpoint and nothing else. With `resume`, the newest checkpoint is loaded with its optimizer, scheduler and random states, the logs are cut back to its
-step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.
+(GiGPO/GraphGPO), batches/step<N>.jsonl (optional), warmstart.json, checkpoints/; what a step's metrics row and
+batch dump hold is trainer/steplog.py's. Checkpoints are saved at exactly the evaluated steps
+(`layout.checkpoint_steps`: step 0, after the warm start, always), so the workflow evaluates every checkpoint and
+nothing else. With `resume`, the newest checkpoint is loaded with its optimizer, scheduler and random states, the
+logs are cut back to its step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.
 With several data-parallel ranks (`ranks`, trainer/parallel.py) rank 0 sets the run up (warm start or resume)
 while the others wait, then every rank starts from its checkpoint; only rank 0 writes.
 """
@@ -23,11 +24,12 @@ from agentrepro.layout import RunFiles, batch_dump, evaluated_steps
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer import kernels
 from agentrepro.trainer.context import RunSpec
-from agentrepro.trainer.credit import TIMED, ordered_turns, training_targets
+from agentrepro.trainer.credit import TIMED, training_targets
 from agentrepro.trainer.decode import engine_for
 from agentrepro.trainer.parallel import SINGLE, Ranks, Shard, sampling_seed
 from agentrepro.trainer.policy import build_policy
 from agentrepro.trainer.rollout import Sampler, rollout
+from agentrepro.trainer.steplog import COUNTERS, count, dump_rows, memory_use, metrics_row
 from agentrepro.trainer.update import TrainBatch, batched_token_stats, update
 from agentrepro.trainer.warmstart import warm_start
 
@@ -41,14 +43,6 @@ def device_of(name: str) -> torch.device:
 
         raise BadInput(f"device {name!r} asked for but CUDA is not available", where="train.device")
     return device
-
-
-def memory_use(device: torch.device) -> dict[str, float | None]:
-    """Peak GPU memory allocated by torch since the step began (GiB; None on the CPU) and the process's RSS (GiB)."""
-    import psutil
-
-    gpu = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
-    return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
 
 def _read_log(path: Path, upto: int) -> list[dict]:
@@ -122,7 +116,7 @@ class Trainer:
         atomic_write_json(self.run_dir / RunFiles.WARMSTART, record)
         self._new_optimizer()
         self.step = 0
-        self.counters = {"env_steps": 0, "episodes": 0, "tokens_generated": 0, "tokens_trained": 0, "wall_s": record.get("wall_s", 0.0)}
+        self.counters = {**dict.fromkeys(COUNTERS, 0), "wall_s": record.get("wall_s", 0.0)}
         self.logs = {name: [] for name in LOGS}
         self._save(every_rank=False)  # the other ranks wait for it
         self.reference = self._reference()
@@ -222,19 +216,8 @@ class Trainer:
         self.step += 1
         # log
         c = self.counters
-        c["env_steps"] += sum(len(t.actions) for t in ro.turns)
-        c["episodes"] += ro.n_traj
-        c["tokens_generated"] += ro.generated_tokens()
-        c["tokens_trained"] += int(mask.sum())
-        successes = {t.traj for t in ro.turns if t.success}
-        metrics = {"step": self.step, **{k: c[k] for k in ("env_steps", "episodes", "tokens_generated", "tokens_trained")},
-                   "train_success_rate": len(successes) / ro.n_traj,
-                   "reward_mean": float(np.mean([sum(t.reward for t in ro.traj_turns(i)) for i in range(ro.n_traj)])),
-                   "valid_action_ratio": float(np.mean([t.valid for t in ro.turns])),
-                   "turns_mean": len(ro.turns) / ro.n_traj,
-                   "loss_policy": stats["loss_policy"], "loss_value": stats.get("loss_value"), "kl": stats.get("kl"),
-                   "entropy": stats["entropy"], "grad_norm": stats["grad_norm"], "clipfrac": stats["clipfrac"],
-                   "lr": self.scheduler.get_last_lr()[0], **self.ranks.largest(memory_use(self.device))}
+        count(c, ro, mask)
+        metrics = metrics_row(self.step, c, ro, stats, self.scheduler.get_last_lr()[0], self.ranks.largest(memory_use(self.device)))
         if self.step in self.save_steps:
             t0 = time.perf_counter()
             c["wall_s"] += time.perf_counter() - t_start
@@ -253,11 +236,7 @@ class Trainer:
         if diagnostics is not None:
             self._append(RunFiles.GRAPH_DIAGNOSTICS, {"step": self.step, **diagnostics})
         if (cfg.dump_batches_every and self.step % cfg.dump_batches_every == 0) or self.step in cfg.step_rows:
-            dump = [dict(r) for r in rows]
-            per_turn = turn_adv if turn_adv is not None else [float(advantages[t.row, t.start]) for t in ordered_turns(ro)]
-            for r, a in zip(dump, per_turn):
-                r["advantage"] = float(a)
-            atomic_write_jsonl(batch_dump(self.run_dir, self.step), dump)
+            atomic_write_jsonl(batch_dump(self.run_dir, self.step), dump_rows(ro, rows, advantages, turn_adv))
 
     def _append(self, name: str, row: dict) -> None:
         self.logs[name].append(row)
