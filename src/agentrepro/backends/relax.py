@@ -47,7 +47,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, relax_recipe, runconfig, step_rows
+from agentrepro.backends import convert, ray_launch, relax_recipe, relax_results, runconfig, step_rows
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
@@ -117,26 +117,9 @@ def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[
 
 
 def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
+    """rollout_result/train/<r>.jsonl (one line per turn) -> metrics.jsonl (relax_results.summary_metrics)."""
     folder = relax_recipe.checkpoint_dir(save_dir(run_dir), config) / "rollout_result" / "train"
-    files = sorted((p for p in folder.glob("*.jsonl") if p.stem.isdigit()), key=lambda p: int(p.stem))
-    if not files:
-        raise BadInput("no rollout summaries {rollout_id}.jsonl (did Relax train?)", path=folder)
-    threshold = float(config["backend"].get("success_threshold", 1.0))
-    records = []
-    for path in files:
-        rewards, successes, tokens = [], 0, 0
-        for line, record in convert.read_records(path):
-            where = f"line {line}"
-            rewards.append(convert.number(record, "reward", source=path, where=where))
-            successes += convert.success_value(record, key=None, reward_key="reward", threshold=threshold, source=path, where=where)
-            tokens += convert.count(record, "response_length", source=path, where=where)
-        if not rewards:
-            raise BadInput("empty rollout summary", path=path)
-        records.append((relax_recipe.step_of_rollout(int(path.stem)),
-                        {"reward_mean": sum(rewards) / len(rewards), "train_success_rate": successes / len(rewards),
-                         "_rows": len(rewards), "_tokens": tokens}))
-    rows = convert.merge_metric_records(records, rename={}, cumulative={"env_steps": "_rows", "tokens_generated": "_tokens"})
-    convert.write_metrics(run_dir, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
+    relax_results.summary_metrics(run_dir, folder, config, per_line="env_steps", success_key=None, hint="did Relax train?")
 
 
 class RelaxBackend(Backend):

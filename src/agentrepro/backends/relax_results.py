@@ -10,7 +10,8 @@ train_dump_utils.py `save_rollout_result_jsonl`, `save_eval_summary_jsonl`):
   success is `reward >= backend.success_threshold` (default 1.0) unless `backend.success_key` names a 0/1
   field; turns = agent_turns, tokens = response_length. Step N is the file of Relax's rollout_id
   relax_recipe.rollout_of_step(N) (0 before training, N - 1 after the N-th update).
-* metrics: train/<rollout_id>.jsonl -> the metrics row of step relax_recipe.step_of_rollout(rollout_id).
+* metrics: train/<rollout_id>.jsonl -> the metrics row of step relax_recipe.step_of_rollout(rollout_id)
+  (`summary_metrics`, the one reader of these summaries, which relax.py uses too).
 The GraphGPO recipe exports one sample per *turn*: use the `relax` backend (relax.py) for it, not this.
 """
 
@@ -40,25 +41,35 @@ def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[
 
 
 def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
-    block = config["backend"]
-    folder = Path(run_dir) / SAVE / "rollout_result" / "train"
+    """rollout_result/train/<rollout_id>.jsonl (one line per episode) -> metrics.jsonl."""
+    summary_metrics(run_dir, Path(run_dir) / SAVE / "rollout_result" / "train", config, per_line="episodes",
+                    success_key=config["backend"].get("success_key"), hint="was Relax started with --save?")
+
+
+def summary_metrics(run_dir: Path, folder: Path, config: dict[str, Any], *, per_line: str, success_key: str | None,
+                    hint: str) -> None:
+    """Relax's rollout summaries `folder/{rollout_id}.jsonl` -> RUN_DIR/metrics.jsonl, one row per rollout at
+    step `relax_recipe.step_of_rollout(rollout_id)`: `reward_mean` and `train_success_rate` (means over its lines;
+    success as in `convert.success_value` with `success_key` and `backend.success_threshold`), cumulative
+    `tokens_generated` (response_length) and the cumulative count of lines as `per_line` (what a line is:
+    "episodes" here, "env_steps" for the GraphGPO recipe's one line per turn). `hint`: why none might be there."""
     files = sorted((p for p in folder.glob("*.jsonl") if p.stem.isdigit()), key=lambda p: int(p.stem))
     if not files:
-        raise BadInput("no rollout summaries {rollout_id}.jsonl (was Relax started with --save?)", path=folder)
+        raise BadInput(f"no rollout summaries {{rollout_id}}.jsonl ({hint})", path=folder)
+    threshold = _threshold(config["backend"])
     records = []
     for path in files:
         rewards, successes, tokens = [], 0, 0
         for line, record in convert.read_records(path):
             where = f"line {line}"
-            reward = convert.number(record, "reward", source=path, where=where)
-            rewards.append(reward)
-            successes += convert.success_value(record, key=block.get("success_key"), reward_key="reward",
-                                               threshold=_threshold(block), source=path, where=where)
+            rewards.append(convert.number(record, "reward", source=path, where=where))
+            successes += convert.success_value(record, key=success_key, reward_key="reward", threshold=threshold,
+                                               source=path, where=where)
             tokens += convert.count(record, "response_length", source=path, where=where)
         if not rewards:
             raise BadInput("empty rollout summary", path=path)
         records.append((relax_recipe.step_of_rollout(int(path.stem)),
                         {"reward_mean": sum(rewards) / len(rewards), "train_success_rate": successes / len(rewards),
-                         "_episodes": len(rewards), "_tokens": tokens}))
-    rows = convert.merge_metric_records(records, rename={}, cumulative={"episodes": "_episodes", "tokens_generated": "_tokens"})
+                         "_lines": len(rewards), "_tokens": tokens}))
+    rows = convert.merge_metric_records(records, rename={}, cumulative={per_line: "_lines", "tokens_generated": "_tokens"})
     convert.write_metrics(run_dir, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
