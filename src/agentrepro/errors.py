@@ -6,11 +6,15 @@ names the file and the key path or line. `Failure` (exit 1) is a run that did no
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class BadInput(ValueError):
     """Input that cannot be used: the message says where (file, key path or line) and what was expected."""
 
     def __init__(self, message: str, *, path: object = None, where: str | None = None):
+        self.message = message
         self.path = None if path is None else str(path)
         self.where = where
         prefix = ""
@@ -21,6 +25,18 @@ class BadInput(ValueError):
         elif where:
             prefix = f"{where}: "
         super().__init__(prefix + message)
+
+
+@contextlib.contextmanager
+def read_from(path: object) -> Iterator[None]:
+    """Inside: a BadInput that names no file is raised again naming `path` (the file whose content it is about),
+    with its message and `where` kept; one that names a file passes unchanged."""
+    try:
+        yield
+    except BadInput as exc:
+        if exc.path is not None:
+            raise
+        raise BadInput(exc.message, path=path, where=exc.where) from None
 
 
 class Failure(RuntimeError):

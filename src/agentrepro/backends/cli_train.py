@@ -24,7 +24,7 @@ from agentrepro import attempts, seal, sourceparity
 from agentrepro.backends import checkpoints, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import check_output_dir
 from agentrepro.layout import RunFiles, config_sha256
 
@@ -41,14 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
     config = runconfig.load_run_config(args.config)
-    try:
+    with read_from(args.config):
         backend = get_backend(config["backend"]["name"])
         resolved = runconfig.resolve_config(config, backend.default_config())
         backend.validate_config(resolved)
-    except BadInput as exc:
-        if exc.path is not None:
-            raise
-        raise BadInput(str(exc), path=args.config) from None
     resolved_sha = config_sha256(resolved)
     out: Path = check_output_dir(args.out, option="--out")
     out.mkdir(parents=True, exist_ok=True)

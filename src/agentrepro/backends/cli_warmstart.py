@@ -13,14 +13,13 @@ then OUTPUTS.sha256 over all of it. A warm start has no intermediate checkpoint:
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 from agentrepro import attempts, seal
 from agentrepro.backends import outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import atomic_write_jsonl, check_output_dir
 from agentrepro.layout import RunFiles, outcomes_path
 from agentrepro.trainer.warmstart_id import BUILTIN, identity, warmstart_config
@@ -40,23 +39,14 @@ def run(args: argparse.Namespace) -> int:
     if config["backend"]["name"] != BUILTIN:
         raise BadInput(f"only the builtin backend has a warm start, this config names {config['backend']['name']!r}",
                        path=args.config, where="backend.name")
-    try:
+    with read_from(args.config):
         backend = get_backend(BUILTIN)
         resolved = runconfig.resolve_config(config, backend.default_config())
         backend.validate_config(resolved)
         ws_config = warmstart_config(resolved, path=args.config)
-    except BadInput as exc:
-        if exc.path is not None:
-            raise
-        raise BadInput(str(exc), path=args.config) from None
     out: Path = check_output_dir(args.out, option="--out")
     out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUT_NAMES:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
+    runconfig.clear_outputs(out, OUTPUT_NAMES)
 
     command = runconfig.command_line()
     resolved_sha = runconfig.write_resolved_config(out, ws_config)

@@ -14,7 +14,7 @@ from typing import Any
 from agentrepro.backends import runconfig
 from agentrepro.backends.base import Backend, get_backend
 from agentrepro.backends.launch import Launch
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, read_from
 from agentrepro.layout import Study
 from agentrepro.manifest.resolve import run_config
 
@@ -30,10 +30,8 @@ def draft_config(manifest: dict[str, Any], manifest_file: Path, method: str, see
     config = runconfig.resolve_config(config, backend.default_config())
     if not check:
         return backend, config
-    try:
+    with read_from(manifest_file):
         backend.validate_config(config)
-    except BadInput as exc:
-        raise (exc if exc.path is not None else BadInput(str(exc), path=manifest_file)) from None
     return backend, config
 
 
@@ -80,10 +78,8 @@ def deviations(manifest: dict[str, Any], manifest_file: Path) -> list[str]:
             backend, config = draft_config(manifest, manifest_file, method, seed, check=False)
             if type(backend).deviations is Backend.deviations:
                 continue   # this method's backend changes no official recipe (a study may mix backends)
-            try:
+            with read_from(manifest_file):
                 found = backend.deviations(config, run_dir(manifest, manifest_file, method, seed))
-            except BadInput as exc:
-                raise (exc if exc.path is not None else BadInput(str(exc), path=manifest_file)) from None
             for record in found:
                 entry = seen.setdefault((record["key"], str(record["official"]), record["why"]), {"values": [], "methods": []})
                 entry["values"].append(json.dumps(record["value"]))

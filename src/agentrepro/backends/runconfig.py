@@ -180,10 +180,11 @@ def has_checkpoints(run_dir: Path) -> bool:
     return ckpt.is_dir() and any(ckpt.iterdir())
 
 
-def clear_outputs(run_dir: Path) -> list[str]:
-    """Remove the run contract's outputs (not provenance.json, logs/, or the input config); returns the names."""
+def clear_outputs(run_dir: Path, names: tuple[str, ...] = OUTPUT_NAMES) -> list[str]:
+    """Remove the run contract's outputs (not provenance.json, logs/, or the input config; `names`: another
+    directory's list, e.g. a warm start's); returns the names removed."""
     removed = []
-    for name in OUTPUT_NAMES:
+    for name in names:
         path = run_dir / name
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentrepro.errors import BadInput, Failure
+from agentrepro.errors import BadInput, Failure, read_from
 from agentrepro.fileio import atomic_write_json, check_output_file, load_json, sha256_file, sha256_json
 from agentrepro.manifest import backends as study_backends
 from agentrepro.manifest.gitstate import harness_state
@@ -199,13 +199,8 @@ def _backend_sources(manifest: dict[str, Any], manifest_file: Path, root: Path) 
     """The git blob hashes of every backend's `sources` at its commit, by placement (sourceparity.py); None if none."""
     from agentrepro import sourceparity
 
-    try:
+    with read_from(manifest_file):
         return sourceparity.pinned_sources(manifest, root) or None
-    except BadInput as exc:
-        if exc.path is not None:
-            raise
-        message = str(exc).removeprefix(f"{exc.where}: ") if exc.where else str(exc)
-        raise BadInput(message, path=manifest_file, where=exc.where) from None
 
 
 def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
