@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -163,3 +164,27 @@ iter_jsonl = reading.iter_jsonl
 read_jsonl = reading.read_jsonl
 load_json = reading.load_json
 load_yaml = reading.load_yaml
+
+
+# A command-line input or output named "-" is standard input or output.
+STDIO = "-"
+
+
+def input_name(path: str) -> str:
+    """How messages name a command-line input: `<stdin>` for "-"."""
+    return "<stdin>" if path == STDIO else path
+
+
+def iter_input_jsonl(path: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of a command-line JSONL input: standard input for "-", else the file."""
+    if path == STDIO:
+        return reading.iter_jsonl(input_name(path), lines=reading.stdin_lines())
+    return reading.iter_jsonl(path)
+
+
+def write_output_text(path: str, text: str) -> None:
+    """A command-line output: standard output for "-", else the file, atomically."""
+    if path == STDIO:
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(path, text)

@@ -16,13 +16,11 @@ with every row extended as above, so a whole fixture file is checked in one call
 from __future__ import annotations
 
 import argparse
-import sys
 
 from agentrepro.algorithms.spec import SPECS, all_options, option_help
 from agentrepro.bounds import number
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_json, atomic_write_text, check_output_file, iter_jsonl, json_text
-from agentrepro.reading import stdin_lines
+from agentrepro.fileio import STDIO, atomic_write_json, check_output_file, input_name, iter_input_jsonl, json_text, write_output_text
 
 STEP_ROW_SPECS = tuple(s for s in SPECS if s.step_rows)
 OPTIONS = all_options(STEP_ROW_SPECS)
@@ -40,12 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--" + option.name.replace("_", "-"), dest=option.name, type=kind, default=None,
                             choices=option.choices or None, help=option_help(option, STEP_ROW_SPECS))
     parser.add_argument("--diagnostics", metavar="FILE.json", help="write graph diagnostics and timings here")
-
-
-def _lines(path: str):
-    if path == "-":
-        return iter_jsonl("<stdin>", lines=stdin_lines())
-    return iter_jsonl(path)
 
 
 def _check_options(name, options, source, where=None):
@@ -77,8 +69,8 @@ def _report(result) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     options = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name) is not None}
-    source = "<stdin>" if args.input == "-" else args.input
-    if args.output != "-":
+    source = input_name(args.input)
+    if args.output != STDIO:
         check_output_file(args.output, option="-o")
     if args.diagnostics:
         check_output_file(args.diagnostics, option="--diagnostics")
@@ -87,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cases:
         if options:
             raise BadInput(f"--cases takes the options from each case's params; do not also give --{next(iter(options)).replace('_', '-')}")
-        for number, case in _lines(args.input):
+        for number, case in iter_input_jsonl(args.input):
             where = f"line {number}"
             if not isinstance(case, dict) or not isinstance(case.get("params"), dict) or not isinstance(case.get("rows"), list):
                 raise BadInput("a case must be an object with 'params' (object) and 'rows' (list)", path=source, where=where)
@@ -101,15 +93,12 @@ def run(args: argparse.Namespace) -> int:
             reports.append({"line": number, "case": case.get("case"), **_report(result)})
     else:
         _check_options(args.estimator, options, None)
-        numbered = list(_lines(args.input))
+        numbered = list(iter_input_jsonl(args.input))
         result = _compute(numbered, source, args.estimator, options)
         out_lines = [json_text(r, path=args.output) for r in _extend([row for _, row in numbered], result)]
         reports.append(_report(result))
     text = "".join(line + "\n" for line in out_lines)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        atomic_write_text(args.output, text)
+    write_output_text(args.output, text)
     if args.diagnostics:
         atomic_write_json(args.diagnostics, reports if args.cases else reports[0])
     return 0

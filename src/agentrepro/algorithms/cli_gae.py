@@ -13,15 +13,13 @@ line must carry its own `gamma` / `lam` fields. A malformed line stops the comma
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import defaultdict
 
 import numpy as np
 
 from agentrepro.errors import BadInput
 from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude, number
-from agentrepro.fileio import atomic_write_text, check_output_file, iter_jsonl, json_text
-from agentrepro.reading import stdin_lines
+from agentrepro.fileio import STDIO, check_output_file, input_name, iter_input_jsonl, json_text, write_output_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,12 +56,11 @@ def _param(seq: dict, key: str, given: float | None, source: str, where: str) ->
 def run(args: argparse.Namespace) -> int:
     from agentrepro.algorithms.gae import masked_gae, masked_whiten
 
-    source = "<stdin>" if args.input == "-" else args.input
-    if args.output != "-":
+    source = input_name(args.input)
+    if args.output != STDIO:
         check_output_file(args.output, option="-o")
-    lines = iter_jsonl(source, lines=stdin_lines()) if args.input == "-" else iter_jsonl(args.input)
     seqs, parsed = [], []
-    for number, seq in lines:
+    for number, seq in iter_input_jsonl(args.input):
         where = f"line {number}"
         if not isinstance(seq, dict):
             raise BadInput("expected a JSON object", path=source, where=where)
@@ -112,8 +109,5 @@ def run(args: argparse.Namespace) -> int:
 
     text = "".join(json_text({**seq, "advantages": a.tolist(), "returns": g.tolist()}, path=args.output) + "\n"
                    for seq, a, g in zip(seqs, adv, ret))
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        atomic_write_text(args.output, text)
+    write_output_text(args.output, text)
     return 0

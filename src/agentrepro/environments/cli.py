@@ -33,8 +33,8 @@ from agentrepro.environments.cli_play import run_play
 from agentrepro.environments.registry import REGISTRY, env_names, make_env, validate_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import check_output_file, iter_jsonl
-from agentrepro.reading import MalformedJSON, check_string, parse_json, stdin_lines
+from agentrepro.fileio import check_output_file, iter_input_jsonl
+from agentrepro.reading import MalformedJSON, check_string, parse_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,15 +172,9 @@ def replay_episode(name: str, params: dict[str, Any], seed: int | str, responses
     return turns
 
 
-def _lines(path: str):
-    if path == "-":
-        return iter_jsonl("<stdin>", lines=stdin_lines())
-    return iter_jsonl(path)
-
-
 def read_responses(path: str) -> list[str]:
     responses = []
-    for number, obj in _lines(path):
+    for number, obj in iter_input_jsonl(path):
         if not isinstance(obj, str):
             raise BadInput(f"expected a JSON string (one response), got {type(obj).__name__}", path=path, where=f"line {number}")
         responses.append(obj)
@@ -189,7 +183,7 @@ def read_responses(path: str) -> list[str]:
 
 def read_episodes(path: str) -> list[tuple[int, int, list[str]]]:
     episodes = []
-    for number, obj in _lines(path):
+    for number, obj in iter_input_jsonl(path):
         where = f"line {number}"
         if not isinstance(obj, dict):
             raise BadInput('expected an object {"seed": N, "responses": [...]}', path=path, where=where)
