@@ -105,26 +105,30 @@ def fixed_value_verdict(ours: float, ci90: tuple[float, float], ci95: tuple[floa
     return Verdict(delta, d90, d95, verdict, needed, unit, test)
 
 
-def welch_ci(mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2: int, alpha: float) -> tuple[float, float, float, float]:
-    """(delta, lo, hi, df) of mean1 − mean2 from summary statistics, Welch–Satterthwaite df."""
+def _welch(mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2: int) -> tuple[float, float, float | None]:
+    """(delta, se, df) of mean1 − mean2 from summary statistics, Welch–Satterthwaite df (None when se is 0)."""
     v1, v2 = sd1 ** 2 / n1, sd2 ** 2 / n2
     se = math.sqrt(v1 + v2)
-    delta = mean1 - mean2
     if se == 0:
-        return delta, delta, delta, float("inf")
+        return mean1 - mean2, se, None
     df = (v1 + v2) ** 2 / ((v1 ** 2 / (n1 - 1) if v1 else 0.0) + (v2 ** 2 / (n2 - 1) if v2 else 0.0))
+    return mean1 - mean2, se, df
+
+
+def welch_ci(mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2: int, alpha: float) -> tuple[float, float, float, float]:
+    """(delta, lo, hi, df) of mean1 − mean2 from summary statistics, Welch–Satterthwaite df."""
+    delta, se, df = _welch(mean1, sd1, n1, mean2, sd2, n2)
+    if df is None:
+        return delta, delta, delta, float("inf")
     half = stats.t.ppf(1 - alpha / 2, df) * se
     return delta, delta - half, delta + half, df
 
 
 def welch_tost_p(mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2: int, tolerance: float) -> float:
     """TOST p-value (the larger of the two one-sided Welch p-values) for |mean1 − mean2| < tolerance."""
-    v1, v2 = sd1 ** 2 / n1, sd2 ** 2 / n2
-    se = math.sqrt(v1 + v2)
-    delta = mean1 - mean2
-    if se == 0:
+    delta, se, df = _welch(mean1, sd1, n1, mean2, sd2, n2)
+    if df is None:
         return 0.0 if abs(delta) < tolerance else 1.0
-    df = (v1 + v2) ** 2 / ((v1 ** 2 / (n1 - 1) if v1 else 0.0) + (v2 ** 2 / (n2 - 1) if v2 else 0.0))
     p_lower = stats.t.sf((delta + tolerance) / se, df)    # H0: delta <= -tolerance
     p_upper = stats.t.cdf((delta - tolerance) / se, df)   # H0: delta >= +tolerance
     return float(max(p_lower, p_upper))
