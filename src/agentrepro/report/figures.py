@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import io
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import matplotlib
 import matplotlib.ticker
@@ -111,6 +111,15 @@ def paired_deltas(paired_rows: Sequence[dict], step: int, ax: Axes | None = None
     return ax
 
 
+def _dodged(rows: Sequence[dict], lane_key: str, lanes: list, methods: list) -> Iterator[tuple[str, dict, float]]:
+    """(method, row, y) for every row, method by method: lane `lanes.index(row[lane_key])` of a horizontal
+    dot chart, shared by the methods side by side within its 0.8 height."""
+    width = 0.8 / max(len(methods), 1)
+    for j, m in enumerate(methods):
+        for r in (r for r in rows if r["method"] == m):
+            yield m, r, lanes.index(r[lane_key]) - 0.4 + width * (j + 0.5)
+
+
 def per_category(category_rows: Sequence[dict], step: int, ax: Axes | None = None, colors: dict | None = None) -> Axes:
     """Success per task category at `step`: one dot per method with its Wilson 95% CI."""
     rows = _at_step(category_rows, step)
@@ -118,12 +127,9 @@ def per_category(category_rows: Sequence[dict], step: int, ax: Axes | None = Non
     methods = list(dict.fromkeys(r["method"] for r in rows))
     ax = _axes(ax, (6.4, 0.6 + 0.5 * max(len(cats), 1)))
     colors = colors or method_colors(methods)
-    width = 0.8 / max(len(methods), 1)
-    for j, m in enumerate(methods):
-        for r in (r for r in rows if r["method"] == m):
-            y = cats.index(r["category"]) - 0.4 + width * (j + 0.5)
-            ax.errorbar(100 * r["rate"], y, xerr=[[100 * (r["rate"] - r["wilson_lo"])], [100 * (r["wilson_hi"] - r["rate"])]],
-                        fmt="o", ms=4, capsize=2, color=colors.get(m), label=m if r["category"] == cats[0] else None)
+    for m, r, y in _dodged(rows, "category", cats, methods):
+        ax.errorbar(100 * r["rate"], y, xerr=[[100 * (r["rate"] - r["wilson_lo"])], [100 * (r["wilson_hi"] - r["rate"])]],
+                    fmt="o", ms=4, capsize=2, color=colors.get(m), label=m if r["category"] == cats[0] else None)
     ax.set_yticks(range(len(cats)), cats)
     ax.invert_yaxis()
     ax.set_xlabel(f"success rate at step {step} (%)")
@@ -167,12 +173,9 @@ def overhead_seconds(overhead_rows: Sequence[dict], ax: Axes | None = None, colo
     methods = list(dict.fromkeys(r["method"] for r in overhead_rows))
     ax = _axes(ax, (6.4, 0.6 + 0.45 * max(len(comps), 1)))
     colors = colors or method_colors(methods)
-    width = 0.8 / max(len(methods), 1)
-    for j, m in enumerate(methods):
-        for r in (r for r in overhead_rows if r["method"] == m):
-            y = comps.index(r["component"]) - 0.4 + width * (j + 0.5)
-            ax.hlines(y, r["p50_s"], max(r["p95_s"], r["p50_s"]), color=colors.get(m), lw=3, alpha=0.5)
-            ax.plot(r["p50_s"], y, "o", ms=4, color=colors.get(m), label=m if r["component"] == comps[0] else None)
+    for m, r, y in _dodged(overhead_rows, "component", comps, methods):
+        ax.hlines(y, r["p50_s"], max(r["p95_s"], r["p50_s"]), color=colors.get(m), lw=3, alpha=0.5)
+        ax.plot(r["p50_s"], y, "o", ms=4, color=colors.get(m), label=m if r["component"] == comps[0] else None)
     if overhead_rows and all(r["p50_s"] > 0 for r in overhead_rows):
         ax.set_xscale("log")
         # plain tick labels: the default log labels are mathtext, which STYLE turns off for data text
