@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrepro.backends import verl_agent, verl_recipes
+from agentrepro.backends import verl_agent, verl_recipes, verl_scripts
 from agentrepro.errors import BadInput
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.resolve import run_config
@@ -27,7 +27,7 @@ def recorded(script: str) -> dict:
     return next(r for r in RECIPES["recipes"] if r["script"] == script)
 
 
-def composed(script: verl_recipes.Script) -> dict:
+def composed(script: verl_scripts.Script) -> dict:
     """The flattened config the script's entry composes (graphgpo_trainer or ppo_trainer)."""
     name = "graphgpo_trainer" if script.entry == "recipe.GraphGPO.main_graphgpo" else "ppo_trainer"
     return CONFIGS["configs"][name]["keys"]
@@ -45,15 +45,52 @@ def study_configs(tmp_path):
 def test_script_table_matches_the_recorded_scripts():
     """Each shipped script's path, entry module, data-preparation arguments and official values (with their line)
     equal what was recorded by running the scripts of 20bd331 (recipes.json)."""
-    assert RECIPES["commit"] == verl_recipes.COMMIT == CONFIGS["commit"]
-    for estimator, script in verl_recipes.SCRIPTS.items():
+    assert RECIPES["commit"] == verl_scripts.COMMIT == CONFIGS["commit"]
+    for estimator, script in verl_scripts.SCRIPTS.items():
         facts = recorded(script.path)
         assert script.entry == facts["entry"]["module"]
         assert list(script.prepare) == facts["data_preparation"][0]["args"]
-        overrides = {o["key"]: (o["value"], int(o["src"].rsplit(":", 1)[1])) for o in facts["overrides"]}
+        overrides = official_lines(script)
         for key, official in script.official.items():
+            assert key in overrides, f"{script.path} does not set {key}"
             assert overrides[key] == official, key
         assert overrides["algorithm.adv_estimator"][0] == estimator
+
+
+def official_lines(script: verl_scripts.Script) -> dict[str, tuple[str, int]]:
+    """{key: (value as written, line)} of every override the recorded script sets."""
+    return {o["key"]: (o["value"], int(o["src"].rsplit(":", 1)[1])) for o in recorded(script.path)["overrides"]}
+
+
+def considered_keys(config: dict, run_dir: Path) -> set[str]:
+    """Every key the harness appends or compares with the script for `config` stated in full: its own settings,
+    and the recipe key of every manifest value it maps (train.*, eval.*, env.params.max_turns, resources.gpus,
+    the model path, the seed), whether or not the value equals the script's."""
+    config = json.loads(json.dumps(config))
+    for field in verl_recipes.TRAIN_KEYS:
+        config["train"].setdefault(field, 1)
+    config.setdefault("eval", {}).update({"temperature": 0.3, "tasks": 3, "every": 2})
+    config.setdefault("env", {}).setdefault("params", {})["max_turns"] = 7
+    config.setdefault("resources", {})["gpus"] = 3
+    config["backend"]["model_path"] = "/models/m"
+    harness = {o.key for o in verl_recipes.appended(config, run_dir, resume=True)}
+    return harness | {key for _, key, _ in verl_recipes.manifest_values(config)}
+
+
+def test_the_script_table_has_every_key_the_harness_may_append(tmp_path):
+    """The other direction: every key the harness may append (or leave to the script when the values agree) that
+    the official script sets is in SCRIPTS with the script's value and line, so no deviation is recorded as
+    'not set by the script' (official None) and no value equal to the script's is appended."""
+    seen = set()
+    for method, config in study_configs(tmp_path):
+        if config["backend"]["name"] != verl_agent.VerlAgentBackend.name:
+            continue
+        script = verl_recipes.script_for(config)
+        seen.add(script.path)
+        sets = official_lines(script)
+        for key in sorted(considered_keys(config, tmp_path / "run") & set(sets)):
+            assert script.official.get(key) == sets[key], (method, key, script.official.get(key), sets[key])
+    assert seen == {script.path for script in verl_scripts.SCRIPTS.values()}
 
 
 def test_every_appended_key_exists_with_its_type(tmp_path):

@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import checkpoints, convert, ray_launch, runconfig, step_rows, verl_recipes
+from agentrepro.backends import checkpoints, convert, ray_launch, runconfig, step_rows, verl_recipes, verl_scripts
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
 from agentrepro.backends.process import run_logged
@@ -92,11 +92,11 @@ def launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval
     if eval_step is None:   # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
         env.update(step_rows.hook_env(config, run_dir))
         env[verl_prune.KEEP_ENV] = checkpoints.keep_setting(config)   # older steps' training state (hooks/agentrepro_verl_prune.py)
-        return [prepare, Launch("train", (*head, "bash", script.path, verl_recipes.ENGINE, *words), env, cwd)]
+        return [prepare, Launch("train", (*head, "bash", script.path, verl_scripts.ENGINE, *words), env, cwd)]
     source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
         "trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoints.verl_step_dir(run_dir, eval_step)}"]
     validate = ["trainer.val_only=true", "trainer.val_before_train=true", *source]
-    return [prepare, Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, verl_recipes.ENGINE, *words, *validate), env, cwd)]
+    return [prepare, Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, verl_scripts.ENGINE, *words, *validate), env, cwd)]
 
 
 def ray_head(config: dict[str, Any], run_dir: Path) -> tuple[str, ...]:
@@ -143,7 +143,7 @@ def write_panel(config: dict[str, Any], run_dir: Path) -> Path:
 def deviations(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> dict[str, Any]:
     """What this job changes in the official recipe: the script and every appended override."""
     script = verl_recipes.script_for(config)
-    return {"commit": verl_recipes.COMMIT, "script": script.path, "entry": script.entry,
+    return {"commit": verl_scripts.COMMIT, "script": script.path, "entry": script.entry,
             "appended": [o.record() for o in verl_recipes.appended(config, run_dir, resume=resume)]}
 
 
