@@ -20,7 +20,7 @@ import torch
 from agentrepro.backends import outcomes
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
-from agentrepro.trainer.loop import device_of
+from agentrepro.trainer.loop import run_device
 from agentrepro.trainer.policy import build_policy
 from agentrepro.trainer.rollout import Sampler, rollout
 
@@ -60,9 +60,7 @@ def evaluate_policy(policy, spec: RunSpec, codec, panel: list[dict[str, Any]], s
 def evaluate_run(config: dict[str, Any], run_dir: str | Path, step: int) -> list[dict[str, Any]]:
     """Load checkpoint `step` of `run_dir` and evaluate it on the panel."""
     spec = RunSpec.from_config(config)
-    if spec.train.device == "cpu":
-        torch.set_num_threads(spec.train.threads)
-    device = device_of(spec.train.device)
+    device = run_device(spec.train)
     tokenizer = ckpt.load_tokenizer(run_dir)
     codec = spec.make_codec(tokenizer)
     policy = build_policy(spec.model, tokenizer, spec.seed)

@@ -45,6 +45,14 @@ def device_of(name: str) -> torch.device:
     return device
 
 
+def run_device(train, name: str | None = None) -> torch.device:
+    """The device a run computes on: `name` (default `train.device`; a rank's own GPU under data parallel),
+    with `train.threads` torch threads when `train.device` is the CPU."""
+    if train.device == "cpu":
+        torch.set_num_threads(train.threads)
+    return device_of(name or train.device)
+
+
 def _read_log(path: Path, upto: int) -> list[dict]:
     return [row for _, row in iter_jsonl(path) if row["step"] <= upto] if path.is_file() else []
 
@@ -70,9 +78,7 @@ class Trainer:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.save_steps = set(checkpoint_schedule(self.spec))
-        if self.spec.train.device == "cpu":
-            torch.set_num_threads(cfg.threads)
-        self.device = device_of(ranks.device(cfg.device))
+        self.device = run_device(cfg, ranks.device(cfg.device))
         self.sample_gen = torch.Generator().manual_seed(sampling_seed(self.spec.seed, ranks.rank))
         self.update_gen = torch.Generator().manual_seed(self.spec.seed * 1_000_003 + 2)
         self.task_rng = np.random.default_rng([self.spec.seed, 0x7A5C])

@@ -42,14 +42,12 @@ def make_warmstart(config: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     from agentrepro.trainer import checkpoint as ckpt
     from agentrepro.trainer.context import RunSpec
     from agentrepro.trainer.evaluate import evaluate_run
-    from agentrepro.trainer.loop import device_of
+    from agentrepro.trainer.loop import run_device
     from agentrepro.trainer.policy import build_policy
     from agentrepro.trainer.warmstart import warm_start
 
     spec = RunSpec.from_config(config)
-    if spec.train.device == "cpu":
-        torch.set_num_threads(spec.train.threads)
-    device = device_of(spec.train.device)
+    device = run_device(spec.train)
     tokenizer = spec.build_tokenizer()
     codec = spec.make_codec(tokenizer)
     policy = build_policy(spec.model, tokenizer, spec.seed).to(device)
