@@ -42,55 +42,53 @@ def study_configs(tmp_path):
         yield method, config
 
 
-def test_script_table_matches_the_recorded_scripts():
-    """Each shipped script's path, entry module, data-preparation arguments and official values (with their line)
-    equal what was recorded by running the scripts of 20bd331 (recipes.json)."""
+def official_lines(script_path: str) -> dict[str, tuple[str, int]]:
+    """{key: (value, line)} of every override the recorded script sets."""
+    return {o["key"]: (o["value"], line(o["src"])) for o in recorded(script_path)["overrides"]}
+
+
+def line(src: str) -> int:
+    return int(src.rsplit(":", 1)[1])
+
+
+def test_script_table_equals_the_recorded_scripts():
+    """The shipped facts (verl_scripts.json) are the recorded scripts of 20bd331 (recipes.json), both ways: the same
+    scripts, and for each its entry module and data-preparation arguments (with their lines) and exactly the keys it
+    sets, each with its value and line; so no key a script sets is recorded as 'not set by the script'."""
     assert RECIPES["commit"] == verl_scripts.COMMIT == CONFIGS["commit"]
+    assert sorted(s.path for s in verl_scripts.SCRIPTS.values()) == sorted(r["script"] for r in RECIPES["recipes"])
     for estimator, script in verl_scripts.SCRIPTS.items():
         facts = recorded(script.path)
-        assert script.entry == facts["entry"]["module"]
-        assert list(script.prepare) == facts["data_preparation"][0]["args"]
-        overrides = official_lines(script)
+        assert (script.entry, script.entry_line) == (facts["entry"]["module"], line(facts["entry"]["src"]))
+        (prepare,) = facts["data_preparation"]
+        assert (list(script.prepare), script.prepare_line) == (prepare["args"], line(prepare["src"]))
+        recorded_keys = official_lines(script.path)
+        assert sorted(script.official) == sorted(recorded_keys), script.path
         for key, official in script.official.items():
-            assert key in overrides, f"{script.path} does not set {key}"
-            assert overrides[key] == official, key
-        assert overrides["algorithm.adv_estimator"][0] == estimator
+            assert official == recorded_keys[key], (script.path, key)
+        assert script.official["algorithm.adv_estimator"][0] == estimator
 
 
-def official_lines(script: verl_scripts.Script) -> dict[str, tuple[str, int]]:
-    """{key: (value as written, line)} of every override the recorded script sets."""
-    return {o["key"]: (o["value"], int(o["src"].rsplit(":", 1)[1])) for o in recorded(script.path)["overrides"]}
+def test_every_script_key_exists_in_the_composed_config():
+    """Every key of the shipped facts is a key of the config its script's entry composes at 20bd331 (config.json)."""
+    for script in verl_scripts.SCRIPTS.values():
+        missing = sorted(set(script.official) - set(composed(script)))
+        assert not missing, (script.path, missing)
 
 
-def considered_keys(config: dict, run_dir: Path) -> set[str]:
-    """Every key the harness appends or compares with the script for `config` stated in full: its own settings,
-    and the recipe key of every manifest value it maps (train.*, eval.*, env.params.max_turns, resources.gpus,
-    the model path, the seed), whether or not the value equals the script's."""
-    config = json.loads(json.dumps(config))
-    for field in verl_recipes.TRAIN_KEYS:
-        config["train"].setdefault(field, 1)
-    config.setdefault("eval", {}).update({"temperature": 0.3, "tasks": 3, "every": 2})
-    config.setdefault("env", {}).setdefault("params", {})["max_turns"] = 7
-    config.setdefault("resources", {})["gpus"] = 3
-    config["backend"]["model_path"] = "/models/m"
-    harness = {o.key for o in verl_recipes.appended(config, run_dir, resume=True)}
-    return harness | {key for _, key, _ in verl_recipes.manifest_values(config)}
-
-
-def test_the_script_table_has_every_key_the_harness_may_append(tmp_path):
-    """The other direction: every key the harness may append (or leave to the script when the values agree) that
-    the official script sets is in SCRIPTS with the script's value and line, so no deviation is recorded as
-    'not set by the script' (official None) and no value equal to the script's is appended."""
-    seen = set()
+def test_an_override_of_a_script_key_the_harness_leaves_records_the_scripts_value(tmp_path):
+    """backend.overrides naming a key the script sets but the harness never appends (the rollout's GPU memory share)
+    is recorded as a deviation from the script's value and line, not as 'not set by the script'."""
     for method, config in study_configs(tmp_path):
         if config["backend"]["name"] != verl_agent.VerlAgentBackend.name:
             continue
+        key = "actor_rollout_ref.rollout.gpu_memory_utilization"
+        assert key not in {o.key for o in verl_recipes.appended(config, tmp_path / "run", resume=True)}
+        config["backend"]["overrides"] = {key: 0.4}
+        record = {o.key: o for o in verl_recipes.appended(config, tmp_path / "run", resume=True)}[key]
         script = verl_recipes.script_for(config)
-        seen.add(script.path)
-        sets = official_lines(script)
-        for key in sorted(considered_keys(config, tmp_path / "run") & set(sets)):
-            assert script.official.get(key) == sets[key], (method, key, script.official.get(key), sets[key])
-    assert seen == {script.path for script in verl_scripts.SCRIPTS.values()}
+        assert (record.value, record.official) == (0.4, official_lines(script.path)[key][0]), method
+        assert record.official in ("0.5", "0.6") and record.why == f"manifest backend.overrides.{key}"
 
 
 def test_every_appended_key_exists_with_its_type(tmp_path):
