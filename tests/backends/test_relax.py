@@ -42,17 +42,30 @@ def game(i: int) -> str:
     return f"json_2.1.1/valid_seen/{TYPES[i % 6]}-Obj{i}-None-Place-{300 + i}/trial_T2019_{i:04d}/game.tw-pddl"
 
 
+def stand_in_checkout(workdir: Path, sources: list[str]) -> str:
+    """A git repository in `workdir` holding a stand-in for the recipe and each declared source; its commit."""
+    import subprocess
+
+    for path in {relax_recipe.RECIPE, *sources}:
+        (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / path).write_text(f"# stand-in for {path}\n")
+    git = lambda *args: subprocess.run(["git", "-C", str(workdir), *args], check=True, capture_output=True, text=True).stdout.strip()  # noqa: E731
+    git("init", "-q")
+    git("-c", "user.email=t@example.org", "-c", "user.name=t", "add", "-A")
+    git("-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-q", "-m", "stand-in recipe")
+    return git("rev-parse", "HEAD")
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     """The shipped manifest frozen with test values: (lock, lock path, root)."""
     root = tmp_path_factory.mktemp("relax-study")
     for name in ("relax", "alfworld", "model"):
         (root / name).mkdir()
-    (root / "relax" / relax_recipe.RECIPE).parent.mkdir(parents=True)
-    (root / "relax" / relax_recipe.RECIPE).write_text("# stand-in\n")
     (root / "model.lock.json").write_text("{}\n")
     manifest = yaml.safe_load(MANIFEST.read_text())
-    manifest["backend"].update(workdir=str(root / "relax"), alfworld_data=str(root / "alfworld"),
+    commit = stand_in_checkout(root / "relax", manifest["backend"]["sources"])
+    manifest["backend"].update(commit=commit, workdir=str(root / "relax"), alfworld_data=str(root / "alfworld"),
                                alfworld_python="python3", model_path=str(root / "model"), model_lock=str(root / "model.lock.json"))
     manifest["image"] = {"ref": "ghcr.io/redai-infra/relaxrl", "digest": "sha256:" + "3f" * 32}
     manifest["model"].update(revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082", tokenizer_revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082")
@@ -65,11 +78,37 @@ def study(tmp_path_factory):
     return lock, path, root
 
 
+def test_freeze_pins_the_recipe_sources_at_the_relax_commit(study):
+    """The shipped manifest's sources (the recipe's algorithm files) are hashed at backend.commit in the checkout."""
+    import subprocess
+
+    lock, _, root = study
+    pinned = lock["backend_sources"]["relax"]
+    sources = yaml.safe_load(MANIFEST.read_text())["backend"]["sources"]
+    blob = lambda path: subprocess.run(["git", "-C", str(root / "relax"), "hash-object", path], check=True,  # noqa: E731
+                                       capture_output=True, text=True).stdout.strip()
+    assert pinned["commit"] == lock["manifest"]["backend"]["commit"] and sorted(pinned["files"]) == sorted(sources)
+    assert pinned["files"] == {path: blob(path) for path in sources}
+
+
 def resolved(study, method: str, seed: int = 0) -> dict:
     lock, path, _ = study
     config = runconfig.resolve_config(run_config(lock, method, seed, lock_path=path), relax.RelaxBackend().default_config())
     relax.RelaxBackend().validate_config(config)
     return config
+
+
+def test_step_rows_offset_follows_relax_resume(study, tmp_path):
+    """The advantage wrapper's AGENTREPRO_POLICY_VERSION_OFFSET is 0 for a fresh --save and the saved iteration + 1
+    when Relax will resume from it (relax_recipe.policy_version_offset)."""
+    config = resolved(study, "graphgpo")
+    run = tmp_path / "run"
+    offset = lambda: relax.launches(config, run)[2].env["AGENTREPRO_POLICY_VERSION_OFFSET"]  # noqa: E731 - the head's
+    assert config["train"]["step_rows"] and offset() == "0"
+    tracker = relax_recipe.checkpoint_dir(relax.save_dir(run), config) / relax_recipe.TRACKER
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text("49\n")
+    assert offset() == "50"
 
 
 def recipe_line(knobs: dict[str, str], workdir: Path) -> str:
@@ -411,7 +450,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     ports = ray_launch.ray_ports(f"slurm-{env['SLURM_JOB_ID']}")
     assert driver["env"]["RELAX_SERVE_PORT"] == str(ports.serve) and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
-    assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "1")   # the advantage wrapper's
+    assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "0")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
     assert submitted[:4] == list(relax_recipe.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
     assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"   # eval.keep_checkpoints hf (the default)

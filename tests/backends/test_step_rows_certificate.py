@@ -106,7 +106,7 @@ for group in json.loads(open(sys.argv[1]).read()):
 '''
 
 
-def relax_groups(rows: list[dict], policy_version: int) -> list[list[dict]]:
+def relax_groups(rows: list[dict], policy_version: str) -> list[list[dict]]:
     """The fixture's rows as Relax passes them: per rollout group, one {turn_NNN: sample.metadata} per trajectory."""
     groups: dict[str, dict[str, dict]] = {}
     for r in rows:
@@ -132,8 +132,9 @@ def run_relax(tmp_path: Path, kind: str) -> tuple[Path, dict]:
     (tree / "driver.py").write_text(textwrap.dedent(DRIVER))
     values = advantages(case, {"rows": "reference", "trajectories": "trajectories"}.get(kind, kind))
     (tmp_path / "advantages.json").write_text(json.dumps({f"{r['traj']}/{r['turn']}": v for r, v in zip(case["rows"], values)}))
-    rollout = relax_recipe.rollout_of_step(1)
-    (tmp_path / "groups.json").write_text(json.dumps(relax_groups(case["rows"], rollout) + relax_groups(case["rows"], rollout + 1)))
+    rollout = relax_recipe.rollout_of_step(1)   # rows stamped as Relax does: str(weight_version) of their rollout
+    versions = [str(relax_recipe.weight_version_of_rollout(r)) for r in (rollout, rollout + 1)]
+    (tmp_path / "groups.json").write_text(json.dumps(relax_groups(case["rows"], versions[0]) + relax_groups(case["rows"], versions[1])))
     env = {**step_rows.hook_env(config, run), "AGENTREPRO_POLICY_VERSION_OFFSET": str(relax_recipe.POLICY_VERSION_OFFSET),
            "PYTHONPATH": f"{HOOKS_DIR}:{tree}", "PATH": "/usr/bin:/bin", "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
     result = subprocess.run([sys.executable, "driver.py", str(tmp_path / "groups.json")], cwd=tree, env=env, capture_output=True, text=True)
@@ -176,12 +177,13 @@ def test_verl_other_episode_statistics_fail_naming_the_mode(tmp_path):
 
 
 def test_relax_wrapper_rows_pass_in_the_declared_mode(tmp_path):
-    """The Relax wrapper writes the rows of step 1's rollout (policy version 0) and none of step 2's; advantages
+    """The Relax wrapper writes the rows of step 1's rollout (policy_version "1", the weights after the sync before
+    rollout 0) and none of step 2's; advantages
     with each trajectory once pass the recipe's declared trajectory_once (episode_stats: trajectories)."""
     run, case = run_relax(tmp_path, "trajectories")
     assert not batch_dump(run, 2).exists()
     rows = [json.loads(x) for x in batch_dump(run, 1).read_text().splitlines()]
-    assert len(rows) == len(case["rows"]) and {r["policy_version"] for r in rows} == {0}
+    assert len(rows) == len(case["rows"]) and {r["policy_version"] for r in rows} == {"1"}
     by_key = {(r["traj"], r["turn"]): r for r in rows}
     for r in case["rows"]:
         mine = by_key[(r["traj"], r["turn"])]

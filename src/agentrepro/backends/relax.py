@@ -56,7 +56,7 @@ from agentrepro.hooks import HOOKS_DIR
 from agentrepro.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
 from agentrepro.layout import RunFiles
 
-BLOCK_KEYS = {"name", "repo", "commit", "workdir", "alfworld_data", "alfworld_python", "model_path", "model_lock",
+BLOCK_KEYS = {"name", "repo", "commit", "workdir", "sources", "alfworld_data", "alfworld_python", "model_path", "model_lock",
               "pythonpath", "ray", "success_threshold", "export_hf"}
 SAVE, EXPANDED = "relax", "expanded_command.txt"
 TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats")
@@ -85,7 +85,7 @@ def launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     ray = block.get("ray") or {}
     rows_env = step_rows.hook_env(config, run_dir)   # train.step_rows: the advantage wrapper dumps these steps
     if rows_env:
-        rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(relax_recipe.POLICY_VERSION_OFFSET)
+        rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(relax_recipe.policy_version_offset(relax_recipe.checkpoint_dir(save, config)))
     head_env = {**relax_recipe.head_env(knobs), **rows_env, "RELAX_SERVE_PORT": str(ports.serve), "RELAX_SERVE_HOST": "127.0.0.1",
                 "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline"}
     head = ray_launch.head_launch(key, ray=ray.get("executable", "ray"), env=head_env, cwd=workdir, dashboard=True,

@@ -211,17 +211,66 @@ def evaluated_rollouts(steps: int, interval: int = EVAL_INTERVAL) -> list[int]:
 
 
 def rollout_of_step(step: int) -> int:
-    """The rollout_id Relax names the evaluation of harness step `step` by (0 = before training)."""
+    """The rollout_id Relax names harness step `step` by: 0 before training, N - 1 after the N-th update.
+
+    Relax's rollout_id is 0-based (the loop generates rollout_id = local_step; yeqinghe609/Relax@13cc7cac
+    relax/components/rollout.py:423). After training on rollout r (the (r+1)-th update) the actor saves
+    iteration r (iter_{r:07d}, --save-hf formatted with rollout_id=r) when (r+1) % save_interval == 0 or it is
+    the last rollout, updates the rollout weights, flushes the training metrics at step r and asks for the
+    evaluation of train_step r (relax/backends/megatron/actor.py:840-857, 1457-1485, 539), which runs as
+    eval(rollout_id=r), written to rollout_result/eval/{r}.jsonl, when (r+1) % eval_interval == 0
+    (relax/components/rollout.py:349-356, 519-525); the evaluation before training is eval(rollout_id=0)
+    (rollout.py:388-389). So metrics, evaluation and checkpoint of one update share one rollout_id; facts with
+    their lines: tests/fixtures/frameworks/relax.pin.json `numbering`."""
     return 0 if step == 0 else step - 1
 
 
 def step_of_rollout(rollout_id: int) -> int:
-    """The harness step reached after training rollout `rollout_id`."""
+    """The harness step reached after training rollout `rollout_id` (the inverse of rollout_of_step after 0)."""
     return rollout_id + 1
 
 
-POLICY_VERSION_OFFSET = step_of_rollout(0)
-"""Harness step of a training group = its sample.metadata `policy_version` + this. Assumes Relax stamps a
-training rollout's samples with its 0-based rollout_id as policy_version (the weights after that many updates);
-relax.outputs.json marks where policy_version comes from as not verified. The certificate's step rows carry
-the policy_version they were named by, so the assumption can be checked on a real run."""
+def weight_version_of_rollout(rollout_id: int) -> int:
+    """The weight_version of the SGLang weights that generate rollout `rollout_id` of a fresh run: rollout_id + 1.
+
+    The colocated weight updater starts at 0 and adds 1 per update_weights, sending str(weight_version) with the
+    weights (redai-infra/Relax@10077e0 relax/backends/megatron/weight_update/update_weight_from_tensor.py,
+    UpdateWeightFromTensor.__init__ / update_weights / _send_to_colocated_engine); the actor updates once when the
+    rollout manager is attached, before rollout 0 in synchronous colocated training (relax/components/actor.py
+    Actor.set_rollout_manager), and once after each training step (yeqinghe609/Relax@13cc7cac
+    relax/backends/megatron/actor.py:852). The counter lives in the training process: after a resume it starts
+    again at 1, so this holds for a run that trains without resuming."""
+    return rollout_id + 1
+
+
+POLICY_VERSION_OFFSET = step_of_rollout(0) - weight_version_of_rollout(0)
+"""Harness step of a training group = int(its sample.metadata `policy_version`) + this (0), in a run that
+starts at rollout 0 (policy_version_offset gives the offset of a resumed one).
+
+Relax stamps each row's policy_version before the custom advantage runs: str of the Sample's one
+weight_version (the versions SGLang reported in the meta_info of the responses the agent got), else str of
+metadata.start_rollout_id (redai-infra/Relax@eaf262f relax/agentic/pipeline/reward.py,
+RewardWaitingGroup._resolved_policy_version and metadata_by_slot; the same rule at transfer,
+@95456306 relax/agentic/pipeline/transfer.py::_captured_policy_version). The agentic session service records
+meta_info's weight_version per response (yeqinghe609/Relax@13cc7cac relax/agentic/session/service.py:1276-1278),
+so rows carry weight_version_of_rollout(r) = the step their update reaches. Were weight_versions empty, the
+fallback start_rollout_id = r would put every row one step early; the certificate's rows carry the
+policy_version they were named by, so a real run shows which held. Facts: relax.pin.json
+`numbering.policy_version`."""
+
+TRACKER = "latest_checkpointed_iteration.txt"
+
+
+def policy_version_offset(save: Path) -> int:
+    """The offset for a Relax run about to start with `save` (its --save, relax_recipe.checkpoint_dir): Relax
+    resumes whenever save holds TRACKER, at rollout_id = the saved iteration + 1 (yeqinghe609/Relax@13cc7cac
+    relax/backends/megatron/actor.py:191), and its new process counts weight versions from 0 again, so the first
+    rollout after the resume carries weight_version 1 and reaches step_of_rollout(start)."""
+    tracker = Path(save) / TRACKER
+    if not tracker.is_file():
+        return POLICY_VERSION_OFFSET
+    text = tracker.read_text().strip()
+    if not (text.isascii() and text.isdigit()):
+        raise BadInput(f"expected the Megatron iteration Relax resumes from, got {text[:40]!r}", path=tracker)
+    start = int(text) + 1
+    return step_of_rollout(start) - weight_version_of_rollout(0)

@@ -14,8 +14,8 @@ _REQUIRED_FIELDS): rollout_group_id -> group, trajectory_id -> traj, turn_index 
 next_state_key -> next_state ('__GRAPHGPO_SUCCESS__', graph_credit.SUCCESS, becomes the step rows' goal
 'success'), is_action_valid -> valid, success -> success; episode_reward = 10·success and reward = 10 on the
 winning turn (the recipe's success_reward 10, fixed); the recipe's own episode_return and policy_version are
-kept beside them. The harness step is policy_version + AGENTREPRO_POLICY_VERSION_OFFSET
-(backends/relax_recipe.py owns Relax's numbering).
+kept beside them. The harness step is policy_version (a decimal string as Relax stamps it, or an int) +
+AGENTREPRO_POLICY_VERSION_OFFSET (backends/relax_recipe.py owns Relax's numbering).
 
 Runs inside Relax's Ray processes: Python standard library only.
 """
@@ -63,13 +63,25 @@ def group_rows(metadata_by_slot, result) -> list[dict]:
     return rows
 
 
+def policy_version(value) -> int | None:
+    """A row's policy_version as a number: Relax stamps str(weight_version) or str(start_rollout_id) (reward.py
+    RewardWaitingGroup._resolved_policy_version at eaf262f); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
 def compute_custom_advantage(metadata_by_slot):
     result = recipe_function()(metadata_by_slot)
     steps = step_rows.wanted_steps()
     if steps and metadata_by_slot:
         first = next(iter(metadata_by_slot[0].values()), None)
-        version = first.get("policy_version") if hasattr(first, "get") else None
-        if isinstance(version, int) and not isinstance(version, bool):
+        version = policy_version(first.get("policy_version") if hasattr(first, "get") else None)
+        if version is not None:
             step = version + int(os.environ.get(OFFSET, "0"))
             if step in steps:
                 try:
