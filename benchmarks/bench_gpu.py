@@ -165,6 +165,8 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-generate", action="store_true", help="no engine-vs-generate turn")
     parser.add_argument("--update-kernels", default="eager", choices=("eager", "compiled"),
                         help="train.update_kernels (trainer/kernels.py); the runs recorded before this option existed were eager")
+    parser.add_argument("--update-precision", default="fp32", choices=("fp32", "bf16-master"),
+                        help="train.update_precision (trainer/precision.py); the runs recorded before this option existed were fp32")
     parser.add_argument("--profile", action="store_true", help="one more update under torch.profiler: kernel time by kind")
     parser.add_argument("--device", default="cuda", help="cpu: a check of this script (no timings worth reading)")
     args = parser.parse_args(argv)
@@ -182,6 +184,7 @@ def main(argv=None) -> int:
                   "train": {"estimator": "graphgpo", "steps": 1000, "groups": args.groups, "group_size": 8,
                             "max_turns": args.turns, "max_new_tokens": args.new_tokens, "device": args.device,
                             "rollout_engine": "static", "update_kernels": args.update_kernels,
+                            "update_precision": args.update_precision,
                             "warmstart": False, "progress": False, "micro_batch_tokens": args.micro_tokens,
                             "grad_checkpointing": not args.no_checkpointing, "checkpoint_every": 1000, "lr": 1e-6},
                   "eval": {"checkpoint": "last"}}  # saved at step 0 and 1000 only: no checkpoint inside the timed steps
@@ -225,9 +228,10 @@ def main(argv=None) -> int:
         out["grad_checkpointing"] = not args.no_checkpointing
         out["micro_batch_tokens"] = args.micro_tokens
         out["update_kernels"] = args.update_kernels
+        out["update_precision"] = args.update_precision
         if args.profile and device.type == "cuda":
             last = captured[-1]
-            out["update_profile"] = profile_update(lambda: real_update(trainer.policy, trainer.optimizer, trainer.scheduler, last,
+            out["update_profile"] = profile_update(lambda: real_update(trainer.update_model, trainer.optimizer, trainer.scheduler, last,
                                                                        trainer.cfg, trainer.update_gen, device), device)
         if args.skip_generate:
             print(json.dumps(out, indent=1))

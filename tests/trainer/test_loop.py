@@ -20,6 +20,7 @@ def _metrics(run_dir):
 @pytest.mark.parametrize("train_opts", [
     {"estimator": "ppo", "kl_coef": 0.05, "entropy_coef": 0.01, "epochs": 2, "minibatches": 2, "lr_schedule": "linear"},
     {"estimator": "gigpo", "mode": "non_concat"},
+    {"estimator": "ppo", "kl_coef": 0.05, "epochs": 2, "minibatches": 2, "update_precision": "bf16-master"},
 ])
 def test_kill_and_resume_ends_bit_for_bit_where_an_uninterrupted_run_ends(tmp_path, train_opts):
     """Stopped after an unsaved step and resumed from the last checkpoint: same weights, optimizer and logs."""

@@ -77,6 +77,7 @@ class TrainConfig:
     bf16: bool = True  # bf16 autocast on CUDA (ignored on the CPU)
     rollout_engine: str = "auto"  # eager (transformers forward per token) | static (trainer/decode.py: static KV cache, CUDA graph) | auto (static on CUDA for Qwen2-family models, else eager)
     update_kernels: str = "eager"  # eager | compiled (trainer/kernels.py: Qwen2 RMSNorm and silu(gate) * up through torch.compile)
+    update_precision: str = "fp32"  # fp32 (the update on the float32 policy) | bf16-master (on a bf16 copy; float32 master weights, gradients and AdamW step: trainer/precision.py)
     micro_batch_tokens: int = 0  # padded tokens per forward/backward pass of the update (gradients accumulated); 0 = a whole minibatch at once
     grad_checkpointing: bool = False  # activation checkpointing in the update's forward (memory for compute)
     threads: int = 1  # torch intra-op threads on the CPU
@@ -139,7 +140,8 @@ class TrainConfig:
             if expected:
                 bad(option.name, expected)
         choices = {"lr_schedule": ("constant", "linear"), "mode": ("concat", "non_concat"),
-                   "rollout_engine": ("auto", "eager", "static"), "update_kernels": ("eager", "compiled")}
+                   "rollout_engine": ("auto", "eager", "static"), "update_kernels": ("eager", "compiled"),
+                   "update_precision": ("fp32", "bf16-master")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 bad(key, "one of " + ", ".join(allowed))

@@ -22,7 +22,7 @@ import torch
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl
 from agentrepro.layout import RunFiles, batch_dump, evaluated_steps
 from agentrepro.trainer import checkpoint as ckpt
-from agentrepro.trainer import kernels
+from agentrepro.trainer import kernels, precision
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, training_targets
 from agentrepro.trainer.decode import engine_for
@@ -99,11 +99,14 @@ class Trainer:
         if ranks.leader:
             ranks.broadcast(self.step)
         self.envs = [self.spec.make_env(training=True) for _ in range(len(ranks.share(cfg.groups)) * cfg.group_size)]
-        if cfg.grad_checkpointing:  # transformers >= 5.2x names it activation checkpointing
-            lm = self.policy.lm
-            (getattr(lm, "activation_checkpointing_enable", None) or lm.gradient_checkpointing_enable)()
         self.engine = engine_for(cfg.rollout_engine, self.policy, self.device, cfg.bf16)
-        kernels.apply(cfg.update_kernels, self.policy.lm)  # after the engine copies the model: it has its own forward
+        # the module the update computes with: the policy, or its bf16 copy (trainer/precision.py); made after the
+        # engine copied the policy (the engine has its own forward), before checkpointing and kernels go on it
+        self.update_model = precision.update_model(cfg.update_precision, self.policy, self.optimizer)
+        if cfg.grad_checkpointing:  # transformers >= 5.2x names it activation checkpointing
+            lm = self.update_model.lm
+            (getattr(lm, "activation_checkpointing_enable", None) or lm.gradient_checkpointing_enable)()
+        kernels.apply(cfg.update_kernels, self.update_model.lm)
 
     # --- setup -----------------------------------------------------------------------------------
     def _new_optimizer(self):
@@ -151,7 +154,7 @@ class Trainer:
         ref = build_policy(self.spec.model, self.tokenizer, self.spec.seed).to(self.device)
         ref.load_state_dict(ckpt.load_checkpoint(self.run_dir, 0)["model"])
         kernels.apply(self.cfg.update_kernels, ref.lm)
-        return ref.eval().requires_grad_(False)
+        return precision.frozen_model(self.cfg.update_precision, ref).eval().requires_grad_(False)
 
     def _generators(self) -> dict[str, torch.Generator]:
         return {"sample": self.sample_gen, "update": self.update_gen}
@@ -186,7 +189,7 @@ class Trainer:
         old_logp = values = None
         with torch.no_grad():
             if cfg.uses_value or cfg.epochs * cfg.minibatches > 1:
-                old_logp, values = batched_token_stats(self.policy, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
+                old_logp, values = batched_token_stats(self.update_model, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
                                                        with_values=cfg.uses_value, device=self.device, bf16=cfg.bf16,
                                                        where=ro.loss_mask)
             ref_logp = None
@@ -213,7 +216,7 @@ class Trainer:
         diagnostics = targets.result.diagnostics if targets.result is not None else None
         # update
         t0 = time.perf_counter()
-        stats = update(self.policy, self.optimizer, self.scheduler,
+        stats = update(self.update_model, self.optimizer, self.scheduler,
                        TrainBatch(ro.input_ids, ro.attention_mask, mask, advantages, old_logp, ref_logp, returns, shard),
                        cfg, self.update_gen, self.device)
         if self.ranks.parallel:

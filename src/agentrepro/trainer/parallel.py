@@ -218,8 +218,8 @@ class Shard:
     def rows_of(self, idx: torch.Tensor) -> torch.Tensor:
         return idx[self.owned[idx]]
 
-    def reduce_grads(self, policy) -> None:
-        self.ranks.reduce_grads(policy.parameters())
+    def reduce_grads(self, parameters) -> None:
+        self.ranks.reduce_grads(parameters)
 
 
 SINGLE = Ranks()

@@ -101,7 +101,9 @@ def k3_kl(logp, ref_logp):
 
 
 def update(policy, optimizer, scheduler, batch: TrainBatch, cfg: TrainConfig, generator: torch.Generator, device) -> dict[str, float]:
-    """`cfg.epochs` passes of `cfg.minibatches` optimizer steps over the batch; returns mean statistics."""
+    """`cfg.epochs` passes of `cfg.minibatches` optimizer steps over the batch; returns mean statistics.
+    `policy` computes the loss; the gradients are those of `optimizer`'s parameters (the policy's own, or with
+    `train.update_precision: bf16-master` the float32 masters its bf16 copy's gradients go to: trainer/precision.py)."""
     rows = batch.input_ids.shape[0]
     sums: dict[str, float] = {}
     count = 0
@@ -150,9 +152,10 @@ def _minibatch_step(policy, optimizer, batch: TrainBatch, idx, cfg: TrainConfig,
     for rows, width in micro_batches(batch.attention_mask, mine, cfg.micro_batch_tokens) if len(mine) else ():
         for k, v in _backward(policy, batch, rows, width, denom, cfg, device).items():
             sums[k] = sums[k] + v if k in sums else v
+    params = [p for group in optimizer.param_groups for p in group["params"]]  # where the gradients are
     if batch.shard is not None:
-        batch.shard.reduce_grads(policy)
-    sums["grad_norm"] = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+        batch.shard.reduce_grads(params)
+    sums["grad_norm"] = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
     optimizer.step()
     return {k: float(v) for k, v in sums.items()}
 
