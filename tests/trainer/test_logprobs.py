@@ -10,7 +10,7 @@ import agentrepro.trainer.update as update_mod
 from agentrepro.errors import BadInput
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.policy import autocast, positions
-from trainer_helpers import tiny_policy, tiny_spec_and_codec
+from trainer_helpers import tiny_policy, tiny_spec_and_codec, tiny_train_batch
 
 
 def full_vocab_stats(hidden, weight, targets):
@@ -63,24 +63,11 @@ def reference_token_stats(policy, input_ids, attention_mask, *, with_values, wit
     return logp, entropy if with_entropy else None, vals
 
 
-def _batch(codec):
-    ids = torch.tensor([[codec.bos, codec.obs, 10, 11, codec.act, 6, 7, codec.eos, codec.pad],
-                        [codec.bos, codec.obs, 12, 13, codec.act, 8, codec.eos, codec.pad, codec.pad],
-                        [codec.bos, codec.obs, 9, codec.act, 5, 6, codec.eos, codec.obs, codec.act]])
-    attn = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1]])
-    mask = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1, 0, 0]],
-                        dtype=torch.float32)
-    g = torch.Generator().manual_seed(3)
-    adv = torch.randn(3, 9, generator=g)
-    old, ref = torch.randn(3, 9, generator=g) * 0.1 - 3.0, torch.randn(3, 9, generator=g) * 0.1 - 3.0
-    return update_mod.TrainBatch(ids, attn, mask, adv, old, ref, torch.randn(3, 9, generator=g))
-
-
 def test_token_stats_on_the_loss_mask_equal_the_full_vocabulary_ones(monkeypatch):
     """token_stats with `where` gives the full-vocabulary log-probs and entropies on the masked tokens, 0 elsewhere."""
     monkeypatch.setattr(logprobs, "CHUNK_ELEMENTS", 1)  # one token a chunk
     spec, tok, codec = tiny_spec_and_codec()
-    policy, batch, cpu = tiny_policy(spec, tok), _batch(codec), torch.device("cpu")
+    policy, batch, cpu = tiny_policy(spec, tok), tiny_train_batch(codec), torch.device("cpu")
     kw = dict(with_values=True, with_entropy=True, device=cpu, bf16=False)
     with torch.no_grad():
         ref = reference_token_stats(policy, batch.input_ids, batch.attention_mask, **kw)
@@ -99,7 +86,7 @@ def test_update_equals_the_full_vocabulary_update(monkeypatch, estimator, budget
     path does, and reports the same loss statistics."""
     monkeypatch.setattr(logprobs, "CHUNK_ELEMENTS", 2 * 17)
     spec, tok, codec = tiny_spec_and_codec()
-    batch = _batch(codec)
+    batch = tiny_train_batch(codec)
     cfg = TrainConfig(estimator=estimator, lr=1e-2, grad_clip=100.0, entropy_coef=0.05, kl_coef=0.1, micro_batch_tokens=budget)
     out = []
     for stats_fn in (reference_token_stats, update_mod.token_stats):

@@ -10,23 +10,10 @@ from agentrepro.trainer import precision
 from agentrepro.trainer.checkpoint import load_checkpoint
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.loop import train
-from agentrepro.trainer.update import TrainBatch, update
-from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec
+from agentrepro.trainer.update import update
+from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec, tiny_train_batch
 
 CPU = torch.device("cpu")
-
-
-def _batch(codec, adv_off_mask: float = 0.0, seed: int = 3):
-    ids = torch.tensor([[codec.bos, codec.obs, 10, 11, codec.act, 6, 7, codec.eos, codec.pad],
-                        [codec.bos, codec.obs, 12, 13, codec.act, 8, codec.eos, codec.pad, codec.pad],
-                        [codec.bos, codec.obs, 9, codec.act, 5, 6, codec.eos, codec.obs, codec.act]])
-    attn = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1]])
-    mask = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1, 0, 0]],
-                        dtype=torch.float32)
-    g = torch.Generator().manual_seed(seed)
-    adv = torch.where(mask.bool(), torch.randn(3, 9, generator=g), torch.tensor(adv_off_mask))
-    old, ref = torch.randn(3, 9, generator=g) * 0.1 - 3.0, torch.randn(3, 9, generator=g) * 0.1 - 3.0
-    return TrainBatch(ids, attn, mask, adv, old, ref, torch.randn(3, 9, generator=g))
 
 
 def _one_update(choice, batch, cfg, make_opt):
@@ -50,8 +37,8 @@ def test_bf16_master_loss_and_gradients_are_the_fp32_ones_to_bf16_precision(esti
     sgd = lambda params: torch.optim.SGD(params, lr=1.0)  # noqa: E731
     spec, tok, _ = tiny_spec_and_codec()
     start = tiny_policy(spec, tok).state_dict()
-    ref_stats, ref_policy, _, _ = _one_update("fp32", _batch(codec), cfg, sgd)
-    new_stats, new_policy, work, _ = _one_update("bf16-master", _batch(codec), cfg, sgd)
+    ref_stats, ref_policy, _, _ = _one_update("fp32", tiny_train_batch(codec, 0.0), cfg, sgd)
+    new_stats, new_policy, work, _ = _one_update("bf16-master", tiny_train_batch(codec, 0.0), cfg, sgd)
     assert {p.dtype for p in work.parameters()} == {torch.bfloat16}
     assert {p.dtype for p in new_policy.parameters()} == {torch.float32}
     differ = 0
@@ -79,7 +66,7 @@ def test_the_step_is_float32_adamw_on_the_masters_and_the_copy_is_their_bf16_rou
     spec, tok, _ = tiny_spec_and_codec()
     start = tiny_policy(spec, tok)
     adamw = lambda params: torch.optim.AdamW(params, lr=1e-4)  # noqa: E731
-    _, policy, work, _ = _one_update("bf16-master", _batch(codec), TrainConfig(grad_clip=0.5, entropy_coef=0.01), adamw)
+    _, policy, work, _ = _one_update("bf16-master", tiny_train_batch(codec, 0.0), TrainConfig(grad_clip=0.5, entropy_coef=0.01), adamw)
     ref_opt = adamw(start.parameters())
     for p, m in zip(start.parameters(), policy.parameters()):
         p.grad = None if m.grad is None else m.grad.clone()
@@ -109,7 +96,7 @@ def test_observation_and_padding_tokens_never_reach_the_gradient_in_bf16_master(
     """Advantages on observation and padding tokens change nothing: the same master weights and statistics."""
     _, _, codec = tiny_spec_and_codec()
     adamw = lambda params: torch.optim.AdamW(params, lr=1e-2)  # noqa: E731
-    out = [_one_update("bf16-master", _batch(codec, off), TrainConfig(grad_clip=100.0), adamw) for off in (0.0, 1e3)]
+    out = [_one_update("bf16-master", tiny_train_batch(codec, off), TrainConfig(grad_clip=100.0), adamw) for off in (0.0, 1e3)]
     (sa, a, _, _), (sb, b, _, _) = out
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     assert sa == sb and sa["grad_norm"] > 0

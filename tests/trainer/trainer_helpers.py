@@ -39,6 +39,26 @@ def tiny_policy(spec, tokenizer, seed: int = 0):
     return build_policy(spec.model, tokenizer, seed).eval()
 
 
+def tiny_train_batch(codec, adv_off_mask: float | None = None, seed: int = 3):
+    """A 3-row TrainBatch over `codec`'s special tokens (padding, a row ending mid-turn); advantages off the loss mask
+    are `adv_off_mask` when given (else random like the rest)."""
+    import torch
+    from agentrepro.trainer.update import TrainBatch
+
+    ids = torch.tensor([[codec.bos, codec.obs, 10, 11, codec.act, 6, 7, codec.eos, codec.pad],
+                        [codec.bos, codec.obs, 12, 13, codec.act, 8, codec.eos, codec.pad, codec.pad],
+                        [codec.bos, codec.obs, 9, codec.act, 5, 6, codec.eos, codec.obs, codec.act]])
+    attn = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1]])
+    mask = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1, 0, 0]],
+                        dtype=torch.float32)
+    g = torch.Generator().manual_seed(seed)
+    adv = torch.randn(3, 9, generator=g)
+    if adv_off_mask is not None:
+        adv = torch.where(mask.bool(), adv, torch.tensor(adv_off_mask))
+    old, ref = torch.randn(3, 9, generator=g) * 0.1 - 3.0, torch.randn(3, 9, generator=g) * 0.1 - 3.0
+    return TrainBatch(ids, attn, mask, adv, old, ref, torch.randn(3, 9, generator=g))
+
+
 def chat_config(model_dir, **train) -> dict:
     """`tiny_config` on a local chat model (model.path), short responses, no warm start."""
     config = tiny_config(**{"warmstart": False, "max_new_tokens": 6, "max_turns": 3, **train})
