@@ -5,19 +5,12 @@ A task is one game of an ALFWorld data directory (alfworld_data.py): `reset(task
 without shuffling, as for evaluation, and `AlfredInfos`), requesting `won`, `admissible_commands` and the
 game file, as `AlfredTWEnv.init_env` does. `step(response)` plays one turn:
 
-* the action (verl-agent `env_package/alfworld/projection.py`): the response is lower-cased; the text between
-  the first `<action>` and the first `</action>` after lower-casing, stripped, is the command; without both
-  tags the command is the last 30 characters of the lower-cased response. The turn is *valid* when both
-  action tags are there, both `<think>` and `</think>` are in the response as written, and it holds no CJK
-  character (U+4E00–U+9FFF). The command is sent to the game either way (an unknown one gets TextWorld's
-  "Nothing happens."); validity only feeds the trainer's invalid-action penalty (`train.invalid_penalty`).
+* the action: verl-agent's projection of the response (alfworld_prompts.parse_action). The command is sent to the
+  game either way (an unknown one gets TextWorld's "Nothing happens."); validity only feeds the trainer's
+  invalid-action penalty (`train.invalid_penalty`).
 * reward `success_reward` (10.0) on the turn the game is won (`10.0 * won`, GraphGPO `alfworld_envs.py`);
   the episode ends when won or after `max_turns` turns (`env.max_steps` = 50).
-* the observation (`AlfWorldEnvironmentManager.build_text_obs` of verl-agent's `env_manager.py` and of the
-  recipe's `graphgpo_env_manager.py`, prompt templates in `prompts/alfworld.py`): the first one shows the
-  game's text and its admissible commands; later ones add the task, the step count and the last
-  `history_length` (2) observations with the commands sent after them. Admissible commands are listed in
-  the game's order without `help`. With `observation: graphgpo` (the default, the recipe's manager) the
+* the observation: verl-agent's texts (alfworld_prompts.ALFWorldPrompts) with `history_length` (2). With `observation: graphgpo` (the default, the recipe's manager) the
   game's text is followed by the recipe's notes (alfworld_notes.py: location, what is held, moved objects),
   and the grouping anchor (`state_key`) is that text plus the sorted admissible commands; with
   `observation: verl-agent` (verl-agent's own ALFWorld manager) the game's text is shown alone and is the anchor.
@@ -29,81 +22,18 @@ parameters other than `data_dir` (where the data lives is not what the task is).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentrepro.environments.alfworld_notes import Notes
+from agentrepro.environments.alfworld_prompts import FORMAT, ALFWorldPrompts, parse_action
 from agentrepro.environments.alfworld_data import Game, data_dir_or_env, eligible_games, read_game, split_dir
 from agentrepro.environments.base import Env
 from agentrepro.environments.params import Param, integer, number, one_of
 from agentrepro.errors import BadInput
 
-FORMAT = "think_action"
 NOTHING = "Nothing happens."
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-
-_FIRST = """
-You are an expert agent operating in the ALFRED Embodied Environment.
-Your current observation is: {current_observation}
-Your admissible actions of the current situation are: [{admissible_actions}].
-
-Now it's your turn to take an action.
-You should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. 
-Once you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.
-"""
-
-_LATER = """
-You are an expert agent operating in the ALFRED Embodied Environment. Your task is to: {task_description}
-Prior to this step, you have already taken {step_count} step(s). Below are the most recent {history_length} observations and the corresponding actions you took: {action_history}
-You are now at step {current_step} and your current observation is: {current_observation}
-Your admissible actions of the current situation are: [{admissible_actions}].
-
-Now it's your turn to take an action.
-You should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. 
-Once you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.
-"""
-
-
-def parse_action(response: str) -> dict[str, Any]:
-    """verl-agent's ALFWorld projection of one response: {`action`, `valid`, `format_correct`, `think`}."""
-    if not isinstance(response, str):
-        raise TypeError(f"a response is a string, got {type(response).__name__}")
-    lower = response.lower()
-    start, end = lower.find("<action>"), lower.find("</action>")
-    tagged = start != -1 and end != -1
-    action = lower[start + len("<action>"):end].strip() if tagged else lower[-30:]
-    think = "<think>" in response and "</think>" in response
-    return {"action": action, "format_correct": tagged and think, "think": think,
-            "valid": tagged and think and not _CJK.search(response), "llm_raw_response": response}
-
-
-class ALFWorldPrompts:
-    """verl-agent's ALFWorld observation texts; no system prompt (the recipe sends the observation alone)."""
-
-    formats = (FORMAT,)
-
-    def system_prompt(self, params: Mapping[str, Any]) -> str:
-        return ""
-
-    @staticmethod
-    def _commands(info: Mapping[str, Any]) -> str:
-        return "\n ".join(f"'{c}'" for c in info["admissible_commands"] if c != "help")
-
-    def initial_observation(self, info: Mapping[str, Any]) -> str:
-        return _FIRST.format(current_observation=info["grid"], admissible_actions=self._commands(info))
-
-    def step_observation(self, executed: list[str], info: Mapping[str, Any]) -> str:
-        history, length = info["history"], info["history_length"]
-        if length <= 0:
-            return self.initial_observation(info)
-        recent = history[-length:]
-        first = len(history) - len(recent) + 1
-        lines = "\n".join(f"[Observation {first + i}: '{obs}', Action {first + i}: '{act}']" for i, (obs, act) in enumerate(recent))
-        return _LATER.format(task_description=info["task"], step_count=len(history), history_length=len(recent),
-                             action_history=lines, current_step=len(history) + 1, current_observation=info["grid"],
-                             admissible_actions=self._commands(info))
 
 
 def _optional_path(v: Any) -> str | None:
