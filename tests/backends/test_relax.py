@@ -28,6 +28,7 @@ from helpers import FIXTURES, REPO, run_cli
 
 ARGS = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
 OUTPUTS = json.loads((FIXTURES / "frameworks" / "relax.outputs.json").read_text())
+PIN = json.loads((FIXTURES / "frameworks" / "relax.pin.json").read_text())
 RECIPE = ARGS["graphgpo_recipe"]
 MANIFEST = REPO / "manifests" / "graphgpo-alfworld-relax.yaml"
 TYPES = ["pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
@@ -232,7 +233,7 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
 def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, tmp_path, keep, kept):
     """eval.keep_checkpoints hf/none: the submitted command carries --max-actor-ckpt-to-keep 1 (an int flag of Relax) in
     place of the recipe's 2, once, recorded as a deviation; Relax rotates only iter_* under --save, before each save,
-    and the --save-hf copies live outside it (relax.outputs.json). `all`: the recipe's value, no deviation."""
+    and the --save-hf copies live outside it (relax.pin.json `retention`). `all`: the recipe's value, no deviation."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["eval"]["keep_checkpoints"] = keep
     _, expand, _, submit = relax.launches(config, tmp_path / "run")
@@ -242,7 +243,8 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     assert recipe[relax_recipe.KEEP_FLAG] == str(relax_recipe.RECIPE_KEEP) and flags[relax_recipe.KEEP_FLAG]["type"] == "int"
     assert given[relax_recipe.KEEP_FLAG] == [kept] and words.count(relax_recipe.KEEP_FLAG) == 1
-    retention = OUTPUTS["checkpoint"]["retention"]
+    retention = PIN["retention"]
+    assert OUTPUTS["checkpoint"]["retention"]["flag"] == retention["flag"]
     assert retention["flag"] == relax_recipe.KEEP_FLAG and "--save-hf copies are never touched" in retention["scope"]
     assert not Path(given["--save-hf"][0]).is_relative_to(Path(given["--save"][0]))   # rotation globs iter_* under --save only
     records = [r for r in relax.RelaxBackend().deviations(config, tmp_path / "run") if r["key"] == relax_recipe.KEEP_FLAG]
