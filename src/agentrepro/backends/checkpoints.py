@@ -134,6 +134,12 @@ def keep_setting(config: dict[str, Any], *, path: object = None) -> str:
     return keep
 
 
+def prunes_during_training(config: dict[str, Any]) -> bool:
+    """Whether older checkpoints lose their training state during training under this config's
+    eval.keep_checkpoints (hf and none; stated once, in the verl-agent hook's PRUNES, which Relax's flag follows)."""
+    return verl_prune.PRUNES[keep_setting(config)]
+
+
 # --- pruning ------------------------------------------------------------------------------------------------
 
 

@@ -34,7 +34,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends.checkpoints import keep_setting
+from agentrepro.backends.checkpoints import prunes_during_training
 from agentrepro.errors import BadInput
 
 RECIPE = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
@@ -147,7 +147,7 @@ def retention_args(config: dict[str, Any]) -> list[str]:
     removing the iter_* directories under --save beyond the newest N and nothing else (relax/utils/rotate_ckpt.py
     `_max_keep_cleanup`), so the --save-hf copies stay, and after a save the newest and the one before it are left
     (1: resume needs only the newest; the older goes at the next save). `all` keeps the recipe's value."""
-    return [KEEP_FLAG, "1"] if keep_setting(config) in ("hf", "none") else []
+    return [KEEP_FLAG, "1"] if prunes_during_training(config) else []
 
 
 def replaced_args(config: dict[str, Any], save_dir: Path) -> list[str]:
