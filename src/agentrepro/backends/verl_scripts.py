@@ -32,8 +32,8 @@ class Script:
     entry: str
     prepare: tuple[str, ...]
     official: dict[str, tuple[str, int]]
-    entry_line: int = 0     # the line of `python3 -m <entry>`
-    prepare_line: int = 0   # the line of the data-preparation command
+    entry_line: int     # the line of `python3 -m <entry>`
+    prepare_line: int   # the line of the data-preparation command
 
 
 def _scripts(facts: dict) -> dict[str, Script]:
