@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "manifest"))
 
-from manifest_kit import BASE, fake_outputs, fake_run, set_key, write_study  # noqa: E402
+from study_kit import BASE, fake_outputs, fake_run, set_key, write_study  # noqa: E402
 
-from agentrepro.manifest.audit import audit_study  # noqa: E402
-from agentrepro.manifest.bundle import write_bundle  # noqa: E402
+from agentrepro.audit.study import audit_study  # noqa: E402
+from agentrepro.audit.bundle import write_bundle  # noqa: E402
 from agentrepro.manifest.freeze import freeze  # noqa: E402
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agentrepro import sourceparity
 from agentrepro.errors import BadInput
-from agentrepro.manifest.audit_runs import source_problems
+from agentrepro.audit.runs import source_problems
 
 
 def git(repo, *args):
@@ -79,7 +79,7 @@ def test_freeze_records_sources_and_deviations(tmp_path, repo):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent / "manifest"))
-    from manifest_kit import BASE, git_commit_all, set_key, write_study
+    from study_kit import BASE, git_commit_all, set_key, write_study
 
     from agentrepro.manifest.freeze import build_lock
 

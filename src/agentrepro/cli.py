@@ -17,8 +17,8 @@ from agentrepro.reading import check_string
 # verb -> (module, one-line help)
 VERBS: dict[str, tuple[str, str]] = {
     "freeze": ("agentrepro.manifest.cli_freeze", "resolve a study manifest into an immutable lock"),
-    "audit": ("agentrepro.manifest.cli_audit", "check that runs, analysis and report match the lock"),
-    "bundle": ("agentrepro.manifest.cli_bundle", "pack everything a reviewer needs into one archive"),
+    "audit": ("agentrepro.audit.cli", "check that runs, analysis and report match the lock"),
+    "bundle": ("agentrepro.audit.cli_bundle", "pack everything a reviewer needs into one archive"),
     "resolve": ("agentrepro.manifest.cli_resolve", "write the resolved config of one method x seed"),
     "warmstart": ("agentrepro.backends.cli_warmstart", "the builtin trainer's warm start of one seed, shared by its methods"),
     "train": ("agentrepro.backends.cli_train", "train one method x seed into a run directory"),

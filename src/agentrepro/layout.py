@@ -41,7 +41,7 @@ WARMSTARTS = "_warmstart"
 WARMSTART_DIR_RE = re.compile(r"^seed(\d+)-([0-9a-f]{12})$")
 LOCK_SUFFIX = ".lock.json"
 # reports/<study>/analysis.sha256: every analysis file the report was rendered from (sha256sum lines, root-relative
-# paths), sealed with the report; the audit checks that the analysis still hashes so (manifest/audit_chain.py).
+# paths), sealed with the report; the audit checks that the analysis still hashes so (audit/chain.py).
 REPORT_ANALYSIS_RECORD = "analysis.sha256"
 STUDY_HELP = "the study: its slug (manifest manifests/STUDY.yaml under --root) or the path of its manifest"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"

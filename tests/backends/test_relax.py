@@ -404,7 +404,7 @@ def test_no_resume_removes_only_this_runs_relax_save(study, tmp_path):
 
 def audit_runs_seal_problems(run_dir):
     """The audit's seal check of a run directory, with the files pruned after evaluation excused as the audit does."""
-    from agentrepro.manifest.audit_tree import check_seal, walk
+    from agentrepro.audit.tree import check_seal, walk
 
     pruned, problems = checkpoints.pruned_files(run_dir)
     return problems + check_seal(run_dir, walk(run_dir), nested=lambda rel: rel.parts[0] == "eval", not_bundled=pruned)

@@ -24,8 +24,8 @@ from hostile_kit import COUNTS  # noqa: E402
 
 @pytest.fixture(scope="session")
 def frozen_study(tmp_path_factory) -> Path:
-    """manifest_kit's demo study, frozen in-process, with two sealed runs, analysis and report (do not modify: copy)."""
-    from manifest_kit import fake_outputs, fake_run, git_commit_all, write_study
+    """study_kit's demo study, frozen in-process, with two sealed runs, analysis and report (do not modify: copy)."""
+    from study_kit import fake_outputs, fake_run, git_commit_all, write_study
 
     from agentrepro.manifest.freeze import freeze
 

@@ -21,8 +21,8 @@ STEP_ROWS = [{"group": "g0", "traj": f"t{i}", "turn": 0, "state": "s0", "next_st
 
 
 def _demo(tmp_path: Path, **changes) -> Path:
-    """manifest_kit's demo study under tmp_path with top-level or dotted keys changed; returns the manifest."""
-    from manifest_kit import BASE, set_key, write_study
+    """study_kit's demo study under tmp_path with top-level or dotted keys changed; returns the manifest."""
+    from study_kit import BASE, set_key, write_study
 
     manifest = BASE
     for key, value in changes.items():

@@ -34,7 +34,7 @@ REFERENCE = {"paper": "test", "metric": "success_rate",
 
 def _readers(frozen_study: Path, analysis_doc: dict) -> dict:
     """name → (file name, format, valid document, function reading the file)."""
-    from manifest_kit import BASE
+    from study_kit import BASE
 
     from agentrepro.algorithms import StepBatch
     from agentrepro.analysis.load import read_outcomes, read_steps_jsonl

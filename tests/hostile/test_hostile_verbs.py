@@ -47,7 +47,7 @@ def _copy(src: Path, dst: Path) -> Path:
 
 def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
     """(argv, hostile file, its format, the valid document, allowed exit statuses) for one verb."""
-    from manifest_kit import BASE, write_study
+    from study_kit import BASE, write_study
 
     run = study / "runs" / "demo" / "grpo" / "seed0"
     if verb == "freeze-manifest":

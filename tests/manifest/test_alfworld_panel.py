@@ -7,10 +7,10 @@ import shutil
 from importlib.metadata import version
 
 import pytest
-from manifest_kit import BASE, fake_run, git_commit_all, set_key, write_study
+from study_kit import BASE, fake_run, git_commit_all, set_key, write_study
 
 from agentrepro.errors import BadInput
-from agentrepro.manifest import audit_study
+from agentrepro.audit import audit_study
 from agentrepro.manifest.freeze import freeze
 from helpers import require_alfworld, run_cli
 

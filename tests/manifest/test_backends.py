@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from manifest_kit import BASE, COMMIT_A, DIGEST, git_commit_all, load, set_key, write_study
+from study_kit import BASE, COMMIT_A, DIGEST, git_commit_all, load, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.manifest import load_manifest

@@ -7,7 +7,7 @@ import sys
 import types
 
 import pytest
-from manifest_kit import BASE, COMMIT_A, DELETE, git, set_key, write_study
+from study_kit import BASE, COMMIT_A, DELETE, git, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json

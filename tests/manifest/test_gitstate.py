@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from manifest_kit import git, git_commit_all
+from study_kit import git, git_commit_all
 
 from agentrepro.manifest.gitstate import harness_state
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from manifest_kit import BASE, DELETE, set_key, write_study
+from study_kit import BASE, DELETE, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.manifest import load_manifest

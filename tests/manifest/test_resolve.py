@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from manifest_kit import load
+from study_kit import load
 
 from agentrepro.fileio import sha256_json
 from helpers import run_cli

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from helpers import run_cli
-from manifest_kit import BASE, DIGEST, fake_run, git, git_commit_all, write_study
+from study_kit import BASE, DIGEST, fake_run, git, git_commit_all, write_study
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import sys
 import types
 
 import pytest
-from manifest_kit import TASKS
+from study_kit import TASKS
 
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_jsonl, sha256_json

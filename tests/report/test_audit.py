@@ -1,23 +1,22 @@
-"""The report embeds `agentrepro.manifest.audit_study`'s result, whatever it is."""
+"""The report embeds `agentrepro.audit.audit_study`'s result, whatever it is."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 import types
 
 import pytest
 
 from agentrepro.errors import BadInput
+from agentrepro.report import audit
 from agentrepro.report.audit import audit_result
 
 
 @pytest.fixture
 def fake_manifest(monkeypatch):
-    """Replace agentrepro.manifest with a module whose audit_study the test sets."""
-    module = types.ModuleType("agentrepro.manifest")
-    monkeypatch.setitem(sys.modules, "agentrepro.manifest", module)
-    return module
+    """Stand in for the audit: the report module calls the audit_study the test sets on this object."""
+    stand_in = types.SimpleNamespace()
+    monkeypatch.setattr(audit, "audit_study", lambda *a, **k: stand_in.audit_study(*a, **k))
+    return stand_in
 
 
 def test_problems_are_listed(fake_manifest):
@@ -46,8 +45,7 @@ def test_audit_that_cannot_run_says_why(fake_manifest):
 
 
 def test_real_audit_runs(tmp_path):
-    """The real audit_study (agentrepro.manifest) is found and reports the missing lock of a bare root."""
-    importlib.import_module("agentrepro.manifest").audit_study  # noqa: B018 - fails if the function is gone
+    """The real audit_study (agentrepro.audit) reports the missing lock of a bare root."""
     result = audit_result("nostudy", tmp_path)
     assert result["status"] in ("problems", "error")
     assert "nostudy" in result["message"] + " ".join(result["problems"])

@@ -1,7 +1,6 @@
-"""The audit result shown in the report's appendix: `agentrepro.manifest.audit_study(study, root)`.
+"""The audit result shown in the report's appendix: `agentrepro.audit.audit_study(study, root)`.
 
-Imported lazily, when the report is rendered, so the report does not depend on the manifest part at
-import time. The outcome is one of: `passed` (no problem), `problems` (the list, each naming a path),
+The outcome is one of: `passed` (no problem), `problems` (the list, each naming a path),
 or `error` (the audit could not run, e.g. no lock: its message). reports/<study> itself is left out: it is
 being replaced by the report that shows this result (`agentrepro audit` checks it afterwards).
 """
@@ -10,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentrepro.audit import audit_study
 from agentrepro.errors import BadInput, Failure
 
 
 def audit_result(study: str, root: str | Path = ".") -> dict:
     """{"status": passed|problems|error, "problems": [str], "message": str}."""
-    from agentrepro.manifest import audit_study  # lazily: the manifest part is not needed to render
     try:
         problems = list(audit_study(study, root=str(root), require="analysis", check_reports=False))  # the report being written cannot vouch for itself
     except (BadInput, Failure, OSError) as exc:

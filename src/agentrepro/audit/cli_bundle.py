@@ -6,7 +6,7 @@ import argparse
 
 from agentrepro.bounds import number
 from agentrepro.fileio import check_output_file
-from agentrepro.manifest.bundle import MAX_FILE_BYTES, write_bundle
+from agentrepro.audit.bundle import MAX_FILE_BYTES, write_bundle
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import json
 import shutil
 import tarfile
 
-from agentrepro.manifest.bundle import BUNDLE_JSON, BUNDLE_SHA256, audit_bundle, write_bundle
+from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, audit_bundle, write_bundle
 from helpers import run_cli
 
 
@@ -107,7 +107,7 @@ def test_unsafe_member_is_refused(tmp_path):
 
 def test_files_outside_the_root_are_listed_not_packed(tmp_path):
     """A frozen data file outside the root is left out (and listed), so the bundle stays safe to extract and verifies."""
-    from manifest_kit import BASE, set_key, write_study
+    from study_kit import BASE, set_key, write_study
 
     from agentrepro.manifest.freeze import freeze
 
@@ -125,7 +125,7 @@ def test_files_outside_the_root_are_listed_not_packed(tmp_path):
 
 def test_bundle_of_a_study_never_frozen_is_bad_input(tmp_path):
     """Without a lock there is nothing to vouch for: exit 2 naming the lock, no archive written (subprocess)."""
-    from manifest_kit import write_study
+    from study_kit import write_study
 
     write_study(tmp_path)
     result = run_cli("bundle", "demo", "-o", tmp_path / "b.tar.gz", "--root", tmp_path)

@@ -28,8 +28,8 @@ from typing import Any
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_binary, load_json, sha256_bytes, sha256_file
-from agentrepro.manifest.audit import audit_study
-from agentrepro.manifest.audit_tree import walk
+from agentrepro.audit.study import audit_study
+from agentrepro.audit.tree import walk
 from agentrepro.layout import RunFiles, locate
 from agentrepro.manifest.lock import lock_sha256, read_lock
 from agentrepro.reading import read_lines

@@ -1,4 +1,5 @@
-"""Builders for the manifest tests (imported as `manifest_kit`): a small study on disk, a git repository, and fake sealed runs.
+"""Builders for the manifest and audit tests: a small study on disk, a git repository, fake sealed runs, and the
+`study` / `frozen` fixtures (each test folder's conftest imports them).
 
 The study (`demo`) uses an evaluation data file for its task panel, so that freeze runs in a subprocess
 without the environments package; identifiers are pinned unless a test overrides them.
@@ -11,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from agentrepro import sourceparity
@@ -149,3 +151,26 @@ def fake_outputs(root: Path, study: str = "demo") -> None:
 
 def load(path: Path) -> Any:
     return yaml.safe_load(path.read_text())
+
+
+@pytest.fixture
+def study(tmp_path) -> Path:
+    """A root directory with the demo study written and committed in a fresh git repository."""
+    root = tmp_path / "root"
+    root.mkdir()
+    write_study(root)
+    git_commit_all(root)
+    return root
+
+
+@pytest.fixture
+def frozen(study) -> tuple[Path, dict]:
+    """The demo study frozen (in-process), with its four sealed runs (each evaluated at steps 0, 5, 10), analysis and report."""
+    from agentrepro.manifest.freeze import freeze
+
+    lock, _, _ = freeze(study / "manifests" / "demo.yaml", root=study)
+    for method in ("grpo", "gigpo"):
+        for seed in (0, 1):
+            fake_run(study, lock, method, seed)
+    fake_outputs(study)
+    return study, lock

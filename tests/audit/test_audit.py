@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from manifest_kit import fake_run
+from study_kit import fake_run
 
 from agentrepro.fileio import atomic_write_jsonl, iter_jsonl, sha256_json
-from agentrepro.manifest import audit_study
+from agentrepro.audit import audit_study
 from agentrepro.seal import write_outputs_manifest
 from helpers import run_cli
 
@@ -123,7 +123,7 @@ def test_run_of_a_method_the_lock_does_not_have(frozen):
 
 def test_missing_lock_and_unknown_study(tmp_path):
     """A study never frozen is one problem (exit 1); an unknown study is bad input (exit 2)."""
-    from manifest_kit import write_study
+    from study_kit import write_study
 
     write_study(tmp_path)
     assert run_cli("audit", "demo", "--root", tmp_path).returncode == 1

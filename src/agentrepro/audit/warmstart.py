@@ -20,8 +20,8 @@ from typing import Any
 
 from agentrepro.errors import BadInput
 from agentrepro.layout import WARMSTART_DIR_RE, RunFiles, checkpoint_dir, locate, outcomes_path, warmstart_name
-from agentrepro.manifest.audit_runs import check_outcomes, check_run
-from agentrepro.manifest.audit_tree import Tree, check_seal, load_object, read_seal
+from agentrepro.audit.runs import check_outcomes, check_run
+from agentrepro.audit.tree import Tree, check_seal, load_object, read_seal
 from agentrepro.reading import read_jsonl
 from agentrepro.seal import OUTPUTS
 from agentrepro.trainer.warmstart_id import WARMSTART_METHOD, planned_warmstarts

@@ -20,7 +20,7 @@ from agentrepro.attempts import PROVENANCE
 from agentrepro.errors import BadInput
 from agentrepro.fileio import iter_jsonl, load_yaml, sha256_file
 from agentrepro.layout import RunFiles, config_file_sha256
-from agentrepro.manifest.audit_tree import EXAMPLES, load_object
+from agentrepro.audit.tree import EXAMPLES, load_object
 from agentrepro.manifest.backends import method_placement
 from agentrepro.manifest.lock import lock_sha256
 

@@ -33,10 +33,10 @@ from typing import Any
 from agentrepro.backends.checkpoints import pruned_files
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
-from agentrepro.manifest.audit_chain import check_analysis, check_report
-from agentrepro.manifest.audit_runs import check_evaluation, check_outcomes, check_run
-from agentrepro.manifest.audit_tree import Tree, check_seal, link_problem, load_object, walk
-from agentrepro.manifest.audit_warmstart import check_warmstarts
+from agentrepro.audit.chain import check_analysis, check_report
+from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
+from agentrepro.audit.tree import Tree, check_seal, link_problem, load_object, walk
+from agentrepro.audit.warmstart import check_warmstarts
 from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, locate
 from agentrepro.layout import planned_steps as layout_planned_steps
 from agentrepro.manifest.loading import load_manifest

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentrepro.manifest.audit import audit_study
+from agentrepro.audit.study import audit_study
 from agentrepro.seal import write_outputs_manifest
 from helpers import run_cli
-from manifest_kit import git_commit_all
+from study_kit import git_commit_all
 
 pytestmark = pytest.mark.slow
 STUDY = "ws-tiny"

@@ -7,13 +7,13 @@ import json
 import shutil
 
 import pytest
-from manifest_kit import BASE, fake_outputs, set_key, write_study
+from study_kit import BASE, fake_outputs, set_key, write_study
 
 from agentrepro.backends.checkpoints import KEEP
 from agentrepro.errors import BadInput
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.fileio import sha256_file
-from agentrepro.manifest import audit_study
+from agentrepro.audit import audit_study
 from agentrepro.seal import read_outputs_manifest, write_outputs_manifest
 from helpers import run_cli
 

@@ -12,8 +12,8 @@ import argparse
 
 from agentrepro.errors import BadInput
 from agentrepro.layout import STUDY_HELP, locate
-from agentrepro.manifest.audit import STAGES, audit_study
-from agentrepro.manifest.bundle import audit_bundle
+from agentrepro.audit.study import STAGES, audit_study
+from agentrepro.audit.bundle import audit_bundle
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentrepro import layout
 from agentrepro.fileio import sha256_file
-from agentrepro.manifest.audit_tree import EXAMPLES, Tree, load_object, read_seal, safe_entry
+from agentrepro.audit.tree import EXAMPLES, Tree, load_object, read_seal, safe_entry
 from agentrepro.seal import OUTPUTS
 
 ANALYSIS_JSON = "analysis.json"

@@ -1,0 +1,12 @@
+"""Whether every output of a study is what its frozen lock planned and produced, unchanged since it was sealed:
+the audit of a study on disk (`audit_study`) and of a reviewer's bundle (`audit_bundle`), and the bundle itself.
+
+Modules: study.py (the chain from the lock up), tree.py (what the output trees hold, read without following a
+link), runs.py (one run and its evaluations), warmstart.py (the shared warm starts), chain.py (the analysis read
+these runs, the report shows this analysis), bundle.py (pack and verify); cli.py and cli_bundle.py are the verbs.
+"""
+
+from agentrepro.audit.bundle import audit_bundle, write_bundle
+from agentrepro.audit.study import audit_study
+
+__all__ = ["audit_bundle", "audit_study", "write_bundle"]
