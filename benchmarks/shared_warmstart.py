@@ -1,4 +1,4 @@
-"""One seed of a study's methods from one shared warm start, through the verbs the workflow runs (issue 18).
+"""One seed of a study's methods from one shared warm start, through the verbs the workflow runs.
 
     python benchmarks/shared_warmstart.py OUT [--manifest manifests/frozenlake-cpu.yaml] [--seed 0]
         [--methods grpo,gigpo] [--steps N] [--device cpu|cuda] [--workers N]

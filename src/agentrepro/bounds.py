@@ -1,4 +1,4 @@
-"""Numeric bounds at the edges (issue 12): the limits every verb applies, and argparse types that apply them.
+"""Numeric bounds at the edges: the limits every verb applies, and argparse types that apply them.
 
 A number that enters through a file or an option is refused with one line naming the field or option
 when it is outside what the computation can hold, rather than overflowing later (`OverflowError` in

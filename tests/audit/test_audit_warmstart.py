@@ -1,4 +1,4 @@
-"""The audit of the shared warm starts (issue 18) on a tiny real study: every method of a seed started from its warm
+"""The audit of the shared warm starts on a tiny real study: every method of a seed started from its warm
 start's step-0 checkpoint and shows its step-0 outcomes; a run from other weights, or other step-0 outcomes, fails."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tamper suite (issue 12): one real finished tiny study, copied per case, tampered one way, and audited.
+"""The tamper suite: one real finished tiny study, copied per case, tampered one way, and audited.
 
 The study is tests/workflow/manifests/wf-tiny.yaml (builtin trainer, 2 methods x 1 seed, 2 training steps,
 evaluated at steps 0 and 2, 4 tasks) taken through the verbs a user runs: freeze, resolve, warmstart (the seed's

@@ -1,8 +1,7 @@
 """Pinned hashes of what the environments emit: task hashes (they enter locks and outcomes), system prompts
 (not in the reference fixtures), default parameters and `env show` records.
 
-The values were computed before the environments were refactored into self-describing classes (issue 11);
-a change here means every frozen lock and outcome file of a study would stop matching. Change a pin only
+A change here means every frozen lock and outcome file of a study would stop matching. Change a pin only
 together with a deliberate, documented change of the environment.
 """
 

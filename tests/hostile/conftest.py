@@ -1,4 +1,4 @@
-"""Fixtures of the reliability suite (issue 12): one frozen study, built once, that each example copies.
+"""Fixtures of the reliability suite: one frozen study, built once, that each example copies.
 
 The builders of the manifest, analysis and report tests are reused (made importable here). When
 $AGENTREPRO_HOSTILE_COUNTS names a file, the session writes the per-class counts there (inputs, targets,

@@ -1,4 +1,4 @@
-"""Hostile inputs for the reliability suite (issue 12), and the in-process way of running a verb.
+"""Hostile inputs for the reliability suite, and the in-process way of running a verb.
 
 Each *class* of hostile input is a hypothesis strategy of `Hostile(name, text)` values: raw JSON or YAML
 text that replaces one leaf of an otherwise valid document (`splice_json`, `splice_yaml`), or a byte

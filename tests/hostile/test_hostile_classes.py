@@ -1,4 +1,4 @@
-"""One explicit test per failure class of issue 12, each through the command line as a subprocess.
+"""One explicit test per failure class of hostile input, each through the command line as a subprocess.
 
 (The property suites beside this file generate many inputs per class; these pin the cases the issue named.)
 """
@@ -46,7 +46,7 @@ def _one_line(result: subprocess.CompletedProcess, *names: str, status: int = 2)
 
 
 def test_manifest_that_is_not_utf8_names_file_and_line(tmp_path):
-    """A manifest with a byte that is not UTF-8 is refused naming the file and its line (was UnicodeDecodeError)."""
+    """A manifest with a byte that is not UTF-8 is refused naming the file and its line (not a UnicodeDecodeError traceback)."""
     manifest = _demo(tmp_path)
     lines = manifest.read_bytes().split(b"\n")
     manifest.write_bytes(b"\n".join(lines[:3] + [lines[3] + b"\xff"] + lines[4:]))
@@ -55,7 +55,7 @@ def test_manifest_that_is_not_utf8_names_file_and_line(tmp_path):
 
 
 def test_control_character_in_yaml_is_refused_with_the_line(tmp_path):
-    """A raw control character in a YAML file is refused naming the line (was yaml.reader.ReaderError)."""
+    """A raw control character in a YAML file is refused naming the line (not a yaml.reader.ReaderError traceback)."""
     manifest = _demo(tmp_path)
     manifest.write_text(manifest.read_text().replace("title: a test study", "title: a test\x07study"))
     _one_line(_freeze(manifest), str(manifest), "control character U+0007")
@@ -63,7 +63,7 @@ def test_control_character_in_yaml_is_refused_with_the_line(tmp_path):
 
 
 def test_lone_surrogate_in_a_lock_is_refused(tmp_path):
-    """A lone surrogate escape in a lock is refused on reading (was UnicodeEncodeError in its canonical JSON)."""
+    """A lone surrogate escape in a lock is refused on reading (not a UnicodeEncodeError in its canonical JSON)."""
     lock = tmp_path / "demo.lock.json"
     lock.write_text('{"lock_version": 1, "study": "\\udc80"}')
     _one_line(run_cli("resolve", lock, "--method", "grpo", "--seed", "0", "-o", tmp_path / "c.yaml"), str(lock), "study", "U+DC80")
@@ -92,14 +92,14 @@ def test_huge_seed_is_refused_at_freeze_naming_the_field(tmp_path, seed, shown):
 
 @pytest.mark.parametrize("tasks, shown", [(10**9, "expected a value <= 100000"), ("1e9", "expected an integer")])
 def test_huge_task_count_is_refused_naming_eval_tasks(tmp_path, tasks, shown):
-    """`eval.tasks: 1e9` is refused naming eval.tasks (was OverflowError / MemoryError)."""
+    """`eval.tasks: 1e9` is refused naming eval.tasks (not an OverflowError or MemoryError)."""
     manifest = _demo(tmp_path, eval__tasks=tasks)
     _one_line(_freeze(manifest), str(manifest), "eval.tasks", shown)
     record("nesting_and_huge_numbers", "verb:freeze")
 
 
 def test_deeply_nested_manifest_is_refused(tmp_path):
-    """A manifest nested 5,000 deep is refused naming the file (was RecursionError)."""
+    """A manifest nested 5,000 deep is refused naming the file (not a RecursionError)."""
     manifest = _demo(tmp_path)
     manifest.write_text(manifest.read_text() + "extra: " + "[" * 5000 + "]" * 5000 + "\n")
     _one_line(_freeze(manifest), str(manifest), "nested deeper than")
@@ -107,7 +107,7 @@ def test_deeply_nested_manifest_is_refused(tmp_path):
 
 
 def test_seed_range_of_a_trillion_is_refused():
-    """`env show --seeds 0-1000000000000` is refused naming --seeds (was MemoryError)."""
+    """`env show --seeds 0-1000000000000` is refused naming --seeds (not a MemoryError)."""
     _one_line(run_cli("env", "show", "--env", "frozenlake", "--seeds", "0-1000000000000"), "--seeds")
     record("nesting_and_huge_numbers", "verb:env")
 
@@ -126,7 +126,7 @@ def test_reward_beyond_int64_is_refused_with_the_line(tmp_path):
 
 @pytest.mark.parametrize("verb", ["gae", "advantages"])
 def test_gamma_nan_is_refused_naming_the_option(tmp_path, verb):
-    """`--gamma nan` is refused by argparse naming --gamma (was a traceback in the JSON writer)."""
+    """`--gamma nan` is refused by argparse naming --gamma (not a traceback in the JSON writer)."""
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"id": "a", "rewards": [1.0], "values": [0.0], "mask": [1]}) + "\n")
     extra = ["--lam", "1"] if verb == "gae" else ["--estimator", "gigpo"]

@@ -47,7 +47,7 @@ def test_chunked_head_logprobs_equal_the_full_vocabulary_values_and_gradients(mo
 
 
 def reference_token_stats(policy, input_ids, attention_mask, *, with_values, with_entropy, device, bf16, where=None):
-    """The update's log-prob path before issue 18's change: full logits, float32 log-softmax over every column."""
+    """The obvious log-prob path: full logits, float32 log-softmax over every column."""
     ids, attn = input_ids.to(device), attention_mask.to(device)
     with autocast(device, bf16):
         logits, values, _ = policy(ids, attn, positions(attn), with_values=with_values)

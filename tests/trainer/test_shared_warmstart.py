@@ -1,4 +1,4 @@
-"""The shared warm start (issue 18): its identity, `agentrepro warmstart`, and `train --from-warmstart` giving the bytes of
+"""The shared warm start: its identity, `agentrepro warmstart`, and `train --from-warmstart` giving the bytes of
 a run that warm-starts itself, with the step-0 outcomes evaluated once."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The default study end to end, as `make demo` runs it, and issue 5's learning claim checked on its outcomes.
+"""The default study end to end, as `make demo` runs it, and its learning claim checked on its outcomes.
 
 `snakemake --cores 2` on manifests/frozenlake-cpu.yaml (3 shared warm starts, one per seed, each with its step-0
 evaluation; 12 runs of 150 RL steps from them, 3 more evaluated checkpoints each; analysis, report) takes about 25
@@ -70,7 +70,7 @@ def test_the_study_ends_in_an_audited_report(study):
 @pytest.mark.parametrize("engine", ["chromium", "weasyprint"])
 def test_the_report_prints_whole_with_each_engine(study, engine, tmp_path):
     """The default study's report page printed by each engine (Chromium where installed) shows its title, every
-    method name and every interval of the verdict and method tables whole (issue 20)."""
+    method name and every interval of the verdict and method tables whole."""
     sys.path.insert(0, str(REPO / "tests" / "report"))
     from pdfcheck import broken_values
 

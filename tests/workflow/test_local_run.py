@@ -60,7 +60,7 @@ def test_the_study_runs_to_its_report(finished):
         assert attempts[-1]["status"] == "ok"
         assert attempts[-1]["cuda_visible_devices"] == ""  # gpus: 0 -> the GPU slot wrapper hides every GPU
         assert (run / "logs" / "train.log").is_file() and (run / "logs" / "train.benchmark.tsv").is_file()
-    # one shared warm start for the seed (issue 18): both methods start from its step-0 checkpoint and show its step-0 outcomes
+    # one shared warm start for the seed: both methods start from its step-0 checkpoint and show its step-0 outcomes
     warm = sorted((study / "_warmstart").iterdir())
     assert [w.name[:6] for w in warm] == ["seed0-"] and (warm[0] / "OUTPUTS.sha256").is_file()
     step0 = [[{k: v for k, v in json.loads(line).items() if k != "method"} for line in (path / "eval" / "step0" / "outcomes.jsonl").read_text().splitlines()]

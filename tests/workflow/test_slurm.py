@@ -40,7 +40,7 @@ def test_study_runs_through_slurm(slurm_cluster, tmp_path, capsys):
     assert proc.returncode == 0, out[-6000:]
     submitted = [line for line in out.splitlines() if line.startswith("sbatch call:")]
     rules = sorted(line.split("--comment ")[1].split()[0] for line in submitted)
-    warmstarts = [rule for rule in rules if rule.startswith("rule_warmstart_wildcards_seed0-")]  # one per seed (issue 18)
+    warmstarts = [rule for rule in rules if rule.startswith("rule_warmstart_wildcards_seed0-")]  # one per seed
     assert len(warmstarts) == 1, rules
     assert [r for r in rules if r not in warmstarts] == ["rule_analyze", "rule_eval_wildcards_grpo_0_0", "rule_eval_wildcards_grpo_0_1",
                                                           "rule_report", "rule_train_wildcards_grpo_0"]

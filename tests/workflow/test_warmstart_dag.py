@@ -1,4 +1,4 @@
-"""The warm start as a step of the DAG (issue 18): one job per seed and warm-start identity, input of every train job of
+"""The warm start as a step of the DAG: one job per seed and warm-start identity, input of every train job of
 that seed that shares it, in the dry-run plan."""
 
 from __future__ import annotations

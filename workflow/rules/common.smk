@@ -118,7 +118,7 @@ def get_report_pdf():
     return {"pdf": report(report_file("report.pdf"), caption="../report/report_pdf.rst", category="Report")}
 
 
-# --- the shared warm starts (workflow/rules/warmstart.smk; issue 18) ---------------------------------------
+# --- the shared warm starts (workflow/rules/warmstart.smk) ------------------------------------------------
 
 
 def warmstart_path(name, *parts):

@@ -1,4 +1,4 @@
-# The builtin trainer's warm start as a step of its own (issue 18): one job per seed and warm-start identity
+# The builtin trainer's warm start as a step of its own: one job per seed and warm-start identity
 # (agentrepro.trainer.warmstart_id: the seed, model, env and warm-start settings, hashed), not one per method.
 # It writes runs/<study>/_warmstart/seed<k>-<id12>/ (checkpoint, step-0 outcomes, provenance, seal); every method
 # of that seed with the same identity trains from it (`agentrepro train --from-warmstart`), so the methods start

@@ -1,4 +1,4 @@
-"""The one reading layer: every file the package reads is decoded, parsed and bounded here (issue 12).
+"""The one reading layer: every file the package reads is decoded, parsed and bounded here.
 
 A hostile or damaged file must end in one `BadInput` line naming the file and the line or key path,
 never in a traceback and never in a value that breaks a later stage. The rules, for every reader:

@@ -1,4 +1,4 @@
-"""Evaluation through an OpenAI-compatible chat server (issue 15): one evaluator for every backend.
+"""Evaluation through an OpenAI-compatible chat server: one evaluator for every backend.
 
 * `chat`: the messages of one episode as the reference's agent loop writes them (concat / non_concat).
 * `client`: chat requests with explicit sampling parameters, a seed, retries and a failure record.

@@ -2,7 +2,7 @@
 
 The full-vocabulary way (logits (tokens, vocab) in float32, log-softmax, gather, the entropy sum) keeps
 several (tokens, vocab) float32 tensors alive for the backward: at Qwen2.5's 151,936 words and 16,384 tokens
-a pass, 10 GB each, read and written a dozen times (benchmarks/RESULTS.md, issue 18). Here the head runs
+a pass, 10 GB each, read and written a dozen times (benchmarks/RESULTS.md). Here the head runs
 over the selected tokens only (the update's generated tokens: the loss is over nothing else), in chunks of
 at most CHUNK_ELEMENTS logits, and nothing of size vocab is kept: the backward recomputes each chunk's logits
 from the saved hidden states and writes the gradient of the logits itself:

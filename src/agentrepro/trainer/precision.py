@@ -1,4 +1,4 @@
-"""`train.update_precision`: the weights the update's forward and backward run on (issue 18).
+"""`train.update_precision`: the weights the update's forward and backward run on.
 
 `fp32` (the default): the policy itself, float32 weights (on CUDA under bf16 autocast, `train.bf16`).
 `bf16-master`: a bfloat16 copy of the policy. The policy stays the float32 master: its parameters are the
