@@ -65,7 +65,7 @@ def test_manifest_schema_names_exactly_the_registered_backends():
     """The manifest schema's `backend.name` enum is the registry's list (one owner: a new backend fails here until both agree)."""
     import json
 
-    from agentrepro.layout import schema_path
+    from agentrepro.schema import schema_path
 
     schema = json.loads(schema_path("manifest.schema.json").read_text(encoding="utf-8"))
     assert sorted(schema["$defs"]["backend"]["properties"]["name"]["enum"]) == REGISTRY.names()

@@ -12,13 +12,14 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import FIXTURES, run_cli
 
-from agentrepro import seal
-from agentrepro.backends import checkpoints, relax, relax_recipe, runconfig, verl_recipes
+from agentrepro import runconfig, seal
+from agentrepro.backends import checkpoints, relax, relax_recipe, verl_recipes
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import sha256_file
-from agentrepro.layout import checkpoint_steps, outcomes_path
-from helpers import FIXTURES, run_cli
+from agentrepro.layout import outcomes_path
+from agentrepro.runconfig import checkpoint_steps
 
 VERL = json.loads((FIXTURES / "frameworks" / "verl-agent-20bd331.outputs.json").read_text())
 RELAX = json.loads((FIXTURES / "frameworks" / "relax.outputs.json").read_text())
@@ -284,9 +285,10 @@ def test_eval_verb_prunes_after_the_outcomes_and_never_after_a_failure(tmp_path,
 def test_relax_export_is_a_recorded_deviation_beside_verl_agents(tmp_path):
     """The lock's deviations of graphgpo-alfworld (verl-agent and @relax methods) name Relax's changed --save-interval
     (the recipe's 10, from the facts), the added --save-hf and the eval hook, and still verl's trainer.save_freq."""
+    from helpers import REPO
+
     from agentrepro.backends import jobs
     from agentrepro.manifest.loading import load_manifest
-    from helpers import REPO
 
     args = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
     recipe = {f["flag"]: f.get("value") for f in args["graphgpo_recipe"]["flags"]}

@@ -8,12 +8,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrepro.backends.command import CommandBackend, context, run_template, validate_block
 from agentrepro.errors import BadInput
-from helpers import run_cli
 
 NASTY = "a b'c\"d; touch PWNED $(touch PWNED2) `touch PWNED3` $HOME"
 
@@ -69,7 +69,7 @@ def test_eval_without_eval_command(trained_run):
     """Evaluating a command run without eval_command is BadInput naming backend.eval_command."""
     import yaml
 
-    from agentrepro.backends import runconfig
+    from agentrepro import runconfig
 
     resolved = runconfig.read_resolved_config(trained_run)
     del resolved["backend"]["eval_command"]

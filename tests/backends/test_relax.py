@@ -17,14 +17,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import FIXTURES, REPO, run_cli
 
-from agentrepro.backends import checkpoints, ray_launch, relax, relax_recipe, runconfig
-from agentrepro.backends.outcomes import check_rows
+from agentrepro import runconfig
+from agentrepro.backends import checkpoints, ray_launch, relax, relax_recipe
 from agentrepro.errors import BadInput
 from agentrepro.hooks import agentrepro_relax_eval as hook
-from agentrepro.manifest.freeze import freeze
+from agentrepro.jobs.freeze import freeze
 from agentrepro.manifest.resolve import run_config
-from helpers import FIXTURES, REPO, run_cli
+from agentrepro.outcomes import check_rows
 
 ARGS = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
 OUTPUTS = json.loads((FIXTURES / "frameworks" / "relax.outputs.json").read_text())
@@ -380,7 +381,7 @@ def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, t
 
 def test_a_study_whose_steps_relax_would_not_evaluate_is_refused():
     """150 steps evaluate every 5th update; 12 steps would need step 12, which Relax (every 5 rollouts) skips."""
-    from agentrepro.layout import planned_steps
+    from agentrepro.planning import planned_steps
 
     manifest = yaml.safe_load(MANIFEST.read_text())
     assert planned_steps(manifest) == list(range(0, 151, 5))
@@ -486,7 +487,6 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     import subprocess
 
     import psutil
-
     from helpers import require
 
     ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")

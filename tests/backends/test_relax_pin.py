@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from agentrepro.backends import checkpoints, relax, relax_recipe
-from agentrepro.manifest.backends import declared
+from agentrepro.placement import declared
 from helpers import FIXTURES, REPO
 
 PIN = json.loads((FIXTURES / "frameworks" / "relax.pin.json").read_text())

@@ -101,6 +101,7 @@ def compute_custom_advantage(
 DRIVER = '''
 import json, sys
 import agentrepro_relax_advantage
+from agentrepro import runconfig
 for group in json.loads(open(sys.argv[1]).read()):
     agentrepro_relax_advantage.compute_custom_advantage(group)
 '''
@@ -244,7 +245,7 @@ def test_step_rows_field_is_validated_naming_it():
         with pytest.raises(BadInput, match="train.step_rows"):
             TrainConfig.from_dict({"steps": 10, "step_rows": bad})
         with pytest.raises(BadInput, match="train.step_rows"):
-            step_rows.named_steps({"train": {"steps": 10, "step_rows": bad}})
+            runconfig.step_rows({"train": {"steps": 10, "step_rows": bad}})
     assert TrainConfig.from_dict({"steps": 10, "step_rows": [10, 1]}).to_dict()["step_rows"] == [10, 1]
     assert step_rows.hook_env({"train": {"steps": 10}}, Path("run")) == {}
 

@@ -5,13 +5,14 @@ that only do what the integration relies on. It cannot run against the real verl
 
 from __future__ import annotations
 
-import json
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-from agentrepro.backends import outcomes, verl_agent
+from agentrepro import outcomes
+from agentrepro.backends import verl_agent
 
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "verl-agent-20bd331.patched.json").read_text())
 from agentrepro.hooks import agentrepro_verl_hook as hook  # noqa: E402

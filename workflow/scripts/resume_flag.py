@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
-from agentrepro.fileio import load_json, sha256_file
+from agentrepro.fileio import sha256_file
 from agentrepro.layout import RunFiles
+from agentrepro.reading import load_json
 
 
 def contained(new: Any, old: Any) -> bool:

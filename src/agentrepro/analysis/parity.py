@@ -31,8 +31,8 @@ import numpy as np
 from agentrepro import algorithms
 from agentrepro.algorithms.spec import all_options
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, load_yaml
-from agentrepro.layout import RunFiles, STEP_DIR_RE, batch_dump, batch_dumps_on_disk
+from agentrepro.layout import STEP_DIR_RE, RunFiles, batch_dump, batch_dumps_on_disk
+from agentrepro.reading import iter_jsonl, load_yaml
 
 OPTION_KEYS = tuple(o.name for o in all_options())
 """Options of the estimators (algorithms/spec.py) that a resolved config's train block may set."""

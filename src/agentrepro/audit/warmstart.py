@@ -24,7 +24,8 @@ from agentrepro.audit.runs import check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, load_object, read_seal
 from agentrepro.reading import read_jsonl
 from agentrepro.seal import OUTPUTS
-from agentrepro.trainer.warmstart_id import WARMSTART_METHOD, planned_warmstarts
+from agentrepro.planning import planned_warmstarts
+from agentrepro.trainer.shared_warmstart import WARMSTART_METHOD
 
 STEP0 = f"{RunFiles.CHECKPOINTS}/step0.pt"
 RELABELLED = ("study", "method")

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentrepro.errors import BadInput, Failure
+from agentrepro import runconfig
 from agentrepro.backends.launch import Launch
-from agentrepro.layout import checkpoint_steps
+from agentrepro.errors import BadInput, Failure
+from agentrepro.runconfig import checkpoint_steps
 
 REQUIRED_METHODS = ("default_config", "train", "evaluate", "checkpoint_steps")
 
@@ -36,7 +37,7 @@ class Backend(abc.ABC):
     * `evaluate(run_dir, step)` -> outcome rows (docs/design.md §3.4) of checkpoint `step`; it reads the run's
       resolved_config.yaml itself. It writes nothing: the `eval` verb validates and writes the rows.
     * `checkpoint_steps(config)` -> the steps whose checkpoints the backend saves and evaluates (0 = before
-      training): `layout.checkpoint_steps(config)`, the steps the workflow plans. A backend whose framework
+      training): `runconfig.checkpoint_steps(config)`, the steps the workflow plans. A backend whose framework
       cannot save exactly those refuses the config in `validate_config`.
     * `launches(config, run_dir, eval_step=None)` -> the external programs the job runs (backends/launch.py),
       for `agentrepro command` and `snakemake -n -p` to show before anything runs.

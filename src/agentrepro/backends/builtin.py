@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import runconfig
+from agentrepro import runconfig
 from agentrepro.backends.base import Backend
 
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
@@ -40,7 +40,7 @@ class BuiltinBackend(Backend):
         from agentrepro.trainer.parallel import world_size
         from agentrepro.trainer.spawn import train_ranks
 
-        ranks = world_size(config)  # saves the checkpoints of layout.checkpoint_steps(config)
+        ranks = world_size(config)  # saves the checkpoints of runconfig.checkpoint_steps(config)
         if ranks > 1:
             train_ranks(ranks, config, run_dir, resume=resume)
         else:

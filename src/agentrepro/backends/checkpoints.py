@@ -48,9 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import atomic_write_json, iter_jsonl, load_json, sha256_file
+from agentrepro.fileio import atomic_write_json, sha256_file
 from agentrepro.hooks import agentrepro_verl_prune as verl_prune
 from agentrepro.layout import RunFiles, checkpoint_dir, eval_dir, evaluations_on_disk, hf_checkpoint
+from agentrepro.reading import iter_jsonl, load_json
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
 KEEP = ("hf", "none", "all")

@@ -35,18 +35,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import layout
-from agentrepro.backends import reevaluation, runconfig, template
+from agentrepro import layout, runconfig
+from agentrepro.backends import reevaluation, template
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
-from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import atomic_write_text, read_jsonl
+from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles
+from agentrepro.process import run_logged
+from agentrepro.reading import read_jsonl
 
 # Adapter options (task_key, ...) are read by the adapter's converters; see verl_agent.py and relax_results.py.
 BLOCK_KEYS = {"name", "command", "eval_command", "cwd", "env", "adapter", "repo", "commit",
-              "workdir", "sources",   # the checkout and its algorithm files, for source parity (agentrepro.sourceparity)
+              "workdir", "sources",   # the checkout and its algorithm files, for source parity (agentrepro.backends.sources)
               "task_key", "success_key", "success_threshold", "turns_key", "tokens_key"}
 ADAPTERS = {"verl-agent": "agentrepro.backends.verl_agent", "relax": "agentrepro.backends.relax_results"}
 EXTERNAL_COMMAND = "external_command.txt"

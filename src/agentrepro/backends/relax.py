@@ -47,14 +47,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import convert, ray_launch, relax_recipe, relax_results, runconfig, step_rows
+from agentrepro import runconfig
+from agentrepro.backends import convert, ray_launch, relax_recipe, relax_results, step_rows
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
-from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput, Failure
 from agentrepro.hooks import HOOKS_DIR
 from agentrepro.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
 from agentrepro.layout import RunFiles
+from agentrepro.process import run_logged
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "sources", "alfworld_data", "alfworld_python", "model_path", "model_lock",
               "pythonpath", "ray", "success_threshold", "export_hf"}
@@ -127,7 +128,7 @@ class RelaxBackend(Backend):
 
     def default_config(self) -> dict[str, Any]:
         """The harness's defaults of the knobs the recipe takes (train_config.schema.json), stated explicitly."""
-        from agentrepro.fileio import load_json
+        from agentrepro.reading import load_json
 
         schema = load_json(Path(__file__).resolve().parents[1] / "schemas" / "train_config.schema.json")
         return {"train": {key: schema["properties"][key]["default"] for key in TRAIN_KEYS}}
@@ -137,7 +138,7 @@ class RelaxBackend(Backend):
         if unknown:
             raise BadInput(f"unknown key (expected {', '.join(sorted(BLOCK_KEYS))})", where=f"backend.{unknown[0]}")
         relax_recipe.validate(config)
-        step_rows.named_steps(config)
+        runconfig.step_rows(config)
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
         return relax_recipe.evaluated_rollouts(int((config.get("train") or {}).get("steps", 0)))

@@ -21,7 +21,7 @@ Outputs converted (see tests/backends/test_verl_agent.py):
   `task_id` (the game file), `task_hash`, `category` (task type), `won`, `turns` and `tokens`. A line
   without them is BadInput naming file, line and field.
 * evaluated steps: verl validates before training, every `trainer.test_freq` (= eval.every) steps and at the
-  last step (`validated_steps`); a study whose `layout.checkpoint_steps` differ is refused by
+  last step (`validated_steps`); a study whose `runconfig.checkpoint_steps` differ is refused by
   `validate_config`, so the plan never asks for a step verl skips.
 
 Not run against a real verl-agent cluster here: the launches are checked against the facts of 20bd331
@@ -36,15 +36,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import checkpoints, convert, ray_launch, runconfig, step_rows, verl_recipes, verl_scripts
+from agentrepro import runconfig
+from agentrepro.backends import checkpoints, convert, ray_launch, step_rows, verl_recipes, verl_scripts
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
-from agentrepro.backends.process import run_logged
 from agentrepro.errors import BadInput
+from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR
 from agentrepro.hooks import agentrepro_verl_prune as verl_prune
-from agentrepro.fileio import atomic_write_text
-from agentrepro.layout import RunFiles, checkpoint_steps
+from agentrepro.layout import RunFiles
+from agentrepro.process import run_logged
+from agentrepro.runconfig import checkpoint_steps
 
 BLOCK_KEYS = {"name", "repo", "commit", "workdir", "overrides", "model_path", "sources", "ray"}
 METRICS_FILE, VAL_DIR, DEVIATIONS, PANEL = "verl_metrics.jsonl", "verl_validation", "verl_deviations.json", "verl_panel.json"
@@ -195,7 +197,7 @@ class VerlAgentBackend(Backend):
         if panel and evaluation.get("tasks") not in (None, len(panel)):
             raise BadInput(f"one validation env per panel game: the panel has {len(panel)} games", where="eval.tasks")
         verl_recipes.appended(config, Path("."), resume=True)   # unknown train keys, values the script would split
-        step_rows.named_steps(config)
+        runconfig.step_rows(config)
         wanted, validated = checkpoint_steps(config), validated_steps(config)
         if wanted != validated:
             raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "

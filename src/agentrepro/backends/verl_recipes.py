@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentrepro import runconfig
 from agentrepro.backends.verl_scripts import COMMIT, SCRIPTS, Script
 from agentrepro.errors import BadInput
 from agentrepro.layout import checkpoint_dir
@@ -152,7 +153,7 @@ def save_freq(config: dict[str, Any]) -> int:
     (recipe/GraphGPO/graphgpo_ray_trainer.py:1318, verl/trainer/ppo/ray_trainer.py:1278 at 20bd331; `saved_steps`),
     and validates by the same rule with test_freq, plus step 0 before training. A verl-agent study evaluates exactly
     its validated steps (VerlAgentBackend.validate_config), so one cadence, test_freq's, covers them all; step 0 is
-    the base model, never saved. `train.checkpoint_every` only widens `eval.checkpoint: all` (layout.evaluated_steps)."""
+    the base model, never saved. `train.checkpoint_every` only widens `eval.checkpoint: all` (runconfig.evaluated_steps)."""
     every = (config.get("eval") or {}).get("every")
     return every if every else -1
 

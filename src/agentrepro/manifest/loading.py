@@ -14,9 +14,9 @@ from typing import Any
 from agentrepro.analysis.claim_text import check_methods, parse_claim_text
 from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_yaml
-from agentrepro.manifest import backends
-from agentrepro.manifest.schema import key_path, validate
+from agentrepro import placement as backends
+from agentrepro.reading import load_yaml
+from agentrepro.schema import key_path, validate
 
 MANIFEST_SCHEMA = "manifest.schema.json"
 

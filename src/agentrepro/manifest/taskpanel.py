@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import iter_jsonl, sha256_json
+from agentrepro.fileio import sha256_json
 from agentrepro.manifest.identifiers import SHA256
+from agentrepro.reading import iter_jsonl
 
 
 def panel_from_file(path: str | os.PathLike, *, tasks: int, env_name: str) -> list[dict[str, Any]]:

@@ -15,12 +15,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import outcomes
+from agentrepro import outcomes
+from agentrepro.backends.checkpoints import hf_dir
 from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_json
-from agentrepro.backends.checkpoints import hf_dir
 from agentrepro.layout import RunFiles, eval_dir
+from agentrepro.reading import load_json
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.client import ChatClient
 from agentrepro.serving.engine import Sampling, evaluate_panel

@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentrepro.backends import outcomes
+from agentrepro import outcomes
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
-from agentrepro.trainer.loop import run_device
-from agentrepro.trainer.policy import build_policy
+from agentrepro.trainer.policy import run_device, build_policy
 from agentrepro.trainer.rollout import Sampler, rollout
 
 

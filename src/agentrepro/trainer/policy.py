@@ -67,6 +67,21 @@ class ModelSpec:
         return self.path is None
 
 
+def device_of(name: str) -> torch.device:
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BadInput(f"device {name!r} asked for but CUDA is not available", where="train.device")
+    return device
+
+
+def run_device(train, name: str | None = None) -> torch.device:
+    """The device a run computes on: `name` (default `train.device`; a rank's own GPU under data parallel),
+    with `train.threads` torch threads when `train.device` is the CPU."""
+    if train.device == "cpu":
+        torch.set_num_threads(train.threads)
+    return device_of(name or train.device)
+
+
 def _lm_config(spec: ModelSpec, vocab_size: int, tokenizer):
     c = spec.config
     common = dict(vocab_size=vocab_size, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,

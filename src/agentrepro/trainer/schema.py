@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.algorithms.spec import SPECS, Option, option_help
-from agentrepro.manifest.schema import SCHEMA_DIR
+from agentrepro.schema import SCHEMA_DIR
 from agentrepro.trainer.config import ESTIMATOR_OPTIONS, SPECS_BY_NAME, TrainConfig
 
 SCHEMA = SCHEMA_DIR / "train_config.schema.json"

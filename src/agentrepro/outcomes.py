@@ -5,21 +5,20 @@ tokens (more fields may follow). A row must belong to the run and checkpoint bei
 (task_id, episode) keys are unique; when the run config carries the frozen task panel
 (eval.task_panel), every task of the panel is played exactly `eval.episodes_per_task` times (default 1)
 with the panel's task_hash and category, and no other task appears. Every row is also validated against
-the outcomes JSON Schema (`layout.schema_path("outcomes.schema.json")`; a missing schema is an error).
+the outcomes JSON Schema (`agentrepro.schema`; a missing schema is an error).
 
 Problems raise BadInput naming `source` (the file or backend the rows came from), the row and the field.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
 from typing import Any
 
+from agentrepro import schema
 from agentrepro.errors import BadInput, Failure
-from agentrepro.layout import schema_path
 
 OUTCOMES_SCHEMA = "outcomes.schema.json"
 
@@ -78,7 +77,7 @@ def _field_problem(row: dict[str, Any], field: str) -> str | None:
 def check_rows(rows: list[Any], *, config: dict[str, Any], step: int, source: str) -> None:
     """Raise BadInput on the first problem; the message names `source`, the row number and the field."""
     expected = {"study": config["study"], "method": config["method"], "seed": config["seed"], "step": step}
-    validator = _schema_validator()
+    validator = schema.validator(OUTCOMES_SCHEMA)
     seen: Counter = Counter()
     for number, row in enumerate(rows, start=1):
         where = f"row {number}"
@@ -131,19 +130,3 @@ def _check_panel(rows: list[dict[str, Any]], config: dict[str, Any], source: str
     missing = [t for t in by_id if played[t] != episodes]
     if missing:
         raise BadInput(f"{len(missing)} task(s) of the panel not played {episodes} time(s), first {missing[0]!r}", path=source)
-
-
-_VALIDATOR_CACHE: dict[str, Any] = {}
-
-
-def _schema_validator():
-    path = schema_path(OUTCOMES_SCHEMA)
-    key = str(path)
-    if key not in _VALIDATOR_CACHE:
-        import jsonschema
-
-        schema = json.loads(path.read_text(encoding="utf-8"))
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        _VALIDATOR_CACHE[key] = cls(schema)
-    return _VALIDATOR_CACHE[key]

@@ -1,25 +1,31 @@
-"""JSON Schema validation with messages a person can act on: file, key path, what was expected, what came.
+"""The JSON Schemas and their one loader: validation with messages a person can act on (file, key path, what was
+expected, what came).
 
-The schemas live in workflow/schemas/ (the one source of truth; the package sees them through the
-`agentrepro/schemas` link, located by `agentrepro.layout`). They are Draft 2020-12 and refer to each other by file name
-(`"$ref": "train_config.schema.json"`), resolved through a `referencing.Registry` of every schema there.
+The schemas live in workflow/schemas/ (the one source of truth; the package sees them through its `schemas` link,
+SCHEMA_DIR). They are Draft 2020-12 and refer to each other by file name (`"$ref": "train_config.schema.json"`),
+resolved through a `referencing.Registry` of every schema there. A missing schema is a broken installation
+(Failure), never a skipped validation.
 
-`validate(instance, schema_name, path=...)` raises BadInput with one line such as
-`manifests/x.yaml: methods.gigpo.gamma: expected a number, got 'abc'`.
+* `validate(instance, schema_name, path=...)` raises BadInput with one line such as
+  `manifests/x.yaml: methods.gigpo.gamma: expected a number, got 'abc'`; `problems(...)` lists every error.
+* `validator(schema_name)`: the cached validator, for callers that check many rows (outcomes).
+* `load(schema_name)`: the schema document itself (defaults declared there, e.g. train_config's).
 """
 
 from __future__ import annotations
 
 import functools
-import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from agentrepro.errors import BadInput
-from agentrepro.layout import SCHEMA_DIR, schema_path
+from agentrepro.errors import BadInput, Failure
+from agentrepro.reading import load_json
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 # JSON Schema counts 1.0e30 as an integer; our integers (seeds, counts, steps) must be written as integers.
@@ -31,21 +37,33 @@ _TYPE_NAMES = {"number": "a number", "integer": "an integer", "string": "a strin
                "array": "a list", "boolean": "true or false", "null": "null"}
 
 
+def schema_path(name: str) -> Path:
+    """workflow/schemas/<name> as the package sees it; a missing schema is a broken installation (exit 1)."""
+    path = SCHEMA_DIR / name
+    if not path.is_file():
+        raise Failure(f"{path}: schema not found (the package's schemas folder links to workflow/schemas/; reinstall the package)")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def load(schema_name: str) -> dict[str, Any]:
+    """The schema document `schema_name` (read once)."""
+    return load_json(schema_path(schema_name))
+
+
 @functools.lru_cache(maxsize=None)
 def registry() -> Registry:
     """Every schema in SCHEMA_DIR, addressable by its `$id` (its file name)."""
     resources = []
     for file in sorted(SCHEMA_DIR.glob("*.schema.json")):
-        contents = json.loads(file.read_text(encoding="utf-8"))
+        contents = load(file.name)
         resources.append((contents.get("$id", file.name), Resource.from_contents(contents, default_specification=DRAFT202012)))
     return Registry().with_resources(resources)
 
 
 @functools.lru_cache(maxsize=None)
 def validator(schema_name: str) -> jsonschema.protocols.Validator:
-    file = schema_path(schema_name)
-    schema = json.loads(file.read_text(encoding="utf-8"))
-    return _Validator(schema, registry=registry())
+    return _Validator(load(schema_name), registry=registry())
 
 
 def key_path(parts) -> str:

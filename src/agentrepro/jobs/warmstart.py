@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import attempts, seal
-from agentrepro.backends import outcomes, runconfig
+from agentrepro import attempts, outcomes, runconfig, seal
 from agentrepro.backends.base import get_backend
-from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import atomic_write_jsonl, check_output_dir
+from agentrepro.jobs import bookkeeping
 from agentrepro.layout import RunFiles, outcomes_path
-from agentrepro.trainer.warmstart_id import BUILTIN, identity, warmstart_config
+from agentrepro.process import install_sigterm_handler
+from agentrepro.trainer.shared_warmstart import BUILTIN, identity, warmstart_config
+from agentrepro.trainer.warmstart import make_warmstart
 
 # What a new attempt removes first (provenance.json and logs/ are kept).
 OUTPUT_NAMES = (RunFiles.RESOLVED_CONFIG, RunFiles.COMMAND, RunFiles.WARMSTART, RunFiles.CHECKPOINTS, RunFiles.EVAL, RunFiles.OUTPUTS)
@@ -46,16 +47,14 @@ def run(args: argparse.Namespace) -> int:
         ws_config = warmstart_config(resolved, path=args.config)
     out: Path = check_output_dir(args.out, option="--out")
     out.mkdir(parents=True, exist_ok=True)
-    runconfig.clear_outputs(out, OUTPUT_NAMES)
+    bookkeeping.clear_outputs(out, OUTPUT_NAMES)
 
-    command = runconfig.command_line()
+    command = attempts.command_line()
     resolved_sha = runconfig.write_resolved_config(out, ws_config)
-    runconfig.write_command(out, command)
-    base = {**runconfig.provenance_base(ws_config, resolved_sha), "warmstart_identity": identity(ws_config)}
+    bookkeeping.write_command(out, command)
+    base = {**bookkeeping.provenance_base(ws_config, resolved_sha), "warmstart_identity": identity(ws_config)}
     attempts.start_attempt(out, stage="warmstart", command=command, base=base)
-    with runconfig.attempt_closed_on_error(out, verb="warmstart", backend_name=BUILTIN):
-        from agentrepro.trainer.shared_warmstart import make_warmstart
-
+    with attempts.attempt_closed_on_error(out, verb="warmstart", backend_name=BUILTIN):
         rows = make_warmstart(ws_config, out)
         outcomes.check_rows(rows, config=ws_config, step=0, source=f"warm-start outcomes of {out}")
         atomic_write_jsonl(outcomes_path(out, 0), rows)

@@ -1,6 +1,6 @@
 """Source parity: the backend files that implement the algorithm, as pinned and as actually run, per placement.
 
-Every backend a study runs on (the default and each `backends:` entry, agentrepro.manifest.backends) may name
+Every backend a study runs on (the default and each `backends:` entry, agentrepro.placement) may name
 its checkout (`backend.workdir`, relative to the study root) and the files that implement the algorithm
 (`backend.sources`, paths inside that checkout; for GraphGPO the recipe's graph, advantage and trainer
 files). Three records, compared by git blob hash (what `git hash-object` prints):
@@ -31,6 +31,9 @@ from typing import Any
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
+from agentrepro.layout import evaluations_on_disk
+from agentrepro.placement import declared, method_placement
+from agentrepro.reading import load_json
 
 RUN_FILE = "backend_sources.json"
 LOCK_KEY = "backend_sources"
@@ -68,8 +71,6 @@ def pinned(workdir: Path, commit: str, paths: list[str], *, where: str = "") -> 
 
 def pinned_sources(manifest: dict[str, Any], root: str | os.PathLike = ".") -> dict[str, dict[str, Any]]:
     """The lock's backend_sources: for every placement whose block names `sources`, {commit, workdir, files}."""
-    from agentrepro.manifest.backends import declared
-
     out = {}
     for label, placement in declared(manifest).items():
         backend = placement.backend
@@ -138,8 +139,6 @@ class RunParity:
 
 def run_parity(lock: dict[str, Any], method: str, run_dir: Path) -> RunParity:
     """The run of `method` in `run_dir` against the lock's pinned sources of the method's placement."""
-    from agentrepro.manifest.backends import method_placement
-
     try:
         label = method_placement(lock["manifest"], method).name
     except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock: reported elsewhere
@@ -149,13 +148,13 @@ def run_parity(lock: dict[str, Any], method: str, run_dir: Path) -> RunParity:
         return RunParity(None)
     found = RunParity(label, entry.get("commit"), sorted(entry.get("files") or {}))
     path = Path(run_dir) / RUN_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.is_file():
         found.problem = f"{path}: missing: nothing says which {label} sources this run ran"
         return found
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        found.problem = f"{path}: unreadable ({type(exc).__name__})"
+    try:
+        record = load_json(path)
+    except BadInput as exc:
+        found.problem = f"unreadable: {exc}"
         return found
     ran = record.get("files") if isinstance(record, dict) and isinstance(record.get("files"), dict) else {}
     found.differences = differences(entry.get("files") or {}, ran)
@@ -178,8 +177,6 @@ def study_rows(lock: dict[str, Any] | None, runs: list[tuple[str, int, Path]]) -
     """Per method (with its placement): the pinned files and every file a job of theirs ran differently (each
     difference with its seed and job: `train`, or `eval step N` for an evaluation by the backend itself), for the
     analysis and the report. Methods whose placement pins no sources are left out."""
-    from agentrepro.layout import evaluations_on_disk
-
     if not lock or not lock.get(LOCK_KEY):
         return []
     rows: dict[str, dict[str, Any]] = {}

@@ -6,26 +6,32 @@ a file whose SHA-256 differs from the manifest's. All refusals are collected and
 
 Freezing is idempotent: when a lock already at the output path says the same thing (everything but
 `created` and the self-hash), it is left untouched, so that runs made from it stay valid.
+
+The verb: `agentrepro freeze MANIFEST [--allow-dirty] [-o LOCK] [--root DIR]` writes the study's lock.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from agentrepro import placement, planning
+from agentrepro.analysis.reference import load_reference
+from agentrepro.backends.sources import pinned_sources
 from agentrepro.errors import BadInput, Failure, read_from
-from agentrepro.fileio import atomic_write_json, check_output_file, load_json, sha256_file, sha256_json
-from agentrepro.manifest import backends as study_backends
+from agentrepro.fileio import atomic_write_json, check_output_file, sha256_file, sha256_json
+from agentrepro.layout import lock_path
 from agentrepro.manifest.gitstate import harness_state
 from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_placeholder, sha256_problem
-from agentrepro.layout import lock_path
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import LOCK_VERSION, SELF_KEY, lock_problems, lock_sha256, seal
 from agentrepro.manifest.pyenv import python_environment
 from agentrepro.manifest.taskpanel import build_panel_sources
+from agentrepro.reading import load_json
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -76,7 +82,7 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     files: dict[str, str] = {}
     model = manifest["model"]
     pinned = {label: (_resolve_backend(p.backend, p.where, problems), _resolve_image(p.image, p.where, problems))
-              for label, p in study_backends.declared(manifest).items()}
+              for label, p in placement.declared(manifest).items()}
     (resolved_backend, resolved_image), others = pinned.pop(manifest["backend"]["name"]), pinned
 
     tokenizer = None
@@ -113,7 +119,7 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     if problems:
         raise BadInput("; ".join(problems), path=manifest_file)
     resolved = {"image": resolved_image, "model": resolved_model, "tokenizer": tokenizer, "backend": resolved_backend, "files": files}
-    if others:  # the study's further backends (agentrepro.manifest.backends), each with its own container
+    if others:  # the study's further backends (agentrepro.placement), each with its own container
         resolved["backends"] = {label: {"backend": backend, "image": image} for label, (backend, image) in others.items()}
     return resolved
 
@@ -137,8 +143,6 @@ def _resolve_image(image: dict[str, Any], where: str, problems: _Problems) -> di
 
 def _check_reference(manifest: dict[str, Any], manifest_file: Path) -> None:
     """The reference must be valid (docs/design.md §3.6.1) and its `values` must name methods of the study."""
-    from agentrepro.analysis.reference import load_reference
-
     if "reference" not in manifest:
         return
     path = manifest_file.parent / manifest["reference"]
@@ -171,9 +175,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
     if packages:
         resolved["env_packages"] = packages
     sources = _backend_sources(manifest, manifest_file, root)
-    from agentrepro.backends import jobs   # the backends' deviations from their official recipes
-
-    deviations = jobs.deviations(manifest, manifest_file)
+    deviations = planning.deviations(manifest, manifest_file)   # the backends' departures from their official recipes
     lock = {
         "lock_version": LOCK_VERSION,
         "study": manifest["study"],
@@ -196,11 +198,9 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
 
 
 def _backend_sources(manifest: dict[str, Any], manifest_file: Path, root: Path) -> dict[str, Any] | None:
-    """The git blob hashes of every backend's `sources` at its commit, by placement (sourceparity.py); None if none."""
-    from agentrepro import sourceparity
-
+    """The git blob hashes of every backend's `sources` at its commit, by placement (backends/sources.py); None if none."""
     with read_from(manifest_file):
-        return sourceparity.pinned_sources(manifest, root) or None
+        return pinned_sources(manifest, root) or None
 
 
 def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -225,3 +225,18 @@ def freeze(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".", o
 
 
 __all__ = ["build_lock", "freeze", "directory_sha256", "lock_sha256"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("manifest", help="the study manifest (manifests/<study>.yaml)")
+    parser.add_argument("-o", "--output", help="lock path (default: manifests/<study>.lock.json beside the manifest)")
+    parser.add_argument("--root", default=".", help="root directory: data paths and the harness's git tree (default: .)")
+    parser.add_argument("--allow-dirty", action="store_true", help="freeze even if the harness's git tree has uncommitted changes (recorded in the lock)")
+
+
+def run(args: argparse.Namespace) -> int:
+    lock, path, written = freeze(args.manifest, root=args.root, out=args.output, allow_dirty=args.allow_dirty)
+    state = "wrote" if written else "unchanged"
+    dirty = " (dirty tree allowed)" if lock["harness"]["dirty"] else ""
+    print(f"{path}: {state}, lock {lock_sha256(lock)}, {len(lock['task_panel'])} tasks{dirty}")
+    return 0

@@ -6,7 +6,7 @@ launch), or with --eval-step the evaluation of checkpoint N, as `Backend.launche
 Nothing runs. It reads the manifest, not the lock, so a study can be reviewed before it is frozen: a
 placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
 on runs/<study>/<method>/seed<k>/ (relative to the current directory, as the workflow runs them).
-`snakemake -n -p` shows the same text (jobs.shown) as each train job's message.
+`snakemake -n -p` shows the same text (agentrepro.planning.shown) as each train job's message.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro.backends.jobs import shown
 from agentrepro.bounds import SEED
 from agentrepro.manifest.loading import load_manifest
+from agentrepro.planning import shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,10 +6,12 @@ import json
 import subprocess
 
 import pytest
+from study_kit import BASE, git_commit_all, set_key, write_study
 
-from agentrepro import sourceparity
-from agentrepro.errors import BadInput
+from agentrepro.backends import sources
 from agentrepro.audit.runs import source_problems
+from agentrepro.errors import BadInput
+from agentrepro.jobs.freeze import build_lock
 
 
 def git(repo, *args):
@@ -33,23 +35,23 @@ def test_pinned_and_running_agree_until_a_file_is_edited(repo, tmp_path):
     and `differences` names exactly that file."""
     commit = git(repo, "rev-parse", "HEAD")
     paths = ["recipe/core_graph.py", "trainer.py"]
-    pinned = sourceparity.pinned(repo, commit, paths)
+    pinned = sources.pinned(repo, commit, paths)
     assert pinned["trainer.py"] == git(repo, "hash-object", "trainer.py")
-    assert sourceparity.differences(pinned, sourceparity.running(repo, paths)) == []
+    assert sources.differences(pinned, sources.running(repo, paths)) == []
     (repo / "recipe" / "core_graph.py").write_text("def graph():\n    return 2\n")
-    found = sourceparity.differences(pinned, sourceparity.running(repo, paths))
+    found = sources.differences(pinned, sources.running(repo, paths))
     assert [d["path"] for d in found] == ["recipe/core_graph.py"] and found[0]["pinned"] == pinned["recipe/core_graph.py"]
     (repo / "trainer.py").unlink()
-    assert sourceparity.running(repo, paths)["trainer.py"] is None
+    assert sources.running(repo, paths)["trainer.py"] is None
 
 
 def test_pinned_refuses_an_unknown_commit_or_path(repo):
     """A commit the checkout lacks and a path the commit lacks are BadInput naming the manifest field."""
     commit = git(repo, "rev-parse", "HEAD")
     with pytest.raises(BadInput, match="backend.commit"):
-        sourceparity.pinned(repo, "0" * 40, ["trainer.py"])
+        sources.pinned(repo, "0" * 40, ["trainer.py"])
     with pytest.raises(BadInput, match="backend.sources: missing.py is not a file"):
-        sourceparity.pinned(repo, commit, ["missing.py"])
+        sources.pinned(repo, commit, ["missing.py"])
 
 
 def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
@@ -58,14 +60,14 @@ def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
     commit = git(repo, "rev-parse", "HEAD")
     paths = ["recipe/core_graph.py", "trainer.py"]
     manifest = {"backend": {"name": "verl-agent", "commit": commit, "workdir": str(repo), "sources": paths}, "image": {}, "methods": {"grpo": {}}}
-    lock = {"manifest": manifest, "backend_sources": sourceparity.pinned_sources(manifest, tmp_path)}
+    lock = {"manifest": manifest, "backend_sources": sources.pinned_sources(manifest, tmp_path)}
     run = tmp_path / "grpo" / "seed0"
     run.mkdir(parents=True)
     assert source_problems(run, lock)[0].endswith("missing: nothing says which verl-agent sources this run ran")
-    sourceparity.record_run(manifest, run)
+    sources.record_run(manifest, run)
     assert source_problems(run, lock) == []
     (repo / "trainer.py").write_text("TRAIN = False  # patched locally\n")
-    sourceparity.record_run(manifest, run)
+    sources.record_run(manifest, run)
     problems = source_problems(run, lock)
     assert len(problems) == 1 and "grpo on verl-agent: trainer.py ran as blob" in problems[0] and "not the pinned one" in problems[0]
     assert json.loads((run / "backend_sources.json").read_text())["files"]["trainer.py"] == git(repo, "hash-object", "trainer.py")
@@ -75,14 +77,6 @@ def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
 def test_freeze_records_sources_and_deviations(tmp_path, repo):
     """Freezing a verl-agent study whose manifest names backend.sources in a checkout records their blobs at the pinned
     commit and the overrides appended to the official scripts as sentences; a path the commit lacks is refused in one line."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent / "manifest"))
-    from study_kit import BASE, git_commit_all, set_key, write_study
-
-    from agentrepro.manifest.freeze import build_lock
-
     root = tmp_path / "root"
     root.mkdir()
     commit = git(repo, "rev-parse", "HEAD")

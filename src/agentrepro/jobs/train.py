@@ -20,13 +20,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentrepro import attempts, seal, sourceparity
-from agentrepro.backends import checkpoints, runconfig
+from agentrepro import attempts, runconfig, seal
+from agentrepro.backends import checkpoints
 from agentrepro.backends.base import get_backend
-from agentrepro.backends.process import install_sigterm_handler
+from agentrepro.backends.sources import record_run
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import check_output_dir
-from agentrepro.layout import RunFiles, config_sha256
+from agentrepro.jobs import bookkeeping
+from agentrepro.layout import RunFiles
+from agentrepro.process import install_sigterm_handler
+from agentrepro.runconfig import config_sha256
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,29 +57,29 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"only the builtin backend starts from a shared warm start, this run's is {backend.name!r}",
                        path=args.config, where="backend.name")
     previous = runconfig.previous_config_sha(out)
-    if resume and previous is not None and previous != resolved_sha and runconfig.has_checkpoints(out):
+    if resume and previous is not None and previous != resolved_sha and bookkeeping.has_checkpoints(out):
         raise BadInput(f"this run directory was trained from another resolved config (sha256 {previous}, now {resolved_sha}); "
                        "pass --no-resume to start again or use a new directory", path=out / runconfig.RESOLVED)
     if not resume:
-        runconfig.clear_outputs(out)
+        bookkeeping.clear_outputs(out)
     else:
         checkpoints.refuse_resume(out)   # checkpoints pruned after their evaluation cannot be resumed from
     (out / seal.OUTPUTS).unlink(missing_ok=True)
 
-    sourceparity.record_run(resolved, out)   # the backend files this job runs, hashed before it runs them
-    command = runconfig.command_line()
+    record_run(resolved, out)   # the backend files this job runs, hashed before it runs them
+    command = attempts.command_line()
     runconfig.write_resolved_config(out, resolved)
-    runconfig.write_command(out, command)
-    base = runconfig.provenance_base(config, resolved_sha)
+    bookkeeping.write_command(out, command)
+    base = bookkeeping.provenance_base(config, resolved_sha)
     attempts.start_attempt(out, stage="train", command=command, base=base)
-    with runconfig.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
+    with attempts.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:
             from agentrepro.trainer.shared_warmstart import adopt
 
             adopt(out, args.from_warmstart, resolved)  # its step 0 becomes this run's; training resumes from it
             resume = True
         backend.train(resolved, out, resume=resume)
-        runconfig.check_training_outputs(out, resolved)
+        bookkeeping.check_training_outputs(out, resolved)
         prompt = backend.prompt_record(resolved, out)
         pruned = checkpoints.training_summary(out)   # older checkpoints' training state, removed while training
     extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})

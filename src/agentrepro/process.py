@@ -1,4 +1,5 @@
-"""Running an external program for a backend: output to RUN_DIR/logs/, failures with their reason.
+"""Running an external program for a job: output to RUN_DIR/logs/, failures with their reason, and the time stamp
+(`now`) of every record of when something ran (log headers, provenance attempts).
 
 `run_logged(argv, log_dir=, label=)` appends the program's stdout and stderr to
 `logs/<label>.stdout.log` and `logs/<label>.stderr.log` (each attempt starts with a header line naming
@@ -11,15 +12,23 @@ The child stays in agentrepro's process group, so a scheduler that kills the job
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import shlex
+import signal
 import subprocess
 from pathlib import Path
 
+import psutil
+
 from agentrepro.errors import Failure
-from agentrepro.attempts import now
 
 GRACE_S = 20
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 class Terminated(BaseException):
@@ -27,8 +36,6 @@ class Terminated(BaseException):
 
 
 def install_sigterm_handler() -> None:
-    import signal
-
     def _raise(signum, frame):  # noqa: ARG001
         raise Terminated(f"signal {signum}")
 
@@ -38,8 +45,6 @@ def install_sigterm_handler() -> None:
 def stop_tree(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
     """SIGTERM the child and all its descendants (by PID: `/bin/sh -c` does not forward signals), then SIGKILL
     whatever is left after `grace_s`. Only processes this attempt started are touched."""
-    import psutil
-
     try:
         tree = [psutil.Process(proc.pid)]
         tree += tree[0].children(recursive=True)

@@ -12,7 +12,7 @@ its own provenance.json (attempts) and OUTPUTS.sha256, so evaluations of differe
 at the same time, and a re-evaluation never touches the training seal. The attempt records the hash of
 the run's OUTPUTS.sha256 when the run is sealed, binding the outcomes to the training outputs. An evaluation by
 the backend itself records the hashes of its backend's source files as it starts (eval/step<N>/backend_sources.json,
-agentrepro.sourceparity), as training does.
+agentrepro.backends.sources), as training does.
 Once the outcomes are written, checkpoint N is pruned as `eval.keep_checkpoints` says (backends/checkpoints.py:
 by default its training state goes and its Hugging Face copy stays), recorded in eval/step<N>/pruned.json
 before the seal; an evaluation that fails prunes nothing.
@@ -23,17 +23,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import attempts, seal, sourceparity
-from agentrepro.backends import checkpoints, outcomes, runconfig
+from agentrepro import attempts, outcomes, runconfig, seal
+from agentrepro.backends import checkpoints
 from agentrepro.backends.base import get_backend
-from agentrepro.backends.process import install_sigterm_handler
+from agentrepro.backends.sources import record_run
 from agentrepro.bounds import STEP
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, sha256_file
-from agentrepro.layout import RunFiles, config_sha256
+from agentrepro.layout import RunFiles
 from agentrepro.layout import eval_dir as evaluation_dir
+from agentrepro.process import install_sigterm_handler
+from agentrepro.runconfig import config_sha256
 from agentrepro.serving import cli as serving_cli
 from agentrepro.serving.evaluate import evaluate_run
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", type=Path, help="run directory written by `agentrepro train`")
@@ -66,22 +69,22 @@ def run(args: argparse.Namespace) -> int:
     (eval_dir / seal.OUTPUTS).unlink(missing_ok=True)
 
     run_seal = run_dir / seal.OUTPUTS
-    command = runconfig.command_line()
+    command = attempts.command_line()
     base = {
         "study": config["study"], "method": config["method"], "seed": config["seed"], "step": args.step,
         "backend": config["backend"]["name"],
         "lock_sha256": (config.get("lock") or {}).get("sha256"),
         "resolved_config_sha256": config_sha256(config),
         "run_outputs_sha256": sha256_file(run_seal) if run_seal.is_file() else None,
-        "packages": runconfig.package_versions(),
+        "packages": attempts.package_versions(),
     }
     attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
-    with runconfig.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
+    with attempts.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
             rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint)
         else:  # the backend's own code plays the panel: what it runs is recorded, as for training
-            sourceparity.record_run(config, eval_dir)
+            record_run(config, eval_dir)
             rows, prompt = backend.evaluate(run_dir, args.step), backend.prompt_record(config, run_dir)
             record = {"engine": config["backend"]["name"], "prompt": prompt} if prompt is not None else None
         source = "served evaluator" if served else f"{config['backend']['name']} backend"
