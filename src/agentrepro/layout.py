@@ -80,6 +80,16 @@ def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / RunFiles.CHECKPOINTS
 
 
+def checkpoint_file(run_dir: str | os.PathLike, step: int | str) -> Path:
+    """`checkpoints/step<N>.pt`: the builtin trainer's checkpoint of step N (weights, optimizer, random states)."""
+    return checkpoint_dir(run_dir) / f"{step_name(step)}.pt"
+
+
+def tokenizer_dir(run_dir: str | os.PathLike) -> Path:
+    """`checkpoints/tokenizer/`: the builtin trainer's tokenizer, saved once per run."""
+    return checkpoint_dir(run_dir) / "tokenizer"
+
+
 def hf_checkpoint(run_dir: str | os.PathLike, step: int | str) -> Path:
     """`checkpoints/hf/step<N>/`: checkpoint N as a Hugging Face model directory (what the served evaluator reads)."""
     return checkpoint_dir(run_dir) / "hf" / step_name(step)

@@ -1,4 +1,4 @@
-"""Which backend runs a method: the one rule, read by loading, freeze, resolve, the plan and the audit.
+"""Which backend runs a method: the one rule, read by loading, freeze, resolve, the plan, source parity and the audit.
 
 A study has a default backend (its top-level `backend:`, `image:` and `resources:`). Other backends are
 declared once under `backends:`, each by its backend name, with the same blocks:
@@ -21,7 +21,8 @@ A method's name is its key, written once and used unchanged everywhere (run dire
 analysis, report): `<method>` or `<method>@<backend>`. `@<backend>` must name the default backend's name or
 a label under `backends:`; a label must equal the name in its block, must not repeat the default backend,
 and must be used by some method. The model is the study's for every backend (a comparison across backends
-is only fair on the same weights), so it must be a form every backend in use takes.
+is only fair on the same weights), so it must be a form every backend in use takes (manifest/loading.py checks
+each placement against its backend's facts).
 """
 
 from __future__ import annotations
@@ -36,11 +37,7 @@ BASE_NAME, LABEL = r"[a-z][a-z0-9_]*", r"[a-z][a-z0-9-]*"
 METHOD_NAME = rf"{BASE_NAME}(?:@{LABEL})?"  # manifest.schema.json says the same (a test keeps them equal)
 _METHOD = re.compile(rf"^({BASE_NAME})(?:@({LABEL}))?$")
 
-# Which model forms (manifest.schema.json $defs) each backend takes (any other: a hub model, as the schema's
-# last branch says), and which may run without a container.
-HUB, BUILTIN_FORMS = "hub", "builtin"
-MODEL_FORMS = {"builtin": {BUILTIN_FORMS}, "command": {BUILTIN_FORMS, HUB}}
-NO_CONTAINER = ("builtin", "command")  # these run in the harness's own Python environment, which the lock records
+HUB_FORM, BUILTIN_FORM = "hub", "builtin"   # the model forms (Backend.model_forms)
 
 
 @dataclass(frozen=True)
@@ -99,52 +96,9 @@ def placements(manifest: dict[str, Any], *, path: object = "manifest") -> dict[s
 
 
 def model_form(model: dict[str, Any]) -> str:
-    return HUB if "revision" in model or "tokenizer_revision" in model else BUILTIN_FORMS
+    """`hub` for a model pinned by revision, else `builtin` (a config-built model or a local directory)."""
+    return HUB_FORM if "revision" in model or "tokenizer_revision" in model else BUILTIN_FORM
 
 
-def check(manifest: dict[str, Any], *, path: object) -> None:
-    """The rules a schema cannot say: labels agree with their blocks, every @backend is declared and every
-    declared backend used, each image and the study's model are forms each backend takes, command templates parse."""
-    default = manifest["backend"]["name"]
-    for label, entry in (manifest.get("backends") or {}).items():
-        if entry["backend"]["name"] != label:
-            raise BadInput(f"{entry['backend']['name']!r} differs from its label {label!r}: methods name a backend as "
-                           f"<method>@{label}, so the label must be the backend's name", path=path, where=f"backends.{label}.backend.name")
-        if label == default:
-            raise BadInput(f"{label!r} is already the study's backend: methods without @ (or <method>@{label}) run there",
-                           path=path, where=f"backends.{label}")
-    used = placements(manifest, path=path)
-    in_use = {p.where for p in used.values()}
-    for label, placement in declared(manifest).items():
-        if placement.label is not None and placement.where not in in_use:
-            raise BadInput(f"no method runs on {label!r}: name one <method>@{label}, or remove the block",
-                           path=path, where=f"backends.{label}")
-    for placement in {p.where: p for p in used.values()}.values():
-        check_placement(placement, manifest["model"], path=path)
-
-
-def check_placement(placement: Placement, model: dict[str, Any], *, path: object) -> None:
-    """One backend's image and the study's model form; a command backend's templates."""
-    name, where, form = placement.name, placement.where, model_form(model)
-    if name not in NO_CONTAINER and "none" in placement.image:
-        raise BadInput(f"only the {' and '.join(NO_CONTAINER)} backends may run without a container; backend {name!r} "
-                       "needs image: {ref, digest}", path=path, where=f"{where}image.none")
-    if form not in MODEL_FORMS.get(name, {HUB}):
-        if form == HUB:
-            raise BadInput(f"the {name} backend{'' if not where else f' ({where[:-1]})'} takes a config-built model "
-                           "{name, config} or a local directory {path, sha256?}, not a hub revision (download it and give its path)",
-                           path=path, where="model.revision" if "revision" in model else "model.tokenizer_revision")
-        raise BadInput(f"the {name} backend{'' if not where else f' ({where[:-1]})'} takes a hub model "
-                       "{name, revision, tokenizer_revision}", path=path, where="model")
-    if name == "command":  # a template that no shell-free run can take fails at freeze
-        from agentrepro.backends.command import validate_block
-
-        try:
-            validate_block(placement.backend)
-        except BadInput as exc:
-            raise BadInput(str(exc).removeprefix(f"{exc.where}: ") if exc.where else str(exc), path=path,
-                           where=f"{where}{exc.where}" if exc.where else None) from None
-
-
-__all__ = ["METHOD_NAME", "Placement", "check", "check_placement", "declared", "default_placement", "method_placement",
+__all__ = ["BUILTIN_FORM", "HUB_FORM", "METHOD_NAME", "Placement", "declared", "default_placement", "method_placement",
            "model_form", "placements", "split_method"]

@@ -40,7 +40,7 @@ def test_unknown_name_lists_the_known_ones():
 def test_lazy_entries_and_interface_check():
     """A lazy entry is imported on use; an object lacking the Backend methods is a Failure; a missing module too."""
     registry = BackendRegistry()
-    registry.register("command", "agentrepro.backends.command:CommandBackend")
+    registry.register("command", "agentrepro.backends.command.backend:CommandBackend")
     registry.register("bad", lambda: object())
     registry.register("gone", "agentrepro.backends.no_such_module:X")
     assert registry.get("command").name == "command"

@@ -97,7 +97,7 @@ def test_verl_saves_exactly_the_evaluated_steps(tmp_path, steps, every, evaluati
     freq = {o.key: o.value for o in verl_recipes.appended(config, tmp_path, resume=True)}["trainer.save_freq"]
     saved = [s for s in range(1, steps + 1) if facts_rule(freq, s, steps)]
     assert saved == verl_recipes.saved_steps(freq, steps) == [s for s in checkpoint_steps(config) if s > 0]
-    from agentrepro.backends.verl_agent import VerlAgentBackend
+    from agentrepro.backends.verl_agent.backend import VerlAgentBackend
 
     VerlAgentBackend().validate_config(config)   # the same check, where a study is refused
 

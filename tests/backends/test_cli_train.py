@@ -127,7 +127,7 @@ def test_backend_exception_is_a_failed_attempt(tmp_path, make_config, write_conf
     import argparse
 
     from agentrepro.jobs import train as cli_train
-    from agentrepro.backends.command import CommandBackend
+    from agentrepro.backends.command.backend import CommandBackend
     from agentrepro.errors import Failure
 
     class Crashing(CommandBackend):

@@ -12,7 +12,7 @@ from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrepro.backends.command import CommandBackend, context, run_template, validate_block
+from agentrepro.backends.command.backend import CommandBackend, context, run_template, validate_block
 from agentrepro.errors import BadInput
 
 NASTY = "a b'c\"d; touch PWNED $(touch PWNED2) `touch PWNED3` $HOME"

@@ -22,7 +22,7 @@ from helpers import FIXTURES, REPO, run_cli
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_launch, relax, relax_recipe
 from agentrepro.errors import BadInput
-from agentrepro.hooks import agentrepro_relax_eval as hook
+from agentrepro.backends.relax.hooks import agentrepro_relax_eval as hook
 from agentrepro.jobs.freeze import freeze
 from agentrepro.manifest.resolve import run_config
 from agentrepro.outcomes import check_rows

@@ -101,7 +101,7 @@ def test_training_rows_are_named_by_the_step_their_update_reaches():
     counter starts at 0, the sync before rollout 0 makes it 1 and each training step adds 1, so rollout r carries
     r + 1: with the harness's offset that is step_of_rollout(r), the step whose metrics (Relax step r), checkpoint
     and evaluation (rollout_id r) the other tests tie to r. The wrapper reads Relax's decimal string."""
-    from agentrepro.hooks import agentrepro_relax_advantage as wrapper
+    from agentrepro.backends.relax.hooks import agentrepro_relax_advantage as wrapper
 
     fact = PIN["numbering"]["policy_version"]
     assert "str of the Sample's one weight_version" in fact["rule"] and fact["value_type"] == "str"

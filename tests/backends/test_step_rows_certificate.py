@@ -225,7 +225,7 @@ def test_the_hooks_write_where_the_layout_says(monkeypatch):
 def test_relax_wrapper_hands_over_to_the_function_the_recipe_names():
     """The wrapper calls the function the recipe's --agentic-custom-advantage-path names (relax.args.json, script
     line 212), and it replaces exactly that flag; a recipe function with other parameters is refused."""
-    from agentrepro.hooks import agentrepro_relax_advantage as wrapper
+    from agentrepro.backends.relax.hooks import agentrepro_relax_advantage as wrapper
 
     facts = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "relax.args.json").read_text())
     [flag] = [f for f in facts["graphgpo_recipe"]["flags"] if f["flag"] == relax_recipe.ADVANTAGE_FLAG]

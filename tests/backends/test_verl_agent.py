@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrepro.backends import verl_agent
+from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.errors import BadInput
 
 HASH = "b" * 64

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 from agentrepro import outcomes
-from agentrepro.backends import verl_agent
+from agentrepro.backends.verl_agent import backend as verl_agent
 
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "verl-agent-20bd331.patched.json").read_text())
-from agentrepro.hooks import agentrepro_verl_hook as hook  # noqa: E402
+from agentrepro.backends.verl_agent.hooks import agentrepro_verl_hook as hook  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
 standin = importlib.util.module_from_spec(_spec)

@@ -1,4 +1,4 @@
-"""Pruning during training (hooks/agentrepro_verl_prune.py): the verl-agent hook's `_save_checkpoint` wrapper, entered
+"""Pruning during training (backends/verl_agent/hooks/agentrepro_verl_prune.py): the verl-agent hook's `_save_checkpoint` wrapper, entered
 through its real entry (sitecustomize on PYTHONPATH with the train launch's environment) in the stand-in module tree
 (verl_standin.py, whose `_save_checkpoint` writes verl's files of global_step_<N>/), with real files on disk."""
 
@@ -16,7 +16,7 @@ import pytest
 from agentrepro import seal
 from agentrepro.backends import checkpoints, verl_agent
 from agentrepro.errors import BadInput
-from agentrepro.hooks import agentrepro_verl_prune as verl_prune
+from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as verl_prune
 from agentrepro.layout import RunFiles
 
 _spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
@@ -154,7 +154,7 @@ def test_the_audit_refuses_a_record_that_the_seal_contradicts_or_that_is_malform
     checkpoints.training_record(run).write_text(json.dumps({**line, "step": "5"}) + "\n")
     with pytest.raises(BadInput, match="line 1: expected {step, saved, path, sha256, bytes}"):
         checkpoints.pruned_in_training(run)
-    assert checkpoints.pruned_files(run)[1][0].endswith("line 1: expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)")
+    assert checkpoints.pruned_files(run)[1][0].endswith("line 1: expected {step, saved, path, sha256, bytes} (backends/verl_agent/hooks/agentrepro_verl_prune.py)")
 
 
 def test_the_train_verb_shows_and_records_what_went_during_training(tmp_path, make_config, write_config):

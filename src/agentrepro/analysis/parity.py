@@ -2,7 +2,7 @@
 
 Every runs/<study>/<method>/seed<k>/batches/step<N>.jsonl holds the step rows of one training step with the
 `advantage` the trainer computed for each (the builtin trainer's dump, verl-agent's integration
-hooks/agentrepro_verl_rows.py, the Relax wrapper hooks/agentrepro_relax_advantage.py). Its rows are
+backends/verl_agent/hooks/agentrepro_verl_rows.py, the Relax wrapper backends/relax/hooks/agentrepro_relax_advantage.py). Its rows are
 recomputed with the run's estimator and options (resolved_config.yaml `train`; the same code as
 `agentrepro advantages`) once in each episode-statistics mode, `rows` (the reference: every step row counts)
 and `trajectories` (each trajectory once). A mode is within tolerance when every row has

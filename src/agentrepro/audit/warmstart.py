@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.layout import WARMSTART_DIR_RE, RunFiles, checkpoint_dir, locate, outcomes_path, warmstart_name
+from agentrepro.layout import WARMSTART_DIR_RE, RunFiles, checkpoint_dir, checkpoint_file, locate, outcomes_path, warmstart_name
 from agentrepro.audit.runs import check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, load_object, read_seal
 from agentrepro.reading import read_jsonl
@@ -27,7 +27,7 @@ from agentrepro.seal import OUTPUTS
 from agentrepro.planning import planned_warmstarts
 from agentrepro.trainer.shared_warmstart import WARMSTART_METHOD
 
-STEP0 = f"{RunFiles.CHECKPOINTS}/step0.pt"
+STEP0 = checkpoint_file(".", 0).as_posix()   # run-relative, as seals list it
 RELABELLED = ("study", "method")
 
 

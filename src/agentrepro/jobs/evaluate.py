@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agentrepro import attempts, outcomes, runconfig, seal
 from agentrepro.backends import checkpoints
-from agentrepro.backends.base import get_backend
+from agentrepro.backends import get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.bounds import STEP
 from agentrepro.errors import BadInput
@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     with attempts.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
-            rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint)
+            rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint,
+                                        exported=backend.checkpoint(config, run_dir, args.step).hf)
         else:  # the backend's own code plays the panel: what it runs is recorded, as for training
             record_run(config, eval_dir)
             rows, prompt = backend.evaluate(run_dir, args.step), backend.prompt_record(config, run_dir)
@@ -90,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         source = "served evaluator" if served else f"{config['backend']['name']} backend"
         outcomes.check_rows(rows, config=config, step=args.step, source=f"{source} outcomes of {eval_dir}")
         atomic_write_jsonl(eval_dir / RunFiles.OUTCOMES, rows)
-        pruned = checkpoints.prune(config, run_dir, args.step, outcomes=eval_dir / RunFiles.OUTCOMES)  # eval.keep_checkpoints
+        pruned = checkpoints.prune(config, run_dir, backend.checkpoint(config, run_dir, args.step),  # eval.keep_checkpoints
+                                   outcomes=eval_dir / RunFiles.OUTCOMES)
     successes = sum(r["success"] for r in rows)
     extra = {"episodes": len(rows), "successes": successes} | ({"evaluator": record} if record else {})
     extra |= {"pruned": {"keep": pruned["keep"], "files": len(pruned["removed"]), "bytes": pruned["removed_bytes"]}} if pruned else {}

@@ -5,7 +5,7 @@ defaults, with its config_sha256) and command.txt; open a provenance attempt (an
 never closed is recorded as killed); train (the backend resumes from its checkpoints unless
 --no-resume); check that the outputs are there; close the attempt (ok, or failed with the reason);
 seal the run directory (OUTPUTS.sha256, excluding eval/ and logs/, which have their own seals). Training state that
-older checkpoints lost during training (backends/checkpoints.py `training_summary`) is recorded in the attempt and
+older checkpoints lost during training (`Backend.pruned_in_training`) is recorded in the attempt and
 said on stderr.
 
 A stale seal is removed before training starts, so a run killed half-way never looks finished.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from agentrepro import attempts, runconfig, seal
 from agentrepro.backends import checkpoints
-from agentrepro.backends.base import get_backend
+from agentrepro.backends import get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import check_output_dir
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     resume = not args.no_resume
-    if args.from_warmstart is not None and backend.name != "builtin":
+    if args.from_warmstart is not None and not backend.shares_warmstart:
         raise BadInput(f"only the builtin backend starts from a shared warm start, this run's is {backend.name!r}",
                        path=args.config, where="backend.name")
     previous = runconfig.previous_config_sha(out)
@@ -74,19 +74,17 @@ def run(args: argparse.Namespace) -> int:
     attempts.start_attempt(out, stage="train", command=command, base=base)
     with attempts.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:
-            from agentrepro.trainer.shared_warmstart import adopt
-
-            adopt(out, args.from_warmstart, resolved)  # its step 0 becomes this run's; training resumes from it
+            backend.start_from(out, args.from_warmstart, resolved)  # its step 0 becomes this run's; training resumes from it
             resume = True
         backend.train(resolved, out, resume=resume)
         bookkeeping.check_training_outputs(out, resolved)
         prompt = backend.prompt_record(resolved, out)
-        pruned = checkpoints.training_summary(out)   # older checkpoints' training state, removed while training
+        pruned = checkpoints.training_summary(backend.pruned_in_training(out))   # older checkpoints' training state
     extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})
     attempts.finish_attempt(out, status="ok", extra=extra or None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     if pruned:
         print(f"agentrepro: training state of steps {', '.join(map(str, pruned['steps']))} pruned during training "
               f"({pruned['files']} files, {pruned['bytes'] / 1e9:.2f} GB; eval.keep_checkpoints), listed with their hashes in "
-              f"{checkpoints.training_record(out)}", file=sys.stderr)
+              f"{backend.pruned_in_training(out).record}", file=sys.stderr)
     return 0

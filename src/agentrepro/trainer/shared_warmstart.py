@@ -37,7 +37,7 @@ from typing import Any
 from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, sha256_file
-from agentrepro.layout import RunFiles, checkpoint_dir, outcomes_path
+from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_file, outcomes_path, tokenizer_dir
 from agentrepro.reading import load_json, read_jsonl
 from agentrepro.seal import OUTPUTS, verify_outputs
 from agentrepro.environments import validate_params
@@ -93,8 +93,6 @@ def identity(config: dict[str, Any]) -> str:
                         "train": {k: config["train"][k] for k in WARMSTART_TRAIN_KEYS},
                         "eval": {k: v for k, v in config["eval"].items() if k in WARMSTART_EVAL_KEYS}})
 
-STEP0 = "step0.pt"
-TOKENIZER = "tokenizer"
 RECORD = RunFiles.WARMSTART
 
 
@@ -124,7 +122,7 @@ def adopt(run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> dict[
     """Make the warm start the starting point of `run_dir` (fresh), or check that it already is (resuming)."""
     run_dir, warmstart_dir = Path(run_dir), Path(warmstart_dir)
     ident = check_warmstart(warmstart_dir, resolved)
-    source = checkpoint_dir(warmstart_dir) / STEP0
+    source = checkpoint_file(warmstart_dir, 0)
     shared = {"dir": _relative(warmstart_dir, run_dir), "identity": ident, "checkpoint_sha256": sha256_file(source),
               "outputs_sha256": sha256_file(warmstart_dir / OUTPUTS)}
     if checkpoint_dir(run_dir).is_dir() and any(checkpoint_dir(run_dir).iterdir()):
@@ -135,18 +133,20 @@ def adopt(run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> dict[
         return recorded
     target = checkpoint_dir(run_dir)
     target.mkdir(parents=True, exist_ok=True)
-    tmp = target / f".{TOKENIZER}.tmp"
+    tokenizer = tokenizer_dir(run_dir)
+    tmp = tokenizer.with_name(f".{tokenizer.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(checkpoint_dir(warmstart_dir) / TOKENIZER, tmp)
-    tmp.rename(target / TOKENIZER)
+    shutil.copytree(tokenizer_dir(warmstart_dir), tmp)
+    tmp.rename(tokenizer)
     for name in RunFiles.STEP_LOGS:
         (run_dir / name).unlink(missing_ok=True)
     for name in (RunFiles.METRICS, RunFiles.TIMINGS):
         atomic_write_jsonl(run_dir / name, [])
     atomic_write_json(run_dir / RECORD, {**load_json(warmstart_dir / RECORD), "shared": shared})
-    copied = target / f".{STEP0}.tmp"
+    step0 = checkpoint_file(run_dir, 0)
+    copied = step0.with_name(f".{step0.name}.tmp")
     shutil.copyfile(source, copied)
-    copied.rename(target / STEP0)  # last: a run with a step-0 checkpoint has everything it resumes from
+    copied.rename(step0)  # last: a run with a step-0 checkpoint has everything it resumes from
     return shared
 
 
@@ -164,7 +164,7 @@ def step0_rows(run_dir: Path, config: dict[str, Any]) -> list[dict[str, Any]] | 
         return None
     warmstart_dir = Path(run_dir) / shared["dir"]
     check_warmstart(warmstart_dir, config)
-    mine = sha256_file(checkpoint_dir(run_dir) / STEP0)
-    if mine != shared["checkpoint_sha256"] or sha256_file(checkpoint_dir(warmstart_dir) / STEP0) != mine:
-        raise BadInput("this run's step-0 checkpoint is not its warm start's", path=checkpoint_dir(run_dir) / STEP0)
+    mine = sha256_file(checkpoint_file(run_dir, 0))
+    if mine != shared["checkpoint_sha256"] or sha256_file(checkpoint_file(warmstart_dir, 0)) != mine:
+        raise BadInput("this run's step-0 checkpoint is not its warm start's", path=checkpoint_file(run_dir, 0))
     return [{**row, "study": config["study"], "method": config["method"]} for row in read_jsonl(outcomes_path(warmstart_dir, 0))]

@@ -1,8 +1,8 @@
-"""Submit the Relax recipe's expanded command: `python -m agentrepro.backends.relax_submit EXPANDED_FILE [--flag value ...]`.
+"""Submit the Relax recipe's expanded command: `python -m agentrepro.backends.relax.submit EXPANDED_FILE [--flag value ...]`.
 
 EXPANDED_FILE holds what the recipe printed with DRY_RUN=1 (its last non-empty line). The words are
-submitted as they are except what relax_recipe.submitted_argv replaces (the eval-log hook, and each
-`--flag value` given after the file: relax_recipe.replaced_args, i.e. backend.export_hf's save cadence and Hugging
+submitted as they are except what recipe.submitted_argv replaces (the eval-log hook, and each
+`--flag value` given after the file: recipe.replaced_args, i.e. backend.export_hf's save cadence and Hugging
 Face copy, and eval.keep_checkpoints' Megatron checkpoints kept); the
 submitted words are written next to the file (`submitted_command.json`) and then this process becomes
 `ray job submit` (exec), so its exit status is Ray's. RAY_ADDRESS, set by the job, names the job's own
@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from agentrepro.backends.relax_recipe import submitted_argv
+from agentrepro.backends.relax.recipe import submitted_argv
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
 
@@ -33,7 +33,7 @@ def read_expansion(path: Path, replace: list[str] | None = None) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if not argv or len(argv) % 2 != 1:
-        print("usage: python -m agentrepro.backends.relax_submit EXPANDED_FILE [--flag value ...]", file=sys.stderr)
+        print("usage: python -m agentrepro.backends.relax.submit EXPANDED_FILE [--flag value ...]", file=sys.stderr)
         return 2
     path = Path(argv[0])
     try:

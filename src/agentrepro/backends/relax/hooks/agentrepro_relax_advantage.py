@@ -2,7 +2,7 @@
 
 `--agentic-custom-advantage-path` names `agentrepro_relax_advantage.compute_custom_advantage` (instead of the
 recipe's `examples.graphgpo.custom_advantage.compute_custom_advantage`, `HANDOVER`) when the run config names
-step rows (backends/relax.py). It calls the recipe's function with the same argument and returns its result
+step rows (backends/relax/backend.py). It calls the recipe's function with the same argument and returns its result
 unchanged, so training is exactly the recipe's; at the named steps it also appends the group's rows to the
 run's `batches/step<N>.jsonl` (agentrepro_step_rows.py).
 
@@ -15,7 +15,7 @@ next_state_key -> next_state ('__GRAPHGPO_SUCCESS__', graph_credit.SUCCESS, beco
 'success'), is_action_valid -> valid, success -> success; episode_reward = 10·success and reward = 10 on the
 winning turn (the recipe's success_reward 10, fixed); the recipe's own episode_return and policy_version are
 kept beside them. The harness step is policy_version (a decimal string as Relax stamps it, or an int) +
-AGENTREPRO_POLICY_VERSION_OFFSET (backends/relax_recipe.py owns Relax's numbering).
+AGENTREPRO_POLICY_VERSION_OFFSET (backends/relax/recipe.py owns Relax's numbering).
 
 Runs inside Relax's Ray processes: Python standard library only.
 """

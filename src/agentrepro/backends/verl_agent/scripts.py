@@ -1,12 +1,12 @@
 """verl-agent's official ALFWorld launch scripts at 20bd331: facts read from them (no harness logic).
 
-The facts are package data, verl_scripts.json, read from verl-agent @ 20bd331bdbc9026a5668e11362178e10ab7400c8
+The facts are package data, scripts.json, read from verl-agent @ 20bd331bdbc9026a5668e11362178e10ab7400c8
 (the public mirror zzj1111/alfworldauto; its "provenance" field says how): each script's path, entry module and
 data-preparation arguments (with their script line), and every Hydra override it passes, with its value as Hydra
 receives it and its script line. `SCRIPTS` is that file, loaded once, keyed by algorithm.adv_estimator.
 tests/backends/test_verl_recipes.py checks it equal, script by script and key by key, to
 tests/fixtures/frameworks/verl-agent-20bd331.recipes.json, so any key the harness appends or a manifest names in
-backend.overrides is compared with the script's own value (backends/verl_recipes.py).
+backend.overrides is compared with the script's own value (backends/verl_agent/recipes.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-_FACTS = json.loads(resources.files(__package__).joinpath("verl_scripts.json").read_text(encoding="utf-8"))
+_FACTS = json.loads(resources.files(__package__).joinpath("scripts.json").read_text(encoding="utf-8"))
 COMMIT: str = _FACTS["commit"]
 # The scripts read $1 as ENGINE=${1:-vllm} and also end with an unquoted $@, so their first argument would reach
 # Hydra as an override ("vllm" alone is a Hydra parse error). An empty first argument gives the default engine

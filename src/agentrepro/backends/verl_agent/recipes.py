@@ -7,7 +7,7 @@ Hydra's last value wins). `appended()` is that list, and it is the list of devia
 recipe: every entry records the value the script sets (None: the script does not set the key) and why the
 harness sets it. The lock and the report show it (docs/design.md §3.3).
 
-The official scripts' facts (`SCRIPTS`, `COMMIT`, `ENGINE`) are backends/verl_scripts.py's; `manifest_values` and
+The official scripts' facts (`SCRIPTS`, `COMMIT`, `ENGINE`) are backends/verl_agent/scripts.py's; `manifest_values` and
 `appended` name every key the harness may append or compare with them (tests/backends/test_verl_recipes.py).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro import runconfig
-from agentrepro.backends.verl_scripts import COMMIT, SCRIPTS, Script
+from agentrepro.backends.verl_agent.scripts import COMMIT, SCRIPTS, Script
 from agentrepro.errors import BadInput
 from agentrepro.layout import checkpoint_dir
 

@@ -11,7 +11,7 @@ No shell runs the command, so text a shell would treat as syntax is refused rath
 literal (the author meant the syntax): `; & | < > ( )` (sequences, pipes, redirections, here-documents,
 subshells), `$` and backticks outside single quotes, `*` and `?` (globs), `#` and `~` at the start of a
 word, and a line break between words. Pipes and redirections belong in a script, or in an inline
-`bash -c '...'` whose values come through environment variables (see reevaluation.py and command.py).
+`bash -c '...'` whose values come through environment variables (see code_words.py and backend.py).
 
 Values: strings as they are; booleans `true`/`false`; numbers by Python's repr; lists and mappings as
 canonical JSON. A null value, a NUL character (no program argument can carry one) and a filled word longer

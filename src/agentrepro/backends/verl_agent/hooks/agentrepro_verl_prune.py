@@ -7,9 +7,10 @@ Wrapped by agentrepro_verl_hook.py, which checks the signature first, at verl-ag
 the harness adds hf_model to actor.checkpoint.contents, actor/huggingface/; critic/ with a critic; data.pt) and
 then latest_checkpointed_iteration.txt = N, the step a resume loads (trainer.resume_mode=auto reads only it).
 
-After it returns, with AGENTREPRO_VERL_KEEP `hf` or `none` (the run config's eval.keep_checkpoints, set by the
-verl-agent backend for training), every older global_step_<M>/ (M < N) loses its training state: every file in it
-except those under actor/huggingface/ (HF_COPY), the copy `agentrepro eval` serves. `all`, or no variable: nothing.
+After it returns, with AGENTREPRO_VERL_PRUNE=1 (set by the verl-agent backend for training when the run config's
+eval.keep_checkpoints prunes during training: agentrepro's backends/checkpoints.py decides), every older
+global_step_<M>/ (M < N) loses its training state: every file in it
+except those under actor/huggingface/ (HF_COPY), the copy `agentrepro eval` serves. 0, or no variable: nothing.
 Before any file of step M is removed, one line per file, {"step": M, "saved": N, "path": <relative to the run
 directory (AGENTREPRO_VERL_OUT)>, "sha256", "bytes"}, is appended to <default_local_dir>/pruned_in_training.jsonl
 (RECORD) and flushed to disk. Hashing runs in the driver, between training steps (an 18 GB checkpoint of a 1.5B
@@ -19,7 +20,7 @@ verl's own trainer.max_actor_ckpt_to_keep is not used: it removes whole global_s
 Hugging Face copy included, and leaves data.pt and critic/ (fsdp_checkpoint_manager.py:154-157 with
 checkpoint_manager.py:77 `remove_previous_save_local_path`).
 
-The layout constants here (STEP_DIR, HF_COPY) are the ones agentrepro's backends/checkpoints.py maps a step to.
+The layout constants here (STEP_DIR, HF_COPY, RECORD) are the ones agentrepro's verl-agent backend maps a step to.
 Python standard library only.
 """
 
@@ -33,17 +34,16 @@ import re
 STEP_DIR = "global_step_{}"          # <default_local_dir>/global_step_<N>/ (ray_trainer.py:913)
 HF_COPY = ("actor", "huggingface")   # inside it: the Hugging Face copy (fsdp_checkpoint_manager.py:208), kept
 RECORD = "pruned_in_training.jsonl"  # in <default_local_dir>, next to latest_checkpointed_iteration.txt
-KEEP_ENV = "AGENTREPRO_VERL_KEEP"
-PRUNES = {"hf": True, "none": True, "all": False}   # eval.keep_checkpoints -> whether older training state goes
+PRUNE_ENV = "AGENTREPRO_VERL_PRUNE"   # "1": prune older steps after each save; "0" or unset: keep them
 _STEP = re.compile(r"^global_step_(\d+)$")
 
 
-def keep_setting() -> str:
-    """AGENTREPRO_VERL_KEEP (`all` when unset); RuntimeError on another value, before training starts."""
-    keep = os.environ.get(KEEP_ENV, "all")
-    if keep not in PRUNES:
-        raise RuntimeError(f"agentrepro: {KEEP_ENV}={keep!r} is not one of {', '.join(PRUNES)} (eval.keep_checkpoints)")
-    return keep
+def prunes() -> bool:
+    """AGENTREPRO_VERL_PRUNE: "1" True, "0" or unset False; RuntimeError on another value, before training starts."""
+    value = os.environ.get(PRUNE_ENV, "0")
+    if value not in ("0", "1"):
+        raise RuntimeError(f"agentrepro: {PRUNE_ENV}={value!r} is neither 0 nor 1")
+    return value == "1"
 
 
 def _sha256(path: str) -> str:
@@ -81,7 +81,7 @@ def prune_older(root: str, latest: int, run_dir: str) -> list[dict]:
     run_dir, real_root = os.path.realpath(run_dir), os.path.realpath(root)
     if os.path.commonpath([real_root, run_dir]) != run_dir:
         raise RuntimeError(f"agentrepro: checkpoints in {root}, outside the run directory {run_dir}; "
-                           f"not pruned ({KEEP_ENV}); trainer.default_local_dir must stay inside the run")
+                           f"not pruned ({PRUNE_ENV}); trainer.default_local_dir must stay inside the run")
     steps = sorted(int(m.group(1)) for m in map(_STEP.match, os.listdir(root)) if m)
     written = []
     for step in (s for s in steps if s < latest):
@@ -103,11 +103,11 @@ def prune_older(root: str, latest: int, run_dir: str) -> list[dict]:
 
 
 def wrap_save_checkpoint(original):
-    keep = keep_setting()
+    prune = prunes()
 
     def _save_checkpoint(self):
         result = original(self)
-        if PRUNES[keep]:
+        if prune:
             prune_older(str(self.config.trainer.default_local_dir), int(self.global_steps), os.environ["AGENTREPRO_VERL_OUT"])
         return result
     return _save_checkpoint

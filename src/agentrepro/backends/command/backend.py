@@ -13,7 +13,7 @@ backend:
 No shell runs a template: it is split once into words (shell quoting rules) and each word, placeholders
 filled in, becomes exactly one argument of the program (template.py); shell syntax in a template is refused.
 Templates in which a program would run a value as code (`bash -c "... {x}"`, `python -c`, a placeholder
-among an interpreter's options) are refused too (reevaluation.py). Pipes and redirections go in a script or
+among an interpreter's options) are refused too (code_words.py). Pipes and redirections go in a script or
 an inline `bash -c '...'` that reads values from environment variables: `env` values are filled without
 any parsing, and every harness value is also there as AGENTREPRO_<NAME> (AGENTREPRO_RUN_DIR, _CONFIG, ...).
 
@@ -24,7 +24,11 @@ to RUN_DIR/logs/; the filled command, shell-quoted, is kept in RUN_DIR/external_
 
 Contract: the trainer writes the run directory contract (metrics.jsonl, checkpoints/, ...) into
 {run_dir}; the evaluator writes one outcome row per episode (docs/design.md §3.4) to {outcomes}. With an
-adapter, the framework's own outputs are converted instead (see verl_agent.py and relax_results.py).
+adapter, that framework's own outputs are converted instead: `adapter:` names a backend that offers one
+(`Backend.adapter`: verl-agent's outputs, Relax's per-episode rollout summaries).
+
+It needs no container (it runs in the harness's own Python environment unless its template starts one) and takes a
+config-built, local or hub model.
 """
 
 from __future__ import annotations
@@ -32,27 +36,36 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agentrepro import layout, runconfig
-from agentrepro.backends import reevaluation, template
-from agentrepro.backends.base import Backend
-from agentrepro.backends.launch import Launch
+from agentrepro.backends.base import BUILTIN_FORM, COMMON, HUB_FORM, Adapter, Backend, Block, text
+from agentrepro.backends.command import code_words, template
+from agentrepro.backends.launch import Launch, run_launch
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles
-from agentrepro.process import run_logged
 from agentrepro.reading import read_jsonl
 
-# Adapter options (task_key, ...) are read by the adapter's converters; see verl_agent.py and relax_results.py.
-BLOCK_KEYS = {"name", "command", "eval_command", "cwd", "env", "adapter", "repo", "commit",
-              "workdir", "sources",   # the checkout and its algorithm files, for source parity (agentrepro.backends.sources)
-              "task_key", "success_key", "success_threshold", "turns_key", "tokens_key"}
-ADAPTERS = {"verl-agent": "agentrepro.backends.verl_agent", "relax": "agentrepro.backends.relax_results"}
 EXTERNAL_COMMAND = "external_command.txt"
 HARNESS_VALUES = ("run_dir", "config", "resume", "python", "step", "eval_dir", "outcomes")  # also AGENTREPRO_<NAME>
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TEMPLATES = ("command", "eval_command")
+BLOCK = COMMON | Block({
+    "command": text("the launch template"),
+    "eval_command": text("the evaluation template"),
+    "cwd": text("working directory of the commands"),
+    "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "environment variables (templates)"},
+    "adapter": {"type": "string", "minLength": 1, "description": "converter of the trainer's outputs: a backend that offers one"},
+    # read by the adapter's converters (backends/convert.py)
+    "task_key": text("output conversion: field holding the task id"),
+    "success_key": text("output conversion: field holding success"),
+    "success_threshold": {"type": "number", "description": "output conversion: success when the field is >= this"},
+    "turns_key": text("output conversion: field holding the turn count"),
+    "tokens_key": text("output conversion: field holding the token count"),
+}, required=("command",))
 
 
 def context(config: dict[str, Any], run_dir: Path, *, resume: bool = True, **extra: Any) -> dict[str, Any]:
@@ -62,40 +75,11 @@ def context(config: dict[str, Any], run_dir: Path, *, resume: bool = True, **ext
             "python": sys.executable, **{k: str(v) if isinstance(v, Path) else v for k, v in extra.items()}}
 
 
-def validate_block(block: dict[str, Any]) -> None:
-    unknown = sorted(set(block) - BLOCK_KEYS)
-    if unknown:
-        raise BadInput(f"unknown key (expected {', '.join(sorted(BLOCK_KEYS))})", where=f"backend.{unknown[0]}")
-    if not isinstance(block.get("command"), str):
-        raise BadInput("a command template (string) is required", where="backend.command")
-    for key in ("command", "eval_command"):
-        if key in block:
-            parse(block, key)
-    if "env" in block and not (isinstance(block["env"], dict) and all(isinstance(k, str) for k in block["env"])):
-        raise BadInput("expected a mapping of variable names to values", where="backend.env")
-    for name, value in (block.get("env") or {}).items():
-        if not ENV_NAME.fullmatch(name):
-            raise BadInput(f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)",
-                           where="backend.env")
-        if name.startswith("AGENTREPRO_"):
-            raise BadInput("names starting with AGENTREPRO_ are the harness's own values", where=f"backend.env.{name}")
-        template.text_parts(value, where=f"backend.env.{name}")
-    if block.get("adapter") is not None and block["adapter"] not in ADAPTERS:
-        raise BadInput(f"unknown adapter {block['adapter']!r} (known: {', '.join(sorted(ADAPTERS))})", where="backend.adapter")
-
-
 def parse(block: dict[str, Any], key: str) -> list[template.Word]:
     """The words of backend.<key>; BadInput for shell syntax or a placeholder where a value could become code."""
     words = template.split(block[key], where=f"backend.{key}")
-    reevaluation.check(words, where=f"backend.{key}")
+    code_words.check(words, where=f"backend.{key}")
     return words
-
-
-def _adapter(block: dict[str, Any]):
-    import importlib
-
-    name = block.get("adapter")
-    return importlib.import_module(ADAPTERS[name]) if name else None
 
 
 def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
@@ -108,69 +92,97 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     return argv, env
 
 
-def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str,
-                 *, record: Path | None = None) -> list[str]:
-    """Run backend.<key> (no shell) with its logs in run_dir/logs/, first writing it shell-quoted to `record`
-    if given; returns the argv it ran."""
-    argv, env = prepare(block, key, ctx)
-    if record is not None:
-        atomic_write_text(record, shlex.join(argv) + "\n")
-    run_logged(argv, log_dir=run_dir / RunFiles.LOGS, label=label, cwd=block.get("cwd"), env=env)
-    return argv
+def eval_paths(run_dir: Path, step: int) -> tuple[Path, Path]:
+    """(eval/step<N>/, eval/step<N>/raw/outcomes.jsonl): where an eval_command writes its rows."""
+    eval_dir = layout.eval_dir(run_dir, step).resolve()
+    return eval_dir, eval_dir / "raw" / RunFiles.OUTCOMES
 
 
 class CommandBackend(Backend):
     name = "command"
+    block = BLOCK
+    model_forms = frozenset({BUILTIN_FORM, HUB_FORM})
+    container = False
+
+    def __init__(self, adapters: Mapping[str, Adapter] | None = None) -> None:
+        self.adapters = dict(adapters or {})
+
+    @classmethod
+    def create(cls, registry: Any) -> CommandBackend:
+        return cls(registry.adapters())
+
+    def check_block(self, block: dict[str, Any]) -> None:
+        """The block alone: its keys, templates that a shell-free run can take, variable names, a known adapter."""
+        super().check_block(block)
+        if not isinstance(block.get("command"), str):
+            raise BadInput("a command template (string) is required", where="backend.command")
+        for key in TEMPLATES:
+            if key in block:
+                parse(block, key)
+        for name, value in (block.get("env") or {}).items():
+            if not ENV_NAME.fullmatch(name):
+                raise BadInput(f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)",
+                               where="backend.env")
+            if name.startswith("AGENTREPRO_"):
+                raise BadInput("names starting with AGENTREPRO_ are the harness's own values", where=f"backend.env.{name}")
+            template.text_parts(value, where=f"backend.env.{name}")
+        if block.get("adapter") is not None and block["adapter"] not in self.adapters:
+            raise BadInput(f"unknown adapter {block['adapter']!r} (known: {', '.join(sorted(self.adapters))})",
+                           where="backend.adapter")
 
     def validate_config(self, config: dict[str, Any]) -> None:
-        validate_block(config["backend"])
+        super().validate_config(config)
         ctx = context(config, Path("."), step=0, eval_dir=".", outcomes=".")
-        for key in ("command", "eval_command"):  # unknown placeholders and unusable values fail before training
+        for key in TEMPLATES:  # unknown placeholders and unusable values fail before training
             if key in config["backend"]:
                 prepare(config["backend"], key, ctx)
 
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
         """The filled `command` (or, for `eval_step`, `eval_command`), exactly as `train` / `evaluate` run it."""
+        return self._launches(config, run_dir, eval_step=eval_step, resume=True)
+
+    def _launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None, resume: bool) -> list[Launch]:
         block = config["backend"]
-        validate_block(block)
+        self.check_block(block)
         if eval_step is None:
-            key, ctx = "command", context(config, run_dir)
+            key, ctx, purpose = "command", context(config, run_dir, resume=resume), "train"
         elif "eval_command" in block:
-            eval_dir = layout.eval_dir(run_dir, eval_step).resolve()
-            key, ctx = "eval_command", context(config, run_dir, step=eval_step, eval_dir=eval_dir,
-                                               outcomes=eval_dir / "raw" / RunFiles.OUTCOMES)
+            eval_dir, outcomes = eval_paths(run_dir, eval_step)
+            key, purpose = "eval_command", f"evaluate step {eval_step}"
+            ctx = context(config, run_dir, resume=resume, step=eval_step, eval_dir=eval_dir, outcomes=outcomes)
         else:
             return []
         argv, env = prepare(block, key, ctx)
         cwd = block.get("cwd")
-        return [Launch("train" if eval_step is None else f"evaluate step {eval_step}", tuple(argv), env,
-                       Path(cwd) if cwd else None)]
+        return [Launch(purpose, tuple(argv), env, Path(cwd) if cwd else None)]
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
-        block = config["backend"]
-        validate_block(block)
-        ctx = context(config, run_dir, resume=resume)
-        run_template(block, "command", ctx, Path(run_dir), "train", record=Path(run_dir) / EXTERNAL_COMMAND)
-        adapter = _adapter(block)
+        run_dir = Path(run_dir)
+        (launch,) = self._launches(config, run_dir, eval_step=None, resume=resume)
+        atomic_write_text(run_dir / EXTERNAL_COMMAND, shlex.join(launch.argv) + "\n")
+        run_launch(launch, run_dir, "train")
+        adapter = self._adapter(config["backend"])
         if adapter is not None:
-            adapter.convert_training(Path(run_dir), config)
+            adapter.convert_training(run_dir, config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         run_dir = Path(run_dir)
         config = runconfig.read_resolved_config(run_dir)
         block = config["backend"]
-        validate_block(block)
-        adapter = _adapter(block)
-        eval_dir = layout.eval_dir(run_dir, step).resolve()
-        outcomes = eval_dir / "raw" / RunFiles.OUTCOMES
+        adapter = self._adapter(block)
         if "eval_command" in block:
-            outcomes.parent.mkdir(parents=True, exist_ok=True)
-            ctx = context(config, run_dir, step=step, eval_dir=eval_dir, outcomes=outcomes)
-            run_template(block, "eval_command", ctx, run_dir, f"eval_step{step}")
+            (launch,) = self.launches(config, run_dir, eval_step=step)
+            eval_paths(run_dir, step)[1].parent.mkdir(parents=True, exist_ok=True)
+            run_launch(launch, run_dir, f"eval_step{step}")
         elif adapter is None:
             raise BadInput("an eval_command template is required to evaluate a command-backend run", where="backend.eval_command")
         if adapter is not None:
             return adapter.convert_eval(run_dir, step, config)
+        outcomes = eval_paths(run_dir, step)[1]
         if not outcomes.is_file():
             raise Failure(f"{outcomes}: the eval command succeeded but wrote no outcomes there")
         return read_jsonl(outcomes)
+
+    def _adapter(self, block: dict[str, Any]) -> Adapter | None:
+        name = block.get("adapter")
+        return self.adapters[name] if name else None

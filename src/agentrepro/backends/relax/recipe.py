@@ -16,7 +16,7 @@ config, and adds no flag of its own. Facts (script lines) are in tests/fixtures/
 * Exports (`head_env`): the recipe exports GRAPHGPO_* and RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE before it
   starts its Ray head, so Ray's workers inherit them; the job's own head gets the same values.
 * The expanded command (`submitted_argv`): the recipe's DRY_RUN=1 line, with exactly one value replaced:
-  `--custom-eval-rollout-log-function-path` names agentrepro's hook (hooks/agentrepro_relax_eval.py), which writes one
+  `--custom-eval-rollout-log-function-path` names agentrepro's hook (backends/relax/hooks/agentrepro_relax_eval.py), which writes one
   outcome per trajectory and then calls the recipe's own logger, so Relax's metrics are unchanged.
 * Step numbering (`step_of_rollout`, `rollout_of_step`): the only place that knows Relax's 0-based
   rollout_id. Relax (relax/components/rollout.py `Rollout._async_run`, `_should_eval`; relax/utils/misc.py
@@ -42,7 +42,7 @@ LAUNCHER = ("ray", "job", "submit", "--address=http://127.0.0.1:8265", "--")
 ENTRY = ("python3", "relax/entrypoints/train.py")
 HOOK_FLAG = "--custom-eval-rollout-log-function-path"
 RECIPE_HOOK = "examples.graphgpo.eval_logger.log_eval_rollout_data"
-HOOK = "agentrepro_relax_eval.log_eval_rollout_data"  # agentrepro/hooks/, on the PYTHONPATH of Ray's workers
+HOOK = "agentrepro_relax_eval.log_eval_rollout_data"  # hooks/, on the PYTHONPATH of Ray's workers
 ADVANTAGE_FLAG = "--agentic-custom-advantage-path"   # the recipe's examples.graphgpo.custom_advantage.compute_custom_advantage
 ADVANTAGE_HOOK = "agentrepro_relax_advantage.compute_custom_advantage"   # calls it, and dumps the step rows of train.step_rows
 METHODS = ("grpo", "gigpo", "graphgpo")
@@ -92,7 +92,7 @@ def validate(config: dict[str, Any]) -> None:
         raise BadInput("expected true or false", where="backend.export_hf")
     for key in ("workdir", "alfworld_data", "model_path", "model_lock"):
         if not isinstance(config["backend"].get(key), str):
-            raise BadInput("expected a path (see backends/relax.py)", where=f"backend.{key}")
+            raise BadInput("expected a path (see backends/relax/backend.py)", where=f"backend.{key}")
 
 
 def _text(value: Any) -> str:
@@ -151,7 +151,7 @@ def retention_args(config: dict[str, Any]) -> list[str]:
 
 
 def replaced_args(config: dict[str, Any], save_dir: Path) -> list[str]:
-    """The `--flag value` pairs a job sets in the recipe's command besides the eval hook (relax_submit's arguments)."""
+    """The `--flag value` pairs a job sets in the recipe's command besides the eval hook (submit.py's arguments)."""
     return [*(hf_export_args(save_dir) if config["backend"].get("export_hf", True) else []), *retention_args(config)]
 
 
@@ -262,7 +262,7 @@ TRACKER = "latest_checkpointed_iteration.txt"
 
 
 def policy_version_offset(save: Path) -> int:
-    """The offset for a Relax run about to start with `save` (its --save, relax_recipe.checkpoint_dir): Relax
+    """The offset for a Relax run about to start with `save` (its --save, checkpoint_dir): Relax
     resumes whenever save holds TRACKER, at rollout_id = the saved iteration + 1 (yeqinghe609/Relax@13cc7cac
     relax/backends/megatron/actor.py:191), and its new process counts weight versions from 0 again, so the first
     rollout after the resume carries weight_version 1 and reaches step_of_rollout(start)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agentrepro.backends.template import Slot, Word, literal
+from agentrepro.backends.command.template import Slot, Word, literal
 from agentrepro.errors import BadInput
 
 # Characters that, beside a placeholder in one word, make that word code for some language.

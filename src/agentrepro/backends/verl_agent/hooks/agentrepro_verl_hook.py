@@ -23,7 +23,7 @@ zzj1111/alfworldauto). Each wrapper first checks the name's signature and refuse
   for the parity certificate (agentrepro_verl_rows.py).
 * `RayPPOTrainer._save_checkpoint` of both trainers (graphgpo_ray_trainer.py:931, ray_trainer.py:911): after
   checkpoint N is saved, older checkpoints lose their training state, their Hugging Face copies stay, as
-  AGENTREPRO_VERL_KEEP (eval.keep_checkpoints) says (agentrepro_verl_prune.py).
+  AGENTREPRO_VERL_PRUNE says (agentrepro_verl_prune.py).
 
 Signatures are compared without annotations (the recipe annotates `data: DataProto`).
 """
@@ -43,7 +43,8 @@ try:   # by its own name inside the framework's processes (the hooks folder is o
     import agentrepro_verl_prune
     import agentrepro_verl_rows
 except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
-    from agentrepro.hooks import agentrepro_signature, agentrepro_verl_prune, agentrepro_verl_rows
+    from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune, agentrepro_verl_rows
+    from agentrepro.hooks import agentrepro_signature
 
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 ENVS_INIT = "(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={})"
