@@ -10,11 +10,16 @@ resolved through a `referencing.Registry` of every schema there. A missing schem
   `manifests/x.yaml: methods.gigpo.gamma: expected a number, got 'abc'`; `problems(...)` lists every error.
 * `validator(schema_name)`: the cached validator, for callers that check many rows (outcomes).
 * `load(schema_name)`: the schema document itself (defaults declared there, e.g. train_config's).
+* `rewrite(path, render)`: a schema file whose generated parts are rewritten from their declarations (the estimators'
+  in train_config, agentrepro.trainer.schema; the backends' in manifest, agentrepro.backends.schema); `dump` is the
+  one way those files are written.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +54,17 @@ def schema_path(name: str) -> Path:
 def load(schema_name: str) -> dict[str, Any]:
     """The schema document `schema_name` (read once)."""
     return load_json(schema_path(schema_name))
+
+
+def dump(document: dict[str, Any]) -> str:
+    """A schema document as the files in workflow/schemas/ are written."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def rewrite(path: str | Path, render: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Rewrite the schema file at `path` with `render` applied (its generated parts made current)."""
+    path = Path(path)
+    path.write_text(dump(render(load_json(path))), encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=None)

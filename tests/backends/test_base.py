@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrepro.backends.base import REGISTRY, Backend, BackendRegistry
+from agentrepro.backends import REGISTRY, Backend, BackendRegistry
 from agentrepro.errors import BadInput, Failure
 
 

@@ -4,7 +4,7 @@ import yaml
 from helpers import run_cli
 from trainer_helpers import tiny_config
 
-from agentrepro.backends.base import get_backend
+from agentrepro.backends import get_backend
 from agentrepro.reading import read_jsonl
 
 

@@ -18,7 +18,7 @@ from helpers import REPO, run_cli
 from agentrepro import planning as plan
 from wfkit import HERE, snakemake
 
-from agentrepro.backends.base import get_backend
+from agentrepro.backends import get_backend
 from agentrepro.fileio import sha256_json
 from agentrepro.placement import method_placement
 from agentrepro.manifest.loading import load_manifest

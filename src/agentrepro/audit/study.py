@@ -30,6 +30,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentrepro.backends import get_backend
 from agentrepro.backends.checkpoints import pruned_files
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
@@ -41,6 +42,7 @@ from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, lo
 from agentrepro.planning import planned_steps
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import lock_problems, lock_sha256
+from agentrepro.placement import method_placement
 from agentrepro.seal import OUTPUTS
 from agentrepro.backends.sources import check_lock_form
 
@@ -48,6 +50,17 @@ STAGES = ("lock", "runs", "analysis", "report")
 _SEED_DIR = SEED_DIR_RE
 _STEP_DIR = STEP_DIR_RE
 __all__ = ["STAGES", "audit_study"]
+
+
+def _pruned(run: Path, lock: dict[str, Any], method: str) -> tuple[set[Path], list[str]]:
+    """Checkpoint files of the run removed once evaluated, or during training by its framework (backends/checkpoints.py),
+    and the problems with their records."""
+    try:
+        during = get_backend(method_placement(lock["manifest"], method).name).pruned_in_training(run)
+    except BadInput as exc:
+        pruned, problems = pruned_files(run)
+        return pruned, problems + [str(exc)]
+    return pruned_files(run, during)
 
 
 def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | None, list[str]]:
@@ -141,7 +154,7 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
     for (method, seed), run in sorted(runs.items()):
         problems, config_sha = check_run(run, lock)
         found += problems
-        pruned, problems = pruned_files(run)   # checkpoint files removed once evaluated (backends/checkpoints.py)
+        pruned, problems = _pruned(run, lock, method)
         found += problems + check_seal(run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled | pruned)
         evals = run / RunFiles.EVAL
         on_disk = {}

@@ -56,6 +56,14 @@ class BackendRegistry:
         """The output adapters the command backend may name, by the name of the backend that offers each."""
         return {name: cls.adapter for name, cls in self.classes().items() if cls.adapter is not None}
 
+    def adapter(self, name: str) -> Adapter:
+        """The output adapter of backend `name`; BadInput (key `backend.adapter`) when it offers none."""
+        factory = self.factory(name) if name in self._entries else None
+        found = getattr(factory, "adapter", None)
+        if not isinstance(found, Adapter):
+            raise BadInput(f"unknown adapter {name!r} (known: {', '.join(sorted(self.adapters()))})", where="backend.adapter")
+        return found
+
 
 def _load(name: str, spec: str) -> Any:
     module_name, _, attribute = spec.partition(":")

@@ -36,7 +36,6 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from agentrepro import layout, runconfig
 from agentrepro.backends.base import BUILTIN_FORM, COMMON, HUB_FORM, Adapter, Backend, Block, text
 from agentrepro.backends.command import code_words, template
 from agentrepro.backends.launch import Launch, run_launch
+from agentrepro.backends.registry import REGISTRY, BackendRegistry
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles
@@ -92,6 +92,24 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     return argv, env
 
 
+def template_launch(block: dict[str, Any], key: str, ctx: dict[str, Any], purpose: str) -> Launch:
+    """backend.<key> filled with `ctx`, as the program it runs (in backend.cwd when given)."""
+    argv, env = prepare(block, key, ctx)
+    cwd = block.get("cwd")
+    return Launch(purpose, tuple(argv), env, Path(cwd) if cwd else None)
+
+
+def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str,
+                 *, record: Path | None = None) -> list[str]:
+    """Run backend.<key> (no shell) with its logs in run_dir/logs/, first writing it shell-quoted to `record`
+    if given; returns the argv it ran."""
+    launch = template_launch(block, key, ctx, label)
+    if record is not None:
+        atomic_write_text(record, shlex.join(launch.argv) + "\n")
+    run_launch(launch, run_dir, label)
+    return list(launch.argv)
+
+
 def eval_paths(run_dir: Path, step: int) -> tuple[Path, Path]:
     """(eval/step<N>/, eval/step<N>/raw/outcomes.jsonl): where an eval_command writes its rows."""
     eval_dir = layout.eval_dir(run_dir, step).resolve()
@@ -104,12 +122,12 @@ class CommandBackend(Backend):
     model_forms = frozenset({BUILTIN_FORM, HUB_FORM})
     container = False
 
-    def __init__(self, adapters: Mapping[str, Adapter] | None = None) -> None:
-        self.adapters = dict(adapters or {})
+    def __init__(self, registry: BackendRegistry | None = None) -> None:
+        self.registry = registry or REGISTRY   # where `adapter:` names are looked up (BackendRegistry.adapter)
 
     @classmethod
     def create(cls, registry: Any) -> CommandBackend:
-        return cls(registry.adapters())
+        return cls(registry)
 
     def check_block(self, block: dict[str, Any]) -> None:
         """The block alone: its keys, templates that a shell-free run can take, variable names, a known adapter."""
@@ -119,6 +137,8 @@ class CommandBackend(Backend):
         for key in TEMPLATES:
             if key in block:
                 parse(block, key)
+        if "env" in block and not (isinstance(block["env"], dict) and all(isinstance(k, str) for k in block["env"])):
+            raise BadInput("expected a mapping of variable names to values", where="backend.env")
         for name, value in (block.get("env") or {}).items():
             if not ENV_NAME.fullmatch(name):
                 raise BadInput(f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)",
@@ -126,9 +146,8 @@ class CommandBackend(Backend):
             if name.startswith("AGENTREPRO_"):
                 raise BadInput("names starting with AGENTREPRO_ are the harness's own values", where=f"backend.env.{name}")
             template.text_parts(value, where=f"backend.env.{name}")
-        if block.get("adapter") is not None and block["adapter"] not in self.adapters:
-            raise BadInput(f"unknown adapter {block['adapter']!r} (known: {', '.join(sorted(self.adapters))})",
-                           where="backend.adapter")
+        if block.get("adapter") is not None:
+            self._adapter(block)
 
     def validate_config(self, config: dict[str, Any]) -> None:
         super().validate_config(config)
@@ -139,29 +158,21 @@ class CommandBackend(Backend):
 
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
         """The filled `command` (or, for `eval_step`, `eval_command`), exactly as `train` / `evaluate` run it."""
-        return self._launches(config, run_dir, eval_step=eval_step, resume=True)
-
-    def _launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None, resume: bool) -> list[Launch]:
         block = config["backend"]
         self.check_block(block)
         if eval_step is None:
-            key, ctx, purpose = "command", context(config, run_dir, resume=resume), "train"
-        elif "eval_command" in block:
-            eval_dir, outcomes = eval_paths(run_dir, eval_step)
-            key, purpose = "eval_command", f"evaluate step {eval_step}"
-            ctx = context(config, run_dir, resume=resume, step=eval_step, eval_dir=eval_dir, outcomes=outcomes)
-        else:
+            return [template_launch(block, "command", context(config, run_dir), "train")]
+        if "eval_command" not in block:
             return []
-        argv, env = prepare(block, key, ctx)
-        cwd = block.get("cwd")
-        return [Launch(purpose, tuple(argv), env, Path(cwd) if cwd else None)]
+        eval_dir, outcomes = eval_paths(run_dir, eval_step)
+        ctx = context(config, run_dir, step=eval_step, eval_dir=eval_dir, outcomes=outcomes)
+        return [template_launch(block, "eval_command", ctx, f"evaluate step {eval_step}")]
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
-        run_dir = Path(run_dir)
-        (launch,) = self._launches(config, run_dir, eval_step=None, resume=resume)
-        atomic_write_text(run_dir / EXTERNAL_COMMAND, shlex.join(launch.argv) + "\n")
-        run_launch(launch, run_dir, "train")
-        adapter = self._adapter(config["backend"])
+        run_dir, block = Path(run_dir), config["backend"]
+        self.check_block(block)
+        run_template(block, "command", context(config, run_dir, resume=resume), run_dir, "train", record=run_dir / EXTERNAL_COMMAND)
+        adapter = self._adapter(block)
         if adapter is not None:
             adapter.convert_training(run_dir, config)
 
@@ -169,20 +180,21 @@ class CommandBackend(Backend):
         run_dir = Path(run_dir)
         config = runconfig.read_resolved_config(run_dir)
         block = config["backend"]
+        self.check_block(block)
         adapter = self._adapter(block)
+        eval_dir, outcomes = eval_paths(run_dir, step)
         if "eval_command" in block:
-            (launch,) = self.launches(config, run_dir, eval_step=step)
-            eval_paths(run_dir, step)[1].parent.mkdir(parents=True, exist_ok=True)
-            run_launch(launch, run_dir, f"eval_step{step}")
+            outcomes.parent.mkdir(parents=True, exist_ok=True)
+            ctx = context(config, run_dir, step=step, eval_dir=eval_dir, outcomes=outcomes)
+            run_template(block, "eval_command", ctx, run_dir, f"eval_step{step}")
         elif adapter is None:
             raise BadInput("an eval_command template is required to evaluate a command-backend run", where="backend.eval_command")
         if adapter is not None:
             return adapter.convert_eval(run_dir, step, config)
-        outcomes = eval_paths(run_dir, step)[1]
         if not outcomes.is_file():
             raise Failure(f"{outcomes}: the eval command succeeded but wrote no outcomes there")
         return read_jsonl(outcomes)
 
     def _adapter(self, block: dict[str, Any]) -> Adapter | None:
         name = block.get("adapter")
-        return self.adapters[name] if name else None
+        return self.registry.adapter(name) if name is not None else None

@@ -123,6 +123,19 @@ def outcome_file(run_dir: Path, config: dict[str, Any], step: int) -> Path:
     return folder / f"{recipe.rollout_of_step(step)}.jsonl"
 
 
+def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hook's per-trajectory lines of `step` -> outcome rows of docs/design.md §3.4."""
+    fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
+                                   category="category", success="success")
+    return convert.episode_rows(config, step, outcome_file(run_dir, config, step), fields)
+
+
+def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
+    """rollout_result/train/<r>.jsonl (one line per turn) -> metrics.jsonl (results.summary_metrics)."""
+    folder = recipe.checkpoint_dir(save_dir(run_dir), config) / "rollout_result" / "train"
+    results.summary_metrics(run_dir, folder, config, per_line="env_steps", success_key=None, hint="did Relax train?")
+
+
 class RelaxBackend(Backend):
     name = "relax"
     block = BLOCK
@@ -172,15 +185,10 @@ class RelaxBackend(Backend):
         ports = _ports(run_dir)
         with ray_launch.private_head(head, wait_for=(ports.head, ports.dashboard), log_dir=logs, pid_file=run_dir / "ray_head.pid"):
             run_launch(submit, run_dir, "train")
-        folder = recipe.checkpoint_dir(save, config) / "rollout_result" / "train"
-        results.summary_metrics(run_dir, folder, config, per_line="env_steps", success_key=None, hint="did Relax train?")
+        convert_training(run_dir, config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
-        """The hook's per-trajectory lines of `step` -> outcome rows of docs/design.md §3.4."""
-        config = runconfig.read_resolved_config(Path(run_dir))
-        fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
-                                       category="category", success="success")
-        return convert.episode_rows(config, step, outcome_file(Path(run_dir), config, step), fields)
+        return convert_eval(Path(run_dir), step, runconfig.read_resolved_config(Path(run_dir)))
 
 
 def start_afresh(run_dir: Path, config: dict[str, Any]) -> None:
