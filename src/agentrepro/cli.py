@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from agentrepro import __version__
 from agentrepro.errors import BadInput, Failure
 from agentrepro.reading import check_string
 
@@ -33,8 +34,6 @@ VERBS: dict[str, tuple[str, str]] = {
 
 
 def build_parser(verbs: dict[str, tuple[str, str]] = VERBS, argv: list[str] | None = None) -> argparse.ArgumentParser:
-    from agentrepro import __version__
-
     parser = argparse.ArgumentParser(prog="agentrepro", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"agentrepro {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)

@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 from agentrepro import schema
+from agentrepro.environments import task_panel
 from agentrepro.errors import BadInput, Failure
 
 OUTCOMES_SCHEMA = "outcomes.schema.json"
@@ -39,8 +40,6 @@ def row(identity: dict[str, Any], step: int, task: dict[str, Any], *, episode: i
 def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: dict[str, Any]) -> list[dict[str, Any]]:
     """The panel to play: `eval.task_panel` checked hash for hash against the environment's own task
     descriptions, or, without one, the seeds `eval.first_seed .. + eval.tasks`."""
-    from agentrepro.environments import task_panel
-
     if evaluation.get("task_panel"):
         panel = list(evaluation["task_panel"])
         fresh = {r["task_id"]: r for r in task_panel(env_name, env_params, [int(r["seed"]) for r in panel])}

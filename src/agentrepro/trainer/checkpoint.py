@@ -84,7 +84,7 @@ def save_tokenizer(run_dir, tokenizer) -> Path:
 
 
 def load_tokenizer(run_dir):
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast  # heavy: transformers
 
     path = tokenizer_dir(run_dir)
     if not path.is_dir():

@@ -11,11 +11,12 @@ backend.overrides is compared with the script's own value (backends/verl_agent/r
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 
-_FACTS = json.loads(resources.files(__package__).joinpath("scripts.json").read_text(encoding="utf-8"))
+from agentrepro.reading import load_json
+
+_FACTS = load_json(Path(__file__).with_name("scripts.json"))
 COMMIT: str = _FACTS["commit"]
 # The scripts read $1 as ENGINE=${1:-vllm} and also end with an unquoted $@, so their first argument would reach
 # Hydra as an override ("vllm" alone is a Hydra parse error). An empty first argument gives the default engine

@@ -1,4 +1,4 @@
-"""The GraphGPO recipe's notes on an ALFWorld episode: where the agent is, what it holds, what it has moved.
+"""What the GraphGPO recipe tracks of an ALFWorld episode (its notes): where the agent is, what it holds, what it has moved.
 
 verl-agent @ 20bd331 `recipe/GraphGPO/alfworld_envs.py` (`AlfworldWorker`) follows each command whose feedback
 is not "Nothing happens." (and none after the game ended), reading the command's words:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import psutil
 import torch
 
 from agentrepro.trainer.credit import ordered_turns
@@ -31,8 +32,6 @@ def count(counters: dict[str, Any], ro: Rollout, mask: torch.Tensor) -> None:
 
 def memory_use(device: torch.device) -> dict[str, float | None]:
     """Peak GPU memory allocated by torch since the step began (GiB; None on the CPU) and the process's RSS (GiB)."""
-    import psutil
-
     gpu = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
     return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
