@@ -1,7 +1,7 @@
 """The audit of the shared warm starts (runs/<study>/_warmstart/): each is planned, sealed, from the lock, and every
 method of its seed started from its weights and shows its step-0 outcomes.
 
-* The plan: `planned_warmstarts` of the lock's manifest (trainer/warmstart_id.py) gives every method x seed's
+* The plan: `planned_warmstarts` of the lock's manifest (trainer/shared_warmstart.py) gives every method x seed's
   warm-start identity; the folders `seed<k>-<id12>` of those identities must exist (once the runs are required),
   and nothing else may sit in runs/<study>/_warmstart/.
 * Each warm start: provenance.json from this lock, its resolved_config.yaml hashing as recorded, the identity the

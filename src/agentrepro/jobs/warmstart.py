@@ -1,5 +1,5 @@
 """`agentrepro warmstart --config CONFIG.yaml --out DIR`: the builtin trainer's warm start of one seed, once, for
-every method of that seed that has the same warm-start settings (trainer/warmstart_id.py).
+every method of that seed that has the same warm-start settings (trainer/shared_warmstart.py).
 
 CONFIG is the run config of any such method (from `agentrepro resolve`); only its warm-start part is used and
 written to DIR/resolved_config.yaml, whose identity names DIR in the workflow
