@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 from agentrepro import attempts, outcomes, runconfig, seal
-from agentrepro.backends.base import get_backend
+from agentrepro.backends import get_backend
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import atomic_write_jsonl, check_output_dir
 from agentrepro.jobs import bookkeeping
