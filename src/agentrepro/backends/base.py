@@ -35,6 +35,11 @@ What a job asks (methods):
   attempts' provenance; None when the backend does not say.
 * `pruned_in_training(run_dir)` -> `PrunedInTraining`: every file its framework removed during training (the
   training state of older checkpoints) with its record line, None when it removes none.
+* `demands(config, run_dir)` -> [`Demand`]: what the job's framework will ask for (Ray worker processes, CPUs it
+  reserves in Ray, GPUs against its parallel sizes, KV heads and batch sizes, ports it hard-codes), each beside
+  the manifest value it must fit; agentrepro.preflight checks them before anything is queued. [] when the
+  backend states none.
+* `seed_streams(config)` -> [`SeedStream`]: which random streams the run's seed reaches (`STREAMS`), and how.
 * `start_from(run_dir, warmstart_dir, resolved)`: take a shared warm start as step 0 (builtin only).
 """
 
@@ -113,6 +118,66 @@ class PrunedInTraining:
     files: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
 
+AT_LEAST, DIVIDES, DIVISOR, FIXED = "at least", "divides", "divisor", "fixed"
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One number a job's framework needs, beside what the job asks for.
+
+    `need` is what the framework's `key` demands (`source`: where the framework sets or uses it, file:line);
+    `have` is the job's side: the value of the manifest `field` (`via`: the framework key that field sets), None
+    when nothing limits it. `rule` is how they must relate: AT_LEAST (have >= need), DIVIDES (have divides need),
+    DIVISOR (need divides have), FIXED (a port the framework hard-codes: `need` is the port, reserved when the job
+    starts; nothing to compare). `what` names the row of the demand table."""
+
+    what: str
+    key: str
+    need: int | float
+    field: str
+    have: int | float | None
+    rule: str
+    source: str
+    via: str | None = None
+
+    def holds(self) -> bool:
+        if self.have is None or self.rule == FIXED:
+            return True
+        if self.rule == AT_LEAST:
+            return self.have >= self.need
+        if self.rule == DIVIDES:
+            return bool(self.have) and self.need % self.have == 0
+        if self.rule == DIVISOR:
+            return bool(self.need) and self.have % self.need == 0
+        raise ValueError(f"unknown rule {self.rule!r}")
+
+    def violation(self) -> str:
+        """One line naming the manifest field, the framework's key and both numbers."""
+        relation = {AT_LEAST: "exceeds it", DIVIDES: "is not a multiple of it", DIVISOR: "does not divide it"}[self.rule]
+        via = f" ({self.via})" if self.via else ""
+        return f"{self.field} = {_number(self.have)}{via}: {self.key} = {_number(self.need)} {relation} ({self.what}; {self.source})"
+
+
+def _number(value: int | float | None) -> str:
+    return "not set" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+
+
+STREAMS = ("environment games", "data order", "rollout sampling", "model initialisation", "evaluation sampling")
+
+
+@dataclass(frozen=True)
+class SeedStream:
+    """Whether the run's seed reaches one random stream (`STREAMS`): `reached` True (set from the seed), False (the
+    same for every seed: shared across seeds), None (the backend cannot tell); `how` names the knob or says why."""
+
+    stream: str
+    reached: bool | None
+    how: str
+
+    def record(self) -> dict[str, Any]:
+        return {"stream": self.stream, "reached": self.reached, "how": self.how}
+
+
 @dataclass(frozen=True)
 class Adapter:
     """A framework's outputs converted into the run contract (docs/design.md §3.3, §3.4), for a run the `command`
@@ -180,10 +245,18 @@ class Backend(abc.ABC):
         """The files the framework removed during training, with their record; None when it removes none."""
         return None
 
+    def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
+        """What the job's framework will ask for, each beside the manifest value it must fit; [] if none is stated."""
+        return []
+
+    def seed_streams(self, config: dict[str, Any]) -> list[SeedStream]:
+        """Which random streams the seed reaches; by default the backend cannot tell for any of them."""
+        return [SeedStream(stream, None, f"not stated by the {self.name} backend") for stream in STREAMS]
+
     def start_from(self, run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> None:
         """Take the shared warm start in `warmstart_dir` as this run's step 0 (only when `shares_warmstart`)."""
         raise BadInput(f"the {self.name} backend does not start from a shared warm start", where="backend.name")
 
 
-__all__ = ["Adapter", "BUILTIN_FORM", "Backend", "Block", "COMMON", "HUB_FORM", "PrunedInTraining",
-           "StepCheckpoint", "text"]
+__all__ = ["AT_LEAST", "Adapter", "BUILTIN_FORM", "Backend", "Block", "COMMON", "DIVIDES", "DIVISOR", "Demand", "FIXED",
+           "HUB_FORM", "PrunedInTraining", "STREAMS", "SeedStream", "StepCheckpoint", "text"]

@@ -18,7 +18,7 @@ Every problem is BadInput naming the framework file, its line and the field.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,7 @@ class EpisodeFields:
     category: str
     success: str | None = None   # a success flag; None: reward >= threshold
     threshold: float = 1.0
+    task_id: Callable[[Any], Any] | None = None   # the panel's task id of the framework's task field (None: as it is)
 
 
 def episode_rows(config: dict[str, Any], step: int, path: Path, fields: EpisodeFields) -> list[dict[str, Any]]:
@@ -108,7 +109,8 @@ def episode_rows(config: dict[str, Any], step: int, path: Path, fields: EpisodeF
         where = f"line {line}"
         if fields.task not in record:
             raise BadInput(f"no field {fields.task!r} to identify the task (set backend.task_key)", path=path, where=where)
-        task = find_task(panel, record[fields.task], source=path, where=f"{where}: {fields.task}")
+        key = fields.task_id(record[fields.task]) if fields.task_id and isinstance(record[fields.task], str) else record[fields.task]
+        task = find_task(panel, key, source=path, where=f"{where}: {fields.task}")
         episode = episodes.get(task["task_id"], 0)
         episodes[task["task_id"]] = episode + 1
         rows.append(outcome_row(

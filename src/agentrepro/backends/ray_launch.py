@@ -1,27 +1,34 @@
-"""A Ray head per job: its own ports, its own temp dir, stopped by its own PID — never `ray stop` or pkill.
+"""A Ray head per job: ports reserved on the node when it starts, its own temp dir, stopped by its own PID.
 
 verl-agent and Relax both run on Ray. On a shared node several jobs run at once, and the usual recipes
-(`ray stop --force`, `pkill -f ray`, a fixed port 6379/8265) kill or hijack the other jobs' clusters.
-Here every job derives a block of ports from its identity (SLURM_JOB_ID[.SLURM_STEP_ID], or the hash of
-the run directory outside SLURM), starts `ray start --head --block` in its own session with a private
-`--temp-dir`, points the trainer at it through RAY_ADDRESS (verl's `ray.init()` and Relax's driver mode
-both connect to RAY_ADDRESS), and on exit — normal, failure or SIGTERM — signals only that session's
-process group. The script refuses to start when the head port is already taken (exit 75, EX_TEMPFAIL).
+(`ray stop --force`, `pkill -f ray`, a fixed port 6379/8265) kill or hijack the other jobs' clusters. Here
+every job starts `ray start --head --block` in its own session with a private `--temp-dir`, points the
+trainer at it through RAY_ADDRESS (verl's `ray.init()` and Ray's job CLI both read it), and on exit, normal,
+failure or SIGTERM, signals only that session's process group.
 
-Ports: base = 20000 + 100 * (hash(key) mod 400); head (GCS) base, dashboard base+1, client server base+2,
-node manager base+3, object manager base+4, metrics export base+5, dashboard agent gRPC base+6 and HTTP
-base+7, runtime-env agent base+8, Ray Serve HTTP base+9 (Relax's RELAX_SERVE_PORT), workers base+20 .. base+99.
+Ports: picked when the job starts, never derived from its name, so two jobs on one node cannot collide.
+`reserve(...)` takes a node-wide lock (`PORTS_DIR`/agentrepro-ray.lock), skips every block that a live
+reservation of another job holds and every port that something listens on, and records its block as a file
+(`agentrepro-ray-<base>.ports`) that stays locked (flock) while the job's head lives: a reservation is live
+exactly as long as that lock is held, which the kernel releases when the last holder exits, whatever its PID
+namespace. Blocks lie in [PORT_LOW, the kernel's ephemeral range): no worker binding port 0 and no outgoing
+connection is given one by the kernel, and Ray's own defaults (6379, 8265, 10001, 10002-19999, 52365) are
+outside it. A block is HEAD_PORTS head ports (`RayPorts`), then, when the job states how many Ray worker
+processes it creates, that many worker ports (`--min/--max-worker-port`); otherwise each worker binds a free
+port the kernel picks (`--min-worker-port=0 --max-worker-port=0`). Ports a framework hard-codes (Relax's
+Ray Serve on 8000) are reserved the same way, so a second job needing one waits for the first (EX_TEMPFAIL).
 
-The head is `head_launch(...)` (a Launch, backends/launch.py). Relax runs it with `private_head(...)`, in its own
-session for the length of a `with` block; verl-agent through `python -m agentrepro.backends.ray_job`, which wraps
-the training program. Both stop exactly that session (`stop_group`).
+On a cluster whose jobs each get a private /tmp, set AGENTREPRO_RAY_PORTS_DIR to a node-local directory every
+job sees: the reservations must be visible to every job of the node to exclude each other.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -29,15 +36,19 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from agentrepro.backends.launch import Launch
 from agentrepro.errors import Failure
 
-PORT_LOW, SLOTS, BLOCK = 20000, 400, 100
+PORT_LOW = 20000          # above Ray's default worker range (10002-19999) and client port (10001)
+HEAD_PORTS = 10           # RayPorts below: the head's own ports, the first ten of a block
+PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def job_key(run_dir: str | os.PathLike, environ: dict[str, str] | None = None) -> str:
-    """SLURM_JOB_ID (with SLURM_STEP_ID when set) or, outside SLURM, 'run-' + hash of the absolute run dir."""
+    """SLURM_JOB_ID (with SLURM_STEP_ID when set) or, outside SLURM, 'run-' + hash of the absolute run dir: names
+    the job's temp dir and its messages (ports come from `reserve`)."""
     environ = os.environ if environ is None else environ
     if environ.get("SLURM_JOB_ID"):
         step = environ.get("SLURM_STEP_ID")
@@ -47,7 +58,15 @@ def job_key(run_dir: str | os.PathLike, environ: dict[str, str] | None = None) -
 
 @dataclass(frozen=True)
 class RayPorts:
+    """A reserved block: the head's ports at base .. base+HEAD_PORTS-1, then `workers` worker ports (0: none
+    reserved, the kernel picks each worker's)."""
+
     base: int
+    workers: int = 0
+
+    @property
+    def size(self) -> int:
+        return HEAD_PORTS + self.workers
 
     @property
     def head(self) -> int:
@@ -57,25 +76,17 @@ class RayPorts:
     def dashboard(self) -> int:
         return self.base + 1
 
-    @property
-    def serve(self) -> int:
-        """Ray Serve's HTTP port (Relax reads it from RELAX_SERVE_PORT; its default 8000 is shared by every job)."""
-        return self.base + 9
-
     def flags(self, *, client: bool = True) -> list[str]:
         """`ray start` port flags. client=False leaves out --ray-client-server-port, which Ray refuses unless
         the client extra (grpcio; part of ray[default], which verl installs) is there."""
         b = self.base
         client_flag = [f"--ray-client-server-port={b + 2}"] if client else []
+        workers = ([f"--min-worker-port={b + HEAD_PORTS}", f"--max-worker-port={b + self.size - 1}"] if self.workers
+                   else ["--min-worker-port=0", "--max-worker-port=0"])
         return [f"--port={b}", f"--dashboard-port={b + 1}", *client_flag,
                 f"--node-manager-port={b + 3}", f"--object-manager-port={b + 4}", f"--metrics-export-port={b + 5}",
                 f"--dashboard-agent-grpc-port={b + 6}", f"--dashboard-agent-listen-port={b + 7}",
-                f"--runtime-env-agent-port={b + 8}", f"--min-worker-port={b + 20}", f"--max-worker-port={b + BLOCK - 1}"]
-
-
-def ray_ports(key: str) -> RayPorts:
-    slot = int(hashlib.sha256(key.encode()).hexdigest(), 16) % SLOTS
-    return RayPorts(PORT_LOW + BLOCK * slot)
+                f"--runtime-env-agent-port={b + 8}", *workers]
 
 
 def temp_dir(key: str) -> str:
@@ -83,13 +94,11 @@ def temp_dir(key: str) -> str:
     return f"/tmp/ray-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
 
-def head_launch(key: str, *, ray: str = "ray", env: Mapping[str, str] | None = None, cwd: Path | None = None,
-                num_cpus: int | None = None, num_gpus: int | None = None, dashboard: bool = False,
-                client: bool = True) -> Launch:
-    """`ray start --head --block` on this job's ports and temp dir. With `dashboard`, the dashboard (and its
+def head_argv(key: str, ports: RayPorts, *, ray: str = "ray", num_cpus: int | None = None, num_gpus: int | None = None,
+              dashboard: bool = False, client: bool = True) -> list[str]:
+    """`ray start --head --block` on `ports` and this job's temp dir. With `dashboard`, the dashboard (and its
     job-submission API, which `ray job submit` needs) listens on 127.0.0.1 at `RayPorts.dashboard`. Workers
-    inherit `env` from the head: that is how a Ray job's driver and actors receive the job's settings."""
-    ports = ray_ports(key)
+    inherit the head's environment: that is how a Ray job's driver and actors receive the job's settings."""
     argv = [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", *ports.flags(client=client),
             f"--temp-dir={temp_dir(key)}", "--disable-usage-stats"]
     argv += ["--include-dashboard=true", "--dashboard-host=127.0.0.1"] if dashboard else ["--include-dashboard=false"]
@@ -97,8 +106,36 @@ def head_launch(key: str, *, ray: str = "ray", env: Mapping[str, str] | None = N
         argv.append(f"--num-cpus={int(num_cpus)}")
     if num_gpus is not None:
         argv.append(f"--num-gpus={int(num_gpus)}")
-    purpose = f"Ray head of job {key}: ports {ports.base}-{ports.base + BLOCK - 1}" + (f", dashboard {ports.dashboard}" if dashboard else "")
-    return Launch(purpose, tuple(argv), dict(env or {}), cwd)
+    return argv
+
+
+# --- reservations ----------------------------------------------------------------------------------------------
+
+
+class PortsTaken(Exception):
+    """No block could be reserved, or a hard-coded port is held by another job or listened on."""
+
+
+def ports_dir(environ: Mapping[str, str] | None = None) -> Path:
+    return Path((os.environ if environ is None else environ).get(PORTS_ENV) or "/tmp")
+
+
+def ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default 32768 when it cannot be read)."""
+    try:
+        return int(EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def bindable(port: int) -> bool:
+    """Nothing holds `port` on this host now (a bind on every address succeeds)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
 
 
 def listening(port: int) -> bool:
@@ -107,30 +144,105 @@ def listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+@dataclass
+class Reservation:
+    """A block (and hard-coded ports) held for one job while `handle`, the locked record file, is open."""
+
+    ports: RayPorts
+    fixed: tuple[int, ...]
+    path: Path
+    handle: IO[str]
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        self.handle.close()
+
+
+def _live_reservations(directory: Path) -> list[set[int]]:
+    """The ports of every reservation whose lock is held; records of jobs that are gone are removed."""
+    held = []
+    for record in directory.glob("agentrepro-ray-*.ports"):
+        try:
+            with open(record, encoding="utf-8") as fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:   # its job holds it: live
+                    base, size, *fixed = (int(word) for word in fh.read().split())
+                    held.append({*range(base, base + size), *fixed})
+                    continue
+                record.unlink()   # nobody holds it: its job is gone
+        except (OSError, ValueError):
+            continue
+    return held
+
+
+def reserve(workers: int = 0, *, fixed: tuple[int, ...] = (), directory: Path | None = None,
+            rng: random.Random | None = None) -> Reservation:
+    """Reserve a block of HEAD_PORTS + `workers` ports (and the hard-coded `fixed` ones) for this job; PortsTaken
+    when a fixed port is held or listened on, or when no block is free (module docstring)."""
+    directory = directory or ports_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    size, high = HEAD_PORTS + workers, ephemeral_low()
+    with open(directory / "agentrepro-ray.lock", "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        held = set().union(*_live_reservations(directory))
+        busy = [port for port in fixed if port in held or not bindable(port)]
+        if busy:
+            raise PortsTaken(f"port {busy[0]}, which the framework hard-codes, is in use on this node (another job's?)")
+        base = _free_block(size, PORT_LOW, high, held, rng or random.Random())
+        path = directory / f"agentrepro-ray-{base}.ports"
+        handle = open(path, "w", encoding="utf-8")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.write(" ".join(map(str, (base, size, *fixed))) + "\n")
+        handle.flush()
+    return Reservation(RayPorts(base, workers), tuple(fixed), path, handle)
+
+
+def _free_block(size: int, low: int, high: int, held: set[int], rng: random.Random) -> int:
+    """The first base at or after a random start (wrapping once) whose `size` ports are neither held nor bound."""
+    if high - low < size:
+        raise PortsTaken(f"a block of {size} ports does not fit in {low}-{high - 1} (below the kernel's ephemeral range)")
+    span = high - low - size + 1
+    start, tried = rng.randrange(span), 0
+    offset = start
+    while tried < span:
+        base = low + offset
+        clash = next((p for p in range(base, base + size) if p in held or not bindable(p)), None)
+        if clash is None:
+            return base
+        step = clash - base + 1   # every base up to the clash contains it
+        tried, offset = tried + step, (offset + step) % span
+    raise PortsTaken(f"no {size} free consecutive ports in {low}-{high - 1}")
+
+
+# --- the head --------------------------------------------------------------------------------------------------
+
+
 @contextlib.contextmanager
-def private_head(launch: Launch, *, wait_for: tuple[int, ...], log_dir: Path, pid_file: Path,
-                 wait_s: float = 120) -> Iterator[subprocess.Popen]:
-    """Run a `head_launch` in its own session while the block runs; refuse (Failure) when its first port is
-    taken by another job; stop only that session's process group afterwards (TERM, then KILL after 30 s)."""
-    if listening(wait_for[0]):
-        raise Failure(f"port {wait_for[0]} ({launch.purpose}) is already in use; not starting")
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / "ray_head.stdout.log", "a") as out, open(log_dir / "ray_head.stderr.log", "a") as err:
-        proc = subprocess.Popen(list(launch.argv), cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=out,
-                                stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
-    pid_file.write_text(f"{proc.pid}\n")
+def running_head(argv: list[str], reservation: Reservation, *, wait_for: tuple[int, ...], env: Mapping[str, str] | None = None,
+                 cwd: Path | None = None, stdout: IO | None = None, stderr: IO | None = None,
+                 wait_s: float = 120, pid_file: Path | None = None) -> Iterator[subprocess.Popen]:
+    """Run the head in its own session while the block runs, holding the reservation's lock (the head inherits it,
+    so it lasts as long as the head does); Failure when it exits or does not listen on `wait_for` in time; stop
+    only that session's process group afterwards (TERM, then KILL after 30 s)."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=None if env is None else dict(env), stdout=stdout, stderr=stderr,
+                            stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(reservation.handle.fileno(),))
+    if pid_file is not None:
+        pid_file.write_text(f"{proc.pid}\n")
     try:
         deadline = time.monotonic() + wait_s
         while not all(listening(port) for port in wait_for):
             if proc.poll() is not None:
-                raise Failure(f"the Ray head exited with status {proc.returncode} before listening; see {log_dir}/ray_head.stderr.log")
+                raise Failure(f"the Ray head exited with status {proc.returncode} before listening on {', '.join(map(str, wait_for))}")
             if time.monotonic() > deadline:
                 raise Failure(f"the Ray head did not listen on {', '.join(map(str, wait_for))} within {wait_s:.0f} s")
             time.sleep(0.5)
         yield proc
     finally:
         stop_group(proc)
-        pid_file.unlink(missing_ok=True)
+        if pid_file is not None:
+            pid_file.unlink(missing_ok=True)
 
 
 def stop_group(proc: subprocess.Popen) -> None:
@@ -142,3 +254,7 @@ def stop_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+__all__ = ["HEAD_PORTS", "PortsTaken", "RayPorts", "Reservation", "head_argv", "job_key", "listening", "reserve",
+           "running_head", "stop_group", "temp_dir"]

@@ -130,6 +130,13 @@ def eligible_games(data_dir: Path, split: str, *, where: str = "env.split") -> l
     return sorted(found)
 
 
+def task_id_of_game_file(path: str) -> str:
+    """The id of a game named by its game file relative to the data directory (`.../trial_<id>/game.tw-pddl`, as
+    Relax's data preparation and agent name a task): the file's directory. Any other text is returned as it is."""
+    found = PurePosixPath(path)
+    return found.parent.as_posix() if found.name == GAME_FILE and len(found.parts) > 1 else path
+
+
 def game_id_problem(task_id: object) -> str | None:
     """Why `task_id` cannot name a game directory inside a data directory (None if it can)."""
     if not isinstance(task_id, str) or not task_id:

@@ -6,13 +6,15 @@ Programs (`launches`, in order; backends/launch.py), all run in the Relax checko
 2. the recipe itself with DRY_RUN=1 and its knobs (recipe.py): it checks its inputs, runs its
    preflight, and prints the expanded `ray job submit ... -- python3 relax/entrypoints/train.py <flags>`,
    kept as RUN_DIR/relax/expanded_command.txt;
-3. this job's own Ray head (ray_launch.py): its port block, the dashboard (job API) on base+1, Ray Serve
-   on base+9 through RELAX_SERVE_PORT, and the recipe's exports, which Ray's workers inherit from the head,
-   with PYTHONPATH = the checkout, this backend's hooks/, the shared agentrepro/hooks/, backend.pythonpath, then the
-   PYTHONPATH it inherits;
-4. `python -m agentrepro.backends.relax.submit`: the printed command with one value replaced (the eval-log
-   hook, see backends/relax/hooks/agentrepro_relax_eval.py) run with RAY_ADDRESS set to this job's dashboard, which
-   `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
+3. `python -m agentrepro.backends.ray_job --dashboard --fixed-port 8000 -- python -m agentrepro.backends.relax.submit
+   ...`: this job's own Ray head (ray_launch.py: ports reserved on the node, the dashboard's job API among them),
+   with the recipe's exports, which Ray's workers inherit from the head, and PYTHONPATH = the checkout, this
+   backend's hooks/, the shared agentrepro/hooks/, backend.pythonpath, then the PYTHONPATH it inherits; then the
+   printed command with the values recipe.replaced_args sets (the eval-log hook, backends/relax/hooks/
+   agentrepro_relax_eval.py, the save cadence, the rollout seed), submitted with RAY_ADDRESS naming this job's
+   dashboard, which `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
+   Ray Serve stays on the port Relax hard-codes, 8000 (recipe.SERVE_PORT): every reader of it agrees on 8000, so
+   the job reserves that port on the node instead of moving it, and a second Relax job on the node waits (exit 75).
 RELAX_ENTRYPOINT_MODE is set so the recipe never sources scripts/entrypoint/local.sh (which kills every
 python and ray process of the node and starts a head on the shared port 8265).
 
@@ -50,10 +52,11 @@ from typing import Any
 
 from agentrepro import runconfig, schema
 from agentrepro.backends import checkpoints, convert, ray_launch, step_rows
-from agentrepro.backends.base import COMMON, Backend, Block, StepCheckpoint, text
+from agentrepro.backends.base import COMMON, DIVIDES, FIXED, Backend, Block, Demand, SeedStream, StepCheckpoint, text
 from agentrepro.backends.launch import Launch, run_launch
 from agentrepro.backends.relax import recipe, results
 from agentrepro.backends.relax.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
+from agentrepro.environments.alfworld_data import task_id_of_game_file
 from agentrepro.errors import BadInput, Failure
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
 from agentrepro.layout import RunFiles
@@ -79,12 +82,8 @@ def save_dir(run_dir: Path) -> Path:
     return Path(run_dir).resolve() / SAVE
 
 
-def _ports(run_dir: Path) -> ray_launch.RayPorts:
-    return ray_launch.ray_ports(ray_launch.job_key(run_dir))
-
-
 def job_launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
-    """The train job's four programs (module docstring), in order."""
+    """The train job's three programs (module docstring), in order."""
     block, save = config["backend"], save_dir(run_dir)
     workdir, data = Path(block["workdir"]), save / "data"
     knobs = recipe.recipe_env(config, save, data)
@@ -93,28 +92,27 @@ def job_launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
                "--output-dir", str(data), "--max-steps", knobs["MAX_STEPS"]]
     if tasks:
         prepare += ["--limit", f"eval_in_distribution={tasks}"]
-    ports, key = _ports(run_dir), ray_launch.job_key(run_dir)
     inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []  # e.g. the image's Megatron-LM
     pythonpath = os.pathsep.join([str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or []), *inherited])
     ray = block.get("ray") or {}
     rows_env = step_rows.hook_env(config, run_dir)   # train.step_rows: the advantage wrapper dumps these steps
     if rows_env:
         rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(recipe.policy_version_offset(recipe.checkpoint_dir(save, config)))
-    head_env = {**recipe.head_env(knobs), **rows_env, "RELAX_SERVE_PORT": str(ports.serve), "RELAX_SERVE_HOST": "127.0.0.1",
-                "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline"}
-    head = ray_launch.head_launch(key, ray=ray.get("executable", "ray"), env=head_env, cwd=workdir, dashboard=True,
-                                  num_cpus=ray.get("num_cpus"),
-                                  num_gpus=ray.get("num_gpus", (config.get("resources") or {}).get("gpus")))
-    submit_env = {"RAY_ADDRESS": f"http://127.0.0.1:{ports.dashboard}", "RELAX_ENTRYPOINT_MODE": "agentrepro"}
+    head_env = {**recipe.head_env(knobs), **rows_env, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1",
+                "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline", "RELAX_ENTRYPOINT_MODE": "agentrepro"}
+    gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
+    head = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", ray_launch.job_key(run_dir), "--dashboard",
+            "--fixed-port", str(recipe.SERVE_PORT), "--pid-file", str(Path(run_dir) / "ray_head.pid"),
+            "--ray", ray.get("executable", "ray"), *(["--num-cpus", str(ray["num_cpus"])] if ray.get("num_cpus") is not None else []),
+            *(["--num-gpus", str(gpus)] if gpus is not None else []), "--"]
+    submit = [sys.executable, "-m", "agentrepro.backends.relax.submit", str(save / EXPANDED), *recipe.replaced_args(config, save),
+              *((recipe.ADVANTAGE_FLAG, recipe.ADVANTAGE_HOOK) if rows_env else ())]
     return [
         Launch("prepare the recipe's ALFWorld prompt rows and manifests", tuple(prepare), {}, workdir),
         Launch(f"check the inputs and print the expanded command (the recipe with DRY_RUN=1) into {save / EXPANDED}",
                ("bash", recipe.RECIPE), {**knobs, "DRY_RUN": "1", "RELAX_ENTRYPOINT_MODE": "agentrepro"}, workdir),
-        head,
-        Launch(f"submit the expanded command (eval hook {recipe.HOOK}) to this job's Ray head",
-               (sys.executable, "-m", "agentrepro.backends.relax.submit", str(save / EXPANDED),
-                *recipe.replaced_args(config, save),
-                *((recipe.ADVANTAGE_FLAG, recipe.ADVANTAGE_HOOK) if rows_env else ())), submit_env, workdir),
+        Launch(f"this job's own Ray head (dashboard, Ray Serve's port {recipe.SERVE_PORT} reserved), then the expanded command "
+               f"(eval hook {recipe.HOOK}) submitted to it", (*head, *submit), head_env, workdir),
     ]
 
 
@@ -124,9 +122,11 @@ def outcome_file(run_dir: Path, config: dict[str, Any], step: int) -> Path:
 
 
 def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The hook's per-trajectory lines of `step` -> outcome rows of docs/design.md §3.4."""
+    """The hook's per-trajectory lines of `step` -> outcome rows of docs/design.md §3.4. The hook writes Relax's task
+    id, the game file relative to ALFWORLD_DATA (prepare_alfworld.py prompt_rows_bytes: metadata.task_id =
+    task.game.relative_path); the panel names a game by its directory (environments/alfworld_data.py)."""
     fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
-                                   category="category", success="success")
+                                   category="category", success="success", task_id=task_id_of_game_file)
     return convert.episode_rows(config, step, outcome_file(run_dir, config, step), fields)
 
 
@@ -142,9 +142,11 @@ class RelaxBackend(Backend):
     adapter = results.ADAPTER
 
     def default_config(self) -> dict[str, Any]:
-        """The harness's defaults of the knobs the recipe takes (train_config.schema.json), stated explicitly."""
+        """The harness's defaults of the knobs the recipe takes (train_config.schema.json), stated explicitly, but the
+        episode weighting, whose default is the recipe's (trajectory_once)."""
         properties = schema.load("train_config.schema.json")["properties"]
-        return {"train": {key: properties[key]["default"] for key in TRAIN_KEYS}}
+        recipe_stats = next(stats for stats, weighting in recipe.WEIGHTING.items() if weighting == recipe.RECIPE_WEIGHTING)
+        return {"train": {**{key: properties[key]["default"] for key in TRAIN_KEYS}, "episode_stats": recipe_stats}}
 
     def validate_config(self, config: dict[str, Any]) -> None:
         super().validate_config(config)
@@ -163,6 +165,40 @@ class RelaxBackend(Backend):
         megatron = recipe.checkpoint_dir(save, config) / f"iter_{recipe.rollout_of_step(step):07d}"
         return StepCheckpoint(step, hf, weights=(hf,), state=(megatron,))
 
+    def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
+        """GPUs against the recipe's parallel sizes (TP = NUM_GPUS, PP = CP = 1, so data parallel 1), the model's heads
+        and the batch; Ray Serve's hard-coded port. Relax sizes its Ray actors at run time from --resource, so neither
+        its Ray worker processes (the head leaves each worker's port to the kernel) nor its CPUs are derived here."""
+        gpus = int(config["resources"]["gpus"])
+        tp, data_parallel = gpus, 1
+        recipe_line = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
+        return [
+            Demand("query groups over Megatron's tensor parallel", "--num-query-groups", recipe.QUERY_GROUPS, "resources.gpus", tp,
+                   DIVIDES, f"{recipe_line}:170, Megatron's Attention divides them over the TP ranks", via="NUM_GPUS -> --tensor-model-parallel-size"),
+            Demand("attention heads over Megatron's tensor parallel", "--num-attention-heads", recipe.ATTENTION_HEADS, "resources.gpus", tp,
+                   DIVIDES, f"{recipe_line}:168, Megatron's Attention divides them over the TP ranks", via="NUM_GPUS -> --tensor-model-parallel-size"),
+            Demand("global batch over micro-batches x data parallel", "--global-batch-size", recipe.GLOBAL_BATCH_SIZE, "resources.gpus",
+                   recipe.MICRO_BATCH_SIZE * data_parallel, DIVIDES, f"{recipe_line}:136, 224",
+                   via=f"--micro-batch-size {recipe.MICRO_BATCH_SIZE} x data parallel {data_parallel} (NUM_GPUS / TP)"),
+            Demand("Ray Serve's HTTP port", "serve.start port, get_serve_url", recipe.SERVE_PORT, "(none: Relax hard-codes it)", None,
+                   FIXED, "relax/entrypoints/train.py:96, relax/utils/utils.py:558 @fork; reserved on the node at start"),
+        ]
+
+    def seed_streams(self, config: dict[str, Any]) -> list[SeedStream]:
+        """SEED reaches Megatron (--seed) and SGLang (random_seed = --seed + engine rank); --rollout-seed (set from the seed,
+        recipe.seed_args) orders the training prompts, i.e. the games, each prompt row being one game."""
+        return [
+            SeedStream("environment games", True, "--rollout-seed = seed orders the training prompts, one game each "
+                       "(relax/engine/rollout/data_source.py:96 @fork); the agent seeds each game from its group id"),
+            SeedStream("data order", True, "--rollout-seed = seed (--rollout-shuffle)"),
+            SeedStream("rollout sampling", True, "--seed = SEED: SGLang's random_seed = --seed + engine rank "
+                       "(relax/backends/sglang/sglang_engine.py:907 @fork)"),
+            SeedStream("model initialisation", False, "none: every seed starts from the same pretrained weights (--seed seeds "
+                       "Megatron's RNG, relax/backends/megatron/initialize.py:110 @fork, with dropout 0)"),
+            SeedStream("evaluation sampling", True, "--seed = SEED (the same SGLang engines, temperature 0.4); the games are the "
+                       "frozen panel for every seed"),
+        ]
+
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
         """The train job's programs; an evaluation runs none (Relax evaluates inside training, see above)."""
         return [] if eval_step is not None else job_launches(config, run_dir)
@@ -178,13 +214,11 @@ class RelaxBackend(Backend):
         if not resume:
             start_afresh(run_dir, config)
         logs, save = run_dir / RunFiles.LOGS, save_dir(run_dir)
-        prepare, expand, head, submit = job_launches(config, run_dir)
+        prepare, expand, submit = job_launches(config, run_dir)
         save.mkdir(parents=True, exist_ok=True)
         run_launch(prepare, run_dir, "prepare")
         _expand(expand, save / EXPANDED, logs)
-        ports = _ports(run_dir)
-        with ray_launch.private_head(head, wait_for=(ports.head, ports.dashboard), log_dir=logs, pid_file=run_dir / "ray_head.pid"):
-            run_launch(submit, run_dir, "train")
+        run_launch(submit, run_dir, "train")
         convert_training(run_dir, config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:

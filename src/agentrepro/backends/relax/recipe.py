@@ -47,8 +47,24 @@ ADVANTAGE_FLAG = "--agentic-custom-advantage-path"   # the recipe's examples.gra
 ADVANTAGE_HOOK = "agentrepro_relax_advantage.compute_custom_advantage"   # calls it, and dumps the step rows of train.step_rows
 METHODS = ("grpo", "gigpo", "graphgpo")
 WEIGHTING = {"rows": "reference_cross_steps", "trajectories": "trajectory_once"}
+RECIPE_WEIGHTING = "trajectory_once"   # EPISODE_WEIGHTING="${EPISODE_WEIGHTING:-trajectory_once}", line 26
 EVAL_INTERVAL = 5
 GLOBAL_BATCH_SIZE = 128
+MICRO_BATCH_SIZE = 32                  # --micro-batch-size 32, line 224
+# The model the recipe builds (MODEL_ARGS): --num-attention-heads 12, line 168; --num-query-groups 2, line 170. Megatron
+# splits both over the tensor-parallel ranks (megatron/core/transformer/attention.py, Attention: divide(num_query_groups,
+# tp world size)), and the recipe sets --tensor-model-parallel-size to NUM_GPUS (line 257), PP and CP to 1 (258-259).
+ATTENTION_HEADS, QUERY_GROUPS = 12, 2
+# The model revision the recipe's data preparation pins into prepare.lock.json (examples/graphgpo/prepare_alfworld.py:34
+# PINNED_MODEL_REVISION); its preflight refuses a MODEL_REVISION that differs (preflight.py verify_prepared_artifacts:
+# "model_revision does not match prepare.lock"), so the study's model.revision must be this one.
+PINNED_MODEL_REVISION = "775b11afaf83e0dc75bd5abaf90133e47b3ec082"
+# Ray Serve's HTTP port, which Relax hard-codes: serve.start(http_options={... "port": "8000"}) in
+# relax/entrypoints/train.py:96 and relax/core/controller.py:871, and every URL built by relax/utils/utils.py:558
+# get_serve_url (the agents', the controller's, the actor's /evaluate) (yeqinghe609/Relax@13cc7cac); redai-infra's
+# train.py:67-68 reads RELAX_SERVE_PORT (default 8000), which get_serve_url does not. Left at 8000 and reserved.
+SERVE_PORT = 8000
+SEED_FLAG, RECIPE_ROLLOUT_SEED = "--rollout-seed", 42   # relax/utils/arguments.py:667; the recipe does not pass it
 # (block, key) -> the value the recipe fixes, and its script line
 FIXED = {
     ("train", "lr"): (1e-6, "--lr 1e-6, line 241"),
@@ -86,6 +102,11 @@ def validate(config: dict[str, Any]) -> None:
     gpus = (config.get("resources") or {}).get("gpus")
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise BadInput(f"expected a positive integer (the recipe's NUM_GPUS), got {gpus!r}", where="resources.gpus")
+    revision = (config.get("model") or {}).get("revision")
+    if revision != PINNED_MODEL_REVISION:
+        raise BadInput(f"the Relax recipe's preflight refuses a MODEL_REVISION other than the one its data preparation pins "
+                       f"into prepare.lock.json, {PINNED_MODEL_REVISION} (examples/graphgpo/prepare_alfworld.py:34); got {revision!r}",
+                       where="model.revision")
     if not isinstance(((config.get("env") or {}).get("params") or {}).get("max_turns"), int):
         raise BadInput("expected an integer (the recipe's MAX_STEPS)", where="env.params.max_turns")
     if not isinstance(config["backend"].get("export_hf", False), bool):
@@ -150,9 +171,16 @@ def retention_args(config: dict[str, Any]) -> list[str]:
     return [KEEP_FLAG, "1"] if prunes_during_training(config) else []
 
 
+def seed_args(config: dict[str, Any]) -> list[str]:
+    """--rollout-seed from the run's seed: the recipe leaves it at Relax's 42, which orders the training prompts
+    (relax/engine/rollout/data_source.py:96, 122 with --rollout-shuffle) for every SEED alike (@fork)."""
+    return [SEED_FLAG, str(config["seed"])]
+
+
 def replaced_args(config: dict[str, Any], save_dir: Path) -> list[str]:
     """The `--flag value` pairs a job sets in the recipe's command besides the eval hook (submit.py's arguments)."""
-    return [*(hf_export_args(save_dir) if config["backend"].get("export_hf", True) else []), *retention_args(config)]
+    return [*(hf_export_args(save_dir) if config["backend"].get("export_hf", True) else []), *retention_args(config),
+            *seed_args(config)]
 
 
 def deviations(config: dict[str, Any], save_dir: Path) -> list[dict[str, Any]]:
@@ -160,7 +188,14 @@ def deviations(config: dict[str, Any], save_dir: Path) -> list[dict[str, Any]]:
     backend.export_hf (the default) the save cadence and the Hugging Face copy (`hf_export_args`), and with
     eval.keep_checkpoints hf or none the Megatron checkpoints kept (`retention_args`)."""
     out = [{"key": HOOK_FLAG, "value": HOOK, "official": RECIPE_HOOK,
-            "why": "outcomes per trajectory on the frozen panel (agentrepro's hook), then the recipe's own logger"}]
+            "why": "outcomes per trajectory on the frozen panel (agentrepro's hook), then the recipe's own logger"},
+           {"key": SEED_FLAG, "value": config["seed"], "official": None,
+            "why": f"the seed orders the training prompts (Relax's default {RECIPE_ROLLOUT_SEED} would give every seed one order)"}]
+    weighting = WEIGHTING[config["train"].get("episode_stats", "rows")]
+    if weighting != RECIPE_WEIGHTING:
+        out.append({"key": "EPISODE_WEIGHTING", "value": weighting, "official": RECIPE_WEIGHTING,
+                    "why": "manifest train.episode_stats: rows, the reference's episode statistics over every step row "
+                           "(verl-agent's), so the port is compared with its reference under the same weighting"})
     if config["backend"].get("export_hf", True):
         args = hf_export_args(save_dir)
         out += [{"key": "--save-interval", "value": int(args[1]), "official": str(RECIPE_SAVE_INTERVAL),

@@ -45,9 +45,10 @@ from typing import Any
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_launch, step_rows
-from agentrepro.backends.base import COMMON, Backend, Block, PrunedInTraining, StepCheckpoint, text
+from agentrepro.backends.base import COMMON, Backend, Block, Demand, PrunedInTraining, SeedStream, StepCheckpoint, text
+from agentrepro.bounds import MAX_SEED
 from agentrepro.backends.launch import Launch, run_launch
-from agentrepro.backends.verl_agent import integration, outputs, recipes, scripts
+from agentrepro.backends.verl_agent import demands, integration, outputs, recipes, scripts
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as prune_hook
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
@@ -58,8 +59,10 @@ DEVIATIONS = "verl_deviations.json"
 BLOCK = COMMON | Block({
     "overrides": {"type": "object", "description": "extra Hydra overrides appended to the official script"},
     "model_path": text("where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"),
-    "ray": {"type": "object", "description": "this job's own Ray head: executable, num_cpus, num_gpus, client"},
+    "ray": {"type": "object", "description": "this job's own Ray head: executable, num_cpus, num_gpus, client, worker_ports "
+            "(default: the job's Ray worker processes and Ray's idle pool, agentrepro preflight shows them)"},
 })
+RAY_KEYS = {"executable": str, "num_cpus": int, "num_gpus": int, "client": bool, "worker_ports": int}
 
 
 def workdir(config: dict[str, Any]) -> Path:
@@ -81,14 +84,17 @@ def validated_steps(config: dict[str, Any]) -> list[int]:
     return sorted({0} | (set(range(every, steps + 1, every)) | {steps} if every else set()))
 
 
-def ray_head(config: dict[str, Any], run_dir: Path) -> tuple[str, ...]:
-    """The words that run a program against this job's own Ray head (ray_job.py), options from backend.ray."""
+def ray_head(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> tuple[str, ...]:
+    """The words that run a program against this job's own Ray head (ray_job.py): as many worker ports as the job's
+    Ray worker processes and Ray's idle pool need (demands.worker_ports), the CPUs the job asks for (backend.ray.num_cpus,
+    else resources.cpus), the GPUs (backend.ray.num_gpus, else resources.gpus), the executable from backend.ray."""
     ray = (config.get("backend") or {}).get("ray") or {}
     gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
+    _, ports = demands.worker_ports(config, recipes.composed(config, run_dir, resume=resume))
     words = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", ray_launch.job_key(run_dir),
-             "--pid-file", str(Path(run_dir) / "ray_head.pid")]
+             "--pid-file", str(Path(run_dir) / "ray_head.pid"), "--worker-ports", str(ports),
+             "--num-cpus", str(demands.head_cpus(config)[1])]
     words += ["--ray", ray["executable"]] if "executable" in ray else []
-    words += ["--num-cpus", str(ray["num_cpus"])] if ray.get("num_cpus") is not None else []
     words += ["--num-gpus", str(gpus)] if gpus is not None else []
     return (*words, *(["--no-client"] if ray.get("client") is False else []), "--")
 
@@ -100,11 +106,14 @@ def job_launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, 
     prepare = Launch("prepare data", ("python3", "-m", "examples.data_preprocess.prepare",
                                       *recipes.prepare_args(config, run_dir)), {}, cwd)
     words = [o.word() for o in recipes.appended(config, run_dir, resume=resume)]
-    env = integration.env(run_dir, panel_file=run_dir / integration.PANEL)
+    # The script's own exports reach only its driver; the head's workers (GPU workers, env workers) inherit the
+    # head's environment, which is this launch's: so they are set here too.
+    env = {**{name: value for name, (value, _) in script.exports.items()},
+           **integration.env(run_dir, panel_file=run_dir / integration.PANEL)}
     data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
     if (config.get("env") or {}).get("name") == "alfworld" and data_path:
         env["ALFWORLD_DATA"] = str(Path(data_path).absolute())   # the frozen panel's data directory, for verl's envs too
-    head = ray_head(config, run_dir)
+    head = ray_head(config, run_dir, resume=resume)
     if eval_step is None:   # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
         env.update(step_rows.hook_env(config, run_dir))
         env[prune_hook.PRUNE_ENV] = "1" if checkpoints.prunes_during_training(config) else "0"
@@ -136,6 +145,12 @@ class VerlAgentBackend(Backend):
         block = config["backend"]
         if "overrides" in block and not isinstance(block["overrides"], dict):
             raise BadInput("expected a mapping of Hydra keys to values", where="backend.overrides")
+        for key, value in (block.get("ray") or {}).items():
+            kind = RAY_KEYS.get(key)
+            if kind is None:
+                raise BadInput(f"unknown key (expected {', '.join(sorted(RAY_KEYS))})", where=f"backend.ray.{key}")
+            if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 1)):
+                raise BadInput(f"expected {'a positive integer' if kind is int else kind.__name__}, got {value!r}", where=f"backend.ray.{key}")
         evaluation = config.get("eval") or {}
         if evaluation.get("episodes_per_task", 1) != 1:
             raise BadInput("verl-agent validates each panel game once (one validation env per game, group size 1)",
@@ -143,7 +158,11 @@ class VerlAgentBackend(Backend):
         panel = evaluation.get("task_panel") or []
         if panel and evaluation.get("tasks") not in (None, len(panel)):
             raise BadInput(f"one validation env per panel game: the panel has {len(panel)} games", where="eval.tasks")
-        recipes.appended(config, Path("."), resume=True)   # unknown train keys, values the script would split
+        values = recipes.composed(config, Path("."))   # unknown train keys, keys and values Hydra would not take as meant
+        highest = (config["seed"] + 1) * recipes.seed_stride(values) - 1
+        if highest > MAX_SEED:
+            raise BadInput(f"seed {config['seed']} gives env seeds up to {highest} (seed x {recipes.seed_stride(values)} + "
+                           f"game streams), above {MAX_SEED}", where="seeds")
         runconfig.step_rows(config)
         wanted, validated = runconfig.checkpoint_steps(config), validated_steps(config)
         if wanted != validated:
@@ -158,6 +177,23 @@ class VerlAgentBackend(Backend):
 
     def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
         return [o.record() for o in recipes.appended(config, run_dir, resume=True)]
+
+    def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
+        return demands.demands(config, run_dir)
+
+    def seed_streams(self, config: dict[str, Any]) -> list[SeedStream]:
+        """The seed's knobs (recipes.seed_settings); the model starts from the pretrained weights, and the validation
+        games are the frozen panel's (the integration gives validation env i panel game i) for every seed."""
+        stride = recipes.seed_stride(recipes.composed(config, Path(".")))
+        return [
+            SeedStream("environment games", True, f"env.seed = seed x {stride}: disjoint game streams per seed"),
+            SeedStream("data order", True, "+data.seed = seed (the train parquet's rows are placeholders; the games come "
+                       "from the env workers)"),
+            SeedStream("rollout sampling", True, "+actor_rollout_ref.rollout.seed = seed (vLLM's sampling seed)"),
+            SeedStream("model initialisation", False, "none: every seed starts from the same pretrained weights"),
+            SeedStream("evaluation sampling", True, "+actor_rollout_ref.rollout.seed = seed (validation samples at "
+                       "temperature eval.temperature on the same engine); its games are the frozen panel for every seed"),
+        ]
 
     def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
         if step == 0:

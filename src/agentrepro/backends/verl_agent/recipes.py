@@ -13,6 +13,7 @@ The official scripts' facts (`SCRIPTS`, `COMMIT`, `ENGINE`) are backends/verl_ag
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,40 +40,81 @@ TRAIN_KEYS: dict[str, str] = {
 }
 
 
+# A Hydra key as the composed config names it: dotted identifiers.
+KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Characters a value may hold unquoted (Hydra reads such a word as it is) ...
+PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@+-")
+# ... and characters no value may hold, quoted or not. The official scripts pass their extra arguments as an unquoted
+# $@ (run_qwen2.5_1.5b_alfworld_train.sh:78, run_alfworld.sh:71/67), where bash splits each word at blanks and expands
+# *, ? and [...] against the checkout's files; Hydra resolves ${...} interpolations even inside quotes, and a quote
+# or a backslash would end or escape Hydra's quoting.
+REFUSED = frozenset(" \t\n\r\v\f'\"\\$*?[]")
+# Words Hydra types as something other than text: quoted when the manifest means the text.
+TYPED_WORDS = frozenset({"null", "true", "false", "inf", "+inf", "-inf", "nan"})
+
+
+class Unrenderable(ValueError):
+    """A value that no Hydra override word can carry as the manifest means it."""
+
+
 @dataclass(frozen=True)
 class Override:
-    """One appended Hydra override: `official` is the script's value as written (None: not set by it)."""
+    """One appended Hydra override: `official` is the script's value as written (None: not set by it); `where` the
+    manifest field it comes from (None: the harness's own); `add` for a key the composed config lacks and the
+    framework reads with a default, which Hydra takes only as `+key=value`."""
 
     key: str
     value: Any
     why: str
     official: str | None
+    where: str | None = None
+    add: bool = False
 
     def word(self) -> str:
-        return f"{self.key}={hydra_value(self.value)}"
+        """What reaches the official script's $@: `key=value` (`+key=value` for an added key), one word."""
+        return f"{'+' if self.add else ''}{self.key}={hydra_value(self.value)}"
 
-    def check(self) -> None:
-        if any(c.isspace() for c in self.word()):
-            where = self.why.removeprefix("manifest ") if self.why.startswith("manifest ") else self.key
-            raise BadInput(f"the official script passes its extra arguments unquoted ($@), so {self.word()!r} "
-                           "would be split at its blanks; use a value without blanks", where=where)
+    def check(self, script: Script) -> None:
+        """BadInput naming the manifest field when the key is not a key of the entry's composed config (or, added,
+        one it has), or the value cannot reach Hydra through the script's unquoted $@ as the manifest means it."""
+        where = self.where or self.key
+        if not KEY.fullmatch(self.key):
+            raise BadInput(f"{self.key!r} is not a Hydra key (dotted identifiers, as the composed config names them)", where=where)
+        if (self.key in script.composed) == self.add:
+            state = "already has" if self.add else "has no"
+            raise BadInput(f"{script.entry}'s composed config at {COMMIT[:7]} {state} the key {self.key!r}", where=where)
+        try:
+            self.word()
+        except Unrenderable as exc:
+            raise BadInput(f"{exc} (the official script passes its extra arguments unquoted, as $@: bash splits them at "
+                           "blanks and expands *, ? and [...]; Hydra resolves ${...} even in quotes)", where=where) from None
 
     def record(self) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value, "official": self.official, "why": self.why}
+        return {"key": ("+" if self.add else "") + self.key, "value": self.value, "official": self.official, "why": self.why}
 
 
 def hydra_value(value: Any) -> str:
-    """A Hydra override value: true/false, numbers, [a,b] lists, plain words as they are, other text quoted."""
+    """A Hydra override value: true/false, null, numbers, [a,b] lists of those, text as a plain word when Hydra reads
+    it as that text, else single-quoted; Unrenderable for a mapping, a nested list or text holding `REFUSED`."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, (list, tuple)):
+        if any(isinstance(v, (list, tuple, dict)) for v in value):
+            raise Unrenderable("a nested list cannot be given as one override")
         return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        raise Unrenderable("a mapping cannot be given as one override: give one key per leaf")
     text = str(value)
-    if text and all(c.isalnum() or c in "_./:@+-" for c in text):
+    refused = sorted(set(text) & REFUSED)
+    if refused:
+        raise Unrenderable(f"{text!r} holds {' '.join(repr(c) for c in refused)}")
+    if text and set(text) <= PLAIN and isinstance(typed(text), str) and text.lower() not in TYPED_WORDS:
         return text
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"'{text}'"
 
 
 def typed(text: str) -> Any:
@@ -142,7 +184,6 @@ def manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
     path = block.get("model_path") or model.get("name")
     if path is not None:
         out.append(("backend.model_path" if block.get("model_path") else "model.name", "actor_rollout_ref.model.path", path))
-    out.append(("seed", "env.seed", config["seed"]))
     return out
 
 
@@ -163,11 +204,45 @@ def saved_steps(freq: int, steps: int) -> list[int]:
     return [s for s in range(1, steps + 1) if freq > 0 and (s == steps or s % freq == 0)]
 
 
+# The validation envs' seeds start this far above env.seed (graphgpo_env_manager.py:734, env_manager.py:643 at 20bd331).
+VAL_SEED_OFFSET = 1000
+TRACKER = "latest_checkpointed_iteration.txt"   # written into default_local_dir at each save (ray_trainer.py:939)
+
+
+def seed_stride(values: dict[str, Any]) -> int:
+    """How far apart the env.seed of consecutive study seeds lie, so that their game streams are disjoint.
+
+    Training env i of a job plays the stream of env.seed + i // env.rollout.n (i < data.train_batch_size x
+    env.rollout.n: its group shares one stream), validation env i that of env.seed + VAL_SEED_OFFSET + i
+    (i < data.val_batch_size) (recipe/GraphGPO/alfworld_envs.py:252 with graphgpo_env_manager.py:733-734;
+    agent_system/environments/env_package/alfworld/envs.py:105 with env_manager.py:642-643). A job's streams lie in
+    [env.seed, env.seed + stride) when stride >= data.train_batch_size and >= VAL_SEED_OFFSET + data.val_batch_size."""
+    return max(int(values["data.train_batch_size"]), VAL_SEED_OFFSET + int(values["data.val_batch_size"]))
+
+
+def seed_settings(config: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
+    """(key, value, why, added) of every knob of the framework that the study's seed sets."""
+    seed, stride = config["seed"], seed_stride(values)
+    return [
+        ("env.seed", seed * stride, f"seed x {stride}: the game streams of training env i (env.seed + i // env.rollout.n) and "
+         f"validation env i (env.seed + {VAL_SEED_OFFSET} + i) of seed k lie in [k x {stride}, (k + 1) x {stride}), so no two "
+         "seeds share one (alfworld_envs.py:252, graphgpo_env_manager.py:733-734)", False),
+        ("actor_rollout_ref.rollout.seed", seed, "vLLM's sampling seed, of rollouts and validation alike (vllm_rollout_spmd.py:203 "
+         "reads rollout.seed, default 0)", True),
+        ("data.seed", seed, "the train dataloader's shuffle (main_graphgpo.py:241, main_ppo.py:242 read data.seed, default 1)", True),
+    ]
+
+
+def resumes(run_dir: Path) -> bool:
+    """verl will resume this run: its checkpoint folder holds the tracker (trainer.resume_mode auto reads it)."""
+    return (checkpoint_dir(run_dir) / TRACKER).is_file()
+
+
 def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Override]:
     """The overrides the harness appends to the official script: its own settings always, a manifest value
-    only where it differs from the script's; then backend.overrides. One entry per key (the last wins)."""
+    only where it differs from the script's, the seed's knobs (`seed_settings`); then backend.overrides. One entry
+    per key (the last wins), each checked against the entry's composed config (`Override.check`)."""
     script, run_dir = script_for(config), Path(run_dir)   # absolute for a job; relative (runs/...) in the lock
-    every = (config.get("eval") or {}).get("every")
     harness = [
         ("trainer.project_name", config["study"], "run name"),
         ("trainer.experiment_name", f"{config['method']}-seed{config['seed']}", "run name"),
@@ -180,6 +255,10 @@ def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Ove
          "a Hugging Face copy of each checkpoint, for evaluation outside verl"),
         ("trainer.resume_mode", "auto" if resume else "disable", "resume an interrupted job from its checkpoints"),
     ]
+    if resume and resumes(run_dir):
+        harness.append(("trainer.val_before_train", False, "a resumed job does not validate its resumed step again: verl "
+                        "validates at the loaded step before its loop (ray_trainer.py:1028-1033, graphgpo_ray_trainer.py:1049-1053), "
+                        "which would overwrite that step's outcomes"))
     out: dict[str, Override] = {}
     for key, value, why in harness:
         out[key] = Override(key, value, why, _official(script, key))
@@ -188,12 +267,32 @@ def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Ove
         if official is not None and _same(typed(official), value):
             out.pop(key, None)   # the script already sets this value (a later field may still differ)
             continue
-        out[key] = Override(key, value, f"manifest {field}", official)
-    for key, value in ((config.get("backend") or {}).get("overrides") or {}).items():
-        out[key] = Override(key, value, f"manifest backend.overrides.{key}", _official(script, key))
+        out[key] = Override(key, value, f"manifest {field}", official, where=field)
+    overrides = {key: Override(key, value, f"manifest backend.overrides.{key}", _official(script, key), where=f"backend.overrides.{key}")
+                 for key, value in ((config.get("backend") or {}).get("overrides") or {}).items()}
+    for override in overrides.values():
+        override.check(script)
+    for key, value, why, added in seed_settings(config, _values(script, [*out.values(), *overrides.values()])):
+        official = _official(script, key)
+        if official is not None and _same(typed(official), value):
+            out.pop(key, None)
+            continue
+        out[key] = Override(key, value, why, official, where="seeds", add=added)
+    out.update(overrides)
     for override in out.values():
-        override.check()
+        override.check(script)
     return list(out.values())
+
+
+def composed(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> dict[str, Any]:
+    """The values the job's entry point runs with: its composed config, the script's overrides, then the appended."""
+    return _values(script_for(config), appended(config, run_dir, resume=resume))
+
+
+def _values(script: Script, overrides: list[Override]) -> dict[str, Any]:
+    values = {**script.composed, **{key: typed(value) for key, (value, _) in script.official.items()}}
+    values.update({o.key: o.value for o in overrides})
+    return values
 
 
 def _official(script: Script, key: str) -> str | None:

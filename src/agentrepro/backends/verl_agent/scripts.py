@@ -2,8 +2,10 @@
 
 The facts are package data, scripts.json, read from verl-agent @ 20bd331bdbc9026a5668e11362178e10ab7400c8
 (the public mirror zzj1111/alfworldauto; its "provenance" field says how): each script's path, entry module and
-data-preparation arguments (with their script line), and every Hydra override it passes, with its value as Hydra
-receives it and its script line. `SCRIPTS` is that file, loaded once, keyed by algorithm.adv_estimator.
+data-preparation arguments (with their script line), every Hydra override it passes, with its value as Hydra
+receives it and its script line, its literal exports, and the composed Hydra config of its entry point (every key
+with its resolved value): the keys that exist, which backend.overrides may name. `SCRIPTS` is that file, loaded
+once, keyed by algorithm.adv_estimator.
 tests/backends/test_verl_recipes.py checks it equal, script by script and key by key, to
 tests/fixtures/frameworks/verl-agent-20bd331.recipes.json, so any key the harness appends or a manifest names in
 backend.overrides is compared with the script's own value (backends/verl_agent/recipes.py).
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentrepro.reading import load_json
 
@@ -35,6 +38,8 @@ class Script:
     official: dict[str, tuple[str, int]]
     entry_line: int     # the line of `python3 -m <entry>`
     prepare_line: int   # the line of the data-preparation command
+    composed: dict[str, Any]              # the entry's composed config: key -> value before the script's overrides
+    exports: dict[str, tuple[str, int]]   # `export NAME=VALUE` with a literal value -> (value, script line)
 
 
 def _scripts(facts: dict) -> dict[str, Script]:
@@ -43,7 +48,8 @@ def _scripts(facts: dict) -> dict[str, Script]:
         (entry, entry_line), (prepare, prepare_line) = script["entry"], script["prepare"]
         out[estimator] = Script(path=script["path"], entry=entry, prepare=tuple(prepare),
                                 official={key: (value, line) for key, (value, line) in script["official"].items()},
-                                entry_line=entry_line, prepare_line=prepare_line)
+                                entry_line=entry_line, prepare_line=prepare_line, composed=facts["configs"][script["config"]],
+                                exports={name: (value, line) for name, (value, line) in script["exports"].items()})
     return out
 
 
