@@ -33,6 +33,7 @@ LAYERS = (
     ("analysis",),
     ("manifest",),
     ("planning",),
+    ("preflight",),
     ("jobs",),
     ("audit",),
     ("report",),

@@ -25,6 +25,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "train": ("agentrepro.jobs.train", "train one method x seed into a run directory"),
     "eval": ("agentrepro.jobs.evaluate", "evaluate one checkpoint of a run on the frozen task panel"),
     "command": ("agentrepro.jobs.command", "show the programs a job would run (before or after freezing)"),
+    "preflight": ("agentrepro.preflight", "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing"),
     "analyze": ("agentrepro.analysis.cli", "paired statistics, verdicts, diagnostics and overhead"),
     "report": ("agentrepro.report.cli", "render the HTML and PDF report of a study"),
     "advantages": ("agentrepro.algorithms.cli_advantages", "add advantages to step rows (JSONL)"),

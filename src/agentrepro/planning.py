@@ -17,6 +17,8 @@ Pure functions over the manifest, so that the DAG is known before anything runs 
 * `shown(...)` / `planned_launches(...)`: the programs a job runs (`Backend.launches`), as `agentrepro command` and
   the train job's message under `snakemake -n -p` print them; `deviations(...)`: the backends' departures from
   their official recipes over all jobs, one sentence per setting, for the lock.
+* `seed_streams(...)`: per backend of the study, which random streams the run's seed reaches (`Backend.seed_streams`),
+  for the lock; the report names the ones shared across seeds.
 * `lock_state(manifest_path)`: `missing` or `ok`; a lock that disagrees with its manifest raises `LockMismatch`,
   whose message tells the user to run `agentrepro freeze` (never re-frozen silently).
 """
@@ -239,6 +241,18 @@ def shown(manifest: dict[str, Any], manifest_file: str | os.PathLike, method: st
     for number, launch in enumerate(launches, start=1):
         lines += [f"# {number}. {launch.purpose}", launch.shown()]
     return "\n".join(lines)
+
+
+def seed_streams(manifest: dict[str, Any], manifest_file: str | os.PathLike) -> dict[str, list[dict[str, Any]]]:
+    """{backend label: [{stream, reached, how}]} over the study's placements (each from its first method's draft config)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for method, placement in placements(manifest, path=manifest_file).items():
+        label = placement.label or placement.name
+        if label not in out:
+            backend, config = draft_config(manifest, manifest_file, method, manifest["seeds"][0], check=False)
+            with read_from(manifest_file):
+                out[label] = [stream.record() for stream in backend.seed_streams(config)]
+    return out
 
 
 def deviations(manifest: dict[str, Any], manifest_file: str | os.PathLike) -> list[str]:

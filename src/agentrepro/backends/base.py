@@ -126,8 +126,8 @@ class Demand:
     """One number a job's framework needs, beside what the job asks for.
 
     `need` is what the framework's `key` demands (`source`: where the framework sets or uses it, file:line);
-    `have` is the job's side: the value of the manifest `field` (`via`: the framework key that field sets), None
-    when nothing limits it. `rule` is how they must relate: AT_LEAST (have >= need), DIVIDES (have divides need),
+    `have` is the job's side: the value of the manifest `field`, or with `via` the number that field leads to (how:
+    `via`, e.g. the framework key it sets), None when nothing limits it. `rule` is how they must relate: AT_LEAST (have >= need), DIVIDES (have divides need),
     DIVISOR (need divides have), FIXED (a port the framework hard-codes: `need` is the port, reserved when the job
     starts; nothing to compare). `what` names the row of the demand table."""
 
@@ -154,8 +154,11 @@ class Demand:
     def violation(self) -> str:
         """One line naming the manifest field, the framework's key and both numbers."""
         relation = {AT_LEAST: "exceeds it", DIVIDES: "is not a multiple of it", DIVISOR: "does not divide it"}[self.rule]
-        via = f" ({self.via})" if self.via else ""
-        return f"{self.field} = {_number(self.have)}{via}: {self.key} = {_number(self.need)} {relation} ({self.what}; {self.source})"
+        return f"{self.job_side()}: {self.key} = {_number(self.need)} {relation} ({self.what}; {self.source})"
+
+    def job_side(self) -> str:
+        """`field = have`, or `field -> via = have` when the field leads to the number through the framework."""
+        return f"{self.field}{' -> ' + self.via if self.via else ''} = {_number(self.have)}"
 
 
 def _number(value: int | float | None) -> str:

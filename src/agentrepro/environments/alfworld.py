@@ -185,19 +185,51 @@ class ALFWorld(Env):
                 "category": self.game.category, "task_id": self.game.task_id}
 
     # -- task identity ---------------------------------------------------------------------------
+    #: eval.panel's choices for a panel of game files: which eligible games of the split it takes
+    PANEL_SELECTIONS = {
+        "first": "the first eval.tasks eligible games in path order, as the Relax recipe's data preparation selects its "
+                 "evaluation games (prepare_alfworld.py select_task_files with --limit eval_in_distribution=N), so both "
+                 "backends play the same games",
+        "all": "every eligible game of the split (eval.tasks must be their number)",
+    }
+
     @classmethod
-    def frozen_panel(cls, data_dir: Path, split: str, params: Mapping[str, Any], tasks: int
+    def frozen_panel(cls, data_dir: Path, split: str, params: Mapping[str, Any], tasks: int, select: str = "first"
                      ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
-        """The panel of the first `tasks` eligible games of `split` (sorted ids), the hashes of their files
-        (relative to `data_dir`) and the versions of the packages that play them (agentrepro.manifest.taskpanel)."""
+        """The panel of the eligible games of `split` that `select` takes (sorted ids; PANEL_SELECTIONS), the hashes
+        of their files (relative to `data_dir`) and the versions of the packages that play them
+        (agentrepro.manifest.taskpanel)."""
         games = eligible_games(data_dir, split, where="env.split")
         if len(games) < tasks:
             raise BadInput(f"{len(games)} eligible games, fewer than eval.tasks ({tasks})", path=split_dir(data_dir, split), where="eval.tasks")
+        if select == "all" and len(games) != tasks:
+            raise BadInput(f"eval.panel all takes every one of the {len(games)} eligible games, but eval.tasks is {tasks}",
+                           path=split_dir(data_dir, split), where="eval.tasks")
         chosen = [read_game(data_dir, task_id, where="data.eval.path") for task_id in games[:tasks]]
         files: dict[str, str] = {}
         for game in chosen:
             files.update(game.files())
         return [panel_entry(game, params) for game in chosen], files, package_versions()
+
+    @classmethod
+    def panel_deviation(cls, data_dir: Path, split: str, panel: Sequence[Mapping[str, Any]], select: str) -> str:
+        """The panel's composition beside its split's, one sentence for the lock's deviations: the choice, why, and
+        the categories it leaves out or thins (verl-agent's own validation draws its games at random from all)."""
+        games = eligible_games(data_dir, split, where="env.split")
+        split_counts: dict[str, int] = {}
+        for task_id in games:
+            category = read_game(data_dir, task_id, where="data.eval.path").category
+            split_counts[category] = split_counts.get(category, 0) + 1
+        panel_counts: dict[str, int] = {}
+        for entry in panel:
+            panel_counts[entry["category"]] = panel_counts.get(entry["category"], 0) + 1
+        missing = [f"{c} ({n - panel_counts.get(c, 0)} of {n})" for c, n in split_counts.items() if panel_counts.get(c, 0) < n]
+        mix = "; ".join(f"{c} {panel_counts.get(c, 0)}/{n}" for c, n in sorted(split_counts.items()))
+        left = f"it leaves out {', '.join(missing)}" if missing else "it holds every eligible game"
+        return (f"eval.panel = {select}: {len(panel)} of the {len(games)} eligible games of {split} ({cls.PANEL_SELECTIONS[select]}); "
+                f"{left} (panel/split by category: {mix}), where verl-agent's own validation draws its "
+                f"{len(panel)} games at random from all {len(games)} (env.seed + 1000 + i), so the category mix differs from "
+                "the paper's evaluation")
 
     def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         return task_description(self.game, self.params)

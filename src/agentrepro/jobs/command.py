@@ -3,8 +3,9 @@
 Prints, in order, every external program of the train job of method M x seed K (data preparation, the
 launch), or with --eval-step the evaluation of checkpoint N, as `Backend.launches()` lists them
 (backends/launch.py), each with `Launch.shown()`: `cd DIR && NAME=value ... argv`, every word quoted.
-Nothing runs. It reads the manifest, not the lock, so a study can be reviewed before it is frozen: a
-placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
+After the train job's programs it prints the job's demand table (agentrepro.preflight: Ray worker ports, CPUs,
+GPUs, batch sizes, hard-coded ports, each beside the manifest value it must fit). Nothing runs. It reads the
+manifest, not the lock, so a study can be reviewed before it is frozen: a placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
 on runs/<study>/<method>/seed<k>/ (relative to the current directory, as the workflow runs them).
 `snakemake -n -p` shows the same text (agentrepro.planning.shown) as each train job's message.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from agentrepro import preflight
 from agentrepro.bounds import SEED
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.planning import shown
@@ -30,4 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.manifest)
     print(shown(manifest, args.manifest, args.method, args.seed, args.eval_step))
+    if args.eval_step is None:   # what the train job will demand of its node (agentrepro.preflight)
+        job = preflight.job_demands(manifest, args.manifest, args.method, args.seed)
+        print("\n# what the job will demand (agentrepro preflight):\n" + preflight.table(job))
     return 0

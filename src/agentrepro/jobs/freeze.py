@@ -2,7 +2,9 @@
 
 Refused, each with its key path: a placeholder (`TODO-...`), a branch or tag where a 40-hex commit is
 needed, a short hash, an image tag without `sha256:<64 hex>` digest, a missing file or model directory,
-a file whose SHA-256 differs from the manifest's. All refusals are collected and reported together.
+a file whose SHA-256 differs from the manifest's. All refusals are collected and reported together. Then every
+job's config is checked by its backend and what it will demand by agentrepro.preflight (the first violation is
+named, with the manifest field, the framework's key and both numbers).
 
 Freezing is idempotent: when a lock already at the output path says the same thing (everything but
 `created` and the self-hash), it is left untouched, so that runs made from it stay valid.
@@ -19,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentrepro import placement, planning
+from agentrepro import placement, planning, preflight
 from agentrepro.analysis.reference import load_reference
 from agentrepro.backends.sources import pinned_sources
 from agentrepro.errors import BadInput, Failure, read_from
@@ -30,7 +32,7 @@ from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_p
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import LOCK_VERSION, SELF_KEY, lock_problems, lock_sha256, seal
 from agentrepro.manifest.pyenv import python_environment
-from agentrepro.manifest.taskpanel import build_panel_sources
+from agentrepro.manifest.taskpanel import build_panel_sources, panel_deviations
 from agentrepro.reading import load_json
 
 
@@ -160,6 +162,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
     manifest = load_manifest(manifest_file)
     resolved = resolve_identifiers(manifest, manifest_file, root)
     _check_reference(manifest, manifest_file)
+    preflight.check(manifest, manifest_file)   # every job's config and what it will demand, before anything is queued
     harness = harness_state(root, ignore=[out])
     if harness["dirty"] and not allow_dirty:
         if harness["commit"] is None:
@@ -175,7 +178,8 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
     if packages:
         resolved["env_packages"] = packages
     sources = _backend_sources(manifest, manifest_file, root)
-    deviations = planning.deviations(manifest, manifest_file)   # the backends' departures from their official recipes
+    deviations = [*planning.deviations(manifest, manifest_file),   # the backends' departures from their official recipes
+                  *panel_deviations(manifest, root, panel)]          # and the evaluation panel's composition
     lock = {
         "lock_version": LOCK_VERSION,
         "study": manifest["study"],
@@ -186,6 +190,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
         "task_panel": panel,
         **({"backend_sources": sources} if sources else {}),
         **({"deviations": deviations} if deviations else {}),
+        "seed_streams": planning.seed_streams(manifest, manifest_file),
         "harness": harness,
         "python": python_environment(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

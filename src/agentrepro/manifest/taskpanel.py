@@ -6,7 +6,9 @@ Three sources:
   (`env.params.render_mode: vision`) the versions of the packages that draw the pictures enter
   `resolved.env_packages` (`Env.panel_packages`);
 * a game data directory (`data.eval.path` is a directory; alfworld): the environment's `frozen_panel`
-  (`agentrepro.environments.alfworld.frozen_panel`): the first `eval.tasks` eligible games of the split
+  (`agentrepro.environments.alfworld.frozen_panel`): the eligible games of the split that `eval.panel` selects
+  (a choice the manifest must state; `panel_deviations` records the panel's composition in the lock), e.g. the
+  first `eval.tasks` eligible games of the split
   `env.split`, in sorted path order, each hashed from its two files (`game.tw-pddl`, `traj_data.json`).
   Those files also enter the lock's `resolved.files` (so `audit` catches a game changed after freezing) and
   the environment's package versions its `resolved.env_packages`;
@@ -81,7 +83,12 @@ def panel_from_data_dir(manifest: dict[str, Any], data_dir: Path, root: Path) ->
     if freeze_panel is None:
         raise BadInput(f"environment {env['name']!r} takes no data directory: data.eval.path must be a JSONL file", where="data.eval.path")
     params = cls.validate_params(env.get("params", {}))
-    panel, files, packages = freeze_panel(data_dir, env["split"], params, manifest["eval"]["tasks"])
+    selections = getattr(cls, "PANEL_SELECTIONS", {})
+    select = manifest["eval"].get("panel")
+    if select not in selections:
+        raise BadInput("a panel of game files is a choice the manifest states: " +
+                       "; ".join(f"{name}: {what}" for name, what in selections.items()), where="eval.panel")
+    panel, files, packages = freeze_panel(data_dir, env["split"], params, manifest["eval"]["tasks"], select)
     panel = check_panel(panel, expected=manifest["eval"]["tasks"], source=f"{cls.__qualname__}.frozen_panel")
     rel = {Path(os.path.relpath((data_dir / name).resolve(), root.resolve())).as_posix(): digest for name, digest in files.items()}
     return panel, rel, packages
@@ -98,6 +105,16 @@ def build_panel_sources(manifest: dict[str, Any], root: str | os.PathLike) -> tu
         return panel_from_file(path, tasks=ev["tasks"], env_name=env["name"]), {}, {}
     seeds = list(range(ev["first_seed"], ev["first_seed"] + ev["tasks"]))
     return panel_from_environment(env["name"], env.get("params", {}), seeds), {}, panel_packages(env["name"], env.get("params", {}))
+
+
+def panel_deviations(manifest: dict[str, Any], root: str | os.PathLike, panel: list[dict[str, Any]]) -> list[str]:
+    """The panel's composition as a deviation sentence, for a panel frozen from a game data directory; [] otherwise."""
+    eval_file = manifest.get("data", {}).get("eval")
+    path = Path(root) / eval_file["path"] if eval_file is not None else None
+    cls = REGISTRY.get(manifest["env"]["name"])
+    if path is None or not path.is_dir() or not hasattr(cls, "panel_deviation"):
+        return []
+    return [cls.panel_deviation(path, manifest["env"]["split"], panel, manifest["eval"]["panel"])]
 
 
 def build_panel(manifest: dict[str, Any], root: str | os.PathLike) -> list[dict[str, Any]]:

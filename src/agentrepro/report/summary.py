@@ -158,6 +158,25 @@ def deviations(analysis: dict) -> Answer:
     return Answer(q, [], "the lock records no deviations" if lock else "no lock", flags)
 
 
+def seed_streams(analysis: dict) -> Answer:
+    """Which random streams each backend's seed reaches (the lock's seed_streams); a stream shared across seeds is
+    flagged: the spread over seeds does not include its randomness."""
+    q = "Randomness the seed reaches"
+    lock = analysis["provenance"].get("lock")
+    found = (lock or {}).get("seed_streams") or {}
+    lines, flags = [], []
+    for backend, streams in found.items():
+        reached = [s["stream"] for s in streams if s["reached"] is True]
+        lines.append(f"{backend}: the seed reaches {', '.join(reached) or 'no stream'}")
+        for s in streams:
+            if s["reached"] is not True:
+                state = "shared across seeds" if s["reached"] is False else "not known whether the seed reaches it"
+                flags.append(f"{backend}: {s['stream']} {state} ({s['how']})")
+    if lines:
+        return Answer(q, lines, "lock: seed_streams", flags)
+    return Answer(q, [], "the lock records no seed streams" if lock else "no lock")
+
+
 def advantage_parity(analysis: dict) -> Answer:
     q = "Parity of the backend's advantages with the reference estimator"
     checks = [p for p in analysis["parity"] if "advantage" in p["check"].lower()]
@@ -187,4 +206,4 @@ def reviewer_summary(analysis: dict, step) -> list[Answer]:
     """Every question of the summary, answered from `analysis` (validated analysis.json) at the final `step`."""
     return [identifiers(analysis["provenance"].get("lock")), evaluation_set(analysis, step), checkpoints(analysis, step),
             per_seed(analysis, step), paired_deltas(analysis, step), categories(analysis, step), deviations(analysis),
-            advantage_parity(analysis), overhead(analysis)]
+            seed_streams(analysis), advantage_parity(analysis), overhead(analysis)]

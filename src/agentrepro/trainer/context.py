@@ -18,7 +18,7 @@ from agentrepro.trainer.policy import ModelSpec, load_local_tokenizer
 from agentrepro.trainer.tokenizer import build_word_tokenizer, encode_words, probe_texts
 
 EVAL_KEYS = {"tasks", "first_seed", "episodes_per_task", "temperature", "top_p", "max_turns", "every", "checkpoint", "task_panel", "sample_seed", "engine", "server",
-             "keep_checkpoints"}  # pruning once evaluated (backends/checkpoints.py)
+             "keep_checkpoints", "panel"}  # pruning once evaluated (backends/checkpoints.py); the panel's selection
 VOCAB_PROBE_SEEDS = range(20001, 20033)  # warm-start validation seeds: never evaluated
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro import runconfig
-from agentrepro.backends.base import BUILTIN_FORM, COMMON, Backend, StepCheckpoint
+from agentrepro.backends.base import BUILTIN_FORM, COMMON, Backend, SeedStream, StepCheckpoint
 from agentrepro.layout import checkpoint_file, hf_checkpoint
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.shared_warmstart import adopt, step0_rows
@@ -78,6 +78,20 @@ class BuiltinBackend(Backend):
 
         spec = RunSpec.from_config(config)
         return prompt_record(spec.make_codec(ckpt.load_tokenizer(run_dir)), spec.train.mode)
+
+    def seed_streams(self, config: dict[str, Any]) -> list[SeedStream]:
+        """Every stream: the trainer's generators all start from the run's seed (trainer/loop.py, policy.py, evaluate.py)."""
+        local = "path" in (config.get("model") or {})
+        return [
+            SeedStream("environment games", True, "the task seeds of each step, drawn from a generator seeded by [seed, 0x7A5C] "
+                       "(trainer/loop.py)"),
+            SeedStream("data order", True, "the same draw: the order of the tasks is the games' (there is no other data)"),
+            SeedStream("rollout sampling", True, "a torch generator seeded by sampling_seed(seed, rank) (trainer/loop.py)"),
+            SeedStream("model initialisation", not local, "the local model's weights, the same for every seed" if local else
+                       "weights drawn under torch.manual_seed(seed) (trainer/policy.py build_policy)"),
+            SeedStream("evaluation sampling", True, "generators seeded by (eval.sample_seed, seed, step, episode) "
+                       "(trainer/evaluate.py); greedy at temperature 0"),
+        ]
 
     def start_from(self, run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> None:
         adopt(run_dir, warmstart_dir, resolved)

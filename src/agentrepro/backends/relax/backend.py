@@ -180,7 +180,7 @@ class RelaxBackend(Backend):
             Demand("global batch over micro-batches x data parallel", "--global-batch-size", recipe.GLOBAL_BATCH_SIZE, "resources.gpus",
                    recipe.MICRO_BATCH_SIZE * data_parallel, DIVIDES, f"{recipe_line}:136, 224",
                    via=f"--micro-batch-size {recipe.MICRO_BATCH_SIZE} x data parallel {data_parallel} (NUM_GPUS / TP)"),
-            Demand("Ray Serve's HTTP port", "serve.start port, get_serve_url", recipe.SERVE_PORT, "(none: Relax hard-codes it)", None,
+            Demand("Ray Serve's HTTP port", "serve.start port, get_serve_url", recipe.SERVE_PORT, "-", None,
                    FIXED, "relax/entrypoints/train.py:96, relax/utils/utils.py:558 @fork; reserved on the node at start"),
         ]
 

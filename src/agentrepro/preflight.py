@@ -1,0 +1,135 @@
+"""`agentrepro preflight MANIFEST`: what each job of a study will demand, checked before anything is queued.
+
+For every method x seed, the job's draft config (planning.draft_config: what `agentrepro train` will run, checked
+by its backend) and its backend's `Backend.demands`: Ray worker processes against the head's worker ports, the
+CPUs its recipe reserves in Ray against resources.cpus, GPUs against tensor/pipeline-parallel sizes, the model's
+heads and the batch sizes that must divide by the data-parallel size, ports the framework hard-codes. Each
+demand names the manifest field on the job's side, the framework's key on the other, and how they must relate
+(backends/base.py `Demand`); a violation is one line naming both and their numbers, exit 2. Freeze runs the same
+check (`check`), and `agentrepro command` prints the job's demand table (`table`). The numbers come from the
+backend's facts about its framework, computed in the backend's folder; here they are only compared and shown.
+
+The verb: `agentrepro preflight MANIFEST [--method M] [--seed K]` prints the demand table of each job (one per
+method when every seed demands the same) and exits 2 after listing every violation, one per line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentrepro import planning
+from agentrepro.backends.base import FIXED, Demand
+from agentrepro.bounds import SEED
+from agentrepro.errors import BadInput
+from agentrepro.manifest.loading import load_manifest
+from agentrepro.placement import method_placement
+
+
+@dataclass(frozen=True)
+class JobDemands:
+    """The demands of one method x seed, their fields named as the manifest names them (its placement's block)."""
+
+    method: str
+    seed: int
+    backend: str
+    demands: tuple[Demand, ...]
+
+    def violations(self, manifest_file: object) -> list[str]:
+        return [f"{manifest_file}: {self.method} seed {self.seed}: {d.violation()}" for d in self.demands if not d.holds()]
+
+
+def _in_manifest(manifest: dict[str, Any], method: str, field: str, *, path: object) -> str:
+    """`field` as the manifest names it for `method`: its placement's own block when the value comes from there."""
+    placement = method_placement(manifest, method, path=path)
+    if not placement.label:
+        return field
+    own = ((manifest.get("backends") or {}).get(placement.label) or {})
+    block, _, key = field.partition(".")
+    if block == "backend" or (block == "resources" and key.split(".")[0] in (own.get("resources") or {})):
+        return placement.where + field
+    return field
+
+
+def job_demands(manifest: dict[str, Any], manifest_file: str | os.PathLike, method: str, seed: int) -> JobDemands:
+    """The demands of one job, from its draft config (its backend's checks run first: BadInput names the manifest)."""
+    backend, config = planning.draft_config(manifest, manifest_file, method, seed)
+    found = backend.demands(config, planning.run_dir(manifest, manifest_file, method, seed))
+    named = tuple(Demand(d.what, d.key, d.need, _in_manifest(manifest, method, d.field, path=manifest_file), d.have, d.rule,
+                         d.source, d.via) for d in found)
+    return JobDemands(method, seed, backend.name, named)
+
+
+def study_demands(manifest: dict[str, Any], manifest_file: str | os.PathLike, *, methods: list[str] | None = None,
+                  seeds: list[int] | None = None) -> list[JobDemands]:
+    return [job_demands(manifest, manifest_file, method, seed)
+            for method in (methods or list(manifest["methods"])) for seed in (seeds or list(manifest["seeds"]))]
+
+
+def check(manifest: dict[str, Any], manifest_file: str | os.PathLike) -> list[JobDemands]:
+    """Every job's demands; BadInput with the first violation (and how many more) when one does not hold."""
+    jobs = study_demands(manifest, manifest_file)
+    bad = [(job, demand) for job in jobs for demand in job.demands if not demand.holds()]
+    if bad:
+        (job, demand), more = bad[0], len(bad) - 1
+        also = f" (and {more} more: `agentrepro preflight {manifest_file}` lists them)" if more else ""
+        raise BadInput(f"{job.method} seed {job.seed}: {demand.violation()}{also}", path=manifest_file)
+    return jobs
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+
+
+def table(job: JobDemands, *, seeds: str | None = None) -> str:
+    """The demand table of one job, as Markdown: what, the framework's key and number, the manifest field and its value,
+    the rule, and whether it holds."""
+    head = f"{job.method} ({job.backend}), seed {seeds or job.seed}"
+    if not job.demands:
+        return f"{head}: the {job.backend} backend states no demands (it runs inside agentrepro, or its command's are its own)"
+    lines = [head, "", "| demand | framework: key = need | manifest: field = have | rule | holds |", "|---|---|---|---|---|"]
+    for d in job.demands:
+        have = "reserved on the node when the job starts" if d.rule == FIXED else d.job_side()
+        holds = "-" if d.rule == FIXED else ("yes" if d.holds() else "**no**")
+        lines.append(f"| {d.what} | {d.key} = {_number(d.need)} | {have} | {d.rule} | {holds} |")
+    return "\n".join(lines)
+
+
+def tables(jobs: list[JobDemands]) -> list[str]:
+    """One table per method when every seed of it demands the same, else one per job."""
+    out, by_method = [], {}
+    for job in jobs:
+        by_method.setdefault(job.method, []).append(job)
+    for method_jobs in by_method.values():
+        same = all(j.demands == method_jobs[0].demands for j in method_jobs)
+        if same:
+            out.append(table(method_jobs[0], seeds=", ".join(str(j.seed) for j in method_jobs)))
+        else:
+            out += [table(job) for job in method_jobs]
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("manifest", type=Path, help="the study manifest (placeholders allowed: nothing is resolved)")
+    parser.add_argument("--method", action="append", help="only this method (repeatable; default: every method)")
+    parser.add_argument("--seed", action="append", type=SEED, help="only this seed (repeatable; default: every seed)")
+
+
+def run(args: argparse.Namespace) -> int:
+    manifest = load_manifest(args.manifest)
+    for method in args.method or []:
+        if method not in manifest["methods"]:
+            raise BadInput(f"not a method of the study (methods: {', '.join(manifest['methods'])})", path=args.manifest, where="--method")
+    for seed in args.seed or []:
+        if seed not in manifest["seeds"]:
+            raise BadInput(f"not a seed of the study (seeds: {', '.join(map(str, manifest['seeds']))})", path=args.manifest, where="--seed")
+    jobs = study_demands(manifest, args.manifest, methods=args.method, seeds=args.seed)
+    print("\n\n".join(tables(jobs)))
+    lines = [line for job in jobs for line in job.violations(args.manifest)]
+    for line in dict.fromkeys(lines):
+        print(f"agentrepro preflight: error: {line}", file=sys.stderr)
+    return 2 if lines else 0
