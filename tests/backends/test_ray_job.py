@@ -37,46 +37,87 @@ def wait_dead(*pids: int, within: float = 30) -> None:
 
 
 def wrapped(run_dir, program: list[str], **ray) -> list[str]:
-    """The argv the verl-agent backend launches: its Ray-job wrapper (with backend.ray settings) around `program`."""
-    return [*verl_agent.ray_head({"backend": {"ray": ray}, "resources": {"gpus": ray.pop("gpus", 2)}}, run_dir), *program]
+    """The argv the verl-agent backend launches for graphgpo-alfworld's gigpo: its Ray-job wrapper (with backend.ray
+    settings) around `program`."""
+    config = gigpo_config()
+    config["backend"]["ray"] = ray
+    config["resources"] = {**config["resources"], "gpus": ray.pop("gpus", 2), **({"cpus": ray.pop("cpus")} if "cpus" in ray else {})}
+    return [*verl_agent.ray_head(config, run_dir), *program]
+
+
+def gigpo_config() -> dict:
+    from helpers import REPO
+
+    from agentrepro.manifest.loading import load_manifest
+    from agentrepro.manifest.resolve import run_config
+
+    manifest = load_manifest(REPO / "manifests" / "graphgpo-alfworld.yaml")
+    lock = {"manifest": manifest, "study": manifest["study"], "resolved": {"files": {}}, "task_panel": None}
+    return run_config(lock, "gigpo", 0, lock_path="lock.json")
+
+
+def flag(args: list[str], name: str) -> str:
+    return next(a for a in args if a.startswith(f"--{name}=")).split("=", 1)[1]
 
 
 def test_program_gets_its_head_and_only_that_head_is_stopped(tmp_path, fake_ray):
-    """The program sees RAY_ADDRESS of this job's port and the job's environment; its exit status passes through; the
-    head (on this job's ports and temp dir) and its child die after, the pid file goes, and another job's process lives."""
+    """The program sees RAY_ADDRESS of the head's reserved port and the job's environment; the head gets the job's
+    temp dir, resources.cpus and .gpus, and as many worker ports as the preflight's demand (315 for gigpo with 55 CPUs);
+    its exit status passes through; the head and its child die after, the pid file and the reservation go, and
+    another job's process lives."""
+    from agentrepro import preflight
+    from helpers import REPO
+
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     key = ray_launch.job_key(run_dir)
     decoy = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    ports_dir = tmp_path / "ports"
     try:
         program = [sys.executable, "-c", "import os, sys; print(os.environ['RAY_ADDRESS'], os.environ['EXTRA']); sys.exit(5)"]
-        result = subprocess.run(wrapped(run_dir, program, executable=str(fake_ray)), capture_output=True, text=True, timeout=120,
-                                env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), "EXTRA": "a b"})
+        result = subprocess.run(wrapped(run_dir, program, executable=str(fake_ray), cpus=55), capture_output=True, text=True,
+                                timeout=120, env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), "EXTRA": "a b",
+                                                  ray_launch.PORTS_ENV: str(ports_dir)})
         assert result.returncode == 5, result.stderr
-        port = ray_launch.ray_ports(key).head
-        assert result.stdout.strip() == f"127.0.0.1:{port} a b"
         head = json.loads((tmp_path / "ray.json").read_text())
-        assert f"--port={port}" in head["args"] and f"--temp-dir={ray_launch.temp_dir(key)}" in head["args"]
-        assert "--num-gpus=2" in head["args"]
+        port = int(flag(head["args"], "port"))
+        assert result.stdout.strip() == f"127.0.0.1:{port} a b"
+        assert f"--temp-dir={ray_launch.temp_dir(key)}" in head["args"] and "--num-gpus=2" in head["args"]
+        assert "--num-cpus=55" in head["args"]
+        workers = int(flag(head["args"], "max-worker-port")) - int(flag(head["args"], "min-worker-port")) + 1
+        demand = next(d for d in preflight.job_demands(yaml_manifest(REPO, cpus=55), "m.yaml", "gigpo", 0).demands
+                      if d.what == "Ray worker ports")
+        assert workers == demand.need == 260 + 55
         wait_dead(head["pid"], head["child"])
         assert not alive(head["pid"]) and not alive(head["child"])
         assert alive(decoy.pid) and not (run_dir / "ray_head.pid").exists()
+        assert not list(ports_dir.glob("agentrepro-ray-*.ports"))
     finally:
         decoy.kill()
         decoy.wait()
 
 
-def test_a_taken_head_port_refuses_to_start(tmp_path, fake_ray):
-    """If the derived head port is already listening, nothing starts and the exit status is 75 (EX_TEMPFAIL)."""
+def yaml_manifest(repo, *, cpus: int) -> dict:
+    from agentrepro.manifest.loading import load_manifest
+
+    manifest = load_manifest(repo / "manifests" / "graphgpo-alfworld.yaml")
+    manifest["resources"] = {**manifest["resources"], "cpus": cpus}
+    return manifest
+
+
+def test_a_hard_coded_port_in_use_refuses_to_start(tmp_path, fake_ray):
+    """If a port the framework hard-codes is already in use on the node, nothing starts and the exit status is 75
+    (EX_TEMPFAIL: a scheduler retries later)."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", ray_launch.ray_ports(ray_launch.job_key(run_dir)).head))
+        s.bind(("127.0.0.1", 0))
         s.listen()
-        result = subprocess.run(wrapped(run_dir, ["true"], executable=str(fake_ray)), capture_output=True, text=True, timeout=60,
-                                env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json")})
-    assert result.returncode == 75 and "already in use" in result.stderr
+        argv = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", "k", "--ray", str(fake_ray),
+                "--fixed-port", str(s.getsockname()[1]), "--", "true"]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_launch.PORTS_ENV: str(tmp_path)})
+    assert result.returncode == 75 and "in use on this node" in result.stderr
     assert not (tmp_path / "ray.json").exists()
 
 
@@ -85,8 +126,8 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     program = [sys.executable, "-c", f"import os, time; open({str(tmp_path / 'program.pid')!r}, 'w').write(str(os.getpid())); time.sleep(300)"]
-    proc = subprocess.Popen(wrapped(run_dir, program, executable=str(fake_ray)), env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json")},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(wrapped(run_dir, program, executable=str(fake_ray)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_launch.PORTS_ENV: str(tmp_path)})
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "program.pid").is_file() or not (tmp_path / "program.pid").read_text():
@@ -127,7 +168,7 @@ def test_real_ray_private_head(tmp_path):
     key = ray_launch.job_key(run_dir)
     probe = ("import ray; ray.init(); ctx = ray._private.worker._global_node; "
              "print(int(ray.cluster_resources()['CPU']), ctx.get_session_dir_path())")
-    argv = wrapped(run_dir, [python, "-c", probe], executable=ray, num_cpus=1, gpus=0, client=False)  # minimal Ray has no client server
+    argv = wrapped(run_dir, [python, "-c", probe], executable=ray, num_cpus=1, gpus=0, client=False, worker_ports=20)  # minimal Ray: no client server
     result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     cpus, session = result.stdout.split()[-2:]

@@ -18,6 +18,7 @@ from agentrepro.manifest.resolve import run_config
 FACTS = Path(__file__).parents[1] / "fixtures" / "frameworks"
 RECIPES = json.loads((FACTS / "verl-agent-20bd331.recipes.json").read_text())
 CONFIGS = json.loads((FACTS / "verl-agent-20bd331.config.json").read_text())
+RAY = json.loads((FACTS / "verl-agent-20bd331.ray.json").read_text())
 MANIFEST = Path(__file__).parents[2] / "manifests" / "graphgpo-alfworld.yaml"
 # The keys verl's config check (and the trainers' data loaders) need beyond their defaults: the issue's list.
 REQUIRED = ["data.train_files", "data.val_files", "data.val_batch_size", "data.max_prompt_length", "data.return_raw_chat",
@@ -40,6 +41,8 @@ def study_configs(tmp_path):
     lock = {"manifest": manifest, "study": manifest["study"], "resolved": {"files": {}}, "task_panel": None}
     for method in manifest["methods"]:
         config = run_config(lock, method, 1, lock_path=tmp_path / "lock.json")
+        if config["backend"]["name"] != verl_agent.VerlAgentBackend.name:
+            continue   # the study's Relax port (tests/backends/test_relax.py)
         config["backend"]["workdir"] = str(tmp_path)
         yield method, config
 
@@ -95,7 +98,8 @@ def test_an_override_of_a_script_key_the_harness_leaves_records_the_scripts_valu
 
 def test_every_appended_key_exists_with_its_type(tmp_path):
     """For every method of graphgpo-alfworld (train and evaluation launches), each appended key exists in the config
-    its entry composes at 20bd331 (config.json) and its value has the default's type (a None default takes any)."""
+    its entry composes at 20bd331 (config.json) and its value has the default's type (a None default takes any); a key
+    added with `+` is one the composed config lacks and the framework reads with a default (ray.json `seeds`)."""
     for method, config in study_configs(tmp_path):
         script = verl_recipes.script_for(config)
         keys = composed(script)
@@ -105,6 +109,10 @@ def test_every_appended_key_exists_with_its_type(tmp_path):
         assert program[:3] == ("bash", script.path, "")
         for word in words:
             key, text = word.split("=", 1)
+            if key.startswith("+"):
+                assert key[1:] not in keys and key[1:] in ("actor_rollout_ref.rollout.seed", "data.seed"), (method, word)
+                assert "config.get('seed'" in RAY["seeds"]["rollout"]["fact"] and "get('seed', 1)" in RAY["seeds"]["data"]["fact"]
+                continue
             assert key in keys, f"{method}: {key} is not a key of {script.entry}'s config"
             default = keys[key]["default"]
             if default is not None:
@@ -157,3 +165,98 @@ def test_a_value_the_script_would_split_is_refused(tmp_path):
     config["train"]["estimator"] = "ppo"
     with pytest.raises(BadInput, match="train.estimator"):
         verl_recipes.appended(config, tmp_path / "run", resume=True)
+
+
+def test_composed_configs_and_exports_are_the_recorded_facts():
+    """The shipped composed configs (scripts.json `configs`) are config.json's keys with their resolved values, each
+    script names its entry's config, and its literal exports are recipes.json's (VLLM_ATTENTION_BACKEND=XFORMERS)."""
+    for name, config in CONFIGS["configs"].items():
+        assert verl_scripts._FACTS["configs"][name] == {k: v.get("resolved", v["default"]) for k, v in config["keys"].items()}
+    for script in verl_scripts.SCRIPTS.values():
+        assert script.composed is verl_scripts._FACTS["configs"][composed_name(script)]
+        literal = {e["name"]: (e["value_as_written"], line(e["src"])) for e in recorded(script.path)["env_exports"]
+                   if "$" not in e["value_as_written"]}
+        assert script.exports == literal and script.exports["VLLM_ATTENTION_BACKEND"][0] == "XFORMERS"
+
+
+def composed_name(script: verl_scripts.Script) -> str:
+    return "graphgpo_trainer" if script.entry == "recipe.GraphGPO.main_graphgpo" else "ppo_trainer"
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("trainer.total_epochs=999", 1, "'trainer.total_epochs=999' is not a Hydra key"),
+    ("trainer.x;touch${IFS}pwned", 1, "is not a Hydra key"),
+    ("", 1, "'' is not a Hydra key"),
+    ("+trainer.total_epochs", 3, "is not a Hydra key"),
+    ("~trainer.logger", 1, "is not a Hydra key"),
+    ("trainer.no_such_key", 1, "composed config at 20bd331 has no the key 'trainer.no_such_key'"),
+    ("algorithm.gigpo.episode_advantage_w", 0.5, "has no the key"),   # graphgpo's config has it, ppo_trainer does not
+    ("trainer.project_name", "${oc.env:HOME}", "holds '$'"),
+    ("trainer.project_name", "a*", "holds '*'"),
+    ("trainer.project_name", "[a,b]", "holds '['"),
+    ("trainer.project_name", "it's", "holds \"'\""),
+    ("trainer.project_name", "two words", "holds ' '"),
+    ("trainer.logger", [["console"]], "a nested list"),
+    ("trainer.logger", {"a": 1}, "a mapping"),
+])
+def test_hydra_shaped_override_keys_and_values_are_refused(tmp_path, key, value, message):
+    """backend.overrides: a key must be a dotted identifier of the composed config; a value Hydra or the script's unquoted
+    $@ would reinterpret (interpolation, glob, quote, blank, nested structure) is refused, naming backend.overrides.<key>."""
+    config = dict(next(c for m, c in study_configs(tmp_path) if m == "gigpo"))
+    config["backend"] = {**config["backend"], "overrides": {key: value}}
+    with pytest.raises(BadInput) as caught:
+        verl_recipes.appended(config, tmp_path / "run", resume=True)
+    assert f"backend.overrides.{key}:" in str(caught.value) and message in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("value, word", [
+    ("a,b", "trainer.project_name='a,b'"),          # a comma would be a sweep or a list to Hydra
+    ("choice(a,b)", "trainer.project_name='choice(a,b)'"),
+    ("5", "trainer.project_name='5'"),              # text that Hydra would type as a number, a bool or null
+    ("true", "trainer.project_name='true'"),
+    ("null", "trainer.project_name='null'"),
+    ("", "trainer.project_name=''"),
+    ("run_1.x", "trainer.project_name=run_1.x"),    # a plain word stays as it is
+    (None, "trainer.project_name=null"),
+])
+def test_override_values_are_quoted_for_hydra(tmp_path, value, word):
+    """A text value Hydra would read as something else is single-quoted for Hydra (one word, no blank: it passes the
+    script's unquoted $@ as it is), so it reaches the config as the manifest's text."""
+    config = dict(next(c for m, c in study_configs(tmp_path) if m == "gigpo"))
+    config["backend"] = {**config["backend"], "overrides": {"trainer.project_name": value}}
+    found = {o.key: o for o in verl_recipes.appended(config, tmp_path / "run", resume=True)}["trainer.project_name"]
+    assert found.word() == word
+
+
+def test_seeds_reach_disjoint_game_streams_and_the_samplers(tmp_path):
+    """Seeds 0, 1, 2: env.seed is seed x stride, so the training envs' streams (env.seed + i // group_n) and validation
+    envs' (env.seed + 1000 + i) of two seeds never meet; vLLM's and the dataloader's seeds follow the seed."""
+    streams, offset = {}, RAY["env_counts"]["val_seed_offset"]
+    for seed in (0, 1, 2):
+        manifest = load_manifest(MANIFEST)
+        lock = {"manifest": manifest, "study": manifest["study"], "resolved": {"files": {}}, "task_panel": None}
+        config = run_config(lock, "graphgpo", seed, lock_path=tmp_path / "lock.json")
+        values = verl_recipes.composed(config, tmp_path / f"run{seed}")
+        env_seed, n = values["env.seed"], values["env.rollout.n"]
+        train = {env_seed + i // n for i in range(values["data.train_batch_size"] * n)}
+        val = {env_seed + offset + i for i in range(values["data.val_batch_size"])}
+        streams[seed] = train | val
+        assert (values["actor_rollout_ref.rollout.seed"], values["data.seed"]) == (seed, seed)
+    assert not streams[0] & streams[1] and not streams[1] & streams[2] and not streams[0] & streams[2]
+    assert min(streams[0]) == 0   # seed 0 keeps the script's env.seed=0
+
+
+def test_a_resumed_job_does_not_validate_its_resumed_step_again(tmp_path):
+    """With verl's checkpoint tracker in the run (a resume), trainer.val_before_train=false is appended to training, so
+    step N's outcomes are not overwritten by a second validation; a fresh run and an evaluation validate as before."""
+    _, config = next(study_configs(tmp_path))
+    run = tmp_path / "run"
+    train = lambda: verl_agent.job_launches(config, run)[-1].argv  # noqa: E731
+    assert not any(w.startswith("trainer.val_before_train") for w in train())
+    tracker = run / "checkpoints" / verl_recipes.TRACKER
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text("5\n")
+    assert "trainer.val_before_train=false" in train()
+    evaluation = verl_agent.job_launches(config, run, eval_step=5)[-1].argv
+    assert evaluation[-4:][0] == "trainer.val_before_train=true" or "trainer.val_before_train=true" in evaluation[-4:]
+    assert RAY["resume"]["tracker"]["graphgpo"].endswith(":959") and "latest_checkpointed_iteration.txt" in RAY["resume"]["tracker"]["fact"]
