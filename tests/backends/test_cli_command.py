@@ -23,7 +23,7 @@ def test_command_shows_the_official_script_of_a_manifest_with_placeholders():
     words = shlex.split(lines[4].split(" && ", 1)[1])
     script = words.index("recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh")
     assert words[script - 1] == "bash" and words[script + 1] == ""
-    assert "algorithm.graphgpo.episode_advantage_w=0" in words and "env.seed=1" in words
+    assert "algorithm.graphgpo.episode_advantage_w=0" in words and "env.seed=1128" in words   # seed 1 x stride 1000 + 128
     assert lines[4].startswith(f"cd {shlex.quote(str(REPO / 'external' / 'verl-agent'))} && ")
 
 
@@ -47,15 +47,16 @@ def test_command_of_a_backend_without_external_programs():
     assert "lists no external program" in result.stdout
 
 
-def test_readme_shows_the_current_output():
-    """The README's `agentrepro command` example is what the command prints today (run from /srv/agentrepro with its .venv)."""
+def test_docs_show_the_current_output():
+    """docs/preflight.md's `agentrepro command` example, programs and demand table, is what the command prints today (run
+    from /srv/agentrepro with its .venv)."""
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO)
     assert result.returncode == 0, result.stderr
     run = Path("runs/graphgpo-alfworld/graphgpo/seed0")   # the job's Ray key hashes its absolute run directory
     shown = (result.stdout.replace(ray_launch.job_key(REPO / run, {}), ray_launch.job_key("/srv/agentrepro" / run, {}))
              .replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro"))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "".join("  " + line + "\n" for line in shown.splitlines()) in readme
+    docs = (REPO / "docs" / "preflight.md").read_text(encoding="utf-8")
+    assert "".join(line + "\n" for line in shown.splitlines()) in docs
 
 
 def test_command_backend_shows_its_filled_template(tmp_path):

@@ -48,9 +48,12 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     args = dict(a.split("=", 1) for a in script[3:])
     assert args["trainer.total_epochs"] == "2" and "trainer.total_training_steps" not in args
     assert args["trainer.logger"] == "[console]" and args["trainer.save_freq"] == "1" and args["trainer.test_freq"] == "1"
-    assert args["env.seed"] == "1" and args["data.val_batch_size"] == "3"
+    assert args["env.seed"] == str(1 * max(16, 1000 + 3)) and args["data.val_batch_size"] == "3"   # seed x stride (recipes.seed_stride)
+    assert args["+actor_rollout_ref.rollout.seed"] == "1" and args["+data.seed"] == "1"
     assert "algorithm.gamma" not in args and "env.rollout.n" not in args   # equal to the script's own values
     assert train.env["AGENTREPRO_VERL_OUT"] == str(run)
+    # the script exports VLLM_ATTENTION_BACKEND to its driver only; the head's workers inherit the launch's environment
+    assert train.env["VLLM_ATTENTION_BACKEND"] == "XFORMERS" == verl_agent.scripts.SCRIPTS["gigpo"].exports["VLLM_ATTENTION_BACKEND"][0]
     cfg = config(tmp_path)
     cfg["data"] = {"eval": {"path": "data/alfworld"}}
     assert verl_agent.job_launches(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
