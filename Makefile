@@ -10,12 +10,13 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
-# torch==2.13.0 first: on this CPU path it is a local CPU build; the package itself asks only for a range.
+# torch==2.13.0 first: on this CPU path it is a local CPU build; the package itself asks only for a range. The ray extra
+# is real Ray 2.49.2 for the tests of the per-job Ray heads (AGENTREPRO_RAY, or the venv's bin/ray on PATH).
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,serving,vision]'
+	$(PY) -m pip install -q -e '.[test,serving,vision,ray]'
 	touch $(STAMP)
 
 # System packages: WeasyPrint's libraries (the report's PDF) and what the tests drive for real (Chromium, a

@@ -5,7 +5,9 @@
   unless DRY_RUN=1 and RELAX_ENTRYPOINT_MODE are set (so the test fails if the harness would let the recipe
   source local.sh), and prints `ray job submit --address=http://127.0.0.1:8265 -- python3
   relax/entrypoints/train.py ...` with its knobs, as the real one does;
-* examples/graphgpo/prepare_alfworld.py: lists the games under --data-root into eval_in_distribution.prompts.jsonl;
+* examples/graphgpo/prepare_alfworld.py: lists the games under --data-root into eval_in_distribution.prompts.jsonl,
+  one row per game in the form the recipe's prepare_alfworld.py writes (metadata.task_id = the game file relative
+  to the data root);
 * examples/graphgpo/eval_logger.py: the recipe's logger, recording its calls;
 * relax/entrypoints/train.py: Relax's loop as the facts describe it: evaluation before training (rollout 0),
   a rollout_result/train/<r>.jsonl per rollout, an evaluation when (r + 1) % eval_interval == 0, the eval hook
@@ -44,11 +46,15 @@ printf '\n'
 PREPARE = """
 import argparse, json, os
 p = argparse.ArgumentParser(); p.add_argument("--data-root"); p.add_argument("--output-dir")
-p.add_argument("--max-steps"); p.add_argument("--limit", action="append", default=[]); a = p.parse_args()
+p.add_argument("--max-steps", type=int); p.add_argument("--limit", action="append", default=[]); a = p.parse_args()
 games = sorted(os.path.relpath(os.path.join(d, f), a.data_root) for d, _, fs in os.walk(a.data_root) for f in fs if f == "game.tw-pddl")
 os.makedirs(a.output_dir, exist_ok=True)
-with open(os.path.join(a.output_dir, "eval_in_distribution.prompts.jsonl"), "w") as fh:
-    fh.writelines(json.dumps({"metadata": {"task_id": g}}) + "\\n" for g in games)
+with open(os.path.join(a.output_dir, "eval_in_distribution.prompts.jsonl"), "w") as fh:   # prompt_rows_bytes' row form
+    for i, g in enumerate(games):
+        meta = {"alfworld_train_eval": "eval_in_distribution", "manifest_index": i, "manifest_sha256": "0" * 64,
+                "manifest_task_id": g, "max_tokens": 512, "max_steps": a.max_steps, "task_id": g,
+                "task_type": g.split("/")[-3].split("-")[0], "temperature": 0.4, "top_p": 1.0}
+        fh.write(json.dumps({"messages": [{"role": "user", "content": "Start."}], "metadata": meta}, sort_keys=True) + "\\n")
 """
 
 LOGGER = """
@@ -66,7 +72,7 @@ for flag in ("--save", "--advantage-estimator", "--custom-eval-rollout-log-funct
     p.add_argument(flag)
 p.add_argument("--num-rollout", type=int); p.add_argument("--eval-interval", type=int)
 p.add_argument("--eval-prompt-data", nargs="+"); p.add_argument("--save-interval", type=int); p.add_argument("--save-hf")
-p.add_argument("--max-actor-ckpt-to-keep", type=int); a = p.parse_args()
+p.add_argument("--max-actor-ckpt-to-keep", type=int); p.add_argument("--rollout-seed", type=int); a = p.parse_args()
 os.makedirs(a.save, exist_ok=True)
 json.dump({"env": dict(os.environ), "cwd": os.getcwd()}, open(os.path.join(a.save, "driver.json"), "w"))
 module, _, name = a.custom_eval_rollout_log_function_path.rpartition(".")

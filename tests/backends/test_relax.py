@@ -43,7 +43,14 @@ FLAG_KNOBS = {"--num-rollout": "OUTER_EPOCHS", "--rollout-batch-size": "TASK_GRO
 
 
 def game(i: int) -> str:
-    return f"json_2.1.1/valid_seen/{TYPES[i % 6]}-Obj{i}-None-Place-{300 + i}/trial_T2019_{i:04d}/game.tw-pddl"
+    """Game i's id in the frozen panel: its directory relative to the data directory (environments/alfworld_data.py)."""
+    return f"json_2.1.1/valid_seen/{TYPES[i % 6]}-Obj{i}-None-Place-{300 + i}/trial_T2019_{i:04d}"
+
+
+def relax_task(task_id: str) -> str:
+    """The same game as Relax names it: the game file relative to ALFWORLD_DATA, as prepare_alfworld.py writes it into
+    each prompt row's metadata.task_id (task.game.relative_path) and the agent copies into every sample's metadata."""
+    return f"{task_id}/game.tw-pddl"
 
 
 def stand_in_checkout(workdir: Path, sources: list[str]) -> str:
@@ -73,6 +80,7 @@ def study(tmp_path_factory):
                                alfworld_python="python3", model_path=str(root / "model"), model_lock=str(root / "model.lock.json"))
     manifest["image"] = {"ref": "ghcr.io/redai-infra/relaxrl", "digest": "sha256:" + "3f" * 32}
     manifest["model"].update(revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082", tokenizer_revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082")
+    manifest["data"]["eval"]["path"] = "data/alfworld/eval_in_distribution.jsonl"   # the directory panel's ids, as a task list
     (root / "manifests").mkdir()
     (root / "manifests" / MANIFEST.name).write_text(yaml.safe_dump(manifest, sort_keys=False))
     (root / "data" / "alfworld").mkdir(parents=True)
@@ -140,6 +148,12 @@ def recipe_line(knobs: dict[str, str], workdir: Path) -> str:
     return shlex.join(words)
 
 
+def submitted(launch) -> list[str]:
+    """The `--flag value` words the job's submit step sets in the recipe's command (after `submit EXPANDED_FILE`)."""
+    program = list(launch.argv[launch.argv.index("--") + 1:])
+    return program[program.index("agentrepro.backends.relax.submit") + 2:]
+
+
 def flag_pairs(words: list[str]) -> list[tuple[str, list[str]]]:
     pairs: list[tuple[str, list[str]]] = []
     for word in words:
@@ -158,8 +172,8 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
     """Each method: the recipe's required knobs set within its choices, GRAPHGPO_* on the head, and every submitted
     flag a flag of Relax's parser (or of Megatron/SGLang as the recipe passes it) with a value of its type and choices."""
     config = resolved(study, method)
-    prepare, expand, head, submit = relax.RelaxBackend().launches(config, tmp_path / "run")
-    assert all(isinstance(w, str) for launch in (prepare, expand, head, submit) for w in launch.argv)
+    prepare, expand, head = relax.RelaxBackend().launches(config, tmp_path / "run")
+    assert all(isinstance(w, str) for launch in (prepare, expand, head) for w in launch.argv)
     knobs = expand.env
     assert expand.argv == ("bash", relax_recipe.RECIPE) and knobs["DRY_RUN"] == "1" and expand.cwd == Path(config["backend"]["workdir"])
     required = [name for name in RECIPE["required_env"] if " " not in name]
@@ -210,8 +224,8 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     under Relax's save rule ((r + 1) % interval == 0 or the last rollout) the copies are the evaluated steps."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["backend"]["export_hf"] = True
-    _, expand, _, submit = relax.job_launches(config, tmp_path / "run")
-    replace = list(submit.argv[4:])
+    _, expand, submit = relax.job_launches(config, tmp_path / "run")
+    replace = submitted(submit)
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=replace)
     given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
@@ -224,10 +238,11 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     assert [relax_recipe.step_of_rollout(r) for r in saved] == planned[1:]
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 0) == Path(config["backend"]["model_path"])
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 5).name == "4"
-    assert relax.job_launches(resolved(study, "graphgpo"), tmp_path / "run")[3].argv == submit.argv   # the default
+    assert relax.job_launches(resolved(study, "graphgpo"), tmp_path / "run")[2].argv == submit.argv   # the default
     config["backend"]["export_hf"] = False
-    plain = relax.job_launches(config, tmp_path / "run")[3]
-    assert plain.argv[4:] == (relax_recipe.KEEP_FLAG, "1", relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK)   # no export flags
+    plain = relax.job_launches(config, tmp_path / "run")[2]
+    assert submitted(plain) == [relax_recipe.KEEP_FLAG, "1", relax_recipe.SEED_FLAG, "0", relax_recipe.ADVANTAGE_FLAG,
+                                relax_recipe.ADVANTAGE_HOOK]   # no export flags
     with pytest.raises(BadInput, match="expected --seed at most once"):
         relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
 
@@ -239,8 +254,8 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
     and the --save-hf copies live outside it (relax.pin.json `retention`). `all`: the recipe's value, no deviation."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["eval"]["keep_checkpoints"] = keep
-    _, expand, _, submit = relax.job_launches(config, tmp_path / "run")
-    words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=list(submit.argv[4:]))
+    _, expand, submit = relax.job_launches(config, tmp_path / "run")
+    words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=submitted(submit))
     given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
     recipe = {f["flag"]: f["value"] for f in RECIPE["flags"]}
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
@@ -254,20 +269,23 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
     assert records == ([{"key": relax_recipe.KEEP_FLAG, "value": 1, "official": "2", "why": records[0]["why"]}] if kept == "1" else [])
 
 
-def test_two_jobs_on_one_node_get_their_own_ports(study, tmp_path, monkeypatch):
-    """Two SLURM jobs on one node: distinct Ray head, dashboard (RAY_ADDRESS of the submit) and Ray Serve ports."""
+def test_ray_serve_stays_on_the_port_relax_reads_and_is_reserved(study, tmp_path, monkeypatch):
+    """Relax builds every Serve URL with port 8000 (get_serve_url, relax.outputs.json `services_and_ports`), so no launch
+    moves the port (no RELAX_SERVE_PORT/HOST, which only train.py would read); the job's head is started by ray_job with
+    its dashboard and port 8000 reserved on the node (a second Relax job there waits: exit 75), and the submit goes to
+    that head's dashboard (RAY_ADDRESS from ray_job), never the recipe's 8265."""
+    serve = OUTPUTS["services_and_ports"]["ray_serve"]
+    assert serve["env"]["RELAX_SERVE_PORT"] == str(relax_recipe.SERVE_PORT)
+    assert "relax/utils/utils.py@fork:558" in serve["fork_hardcoded_src"]
     config = resolved(study, "graphgpo")
-    seen = []
-    for job in ("1001", "1002"):
-        monkeypatch.setenv("SLURM_JOB_ID", job)
-        _, _, head, submit = relax.job_launches(config, tmp_path / job)
-        port = ray_launch.ray_ports(f"slurm-{job}")
-        assert f"--port={port.head}" in head.argv and f"--dashboard-port={port.dashboard}" in head.argv
-        assert submit.env["RAY_ADDRESS"] == f"http://127.0.0.1:{port.dashboard}" and head.env["RELAX_SERVE_PORT"] == str(port.serve)
-        assert submit.env["RELAX_ENTRYPOINT_MODE"] and "--include-dashboard=true" in head.argv
-        seen.append({port.head, port.dashboard, port.serve})
-    assert not seen[0] & seen[1]
-    assert "8000" not in {head.env["RELAX_SERVE_PORT"]} and not any("8265" in w for w in head.argv)
+    monkeypatch.setenv("SLURM_JOB_ID", "1001")
+    launches = relax.job_launches(config, tmp_path / "run")
+    assert not any(name.startswith("RELAX_SERVE") for launch in launches for name in launch.env)
+    head = launches[2].argv[:launches[2].argv.index("--")]
+    assert head[1:3] == ("-m", "agentrepro.backends.ray_job") and "--dashboard" in head
+    assert head[head.index("--fixed-port") + 1] == "8000" and head[head.index("--key") + 1] == "slurm-1001"
+    assert "RAY_ADDRESS" not in launches[2].env and not any("8265" in w for w in launches[2].argv)
+    assert launches[2].env["RELAX_ENTRYPOINT_MODE"] and launches[2].env["GRAPHGPO_METHOD"] == "graphgpo"
 
 
 @pytest.mark.parametrize("key, value, message", [
@@ -300,12 +318,13 @@ def sample(trajectory: str, task: str, turn: int, *, success: bool, episode_retu
 
 
 def eval_samples(tasks: list[str]) -> list:
-    """Trajectories with 1..3 turns, interleaved as Relax's batch may order them."""
+    """Trajectories of the panel's tasks with 1..3 turns, interleaved as Relax's batch may order them; each sample names
+    its game as Relax does (relax_task)."""
     rows = []
     for i, task in enumerate(tasks):
         turns, success = 1 + i % 3, i % 2 == 0
-        rows += [sample(f"traj-{i}", task, t, success=success, episode_return=10.0 if success else -0.1 * i, tokens=5 + t)
-                 for t in range(turns)]
+        rows += [sample(f"traj-{i}", relax_task(task), t, success=success, episode_return=10.0 if success else -0.1 * i,
+                        tokens=5 + t) for t in range(turns)]
     return rows[1::2] + rows[0::2]
 
 
@@ -417,14 +436,15 @@ def test_shipped_manifest_placeholders_are_refused(tmp_path):
     """manifests/graphgpo-alfworld-relax.yaml stops `agentrepro freeze` at each placeholder, named (subprocess)."""
     result = run_cli("freeze", f"manifests/{MANIFEST.name}", "--allow-dirty", "-o", tmp_path / "x.lock.json", cwd=REPO)
     assert result.returncode == 2
-    for field in ("image.digest", "model.revision", "model.tokenizer_revision", "data.eval.path"):
+    for field in ("image.ref", "image.digest", "data.eval.path"):
         assert f"{field}: " in result.stderr
+    assert "model.revision" not in result.stderr   # pinned: the revision the recipe's data preparation pins
     assert not (tmp_path / "x.lock.json").exists()
 
 
 def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_config):
     """`agentrepro train` then `eval` (subprocesses) against a stand-in Relax and `ray`: the recipe's dry run is
-    submitted to this job's head (not 8265), the driver inherits the head's RELAX_SERVE_PORT and GRAPHGPO_*,
+    submitted to this job's head (not 8265), the driver inherits the head's GRAPHGPO_* (Serve's port is Relax's own),
     the hook's trajectories become the outcomes of steps 0, 5, 10, the recipe's logger still runs, the head is gone."""
     import importlib.util
 
@@ -439,8 +459,8 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     checkout = make_checkout(tmp_path / "relax")
     data = tmp_path / "alfworld"
     for task in config["eval"]["task_panel"]:
-        (data / task["task_id"]).parent.mkdir(parents=True, exist_ok=True)
-        (data / task["task_id"]).write_text("game\n")
+        (data / relax_task(task["task_id"])).parent.mkdir(parents=True, exist_ok=True)
+        (data / relax_task(task["task_id"])).write_text("game\n")
     config["backend"].update(workdir=str(checkout), alfworld_data=str(data))
     config["train"]["steps"] = 10
     config["train"]["step_rows"] = [1, 5]   # within the shortened run
@@ -452,13 +472,13 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     assert result.returncode == 0, result.stderr
     save = relax_recipe.checkpoint_dir(relax.save_dir(run_dir), config)
     driver = json.loads((save / "driver.json").read_text())
-    ports = ray_launch.ray_ports(f"slurm-{env['SLURM_JOB_ID']}")
-    assert driver["env"]["RELAX_SERVE_PORT"] == str(ports.serve) and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
+    assert "RELAX_SERVE_PORT" not in driver["env"] and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
     assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "0")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
     assert submitted[:4] == list(relax_recipe.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
     assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"   # eval.keep_checkpoints hf (the default)
+    assert submitted[submitted.index(relax_recipe.SEED_FLAG) + 1] == "1"   # the run's seed orders the training prompts
     assert sorted(p.name for p in save.glob("iter_*")) == ["iter_0000004", "iter_0000009"]   # rotated before each save
     calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]
     assert [c["rollout_id"] for c in calls] == [0, 4, 9] and all(c["rows"] > 128 for c in calls)
@@ -482,9 +502,9 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
 
 @pytest.mark.slow
 def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
-    """With real Ray: `ray job submit --address=...:8265` (the recipe's launcher) under RAY_ADDRESS reaches this
-    job's dashboard; the driver inherits the head's GRAPHGPO_*/RELAX_SERVE_PORT and directory; a failing job fails
-    the submit; nothing of the head is left afterwards."""
+    """With real Ray, as the job runs it (ray_job --dashboard around the submit): `ray job submit --address=...:8265` (the
+    recipe's launcher) under the RAY_ADDRESS ray_job sets reaches this job's dashboard; the driver inherits the head's
+    GRAPHGPO_* and directory; a failing job fails the submit; nothing of the head, nor its reservation, is left."""
     import shutil
     import subprocess
 
@@ -494,14 +514,14 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")
     require("ray", bool(ray), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)")
     key = f"relax-real-{tmp_path.name}"
-    ports = ray_launch.ray_ports(key)
-    env = {"GRAPHGPO_METHOD": "gigpo", "RELAX_SERVE_PORT": str(ports.serve), "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}"}
-    head = ray_launch.head_launch(key, ray=ray, env=env, cwd=tmp_path, dashboard=True, num_cpus=1, num_gpus=0)
-    submit_env = {**os.environ, "RAY_ADDRESS": f"http://127.0.0.1:{ports.dashboard}"}
-    probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.environ['RELAX_SERVE_PORT'], os.getcwd()); sys.exit(int(sys.argv[1]))"
-    with ray_launch.private_head(head, wait_for=(ports.head, ports.dashboard), log_dir=tmp_path / "logs", pid_file=tmp_path / "pid", wait_s=180):
-        results = [subprocess.run([ray, "job", "submit", *relax_recipe.LAUNCHER[3:], "python3", "-c", probe, code],
-                                  env=submit_env, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
-    assert results[0].returncode == 0 and f"JOB gigpo {ports.serve} {tmp_path}" in results[0].stdout
+    env = {**os.environ, "GRAPHGPO_METHOD": "gigpo", "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}",
+           ray_launch.PORTS_ENV: str(tmp_path / "ports")}
+    probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.getcwd()); sys.exit(int(sys.argv[1]))"
+    results = [subprocess.run([sys.executable, "-m", "agentrepro.backends.ray_job", "--key", key, "--dashboard", "--ray", ray,
+                               "--num-cpus", "1", "--num-gpus", "0", "--no-client", "--",
+                               ray, "job", "submit", *relax_recipe.LAUNCHER[3:], "python3", "-c", probe, code],
+                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
+    assert results[0].returncode == 0 and f"JOB gigpo {tmp_path}" in results[0].stdout, results[0].stderr[-2000:]
     assert results[1].returncode != 0
     assert not [p for p in psutil.process_iter(["cmdline"]) if ray_launch.temp_dir(key) in " ".join(p.info["cmdline"] or [])]
+    assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))
