@@ -525,3 +525,94 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     assert results[1].returncode != 0
     assert not [p for p in psutil.process_iter(["cmdline"]) if ray_launch.temp_dir(key) in " ".join(p.info["cmdline"] or [])]
     assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))
+
+
+def write_games(root: Path, names: list[str]) -> None:
+    """ALFWorld's layout with one trial per task directory: traj_data.json (its task type) and game.tw-pddl (solvable)."""
+    for name in names:
+        trial = root / "json_2.1.1" / "valid_seen" / name / "trial_T20190907_000000_000000"
+        trial.mkdir(parents=True)
+        (trial / "traj_data.json").write_text(json.dumps({"task_type": name.split("-")[0]}))
+        (trial / "game.tw-pddl").write_text(json.dumps({"solvable": True, "pddl_domain": "d", "grammar": "g", "pddl_problem": "p"}))
+
+
+def test_eval_task_ids_match_a_panel_frozen_from_a_data_directory(study, tmp_path, recipe_logger):
+    """The panel freeze builds from an ALFWorld data directory (ids: the game directories) and the prompt rows the
+    recipe's prepare_alfworld.py writes for the same directory (metadata.task_id: the game file, relative_path) meet:
+    every trajectory of the eval hook lands on its panel task, none is refused."""
+    from agentrepro.environments.alfworld import panel_entry
+    from agentrepro.environments.alfworld_data import eligible_games, read_game
+
+    data = tmp_path / "alfworld"
+    write_games(data, [f"{t}-Obj-None-Place-{i}" for i, t in enumerate(TYPES * 2)])
+    ids = eligible_games(data, "eval_in_distribution")
+    panel = [panel_entry(read_game(data, task_id), {}) for task_id in ids]
+    config = copy.deepcopy(resolved(study, "graphgpo"))
+    config["eval"].update(task_panel=panel, tasks=len(panel))
+    prompts = [{"metadata": {"task_id": Path(os.path.relpath(game, data)).as_posix(), "manifest_index": i}}
+               for i, game in enumerate(sorted(data.rglob("game.tw-pddl")))]   # prepare_alfworld.prompt_rows_bytes' ids
+    assert [p["metadata"]["task_id"] for p in prompts] == [f"{task_id}/game.tw-pddl" for task_id in ids]
+    samples = [sample(f"t{i}", p["metadata"]["task_id"], 0, success=i % 2 == 0, episode_return=10.0 * (i % 2 == 0), tokens=3)
+               for i, p in enumerate(prompts)]
+    save = relax_recipe.checkpoint_dir(relax.save_dir(tmp_path / "run"), config)
+    hook.write_outcomes(4, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": samples}})
+    rows = relax.convert_eval(tmp_path / "run", 5, config)
+    check_rows(rows, config=config, step=5, source="hook")
+    assert [r["task_id"] for r in rows] == ids and [r["category"] for r in rows] == [t["category"] for t in panel]
+
+
+def test_freeze_refuses_what_relax_refuses_to_start_with(study, tmp_path):
+    """freeze (subprocess) refuses a model.revision other than the one the recipe's data preparation pins (its preflight
+    would stop the job), and resources.gpus 4 (tensor parallel 4 over the model's 2 query groups: Megatron stops at start),
+    each naming the field and the constraint."""
+    lock, _, root = study
+    manifest = copy.deepcopy(lock["manifest"])
+    cases = [({"model": {**manifest["model"], "revision": "a" * 40}},
+              f"model.revision: the Relax recipe's preflight refuses a MODEL_REVISION other than the one its data preparation "
+              f"pins into prepare.lock.json, {relax_recipe.PINNED_MODEL_REVISION}"),
+             ({"resources": {**manifest["resources"], "gpus": 4}},
+              "resources.gpus -> NUM_GPUS -> --tensor-model-parallel-size = 4: --num-query-groups = 2 is not a multiple of it")]
+    (tmp_path / "manifests").mkdir()
+    target = tmp_path / "manifests" / MANIFEST.name
+    for change, message in cases:
+        target.write_text(yaml.safe_dump({**manifest, **change}, sort_keys=False))
+        result = run_cli("freeze", target, "--allow-dirty", "--root", root, "-o", tmp_path / "x.lock.json", cwd=root)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.lock.json").exists()
+
+
+def test_episode_weighting_is_the_recipes_unless_stated_and_recorded_when_it_differs(study, tmp_path):
+    """Without train.episode_stats a Relax run takes the recipe's EPISODE_WEIGHTING (trajectory_once, line 26) and records
+    no deviation; `rows` (reference_cross_steps) is a deviation from it with its reason; both shipped studies state it
+    for every Relax method."""
+    knob = next(k for k in RECIPE["input_env_knobs"] if k["name"] == "EPISODE_WEIGHTING")
+    assert knob["default"] == relax_recipe.RECIPE_WEIGHTING
+    config = copy.deepcopy(resolved(study, "graphgpo"))
+    config["train"].pop("episode_stats")
+    config = runconfig.resolve_config(config, relax.RelaxBackend().default_config())
+    assert relax_recipe.recipe_env(config, tmp_path, tmp_path)["EPISODE_WEIGHTING"] == "trajectory_once"
+    assert not [d for d in relax.RelaxBackend().deviations(config, tmp_path) if d["key"] == "EPISODE_WEIGHTING"]
+    config["train"]["episode_stats"] = "rows"
+    (record,) = [d for d in relax.RelaxBackend().deviations(config, tmp_path) if d["key"] == "EPISODE_WEIGHTING"]
+    assert (record["value"], record["official"]) == ("reference_cross_steps", "trajectory_once") and "train.episode_stats" in record["why"]
+    for name in ("graphgpo-alfworld", "graphgpo-alfworld-relax"):
+        shipped = yaml.safe_load((REPO / "manifests" / f"{name}.yaml").read_text())
+        for method, block in shipped["methods"].items():
+            if name.endswith("relax") or method.endswith("@relax"):
+                assert "episode_stats" in block or "episode_stats" in shipped["train"], (name, method)
+
+
+def test_the_seed_orders_the_training_prompts(study, tmp_path):
+    """--rollout-seed (Relax's default 42, arguments.py:667, for every SEED) is set from the run's seed, so seeds 0, 1, 2
+    submit different prompt orders; it is recorded among the deviations."""
+    flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
+    assert flags[relax_recipe.SEED_FLAG]["default"] == relax_recipe.RECIPE_ROLLOUT_SEED and flags[relax_recipe.SEED_FLAG]["type"] == "int"
+    assert relax_recipe.SEED_FLAG not in {f["flag"] for f in RECIPE["flags"]}
+    seeds = []
+    for seed in (0, 1, 2):
+        config = resolved(study, "gigpo", seed=seed)
+        words = submitted(relax.job_launches(config, tmp_path / f"run{seed}")[2])
+        seeds.append(words[words.index(relax_recipe.SEED_FLAG) + 1])
+        assert {"key": relax_recipe.SEED_FLAG, "value": seed} in [{k: d[k] for k in ("key", "value")}
+                                                                  for d in relax.RelaxBackend().deviations(config, tmp_path)]
+    assert seeds == ["0", "1", "2"]
