@@ -134,3 +134,19 @@ def test_the_wait_for_a_head_is_bounded(tmp_path):
                 pass
     finally:
         held.release()
+
+
+def test_a_head_is_stopped_when_anything_fails_after_it_started(tmp_path):
+    """A failure right after the head starts (here its pid file cannot be written) stops the head's process group."""
+    import psutil
+
+    held = ray_launch.reserve(0, directory=tmp_path)
+    duration = f"{300 + random.random():.6f}"   # names this test's stand-in head among the machine's processes
+    try:
+        with pytest.raises(FileNotFoundError):
+            with ray_launch.running_head(["sleep", duration], held, wait_for=(held.ports.head,),
+                                         pid_file=tmp_path / "missing" / "ray_head.pid"):
+                pass
+    finally:
+        held.release()
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", duration]]

@@ -228,9 +228,9 @@ def running_head(argv: list[str], reservation: Reservation, *, wait_for: tuple[i
     only that session's process group afterwards (TERM, then KILL after 30 s)."""
     proc = subprocess.Popen(argv, cwd=cwd, env=None if env is None else dict(env), stdout=stdout, stderr=stderr,
                             stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(reservation.handle.fileno(),))
-    if pid_file is not None:
-        pid_file.write_text(f"{proc.pid}\n")
     try:
+        if pid_file is not None:
+            pid_file.write_text(f"{proc.pid}\n")
         deadline = time.monotonic() + wait_s
         while not all(listening(port) for port in wait_for):
             if proc.poll() is not None:
