@@ -63,3 +63,18 @@ def step_checkpoint(config: dict, run_dir, step: int):
     from agentrepro.backends import get_backend
 
     return get_backend(config["backend"]["name"]).checkpoint(config, Path(run_dir), step)
+
+
+def write_alfworld_games(root: Path, names: list[str], *, split_dir: str = "valid_seen") -> list[str]:
+    """ALFWorld's layout under `root` (no alfworld package needed), one trial per task directory `name`: traj_data.json
+    with the task type its name starts with, and a solvable game.tw-pddl; returns the games' ids (their directories)."""
+    import json
+
+    ids = []
+    for name in names:
+        trial = Path(root) / "json_2.1.1" / split_dir / name / "trial_T20190907_000000_000000"
+        trial.mkdir(parents=True)
+        (trial / "traj_data.json").write_text(json.dumps({"task_type": name.split("-")[0]}))
+        (trial / "game.tw-pddl").write_text(json.dumps({"solvable": True, "pddl_domain": "d", "grammar": "g", "pddl_problem": "p"}))
+        ids.append(trial.relative_to(root).as_posix())
+    return sorted(ids)

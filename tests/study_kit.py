@@ -36,7 +36,7 @@ BASE: dict[str, Any] = {
     "seeds": [0, 1],
     "train": {"steps": 10, "groups": 2, "group_size": 4, "lr": 1.0e-6},
     "eval": {"tasks": 4, "episodes_per_task": 1, "temperature": 0.4, "every": 5},
-    "resources": {"gpus": 2},
+    "resources": {"gpus": 2, "cpus": 5},   # GRPO's script reserves 0.1 CPU x 12 env workers + 3 in Ray (agentrepro preflight)
     "reference": "references/demo.yaml",
     "analysis": {"tolerance_pp": 3, "alpha": 0.05, "claims": ["gigpo > grpo"]},
 }

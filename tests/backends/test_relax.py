@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import FIXTURES, REPO, run_cli, step_checkpoint
+from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_games
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_launch
@@ -527,15 +527,6 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))
 
 
-def write_games(root: Path, names: list[str]) -> None:
-    """ALFWorld's layout with one trial per task directory: traj_data.json (its task type) and game.tw-pddl (solvable)."""
-    for name in names:
-        trial = root / "json_2.1.1" / "valid_seen" / name / "trial_T20190907_000000_000000"
-        trial.mkdir(parents=True)
-        (trial / "traj_data.json").write_text(json.dumps({"task_type": name.split("-")[0]}))
-        (trial / "game.tw-pddl").write_text(json.dumps({"solvable": True, "pddl_domain": "d", "grammar": "g", "pddl_problem": "p"}))
-
-
 def test_eval_task_ids_match_a_panel_frozen_from_a_data_directory(study, tmp_path, recipe_logger):
     """The panel freeze builds from an ALFWorld data directory (ids: the game directories) and the prompt rows the
     recipe's prepare_alfworld.py writes for the same directory (metadata.task_id: the game file, relative_path) meet:
@@ -544,7 +535,7 @@ def test_eval_task_ids_match_a_panel_frozen_from_a_data_directory(study, tmp_pat
     from agentrepro.environments.alfworld_data import eligible_games, read_game
 
     data = tmp_path / "alfworld"
-    write_games(data, [f"{t}-Obj-None-Place-{i}" for i, t in enumerate(TYPES * 2)])
+    write_alfworld_games(data, [f"{t}-Obj-None-Place-{i}" for i, t in enumerate(TYPES * 2)])
     ids = eligible_games(data, "eval_in_distribution")
     panel = [panel_entry(read_game(data, task_id), {}) for task_id in ids]
     config = copy.deepcopy(resolved(study, "graphgpo"))

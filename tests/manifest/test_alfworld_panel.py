@@ -19,7 +19,7 @@ def alfworld_study(root, tasks=4):
     """The demo study on the test games of tests/environments, ALFWorld data in data/alfworld, plus ineligible games."""
     from agentrepro.environments.alfworld_testgames import GAMES, write_data_dir
 
-    manifest = set_key(set_key(BASE, "data.eval.path", "data/alfworld"), "eval.tasks", tasks)
+    manifest = set_key(set_key(set_key(BASE, "data.eval.path", "data/alfworld"), "eval.tasks", tasks), "eval.panel", "first")
     write_study(root, manifest)
     data = root / "data" / "alfworld"
     games = write_data_dir(data)

@@ -17,7 +17,8 @@ COMMIT, DIGEST = "0123456789abcdef0123456789abcdef01234567", "sha256:" + "ab" * 
 RELAX = {"backends.relax.image.ref", "backends.relax.image.digest"}
 HUB = {"model.revision", "model.tokenizer_revision"}
 PLACEHOLDERS = {
-    "graphgpo-alfworld": {"image.ref", "image.digest", "data.eval.path", *HUB, *RELAX},  # Relax at the commit holding its recipe
+    # Relax at the commit holding its recipe; the model at the revision the Relax recipe pins (a fixed choice, not a placeholder)
+    "graphgpo-alfworld": {"image.ref", "image.digest", "data.eval.path", *RELAX},
     "vagen-lite-sokoban": {"image.ref", "image.digest", *HUB},
     "vagen-lite-frozenlake": {"image.ref", "image.digest", *HUB},
 }

@@ -1,7 +1,9 @@
 """Relax's GraphGPO recipe (examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh) as the harness drives it.
 
-The recipe is the source of every Relax flag: the harness sets only its environment knobs, from the run
-config, and adds no flag of its own. Facts (script lines) are in tests/fixtures/frameworks/relax.args.json.
+The recipe is the source of every Relax flag: the harness sets its environment knobs, from the run config, and
+replaces or adds only the flags `replaced_args` lists, each a deviation (`deviations`): the eval hook, the save
+cadence and Hugging Face copy, the Megatron checkpoints kept, and --rollout-seed from the run's seed. Facts (script
+lines) are in tests/fixtures/frameworks/relax.args.json.
 
 * Knobs (`recipe_env`): METHOD (grpo|gigpo|graphgpo, from train.estimator; `--advantage-estimator` stays
   `grpo` as the recipe passes it, the method is chosen by the custom advantage function), OMEGA, GAMMA,
@@ -15,9 +17,13 @@ config, and adds no flag of its own. Facts (script lines) are in tests/fixtures/
   task, ...) cannot be changed through it: a run config asking otherwise is refused, naming the key.
 * Exports (`head_env`): the recipe exports GRAPHGPO_* and RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE before it
   starts its Ray head, so Ray's workers inherit them; the job's own head gets the same values.
-* The expanded command (`submitted_argv`): the recipe's DRY_RUN=1 line, with exactly one value replaced:
+* The expanded command (`submitted_argv`): the recipe's DRY_RUN=1 line, with its eval hook replaced:
   `--custom-eval-rollout-log-function-path` names agentrepro's hook (backends/relax/hooks/agentrepro_relax_eval.py), which writes one
-  outcome per trajectory and then calls the recipe's own logger, so Relax's metrics are unchanged.
+  outcome per trajectory and then calls the recipe's own logger, so Relax's metrics are unchanged; and the
+  `replaced_args` pairs set.
+* What the recipe will demand of its node (RelaxBackend.demands): its tensor-parallel size is NUM_GPUS, which must
+  divide the model's query groups and heads (QUERY_GROUPS, ATTENTION_HEADS), and Ray Serve's port SERVE_PORT, which
+  Relax hard-codes; freeze also refuses a model revision other than PINNED_MODEL_REVISION.
 * Step numbering (`step_of_rollout`, `rollout_of_step`): the only place that knows Relax's 0-based
   rollout_id. Relax (relax/components/rollout.py `Rollout._async_run`, `_should_eval`; relax/utils/misc.py
   `should_run_periodic_action`) evaluates before training with rollout_id 0 when its step is 0 (not on a
