@@ -65,7 +65,7 @@ def main() -> int:
             results = []
             for proc, out, _, _ in started:
                 _, stderr = proc.communicate(timeout=1800)
-                results.append({"status": proc.returncode, "ports": block(stderr), **json.loads(out.read_text())})
+                results.append({"status": proc.returncode, "head_block": block(stderr), **json.loads(out.read_text())})
             print(json.dumps({"jobs": results, "load_before": load, "load_after": os.getloadavg()}))
             return 0
         envs, _, processes = demands.ray_processes(recipes.composed(*planned(work)))
@@ -75,7 +75,8 @@ def main() -> int:
         report = json.loads(out.read_text()) if proc.returncode == 0 else {"error": stderr[-2000:]}
         need, ports = demands.worker_ports(config, values)
         print(json.dumps({"actors": count, "recipe_env_workers": envs, "recipe_processes": processes, "head_worker_ports": ports,
-                          "head_cpus": demands.head_cpus(config)[1], "status": proc.returncode, "ports": block(stderr), **report,
+                          "head_cpus": demands.head_cpus(config)[1], "status": proc.returncode, "head_block": block(stderr),
+                          **{k: v for k, v in report.items() if k != "ports"}, "worker_ports_used": len(report.get("ports", [])),
                           "load_before": load, "load_after": os.getloadavg()}))
     return 0
 
