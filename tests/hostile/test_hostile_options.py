@@ -138,3 +138,31 @@ def test_report_refuses_a_file_in_place_of_its_folder(frozen_study, analysis_doc
         ok = status == 2 and str(root / "reports" / "demo") in message
         record("output_paths", "verb:report", ok)
         assert ok, message
+
+
+def test_outputs_the_system_will_not_hold_exit_2_in_one_line(frozen_study):
+    """Every verb told to write under /proc (which passes an `os.access` check as root) exits 2 naming the path, no traceback."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for argv, kind in _outputs(work, frozen_study):
+            target = "/proc/agentrepro-out" + ("" if kind == "dir" else ".x")
+            status, message = invoke(*[target if a == "{OUT}" else a for a in argv])
+            ok = status == 2 and target in message and "Traceback" not in message and len(message.strip().splitlines()) == 1
+            record("output_paths", f"verb:{argv[0]}", ok)
+            assert ok, f"{argv[0]} -> {target}: exit {status}: {message}"
+
+
+@pytest.mark.parametrize("argv", [["advantages", "--estimator", "grpo", "{ROWS}", "-o", "/proc/agentrepro-out.jsonl"],
+                                  ["env", "replay", "--env", "sokoban", "--seed", "0", "--responses", "{RESPONSES}",
+                                   "--images", "/proc/agentrepro-out"]])
+def test_an_unwritable_output_as_a_subprocess(tmp_path, argv):
+    """As a user runs it: `-o /proc/x` and `--images /proc/x` end in one line and exit 2, no traceback."""
+    from helpers import run_cli
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps("<answer>up</answer>") + "\n")
+    done = run_cli(*[{"{ROWS}": rows, "{RESPONSES}": responses}.get(a, a) for a in argv], cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "/proc/agentrepro-out" in lines[0], done.stderr

@@ -29,7 +29,7 @@ from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.bounds import STEP
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_jsonl, sha256_file
+from agentrepro.fileio import atomic_write_jsonl, make_dir, sha256_file
 from agentrepro.layout import RunFiles, config_sha256
 from agentrepro.layout import eval_dir as evaluation_dir
 from agentrepro.serving import cli as serving_cli
@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
         backend = get_backend(config["backend"]["name"])
     except BadInput as exc:
         raise BadInput(str(exc), path=run_dir / runconfig.RESOLVED) from None
-    eval_dir = evaluation_dir(run_dir, args.step)
-    eval_dir.mkdir(parents=True, exist_ok=True)
+    eval_dir = make_dir(evaluation_dir(run_dir, args.step))
     (eval_dir / seal.OUTPUTS).unlink(missing_ok=True)
 
     run_seal = run_dir / seal.OUTPUTS

@@ -25,7 +25,7 @@ from agentrepro.backends import checkpoints, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput, read_from
-from agentrepro.fileio import check_output_dir
+from agentrepro.fileio import check_output_dir, make_dir
 from agentrepro.layout import RunFiles, config_sha256
 
 
@@ -46,8 +46,7 @@ def run(args: argparse.Namespace) -> int:
         resolved = runconfig.resolve_config(config, backend.default_config())
         backend.validate_config(resolved)
     resolved_sha = config_sha256(resolved)
-    out: Path = check_output_dir(args.out, option="--out")
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = make_dir(check_output_dir(args.out, option="--out"))
 
     resume = not args.no_resume
     if args.from_warmstart is not None and backend.name != "builtin":

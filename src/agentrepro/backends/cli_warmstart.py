@@ -20,7 +20,7 @@ from agentrepro.backends import outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
 from agentrepro.errors import BadInput, read_from
-from agentrepro.fileio import atomic_write_jsonl, check_output_dir
+from agentrepro.fileio import atomic_write_jsonl, check_output_dir, make_dir
 from agentrepro.layout import RunFiles, outcomes_path
 from agentrepro.trainer.warmstart_id import BUILTIN, identity, warmstart_config
 
@@ -44,8 +44,7 @@ def run(args: argparse.Namespace) -> int:
         resolved = runconfig.resolve_config(config, backend.default_config())
         backend.validate_config(resolved)
         ws_config = warmstart_config(resolved, path=args.config)
-    out: Path = check_output_dir(args.out, option="--out")
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = make_dir(check_output_dir(args.out, option="--out"))
     runconfig.clear_outputs(out, OUTPUT_NAMES)
 
     command = runconfig.command_line()

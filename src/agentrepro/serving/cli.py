@@ -21,7 +21,7 @@ from agentrepro.environments import task_panel, validate_params
 from agentrepro.environments.cli import parse_params
 from agentrepro.environments.seeds import parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_jsonl, check_output_dir
+from agentrepro.fileio import atomic_write_jsonl, check_output_dir, make_dir
 from agentrepro.layout import RunFiles
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.evaluate import evaluate_model
@@ -81,7 +81,7 @@ def run_model(args: argparse.Namespace) -> int:
     step = args.step if args.step is not None else 0
     evaluation = {"temperature": args.temperature, "top_p": args.top_p, "sample_seed": args.sample_seed,
                   "max_turns": args.max_turns, "episodes_per_task": args.episodes}
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out)
     (out / seal.OUTPUTS).unlink(missing_ok=True)
     attempts.start_attempt(out, stage="eval", command=runconfig.command_line(),
                            base={**identity, "step": step, "model_dir": str(model.resolve()), "env": args.env,

@@ -32,6 +32,7 @@ import httpx
 from agentrepro.attempts import now
 from agentrepro.backends.process import last_line, stop_tree
 from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import make_dir
 
 KINDS = ("transformers", "sglang", "url")
 PACKAGE = {"transformers": "transformers", "sglang": "sglang"}
@@ -145,7 +146,7 @@ def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, 
             else sglang_argv(model, port, seed=seed, tensor_parallel=tensor_parallel,
                              deterministic=config.deterministic_inference, args=config.args))
     url = f"http://127.0.0.1:{port}"
-    log_dir.mkdir(parents=True, exist_ok=True)
+    make_dir(log_dir)
     err_path = log_dir / "server.stderr.log"
     header = f"=== agentrepro {now()}: {shlex.join(argv)}\n"
     with open(log_dir / "server.stdout.log", "a", encoding="utf-8") as out, open(err_path, "a", encoding="utf-8") as err:

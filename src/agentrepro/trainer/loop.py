@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl, make_dir
 from agentrepro.layout import RunFiles, batch_dump, evaluated_steps
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer import kernels, precision
@@ -76,7 +76,7 @@ class Trainer:
         self.spec = RunSpec.from_config(config)
         self.cfg = cfg = self.spec.train
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.run_dir)
         self.save_steps = set(checkpoint_schedule(self.spec))
         self.device = run_device(cfg, ranks.device(cfg.device))
         self.sample_gen = torch.Generator().manual_seed(sampling_seed(self.spec.seed, ranks.rank))
