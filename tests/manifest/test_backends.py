@@ -58,7 +58,7 @@ def test_a_backend_that_disagrees_with_its_name_is_refused(tmp_path, manifest, w
 def test_the_study_model_must_suit_every_backend_in_use(tmp_path):
     """A builtin study with a verl-agent method: the config-built model is refused for verl-agent, naming model."""
     builtin = set_key(set_key(set_key(BASE, "backend", {"name": "builtin"}), "image", {"none": "CPU"}), "model",
-                      {"name": "tiny", "config": {"d_model": 16}})
+                      {"name": "tiny-gpt2", "config": {"d_model": 16}})
     verl = {"backend": BASE["backend"], "image": BASE["image"]}
     message = _error(tmp_path, set_key(set_key(builtin, "backends", {"verl-agent": verl}), "methods.grpo@verl-agent", {}))
     assert "demo.yaml: model: the verl-agent backend (backends.verl-agent) takes a hub model" in message

@@ -141,13 +141,13 @@ def test_generated_panel_comes_from_the_environments_package(tmp_path, monkeypat
 
     monkeypatch.setitem(sys.modules, "agentrepro.environments",
                         types.SimpleNamespace(task_panel=task_panel, panel_packages=lambda name, params: {}))
-    manifest = set_key(_builtin({"name": "tiny", "config": {"d_model": 8}}), "env", {"name": "frozenlake", "split": "eval", "params": {"size": 4}})
+    manifest = set_key(_builtin({"name": "tiny-gpt2", "config": {"d_model": 8}}), "env", {"name": "frozenlake", "split": "eval", "params": {"size": 4}})
     manifest = set_key(set_key(manifest, "eval.first_seed", 10001), "data", DELETE)
     write_study(tmp_path, manifest)
     lock = build_lock(tmp_path / "manifests" / "demo.yaml", root=tmp_path, allow_dirty=True)
     assert seen == {"name": "frozenlake", "params": {"size": 4}, "seeds": [10001, 10002, 10003, 10004]}
     assert lock["task_panel"][0]["task_id"] == "frozenlake-10001"
-    assert lock["resolved"]["model"] == {"name": "tiny", "config_sha256": sha256_json({"d_model": 8})}
+    assert lock["resolved"]["model"] == {"name": "tiny-gpt2", "config_sha256": sha256_json({"d_model": 8})}
 
 
 def test_default_study_freezes_with_the_real_environments(tmp_path):

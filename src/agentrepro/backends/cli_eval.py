@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     with runconfig.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
-            rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint)
+            rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint,
+                                        time_limits=serving_cli.time_limits(args))
         else:  # the backend's own code plays the panel: what it runs is recorded, as for training
             sourceparity.record_run(config, eval_dir)
             rows, prompt = backend.evaluate(run_dir, args.step), backend.prompt_record(config, run_dir)

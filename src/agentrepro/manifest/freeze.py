@@ -166,7 +166,8 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
         raise BadInput(f"{why}: the lock could not name the code that runs; commit first, or pass --allow-dirty (recorded in the lock)",
                        path=root.resolve(), where="harness")
     harness["allow_dirty"] = allow_dirty
-    panel, panel_files, packages = build_panel_sources(manifest, root)
+    with read_from(manifest_file):   # env.name and env.params are checked by the environment that builds the panel
+        panel, panel_files, packages = build_panel_sources(manifest, root)
     resolved["files"].update(panel_files)
     if packages:
         resolved["env_packages"] = packages

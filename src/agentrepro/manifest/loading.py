@@ -17,6 +17,7 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import load_yaml
 from agentrepro.manifest import backends
 from agentrepro.manifest.schema import key_path, validate
+from agentrepro.trainer import model_size
 
 MANIFEST_SCHEMA = "manifest.schema.json"
 
@@ -65,6 +66,8 @@ def check_manifest(manifest: Any, *, path: object) -> dict[str, Any]:
         raise BadInput(f"{manifest['study']!r} differs from the file name {Path(str(path)).name!r}: "
                        "runs and the lock are found by the study name, so they must agree", path=path, where="study")
     methods = manifest["methods"]
+    if "config" in manifest["model"]:   # a builtin model: bounded, and its training memory estimated, per method
+        model_size.check_model(manifest["model"], {f"method {m}": {**manifest["train"], **methods[m]} for m in methods}, path=path)
     for i, claim in enumerate(manifest.get("analysis", {}).get("claims", [])):   # the grammar's one owner: claim_text
         check_methods(parse_claim_text(claim, where=f"analysis.claims[{i}]", path=path), list(methods),
                       where=f"analysis.claims[{i}]", path=path)
