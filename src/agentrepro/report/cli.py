@@ -26,7 +26,7 @@ from agentrepro.report.load import load_analysis
 from agentrepro.report.paged import PAPERS
 from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
 from agentrepro.report.render import render_report
-from agentrepro.seal import OUTPUTS, write_outputs_manifest
+from agentrepro.seal import OUTPUTS, sums_text, write_outputs_manifest
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help=f"{STUDY_HELP}; reads analysis/STUDY/, writes reports/STUDY/")
@@ -68,7 +68,7 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
     try:
         atomic_write_text(staging / "report.html", html)
         # the analysis this report shows, sealed with it: `agentrepro audit` checks the analysis still hashes so
-        atomic_write_text(staging / layout.REPORT_ANALYSIS_RECORD, "".join(f"{digest}  {rel}\n" for rel, digest in sorted(files.items())))
+        atomic_write_text(staging / layout.REPORT_ANALYSIS_RECORD, sums_text(files))
         make_dir(staging / "figures")  # always there (a Snakemake directory() output), even with no figure
         for f in figures:
             atomic_write_bytes(staging / "figures" / f"{f.key}.png", f.png)
