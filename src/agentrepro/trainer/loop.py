@@ -5,7 +5,8 @@ Writes into the run directory (docs/design.md §3.3): metrics.jsonl, timings.jso
 batch dump hold is trainer/steplog.py's. Checkpoints are saved at exactly the evaluated steps
 (`layout.checkpoint_steps`: step 0, after the warm start, always), so the workflow evaluates every checkpoint and
 nothing else. With `resume`, the newest checkpoint is loaded with its optimizer, scheduler and random states, the
-logs are cut back to its step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.
+logs are cut back to its step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends,
+the saved random states included (torch's global generators are seeded from the run seed: checkpoint.seed_global_rng).
 With several data-parallel ranks (`ranks`, trainer/parallel.py) rank 0 sets the run up (warm start or resume)
 while the others wait, then every rank starts from its checkpoint; only rank 0 writes.
 """
@@ -79,6 +80,7 @@ class Trainer:
         make_dir(self.run_dir)
         self.save_steps = set(checkpoint_schedule(self.spec))
         self.device = run_device(cfg, ranks.device(cfg.device))
+        ckpt.seed_global_rng(self.spec.seed)   # a resume then restores the saved state over it
         self.sample_gen = torch.Generator().manual_seed(sampling_seed(self.spec.seed, ranks.rank))
         self.update_gen = torch.Generator().manual_seed(self.spec.seed * 1_000_003 + 2)
         self.task_rng = np.random.default_rng([self.spec.seed, 0x7A5C])
