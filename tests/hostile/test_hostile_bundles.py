@@ -25,7 +25,6 @@ from hostile_kit import record
 
 from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, audit_bundle, write_bundle
 from agentrepro.fileio import sha256_bytes
-from agentrepro.seal import sums_text
 
 
 _OPENED: list[str] | None = None
@@ -58,7 +57,8 @@ def _members(path: Path) -> dict[str, bytes]:
 def _forge(members: dict[str, bytes], path: Path) -> Path:
     """Write `members` as a bundle whose BUNDLE.sha256 matches them (a consistent forgery)."""
     members = {k: v for k, v in members.items() if k != BUNDLE_SHA256}
-    members = {BUNDLE_SHA256: sums_text({k: sha256_bytes(v) for k, v in members.items()}).encode(), **members}
+    sums = "".join(f"{sha256_bytes(data)}  {name}\n" for name, data in sorted(members.items()))   # plain names only
+    members = {BUNDLE_SHA256: sums.encode(), **members}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for name, data in members.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, get_type_hints
 
 from agentrepro.algorithms.spec import SPECS, EstimatorSpec, Option, all_options, trainer_specs
-from agentrepro.bounds import MAX_SEED
+from agentrepro.bounds import MAX_SEED, MAX_TRAIN_STEPS
 from agentrepro.errors import BadInput
 
 SPECS_BY_NAME: dict[str, EstimatorSpec] = {s.name: s for s in trainer_specs()}
@@ -25,7 +25,6 @@ ESTIMATOR_OPTIONS: tuple[Option, ...] = all_options(tuple(SPECS_BY_NAME.values()
 """One TrainConfig field each, right after `estimator`."""
 
 
-MAX_TRAIN_STEPS = 1_000_000            # steps, and every count of steps (eval cadences, warm-start steps)
 MAX_BATCH_TRAJECTORIES = 1_000_000     # groups x group_size: trajectories sampled per step
 
 # Every integer field with its smallest and largest value: the largest bound what a manifest can ask of any backend
