@@ -166,3 +166,24 @@ def test_an_unwritable_output_as_a_subprocess(tmp_path, argv):
     done = run_cli(*[{"{ROWS}": rows, "{RESPONSES}": responses}.get(a, a) for a in argv], cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "/proc/agentrepro-out" in lines[0], done.stderr
+
+
+CLAIM_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.builds(lambda a, op, b, m: f"{a} {op} {b}{m}", st.sampled_from(["grpo", "gigpo", "grpo@relax", "", "a b", "é"]),
+              st.sampled_from([">", "<", "==", ">=", "=", "!="]), st.sampled_from(["gigpo", "grpo", "", "grpo@x@y"]),
+              st.sampled_from(["", " ± 3pp", " +- 1e308 pp", " ± nan pp", " ± -3pp", " ± 0pp", " ± 100 percentage points",
+                               " ± 1e-320pp", " ± 3", "±3pp ±3pp"])),
+)
+
+
+@SETTINGS
+@given(claim=CLAIM_TEXT)
+def test_any_claim_text_exits_0_or_2_naming_the_claim(frozen_study, claim):
+    """`analyze --claim TEXT` with any text: exit 0, or 2 with a message naming --claim; never a traceback."""
+    outcomes = frozen_study / "runs" / "demo" / "grpo" / "seed0" / "eval" / "step10" / "outcomes.jsonl"
+    with tempfile.TemporaryDirectory() as tmp:
+        status, message = invoke("analyze", "--outcomes", outcomes, "--claim", claim, "--out", Path(tmp) / "out")
+    ok = "Traceback" not in message and (status == 0 or (status == 2 and "--claim" in message))
+    record("options", "verb:analyze", ok)
+    assert ok, f"--claim {claim!r}: exit {status}: {message[-400:]}"
