@@ -61,6 +61,13 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _stream(self, **headers: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name.replace("_", "-"), value)
+                self.end_headers()
+
             def do_GET(self):
                 if fake.behaviour.startswith("models="):
                     return self._send(200, fake.behaviour.split("=", 1)[1].encode())
@@ -74,19 +81,13 @@ class FakeServer:
                     fake.stop.wait(3600)
                     return
                 if kind == "drip":
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", "1000000")
-                    self.end_headers()
+                    self._stream(Content_Length="1000000")
                     while not fake.stop.wait(1.0):
                         self.wfile.write(b" ")
                         self.wfile.flush()
                     return
                 if kind == "flood":
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Transfer-Encoding", "chunked")
-                    self.end_headers()
+                    self._stream(Transfer_Encoding="chunked")
                     chunk = b"x" * 65536
                     while not fake.stop.is_set():
                         try:

@@ -111,13 +111,17 @@ class ChatClient:
             return response.status_code, await read_bounded(response.aiter_bytes(), limit, url)
 
 
+def _grow(data: bytearray, chunk: bytes, limit: int, url: str) -> None:
+    data += chunk
+    if len(data) > limit:
+        raise ServerError(f"{url}: the answer passed {limit:,} bytes (a flood); refused unread")
+
+
 async def read_bounded(chunks: AsyncIterator[bytes], limit: int, url: str) -> bytes:
     """The bytes of an answer, refused (ServerError) as soon as they pass `limit`."""
     data = bytearray()
     async for chunk in chunks:
-        data += chunk
-        if len(data) > limit:
-            raise ServerError(f"{url}: the answer passed {limit:,} bytes (a flood); refused unread")
+        _grow(data, chunk, limit, url)
     return bytes(data)
 
 
@@ -125,9 +129,7 @@ def read_bounded_sync(chunks: Iterator[bytes], limit: int, url: str) -> bytes:
     """`read_bounded` for a synchronous response."""
     data = bytearray()
     for chunk in chunks:
-        data += chunk
-        if len(data) > limit:
-            raise ServerError(f"{url}: the answer passed {limit:,} bytes (a flood); refused unread")
+        _grow(data, chunk, limit, url)
     return bytes(data)
 
 
