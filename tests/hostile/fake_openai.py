@@ -42,7 +42,7 @@ def completion(tokens_json: str = "3", text: str = GOOD_TEXT) -> bytes:
 
 
 class FakeServer:
-    def __init__(self, behaviour: str, *, model: str, slow_s: float = 1.0):
+    def __init__(self, behaviour: str, *, model: str, slow_s: float = 1.5):
         self.behaviour, self.model, self.slow_s = behaviour, model, slow_s
         self.stop = threading.Event()
         self.requests = 0

@@ -72,20 +72,36 @@ def test_a_server_that_never_finishes_an_answer_fails_at_the_request_timeout(mod
 
 def test_a_slow_server_fails_at_the_deadline_and_says_which_limit_fired(model_dir, tmp_path):
     """Each answer inside the request timeout, the whole evaluation past --deadline: the deadline is named."""
-    with FakeServer("slow", model=str(model_dir.resolve()), slow_s=1.5) as server:
+    with FakeServer("slow", model=str(model_dir.resolve())) as server:
         status, message = _eval(server, model_dir, tmp_path / "out", "--request-timeout", "30", "--deadline", "2")
     _failed_cleanly(tmp_path / "out", status, message, "deadline of 2 s", "2 episodes", "--deadline")
     assert "request timeout" not in message
     record("server", "served:slow")
 
 
-def test_the_manifest_time_limits_reach_a_study_evaluation(tmp_path):
-    """eval.server.request_timeout_s and deadline_s are read from a run config (and the options replace them)."""
-    from agentrepro.serving.servers import ServerConfig
+def _served_run(tmp_path: Path, url: str, server: dict) -> Path:
+    """A run directory whose resolved config evaluates through the served engine at `url` (eval.server += `server`)."""
+    from agentrepro.backends import runconfig
+    from agentrepro.environments import task_panel
 
-    config = ServerConfig.from_dict({"kind": "url", "url": "http://h:1", "request_timeout_s": 7, "deadline_s": 70})
-    assert (config.request_timeout_s, config.deadline_s) == (7, 70)
-    assert (ServerConfig().request_timeout_s, ServerConfig().deadline_s) == (300.0, 43200.0)
+    config = {"study": "st", "method": "grpo", "seed": 1, "backend": {"name": "command", "command": "true", "eval_command": "true"},
+              "env": {"name": "frozenlake", "params": {}}, "train": {"mode": "concat", "max_turns": 2},
+              "eval": {"engine": "served", "server": {"kind": "url", "url": url, "max_tokens": 8, **server},
+                       "task_panel": task_panel("frozenlake", {}, [10001, 10002]), "episodes_per_task": 1}}
+    run = tmp_path / "run"
+    run.mkdir()
+    runconfig.write_resolved_config(run, config)
+    return run
+
+
+def test_a_study_evaluation_takes_its_time_limits_from_eval_server_and_the_options(model_dir, tmp_path):
+    """`eval --run`: eval.server.request_timeout_s fires against a hung server; --request-timeout replaces it (subprocess)."""
+    with FakeServer("hang", model=str(model_dir.resolve())) as server:
+        run = _served_run(tmp_path, server.url, {"request_timeout_s": 2})
+        done = run_cli("eval", "--run", run, "--step", 0, "--checkpoint", model_dir, timeout=300)
+        _failed_cleanly(run / "eval" / "step0", done.returncode, done.stderr, "request timeout of 2 s")
+        done = run_cli("eval", "--run", run, "--step", 0, "--checkpoint", model_dir, "--request-timeout", "1", timeout=300)
+        _failed_cleanly(run / "eval" / "step0", done.returncode, done.stderr, "request timeout of 1 s")
 
 
 LIES = {
@@ -129,6 +145,7 @@ def test_a_model_listing_that_is_no_listing_is_the_servers_fault(model_dir, tmp_
 
 
 @pytest.mark.parametrize("behaviour, extra, named", [("hang", ["--request-timeout", "2"], "request timeout"),
+                                                     ("slow", ["--deadline", "2"], "deadline of 2 s"),
                                                      ("tokens=-7", [], "usage.completion_tokens"),
                                                      ("flood", [], "passed 1,048,576 bytes")])
 def test_server_faults_as_a_subprocess(model_dir, tmp_path, behaviour, extra, named):

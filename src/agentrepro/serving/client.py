@@ -14,7 +14,7 @@ The server is not trusted. One request, connecting and sending included, may tak
 answers, or answers a byte at a time, fails the request at that time, and it is not retried (the server is
 hung or overloaded; sending it more work would not help). The answer is read up to `reply_limit(max_tokens)`
 bytes (a flood is refused before it fills memory), parsed as JSON, and checked against what the outcome rows
-may hold (`check_reply`): a non-empty `choices[0].message.content` string (or null), and
+may hold (`check_reply`): a non-empty `choices` list whose first `message.content` is a string (or null), and
 `usage.completion_tokens` an integer in [0, max_tokens] (a server that counts more tokens than it was
 allowed to generate, or fractional or negative ones, is wrong). Every such answer is the server's fault:
 `ServerError` (a `Failure`, exit 1) naming the URL and the field.
