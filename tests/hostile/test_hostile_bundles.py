@@ -73,7 +73,7 @@ def _complete_study(root: Path, extra: dict[str, list] | None = None) -> Path:
     """study_kit's demo study, frozen, with all four runs (`extra` files in grpo seed 0), analysis and report."""
     from study_kit import fake_outputs, fake_run, write_study
 
-    from agentrepro.manifest.freeze import freeze
+    from agentrepro.jobs.freeze import freeze
 
     write_study(root)
     lock, _, _ = freeze(root / "manifests" / "demo.yaml", root=root, allow_dirty=True)

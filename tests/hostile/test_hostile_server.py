@@ -16,7 +16,7 @@ from fake_openai import FakeServer
 from helpers import run_cli
 from hostile_kit import invoke, record
 
-from agentrepro.fileio import load_json
+from agentrepro.reading import load_json
 
 SEEDS = "10001-10002"
 
@@ -81,7 +81,7 @@ def test_a_slow_server_fails_at_the_deadline_and_says_which_limit_fired(model_di
 
 def _served_run(tmp_path: Path, url: str, server: dict) -> Path:
     """A run directory whose resolved config evaluates through the served engine at `url` (eval.server += `server`)."""
-    from agentrepro.backends import runconfig
+    from agentrepro import runconfig
     from agentrepro.environments import task_panel
 
     config = {"study": "st", "method": "grpo", "seed": 1, "backend": {"name": "command", "command": "true", "eval_command": "true"},

@@ -36,13 +36,14 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentrepro.bounds import number
-from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_binary, load_json, sha256_bytes, sha256_file
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
+from agentrepro.bounds import number
+from agentrepro.errors import BadInput
+from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
 from agentrepro.layout import SLUG_RE, RunFiles, locate
 from agentrepro.manifest.lock import lock_sha256, read_lock
+from agentrepro.reading import load_json
 from agentrepro.seal import read_sums, sums_text
 
 BUNDLE_JSON = "BUNDLE.json"
