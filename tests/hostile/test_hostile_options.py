@@ -82,6 +82,9 @@ def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
     responses.write_text(json.dumps("<answer>up</answer>") + "\n")
     lock = study / "manifests" / "demo.lock.json"
     outcomes = study / "runs" / "demo" / "grpo" / "seed0" / "eval" / "step10" / "outcomes.jsonl"
+    model = work / "model"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}\n")
     return [
         (["advantages", "--estimator", "grpo", rows, "-o", "{OUT}"], "file"),
         (["advantages", "--estimator", "grpo", rows, "-o", work / "ok.jsonl", "--diagnostics", "{OUT}"], "file"),
@@ -93,6 +96,7 @@ def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
         (["train", "--config", study / "runs" / "demo" / "grpo" / "seed0" / "config.yaml", "--out", "{OUT}"], "dir"),
         (["env", "show", "--env", "sokoban", "--seed", "0", "--image", "{OUT}"], "file"),
         (["env", "replay", "--env", "sokoban", "--seed", "0", "--responses", responses, "--images", "{OUT}"], "dir"),
+        (["eval", "--model", model, "--env", "frozenlake", "--seeds", "1", "--server", "http://127.0.0.1:9", "--out", "{OUT}"], "dir"),
     ]
 
 
