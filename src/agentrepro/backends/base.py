@@ -147,7 +147,7 @@ class Backend(abc.ABC):
 
     def validate_config(self, config: dict[str, Any]) -> None:
         """Raise BadInput (with the key path) for a run config this backend cannot run."""
-        self.check_block(config["backend"])
+        self.check_block(config.get("backend") or {"name": self.name})
 
     @abc.abstractmethod
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None: ...
