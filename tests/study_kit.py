@@ -28,7 +28,7 @@ BASE: dict[str, Any] = {
     "study": "demo",
     "title": "a test study",
     "backend": {"name": "verl-agent", "repo": "langfengQ/verl-agent", "commit": COMMIT_A},
-    "image": {"ref": "example.org/verl-agent:1.0", "digest": DIGEST},
+    "image": {"runtime": "apptainer", "ref": "example.org/verl-agent:1.0", "digest": DIGEST},
     "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct", "revision": COMMIT_B, "tokenizer_revision": COMMIT_B},
     "env": {"name": "alfworld", "split": "eval_in_distribution"},
     "data": {"eval": {"path": "data/eval.jsonl"}},

@@ -1,11 +1,13 @@
 """A job's container and the programs it runs in it: from a run config to the command line exactly as it runs.
 
-`container_for(config, run_dir=, workdir=)` reads the run config's `image` block (the method's placement, as the
-lock pins it) and what the job must see: the run directory and the working directory (read-write), the data
-files' folders, a local model directory and the framework checkout `backend.workdir`, and any folder the caller
-adds (the harness's stdlib-only hooks), each mounted at its own path. Nothing else of the host is there.
+`container_for(config, run_dir=)` reads the run config's `image` block (the method's placement, as the lock pins
+it) and what the job must see: the run directory and the study root (the harness's working directory, where the
+workflow runs: read-write), the framework checkout `backend.workdir` (read-write: frameworks write into it), the
+data files' folders and a local model directory (read-only), and any folder the caller adds (the harness's
+stdlib-only hooks, read-only), each mounted at its own path. Nothing else of the host is there.
 `program(...)` wraps one program (argv, env, cwd: a backend's `Launch`) for it; without a container
-(`image: {none: ...}`) the program is returned as it is.
+(`image: {none: ...}`) the program is returned as it is. Its working directory `cwd`, when relative, is under the
+study root; an absolute one outside every mount is a directory of the image (where an image holds its checkout).
 
 The image cache (`AGENTREPRO_IMAGE_CACHE`, default `~/.cache/agentrepro/images`) holds what prepare.py makes once
 per node: Apptainer's SIFs converted from registry images, and the locks that keep two jobs from pulling at once.
@@ -70,13 +72,13 @@ class Program:
     label: str = ""
 
 
-def container_for(config: dict[str, Any], *, run_dir: Path, workdir: Path, extra: Iterable[Path] = ()) -> Container | None:
+def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = ()) -> Container | None:
     """The container of a job of this run config, or None when its placement runs without one; BadInput naming
     the field for an image block or a path that cannot be used."""
     image = image_of(config.get("image"))
     if image is None:
         return None
-    mounts = [Mount(Path(run_dir).resolve(), read_only=False), Mount(Path(workdir).resolve(), read_only=False)]
+    mounts = [Mount(Path(run_dir).resolve(), read_only=False), Mount(Path.cwd(), read_only=False)]
     checkout = (config.get("backend") or {}).get("workdir")
     if checkout:
         mounts.append(Mount(Path(checkout).resolve(), read_only=False))   # frameworks write into their checkout (Hydra's outputs/)
@@ -94,10 +96,10 @@ def program(config: dict[str, Any], argv: Iterable[str], env: Mapping[str, str],
             run_dir: Path, job_dir: Path, label: str, extra: Iterable[Path] = ()) -> Program:
     """One program of a job as it runs: inside the job's container (its command line from the runtime, the container's
     ID written to `job_dir/logs/<label>.cid`), or unchanged when the placement has no container."""
-    workdir = Path(cwd).resolve() if cwd else Path.cwd()
-    container = container_for(config, run_dir=run_dir, workdir=workdir, extra=extra)
+    container = container_for(config, run_dir=run_dir, extra=extra)
     if container is None:
         return Program(tuple(argv), dict(env), Path(cwd) if cwd else None, label=label)
+    workdir = Path.cwd() / cwd if cwd else Path.cwd()   # relative: under the mounted study root; absolute elsewhere: in the image
     cidfile = (Path(job_dir) / "logs" / f"{label}.cid").resolve() if container.image.runtime != "apptainer" else None
     request = RunRequest(container.reference(), tuple(argv), dict(env), workdir, container.mounts, container.gpus, cidfile)
     wrapped, host_env = container.runtime.run_argv(request)

@@ -128,7 +128,10 @@ def check_placement(placement: Placement, model: dict[str, Any], *, path: object
     name, where, form = placement.name, placement.where, model_form(model)
     if name not in NO_CONTAINER and "none" in placement.image:
         raise BadInput(f"only the {' and '.join(NO_CONTAINER)} backends may run without a container; backend {name!r} "
-                       "needs image: {ref, digest}", path=path, where=f"{where}image.none")
+                       "needs image: {runtime, ref, digest} or {runtime, file, sha256}", path=path, where=f"{where}image.none")
+    if name == "builtin" and "none" not in placement.image:   # no program of its own to wrap (docs/containers.md)
+        raise BadInput("the builtin backend trains inside the harness's own process, which no container wraps: give "
+                       "image: {none: <why>} (the lock records the harness's Python environment)", path=path, where=f"{where}image")
     if form not in MODEL_FORMS.get(name, {HUB}):
         if form == HUB:
             raise BadInput(f"the {name} backend{'' if not where else f' ({where[:-1]})'} takes a config-built model "
