@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import attempts, seal, sourceparity
+from agentrepro import attempts, containers, seal, sourceparity
 from agentrepro.backends import checkpoints, outcomes, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         "packages": runconfig.package_versions(),
     }
     attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
+    containers.clear_records(eval_dir)   # programs run in a container record which image they ran in
     with runconfig.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     successes = sum(r["success"] for r in rows)
     extra = {"episodes": len(rows), "successes": successes} | ({"evaluator": record} if record else {})
     extra |= {"pruned": {"keep": pruned["keep"], "files": len(pruned["removed"]), "bytes": pruned["removed_bytes"]}} if pruned else {}
+    extra |= containers.attempt_extra(eval_dir)
     attempts.finish_attempt(eval_dir, status="ok", extra=extra)
     seal.write_outputs_manifest(eval_dir)
     print(f"{eval_dir / RunFiles.OUTCOMES}: {successes}/{len(rows)} episodes succeeded")

@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentrepro import attempts, seal, sourceparity
+from agentrepro import attempts, containers, seal, sourceparity
 from agentrepro.backends import checkpoints, runconfig
 from agentrepro.backends.base import get_backend
 from agentrepro.backends.process import install_sigterm_handler
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     runconfig.write_command(out, command)
     base = runconfig.provenance_base(config, resolved_sha)
     attempts.start_attempt(out, stage="train", command=command, base=base)
+    containers.clear_records(out)   # this attempt's programs record which image they ran in (agentrepro.containers)
     with runconfig.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:
             from agentrepro.trainer.shared_warmstart import adopt
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         prompt = backend.prompt_record(resolved, out)
         pruned = checkpoints.training_summary(out)   # older checkpoints' training state, removed while training
     extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})
+    extra |= containers.attempt_extra(out)
     attempts.finish_attempt(out, status="ok", extra=extra or None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     if pruned:

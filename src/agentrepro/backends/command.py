@@ -21,6 +21,9 @@ Placeholders are any key path of the resolved config (`{train.lr}`, `{seed}`), p
 `{config}` (resolved_config.yaml), `{resume}` (true/false), `{python}` (this interpreter), and for
 `eval_command` `{step}`, `{eval_dir}` and `{outcomes}` (= eval_dir/raw/outcomes.jsonl). stdout and stderr go
 to RUN_DIR/logs/; the filled command, shell-quoted, is kept in RUN_DIR/external_command.txt.
+With a container image (`image: {runtime, ...}`), each command runs inside it (`program`, agentrepro.containers), with
+the run directory and the study root mounted, and the job records which image the runtime ran; `{python}` is then the
+harness's interpreter on the host, not the image's: name the image's own (`python3`).
 
 Contract: the trainer writes the run directory contract (metrics.jsonl, checkpoints/, ...) into
 {run_dir}; the evaluator writes one outcome row per episode (docs/design.md §3.4) to {outcomes}. With an
@@ -35,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import layout
+from agentrepro import containers, layout
 from agentrepro.backends import reevaluation, runconfig, template
 from agentrepro.backends.base import Backend
 from agentrepro.backends.launch import Launch
@@ -107,15 +110,27 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     return argv, env
 
 
+def program(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str) -> containers.Program:
+    """backend.<key> as it runs: filled, and inside the placement's container (agentrepro.containers) when it has one."""
+    argv, env = prepare(block, key, ctx)
+    return containers.program(ctx, argv, env, block.get("cwd"), run_dir=Path(run_dir), job_dir=_job_dir(ctx, run_dir), label=label)
+
+
+def _job_dir(ctx: dict[str, Any], run_dir: Path) -> Path:
+    """Where the attempt that runs the program keeps its records: the evaluation's directory, or the run's."""
+    return Path(ctx.get("eval_dir", run_dir))
+
+
 def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str,
                  *, record: Path | None = None) -> list[str]:
     """Run backend.<key> (no shell) with its logs in run_dir/logs/, first writing it shell-quoted to `record`
-    if given; returns the argv it ran."""
-    argv, env = prepare(block, key, ctx)
+    if given; returns the argv it ran (with its container's command line, when it has one)."""
+    run = program(block, key, ctx, run_dir, label)
     if record is not None:
-        atomic_write_text(record, shlex.join(argv) + "\n")
-    run_logged(argv, log_dir=run_dir / RunFiles.LOGS, label=label, cwd=block.get("cwd"), env=env)
-    return argv
+        atomic_write_text(record, shlex.join(run.argv) + "\n")
+    with containers.proven(run, _job_dir(ctx, run_dir)):
+        run_logged(list(run.argv), log_dir=run_dir / RunFiles.LOGS, label=label, cwd=run.cwd, env=dict(run.env))
+    return list(run.argv)
 
 
 class CommandBackend(Backend):
@@ -140,10 +155,8 @@ class CommandBackend(Backend):
                                                outcomes=eval_dir / "raw" / RunFiles.OUTCOMES)
         else:
             return []
-        argv, env = prepare(block, key, ctx)
-        cwd = block.get("cwd")
-        return [Launch("train" if eval_step is None else f"evaluate step {eval_step}", tuple(argv), env,
-                       Path(cwd) if cwd else None)]
+        run = program(block, key, ctx, run_dir, "train" if eval_step is None else f"eval_step{eval_step}")
+        return [Launch("train" if eval_step is None else f"evaluate step {eval_step}", run.argv, dict(run.env), run.cwd)]
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         block = config["backend"]
