@@ -230,4 +230,4 @@ def _with_prefix(image_id: str) -> str:
 PODMAN = OciEngine("podman", gpu_flags=("--device", "nvidia.com/gpu=all"), version_format="{{.Client.Version}}")
 DOCKER = OciEngine("docker", gpu_flags=("--gpus", "all"), version_format="{{.Server.Version}}", run_as_caller=True)
 APPTAINER = Apptainer()
-RUNTIME = {"podman": PODMAN, "docker": DOCKER, "apptainer": APPTAINER}
+RUNTIME = {"apptainer": APPTAINER, "podman": PODMAN, "docker": DOCKER}
