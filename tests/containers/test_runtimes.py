@@ -136,12 +136,13 @@ def test_one_mount_per_path_with_read_write_winning():
     ({"runtime": "singularity", "ref": "x/y:1", "digest": DIGEST}, "image.runtime"),
     ({"runtime": "podman", "ref": "--privileged", "digest": DIGEST}, "image.ref"),
     ({"runtime": "podman", "ref": "x/y:1"}, "image.digest"),
-    ({"runtime": "docker", "ref": "x/y:1", "digest": "sha256:short"}, "image.digest"),
-    ({"runtime": "apptainer", "file": "t.sif", "sha256": "TODO"}, "image.sha256"),
+    ({"runtime": "docker", "ref": "x/y:1", "digest": "sha256:ab/../c"}, "image.digest"),
+    ({"runtime": "apptainer", "file": "t.sif", "sha256": "ab cd"}, "image.sha256"),
     ({"runtime": "podman", "none": "why"}, "image.runtime"),
 ])
 def test_an_image_block_that_cannot_run_names_its_field(block, where):
-    """An unknown runtime, a reference that could be read as an option, a missing or short digest, an unpinned file."""
+    """An unknown runtime, a reference that could be read as an option, a digest missing or not one word, a file
+    hash that is not one word."""
     with pytest.raises(BadInput) as caught:
         containers.image_of(block)
     assert caught.value.where == where

@@ -29,9 +29,9 @@ from agentrepro.errors import BadInput
 RUNTIMES = tuple(RUNTIME)   # manifest.schema.json's image.runtime says the same (a test keeps them equal)
 NO_RUNTIME = "none"
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # A registry reference as the distribution grammar writes it (host[:port]/path[:tag]), and never an option.
 REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::[0-9]+)?(?:/[A-Za-z0-9._-]+)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?$")
+WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")   # a digest or hash: one word of the reference, no '/' or '@'
 SIF_MAGIC = b"SIF_MAGIC"   # in the first 64 bytes of every SIF file (after its launch line)
 
 
@@ -72,7 +72,10 @@ class Image:
 
 def image_of(block: dict[str, Any], *, where: str = "image") -> Image | None:
     """The `Image` of a placement's image block, or None for `{none: why}`; BadInput naming the field for a block
-    that cannot run (an unknown runtime, a reference that is not one, a digest or hash that is not pinned)."""
+    that cannot make a command line (an unknown runtime, a reference that is not one or could be read as an option,
+    a digest or hash missing or holding more than one word). Whether the pin is immutable is freeze's rule
+    (agentrepro.manifest.identifiers): a manifest's placeholder (`TODO-...`) is shown as it is by `agentrepro
+    command`, and can never reach a job, whose config comes from a lock."""
     if not isinstance(block, dict):
         raise BadInput("expected a mapping", where=where)
     if "none" in block:
@@ -87,13 +90,13 @@ def image_of(block: dict[str, Any], *, where: str = "image") -> Image | None:
         file, sha = block.get("file"), block.get("sha256")
         if not isinstance(file, str) or not file or "\n" in file:
             raise BadInput("expected the path of a local image file", where=f"{where}.file")
-        if not isinstance(sha, str) or not SHA256.match(sha):
+        if not isinstance(sha, str) or not WORD.match(sha):
             raise BadInput(f"expected the file's SHA-256 (64 lower-case hex digits), got {sha!r}", where=f"{where}.sha256")
         return Image(runtime, file=file, sha256=sha)
     ref, digest = block.get("ref"), block.get("digest")
     if not isinstance(ref, str) or not REFERENCE.match(ref.split("@", 1)[0]):
         raise BadInput(f"expected a registry reference (registry/name[:tag]), got {ref!r}", where=f"{where}.ref")
-    if not isinstance(digest, str) or not DIGEST.match(digest):
+    if not isinstance(digest, str) or not WORD.match(digest):
         raise BadInput(f"expected the image digest sha256:<64 hex>, got {digest!r}: a tag alone can be re-pushed",
                        where=f"{where}.digest")
     return Image(runtime, ref=ref, digest=digest)

@@ -3,7 +3,7 @@
 `container_for(config, run_dir=)` reads the run config's `image` block (the method's placement, as the lock pins
 it) and what the job must see: the run directory and the study root (the harness's working directory, where the
 workflow runs: read-write), the framework checkout `backend.workdir` (read-write: frameworks write into it), the
-data files' folders and a local model directory (read-only), and any folder the caller adds (the harness's
+data files or folders and a local model directory (read-only), and any folder the caller adds (the harness's
 stdlib-only hooks, read-only), each mounted at its own path. Nothing else of the host is there.
 `program(...)` wraps one program (argv, env, cwd: a backend's `Launch`) for it; without a container
 (`image: {none: ...}`) the program is returned as it is. Its working directory `cwd`, when relative, is under the
@@ -73,18 +73,16 @@ class Program:
 
 
 def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = ()) -> Container | None:
-    """The container of a job of this run config, or None when its placement runs without one; BadInput naming
-    the field for an image block or a path that cannot be used."""
-    image = image_of(config.get("image"))
+    """The container of a job of this run config, or None when its placement runs without one (or the config, written
+    by hand outside a study, names no image); BadInput naming the field for an image block or a path that cannot be used."""
+    image = image_of(config["image"]) if "image" in config else None
     if image is None:
         return None
     mounts = [Mount(Path(run_dir).resolve(), read_only=False), Mount(Path.cwd(), read_only=False)]
     checkout = (config.get("backend") or {}).get("workdir")
     if checkout:
         mounts.append(Mount(Path(checkout).resolve(), read_only=False))   # frameworks write into their checkout (Hydra's outputs/)
-    for spec in (config.get("data") or {}).values():
-        path = Path(spec["path"]).resolve()
-        mounts.append(Mount(path if path.is_dir() else path.parent))
+    mounts += [Mount(Path(spec["path"]).resolve()) for spec in (config.get("data") or {}).values()]   # a file or a folder
     if (config.get("model") or {}).get("path"):
         mounts.append(Mount(Path(config["model"]["path"]).resolve()))
     mounts += [Mount(Path(path).resolve()) for path in extra]
