@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from study_kit import COMMIT_B
+from study_kit import COMMIT_B, DIGEST
 
 from agentrepro.audit import audit_study
 from agentrepro.seal import write_outputs_manifest
@@ -53,4 +53,5 @@ def test_a_run_that_asked_for_another_runtime_or_pin_fails_the_audit(frozen):
     _edit_attempt(run2, lambda attempt: attempt["containers"][0]["requested"].update(ref=f"example.org/other:{COMMIT_B[:6]}"))
     problems = audit_study("demo", root)
     assert f"{run / 'provenance.json'}: attempt 1, program 'train': ran with 'podman', the lock pins runtime 'apptainer'" in problems
-    assert any(p.startswith(f"{run2 / 'provenance.json'}: attempt 1, program 'train': asked for ") for p in problems), problems
+    assert any(p.startswith(f"{run2 / 'provenance.json'}: attempt 1, program 'train': asked for apptainer example.org/other:")
+               and p.endswith(f"the lock pins apptainer example.org/verl-agent:1.0 ({DIGEST})") for p in problems), problems

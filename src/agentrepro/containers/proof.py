@@ -47,18 +47,24 @@ def mismatch(pinned: Image, entry: Any) -> str | None:
         return "not a container record (an object with `resolved`)"
     if entry.get("runtime") != pinned.runtime:
         return f"ran with {entry.get('runtime')!r}, the lock pins runtime {pinned.runtime!r}"
-    if entry.get("requested") != pinned.identity():
-        return f"asked for {entry.get('requested')!r}, the lock pins {pinned.identity()!r}"
     resolved = entry["resolved"]
-    if not pinned.is_file:
-        digests = resolved.get("digests") or []
-        return None if pinned.digest in digests else (
-            f"the runtime resolved {', '.join(map(str, digests)) or 'no digest'}, not the lock's {pinned.digest}")
-    if resolved.get("file_sha256") != pinned.sha256:
+    if not pinned.is_file and pinned.digest not in (digests := resolved.get("digests") or []):
+        return f"the runtime resolved {', '.join(map(str, digests)) or 'no digest'}, not the lock's {pinned.digest}"
+    if pinned.is_file and resolved.get("file_sha256") != pinned.sha256:
         return f"{pinned.file} hashed to {resolved.get('file_sha256')} when it ran, the lock pins {pinned.sha256}"
-    if "archive_image_id" in resolved and resolved.get("image_id") != resolved["archive_image_id"]:
+    if pinned.is_file and "archive_image_id" in resolved and resolved.get("image_id") != resolved["archive_image_id"]:
         return f"the container ran image {resolved.get('image_id')}, the archive holds {resolved['archive_image_id']}"
+    if entry.get("requested") != pinned.identity():
+        requested = entry.get("requested") if isinstance(entry.get("requested"), dict) else {}
+        return f"asked for {_shown(requested)}, the lock pins {_shown(pinned.identity())}"
     return None
+
+
+def _shown(identity: dict[str, Any]) -> str:
+    """`runtime ref (digest)` or `runtime file (sha256 ...)`, for a message."""
+    if "file" in identity:
+        return f"{identity.get('runtime')} {identity.get('file')} (sha256 {identity.get('sha256')})"
+    return f"{identity.get('runtime')} {identity.get('ref')} ({identity.get('digest')})"
 
 
 def problems(path: Path, provenance: dict[str, Any], image_block: dict[str, Any], *, must_run: bool) -> list[str]:
