@@ -5,7 +5,7 @@ tests/workflow/test_container_study.py.
     python3 image_trainer.py eval --run RUN_DIR --step N --out OUTCOMES --identity STUDY METHOD SEED --panel PANEL_JSON
 
 `train` writes metrics.jsonl and checkpoints/step<k>.json for steps 1..N, and image.txt: the variant named by the
-image's /etc/agentrepro-image (absent on the host, so the file says where the trainer ran). `eval` writes one
+image's /etc/agentrepro-image, or `host` where there is none (so the file says where the trainer ran). `eval` writes one
 outcome row per task of the panel; success is `succeeds(task_id, seed, step)`, a deterministic stand-in for a
 policy that the test recomputes.
 """
@@ -29,7 +29,8 @@ def train(run: Path, steps: int) -> None:
     for row in rows:
         (run / "checkpoints" / f"step{row['step']}.json").write_text(json.dumps(row))
     (run / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    (run / "image.txt").write_text(Path("/etc/agentrepro-image").read_text())
+    marker = Path("/etc/agentrepro-image")
+    (run / "image.txt").write_text(marker.read_text() if marker.is_file() else "host\n")
 
 
 def evaluate(step: int, out: Path, study: str, method: str, seed: int, panel: list[dict]) -> None:
