@@ -81,8 +81,9 @@ def test_command_backend_shows_its_filled_template(tmp_path):
 @pytest.mark.parametrize("runtime", ["podman", "apptainer"])
 def test_command_backend_shows_its_container_wrapping(tmp_path, runtime, monkeypatch):
     """With a container image the command is shown exactly as it will run: the runtime's command line, the image by
-    digest (apptainer: its SIF converted from docker://REPOSITORY@sha256:... in the image cache), the run directory
-    and study root mounted, the working directory, each environment value one word, then the filled template."""
+    digest (apptainer: its SIF converted from docker://REPOSITORY@sha256:... in the image cache), the study root (which
+    holds the run directory) mounted, the data read-only, the working directory, each environment value one word,
+    then the filled template."""
     import yaml
 
     digest = "sha256:" + "ab" * 32
@@ -105,8 +106,7 @@ def test_command_backend_shows_its_container_wrapping(tmp_path, runtime, monkeyp
         assert words[:4] == ["podman", "run", "--cidfile", f"{run_dir}/logs/train.cid"]
         assert words[words.index("--workdir") + 1] == f"{root}/trainer" and "NOTE=a b $(c)" in words
         data = f"{root}/data/alfworld"   # data.eval, read-only
-        assert [words[i + 1] for i, w in enumerate(words) if w == "--volume"] == [f"{root}:{root}", f"{data}:{data}:ro",
-                                                                                 f"{run_dir}:{run_dir}"]
+        assert [words[i + 1] for i, w in enumerate(words) if w == "--volume"] == [f"{root}:{root}", f"{data}:{data}:ro"]
     else:
         image = str(cache / "apptainer" / ("ab" * 32 + ".sif"))
         assert words[:4] == ["apptainer", "exec", "--cleanenv", "--contain"] and words[words.index("--pwd") + 1] == f"{root}/trainer"

@@ -57,8 +57,7 @@ def test_podman_and_docker_command_lines_in_full():
     argv, _ = PODMAN.run_argv(REQUEST)
     assert argv == ["podman", "run", "--cidfile", "/srv/study/runs/s/m/seed0/logs/train.cid", "--pull", "never",
                     "--network", "host", "--ipc", "host", "--device", "nvidia.com/gpu=all", "--env", "CUDA_VISIBLE_DEVICES",
-                    "--volume", "/data/alfworld:/data/alfworld:ro", "--volume", "/srv/study:/srv/study",
-                    "--volume", "/srv/study/runs/s/m/seed0:/srv/study/runs/s/m/seed0", "--workdir", "/srv/study",
+                    "--volume", "/data/alfworld:/data/alfworld:ro", "--volume", "/srv/study:/srv/study", "--workdir", "/srv/study",
                     "--env", "NOTE=a,b $PATH `id`", "--env", "WANDB_MODE=offline", REQUEST.reference,
                     "python3", "-m", "train", "--lr", "$(x)"]
 
@@ -71,8 +70,7 @@ def test_apptainer_command_line_follows_its_documented_cli(monkeypatch):
     request = RunRequest("/cache/apptainer/" + "ab" * 32 + ".sif", *[getattr(REQUEST, k) for k in ("argv", "env", "cwd", "mounts", "gpus")])
     argv, env = APPTAINER.run_argv(request)
     assert argv == ["apptainer", "exec", "--cleanenv", "--contain", "--nv", "--bind", "/data/alfworld:/data/alfworld:ro",
-                    "--bind", "/srv/study:/srv/study", "--bind", "/srv/study/runs/s/m/seed0:/srv/study/runs/s/m/seed0",
-                    "--pwd", "/srv/study", request.reference, "env", "--", "CUDA_VISIBLE_DEVICES=2,3",
+                    "--bind", "/srv/study:/srv/study", "--pwd", "/srv/study", request.reference, "env", "--", "CUDA_VISIBLE_DEVICES=2,3",
                     "NOTE=a,b $PATH `id`", "WANDB_MODE=offline", "python3", "-m", "train", "--lr", "$(x)"] and env == {}
     facts = (FIXTURES / "containers" / "apptainer-cli.txt").read_text()
     documented = set(re.findall(r"(?m)^exec (--[a-z-]+)", facts))
@@ -127,9 +125,11 @@ def test_a_path_no_runtime_could_mount_faithfully_is_refused(path):
 
 
 def test_one_mount_per_path_with_read_write_winning():
-    """A path asked for read-only and read-write is mounted once, read-write; parents come before children."""
-    mounts = merged_mounts([Mount(Path("/a/b")), Mount(Path("/a"), read_only=False), Mount(Path("/a/b"), read_only=False)])
-    assert [(str(m.path), m.read_only) for m in mounts] == [("/a", False), ("/a/b", False)]
+    """A path asked for read-only and read-write is mounted once, read-write; parents come before children; a path
+    inside a mounted one is mounted again only to change its mode."""
+    mounts = merged_mounts([Mount(Path("/a/b")), Mount(Path("/a"), read_only=False), Mount(Path("/a/b"), read_only=False),
+                            Mount(Path("/a/c")), Mount(Path("/a/c/d"), read_only=False), Mount(Path("/a/c/e")), Mount(Path("/ab"))])
+    assert [(str(m.path), m.read_only) for m in mounts] == [("/a", False), ("/a/c", True), ("/a/c/d", False), ("/ab", True)]
 
 
 @pytest.mark.parametrize("block, where", [

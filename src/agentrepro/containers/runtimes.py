@@ -78,11 +78,17 @@ class RunRequest:
 
 
 def merged_mounts(mounts: list[Mount]) -> tuple[Mount, ...]:
-    """One mount per path (read-write wins over read-only), parents before children, in path order."""
+    """One mount per path (read-write wins over read-only), parents before children, in path order; a path inside
+    a mounted one is mounted again only to change its mode (a read-only data folder inside the read-write root)."""
     by_path: dict[Path, bool] = {}
     for mount in mounts:
         by_path[mount.path] = by_path.get(mount.path, True) and mount.read_only
-    return tuple(Mount(path, read_only) for path, read_only in sorted(by_path.items(), key=lambda item: item[0].parts))
+    kept: list[Mount] = []
+    for path, read_only in sorted(by_path.items(), key=lambda item: item[0].parts):
+        enclosing = [m for m in kept if m.path in path.parents]
+        if not enclosing or enclosing[-1].read_only != read_only:
+            kept.append(Mount(path, read_only))
+    return tuple(kept)
 
 
 @dataclass(frozen=True)
