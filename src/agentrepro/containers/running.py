@@ -51,14 +51,16 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
         finished = True
     finally:
         try:
-            resolved, obtained = _ask(container, program)
-            add_record(job_dir, record(label=program.label, image=container.image, reference=container.reference(),
-                                       version=version, resolved={**before, **resolved}, obtained=obtained, prepared=prepared))
+            try:
+                resolved, obtained = _ask(container, program)
+                add_record(job_dir, record(label=program.label, image=container.image, reference=container.reference(),
+                                           version=version, resolved={**before, **resolved}, obtained=obtained,
+                                           prepared=prepared))
+            finally:
+                _remove(container, program)   # also after an interruption: `rm --force` stops a container still running
         except Failure:
             if finished:
                 raise
-        finally:
-            _remove(container, program)
 
 
 def _version(container: Container) -> str:
