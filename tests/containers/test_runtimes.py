@@ -97,8 +97,10 @@ def test_an_apptainer_registry_image_runs_as_its_converted_sif(tmp_path, monkeyp
     assert program.argv[program.argv.index("--pwd") + 2] == str(tmp_path / "cache" / "apptainer" / ("ab" * 32 + ".sif"))
     assert "--nv" in program.argv and program.cidfile is None
     sif = {"image": {"runtime": "apptainer", "file": "images/t.sif", "sha256": "cd" * 32}}
-    program = containers.program(sif, ["true"], {}, None, run_dir=tmp_path, job_dir=tmp_path, label="train")
+    hooks = REPO / "src" / "agentrepro" / "hooks"   # a folder a framework backend adds (its stdlib-only integrations)
+    program = containers.program(sif, ["true"], {}, None, run_dir=tmp_path, job_dir=tmp_path, label="train", extra=[hooks])
     assert str(tmp_path / "images" / "t.sif") in program.argv and "--nv" not in program.argv
+    assert program.argv[program.argv.index(f"{hooks}:{hooks}:ro") - 1] == "--bind"
 
 
 def test_deffile_digest_and_inspect_output_are_read_as_documented():
