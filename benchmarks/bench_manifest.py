@@ -24,7 +24,7 @@ from study_kit import BASE, fake_outputs, fake_run, set_key, write_study  # noqa
 
 from agentrepro.audit.study import audit_study  # noqa: E402
 from agentrepro.audit.bundle import write_bundle  # noqa: E402
-from agentrepro.manifest.freeze import freeze  # noqa: E402
+from agentrepro.jobs.freeze import freeze  # noqa: E402
 
 
 def best_of(fn, repeat: int) -> float:

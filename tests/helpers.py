@@ -56,3 +56,10 @@ def require_vision() -> None:
 
     installed = all(importlib.util.find_spec(name) is not None for name in ("gym_sokoban", "gymnasium"))
     require("vision", installed, "gym-sokoban and gymnasium are not installed (pip install '.[vision]')")
+
+
+def step_checkpoint(config: dict, run_dir, step: int):
+    """Checkpoint `step` of a run as its backend lays it out (`Backend.checkpoint`)."""
+    from agentrepro.backends import get_backend
+
+    return get_backend(config["backend"]["name"]).checkpoint(config, Path(run_dir), step)

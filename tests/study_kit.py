@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agentrepro import containers, sourceparity
+from agentrepro import containers
+from agentrepro.backends.sources import record_run
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, atomic_write_yaml, sha256_file, sha256_json
 from agentrepro.seal import read_outputs_manifest, write_outputs_manifest
 
@@ -120,7 +121,7 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
     atomic_write_json(run / "provenance.json", base)
     for name, rows in (extra or {}).items():
         atomic_write_jsonl(run / name, rows)
-    sourceparity.record_run(config, run, root)   # as `agentrepro train` does: its backend's sources as they are now
+    record_run(config, run, root)   # as `agentrepro train` does: its backend's sources as they are now
     write_outputs_manifest(run)
     for step in steps:
         ev = run / "eval" / f"step{step}"
@@ -130,7 +131,7 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
         atomic_write_jsonl(ev / "outcomes.jsonl", rows)
         atomic_write_json(ev / "provenance.json", {"lock_sha256": config["lock"]["sha256"], "resolved_config_sha256": sha256_json(config),
                                                    "run_outputs_sha256": sha256_file(run / "OUTPUTS.sha256"), "status": "ok", "attempts": []})
-        sourceparity.record_run(config, ev, root)   # as `agentrepro eval` by the backend itself does
+        record_run(config, ev, root)   # as `agentrepro eval` by the backend itself does
         write_outputs_manifest(ev)
     return run
 
@@ -177,7 +178,7 @@ def study(tmp_path) -> Path:
 @pytest.fixture
 def frozen(study) -> tuple[Path, dict]:
     """The demo study frozen (in-process), with its four sealed runs (each evaluated at steps 0, 5, 10), analysis and report."""
-    from agentrepro.manifest.freeze import freeze
+    from agentrepro.jobs.freeze import freeze
 
     lock, _, _ = freeze(study / "manifests" / "demo.yaml", root=study)
     for method in ("grpo", "gigpo"):

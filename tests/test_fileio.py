@@ -6,7 +6,8 @@ import os
 import pytest
 
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import atomic_write_json, atomic_write_text, canonical_json, iter_jsonl, load_yaml, read_jsonl, sha256_json
+from agentrepro.fileio import atomic_write_json, atomic_write_text, canonical_json, sha256_json
+from agentrepro.reading import iter_jsonl, load_yaml, read_jsonl
 
 
 def test_canonical_json_ignores_key_order_and_whitespace():
@@ -72,7 +73,7 @@ def test_yaml_is_loaded_safely(tmp_path):
 
 def test_load_json_names_file_and_line(tmp_path):
     """load_json: a missing file gives the caller's message, malformed JSON the file and line."""
-    from agentrepro.fileio import load_json
+    from agentrepro.reading import load_json
 
     with pytest.raises(BadInput, match=r"x.json: run freeze first"):
         load_json(tmp_path / "x.json", missing="run freeze first")

@@ -1,27 +1,34 @@
 """Provenance of a run or an evaluation: provenance.json with every attempt (docs/design.md §3.3).
 
 `start_attempt` marks an attempt that never finished (a killed job) as `killed`, then appends a new one with
-where it runs (`host_info`); `finish_attempt` closes it with an exit status and a reason.
+where it runs (`host_info`); `finish_attempt` closes it with an exit status and a reason;
+`attempt_closed_on_error` closes it when the work inside fails or is stopped. Every attempt records the exact
+command line (`command_line`) and the versions of the packages that decide the numbers (`package_versions`).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
+import contextlib
+import importlib.metadata
 import os
 import platform
+import shlex
+import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_json, load_json
+from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import atomic_write_json
 from agentrepro.layout import RunFiles
+from agentrepro.process import Terminated, now
+from agentrepro.reading import load_json
 
 PROVENANCE = RunFiles.PROVENANCE
-
-
-def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+PACKAGES = ("agentrepro", "numpy", "scipy", "torch", "transformers", "tokenizers", "statsmodels", "pandas",
+            "pyyaml", "jsonschema", "snakemake")
 
 
 def read_provenance(run_dir: str | os.PathLike) -> dict[str, Any]:
@@ -49,10 +56,6 @@ def visible_gpus() -> list[str] | str:
     Asks torch when it is already imported (a trainer), else `nvidia-smi -L` filtered by
     CUDA_VISIBLE_DEVICES (nvidia-smi itself lists every GPU), so that light verbs do not pay for importing torch.
     """
-    import shutil
-    import subprocess
-    import sys
-
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
         return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
@@ -103,3 +106,43 @@ def finish_attempt(run_dir: str | os.PathLike, *, status: str, reason: str | Non
     prov["status"] = status
     atomic_write_json(run_dir / PROVENANCE, prov)
     return prov
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The exact command line of this process, shell-quoted, as a user would type it."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join(["agentrepro", *argv])
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+@contextlib.contextmanager
+def attempt_closed_on_error(directory: Path, *, verb: str, backend_name: str):
+    """Close the open provenance attempt of `directory` when the work inside fails or is stopped.
+
+    Ctrl-C or SIGTERM: `killed` (SIGTERM exits 143 after saying so); BadInput/Failure: `failed` with the
+    message; any other exception (a backend crash): `failed` with its type, re-raised as Failure (exit 1).
+    On success the caller closes the attempt itself, with what it wants to record.
+    """
+    try:
+        yield
+    except (KeyboardInterrupt, Terminated) as exc:
+        finish_attempt(directory, status="killed", reason=f"interrupted ({type(exc).__name__}: {exc})")
+        if isinstance(exc, Terminated):
+            print(f"agentrepro {verb}: terminated ({exc}); the attempt is recorded as killed", file=sys.stderr)
+            raise SystemExit(143) from None
+        raise
+    except (BadInput, Failure) as exc:
+        finish_attempt(directory, status="failed", reason=str(exc))
+        raise
+    except Exception as exc:  # noqa: BLE001 - a backend crash is a failed attempt, recorded with its reason
+        finish_attempt(directory, status="failed", reason=f"{type(exc).__name__}: {exc}")
+        raise Failure(f"{backend_name} backend raised {type(exc).__name__}: {exc}") from exc

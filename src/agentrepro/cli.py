@@ -11,19 +11,20 @@ import argparse
 import importlib
 import sys
 
+from agentrepro import __version__
 from agentrepro.errors import BadInput, Failure
 from agentrepro.reading import check_string
 
 # verb -> (module, one-line help)
 VERBS: dict[str, tuple[str, str]] = {
-    "freeze": ("agentrepro.manifest.cli_freeze", "resolve a study manifest into an immutable lock"),
+    "freeze": ("agentrepro.jobs.freeze", "resolve a study manifest into an immutable lock"),
     "audit": ("agentrepro.audit.cli", "check that runs, analysis and report match the lock"),
     "bundle": ("agentrepro.audit.cli_bundle", "pack everything a reviewer needs into one archive"),
-    "resolve": ("agentrepro.manifest.cli_resolve", "write the resolved config of one method x seed"),
-    "warmstart": ("agentrepro.backends.cli_warmstart", "the builtin trainer's warm start of one seed, shared by its methods"),
-    "train": ("agentrepro.backends.cli_train", "train one method x seed into a run directory"),
-    "eval": ("agentrepro.backends.cli_eval", "evaluate one checkpoint of a run on the frozen task panel"),
-    "command": ("agentrepro.backends.cli_command", "show the programs a job would run (before or after freezing)"),
+    "resolve": ("agentrepro.jobs.resolve", "write the resolved config of one method x seed"),
+    "warmstart": ("agentrepro.jobs.warmstart", "the builtin trainer's warm start of one seed, shared by its methods"),
+    "train": ("agentrepro.jobs.train", "train one method x seed into a run directory"),
+    "eval": ("agentrepro.jobs.evaluate", "evaluate one checkpoint of a run on the frozen task panel"),
+    "command": ("agentrepro.jobs.command", "show the programs a job would run (before or after freezing)"),
     "analyze": ("agentrepro.analysis.cli", "paired statistics, verdicts, diagnostics and overhead"),
     "report": ("agentrepro.report.cli", "render the HTML and PDF report of a study"),
     "advantages": ("agentrepro.algorithms.cli_advantages", "add advantages to step rows (JSONL)"),
@@ -33,8 +34,6 @@ VERBS: dict[str, tuple[str, str]] = {
 
 
 def build_parser(verbs: dict[str, tuple[str, str]] = VERBS, argv: list[str] | None = None) -> argparse.ArgumentParser:
-    from agentrepro import __version__
-
     parser = argparse.ArgumentParser(prog="agentrepro", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"agentrepro {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)

@@ -159,13 +159,6 @@ def _check_writable_dir(folder: Path, target: Path, option: str | None) -> None:
         raise BadInput(f"cannot write: the folder {folder} is not writable", path=target, where=option)
 
 
-# Reading goes through agentrepro.reading (strict UTF-8, bounded YAML and JSON); re-exported here for the callers.
-iter_jsonl = reading.iter_jsonl
-read_jsonl = reading.read_jsonl
-load_json = reading.load_json
-load_yaml = reading.load_yaml
-
-
 # A command-line input or output named "-" is standard input or output.
 STDIO = "-"
 

@@ -1,4 +1,4 @@
-"""Where a study's files live, and which training steps are evaluated (and therefore checkpointed).
+"""Where a study's files live, and nothing else.
 
 The one owner of the study layout (docs/design.md §2, §3.3). Everything that reads or writes a study's files
 (the workflow, the verbs, the backends, the trainer, the analysis, the report and the audit) asks here.
@@ -7,15 +7,9 @@ The one owner of the study layout (docs/design.md §2, §3.3). Everything that r
   study whose manifest lives elsewhere is named by the manifest's path (a `.yaml`/`.yml` file, e.g.
   `tests/workflow/manifests/wf-tiny.yaml`). Its lock sits beside its manifest; its `reference:` is relative to
   the manifest's folder; runs, analysis, reports and logs live under the root, by slug.
-* The shared warm starts `runs/<study>/_warmstart/seed<k>-<id12>/` (`Study.warmstart_dir`; trainer/warmstart_id.py).
+* The shared warm starts `runs/<study>/_warmstart/seed<k>-<id12>/` (`Study.warmstart_dir`; trainer/shared_warmstart.py).
 * The run directory `runs/<study>/<method>/seed<k>/`: the name of every file of the run contract
   (`RunFiles`), and the paths that carry a step (`eval_dir`, `outcomes_path`, `batch_dump`).
-* `evaluated_steps(...)` / `checkpoint_steps(config)` / `planned_steps(manifest)`: the one rule for which steps
-  are evaluated; the builtin trainer saves exactly these checkpoints, the workflow plans exactly these
-  evaluations, and the audit expects exactly these.
-* `schema_path(name)`: the JSON Schemas, in one folder (the package's `schemas`, a link to
-  workflow/schemas/); a missing schema is an error, never a skipped validation.
-* `config_sha256(config)` / `config_file_sha256(path)`: the resolved-config hash (canonical JSON).
 """
 
 from __future__ import annotations
@@ -24,13 +18,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import load_yaml, sha256_json
+from agentrepro.errors import BadInput
 
 SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-# A method's directory name: a slug, or a slug @ the backend it runs on (`graphgpo@relax`; agentrepro.manifest.backends).
+# A method's directory name: a slug, or a slug @ the backend it runs on (`graphgpo@relax`; agentrepro.placement).
 METHOD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:@[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 STEP_DIR_RE = re.compile(r"^step(\d+)$")
 SEED_DIR_RE = re.compile(r"^seed(\d+)$")
@@ -44,7 +36,6 @@ LOCK_SUFFIX = ".lock.json"
 # paths), sealed with the report; the audit checks that the analysis still hashes so (audit/chain.py).
 REPORT_ANALYSIS_RECORD = "analysis.sha256"
 STUDY_HELP = "the study: its slug (manifest manifests/STUDY.yaml under --root) or the path of its manifest"
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 class RunFiles:
@@ -87,6 +78,16 @@ def batch_dump(run_dir: str | os.PathLike, step: int | str) -> Path:
 
 def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / RunFiles.CHECKPOINTS
+
+
+def checkpoint_file(run_dir: str | os.PathLike, step: int | str) -> Path:
+    """`checkpoints/step<N>.pt`: the builtin trainer's checkpoint of step N (weights, optimizer, random states)."""
+    return checkpoint_dir(run_dir) / f"{step_name(step)}.pt"
+
+
+def tokenizer_dir(run_dir: str | os.PathLike) -> Path:
+    """`checkpoints/tokenizer/`: the builtin trainer's tokenizer, saved once per run."""
+    return checkpoint_dir(run_dir) / "tokenizer"
 
 
 def hf_checkpoint(run_dir: str | os.PathLike, step: int | str) -> Path:
@@ -139,7 +140,7 @@ class Study:
         return self.runs / WARMSTARTS
 
     def warmstart_dir(self, seed: int | str, identity: str) -> Path:
-        """runs/<study>/_warmstart/seed<k>-<first 12 hex of the identity>/ (trainer/warmstart_id.py)."""
+        """runs/<study>/_warmstart/seed<k>-<first 12 hex of the identity>/ (trainer/shared_warmstart.py)."""
         return self.warmstarts / warmstart_name(seed, identity)
 
     def run_dirs_on_disk(self) -> list[tuple[str, int, Path]]:
@@ -200,100 +201,3 @@ def locate(study: str | os.PathLike, root: str | os.PathLike = ".") -> Study:
         raise BadInput(f"expected a study slug (letters, digits, '.', '_', '-') or the path of its manifest, got {text!r}",
                        where="STUDY")
     return Study(name=name, manifest=manifest, root=root)
-
-
-# --- which steps are evaluated (and checkpointed) ---------------------------------------------------
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def evaluated_steps(train_steps: int, eval_block: dict[str, Any], *, checkpoint_every: int | None = None,
-                    path: object = "manifest") -> list[int]:
-    """The evaluated steps, which are also the saved checkpoints: 0 (the policy before RL), every `eval.every`
-    steps, and `eval.checkpoint`: `last` (the default: train_steps), `all` (every `checkpoint_every` steps, else
-    every step, and the last), one step, or a list of steps. Sorted, unique, none beyond `train_steps`.
-    """
-    steps = {0}
-    every = eval_block.get("every")
-    if every is not None:
-        if not _positive_int(every):
-            raise BadInput(f"expected a positive integer, got {every!r}", path=path, where="eval.every")
-        steps.update(range(every, train_steps + 1, every))
-    if checkpoint_every is not None and not _positive_int(checkpoint_every):
-        raise BadInput(f"expected a positive integer, got {checkpoint_every!r}", path=path, where="train.checkpoint_every")
-    checkpoint = eval_block.get("checkpoint", "last")
-    for value in checkpoint if isinstance(checkpoint, list) else [checkpoint]:
-        if value == "last":
-            steps.add(train_steps)
-        elif value == "all":
-            steps.update(range(0, train_steps + 1, checkpoint_every or 1))
-            steps.add(train_steps)
-        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= train_steps:
-            steps.add(value)
-        else:
-            raise BadInput(f"expected `last`, `all` or a step in [0, {train_steps}], got {value!r}", path=path, where="eval.checkpoint")
-    return sorted(steps)
-
-
-def checkpoint_steps(config: dict[str, Any], *, path: object = None) -> list[int]:
-    """`evaluated_steps` of a run config (train.steps, train.checkpoint_every, the eval block)."""
-    train = config.get("train") or {}
-    steps = train.get("steps", 0)
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise BadInput(f"expected a non-negative integer, got {steps!r}", path=path, where="train.steps")
-    return evaluated_steps(steps, config.get("eval") or {}, checkpoint_every=train.get("checkpoint_every"), path=path)
-
-
-def planned_steps(manifest: dict[str, Any], *, path: object = "manifest") -> list[int]:
-    """The evaluated (= checkpointed) steps of a study: `checkpoint_steps` of each method's run config as
-    `agentrepro train` resolves it (its own backend's defaults under the manifest's train and eval blocks).
-    Every method must have the same steps, and the backend must save exactly them (`Backend.checkpoint_steps`).
-    """
-    from agentrepro.backends.base import get_backend
-    from agentrepro.backends.runconfig import resolve_config
-    from agentrepro.manifest.backends import placements
-
-    per_method = {}
-    for method, placement in placements(manifest, path=path).items():
-        try:
-            backend = get_backend(placement.name)
-        except BadInput as exc:
-            raise BadInput(str(exc), path=path, where=exc.where) from None
-        overrides = manifest["methods"][method]
-        config = resolve_config({"train": {**manifest["train"], **(overrides or {})}, "eval": manifest.get("eval") or {}},
-                                backend.default_config())
-        per_method[method] = checkpoint_steps(config, path=path)
-        saved = backend.checkpoint_steps(config)
-        if saved != per_method[method]:
-            raise BadInput(f"the {backend.name} backend would save steps {saved} of {method}, but the study evaluates {per_method[method]}",
-                           path=path, where="eval")
-    if len({tuple(steps) for steps in per_method.values()}) != 1:
-        raise BadInput(f"every method must evaluate the same steps, got {per_method}", path=path, where="methods")
-    return next(iter(per_method.values()))
-
-
-# --- schemas and the resolved-config hash -------------------------------------------------------------
-
-
-def schema_path(name: str) -> Path:
-    """workflow/schemas/<name> as the package sees it; a missing schema is a broken installation (exit 1)."""
-    path = SCHEMA_DIR / name
-    if not path.is_file():
-        raise Failure(f"{path}: schema not found (the package's schemas folder links to workflow/schemas/; reinstall the package)")
-    return path
-
-
-def config_sha256(config: dict[str, Any]) -> str:
-    """The resolved-config hash: SHA-256 of the canonical JSON of the config (sorted keys, no whitespace)."""
-    return sha256_json(config)
-
-
-def config_file_sha256(path: str | os.PathLike) -> str:
-    """`config_sha256` of a YAML config file (e.g. resolved_config.yaml).
-
-    Parsed with libyaml when PyYAML has it (the configs carry the whole task panel, and the pure-Python parser
-    is ~200x slower than hashing), with the reading layer's checks (agentrepro.reading); errors name the line.
-    """
-    return config_sha256(load_yaml(path, fast=True))

@@ -103,10 +103,11 @@ def test_train_config_and_schema_refuse_what_the_spec_refuses(option):
 
 def test_schema_is_generated_from_the_spec():
     """workflow/schemas/train_config.schema.json is what `python -m agentrepro.trainer.schema` writes from the specs."""
+    from agentrepro.schema import dump
     from agentrepro.trainer import schema as generator
 
     current = json.loads(SCHEMA.read_text())
-    assert SCHEMA.read_text() == generator.text(generator.render(current))
+    assert SCHEMA.read_text() == dump(generator.render(current))
     assert current["properties"]["estimator"]["enum"] == [s.name for s in TRAINER]
     for option in TRAINER_OPTIONS:
         prop = current["properties"][option.name]

@@ -72,7 +72,8 @@ def test_row_disagreeing_with_its_directory(tmp_path):
 
 def test_provenance_hash_matches_audit_and_extra_runs_are_noted(tmp_path):
     """The resolved-config hash is the one audit checks, and a run outside the manifest is noted, not analysed."""
-    from agentrepro.fileio import load_yaml, sha256_json
+    from agentrepro.fileio import sha256_json
+    from agentrepro.reading import load_yaml
 
     make_study(tmp_path)
     (tmp_path / "runs" / "toy" / "ppo" / "seed0").mkdir(parents=True)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+from helpers import run_cli
 from study_kit import fake_run
 
-from agentrepro.fileio import atomic_write_jsonl, iter_jsonl, sha256_json
 from agentrepro.audit import audit_study
+from agentrepro.fileio import atomic_write_jsonl, sha256_json
+from agentrepro.reading import iter_jsonl
 from agentrepro.seal import write_outputs_manifest
-from helpers import run_cli
 
 
 def test_intact_study_passes(frozen):
@@ -159,7 +160,7 @@ def test_run_trained_on_another_backend_is_detected(frozen):
     """A run whose resolved config names a backend other than the lock's for its method is reported, even re-hashed."""
     import yaml
 
-    from agentrepro.layout import config_file_sha256
+    from agentrepro.runconfig import config_file_sha256
 
     root, _ = frozen
     run = root / "runs" / "demo" / "gigpo" / "seed1"

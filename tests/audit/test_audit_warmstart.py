@@ -58,7 +58,7 @@ def built(tmp_path_factory) -> Path:
         for method in METHODS:
             _cli("resolve", f"manifests/{STUDY}.lock.json", "--method", method, "--seed", 0, "-o", _run(method) / "config.yaml")
         from agentrepro.layout import locate
-        from agentrepro.trainer.warmstart_id import planned_warmstarts
+        from agentrepro.planning import planned_warmstarts
 
         ident = planned_warmstarts(MANIFEST)[("grpo", 0)]
         warm = locate(STUDY).warmstart_dir(0, ident)

@@ -109,7 +109,7 @@ def test_files_outside_the_root_are_listed_not_packed(tmp_path):
     """A frozen data file outside the root is left out (and listed), so the bundle stays safe to extract and verifies."""
     from study_kit import BASE, set_key, write_study
 
-    from agentrepro.manifest.freeze import freeze
+    from agentrepro.jobs.freeze import freeze
 
     root = tmp_path / "root"
     root.mkdir()

@@ -16,12 +16,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from helpers import REPO, run_cli
 
 from agentrepro.cli import main
-from agentrepro.fileio import atomic_write_jsonl, iter_jsonl, sha256_json
+from agentrepro.fileio import atomic_write_jsonl, sha256_json
 from agentrepro.manifest.lock import seal as seal_lock
+from agentrepro.reading import iter_jsonl
 from agentrepro.seal import write_outputs_manifest
-from helpers import REPO, run_cli
 
 STUDY = "wf-tiny"
 MANIFEST = REPO / "tests" / "workflow" / "manifests" / f"{STUDY}.yaml"
@@ -34,9 +35,9 @@ def finished(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tamper") / "study"
     (root / "manifests").mkdir(parents=True)
     shutil.copy(MANIFEST, root / "manifests")
-    from agentrepro.fileio import load_yaml
     from agentrepro.layout import locate
-    from agentrepro.trainer.warmstart_id import planned_warmstarts
+    from agentrepro.reading import load_yaml
+    from agentrepro.planning import planned_warmstarts
 
     warm = str(locate(STUDY).warmstart_dir(0, planned_warmstarts(load_yaml(MANIFEST))[("grpo", 0)]))
     with contextlib.chdir(root):

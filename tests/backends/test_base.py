@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrepro.backends.base import REGISTRY, Backend, BackendRegistry
+from agentrepro.backends import REGISTRY, Backend, BackendRegistry
 from agentrepro.errors import BadInput, Failure
 
 
@@ -40,7 +40,7 @@ def test_unknown_name_lists_the_known_ones():
 def test_lazy_entries_and_interface_check():
     """A lazy entry is imported on use; an object lacking the Backend methods is a Failure; a missing module too."""
     registry = BackendRegistry()
-    registry.register("command", "agentrepro.backends.command:CommandBackend")
+    registry.register("command", "agentrepro.backends.command.backend:CommandBackend")
     registry.register("bad", lambda: object())
     registry.register("gone", "agentrepro.backends.no_such_module:X")
     assert registry.get("command").name == "command"
@@ -65,7 +65,7 @@ def test_manifest_schema_names_exactly_the_registered_backends():
     """The manifest schema's `backend.name` enum is the registry's list (one owner: a new backend fails here until both agree)."""
     import json
 
-    from agentrepro.layout import schema_path
+    from agentrepro.schema import schema_path
 
     schema = json.loads(schema_path("manifest.schema.json").read_text(encoding="utf-8"))
     assert sorted(schema["$defs"]["backend"]["properties"]["name"]["enum"]) == REGISTRY.names()

@@ -12,13 +12,17 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import FIXTURES, run_cli, step_checkpoint
 
-from agentrepro import seal
-from agentrepro.backends import checkpoints, relax, relax_recipe, runconfig, verl_recipes
+from agentrepro import runconfig, seal
+from agentrepro.backends import checkpoints, get_backend
+from agentrepro.backends.relax import backend as relax
+from agentrepro.backends.relax import recipe as relax_recipe
+from agentrepro.backends.verl_agent import recipes as verl_recipes
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import sha256_file
-from agentrepro.layout import checkpoint_steps, outcomes_path
-from helpers import FIXTURES, run_cli
+from agentrepro.layout import outcomes_path
+from agentrepro.runconfig import checkpoint_steps
 
 VERL = json.loads((FIXTURES / "frameworks" / "verl-agent-20bd331.outputs.json").read_text())
 RELAX = json.loads((FIXTURES / "frameworks" / "relax.outputs.json").read_text())
@@ -96,7 +100,7 @@ def test_verl_saves_exactly_the_evaluated_steps(tmp_path, steps, every, evaluati
     freq = {o.key: o.value for o in verl_recipes.appended(config, tmp_path, resume=True)}["trainer.save_freq"]
     saved = [s for s in range(1, steps + 1) if facts_rule(freq, s, steps)]
     assert saved == verl_recipes.saved_steps(freq, steps) == [s for s in checkpoint_steps(config) if s > 0]
-    from agentrepro.backends.verl_agent import VerlAgentBackend
+    from agentrepro.backends.verl_agent.backend import VerlAgentBackend
 
     VerlAgentBackend().validate_config(config)   # the same check, where a study is refused
 
@@ -122,23 +126,23 @@ def test_hf_dir_follows_each_framework_layout(tmp_path):
     assert "hf_model" in {o.key: o.value for o in verl_recipes.appended(verl_config(tmp_path), run, resume=True)}[
         "actor_rollout_ref.actor.checkpoint.contents"]
     expected = Path(hf_layout.replace("<root>", str(verl_root(run))).replace("{N}", "5"))
-    assert checkpoints.hf_dir(verl_config(tmp_path), run, 5) == expected
-    assert checkpoints.step_checkpoint(verl_config(tmp_path), run, 5).state == (expected.parent.parent,)
+    assert step_checkpoint(verl_config(tmp_path), run, 5).hf == expected
+    assert step_checkpoint(verl_config(tmp_path), run, 5).state == (expected.parent.parent,)
     verl_base = verl_config(tmp_path)
     verl_base["backend"]["model_path"] = str(tmp_path / "qwen")
-    assert checkpoints.hf_dir(verl_base, run, 0) == tmp_path / "qwen"
+    assert step_checkpoint(verl_base, run, 0).hf == tmp_path / "qwen"
 
     config = relax_config(tmp_path)
     args = relax_recipe.hf_export_args(relax.save_dir(run))
     template = args[args.index("--save-hf") + 1]
     assert RELAX["checkpoint"]["hf_export"]["flag"] == "--save-hf" and "{rollout_id}" in template
-    assert checkpoints.hf_dir(config, run, 10) == Path(template.format(rollout_id=9))
+    assert step_checkpoint(config, run, 10).hf == Path(template.format(rollout_id=9))
     megatron = RELAX["checkpoint"]["layout"][0].replace("<save>", str(relax_recipe.checkpoint_dir(relax.save_dir(run), config)))
-    assert checkpoints.step_checkpoint(config, run, 10).state == (Path(megatron.format(rollout_id=9)),)
-    assert checkpoints.hf_dir(config, run, 0) == tmp_path / "base" and not checkpoints.step_checkpoint(config, run, 0).state
+    assert step_checkpoint(config, run, 10).state == (Path(megatron.format(rollout_id=9)),)
+    assert step_checkpoint(config, run, 0).hf == tmp_path / "base" and not step_checkpoint(config, run, 0).state
 
     builtin = {"backend": {"name": "builtin"}}
-    assert checkpoints.hf_dir(builtin, run, 3) == run / "checkpoints" / "hf" / "step3"
+    assert step_checkpoint(builtin, run, 3).hf == run / "checkpoints" / "hf" / "step3"
 
 
 # --- pruning --------------------------------------------------------------------------------------------------
@@ -153,7 +157,7 @@ def test_prune_keeps_the_hf_copy_by_default(tmp_path):
     fake_verl_step(run, 10)
     sealed_run(run, config, [5])
     sealed = seal.read_outputs_manifest(run / "OUTPUTS.sha256")
-    record = checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))
+    record = checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     step5 = verl_root(run) / "global_step_5"
     left = sorted(p.relative_to(step5).as_posix() for p in step5.rglob("*") if p.is_file())
     assert left == ["actor/huggingface/config.json", "actor/huggingface/model.safetensors", "actor/huggingface/tokenizer.json"]
@@ -164,7 +168,7 @@ def test_prune_keeps_the_hf_copy_by_default(tmp_path):
     assert json.loads((outcomes_path(run, 5).parent / "pruned.json").read_text()) == record
     assert (verl_root(run) / "global_step_10" / "actor" / "optim_world_size_2_rank_0.pt").is_file()
     assert (verl_root(run) / "latest_checkpointed_iteration.txt").is_file()
-    pruned, problems = checkpoints.pruned_files(run)
+    pruned, problems = checkpoints.pruned_files(run, get_backend(config['backend']['name']).pruned_in_training(run))
     assert problems == [] and pruned == {run / rel for rel in record["removed"]}
     with pytest.raises(BadInput, match="cannot resume"):
         checkpoints.refuse_resume(run)
@@ -176,14 +180,14 @@ def test_prune_none_and_all(tmp_path):
     config = verl_config(tmp_path, keep_checkpoints="none")
     fake_verl_step(run, 5)
     sealed_run(run, config, [5])
-    record = checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))
+    record = checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     assert not (verl_root(run) / "global_step_5").exists() and any("/huggingface/" in p for p in record["removed"])
     assert record["kept"] == {}
     run2 = tmp_path / "run2"
     config = verl_config(tmp_path, keep_checkpoints="all")
     fake_verl_step(run2, 5)
     sealed_run(run2, config, [5])
-    assert checkpoints.prune(config, run2, 5, outcomes=outcomes_path(run2, 5)) is None
+    assert checkpoints.prune(config, run2, step_checkpoint(config, run2, 5), outcomes=outcomes_path(run2, 5)) is None
     assert (verl_root(run2) / "global_step_5" / "data.pt").is_file() and not (outcomes_path(run2, 5).parent / "pruned.json").exists()
     checkpoints.refuse_resume(run2)   # nothing pruned: resuming is allowed
 
@@ -193,12 +197,12 @@ def test_prune_relax_and_builtin(tmp_path):
     hf, removed under none)."""
     run = tmp_path / "run"
     config = relax_config(tmp_path)
-    ckpt = checkpoints.step_checkpoint(config, run, 5)
+    ckpt = step_checkpoint(config, run, 5)
     for path in (ckpt.state[0] / "__0_0.distcp", ckpt.state[0] / "common.pt", ckpt.hf / "model.safetensors"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{path.name}")
     sealed_run(run, config, [5])
-    record = checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))
+    record = checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     assert not ckpt.state[0].exists() and (ckpt.hf / "model.safetensors").is_file() and len(record["removed"]) == 2
 
     run = tmp_path / "builtin"
@@ -206,9 +210,9 @@ def test_prune_relax_and_builtin(tmp_path):
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "step5.pt").write_text("weights and optimizer")
     sealed_run(run, config, [5])
-    assert checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5)) is None
+    assert checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5)) is None
     config["eval"]["keep_checkpoints"] = "none"
-    assert list(checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))["removed"]) == ["checkpoints/step5.pt"]
+    assert list(checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))["removed"]) == ["checkpoints/step5.pt"]
 
 
 def test_prune_refuses_a_changed_or_unsealed_checkpoint(tmp_path):
@@ -221,15 +225,15 @@ def test_prune_refuses_a_changed_or_unsealed_checkpoint(tmp_path):
     shard = verl_root(run) / "global_step_5" / "actor" / "model_world_size_2_rank_0.pt"
     shard.write_text("edited")
     with pytest.raises(Failure, match="changed after it was sealed"):
-        checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))
+        checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     assert (shard.parent / "optim_world_size_2_rank_0.pt").is_file()
     sealed_run(run, config, [5])
     (shard.parent / "late.pt").write_text("after the seal")
     with pytest.raises(Failure, match="not listed in"):
-        checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))
+        checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     assert shard.is_file()
     (run / "OUTPUTS.sha256").unlink()   # not sealed: nothing can be checked, nothing is pruned
-    assert checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5)) is None and shard.is_file()
+    assert checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5)) is None and shard.is_file()
 
 
 def test_pruned_files_reports_a_record_that_disagrees_with_the_seal(tmp_path):
@@ -238,12 +242,12 @@ def test_pruned_files_reports_a_record_that_disagrees_with_the_seal(tmp_path):
     config = verl_config(tmp_path)
     fake_verl_step(run, 5)
     sealed_run(run, config, [5])
-    record = checkpoints.prune(config, run, 5, outcomes=outcomes_path(run, 5))
+    record = checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     forged = copy.deepcopy(record)
     rel = sorted(forged["removed"])[0]
     forged["removed"][rel] = "0" * 64
     (outcomes_path(run, 5).parent / "pruned.json").write_text(json.dumps(forged))
-    pruned, problems = checkpoints.pruned_files(run)
+    pruned, problems = checkpoints.pruned_files(run, get_backend(config['backend']['name']).pruned_in_training(run))
     assert run / rel not in pruned and len(problems) == 1 and rel in problems[0]
 
 
@@ -284,9 +288,10 @@ def test_eval_verb_prunes_after_the_outcomes_and_never_after_a_failure(tmp_path,
 def test_relax_export_is_a_recorded_deviation_beside_verl_agents(tmp_path):
     """The lock's deviations of graphgpo-alfworld (verl-agent and @relax methods) name Relax's changed --save-interval
     (the recipe's 10, from the facts), the added --save-hf and the eval hook, and still verl's trainer.save_freq."""
-    from agentrepro.backends import jobs
-    from agentrepro.manifest.loading import load_manifest
     from helpers import REPO
+
+    from agentrepro import planning as jobs
+    from agentrepro.manifest.loading import load_manifest
 
     args = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
     recipe = {f["flag"]: f.get("value") for f in args["graphgpo_recipe"]["flags"]}

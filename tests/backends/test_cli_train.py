@@ -126,8 +126,8 @@ def test_backend_exception_is_a_failed_attempt(tmp_path, make_config, write_conf
     """A Python exception inside a backend becomes Failure (exit 1) and a failed attempt carrying its message."""
     import argparse
 
-    from agentrepro.backends import cli_train
-    from agentrepro.backends.command import CommandBackend
+    from agentrepro.jobs import train as cli_train
+    from agentrepro.backends.command.backend import CommandBackend
     from agentrepro.errors import Failure
 
     class Crashing(CommandBackend):

@@ -8,13 +8,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrepro.backends.command import CommandBackend, context, run_template, validate_block
+from agentrepro.backends import get_backend
+from agentrepro.backends.command.backend import CommandBackend, context, run_template
 from agentrepro.errors import BadInput
-from helpers import run_cli
 
+validate_block = get_backend("command").check_block   # the block alone, with the registry's adapters
 NASTY = "a b'c\"d; touch PWNED $(touch PWNED2) `touch PWNED3` $HOME"
 
 
@@ -69,7 +71,7 @@ def test_eval_without_eval_command(trained_run):
     """Evaluating a command run without eval_command is BadInput naming backend.eval_command."""
     import yaml
 
-    from agentrepro.backends import runconfig
+    from agentrepro import runconfig
 
     resolved = runconfig.read_resolved_config(trained_run)
     del resolved["backend"]["eval_command"]

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from agentrepro.backends.outcomes import check_rows
 from agentrepro.errors import BadInput
+from agentrepro.outcomes import check_rows
 
 HASH = "a" * 64
 

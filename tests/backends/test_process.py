@@ -13,8 +13,8 @@ import time
 import psutil
 import pytest
 
-from agentrepro.backends.process import run_logged
 from agentrepro.errors import Failure
+from agentrepro.process import run_logged
 
 
 def test_logs_accumulate_per_attempt_and_failure_names_the_reason(tmp_path):

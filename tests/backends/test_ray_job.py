@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from agentrepro.backends import ray_launch, verl_agent
+from agentrepro.backends import ray_launch
+from agentrepro.backends.verl_agent import backend as verl_agent
 
 
 def alive(pid: int) -> bool:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrepro.backends.reevaluation import check
-from agentrepro.backends.template import fill, split
+from agentrepro.backends.command.code_words import check
+from agentrepro.backends.command.template import fill, split
 from agentrepro.errors import BadInput
 
 

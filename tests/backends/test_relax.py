@@ -17,14 +17,17 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import FIXTURES, REPO, run_cli, step_checkpoint
 
-from agentrepro.backends import checkpoints, ray_launch, relax, relax_recipe, runconfig
-from agentrepro.backends.outcomes import check_rows
+from agentrepro import runconfig
+from agentrepro.backends import checkpoints, ray_launch
+from agentrepro.backends.relax import backend as relax
+from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.errors import BadInput
-from agentrepro.hooks import agentrepro_relax_eval as hook
-from agentrepro.manifest.freeze import freeze
+from agentrepro.backends.relax.hooks import agentrepro_relax_eval as hook
+from agentrepro.jobs.freeze import freeze
 from agentrepro.manifest.resolve import run_config
-from helpers import FIXTURES, REPO, run_cli
+from agentrepro.outcomes import check_rows
 
 ARGS = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
 OUTPUTS = json.loads((FIXTURES / "frameworks" / "relax.outputs.json").read_text())
@@ -104,7 +107,7 @@ def test_step_rows_offset_follows_relax_resume(study, tmp_path):
     when Relax will resume from it (relax_recipe.policy_version_offset)."""
     config = resolved(study, "graphgpo")
     run = tmp_path / "run"
-    offset = lambda: relax.launches(config, run)[2].env["AGENTREPRO_POLICY_VERSION_OFFSET"]  # noqa: E731 - the head's
+    offset = lambda: relax.job_launches(config, run)[2].env["AGENTREPRO_POLICY_VERSION_OFFSET"]  # noqa: E731 - the head's
     assert config["train"]["step_rows"] and offset() == "0"
     tracker = relax_recipe.checkpoint_dir(relax.save_dir(run), config) / relax_recipe.TRACKER
     tracker.parent.mkdir(parents=True)
@@ -207,7 +210,7 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     under Relax's save rule ((r + 1) % interval == 0 or the last rollout) the copies are the evaluated steps."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["backend"]["export_hf"] = True
-    _, expand, _, submit = relax.launches(config, tmp_path / "run")
+    _, expand, _, submit = relax.job_launches(config, tmp_path / "run")
     replace = list(submit.argv[4:])
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=replace)
     given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
@@ -221,9 +224,9 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     assert [relax_recipe.step_of_rollout(r) for r in saved] == planned[1:]
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 0) == Path(config["backend"]["model_path"])
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 5).name == "4"
-    assert relax.launches(resolved(study, "graphgpo"), tmp_path / "run")[3].argv == submit.argv   # the default
+    assert relax.job_launches(resolved(study, "graphgpo"), tmp_path / "run")[3].argv == submit.argv   # the default
     config["backend"]["export_hf"] = False
-    plain = relax.launches(config, tmp_path / "run")[3]
+    plain = relax.job_launches(config, tmp_path / "run")[3]
     assert plain.argv[4:] == (relax_recipe.KEEP_FLAG, "1", relax_recipe.ADVANTAGE_FLAG, relax_recipe.ADVANTAGE_HOOK)   # no export flags
     with pytest.raises(BadInput, match="expected --seed at most once"):
         relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
@@ -236,7 +239,7 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
     and the --save-hf copies live outside it (relax.pin.json `retention`). `all`: the recipe's value, no deviation."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["eval"]["keep_checkpoints"] = keep
-    _, expand, _, submit = relax.launches(config, tmp_path / "run")
+    _, expand, _, submit = relax.job_launches(config, tmp_path / "run")
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=list(submit.argv[4:]))
     given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
     recipe = {f["flag"]: f["value"] for f in RECIPE["flags"]}
@@ -257,7 +260,7 @@ def test_two_jobs_on_one_node_get_their_own_ports(study, tmp_path, monkeypatch):
     seen = []
     for job in ("1001", "1002"):
         monkeypatch.setenv("SLURM_JOB_ID", job)
-        _, _, head, submit = relax.launches(config, tmp_path / job)
+        _, _, head, submit = relax.job_launches(config, tmp_path / job)
         port = ray_launch.ray_ports(f"slurm-{job}")
         assert f"--port={port.head}" in head.argv and f"--dashboard-port={port.dashboard}" in head.argv
         assert submit.env["RAY_ADDRESS"] == f"http://127.0.0.1:{port.dashboard}" and head.env["RELAX_SERVE_PORT"] == str(port.serve)
@@ -380,7 +383,7 @@ def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, t
 
 def test_a_study_whose_steps_relax_would_not_evaluate_is_refused():
     """150 steps evaluate every 5th update; 12 steps would need step 12, which Relax (every 5 rollouts) skips."""
-    from agentrepro.layout import planned_steps
+    from agentrepro.planning import planned_steps
 
     manifest = yaml.safe_load(MANIFEST.read_text())
     assert planned_steps(manifest) == list(range(0, 151, 5))
@@ -471,7 +474,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
         assert len(rows) == 128 and sum(r["success"] for r in rows) == sum((i + rollout) % 3 == 0 for i in range(128))
         assert {r["turns"] for r in rows} == {1, 2, 3, 4} and all(r["tokens"] == 7 * r["turns"] for r in rows)
         if step:   # the evaluated step's Megatron checkpoint is pruned, its Hugging Face export stays for serving
-            ckpt = checkpoints.step_checkpoint(config, run_dir, step)
+            ckpt = step_checkpoint(config, run_dir, step)
             assert not ckpt.state[0].exists() and (ckpt.hf / "config.json").is_file()
     assert sorted(p.name for p in (relax.save_dir(run_dir) / "hf").iterdir()) == ["4", "9"]
     assert audit_runs_seal_problems(run_dir) == []
@@ -486,7 +489,6 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     import subprocess
 
     import psutil
-
     from helpers import require
 
     ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")

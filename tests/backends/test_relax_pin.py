@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentrepro.backends import checkpoints, relax, relax_recipe
-from agentrepro.manifest.backends import declared
-from helpers import FIXTURES, REPO
+from agentrepro.backends import checkpoints
+from agentrepro.backends.relax import backend as relax
+from agentrepro.backends.relax import recipe as relax_recipe
+from agentrepro.placement import declared
+from helpers import FIXTURES, REPO, step_checkpoint
 
 PIN = json.loads((FIXTURES / "frameworks" / "relax.pin.json").read_text())
 ARGS = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
@@ -87,12 +89,12 @@ def test_metrics_evaluations_and_checkpoints_of_one_step_share_one_rollout_id(tm
               "backend": {"name": "relax", "workdir": str(tmp_path), "model_path": str(tmp_path / "base")}}
     for n in evaluated[1:]:
         r = relax_recipe.rollout_of_step(n)
-        point = checkpoints.step_checkpoint(config, run, n)
+        point = step_checkpoint(config, run, n)
         assert point.state == (relax_recipe.checkpoint_dir(save, config) / f"iter_{r:07d}",)
         assert point.weights == (point.hf,) == (Path(args[args.index("--save-hf") + 1].format(rollout_id=r)),)
         assert relax.outcome_file(run, config, n).name == f"{r}.jsonl"   # the eval hook is called with Relax's rollout_id
         assert relax_recipe.step_of_rollout(r) == n   # the metrics row Relax logged at step r is harness step n
-    assert relax.outcome_file(run, config, 0).name == "0.jsonl" and checkpoints.step_checkpoint(config, run, 0).hf == tmp_path / "base"
+    assert relax.outcome_file(run, config, 0).name == "0.jsonl" and step_checkpoint(config, run, 0).hf == tmp_path / "base"
 
 
 
@@ -101,7 +103,7 @@ def test_training_rows_are_named_by_the_step_their_update_reaches():
     counter starts at 0, the sync before rollout 0 makes it 1 and each training step adds 1, so rollout r carries
     r + 1: with the harness's offset that is step_of_rollout(r), the step whose metrics (Relax step r), checkpoint
     and evaluation (rollout_id r) the other tests tie to r. The wrapper reads Relax's decimal string."""
-    from agentrepro.hooks import agentrepro_relax_advantage as wrapper
+    from agentrepro.backends.relax.hooks import agentrepro_relax_advantage as wrapper
 
     fact = PIN["numbering"]["policy_version"]
     assert "str of the Sample's one weight_version" in fact["rule"] and fact["value_type"] == "str"

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from agentrepro.backends import relax_results as relax
+from agentrepro.backends.relax import results as relax
 from agentrepro.errors import BadInput
 from helpers import run_cli
 

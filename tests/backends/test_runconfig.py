@@ -7,9 +7,10 @@ import json
 import pytest
 import yaml
 
-from agentrepro.backends import runconfig
+from agentrepro import runconfig
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import sha256_json
+from agentrepro.jobs import bookkeeping
 
 
 def base_config():
@@ -58,12 +59,12 @@ def test_lock_hash_is_verified_when_the_file_is_there(tmp_path):
     lock = {"lock_version": 1, "study": "s"}
     (tmp_path / "s.lock.json").write_text(json.dumps(lock))
     config = {**base_config(), "lock": {"path": "s.lock.json", "sha256": sha256_json(lock)}}
-    assert runconfig.lock_identity(config, tmp_path)["lock_verified"] is True
+    assert bookkeeping.lock_identity(config, tmp_path)["lock_verified"] is True
     config["lock"]["sha256"] = "0" * 64
     with pytest.raises(BadInput, match="lock.sha256"):
-        runconfig.lock_identity(config, tmp_path)
+        bookkeeping.lock_identity(config, tmp_path)
     config["lock"]["path"] = "elsewhere.json"
-    assert runconfig.lock_identity(config, tmp_path)["lock_verified"] is False
+    assert bookkeeping.lock_identity(config, tmp_path)["lock_verified"] is False
 
 
 def test_clear_outputs_keeps_provenance_logs_and_inputs(tmp_path):
@@ -73,7 +74,7 @@ def test_clear_outputs_keeps_provenance_logs_and_inputs(tmp_path):
     for d in ("checkpoints", "eval/step0", "logs"):
         (tmp_path / d).mkdir(parents=True)
         (tmp_path / d / "f").write_text("x")
-    removed = runconfig.clear_outputs(tmp_path)
+    removed = bookkeeping.clear_outputs(tmp_path)
     assert sorted(removed) == ["OUTPUTS.sha256", "checkpoints", "eval", "metrics.jsonl"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "logs", "notes.md", "provenance.json"]
 
@@ -82,12 +83,12 @@ def test_training_outputs_check(tmp_path):
     """Missing metrics, a non-increasing step and a run that stopped early are failures."""
     resolved = {"train": {"steps": 2}}
     with pytest.raises(Failure, match="without writing metrics"):
-        runconfig.check_training_outputs(tmp_path, resolved)
+        bookkeeping.check_training_outputs(tmp_path, resolved)
     (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 1}\n')
     with pytest.raises(Failure, match="line 2: step 1 does not follow"):
-        runconfig.check_training_outputs(tmp_path, resolved)
+        bookkeeping.check_training_outputs(tmp_path, resolved)
     (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')
     with pytest.raises(Failure, match="ended at step 1"):
-        runconfig.check_training_outputs(tmp_path, resolved)
+        bookkeeping.check_training_outputs(tmp_path, resolved)
     (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
-    runconfig.check_training_outputs(tmp_path, resolved)
+    bookkeeping.check_training_outputs(tmp_path, resolved)

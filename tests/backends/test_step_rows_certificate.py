@@ -24,7 +24,11 @@ import yaml
 
 from agentrepro.algorithms import StepBatch, estimate
 from agentrepro.analysis.parity import certificate, parity_checks
-from agentrepro.backends import relax_recipe, step_rows, verl_agent
+from agentrepro.backends import step_rows
+from agentrepro.backends.relax import backend as relax
+from agentrepro.backends.relax import recipe as relax_recipe
+from agentrepro.backends.verl_agent import backend as verl_agent
+from agentrepro.backends.verl_agent import integration
 from agentrepro.hooks import HOOKS_DIR
 from agentrepro.layout import batch_dump
 
@@ -78,7 +82,7 @@ def run_verl(tmp_path: Path, kind: str) -> tuple[Path, dict]:
     """))
     (tmp_path / "batch.json").write_text(json.dumps(case["rows"]))
     (tmp_path / "advantages.json").write_text(json.dumps(advantages(case, kind)))
-    env = {**verl_agent.integration_env(run), **step_rows.hook_env(config, run), "PATH": "/usr/bin:/bin",
+    env = {**integration.env(run), **step_rows.hook_env(config, run), "PATH": "/usr/bin:/bin",
            "STANDIN_BATCH": str(tmp_path / "batch.json"), "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
     env["PYTHONPATH"] += f":{tree}"
     result = subprocess.run([sys.executable, "fit.py"], cwd=tree, env=env, capture_output=True, text=True)
@@ -101,6 +105,7 @@ def compute_custom_advantage(
 DRIVER = '''
 import json, sys
 import agentrepro_relax_advantage
+from agentrepro import runconfig
 for group in json.loads(open(sys.argv[1]).read()):
     agentrepro_relax_advantage.compute_custom_advantage(group)
 '''
@@ -136,7 +141,7 @@ def run_relax(tmp_path: Path, kind: str) -> tuple[Path, dict]:
     versions = [str(relax_recipe.weight_version_of_rollout(r)) for r in (rollout, rollout + 1)]
     (tmp_path / "groups.json").write_text(json.dumps(relax_groups(case["rows"], versions[0]) + relax_groups(case["rows"], versions[1])))
     env = {**step_rows.hook_env(config, run), "AGENTREPRO_POLICY_VERSION_OFFSET": str(relax_recipe.POLICY_VERSION_OFFSET),
-           "PYTHONPATH": f"{HOOKS_DIR}:{tree}", "PATH": "/usr/bin:/bin", "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
+           "PYTHONPATH": f"{relax.HOOKS}:{HOOKS_DIR}:{tree}", "PATH": "/usr/bin:/bin", "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
     result = subprocess.run([sys.executable, "driver.py", str(tmp_path / "groups.json")], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return run, case
@@ -224,7 +229,7 @@ def test_the_hooks_write_where_the_layout_says(monkeypatch):
 def test_relax_wrapper_hands_over_to_the_function_the_recipe_names():
     """The wrapper calls the function the recipe's --agentic-custom-advantage-path names (relax.args.json, script
     line 212), and it replaces exactly that flag; a recipe function with other parameters is refused."""
-    from agentrepro.hooks import agentrepro_relax_advantage as wrapper
+    from agentrepro.backends.relax.hooks import agentrepro_relax_advantage as wrapper
 
     facts = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "relax.args.json").read_text())
     [flag] = [f for f in facts["graphgpo_recipe"]["flags"] if f["flag"] == relax_recipe.ADVANTAGE_FLAG]
@@ -237,6 +242,7 @@ def test_step_rows_field_is_validated_naming_it():
     builtin trainer's config and by the verl-agent and Relax backends alike; no step rows, no hook environment."""
     import pytest
 
+    from agentrepro import runconfig
     from agentrepro.errors import BadInput
     from agentrepro.trainer.config import TrainConfig
 
@@ -244,7 +250,7 @@ def test_step_rows_field_is_validated_naming_it():
         with pytest.raises(BadInput, match="train.step_rows"):
             TrainConfig.from_dict({"steps": 10, "step_rows": bad})
         with pytest.raises(BadInput, match="train.step_rows"):
-            step_rows.named_steps({"train": {"steps": 10, "step_rows": bad}})
+            runconfig.step_rows({"train": {"steps": 10, "step_rows": bad}})
     assert TrainConfig.from_dict({"steps": 10, "step_rows": [10, 1]}).to_dict()["step_rows"] == [10, 1]
     assert step_rows.hook_env({"train": {"steps": 10}}, Path("run")) == {}
 
@@ -282,7 +288,7 @@ def test_a_batch_without_the_recipe_columns_is_recorded_not_fatal(tmp_path):
     trainer.write_text(trainer.read_text().replace('"episode_rewards": "episode_reward", ', ""))
     (tmp_path / "batch.json").write_text(json.dumps(case["rows"]))
     (tmp_path / "advantages.json").write_text(json.dumps([0.0] * len(case["rows"])))
-    env = {**verl_agent.integration_env(run), **step_rows.hook_env(config, run), "PATH": "/usr/bin:/bin",
+    env = {**integration.env(run), **step_rows.hook_env(config, run), "PATH": "/usr/bin:/bin",
            "STANDIN_BATCH": str(tmp_path / "batch.json"), "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
     env["PYTHONPATH"] += f":{tree}"
     result = subprocess.run([sys.executable, "fit.py"], cwd=tree, env=env, capture_output=True, text=True)

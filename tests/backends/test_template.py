@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrepro.backends.template import MAX_ARG_BYTES, Slot, fill, placeholders, split, text_parts
+from agentrepro.backends.command.template import MAX_ARG_BYTES, Slot, fill, placeholders, split, text_parts
 from agentrepro.errors import BadInput
 
 HOSTILE = ["$(touch PWNED)", "`touch PWNED`", "x; touch PWNED", "a\ntouch PWNED", "it's", 'say "hi"', "a b",

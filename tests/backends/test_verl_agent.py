@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrepro.backends import verl_agent
+from agentrepro.backends.verl_agent import backend as verl_agent
+from agentrepro.backends.verl_agent import outputs
+from agentrepro.backends.verl_agent import integration
 from agentrepro.errors import BadInput
 
 HASH = "b" * 64
@@ -36,7 +38,7 @@ def config(tmp_path, **block):
 def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     """Train = data preparation + the method's official script (GiGPO: examples/gigpo_trainer/run_alfworld.sh) with
     only the harness's keys and the manifest values that differ appended; argv lists, never shell strings."""
-    prepare, train = verl_agent.launches(config(tmp_path), tmp_path / "run")
+    prepare, train = verl_agent.job_launches(config(tmp_path), tmp_path / "run")
     run = (tmp_path / "run").resolve()
     assert prepare.argv[:3] == ("python3", "-m", "examples.data_preprocess.prepare") and prepare.cwd == tmp_path
     assert prepare.argv[-2:] == ("--local_dir", str(run / "verl_data"))
@@ -51,8 +53,8 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     assert train.env["AGENTREPRO_VERL_OUT"] == str(run)
     cfg = config(tmp_path)
     cfg["data"] = {"eval": {"path": "data/alfworld"}}
-    assert verl_agent.launches(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
-    *_, evaluate = verl_agent.launches(config(tmp_path), tmp_path / "run", eval_step=1)
+    assert verl_agent.job_launches(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
+    *_, evaluate = verl_agent.job_launches(config(tmp_path), tmp_path / "run", eval_step=1)
     assert evaluate.argv[-4:] == ("trainer.val_only=true", "trainer.val_before_train=true", "trainer.resume_mode=resume_path",
                                   f"trainer.resume_from_path={run / 'checkpoints' / 'global_step_1'}")
 
@@ -67,7 +69,7 @@ def test_convert_training(tmp_path):
         {"step": 2, "data": {"episode/reward/mean": 3.0, "timing_s/step": 31.0}},
     ]
     (tmp_path / "verl_metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    verl_agent.convert_training(tmp_path, config(tmp_path))
+    outputs.convert_training(tmp_path, config(tmp_path))
     metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
     assert metrics[0]["reward_mean"] == 2.5 and metrics[0]["train_success_rate"] == 0.25 and metrics[0]["loss_policy"] == -0.01
@@ -81,7 +83,7 @@ def test_convert_training_bad_line(tmp_path):
     """A line that is not a FileLogger record is BadInput naming the file and line."""
     (tmp_path / "verl_metrics.jsonl").write_text('{"step": 1, "data": {}}\n{"step": "x"}\n')
     with pytest.raises(BadInput, match="verl_metrics.jsonl: line 2"):
-        verl_agent.convert_training(tmp_path, config(tmp_path))
+        outputs.convert_training(tmp_path, config(tmp_path))
 
 
 def dump(tmp_path, step, records):
@@ -97,7 +99,7 @@ def test_convert_eval(tmp_path):
         {"task_id": 1, "won": False, "reward": 0.0, "turns": 50, "tokens": 900},
         {"task_id": "alf-1", "won": False, "reward": 0.0, "turns": 50, "tokens": 800},
     ])
-    rows = verl_agent.convert_eval(tmp_path, 5, config(tmp_path))
+    rows = outputs.convert_eval(tmp_path, 5, config(tmp_path))
     assert [(r["task_id"], r["episode"], r["success"], r["turns"], r["tokens"]) for r in rows] == [
         ("alf-0", 0, 1, 7, 300), ("alf-1", 0, 0, 50, 900), ("alf-1", 1, 0, 50, 800)]
     assert all(r["task_hash"] == HASH and r["task_hash_source"] == "panel" and r["step"] == 5 for r in rows)
@@ -108,15 +110,15 @@ def test_convert_eval_errors(tmp_path):
     """Missing task or count fields are BadInput naming line and field; a task off the panel and a missing file too."""
     dump(tmp_path, 2, [{"reward": 10.0, "won": True, "turns": 3, "tokens": 10}])
     with pytest.raises(BadInput, match=r"2.jsonl: line 1: no field 'task_id'"):
-        verl_agent.convert_eval(tmp_path, 2, config(tmp_path))
+        outputs.convert_eval(tmp_path, 2, config(tmp_path))
     dump(tmp_path, 3, [{"reward": 10.0, "won": True, "task_id": "alf-0", "tokens": 10}])
     with pytest.raises(BadInput, match="line 1: field 'turns'"):
-        verl_agent.convert_eval(tmp_path, 3, config(tmp_path))
+        outputs.convert_eval(tmp_path, 3, config(tmp_path))
     dump(tmp_path, 4, [{"reward": 1.0, "won": True, "task_id": "alf-9", "turns": 1, "tokens": 1}])
     with pytest.raises(BadInput, match="not in the frozen task panel"):
-        verl_agent.convert_eval(tmp_path, 4, config(tmp_path))
+        outputs.convert_eval(tmp_path, 4, config(tmp_path))
     with pytest.raises(BadInput, match="file not found"):
-        verl_agent.convert_eval(tmp_path, 9, config(tmp_path))
+        outputs.convert_eval(tmp_path, 9, config(tmp_path))
 
 
 def test_train_without_checkout_is_bad_input(tmp_path):
@@ -201,11 +203,11 @@ def test_panel_game_files(tmp_path):
     cfg["eval"]["task_panel"][0]["gamefile"] = "/data/games/0.tw"
     (tmp_path / "alfworld").mkdir()
     cfg["data"] = {"eval": {"path": str(tmp_path / "alfworld")}}
-    games = json.loads(verl_agent.write_panel(cfg, tmp_path).read_text())
+    games = json.loads(integration.write_panel(cfg, tmp_path).read_text())
     assert [g["game_file"] for g in games] == ["/data/games/0.tw", str(tmp_path / "alfworld" / "alf-1" / "game.tw-pddl"),
                                                str(tmp_path / "alfworld" / "alf-2" / "game.tw-pddl")]
     cfg["data"] = {"eval": {"path": str(tmp_path / "panel.jsonl")}}
-    assert [g["game_file"] for g in json.loads(verl_agent.write_panel(cfg, tmp_path).read_text())][1:] == ["alf-1", "alf-2"]
+    assert [g["game_file"] for g in json.loads(integration.write_panel(cfg, tmp_path).read_text())][1:] == ["alf-1", "alf-2"]
 
 
 def test_validate_config_refuses_what_verl_cannot_run(tmp_path):

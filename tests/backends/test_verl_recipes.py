@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrepro.backends import verl_agent, verl_recipes, verl_scripts
+from agentrepro.backends.verl_agent import backend as verl_agent
+from agentrepro.backends.verl_agent import recipes as verl_recipes
+from agentrepro.backends.verl_agent import scripts as verl_scripts
 from agentrepro.errors import BadInput
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.resolve import run_config
@@ -97,7 +99,7 @@ def test_every_appended_key_exists_with_its_type(tmp_path):
     for method, config in study_configs(tmp_path):
         script = verl_recipes.script_for(config)
         keys = composed(script)
-        *_, evaluate = verl_agent.launches(config, tmp_path / "run", eval_step=5)
+        *_, evaluate = verl_agent.job_launches(config, tmp_path / "run", eval_step=5)
         program = evaluate.argv[evaluate.argv.index("--") + 1:]
         words = program[3:]
         assert program[:3] == ("bash", script.path, "")

@@ -183,7 +183,7 @@ def test_seed_options_are_refused_for_games(games):
 
 def test_notes_follow_the_graphgpo_recipe():
     """The recipe's notes: location, held object with its flags, moved objects; ignored after 'Nothing happens.'."""
-    from agentrepro.environments.alfworld_notes import Notes
+    from agentrepro.environments.alfworld_tracking import Notes
     from agentrepro.errors import Failure
 
     notes = Notes()

@@ -27,7 +27,7 @@ def frozen_study(tmp_path_factory) -> Path:
     """study_kit's demo study, frozen in-process, with two sealed runs, analysis and report (do not modify: copy)."""
     from study_kit import fake_outputs, fake_run, git_commit_all, write_study
 
-    from agentrepro.manifest.freeze import freeze
+    from agentrepro.jobs.freeze import freeze
 
     root = tmp_path_factory.mktemp("hostile") / "root"
     root.mkdir()

@@ -39,14 +39,13 @@ def _readers(frozen_study: Path, analysis_doc: dict) -> dict:
     from agentrepro.algorithms import StepBatch
     from agentrepro.analysis.load import read_outcomes, read_steps_jsonl
     from agentrepro.analysis.reference import load_reference
-    from agentrepro.backends.runconfig import load_run_config
+    from agentrepro.attempts import read_provenance
     from agentrepro.environments.cli import read_episodes, read_responses
-    from agentrepro.fileio import iter_jsonl, load_json
     from agentrepro.manifest.loading import check_manifest
     from agentrepro.manifest.lock import read_lock
-    from agentrepro.reading import load_yaml
+    from agentrepro.reading import iter_jsonl, load_json, load_yaml
     from agentrepro.report.load import load_analysis
-    from agentrepro.attempts import read_provenance
+    from agentrepro.runconfig import load_run_config
 
     run = frozen_study / "runs" / "demo" / "grpo" / "seed0"
     return {

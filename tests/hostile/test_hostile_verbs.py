@@ -19,7 +19,7 @@ from helpers import run_cli
 from hostile_kit import attacks, record, refused
 from hypothesis import HealthCheck, given, settings
 
-from agentrepro.fileio import load_json
+from agentrepro.reading import load_json
 
 EXAMPLES = int(os.environ.get("AGENTREPRO_HOSTILE_EXAMPLES", "60"))
 SUBPROCESS_EXAMPLES = max(3, EXAMPLES // 12)

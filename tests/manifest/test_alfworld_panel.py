@@ -11,7 +11,7 @@ from study_kit import BASE, fake_run, git_commit_all, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.audit import audit_study
-from agentrepro.manifest.freeze import freeze
+from agentrepro.jobs.freeze import freeze
 from helpers import require_alfworld, run_cli
 
 

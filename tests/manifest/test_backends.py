@@ -1,4 +1,4 @@
-"""Per-method backends (agentrepro.manifest.backends): `backends:` blocks, `<method>@<backend>` names, and
+"""Per-method backends (agentrepro.placement): `backends:` blocks, `<method>@<backend>` names, and
 every stage that reads a method's backend: loading, freeze and resolve (the plan: tests/workflow/test_plan.py)."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import json
 import re
 
 import pytest
+from helpers import run_cli
 from study_kit import BASE, COMMIT_A, DIGEST, git_commit_all, load, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.manifest import load_manifest
-from agentrepro.manifest.backends import METHOD_NAME, method_placement, split_method
-from agentrepro.manifest.schema import schema_path
-from helpers import run_cli
+from agentrepro.placement import METHOD_NAME, method_placement, split_method
+from agentrepro.schema import schema_path
 
 RELAX = {"backend": {"name": "relax", "repo": "redai-infra/Relax", "commit": COMMIT_A},
          "image": {"runtime": "apptainer", "ref": "example.org/relax:1.0", "digest": DIGEST}, "resources": {"gpus": 4}}
@@ -72,7 +72,7 @@ def test_a_command_template_of_a_further_backend_is_checked_at_load(tmp_path):
 
 
 def test_method_name_pattern_is_the_schemas():
-    """The schema's method-name pattern and agentrepro.manifest.backends.METHOD_NAME accept the same names."""
+    """The schema's method-name pattern and agentrepro.placement.METHOD_NAME accept the same names."""
     schema = json.loads(schema_path("manifest.schema.json").read_text())
     pattern = schema["properties"]["methods"]["propertyNames"]["pattern"]
     assert pattern == f"^{METHOD_NAME}$"

@@ -11,7 +11,7 @@ from study_kit import BASE, COMMIT_A, DELETE, git, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
-from agentrepro.manifest.freeze import build_lock, directory_sha256, freeze
+from agentrepro.jobs.freeze import build_lock, directory_sha256, freeze
 from agentrepro.manifest.lock import content_sha256, lock_problems
 from helpers import REPO, run_cli
 

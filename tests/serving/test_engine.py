@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agentrepro.backends import outcomes
+from agentrepro import outcomes
 from agentrepro.environments import make_env, task_panel
 from agentrepro.serving.client import Reply, ServerError
 from agentrepro.serving.engine import Sampling, evaluate_panel

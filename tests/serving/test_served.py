@@ -10,14 +10,14 @@ import json
 
 import psutil
 import pytest
+from helpers import require, run_cli
 
-from agentrepro.backends import outcomes, runconfig
+from agentrepro import outcomes, runconfig
 from agentrepro.environments import task_panel
 from agentrepro.seal import verify_outputs
 from agentrepro.serving import tiny
 from agentrepro.serving.client import ChatClient, Retry, ServerError
 from agentrepro.serving.servers import ServerConfig, serve, served_models
-from helpers import require, run_cli
 
 pytestmark = [pytest.mark.serving, pytest.mark.slow]
 FAST = ["--max-tokens", "12", "--max-turns", "2"]

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 import yaml
-
-from agentrepro.backends.process import stop_tree
-from agentrepro.errors import BadInput, Failure
-from agentrepro.manifest.schema import validate
-from agentrepro.serving.servers import Server, ServerConfig, _wait_ready, determinism, sglang_argv, transformers_argv
 from helpers import REPO
+
+from agentrepro.errors import BadInput, Failure
+from agentrepro.process import stop_tree
+from agentrepro.schema import validate
+from agentrepro.serving.servers import Server, ServerConfig, _wait_ready, determinism, sglang_argv, transformers_argv
 
 
 def test_sglang_argv_has_seed_tensor_parallel_and_determinism():

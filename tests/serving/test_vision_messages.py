@@ -9,13 +9,13 @@ import json
 
 import numpy as np
 import pytest
+from helpers import FIXTURES, require_vision
 from PIL import Image
 
 from agentrepro.environments import make_env
 from agentrepro.serving.chat import Conversation, content_parts
 from agentrepro.serving.client import Reply
 from agentrepro.serving.engine import play_episode
-from helpers import FIXTURES, require_vision
 
 REFERENCE = FIXTURES / "vision" / "reference"
 ROWS = [json.loads(line) for line in (REFERENCE / "observations.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -118,7 +118,7 @@ class SeeingClient:
 def test_a_model_that_sees_only_the_pictures_solves_the_vision_panel(env_name):
     """Through evaluate_panel, an oracle reading only the image parts solves every task; rows carry the vision panel's hashes and pass the outcome checks."""
     require_vision()
-    from agentrepro.backends import outcomes
+    from agentrepro import outcomes
     from agentrepro.environments import task_panel
     from agentrepro.serving.engine import Sampling, evaluate_panel
 

@@ -1,11 +1,11 @@
 """The builtin backend through the `agentrepro train` and `eval` verbs, as subprocesses."""
 
 import yaml
-
-from agentrepro.backends.base import get_backend
-from agentrepro.fileio import read_jsonl
 from helpers import run_cli
 from trainer_helpers import tiny_config
+
+from agentrepro.backends import get_backend
+from agentrepro.reading import read_jsonl
 
 
 def test_backend_interface():

@@ -4,11 +4,11 @@ outcomes, and the chat template's hash in the train and eval provenance."""
 import hashlib
 import json
 
-from transformers import AutoTokenizer
-
-from agentrepro.fileio import read_jsonl
 from helpers import run_cli
 from trainer_helpers import chat_config, train_verb
+from transformers import AutoTokenizer
+
+from agentrepro.reading import read_jsonl
 
 
 def test_a_short_chat_run_trains_and_evaluates_on_the_chat_prompts(tiny_chat_model, tmp_path):

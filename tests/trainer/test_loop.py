@@ -4,11 +4,12 @@ import json
 
 import pytest
 import torch
+from trainer_helpers import tiny_config
 
-from agentrepro.fileio import read_jsonl
+from agentrepro import runconfig
+from agentrepro.reading import read_jsonl
 from agentrepro.trainer.checkpoint import load_checkpoint, saved_steps
 from agentrepro.trainer.loop import train
-from trainer_helpers import tiny_config
 
 TIMING_FIELDS = {"wall_s", "gpu_hours", "cpu_rss_gb"}  # machine-dependent
 
@@ -75,8 +76,8 @@ def test_same_seed_same_run_and_another_seed_differs(tmp_path):
 
 
 def test_checkpoints_are_exactly_the_evaluated_steps(tmp_path):
-    """The trainer saves the steps layout.checkpoint_steps names (0, every `eval.every`, the last) and no others."""
-    from agentrepro.layout import checkpoint_steps
+    """The trainer saves the steps runconfig.checkpoint_steps names (0, every `eval.every`, the last) and no others."""
+    from agentrepro.runconfig import checkpoint_steps
 
     config = tiny_config(steps=5, checkpoint_every=2)
     config["eval"].update(every=2, checkpoint="last")

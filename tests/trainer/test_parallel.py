@@ -6,9 +6,11 @@ import shutil
 import pytest
 import torch
 import yaml
+from helpers import run_cli
+from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec, train_verb
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import read_jsonl
+from agentrepro.reading import read_jsonl
 from agentrepro.trainer.checkpoint import load_checkpoint, saved_steps
 from agentrepro.trainer.credit import training_targets
 from agentrepro.trainer.gather import merge_rollouts
@@ -16,8 +18,6 @@ from agentrepro.trainer.parallel import sampling_seed, shares, world_size
 from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.spawn import _one_line
 from agentrepro.trainer.update import batched_token_stats
-from helpers import run_cli
-from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec, train_verb
 
 SEEDS = [0, 0, 1, 1, 2, 2]  # three groups of two
 
@@ -87,7 +87,6 @@ def test_two_gloo_ranks_take_the_update_of_one_process(tmp_path):
     """One update (2 epochs x 2 minibatches, KL, entropy, clipping, weight decay) on two gloo ranks = one process over the whole batch."""
     import torch.distributed as dist
     import torch.multiprocessing as mp
-
     from parallel_helpers import UPDATE, one_update, rank_main
 
     spec, tok, codec = tiny_spec_and_codec(**UPDATE)

@@ -4,14 +4,14 @@ float32 master weights; its loss and gradients are the fp32 update's to bf16 pre
 import pytest
 import torch
 from torch import nn
+from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec, tiny_train_batch
 
-from agentrepro.fileio import read_jsonl
+from agentrepro.reading import read_jsonl
 from agentrepro.trainer import precision
 from agentrepro.trainer.checkpoint import load_checkpoint
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.loop import train
 from agentrepro.trainer.update import update
-from trainer_helpers import tiny_config, tiny_policy, tiny_spec_and_codec, tiny_train_batch
 
 CPU = torch.device("cpu")
 

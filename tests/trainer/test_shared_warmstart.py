@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentrepro.trainer.warmstart_id import planned_warmstarts
+from agentrepro.planning import planned_warmstarts
 from helpers import run_cli
 from trainer_helpers import tiny_config
 

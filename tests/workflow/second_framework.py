@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro.backends.builtin import BuiltinBackend
-from agentrepro.backends.runconfig import resolve_config
-from agentrepro.fileio import atomic_write_jsonl, load_yaml
+from agentrepro.backends.builtin.backend import BuiltinBackend
+from agentrepro.fileio import atomic_write_jsonl
+from agentrepro.reading import load_yaml
+from agentrepro.runconfig import resolve_config
 
 
 def builtin_config(path: str) -> dict:

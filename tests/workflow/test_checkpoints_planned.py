@@ -14,16 +14,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from agentrepro.backends.base import get_backend
-from agentrepro.backends.runconfig import resolve_config
-from agentrepro.fileio import sha256_json
-from agentrepro.manifest.backends import method_placement
-from agentrepro.manifest.loading import load_manifest
 from helpers import REPO, run_cli
-from wfkit import HERE, load_script, snakemake
+from agentrepro import planning as plan
+from wfkit import HERE, snakemake
 
-plan = load_script("plan")
+from agentrepro.backends import get_backend
+from agentrepro.fileio import sha256_json
+from agentrepro.placement import method_placement
+from agentrepro.manifest.loading import load_manifest
+from agentrepro.runconfig import resolve_config
+
 SHIPPED = sorted((REPO / "manifests").glob("*.yaml"))
 
 

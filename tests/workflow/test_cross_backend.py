@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from agentrepro.fileio import load_yaml
 from wfkit import HERE, snakemake
+
+from agentrepro.reading import load_yaml
 
 STUDY = "wf-xbackend"
 MANIFEST = HERE / "manifests" / f"{STUDY}.yaml"

@@ -1,18 +1,19 @@
-"""workflow/scripts/plan.py: the DAG's shape from a manifest, and the lock check before any job runs."""
+"""agentrepro.planning: the DAG's shape from a manifest, and the lock check before any job runs."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-
-from agentrepro.errors import BadInput
-from agentrepro.layout import lock_path
-from agentrepro.fileio import load_yaml, sha256_json
 from helpers import REPO
-from wfkit import TINY, load_script
+from wfkit import TINY
 
-plan = load_script("plan")
+from agentrepro import planning as plan
+from agentrepro.errors import BadInput
+from agentrepro.fileio import sha256_json
+from agentrepro.layout import lock_path
+from agentrepro.reading import load_yaml
+
 
 
 def test_job_resources_from_manifest():

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from agentrepro.fileio import load_yaml, sha256_json
 from helpers import REPO
-from wfkit import load_script, snakemake
+from agentrepro import planning as plan
+from wfkit import snakemake
 
-plan = load_script("plan")
+from agentrepro.fileio import sha256_json
+from agentrepro.reading import load_yaml
+
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -1,16 +1,14 @@
 # Config, manifest and lock loading, and the get_<thing>(wildcards) helpers of every rule.
-# The plan itself (methods x seeds, evaluated steps, resources) is computed by workflow/scripts/plan.py.
-import sys
+# The plan itself (methods x seeds, evaluated steps, resources, warm starts) is agentrepro.planning's.
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-WORKFLOW_DIR = Path(workflow.basedir) / "workflow" if (Path(workflow.basedir) / "workflow").is_dir() else Path(workflow.basedir).parent
-sys.path.insert(0, str(WORKFLOW_DIR / "scripts"))
+from agentrepro import layout, planning
+from agentrepro.errors import BadInput
+from agentrepro.manifest import load_manifest
 
-import plan as _plan  # noqa: E402  (workflow/scripts/plan.py)
-from agentrepro import layout  # noqa: E402
-from agentrepro.errors import BadInput  # noqa: E402
+WORKFLOW_DIR = Path(workflow.basedir) / "workflow" if (Path(workflow.basedir) / "workflow").is_dir() else Path(workflow.basedir).parent
 
 
 DEFAULT_MANIFEST = "manifests/frozenlake-cpu.yaml"
@@ -22,8 +20,8 @@ FREEZE_FLAGS = str(config.get("freeze_flags", ""))
 PDF = str(config.get("pdf", True)).lower() not in ("false", "0", "no")
 
 try:
-    PLAN = _plan.study_plan(MANIFEST)
-    LOCK_STATE = _plan.lock_state(MANIFEST)
+    PLAN = planning.study_plan(MANIFEST)
+    LOCK_STATE = planning.lock_state(MANIFEST)
 except BadInput as exc:
     raise WorkflowError(str(exc)) from None
 
@@ -70,16 +68,14 @@ _SHOWN = {}
 
 def get_launches(wildcards):
     """What the train job of these wildcards runs, as `agentrepro command MANIFEST --method M --seed K` prints it
-    (agentrepro.backends.jobs.shown): the train job's message, so `snakemake -n -p` lists every external program
+    (agentrepro.planning.shown): the train job's message, so `snakemake -n -p` lists every external program
     before anything runs. Text only: it never enters a job's shell command."""
     key = (wildcards.method, int(wildcards.seed))
     if key not in _SHOWN:
-        from agentrepro.backends.jobs import shown
-
         try:
             if "manifest" not in _SHOWN:
-                _SHOWN["manifest"] = _plan.load_study_manifest(MANIFEST)
-            _SHOWN[key] = shown(_SHOWN["manifest"], Path(MANIFEST), *key, check=False)  # freeze and train check
+                _SHOWN["manifest"] = load_manifest(MANIFEST)
+            _SHOWN[key] = planning.shown(_SHOWN["manifest"], Path(MANIFEST), *key, check=False)  # freeze and train check
         except BadInput as exc:
             raise WorkflowError(str(exc)) from None
     return _SHOWN[key]

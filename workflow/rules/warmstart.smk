@@ -1,5 +1,5 @@
 # The builtin trainer's warm start as a step of its own: one job per seed and warm-start identity
-# (agentrepro.trainer.warmstart_id: the seed, model, env and warm-start settings, hashed), not one per method.
+# (agentrepro.trainer.shared_warmstart: the seed, model, env and warm-start settings, hashed), not one per method.
 # It writes runs/<study>/_warmstart/seed<k>-<id12>/ (checkpoint, step-0 outcomes, provenance, seal); every method
 # of that seed with the same identity trains from it (`agentrepro train --from-warmstart`), so the methods start
 # from the same bytes and step 0 is evaluated once. Its helpers (warmstart_of, get_warmstart_*) are in common.smk;

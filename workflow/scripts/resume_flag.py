@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from agentrepro.fileio import load_json, sha256_file
+from agentrepro.fileio import sha256_file
 from agentrepro.layout import RunFiles
+from agentrepro.reading import load_json, load_yaml
 
 
 def contained(new: Any, old: Any) -> bool:
@@ -46,10 +45,7 @@ def flag(config_path: str | Path, run_dir: str | Path, warmstart_dir: str | Path
         return ""
     if warmstart_dir is not None and not same_warmstart(run_dir, warmstart_dir):
         return "--no-resume"
-    with open(config_path, encoding="utf-8") as fh:
-        new = yaml.safe_load(fh)
-    with open(previous, encoding="utf-8") as fh:
-        old = yaml.safe_load(fh)
+    new, old = load_yaml(config_path), load_yaml(previous, fast=True)
     return "" if contained(new, old) else "--no-resume"
 
 

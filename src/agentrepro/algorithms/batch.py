@@ -59,7 +59,7 @@ class StepBatch:
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping] | Iterable[tuple[int, Mapping]], *, source: str | None = None) -> "StepBatch":
-        """Validate step rows (dicts, or (line_number, dict) pairs as `fileio.iter_jsonl` yields) into a batch.
+        """Validate step rows (dicts, or (line_number, dict) pairs as `reading.iter_jsonl` yields) into a batch.
 
         Raises BadInput naming `source`, the line (or 0-based row index) and the field on the first bad row,
         on a (traj, turn) pair seen twice, and on a trajectory whose group, episode_reward or success changes.

@@ -17,10 +17,19 @@ from __future__ import annotations
 
 import argparse
 
+from agentrepro.algorithms import ESTIMATORS, StepBatch, UnknownEstimator, estimate
 from agentrepro.algorithms.spec import SPECS, all_options, option_help
 from agentrepro.bounds import number
 from agentrepro.errors import BadInput
-from agentrepro.fileio import STDIO, atomic_write_json, check_output_file, input_name, iter_input_jsonl, json_text, write_output_text
+from agentrepro.fileio import (
+    STDIO,
+    atomic_write_json,
+    check_output_file,
+    input_name,
+    iter_input_jsonl,
+    json_text,
+    write_output_text,
+)
 
 STEP_ROW_SPECS = tuple(s for s in SPECS if s.step_rows)
 OPTIONS = all_options(STEP_ROW_SPECS)
@@ -41,8 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_options(name, options, source, where=None):
-    from agentrepro.algorithms import ESTIMATORS, UnknownEstimator
-
     try:
         ESTIMATORS.resolve(name, options)
     except UnknownEstimator as exc:
@@ -52,8 +59,6 @@ def _check_options(name, options, source, where=None):
 
 
 def _compute(rows, source, name, options):
-    from agentrepro.algorithms import StepBatch, estimate
-
     batch = StepBatch.from_rows(rows, source=source)
     return estimate(batch, name, **options)
 

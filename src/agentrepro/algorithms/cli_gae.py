@@ -17,8 +17,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from agentrepro.errors import BadInput
+from agentrepro.algorithms.gae import masked_gae, masked_whiten
 from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude, number
+from agentrepro.errors import BadInput
 from agentrepro.fileio import STDIO, check_output_file, input_name, iter_input_jsonl, json_text, write_output_text
 
 
@@ -54,8 +55,6 @@ def _param(seq: dict, key: str, given: float | None, source: str, where: str) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentrepro.algorithms.gae import masked_gae, masked_whiten
-
     source = input_name(args.input)
     if args.output != STDIO:
         check_output_file(args.output, option="-o")

@@ -27,7 +27,7 @@ def _like(out: np.ndarray, template):
     """Return `out` as the type of `template`: a tensor of its floating dtype and device, or numpy."""
     if not _is_tensor(template):
         return out
-    import torch
+    import torch  # heavy: torch, only when tensors are passed
 
     dtype = template.dtype if template.is_floating_point() else torch.float64
     return torch.from_numpy(out).to(device=template.device, dtype=dtype)

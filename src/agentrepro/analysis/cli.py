@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from agentrepro.analysis.study import analyze_outcomes, analyze_study
 from agentrepro.bounds import STEP, number
 from agentrepro.errors import BadInput
 from agentrepro.fileio import check_output_dir
@@ -26,8 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentrepro.analysis.study import analyze_outcomes, analyze_study
-
     if args.outcomes:
         if args.study:
             raise BadInput("give either STUDY or --outcomes, not both")

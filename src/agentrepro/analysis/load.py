@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import os
 import re
-from functools import lru_cache
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from agentrepro import schema
 from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, load_json
-from agentrepro.layout import schema_path
-from agentrepro.reading import decode, read_bytes
+from agentrepro.reading import decode, iter_jsonl, read_bytes
 
 COLUMNS = ["study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success", "reward", "turns", "tokens"]
 KEY = ["method", "seed", "step", "task_id", "episode"]
@@ -35,15 +32,9 @@ _COLSET = frozenset(COLUMNS)
 _LONG_NUMBER = re.compile(rb"\d{19,}")
 
 
-@lru_cache(maxsize=1)
-def _validator() -> jsonschema.Draft202012Validator:
-    schema = load_json(schema_path("outcomes.schema.json"))
-    return jsonschema.Draft202012Validator(schema)
-
-
 def check_row(row: object, path: str | os.PathLike, line: int) -> None:
     """Raise BadInput naming file, line and key when `row` does not match the outcomes schema."""
-    errors = sorted(_validator().iter_errors(row), key=lambda e: list(e.absolute_path))
+    errors = sorted(schema.validator("outcomes.schema.json").iter_errors(row), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]
         key = ".".join(str(p) for p in err.absolute_path) or "(row)"

@@ -2,7 +2,7 @@
 
 Every runs/<study>/<method>/seed<k>/batches/step<N>.jsonl holds the step rows of one training step with the
 `advantage` the trainer computed for each (the builtin trainer's dump, verl-agent's integration
-hooks/agentrepro_verl_rows.py, the Relax wrapper hooks/agentrepro_relax_advantage.py). Its rows are
+backends/verl_agent/hooks/agentrepro_verl_rows.py, the Relax wrapper backends/relax/hooks/agentrepro_relax_advantage.py). Its rows are
 recomputed with the run's estimator and options (resolved_config.yaml `train`; the same code as
 `agentrepro advantages`) once in each episode-statistics mode, `rows` (the reference: every step row counts)
 and `trajectories` (each trajectory once). A mode is within tolerance when every row has
@@ -31,8 +31,8 @@ import numpy as np
 from agentrepro import algorithms
 from agentrepro.algorithms.spec import all_options
 from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, load_yaml
-from agentrepro.layout import RunFiles, STEP_DIR_RE, batch_dump, batch_dumps_on_disk
+from agentrepro.layout import STEP_DIR_RE, RunFiles, batch_dump, batch_dumps_on_disk
+from agentrepro.reading import iter_jsonl, load_yaml
 
 OPTION_KEYS = tuple(o.name for o in all_options())
 """Options of the estimators (algorithms/spec.py) that a resolved config's train block may set."""

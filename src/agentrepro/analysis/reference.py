@@ -15,9 +15,16 @@ import pandas as pd
 
 from agentrepro.analysis import contract
 from agentrepro.analysis.intervals import clustered_interval, t_interval, wilson
-from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Verdict, fixed_value_verdict, welch_verdict
+from agentrepro.analysis.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Verdict,
+    fixed_value_verdict,
+    welch_verdict,
+)
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_yaml
+from agentrepro.reading import load_yaml
 
 VERDICTS = contract.names("verdicts")
 _TOP = {"paper", "metric", "values"}

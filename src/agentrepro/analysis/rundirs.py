@@ -17,8 +17,9 @@ import pandas as pd
 from agentrepro.analysis.load import read_steps_jsonl
 from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
-from agentrepro.layout import RUNS, RunFiles, config_file_sha256, evaluations_on_disk
+from agentrepro.layout import RUNS, RunFiles, evaluations_on_disk
 from agentrepro.reading import read_text
+from agentrepro.runconfig import config_file_sha256
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
 

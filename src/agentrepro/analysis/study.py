@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agentrepro import sourceparity
 from agentrepro.analysis import contract
 from agentrepro.analysis import tables as T
 from agentrepro.analysis.claim_text import parse_claim_text
@@ -35,9 +34,11 @@ from agentrepro.analysis.parity import certificate, parity_checks
 from agentrepro.analysis.reference import load_reference, verdicts_table
 from agentrepro.analysis.rundirs import check_paths, read_run, run_provenance
 from agentrepro.analysis.validate import validate_outcomes
+from agentrepro.backends.sources import check_lock_form, study_rows
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_bytes, load_json, load_yaml, sha256_file, sha256_json
+from agentrepro.fileio import atomic_write_bytes, sha256_file, sha256_json
 from agentrepro.layout import locate
+from agentrepro.reading import load_json, load_yaml
 from agentrepro.seal import write_outputs_manifest
 
 BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
@@ -201,7 +202,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     lock = None
     if lock_path.is_file():
         lock = load_json(lock_path)
-        sourceparity.check_lock_form(lock, lock_path)
+        check_lock_form(lock, lock_path)
         manifest, source = lock.get("manifest"), str(lock_path)
         if not isinstance(manifest, dict):
             raise BadInput("missing key (the canonical manifest)", path=lock_path, where="manifest")
@@ -258,8 +259,8 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     header = {"study": study, "title": manifest.get("title"), "settings": asdict(settings)}
     provenance = {"lock": lock, "lock_sha256": sha256_json(lock) if lock else None,
                   "runs": [run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}
-    if lock:   # the backend files each run ran against its placement's pinned ones, per method (sourceparity.py)
-        provenance["source_parity"] = sourceparity.study_rows(lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])])
+    if lock:   # the backend files each run ran against its placement's pinned ones, per method (backends/sources.py)
+        provenance["source_parity"] = study_rows(lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])])
     entries = certificate(run_dirs)
     parity = parity_checks(run_dirs, entries)
     if panel:

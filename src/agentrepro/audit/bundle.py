@@ -26,13 +26,13 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_binary, load_json, sha256_bytes, sha256_file
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import walk
+from agentrepro.errors import BadInput
+from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
 from agentrepro.layout import RunFiles, locate
 from agentrepro.manifest.lock import lock_sha256, read_lock
-from agentrepro.reading import read_lines
+from agentrepro.reading import load_json, read_lines
 
 BUNDLE_JSON = "BUNDLE.json"
 BUNDLE_SHA256 = "BUNDLE.sha256"

@@ -20,12 +20,15 @@ from typing import Any
 
 from agentrepro import containers
 from agentrepro.attempts import PROVENANCE
-from agentrepro.errors import BadInput
-from agentrepro.fileio import iter_jsonl, load_yaml, sha256_file
-from agentrepro.layout import RunFiles, config_file_sha256
 from agentrepro.audit.tree import EXAMPLES, load_object
-from agentrepro.manifest.backends import method_placement
+from agentrepro.backends.sources import parity_problems
+from agentrepro.errors import BadInput
+from agentrepro.fileio import sha256_file
+from agentrepro.layout import RunFiles
 from agentrepro.manifest.lock import lock_sha256
+from agentrepro.placement import method_placement
+from agentrepro.reading import iter_jsonl, load_yaml
+from agentrepro.runconfig import config_file_sha256
 
 RESOLVED_CONFIG = RunFiles.RESOLVED_CONFIG
 
@@ -76,14 +79,12 @@ def container_problems(path: Path, prov: dict[str, Any], lock: dict[str, Any] | 
 
 def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
     """Every file of the run's own backend (its method's placement) that ran with content other than the lock's
-    pinned blob of that placement (sourceparity.py)."""
-    from agentrepro import sourceparity
-
-    return sourceparity.parity_problems(lock, run.parent.name, run)
+    pinned blob of that placement (backends/sources.py)."""
+    return parity_problems(lock, run.parent.name, run)
 
 
 def _backend_problem(config: Path, method: str, lock: dict[str, Any]) -> list[str]:
-    """The run's backend (name, repo, commit) must be the one the lock gives its method (agentrepro.manifest.backends)."""
+    """The run's backend (name, repo, commit) must be the one the lock gives its method (agentrepro.placement)."""
     try:
         expected = method_placement(lock["manifest"], method).backend
     except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock, or a malformed lock: reported elsewhere
@@ -126,9 +127,7 @@ def _evaluation_sources(step_dir: Path, lock: dict[str, Any] | None) -> list[str
     manifest = (lock or {}).get("manifest")
     if not isinstance(manifest, dict) or (manifest.get("eval") or {}).get("engine") == "served":
         return []
-    from agentrepro import sourceparity
-
-    return sourceparity.parity_problems(lock, step_dir.parent.parent.parent.name, step_dir)   # runs/<study>/<method>/seed<k>/eval/step<N>
+    return parity_problems(lock, step_dir.parent.parent.parent.name, step_dir)   # runs/<study>/<method>/seed<k>/eval/step<N>
 
 
 def check_outcomes(file: Path, *, study: str, method: str, seed: int, step: int, panel: dict[str, str]) -> list[str]:

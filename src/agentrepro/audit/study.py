@@ -3,19 +3,19 @@
 `audit_study(study, root=".")` returns one problem per string, each naming a path. It follows a chain:
 * the lock: present, valid against lock.schema.json, not edited by hand (its self-hash); the manifest still
   hashes to the lock's `manifest_sha256`; every file the lock hashed (data, reference) unchanged;
-* the plan: the lock's manifest names methods × seeds and the evaluated steps (`agentrepro.layout.planned_steps`,
+* the plan: the lock's manifest names methods × seeds and the evaluated steps (`agentrepro.planning.planned_steps`,
   the rule the workflow plans with and the trainer checkpoints by); every run directory and every eval/step<N>/ of the plan exists, and nothing else does:
   stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported;
-* the shared warm starts (runs/<study>/_warmstart/, audit_warmstart.py): each planned one is there, sealed and from
+* the shared warm starts (runs/<study>/_warmstart/, audit/warmstart.py): each planned one is there, sealed and from
   the lock, and every method of its seed started from its step-0 checkpoint (same hash) with its step-0 outcomes;
 * each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes (a checkpoint file
   pruned after its evaluation is absent with the seal's hash in that evaluation's pruned.json), and each
-  provenance.json ties its directory to the lock and the run config (audit_runs.py); an evaluation records
+  provenance.json ties its directory to the lock and the run config (audit/runs.py); an evaluation records
   the training seal it evaluated; outcomes rows match the lock's task panel; every job ran the backend sources
-  the lock pins for its method's placement (backend_sources.json, agentrepro.sourceparity; a lock from before
+  the lock pins for its method's placement (backend_sources.json, agentrepro.backends.sources; a lock from before
   sources were pinned per placement is BadInput: freeze again);
 * the analysis records the hash of every sealed file of every run it read, equal to the seals now; the
-  report records the analysis files it was rendered from, equal to them now (audit_chain.py);
+  report records the analysis files it was rendered from, equal to them now (audit/chain.py);
 * no symbolic link anywhere in these trees (none is followed; `bundle` never ships one).
 
 `require` says how far the study must have got: `lock`, `runs`, `analysis` or `report` (the default). What
@@ -30,6 +30,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentrepro.backends import get_backend
 from agentrepro.backends.checkpoints import pruned_files
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
@@ -38,21 +39,28 @@ from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.audit.warmstart import check_warmstarts
 from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, locate
-from agentrepro.layout import planned_steps as layout_planned_steps
+from agentrepro.planning import planned_steps
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import lock_problems, lock_sha256
+from agentrepro.placement import method_placement
 from agentrepro.seal import OUTPUTS
-from agentrepro.sourceparity import check_lock_form
+from agentrepro.backends.sources import check_lock_form
 
 STAGES = ("lock", "runs", "analysis", "report")
 _SEED_DIR = SEED_DIR_RE
 _STEP_DIR = STEP_DIR_RE
-__all__ = ["STAGES", "audit_study", "planned_steps"]
+__all__ = ["STAGES", "audit_study"]
 
 
-def planned_steps(manifest: dict[str, Any]) -> list[int]:
-    """The evaluated steps the workflow plans for this manifest (`agentrepro.layout.planned_steps`)."""
-    return layout_planned_steps(manifest, path="the lock's manifest")
+def _pruned(run: Path, lock: dict[str, Any], method: str) -> tuple[set[Path], list[str]]:
+    """Checkpoint files of the run removed once evaluated, or during training by its framework (backends/checkpoints.py),
+    and the problems with their records."""
+    try:
+        during = get_backend(method_placement(lock["manifest"], method).name).pruned_in_training(run)
+    except BadInput as exc:
+        pruned, problems = pruned_files(run)
+        return pruned, problems + [str(exc)]
+    return pruned_files(run, during)
 
 
 def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | None, list[str]]:
@@ -102,7 +110,7 @@ def _plan(lock: dict | None) -> tuple[list[str], list[int], list[int], list[str]
     methods = list(manifest.get("methods") or {})
     seeds = [s for s in manifest.get("seeds") or [] if isinstance(s, int)]
     try:
-        return methods, seeds, planned_steps(manifest), []
+        return methods, seeds, planned_steps(manifest, path="the lock's manifest"), []
     except BadInput as exc:
         return methods, seeds, [], [str(exc)]
 
@@ -146,7 +154,7 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
     for (method, seed), run in sorted(runs.items()):
         problems, config_sha = check_run(run, lock)
         found += problems
-        pruned, problems = pruned_files(run)   # checkpoint files removed once evaluated (backends/checkpoints.py)
+        pruned, problems = _pruned(run, lock, method)
         found += problems + check_seal(run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled | pruned)
         evals = run / RunFiles.EVAL
         on_disk = {}

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_json, sha256_file
+from agentrepro.fileio import sha256_file
 from agentrepro.layout import RunFiles
+from agentrepro.reading import load_json
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
 EXAMPLES = 3  # per kind of problem per file, so that one bad file does not drown the others

@@ -1,7 +1,7 @@
 """The audit of the shared warm starts (runs/<study>/_warmstart/): each is planned, sealed, from the lock, and every
 method of its seed started from its weights and shows its step-0 outcomes.
 
-* The plan: `planned_warmstarts` of the lock's manifest (trainer/warmstart_id.py) gives every method x seed's
+* The plan: `planned_warmstarts` of the lock's manifest (trainer/shared_warmstart.py) gives every method x seed's
   warm-start identity; the folders `seed<k>-<id12>` of those identities must exist (once the runs are required),
   and nothing else may sit in runs/<study>/_warmstart/.
 * Each warm start: provenance.json from this lock, its resolved_config.yaml hashing as recorded, the identity the
@@ -19,14 +19,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.layout import WARMSTART_DIR_RE, RunFiles, checkpoint_dir, locate, outcomes_path, warmstart_name
+from agentrepro.layout import WARMSTART_DIR_RE, RunFiles, checkpoint_dir, checkpoint_file, locate, outcomes_path, warmstart_name
 from agentrepro.audit.runs import check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, load_object, read_seal
 from agentrepro.reading import read_jsonl
 from agentrepro.seal import OUTPUTS
-from agentrepro.trainer.warmstart_id import WARMSTART_METHOD, planned_warmstarts
+from agentrepro.planning import planned_warmstarts
+from agentrepro.trainer.shared_warmstart import WARMSTART_METHOD
 
-STEP0 = f"{RunFiles.CHECKPOINTS}/step0.pt"
+STEP0 = checkpoint_file(".", 0).as_posix()   # run-relative, as seals list it
 RELABELLED = ("study", "method")
 
 

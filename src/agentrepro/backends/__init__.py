@@ -1,10 +1,15 @@
-"""Training backends: one interface (`base.Backend`), a registry, and the `train` / `eval` verbs around them.
+"""Training backends: one interface (base.Backend), a registry (registry.py), and one folder per backend.
 
-Backends: `builtin` (the harness's own trainer, agentrepro.trainer), `command` (any external trainer
-described by a command template, run without a shell), `verl-agent` and `relax` (launch those frameworks, Relax through its own recipe, with
-converters of their outputs into the run-directory contract of docs/design.md §3.3 and §3.4).
+* builtin/: the harness's own trainer (agentrepro.trainer);
+* command/: any external trainer described by command templates, run without a shell;
+* verl_agent/: verl-agent's official ALFWorld scripts, with the integrations that run inside its processes;
+* relax/: Relax's GraphGPO recipe, with the integrations that run inside its processes.
+Shared by the framework backends: launch.py (programs as data), ray_launch.py and ray_job.py (a Ray head per
+job), convert.py (framework outputs into the run contract), step_rows.py (the parity certificate's dump),
+checkpoints.py (pruning), sources.py (source parity), schema.py (the manifest's backend block, generated).
 """
 
-from agentrepro.backends.base import Backend, BackendRegistry, get_backend
+from agentrepro.backends.base import Adapter, Backend, Block, StepCheckpoint
+from agentrepro.backends.registry import REGISTRY, BackendRegistry, backend_class, get_backend
 
-__all__ = ["Backend", "BackendRegistry", "get_backend"]
+__all__ = ["Adapter", "Backend", "BackendRegistry", "Block", "REGISTRY", "StepCheckpoint", "backend_class", "get_backend"]

@@ -1,58 +1,155 @@
-"""The Backend interface and the registry that maps a backend name to its implementation.
+"""The Backend interface: every fact about one way of training and evaluating, and what a job asks of it.
 
 A backend turns a resolved run config (docs/design.md §3.3, written by `agentrepro resolve` and completed with
 the backend's defaults by `agentrepro train`) into the files of a run directory, and a checkpoint of that
-run into outcome rows (docs/design.md §3.4). The verbs `train` and `eval` do all the bookkeeping around it
+run into outcome rows (docs/design.md §3.4). The jobs (agentrepro.jobs) do all the bookkeeping around it
 (resolved config, command, provenance attempts, validation, seals); a backend only trains and evaluates.
 
-Registry: duplicate names are errors; an unknown name is a BadInput that lists the known ones. Entries
-may be lazy ("module:attribute"), so that `agentrepro eval` of a command-backend run never imports torch.
-Tests build their own `BackendRegistry` instead of changing the global one.
+Facts, as class attributes, read by the manifest checks, the schema generator (backends/schema.py) and the plan:
+* `block`: its manifest block (`backend:`), each key's JSON Schema with its description: the schema's
+  `$defs.backend` is generated from these, so the schema and the code cannot disagree;
+* `model_forms`: which model forms it takes (`builtin`: a config-built model or a local directory; `hub`: a hub
+  model pinned by revision);
+* `container`: whether its jobs run in a container image (agentrepro.containers): `required` (`image: {none: ...}` is
+  refused), `optional`, or `never` (a backend that trains in the harness's own process has no program to wrap: only
+  `image: {none: ...}`);
+* `adapter`: a converter of this framework's outputs that the `command` backend may name (`adapter:`), or None;
+* `shares_warmstart`: whether its runs can start from a shared warm start (`start_from`).
+
+What a job asks (methods):
+* `default_config()` -> a partial run config, deep-merged *under* the run config (values given in the config win).
+* `check_block(block)` raises BadInput naming the key path of anything in its manifest block it cannot take (the base
+  class refuses keys it does not declare); `validate_config(config)` the same for a whole run config.
+* `train(config, run_dir, resume=True)` writes metrics.jsonl (one object per step, with `step`), timings.jsonl,
+  checkpoints/ ... into run_dir; with resume it continues from the last checkpoint.
+* `evaluate(run_dir, step)` -> outcome rows of checkpoint `step`; it reads the run's resolved_config.yaml itself
+  and writes nothing (the eval job validates and writes the rows).
+* `checkpoint_steps(config)` -> the steps whose checkpoints it saves and evaluates (0 = before training):
+  `runconfig.checkpoint_steps(config)`, the steps the plan evaluates. A backend whose framework cannot save
+  exactly those refuses the config in `validate_config`.
+* `checkpoint(config, run_dir, step)` -> `StepCheckpoint`: which files hold checkpoint `step` (the Hugging Face
+  directory a served evaluation reads, the weights an evaluation reads, the training state only a resume reads).
+* `launches(config, run_dir, eval_step=None)` -> the external programs the job runs (backends/launch.py), for
+  `agentrepro command` and `snakemake -n -p` to show before anything runs.
+* `deviations(config, run_dir)` -> what the job changes in the framework's official recipe, one record
+  {key, value, official, why} per setting; freeze puts them in the lock.
+* `prompt_record(config, run_dir)` -> how the policy is prompted (e.g. the chat template's sha256), for the
+  attempts' provenance; None when the backend does not say.
+* `pruned_in_training(run_dir)` -> `PrunedInTraining`: every file its framework removed during training (the
+  training state of older checkpoints) with its record line, None when it removes none.
+* `start_from(run_dir, warmstart_dir, resolved)`: take a shared warm start as step 0 (builtin only).
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from agentrepro.errors import BadInput, Failure
+from agentrepro import runconfig
 from agentrepro.backends.launch import Launch
-from agentrepro.layout import checkpoint_steps
+from agentrepro.errors import BadInput
+from agentrepro.layout import hf_checkpoint
+from agentrepro.placement import BUILTIN_FORM, HUB_FORM
 
-REQUIRED_METHODS = ("default_config", "train", "evaluate", "checkpoint_steps")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A backend's manifest block: each key's JSON Schema (with a `description`), and the keys it requires."""
+
+    keys: Mapping[str, dict[str, Any]]
+    required: tuple[str, ...] = ()
+
+    def __or__(self, other: Block) -> Block:
+        return Block({**self.keys, **other.keys}, tuple(dict.fromkeys((*self.required, *other.required))))
+
+    def check(self, block: dict[str, Any]) -> None:
+        """BadInput naming the first key the block does not declare, or a required key it lacks."""
+        unknown = sorted(set(block) - set(self.keys))
+        if unknown:
+            raise BadInput(f"unknown key (expected {', '.join(sorted(self.keys))})", where=f"backend.{unknown[0]}")
+        missing = [key for key in self.required if key not in block]
+        if missing:
+            raise BadInput("missing required key", where=f"backend.{missing[0]}")
+
+
+def text(description: str) -> dict[str, Any]:
+    """A non-empty string key of a block."""
+    return {"type": "string", "minLength": 1, "description": description}
+
+
+# Every backend's block has these: its name, and the checkout whose algorithm files source parity pins.
+COMMON = Block({
+    "name": {"description": "the backend"},
+    "repo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "description": "GitHub owner/name"},
+    "commit": {"$ref": "#/$defs/identifier"},
+    "workdir": text("checkout of the backend's repository (the framework backends; any backend that names sources)"),
+    "sources": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string", "minLength": 1},
+                "description": "files of the backend checkout that implement the algorithm (repo-relative), for this "
+                               "backend's methods: freeze records their git blob hashes at backend.commit (per backend of the "
+                               "study), each job the hashes of what it ran, the audit compares them"},
+}, required=("name",))
+
+
+@dataclass(frozen=True)
+class StepCheckpoint:
+    """Checkpoint `step` of a run. `hf`: the model directory a served evaluation reads (None: none at this step);
+    `weights`: paths inside the run directory that an evaluation reads; `state`: paths inside the run directory
+    that only a resumed training reads."""
+
+    step: int
+    hf: Path | None
+    weights: tuple[Path, ...] = ()
+    state: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class PrunedInTraining:
+    """What a framework removed during training: `files` maps each removed file (run-relative) to its record line
+    ({step, saved, path, sha256, bytes}); `record` is the file those lines were read from."""
+
+    record: Path
+    files: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A framework's outputs converted into the run contract (docs/design.md §3.3, §3.4), for a run the `command`
+    backend launched: `convert_training(run_dir, config)` writes metrics.jsonl and timings.jsonl,
+    `convert_eval(run_dir, step, config)` returns the outcome rows of checkpoint `step`."""
+
+    convert_training: Callable[[Path, dict[str, Any]], None]
+    convert_eval: Callable[[Path, int, dict[str, Any]], list[dict[str, Any]]]
 
 
 class Backend(abc.ABC):
-    """One way of training and evaluating a method x seed.
+    """One way of training and evaluating a method x seed (the module docstring lists what each member means)."""
 
-    * `default_config()` -> a partial run config (same shape as the run config, e.g. {"train": {...}}),
-      deep-merged *under* the run config: values given in the config win.
-    * `validate_config(config)` raises BadInput naming the key path of anything the backend cannot use.
-    * `train(config, run_dir, resume=True)` writes metrics.jsonl (one object per step, with `step`),
-      timings.jsonl, checkpoints/ ... into run_dir; with resume it continues from the last checkpoint.
-    * `evaluate(run_dir, step)` -> outcome rows (docs/design.md §3.4) of checkpoint `step`; it reads the run's
-      resolved_config.yaml itself. It writes nothing: the `eval` verb validates and writes the rows.
-    * `checkpoint_steps(config)` -> the steps whose checkpoints the backend saves and evaluates (0 = before
-      training): `layout.checkpoint_steps(config)`, the steps the workflow plans. A backend whose framework
-      cannot save exactly those refuses the config in `validate_config`.
-    * `launches(config, run_dir, eval_step=None)` -> the external programs the job runs (backends/launch.py),
-      for `agentrepro command` and `snakemake -n -p` to show before anything runs.
-    * `deviations(config, run_dir)` -> what the job changes in the framework's official recipe, one record
-      {key, value, official, why} per setting; freeze puts them in the lock for every method x seed.
-    * `prompt_record(config, run_dir)` -> how the backend's policy is prompted (e.g. the chat template's
-      sha256), written into the train and eval attempts' provenance; None when the backend does not say.
-    """
+    name: ClassVar[str] = ""
+    block: ClassVar[Block] = COMMON
+    model_forms: ClassVar[frozenset[str]] = frozenset({HUB_FORM})
+    container: ClassVar[str] = "required"   # or "optional", "never"
+    adapter: ClassVar[Adapter | None] = None
+    shares_warmstart: ClassVar[bool] = False
 
-    name: str = ""
+    @classmethod
+    def create(cls, registry: Any) -> Backend:
+        """A new instance; `registry` is the one it was found in (the command backend asks it for adapters)."""
+        return cls()
 
     def default_config(self) -> dict[str, Any]:
         return {}
 
-    def validate_config(self, config: dict[str, Any]) -> None:  # noqa: B027 - optional hook
-        """Raise BadInput (with the key path) for a config this backend cannot run."""
+    def check_block(self, block: dict[str, Any]) -> None:
+        """Raise BadInput (with the key path) for a manifest block this backend cannot take, read alone (at load)."""
+        self.block.check(block)
+
+    def validate_config(self, config: dict[str, Any]) -> None:
+        """Raise BadInput (with the key path) for a run config this backend cannot run."""
+        self.check_block(config["backend"])
 
     @abc.abstractmethod
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None: ...
@@ -61,11 +158,16 @@ class Backend(abc.ABC):
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]: ...
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
-        return checkpoint_steps(config)
+        return runconfig.checkpoint_steps(config)
+
+    def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
+        """checkpoints/hf/step<N>/ (layout.hf_checkpoint) unless the backend lays its checkpoints out otherwise."""
+        hf = hf_checkpoint(run_dir, step)
+        return StepCheckpoint(step, hf, weights=(hf,))
 
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
         """The external programs the train job (or, with `eval_step`, the evaluation of that step) runs, in
-        order (backends/launch.py). Empty for a backend that trains inside agentrepro's own process."""
+        order. Empty for a backend that trains inside agentrepro's own process."""
         return []
 
     def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
@@ -76,58 +178,14 @@ class Backend(abc.ABC):
         """How the trained run's policy is prompted, for the attempts' provenance; None if the backend does not say."""
         return None
 
+    def pruned_in_training(self, run_dir: Path) -> PrunedInTraining | None:
+        """The files the framework removed during training, with their record; None when it removes none."""
+        return None
 
-Factory = Callable[[], Any]
-
-
-class BackendRegistry:
-    """Names -> backend factories (a class, a callable, or a lazy "module:attribute" string)."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, Factory | str] = {}
-
-    def register(self, name: str, factory: Factory | str) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"backend name must be a non-empty string, got {name!r}")
-        if name in self._entries:
-            raise ValueError(f"backend {name!r} is already registered")
-        self._entries[name] = factory
-
-    def names(self) -> list[str]:
-        return sorted(self._entries)
-
-    def get(self, name: str) -> Any:
-        """A new backend instance; BadInput (key `backend.name`) for an unknown name."""
-        if name not in self._entries:
-            raise BadInput(f"unknown backend {name!r} (known: {', '.join(self.names())})", where="backend.name")
-        factory = self._entries[name]
-        if isinstance(factory, str):
-            factory = _load(name, factory)
-        backend = factory() if callable(factory) else factory
-        missing = [m for m in REQUIRED_METHODS if not callable(getattr(backend, m, None))]
-        if missing:
-            raise Failure(f"backend {name!r} ({type(backend).__name__}) lacks {', '.join(missing)}")
-        return backend
+    def start_from(self, run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> None:
+        """Take the shared warm start in `warmstart_dir` as this run's step 0 (only when `shares_warmstart`)."""
+        raise BadInput(f"the {self.name} backend does not start from a shared warm start", where="backend.name")
 
 
-def _load(name: str, spec: str) -> Any:
-    module_name, _, attribute = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise Failure(f"backend {name!r} cannot be loaded from {module_name}: {exc}") from exc
-    if not hasattr(module, attribute):
-        raise Failure(f"backend {name!r}: {module_name} defines no {attribute}")
-    return getattr(module, attribute)
-
-
-REGISTRY = BackendRegistry()
-REGISTRY.register("builtin", "agentrepro.backends.builtin:BuiltinBackend")
-REGISTRY.register("command", "agentrepro.backends.command:CommandBackend")
-REGISTRY.register("verl-agent", "agentrepro.backends.verl_agent:VerlAgentBackend")
-REGISTRY.register("relax", "agentrepro.backends.relax:RelaxBackend")
-
-
-def get_backend(name: str, registry: BackendRegistry | None = None) -> Any:
-    """The backend registered under `name` (internals.md: `get_backend(name) -> Backend`)."""
-    return (registry or REGISTRY).get(name)
+__all__ = ["Adapter", "BUILTIN_FORM", "Backend", "Block", "COMMON", "HUB_FORM", "PrunedInTraining",
+           "StepCheckpoint", "text"]

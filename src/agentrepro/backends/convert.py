@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_jsonl, iter_jsonl
+from agentrepro.fileio import atomic_write_jsonl
 from agentrepro.layout import RunFiles
+from agentrepro.reading import iter_jsonl
 
 
 def panel_of(config: dict[str, Any], source: Path) -> list[dict[str, Any]]:

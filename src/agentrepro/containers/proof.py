@@ -27,7 +27,8 @@ from typing import Any
 
 from agentrepro.containers.image import Image, image_of
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_jsonl, read_jsonl
+from agentrepro.fileio import atomic_write_jsonl
+from agentrepro.reading import read_jsonl
 
 RECORDS = "containers.jsonl"   # in the job directory's logs/, for the attempt that is running
 KEY = "containers"             # the attempt's field

@@ -11,7 +11,7 @@ game file, as `AlfredTWEnv.init_env` does. `step(response)` plays one turn:
 * reward `success_reward` (10.0) on the turn the game is won (`10.0 * won`, GraphGPO `alfworld_envs.py`);
   the episode ends when won or after `max_turns` turns (`env.max_steps` = 50).
 * the observation: verl-agent's texts (alfworld_prompts.ALFWorldPrompts) with `history_length` (2). With `observation: graphgpo` (the default, the recipe's manager) the
-  game's text is followed by the recipe's notes (alfworld_notes.py: location, what is held, moved objects),
+  game's text is followed by the recipe's notes (alfworld_tracking.py: location, what is held, moved objects),
   and the grouping anchor (`state_key`) is that text plus the sorted admissible commands; with
   `observation: verl-agent` (verl-agent's own ALFWorld manager) the game's text is shown alone and is the anchor.
 
@@ -23,15 +23,18 @@ parameters other than `data_dir` (where the data lives is not what the task is).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from agentrepro.environments.alfworld_notes import Notes
-from agentrepro.environments.alfworld_prompts import FORMAT, ALFWorldPrompts, parse_action
 from agentrepro.environments.alfworld_data import Game, data_dir_or_env, eligible_games, read_game, split_dir
+from agentrepro.environments.alfworld_tracking import Notes
+from agentrepro.environments.alfworld_prompts import FORMAT, ALFWorldPrompts, parse_action
 from agentrepro.environments.base import Env
 from agentrepro.environments.params import Param, integer, number, one_of
 from agentrepro.errors import BadInput
+from agentrepro.fileio import sha256_json
+from agentrepro.reading import load_json
 
 NOTHING = "Nothing happens."
 
@@ -45,8 +48,8 @@ def _optional_path(v: Any) -> str | None:
 def textworld_env(game_file: Path):
     """A TextWorld environment for one ALFWorld game, wrapped and with the infos AlfredTWEnv requests."""
     try:
-        import textworld
-        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+        import textworld  # optional: the alfworld extra
+        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos  # optional: the alfworld extra
     except ImportError as exc:
         raise BadInput(f"the alfworld package is not installed ({exc}): pip install '.[alfworld]'", where="package") from None
     infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
@@ -168,8 +171,6 @@ class ALFWorld(Env):
 
     def walkthrough(self) -> list[str]:
         """The game file's walkthrough (the commands that solve it from its start)."""
-        from agentrepro.reading import load_json
-
         return list(load_json(self.game.game_file).get("walkthrough") or [])
 
     def solve(self) -> list[str]:
@@ -219,8 +220,6 @@ class ALFWorld(Env):
 
 def package_versions() -> dict[str, str]:
     """Installed versions of the packages that play ALFWorld (recorded in a lock that froze a panel of it)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return {name: version(name) for name in ("alfworld", "textworld")}
     except PackageNotFoundError as exc:
@@ -236,7 +235,5 @@ def task_description(game: Game, params: Mapping[str, Any]) -> dict[str, Any]:
 
 def panel_entry(game: Game, params: Mapping[str, Any]) -> dict[str, Any]:
     """The task panel's row of one game (no seed: the game is the task)."""
-    from agentrepro.fileio import sha256_json
-
     return {"task_id": game.task_id, "task_hash": sha256_json(task_description(game, params)), "seed": None,
             "category": game.category}

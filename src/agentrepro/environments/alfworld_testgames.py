@@ -144,7 +144,7 @@ def pddl_problem(game: TestGame, name: str) -> str:
 def logic_files() -> tuple[str, str]:
     """(PDDL domain, TextWorld grammar) as the installed `alfworld` package ships them."""
     try:
-        import alfworld
+        import alfworld  # optional: the alfworld extra
     except ImportError:
         raise BadInput("the alfworld package is not installed: pip install '.[alfworld]'", where="package") from None
     data = Path(alfworld.__file__).parent / "data"

@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import io
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Sequence
 
@@ -54,8 +55,6 @@ def _package_dir(package: str, pip_name: str) -> Path:
 
 def package_versions(names: Sequence[str]) -> dict[str, str]:
     """Installed versions of the packages whose sprites are drawn (a lock of a vision panel records them)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return {name: version(name) for name in names}
     except PackageNotFoundError as exc:
@@ -64,7 +63,7 @@ def package_versions(names: Sequence[str]) -> dict[str, str]:
 
 
 def _load_png(path: Path) -> np.ndarray:
-    from PIL import Image
+    from PIL import Image  # optional: the vision extra
 
     with Image.open(path) as im:
         return np.asarray(im.convert("RGBA" if im.mode in ("RGBA", "LA", "P") else "RGB"), dtype=np.uint8).copy()
@@ -154,7 +153,7 @@ def pixel_hash(pixels: np.ndarray) -> str:
 
 def to_pil(pixels: np.ndarray):
     """The array as a PIL RGB image (what VAGEN attaches to the observation)."""
-    from PIL import Image
+    from PIL import Image  # optional: the vision extra
 
     return Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8), mode="RGB")
 

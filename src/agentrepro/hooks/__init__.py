@@ -1,7 +1,9 @@
-"""Functions that run inside another framework's processes (stdlib only, no import of the rest of agentrepro).
+"""What every framework integration shares inside the framework's processes (standard library only, no import of the
+rest of agentrepro): the step-row dump of the parity certificate (agentrepro_step_rows.py) and the pinned-signature
+check of a patched function (agentrepro_signature.py). Each backend's own integration lives in its folder's hooks/.
 
 The directory itself goes on that framework's PYTHONPATH, so its modules are imported there by their own
-names (e.g. `agentrepro_relax_eval`), without agentrepro's dependencies or its site-packages.
+names, without agentrepro's dependencies or its site-packages.
 """
 
 from pathlib import Path

@@ -12,9 +12,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentrepro.backends.sources import check_lock_form
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_json, sha256_json
-from agentrepro.manifest.schema import problems as schema_problems
+from agentrepro.fileio import sha256_json
+from agentrepro.reading import load_json
+from agentrepro.schema import problems as schema_problems
 
 LOCK_VERSION = 1
 SELF_KEY = "lock_self_sha256"
@@ -55,8 +57,6 @@ def read_lock(path: str | os.PathLike, *, verify: bool = True) -> dict[str, Any]
     path = Path(path)
     lock = load_json(path, missing="lock not found (run `agentrepro freeze` on the manifest first)")
     if verify:
-        from agentrepro.sourceparity import check_lock_form
-
         check_lock_form(lock, path)
         found = lock_problems(lock)
         if found:

@@ -3,7 +3,7 @@
 The run config is what `agentrepro train --config` reads: the manifest's blocks as frozen in the lock,
 `train` updated with `methods[<method>]`, `eval` with the lock's task panel, and `lock: {path, sha256}`
 binding the run to the lock it came from. `backend`, `image` and `resources` are the method's
-(`agentrepro.manifest.backends.method_placement`: the study's, or those of `backends.<name>` for `<method>@<name>`).
+(`agentrepro.placement.method_placement`: the study's, or those of `backends.<name>` for `<method>@<name>`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.manifest.backends import method_placement
+from agentrepro.placement import method_placement
 from agentrepro.manifest.lock import lock_sha256
 
 
@@ -33,7 +33,7 @@ def run_config(lock: dict[str, Any], method: str, seed: int, *, lock_path: str |
         "method": method,
         "seed": seed,
         "lock": {"path": Path(lock_path).as_posix(), "sha256": lock_sha256(lock)},
-        "backend": placement.backend,  # the method's backend (agentrepro.manifest.backends)
+        "backend": placement.backend,  # the method's backend (agentrepro.placement)
         "image": placement.image,
         "model": manifest["model"],  # a local directory's content hash stays in the lock
         "env": manifest["env"],

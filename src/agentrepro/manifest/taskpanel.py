@@ -22,9 +22,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentrepro.environments import REGISTRY, panel_packages, task_panel
 from agentrepro.errors import BadInput, Failure
-from agentrepro.fileio import iter_jsonl, sha256_json
+from agentrepro.fileio import sha256_json
 from agentrepro.manifest.identifiers import SHA256
+from agentrepro.reading import iter_jsonl
 
 
 def panel_from_file(path: str | os.PathLike, *, tasks: int, env_name: str) -> list[dict[str, Any]]:
@@ -50,9 +52,7 @@ def panel_from_file(path: str | os.PathLike, *, tasks: int, env_name: str) -> li
 
 
 def panel_from_environment(name: str, params: dict[str, Any], seeds: list[int]) -> list[dict[str, Any]]:
-    """Ask the environments package (imported only now: it is heavier than freeze needs otherwise)."""
-    from agentrepro.environments import task_panel
-
+    """The panel the environments package describes for these seeds, checked."""
     panel = task_panel(name, params, seeds)
     return check_panel(panel, expected=len(seeds), source=f"agentrepro.environments.task_panel({name!r})")
 
@@ -75,8 +75,6 @@ def check_panel(panel: Any, *, expected: int, source: str) -> list[dict[str, Any
 
 def panel_from_data_dir(manifest: dict[str, Any], data_dir: Path, root: Path) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
     """(panel, {root-relative file: SHA-256}, {package: version}) of a game data directory."""
-    from agentrepro.environments import REGISTRY
-
     env = manifest["env"]
     cls = REGISTRY.get(env["name"])
     freeze_panel = getattr(cls, "frozen_panel", None)
@@ -99,8 +97,6 @@ def build_panel_sources(manifest: dict[str, Any], root: str | os.PathLike) -> tu
             return panel_from_data_dir(manifest, path, root)
         return panel_from_file(path, tasks=ev["tasks"], env_name=env["name"]), {}, {}
     seeds = list(range(ev["first_seed"], ev["first_seed"] + ev["tasks"]))
-    from agentrepro.environments import panel_packages
-
     return panel_from_environment(env["name"], env.get("params", {}), seeds), {}, panel_packages(env["name"], env.get("params", {}))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -89,8 +90,6 @@ def iter_jsonl(path: str | os.PathLike, *, lines: Iterable[str | bytes] | None =
 
 def stdin_lines() -> Iterable[bytes | str]:
     """Standard input as raw lines, so that bytes that are not UTF-8 get the same one-line error as in a file."""
-    import sys
-
     return getattr(sys.stdin, "buffer", sys.stdin)
 
 

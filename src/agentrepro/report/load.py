@@ -15,7 +15,7 @@ from typing import Any
 from agentrepro.analysis import contract
 from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_json
+from agentrepro.reading import load_json
 
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 PARITY_STATUS = ("pass", "fail", "not_run")
@@ -127,7 +127,7 @@ def validate(analysis: Any, path: str | Path) -> dict:
     return analysis
 
 
-# provenance.source_parity (agentrepro.sourceparity.study_rows): one row per method; what each key must hold
+# provenance.source_parity (agentrepro.backends.sources.study_rows): one row per method; what each key must hold
 SOURCE_ROW = {"method": str, "placement": str, "commit": (str, type(None)), "workdir": (str, type(None)), "files": list,
               "seeds": list, "unrecorded": list, "differences": list}
 SOURCE_DIFFERENCE = {"seed": (int, str), "path": str, "pinned": str, "ran": (str, type(None))}

@@ -12,6 +12,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from agentrepro.environments import make_env, validate_params
+
 SHOWN = 4  # tasks pictured (the panel's first ones, in panel order)
 
 
@@ -19,8 +21,6 @@ def first_observations(lock: dict[str, Any] | None, shown: int = SHOWN) -> tuple
     """(figure, caption), or None when the study has no lock or its environment's observations are text."""
     if not lock:
         return None
-    from agentrepro.environments import make_env, validate_params
-
     env_block = lock["manifest"].get("env") or {}
     name = env_block.get("name")
     if name is None:

@@ -51,7 +51,7 @@ def chromium_version(executable: str) -> str:
 def weasyprint_engine() -> Engine:
     """WeasyPrint with its version; Failure naming the system libraries when it cannot load them."""
     try:
-        import weasyprint
+        import weasyprint  # optional: WeasyPrint needs Pango's system libraries
     except ImportError as exc:
         raise Failure(f"WeasyPrint is not installed ({exc}); `pip install weasyprint` (a dependency of agentrepro)") from None
     except OSError as exc:  # Pango or HarfBuzz missing: WeasyPrint loads them with cffi on import
@@ -112,8 +112,8 @@ def _print_weasyprint(html_path: Path, engine: Engine) -> bytes:
     WeasyPrint logs an error for a resource it could not use (a Failure here, like Chromium's console errors)
     and a warning for HTML or CSS it ignores (a RuntimeWarning, shown on stderr: the PDF may differ from the page).
     """
-    import weasyprint
-    from weasyprint.urls import URLFetcher
+    import weasyprint  # optional: WeasyPrint needs Pango's system libraries
+    from weasyprint.urls import URLFetcher  # optional: as above
 
     refused: list[str] = []
 

@@ -186,7 +186,7 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
         "page_css": page_css(analysis["study"], prov.get("lock_sha256"), paper),
         "lock_json": compact_json(prov.get("lock", {})),
         "runs": prov.get("runs", []),
-        "source_parity": prov.get("source_parity"),   # sourceparity.study_rows: per method and placement
+        "source_parity": prov.get("source_parity"),   # backends.sources.study_rows: per method and placement
         "counts": {v: sum(1 for r in t["verdicts"] if r["verdict"] == v) for v in ("reproduced", "not_reproduced", "inconclusive")},
     }
 

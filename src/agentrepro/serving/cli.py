@@ -14,8 +14,7 @@ import argparse
 import re
 from pathlib import Path
 
-from agentrepro import attempts, seal
-from agentrepro.backends import outcomes, runconfig
+from agentrepro import attempts, outcomes, runconfig, seal
 from agentrepro.bounds import SEED, integer, number
 from agentrepro.environments import task_panel, validate_params
 from agentrepro.environments.cli import parse_params
@@ -83,10 +82,10 @@ def run_model(args: argparse.Namespace) -> int:
                   "max_turns": args.max_turns, "episodes_per_task": args.episodes}
     out.mkdir(parents=True, exist_ok=True)
     (out / seal.OUTPUTS).unlink(missing_ok=True)
-    attempts.start_attempt(out, stage="eval", command=runconfig.command_line(),
+    attempts.start_attempt(out, stage="eval", command=attempts.command_line(),
                            base={**identity, "step": step, "model_dir": str(model.resolve()), "env": args.env,
-                                 "env_params": params, "packages": runconfig.package_versions()})
-    with runconfig.attempt_closed_on_error(out, verb="eval", backend_name="served"):
+                                 "env_params": params, "packages": attempts.package_versions()})
+    with attempts.attempt_closed_on_error(out, verb="eval", backend_name="served"):
         rows, record = evaluate_model(model, identity=identity, step=step, env_name=args.env, env_params=params,
                                       panel=panel, evaluation=evaluation, mode=args.mode, server=server,
                                       log_dir=out / RunFiles.LOGS, tensor_parallel=args.gpus)

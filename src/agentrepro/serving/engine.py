@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from agentrepro.backends import outcomes
+from agentrepro import outcomes
 from agentrepro.environments.base import Env
 from agentrepro.serving.chat import Conversation
 from agentrepro.serving.client import ChatClient, Reply

@@ -15,12 +15,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from agentrepro.backends import outcomes
+from agentrepro import outcomes
 from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
-from agentrepro.fileio import load_json
-from agentrepro.backends.checkpoints import hf_dir
 from agentrepro.layout import RunFiles, eval_dir
+from agentrepro.reading import load_json
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.client import ChatClient
 from agentrepro.serving.engine import Sampling, evaluate_panel
@@ -70,15 +69,16 @@ def evaluate_model(model_dir: str | Path | None, *, identity: dict[str, Any], st
     return rows, provenance
 
 
-def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: Path | None) -> Path | None:
-    """The model directory of checkpoint `step`: given, the backend's Hugging Face copy (`checkpoints.hf_dir`), or at step 0 the local base model
-    (None only for a URL server whose `eval.server.model` names what it serves)."""
+def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: Path | None,
+                  exported: Path | None) -> Path | None:
+    """The model directory of checkpoint `step`: given, the backend's Hugging Face copy (`exported`,
+    `Backend.checkpoint(...).hf`), or at step 0 the local base model (None only for a URL server whose
+    `eval.server.model` names what it serves)."""
     if checkpoint is not None:
         return checkpoint
     server = (config.get("eval") or {}).get("server") or {}
     if server.get("kind") == "url" and server.get("model"):
         return None  # a server someone else runs, serving the model it names
-    exported = hf_dir(config, run_dir, step)   # the backend's layout (backends/checkpoints.py)
     if exported is not None and exported.is_dir():
         return exported
     base = (config.get("model") or {}).get("path")
@@ -89,16 +89,17 @@ def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: 
     raise BadInput(f"no Hugging Face checkpoint of step {step} ({why})", path=exported or run_dir)
 
 
-def evaluate_run(config: dict[str, Any], run_dir: Path, step: int, *, log_dir: Path,
+def evaluate_run(config: dict[str, Any], run_dir: Path, step: int, *, log_dir: Path, exported: Path | None,
                  checkpoint: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """`agentrepro eval --run` for a run whose config says `eval.engine: served`."""
+    """`agentrepro eval --run` for a run whose config says `eval.engine: served`; `exported`: the backend's Hugging
+    Face copy of checkpoint `step` (None: it has none)."""
     evaluation = dict(config.get("eval") or {})
     env = config["env"]
     params = validate_params(env["name"], env.get("params") or {})
     panel = outcomes.frozen_panel(env["name"], params, evaluation)
     evaluation.setdefault("max_turns", (config.get("train") or {}).get("max_turns", DEFAULT_MAX_TURNS))
     server = ServerConfig.from_dict(evaluation.get("server"))
-    model_dir = run_model_dir(config, run_dir, step, checkpoint)
+    model_dir = run_model_dir(config, run_dir, step, checkpoint, exported)
     identity = {"study": config["study"], "method": config["method"], "seed": config["seed"]}
     return evaluate_model(model_dir, identity=identity, step=step, env_name=env["name"], env_params=params, panel=panel,
                           evaluation=evaluation, mode=(config.get("train") or {}).get("mode", "concat"), server=server,

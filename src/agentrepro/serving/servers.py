@@ -9,7 +9,7 @@
 
 A started server gets a free port on 127.0.0.1, its output goes to `<log_dir>/server.{stdout,stderr}.log`,
 readiness is polled until `startup_timeout_s` (`ready` says how for each kind), and it is stopped by PID
-with its whole process tree (backends/process.py), also when the evaluation fails or is interrupted. `Server.provenance` (kind, program version, argv, URL, served model, determinism) goes into
+with its whole process tree (process.py), also when the evaluation fails or is interrupted. `Server.provenance` (kind, program version, argv, URL, served model, determinism) goes into
 the evaluation's provenance.
 """
 
@@ -30,8 +30,8 @@ from typing import Any
 import httpx
 
 from agentrepro.attempts import now
-from agentrepro.backends.process import last_line, stop_tree
 from agentrepro.errors import BadInput, Failure
+from agentrepro.process import last_line, stop_tree
 
 KINDS = ("transformers", "sglang", "url")
 PACKAGE = {"transformers": "transformers", "sglang": "sglang"}

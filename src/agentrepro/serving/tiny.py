@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentrepro.environments import make_env
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
@@ -29,8 +31,6 @@ SHAPES = {
 
 def corpus() -> list[str]:
     """Texts the tokenizer is trained on: every system prompt and an observation of the grid games (which need no data)."""
-    from agentrepro.environments import make_env
-
     texts = []
     for name in ("sokoban", "frozenlake"):
         for fmt in make_env(name).prompts.formats:
@@ -42,9 +42,9 @@ def corpus() -> list[str]:
 
 def build(out: str | Path, *, shape: str = "tiny", seed: int = 0, max_tokens: int = 4096) -> Path:
     """Write a loadable model directory (config, random weights, tokenizer, chat template) to `out`."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    import torch  # heavy: torch builds the model
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # heavy: as above
+    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM  # heavy: as above
 
     out = Path(out)
     dims = SHAPES[shape]

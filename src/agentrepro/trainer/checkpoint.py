@@ -20,13 +20,13 @@ import torch
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes
-from agentrepro.layout import checkpoint_dir
+from agentrepro.layout import checkpoint_dir, checkpoint_file, tokenizer_dir
 
-_STEP_RE = re.compile(r"^step(\d+)\.pt$")
+_STEP_RE = re.compile(r"^step(\d+)\.pt$")   # the names layout.checkpoint_file gives
 
 
 def checkpoint_path(run_dir: str | Path, step: int) -> Path:
-    return checkpoint_dir(run_dir) / f"step{step}.pt"
+    return checkpoint_file(run_dir, step)
 
 
 def saved_steps(run_dir: str | Path) -> list[int]:
@@ -73,7 +73,7 @@ def load_checkpoint(run_dir, step: int) -> dict[str, Any]:
 
 def save_tokenizer(run_dir, tokenizer) -> Path:
     """Save the tokenizer into checkpoints/tokenizer/ through a temporary directory and a rename."""
-    target = checkpoint_dir(run_dir) / "tokenizer"
+    target = tokenizer_dir(run_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tokenizer.", dir=target.parent))
     tokenizer.save_pretrained(tmp)
@@ -84,9 +84,9 @@ def save_tokenizer(run_dir, tokenizer) -> Path:
 
 
 def load_tokenizer(run_dir):
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast  # heavy: transformers
 
-    path = checkpoint_dir(run_dir) / "tokenizer"
+    path = tokenizer_dir(run_dir)
     if not path.is_dir():
         raise BadInput("the run has no saved tokenizer (was it trained?)", path=path)
     return PreTrainedTokenizerFast.from_pretrained(str(path))

@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
+from agentrepro import runconfig
 from agentrepro.algorithms.spec import SPECS, EstimatorSpec, Option, all_options, trainer_specs
 from agentrepro.errors import BadInput
 
@@ -82,7 +83,7 @@ class TrainConfig:
     grad_checkpointing: bool = False  # activation checkpointing in the update's forward (memory for compute)
     threads: int = 1  # torch intra-op threads on the CPU
     data_parallel: int = 0  # data-parallel ranks (trainer/parallel.py): 0 = one per GPU the job is given (resources.gpus) on CUDA, one on the CPU; N = N ranks (gloo processes on the CPU)
-    checkpoint_every: int = 50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (layout.evaluated_steps)
+    checkpoint_every: int = 50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (runconfig.evaluated_steps)
     dump_batches_every: int = 0  # write batches/step<N>.jsonl (step rows with advantages) every N steps; 0 = never
     step_rows: tuple[int, ...] = ()  # steps whose step rows and trainer advantages go to batches/step<N>.jsonl for the parity certificate (every backend)
     progress: bool = True  # tqdm progress bars
@@ -163,9 +164,7 @@ class TrainConfig:
         for key in ("kl_coef", "entropy_coef", "weight_decay"):
             if getattr(self, key) < 0:
                 bad(key, "a number >= 0")
-        from agentrepro.backends.step_rows import problem
-
-        message = problem(self.step_rows, self.steps)
+        message = runconfig.step_rows_problem(self.step_rows, self.steps)
         if message:
             raise BadInput(message, path=path, where=f"{where}.step_rows")
         if self.minibatches > self.batch_trajectories:

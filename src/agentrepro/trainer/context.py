@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
 from agentrepro.trainer.config import TrainConfig
-from agentrepro.trainer.policy import ModelSpec, load_local_tokenizer
 from agentrepro.trainer.dialogue import Codec
+from agentrepro.trainer.policy import ModelSpec, load_local_tokenizer
 from agentrepro.trainer.tokenizer import build_word_tokenizer, encode_words, probe_texts
 
 EVAL_KEYS = {"tasks", "first_seed", "episodes_per_task", "temperature", "top_p", "max_turns", "every", "checkpoint", "task_panel", "sample_seed", "engine", "server",
@@ -34,8 +35,6 @@ class RunSpec:
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, path: object = None) -> "RunSpec":
-        from agentrepro.environments import validate_params
-
         for key in ("study", "method", "seed", "env"):
             if key not in config:
                 raise BadInput("missing key", path=path, where=key)
@@ -59,8 +58,6 @@ class RunSpec:
 
     def make_env(self, *, training: bool):
         """A fresh environment; training rollouts use `train.format_reward` when it is set."""
-        from agentrepro.environments import make_env
-
         params = dict(self.env_params)
         if training and self.train.format_reward is not None:
             params["format_reward"] = self.train.format_reward

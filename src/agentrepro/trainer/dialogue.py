@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import TemplateError
+
 from agentrepro.errors import BadInput
 from agentrepro.serving.chat import Conversation
 from agentrepro.trainer.tokenizer import ACT, OBS, encode_words
@@ -38,8 +40,6 @@ def template_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
 
 def first_template_token(tokenizer) -> int:
     """The token every rendering of the chat template starts with (the rows' first column)."""
-    from jinja2 import TemplateError
-
     try:
         return template_ids(tokenizer, _PROBE)[0]
     except (TemplateError, IndexError) as exc:  # e.g. a template that refuses a system message

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
-from agentrepro.backends import outcomes
+from agentrepro import outcomes
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
-from agentrepro.trainer.loop import run_device
-from agentrepro.trainer.policy import build_policy
+from agentrepro.trainer.policy import build_policy, run_device
 from agentrepro.trainer.rollout import Sampler, rollout
 
 
@@ -37,8 +37,6 @@ def evaluate_policy(policy, spec: RunSpec, codec, panel: list[dict[str, Any]], s
     episodes = int(ev.get("episodes_per_task", 1))
     rows = []
     seeds = [int(t["seed"]) for t in panel]
-    from tqdm import tqdm
-
     bar = tqdm(range(episodes), desc=f"eval {spec.method} seed{spec.seed} step{step}", unit="episode x panel",
                disable=not cfg.progress)
     for episode in bar:

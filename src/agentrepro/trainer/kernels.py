@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from agentrepro.errors import BadInput
+from agentrepro.trainer.decode import supports_model
 
 CHOICES = ("eager", "compiled")
 
@@ -49,14 +50,12 @@ def _mlp_forward(self, x):
 
 def apply(choice: str, lm: torch.nn.Module) -> bool:
     """Compile `lm`'s elementwise layers when `choice` is compiled; True when it did."""
-    from agentrepro.trainer.decode import supports_model
-
     if choice == "eager":
         return False
     if not (supports_model(lm) and getattr(lm.config, "hidden_act", None) == "silu"):
         raise BadInput(f"compiled update kernels support Qwen2 models with silu, not {type(lm).__name__}",
                        where="train.update_kernels")
-    from transformers.models.qwen2 import modeling_qwen2
+    from transformers.models.qwen2 import modeling_qwen2  # heavy: transformers, only for compiled update kernels
 
     for module in lm.modules():
         if isinstance(module, modeling_qwen2.Qwen2RMSNorm):

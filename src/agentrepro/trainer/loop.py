@@ -2,8 +2,8 @@
 
 Writes into the run directory (docs/design.md §3.3): metrics.jsonl, timings.jsonl, graph_diagnostics.jsonl
 (GiGPO/GraphGPO), batches/step<N>.jsonl (optional), warmstart.json, checkpoints/; what a step's metrics row and
-batch dump hold is trainer/steplog.py's. Checkpoints are saved at exactly the evaluated steps
-(`layout.checkpoint_steps`: step 0, after the warm start, always), so the workflow evaluates every checkpoint and
+batch dump hold is trainer/step_record.py's. Checkpoints are saved at exactly the evaluated steps
+(`runconfig.checkpoint_steps`: step 0, after the warm start, always), so the workflow evaluates every checkpoint and
 nothing else. With `resume`, the newest checkpoint is loaded with its optimizer, scheduler and random states, the
 logs are cut back to its step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.
 With several data-parallel ranks (`ranks`, trainer/parallel.py) rank 0 sets the run up (warm start or resume)
@@ -12,45 +12,33 @@ while the others wait, then every rank starts from its checkpoint; only rank 0 w
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
-from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl
-from agentrepro.layout import RunFiles, batch_dump, evaluated_steps
+from agentrepro import runconfig
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl
+from agentrepro.layout import RunFiles, batch_dump
+from agentrepro.reading import iter_jsonl
+from agentrepro.runconfig import evaluated_steps
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer import kernels, precision
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, training_targets
 from agentrepro.trainer.decode import engine_for
 from agentrepro.trainer.parallel import SINGLE, Ranks, Shard, sampling_seed
-from agentrepro.trainer.policy import build_policy
+from agentrepro.trainer.policy import build_policy, run_device
 from agentrepro.trainer.rollout import Sampler, rollout
-from agentrepro.trainer.steplog import COUNTERS, count, dump_rows, memory_use, metrics_row
+from agentrepro.trainer.step_record import COUNTERS, count, dump_rows, memory_use, metrics_row
 from agentrepro.trainer.update import TrainBatch, batched_token_stats, update
 from agentrepro.trainer.warmstart import warm_start
 
 LOGS = RunFiles.STEP_LOGS
-
-
-def device_of(name: str) -> torch.device:
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        from agentrepro.errors import BadInput
-
-        raise BadInput(f"device {name!r} asked for but CUDA is not available", where="train.device")
-    return device
-
-
-def run_device(train, name: str | None = None) -> torch.device:
-    """The device a run computes on: `name` (default `train.device`; a rank's own GPU under data parallel),
-    with `train.threads` torch threads when `train.device` is the CPU."""
-    if train.device == "cpu":
-        torch.set_num_threads(train.threads)
-    return device_of(name or train.device)
 
 
 def _read_log(path: Path, upto: int) -> list[dict]:
@@ -64,7 +52,7 @@ def _scheduler(optimizer, cfg):
 
 
 def checkpoint_schedule(spec: RunSpec) -> list[int]:
-    """The steps this run saves: exactly the evaluated ones (`layout.evaluated_steps` of its config)."""
+    """The steps this run saves: exactly the evaluated ones (`runconfig.evaluated_steps` of its config)."""
     return evaluated_steps(spec.train.steps, spec.eval, checkpoint_every=spec.train.checkpoint_every, path="run config")
 
 
@@ -256,8 +244,6 @@ class Trainer:
         show = (self.cfg.progress if progress is None else progress) and self.ranks.leader
         bar = None
         if show and self.step < self.cfg.steps:
-            from tqdm import tqdm
-
             bar = tqdm(total=self.cfg.steps, initial=self.step, desc=f"{self.spec.method} seed{self.spec.seed}", unit="step")
         wandb_run = self._wandb() if self.cfg.wandb and self.ranks.leader else None
         while self.step < self.cfg.steps and (stop_at is None or self.step < stop_at):
@@ -273,9 +259,7 @@ class Trainer:
             wandb_run.finish()
 
     def _wandb(self):
-        import os
-
-        import wandb
+        import wandb  # optional: the wandb extra
 
         os.environ.setdefault("WANDB_MODE", "offline")
         return wandb.init(project="agentrepro", name=f"{self.spec.study}/{self.spec.method}/seed{self.spec.seed}",

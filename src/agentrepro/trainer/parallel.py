@@ -33,8 +33,12 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from agentrepro.errors import BadInput
+from agentrepro.trainer.config import TrainConfig
+from agentrepro.trainer.gather import merge_rollouts, merge_tokens
+from agentrepro.trainer.policy import device_of
 
 TIMEOUT = timedelta(hours=4)  # a collective waits this long (rank 0 may run the warm start while the others wait)
 BUCKET = 1 << 25  # gradient elements summed per all-reduce
@@ -42,8 +46,6 @@ BUCKET = 1 << 25  # gradient elements summed per all-reduce
 
 def world_size(config: dict[str, Any], *, path: object = None) -> int:
     """Ranks of a resolved run config (see the module docstring); BadInput for a number it cannot run."""
-    from agentrepro.trainer.config import TrainConfig
-
     train = TrainConfig.from_dict(config.get("train") or {}, path=path)
     gpus = (config.get("resources") or {}).get("gpus")
     gpus = gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0 else None
@@ -93,13 +95,9 @@ class Ranks:
     def join(cls, device: str) -> "Ranks":
         """Join the process group described by torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
         MASTER_PORT; the store is the launcher's, trainer/spawn.py): NCCL on CUDA, gloo on the CPU."""
-        import torch.distributed as dist
-
         env = os.environ
         ranks = cls(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"])))
         if device.startswith("cuda"):
-            from agentrepro.trainer.loop import device_of
-
             device_of(device)  # BadInput naming train.device on a machine without CUDA
             torch.cuda.set_device(ranks.local_rank)
         store = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), ranks.world, is_master=False, timeout=TIMEOUT)
@@ -136,8 +134,6 @@ class Ranks:
         """Rank 0's value, on every rank."""
         if not self.parallel:
             return value
-        import torch.distributed as dist
-
         box = [value]
         dist.broadcast_object_list(box, src=0)
         return box[0]
@@ -146,8 +142,6 @@ class Ranks:
         """Every rank's value, in rank order, on every rank."""
         if not self.parallel:
             return [value]
-        import torch.distributed as dist
-
         out: list[Any] = [None] * self.world
         dist.all_gather_object(out, value)
         return out
@@ -166,8 +160,6 @@ class Ranks:
     def reduce_grads(self, parameters) -> None:
         """Sum gradients over ranks, in place. A parameter no rank has a gradient for keeps none (the optimizer
         then skips it, as one process does); one that some rank lacks counts as zero there."""
-        import torch.distributed as dist
-
         params = [p for p in parameters if p.requires_grad]
         has = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=params[0].device)
         dist.all_reduce(has)
@@ -183,8 +175,6 @@ class Ranks:
 
     def gather_batch(self, rollout, stats: dict[str, torch.Tensor | None], pad: int):
         """(whole-batch rollout, whole-batch per-token `stats`, this rank's rows (bool, rows)) from every rank's."""
-        from agentrepro.trainer.gather import merge_rollouts, merge_tokens
-
         parts = self.gather((rollout, stats))
         merged = merge_rollouts([p[0] for p in parts], pad)
         width = merged.input_ids.shape[1]

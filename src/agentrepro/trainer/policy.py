@@ -67,16 +67,31 @@ class ModelSpec:
         return self.path is None
 
 
+def device_of(name: str) -> torch.device:
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BadInput(f"device {name!r} asked for but CUDA is not available", where="train.device")
+    return device
+
+
+def run_device(train, name: str | None = None) -> torch.device:
+    """The device a run computes on: `name` (default `train.device`; a rank's own GPU under data parallel),
+    with `train.threads` torch threads when `train.device` is the CPU."""
+    if train.device == "cpu":
+        torch.set_num_threads(train.threads)
+    return device_of(name or train.device)
+
+
 def _lm_config(spec: ModelSpec, vocab_size: int, tokenizer):
     c = spec.config
     common = dict(vocab_size=vocab_size, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
                   eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=True)
     if spec.name == "tiny-gpt2":
-        from transformers import GPT2Config
+        from transformers import GPT2Config  # heavy: transformers
 
         return GPT2Config(n_embd=c["d_model"], n_layer=c["n_layers"], n_head=c["n_heads"], n_positions=c["max_positions"],
                           resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **common)
-    from transformers import Qwen2Config
+    from transformers import Qwen2Config  # heavy: transformers
 
     return Qwen2Config(hidden_size=c["d_model"], num_hidden_layers=c["n_layers"], num_attention_heads=c["n_heads"],
                        num_key_value_heads=c["n_heads"], intermediate_size=4 * c["d_model"],
@@ -140,12 +155,12 @@ def build_policy(spec: ModelSpec, tokenizer, seed: int) -> Policy:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if spec.path is None:
-            from transformers import AutoModelForCausalLM
+            from transformers import AutoModelForCausalLM  # heavy: transformers
 
             lm = AutoModelForCausalLM.from_config(_lm_config(spec, len(tokenizer), tokenizer), attn_implementation="sdpa")
             hidden = spec.config["d_model"]
         else:
-            from transformers import AutoModelForCausalLM
+            from transformers import AutoModelForCausalLM  # heavy: transformers
 
             lm = AutoModelForCausalLM.from_pretrained(spec.path, local_files_only=True)
             hidden = lm.config.hidden_size
@@ -157,7 +172,7 @@ def build_policy(spec: ModelSpec, tokenizer, seed: int) -> Policy:
 
 
 def load_local_tokenizer(spec: ModelSpec):
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: transformers
 
     tok = AutoTokenizer.from_pretrained(spec.path, local_files_only=True)
     if tok.pad_token_id is None:

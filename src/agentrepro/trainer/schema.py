@@ -10,17 +10,16 @@ tests/trainer/test_schema.py checks that the file equals what this writes.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import sys
 from pathlib import Path
 from typing import Any
 
+from agentrepro import schema
 from agentrepro.algorithms.spec import SPECS, Option, option_help
-from agentrepro.manifest.schema import SCHEMA_DIR
 from agentrepro.trainer.config import ESTIMATOR_OPTIONS, SPECS_BY_NAME, TrainConfig
 
-SCHEMA = SCHEMA_DIR / "train_config.schema.json"
+SCHEMA = schema.SCHEMA_DIR / "train_config.schema.json"
 
 
 def option_property(option: Option) -> dict[str, Any]:
@@ -41,23 +40,18 @@ def estimator_property() -> dict[str, Any]:
                            + (f"; {variants}" if variants else "")}
 
 
-def render(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with its estimator properties rewritten from the specs, in TrainConfig's field order."""
+def render(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with its estimator properties rewritten from the specs, in TrainConfig's field order."""
     generated = {"estimator": estimator_property(), **{o.name: option_property(o) for o in ESTIMATOR_OPTIONS}}
-    kept = schema.get("properties", {})
+    kept = document.get("properties", {})
     properties = {f.name: generated[f.name] if f.name in generated else kept[f.name] for f in dataclasses.fields(TrainConfig)
                   if f.name in generated or f.name in kept}
-    return {**schema, "properties": properties}
-
-
-def text(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return {**document, "properties": properties}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else SCHEMA
-    path.write_text(text(render(json.loads(path.read_text()))))
+    schema.rewrite(Path(args[0]) if args else SCHEMA, render)
     return 0
 
 

@@ -1,9 +1,19 @@
-"""A warm start of its own, shared by every method of a seed: made once, adopted by each run, evaluated once as step 0.
+"""A warm start shared by every method of a seed: what it depends on, and how each run adopts it and its step 0.
 
-* `make_warmstart(config, out)`: the warm start of a warm-start config (trainer/warmstart_id.py) into `out`:
-  checkpoints/tokenizer/, checkpoints/step0.pt (the weights, the global torch random state after the warm start,
-  no optimizer), warmstart.json, and the step-0 outcomes eval/step0/outcomes.jsonl. It does what a run that
-  warm-starts itself does before its first RL step, in the same order, so the weights are the same bytes.
+The builtin trainer's supervised warm start (trainer/warmstart.py) and its step-0 evaluation read the run seed,
+the model, the environment, the warm-start settings, the few other `train` fields the warm start uses
+(`WARMSTART_TRAIN_KEYS`) and the evaluation settings (`WARMSTART_EVAL_KEYS`), and nothing of the RL method.
+`identity(config)` hashes exactly those (after the backend's defaults and type coercion, so that a method
+spelling a default out shares the warm start of one that leaves it implicit); methods of a seed with the same
+identity share one warm start (agentrepro.planning plans one per distinct seed and identity), a method that
+changes any of them gets its own. The frozen task panel is not hashed (it is the lock's record of
+`eval.tasks`/`eval.first_seed` over the environment, both hashed), so the identity is known from the manifest
+alone, before the study is frozen.
+
+* `warmstart_config(resolved)`: the warm-start job's own config, from any method's resolved run config;
+  `identity(config)`: SHA-256 (canonical JSON) of its identifying part. The warm start itself is made by
+  `trainer.warmstart.make_warmstart`: checkpoints/tokenizer/, checkpoints/step0.pt (the weights, the global torch
+  random state after the warm start, no optimizer), warmstart.json, and the step-0 outcomes eval/step0/outcomes.jsonl.
 * `adopt(run_dir, warmstart_dir, resolved)`: a fresh run takes the warm start's tokenizer and step-0 checkpoint as
   its own, byte for byte (so a run's sealed checkpoints/step0.pt hashes as its warm start's does: the audit's
   check), and records where it came from in its warmstart.json (`shared`). The trainer then resumes from that
@@ -13,7 +23,8 @@
   method (the same weights on the same panel with the same sampling seeds: evaluated once, not once per method).
 
 A warm start is used only when its seal still verifies, its last attempt ended ok, and its identity equals the
-identity of the run's own settings; otherwise BadInput names the folder and what differs.
+identity of the run's own settings; otherwise BadInput names the folder and what differs. Importing this module does
+not import torch (the plan computes identities when Snakemake builds the DAG).
 """
 
 from __future__ import annotations
@@ -25,40 +36,64 @@ from typing import Any
 
 from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, load_json, read_jsonl, sha256_file
-from agentrepro.layout import RunFiles, checkpoint_dir, outcomes_path
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, sha256_file
+from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_file, outcomes_path, tokenizer_dir
+from agentrepro.reading import load_json, read_jsonl
 from agentrepro.seal import OUTPUTS, verify_outputs
-from agentrepro.trainer.warmstart_id import identity, warmstart_config
+from agentrepro.environments import validate_params
+from agentrepro.fileio import sha256_json
+from agentrepro.trainer.config import TrainConfig
 
-STEP0 = "step0.pt"
-TOKENIZER = "tokenizer"
+BUILTIN = "builtin"
+WARMSTART_METHOD = "warmstart"
+"""The `method` of a warm start's own config and step-0 outcome rows (a run relabels them with its method)."""
+WARMSTART_TRAIN_KEYS = (
+    "warmstart", "warmstart_target", "warmstart_max_steps", "warmstart_lr", "warmstart_batch", "warmstart_eval_every",
+    "warmstart_val_first_seed", "warmstart_val_seeds", "warmstart_actions_per_turn",
+    # read by the demonstrations, the validation rollouts and the optimizer step of the warm start:
+    "train_first_seed", "train_num_seeds", "mode", "max_turns", "max_new_tokens", "grad_clip",
+    # the numbers themselves: device, precision and CPU threads change the bytes
+    "device", "bf16", "threads",
+)
+WARMSTART_EVAL_KEYS = ("tasks", "first_seed", "episodes_per_task", "temperature", "top_p", "max_turns", "sample_seed")
+"""The evaluation settings of step 0 (not `every`/`checkpoint`, which only say which later steps are evaluated)."""
+UNHASHED_EVAL_KEYS = ("task_panel",)
+
+
+def uses_warmstart(resolved: dict[str, Any]) -> bool:
+    """Whether a resolved run config trains with the builtin backend and warm-starts (its warm start can be shared)."""
+    return (resolved.get("backend") or {}).get("name") == BUILTIN and bool((resolved.get("train") or {}).get("warmstart"))
+
+
+def warmstart_config(resolved: dict[str, Any], *, path: object = None) -> dict[str, Any]:
+    """The warm-start job's config from a method's run config resolved over the builtin defaults: study, lock,
+    backend, seed, model, env, and the warm-start part of `train` and `eval` (coerced by TrainConfig), with
+    `method` = "warmstart". Every field the warm start and its evaluation read is here; nothing else is."""
+    if not uses_warmstart(resolved):
+        raise BadInput("has no warm start to share (it needs backend builtin and train.warmstart: true)", path=path, where="train.warmstart")
+    train = TrainConfig.from_dict(resolved.get("train") or {}, path=path).to_dict()
+    env = resolved.get("env") or {}
+    if "name" not in env:
+        raise BadInput("missing key", path=path, where="env.name")
+    evaluation = resolved.get("eval") or {}
+    config: dict[str, Any] = {"study": resolved["study"], "method": WARMSTART_METHOD, "seed": resolved["seed"]}
+    if "lock" in resolved:
+        config["lock"] = resolved["lock"]
+    config.update(backend={"name": BUILTIN}, model=resolved.get("model") or {},
+                  env={"name": env["name"], "params": validate_params(env["name"], env.get("params") or {}, path=path)},
+                  train={k: train[k] for k in WARMSTART_TRAIN_KEYS} | {"progress": train["progress"]},
+                  eval={k: evaluation[k] for k in (*WARMSTART_EVAL_KEYS, *UNHASHED_EVAL_KEYS) if k in evaluation})
+    return config
+
+
+def identity(config: dict[str, Any]) -> str:
+    """SHA-256 of what a warm start depends on: seed, model, env, the warm-start train keys, the step-0 eval keys.
+    `config` is a warm-start config (`warmstart_config`)."""
+    return sha256_json({"seed": config["seed"], "model": config["model"], "env": config["env"],
+                        "train": {k: config["train"][k] for k in WARMSTART_TRAIN_KEYS},
+                        "eval": {k: v for k, v in config["eval"].items() if k in WARMSTART_EVAL_KEYS}})
+
 RECORD = RunFiles.WARMSTART
-
-
-def make_warmstart(config: dict[str, Any], out: Path) -> list[dict[str, Any]]:
-    """Warm-start into `out` and evaluate step 0; returns the step-0 outcome rows (not yet written)."""
-    import torch
-
-    from agentrepro.trainer import checkpoint as ckpt
-    from agentrepro.trainer.context import RunSpec
-    from agentrepro.trainer.evaluate import evaluate_run
-    from agentrepro.trainer.loop import run_device
-    from agentrepro.trainer.policy import build_policy
-    from agentrepro.trainer.warmstart import warm_start
-
-    spec = RunSpec.from_config(config)
-    device = run_device(spec.train)
-    tokenizer = spec.build_tokenizer()
-    codec = spec.make_codec(tokenizer)
-    policy = build_policy(spec.model, tokenizer, spec.seed).to(device)
-    policy.eval()
-    ckpt.save_tokenizer(out, tokenizer)
-    record = warm_start(policy, spec, codec, device)
-    atomic_write_json(out / RECORD, record)
-    counters = {"env_steps": 0, "episodes": 0, "tokens_generated": 0, "tokens_trained": 0, "wall_s": record.get("wall_s", 0.0)}
-    # the global torch state goes with the weights; a run's own generators start from its seed (loop.Trainer)
-    ckpt.save_checkpoint(out, 0, policy=policy, rng={"torch_cpu": torch.get_rng_state()}, counters=counters)
-    return evaluate_run(config, out, 0)
 
 
 def _relative(target: Path, start: Path) -> str:
@@ -87,7 +122,7 @@ def adopt(run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> dict[
     """Make the warm start the starting point of `run_dir` (fresh), or check that it already is (resuming)."""
     run_dir, warmstart_dir = Path(run_dir), Path(warmstart_dir)
     ident = check_warmstart(warmstart_dir, resolved)
-    source = checkpoint_dir(warmstart_dir) / STEP0
+    source = checkpoint_file(warmstart_dir, 0)
     shared = {"dir": _relative(warmstart_dir, run_dir), "identity": ident, "checkpoint_sha256": sha256_file(source),
               "outputs_sha256": sha256_file(warmstart_dir / OUTPUTS)}
     if checkpoint_dir(run_dir).is_dir() and any(checkpoint_dir(run_dir).iterdir()):
@@ -98,18 +133,20 @@ def adopt(run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> dict[
         return recorded
     target = checkpoint_dir(run_dir)
     target.mkdir(parents=True, exist_ok=True)
-    tmp = target / f".{TOKENIZER}.tmp"
+    tokenizer = tokenizer_dir(run_dir)
+    tmp = tokenizer.with_name(f".{tokenizer.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(checkpoint_dir(warmstart_dir) / TOKENIZER, tmp)
-    tmp.rename(target / TOKENIZER)
+    shutil.copytree(tokenizer_dir(warmstart_dir), tmp)
+    tmp.rename(tokenizer)
     for name in RunFiles.STEP_LOGS:
         (run_dir / name).unlink(missing_ok=True)
     for name in (RunFiles.METRICS, RunFiles.TIMINGS):
         atomic_write_jsonl(run_dir / name, [])
     atomic_write_json(run_dir / RECORD, {**load_json(warmstart_dir / RECORD), "shared": shared})
-    copied = target / f".{STEP0}.tmp"
+    step0 = checkpoint_file(run_dir, 0)
+    copied = step0.with_name(f".{step0.name}.tmp")
     shutil.copyfile(source, copied)
-    copied.rename(target / STEP0)  # last: a run with a step-0 checkpoint has everything it resumes from
+    copied.rename(step0)  # last: a run with a step-0 checkpoint has everything it resumes from
     return shared
 
 
@@ -127,7 +164,7 @@ def step0_rows(run_dir: Path, config: dict[str, Any]) -> list[dict[str, Any]] | 
         return None
     warmstart_dir = Path(run_dir) / shared["dir"]
     check_warmstart(warmstart_dir, config)
-    mine = sha256_file(checkpoint_dir(run_dir) / STEP0)
-    if mine != shared["checkpoint_sha256"] or sha256_file(checkpoint_dir(warmstart_dir) / STEP0) != mine:
-        raise BadInput("this run's step-0 checkpoint is not its warm start's", path=checkpoint_dir(run_dir) / STEP0)
+    mine = sha256_file(checkpoint_file(run_dir, 0))
+    if mine != shared["checkpoint_sha256"] or sha256_file(checkpoint_file(warmstart_dir, 0)) != mine:
+        raise BadInput("this run's step-0 checkpoint is not its warm start's", path=checkpoint_file(run_dir, 0))
     return [{**row, "study": config["study"], "method": config["method"]} for row in read_jsonl(outcomes_path(warmstart_dir, 0))]

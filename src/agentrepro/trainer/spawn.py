@@ -15,18 +15,18 @@ import os
 from pathlib import Path
 from typing import Any
 
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
 from agentrepro.errors import BadInput, Failure
+from agentrepro.trainer.loop import train
+from agentrepro.trainer.parallel import TIMEOUT, Ranks
 
 HOST = "127.0.0.1"
 GRACE_S = 20.0  # seconds a rank gets to end after SIGTERM before SIGKILL
 
 
 def train_ranks(world: int, config: dict[str, Any], run_dir: Path, *, resume: bool) -> None:
-    import torch.distributed as dist
-    import torch.multiprocessing as mp
-
-    from agentrepro.trainer.parallel import TIMEOUT
-
     store = dist.TCPStore(HOST, 0, None, True, timeout=TIMEOUT, wait_for_workers=False)  # port 0: a free one
     context = mp.start_processes(_rank_main, args=(world, store.port, config, str(run_dir), resume), nprocs=world,
                                  join=False, start_method="spawn")
@@ -45,11 +45,6 @@ def train_ranks(world: int, config: dict[str, Any], run_dir: Path, *, resume: bo
 
 def _rank_main(rank: int, world: int, port: int, config: dict[str, Any], run_dir: str, resume: bool) -> None:
     """One rank: join the group, train, leave the group."""
-    import torch.distributed as dist
-
-    from agentrepro.trainer.loop import train
-    from agentrepro.trainer.parallel import Ranks
-
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR=HOST, MASTER_PORT=str(port))
     ranks = Ranks.join(str((config.get("train") or {}).get("device", "cpu")))
     try:

@@ -7,18 +7,26 @@ like a rollout of the configured mode (same tokens, same loss mask on the demons
 <eos>). Training stops as soon as greedy success on the validation seeds (disjoint from the training and
 evaluation seeds) reaches `warmstart_target`, so that RL has room to improve. It depends only on the run
 seed and the warm-start settings, never on the RL method: every method of a seed starts from the same
-weights. Its record (steps, validation curve) is written to warmstart.json.
+weights. Its record (steps, validation curve) is written to warmstart.json. `make_warmstart` makes a warm start of
+its own, shared by the methods of a seed (trainer/shared_warmstart.py).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from agentrepro.fileio import atomic_write_json
+from agentrepro.trainer import checkpoint as ckpt
+from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.dialogue import Codec
+from agentrepro.trainer.evaluate import evaluate_run
+from agentrepro.trainer.policy import build_policy, run_device
+from agentrepro.trainer.shared_warmstart import RECORD
 from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.update import masked_mean, token_stats
 
@@ -108,3 +116,22 @@ def warm_start(policy, spec, codec: Codec, device, *, progress: bool = False) ->
             record["curve"].append({"step": step, "val_success": rate, "loss": float(loss.detach())})
     record.update(steps=step, val_success=rate, reached=rate >= cfg.warmstart_target, wall_s=time.perf_counter() - started)
     return record
+
+
+def make_warmstart(config: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+    """Warm-start into `out` and evaluate step 0 (a shared warm start, trainer/shared_warmstart.py); returns the step-0
+    outcome rows (not yet written). It does what a run that warm-starts itself does before its first RL step, in the
+    same order, so the weights are the same bytes."""
+    spec = RunSpec.from_config(config)
+    device = run_device(spec.train)
+    tokenizer = spec.build_tokenizer()
+    codec = spec.make_codec(tokenizer)
+    policy = build_policy(spec.model, tokenizer, spec.seed).to(device)
+    policy.eval()
+    ckpt.save_tokenizer(out, tokenizer)
+    record = warm_start(policy, spec, codec, device)
+    atomic_write_json(out / RECORD, record)
+    counters = {"env_steps": 0, "episodes": 0, "tokens_generated": 0, "tokens_trained": 0, "wall_s": record.get("wall_s", 0.0)}
+    # the global torch state goes with the weights; a run's own generators start from its seed (loop.Trainer)
+    ckpt.save_checkpoint(out, 0, policy=policy, rng={"torch_cpu": torch.get_rng_state()}, counters=counters)
+    return evaluate_run(config, out, 0)

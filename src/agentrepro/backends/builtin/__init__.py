@@ -1,0 +1,1 @@
+"""The builtin backend (backend.py): the harness's own trainer, agentrepro.trainer."""

@@ -1,0 +1,83 @@
+"""The builtin backend: the harness's own trainer (agentrepro.trainer) behind the Backend interface.
+
+`train(config, run_dir, resume=True)` runs the warm start (fresh runs) and the RL steps, writing the files of
+docs/design.md §3.3 that a backend owns; `evaluate(run_dir, step)` plays checkpoint `step` on the frozen task panel
+and returns outcome rows (docs/design.md §3.4). A run started from a shared warm start (`start_from`, `agentrepro
+train --from-warmstart`) takes its step-0 checkpoint byte for byte, and its step 0 is that warm start's evaluation,
+relabelled (trainer/shared_warmstart.py). A job given several devices trains data parallel: `parallel.world_size`
+says how many ranks, `spawn.train_ranks` starts them (one rank: this process trains itself).
+
+It needs no container (it runs in the harness's own Python environment, which the lock records) and takes a
+config-built model or a local directory, never a hub revision. Its checkpoint of step N is checkpoints/step<N>.pt
+(the only copy of its weights, which its evaluator reads) and, when exported, checkpoints/hf/step<N>/.
+
+torch and transformers are imported only when a builtin run is checked, trained or evaluated (the trainer's
+modules below are imported inside the methods): planning, freezing and auditing a study never load them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentrepro import runconfig
+from agentrepro.backends.base import BUILTIN_FORM, COMMON, Backend, StepCheckpoint
+from agentrepro.layout import checkpoint_file, hf_checkpoint
+from agentrepro.trainer.config import TrainConfig
+from agentrepro.trainer.shared_warmstart import adopt, step0_rows
+
+DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
+DEFAULT_EVAL = {"episodes_per_task": 1, "temperature": 0}
+
+
+class BuiltinBackend(Backend):
+    name = "builtin"
+    block = COMMON
+    model_forms = frozenset({BUILTIN_FORM})
+    container = "never"
+    shares_warmstart = True
+
+    def default_config(self) -> dict[str, Any]:
+        return {"model": dict(DEFAULT_MODEL), "train": TrainConfig().to_dict(), "eval": dict(DEFAULT_EVAL)}
+
+    def validate_config(self, config: dict[str, Any]) -> None:
+        super().validate_config(config)
+        from agentrepro.trainer.context import RunSpec  # heavy: the model spec imports torch
+        from agentrepro.trainer.parallel import world_size  # heavy: torch.distributed
+
+        RunSpec.from_config(config)
+        world_size(config)
+
+    def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
+        from agentrepro.trainer.loop import train  # heavy: torch and transformers
+        from agentrepro.trainer.parallel import world_size  # heavy: torch.distributed
+        from agentrepro.trainer.spawn import train_ranks  # heavy: torch.multiprocessing
+
+        ranks = world_size(config)  # saves the checkpoints of runconfig.checkpoint_steps(config)
+        if ranks > 1:
+            train_ranks(ranks, config, run_dir, resume=resume)
+        else:
+            train(config, run_dir, resume=resume)
+
+    def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
+        from agentrepro.trainer.evaluate import evaluate_run  # heavy: torch and transformers
+
+        config = runconfig.read_resolved_config(Path(run_dir))
+        shared = step0_rows(Path(run_dir), config) if step == 0 else None  # evaluated once, by the shared warm start
+        return shared if shared is not None else evaluate_run(config, run_dir, step)
+
+    def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
+        hf = hf_checkpoint(run_dir, step)
+        return StepCheckpoint(step, hf, weights=(hf, checkpoint_file(run_dir, step)))
+
+    def prompt_record(self, config: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+        """The prompt kind (chat template, word level, observation text), the chat template's sha256 and the rows."""
+        from agentrepro.trainer import checkpoint as ckpt  # heavy: torch
+        from agentrepro.trainer.context import RunSpec  # heavy: the model spec imports torch
+        from agentrepro.trainer.dialogue import prompt_record  # heavy: jinja2 chat templates and transformers
+
+        spec = RunSpec.from_config(config)
+        return prompt_record(spec.make_codec(ckpt.load_tokenizer(run_dir)), spec.train.mode)
+
+    def start_from(self, run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> None:
+        adopt(run_dir, warmstart_dir, resolved)

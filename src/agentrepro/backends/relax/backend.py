@@ -1,0 +1,210 @@
+"""The Relax backend (redai-infra/Relax): its GraphGPO recipe driven as its authors wrote it, outputs read back.
+
+Programs (`launches`, in order; backends/launch.py), all run in the Relax checkout `backend.workdir`:
+1. the recipe's data preparation (`python3 -m examples.graphgpo.prepare_alfworld`; content-addressed and
+   idempotent) into RUN_DIR/relax/data;
+2. the recipe itself with DRY_RUN=1 and its knobs (recipe.py): it checks its inputs, runs its
+   preflight, and prints the expanded `ray job submit ... -- python3 relax/entrypoints/train.py <flags>`,
+   kept as RUN_DIR/relax/expanded_command.txt;
+3. this job's own Ray head (ray_launch.py): its port block, the dashboard (job API) on base+1, Ray Serve
+   on base+9 through RELAX_SERVE_PORT, and the recipe's exports, which Ray's workers inherit from the head,
+   with PYTHONPATH = the checkout, this backend's hooks/, the shared agentrepro/hooks/, backend.pythonpath, then the
+   PYTHONPATH it inherits;
+4. `python -m agentrepro.backends.relax.submit`: the printed command with one value replaced (the eval-log
+   hook, see backends/relax/hooks/agentrepro_relax_eval.py) run with RAY_ADDRESS set to this job's dashboard, which
+   `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
+RELAX_ENTRYPOINT_MODE is set so the recipe never sources scripts/entrypoint/local.sh (which kills every
+python and ray process of the node and starts a head on the shared port 8265).
+
+Block keys: workdir (the Relax checkout), alfworld_data, model_path (local snapshot, HF_CHECKPOINT),
+model_lock (the recipe's model lock JSON), alfworld_python (default python3), pythonpath (list of extra
+entries for Ray's workers, e.g. Megatron-LM), ray {executable, num_cpus, num_gpus}, repo, commit, and
+export_hf (default true): save Megatron checkpoints at the evaluated steps instead of the recipe's every
+10 rollouts and have Relax write a Hugging Face copy of each (recipe.hf_export_args), which
+`agentrepro eval` can serve (`checkpoint` maps a step to it); false keeps the recipe's cadence and
+writes no copy. With eval.keep_checkpoints hf or none (the default hf), --max-actor-ckpt-to-keep 1 replaces the
+recipe's 2, so Relax's own rotation leaves at most the newest two Megatron checkpoints during training (`all` keeps
+the recipe's 2); what is left of an evaluated step's is pruned by `agentrepro eval` (backends/checkpoints.py).
+
+Outputs read:
+* outcomes of step N: the hook's RUN_DIR/relax/checkpoints/<method>/seed-<seed>/agentrepro_eval/<r>.jsonl
+  (r = recipe.rollout_of_step(N)), one line per trajectory, mapped onto the frozen task panel by
+  task_id (the game path relative to ALFWORLD_DATA).
+* metrics: rollout_result/train/<r>.jsonl -> the metrics row of step r + 1 (step_of_rollout). Those
+  records are one per exported row, i.e. per turn: `reward_mean` and `train_success_rate` are therefore
+  row-weighted means (longer episodes weigh more); Relax's per-trajectory training numbers go to its
+  TensorBoard log under --save, which is not read here. Cumulative `env_steps` counts the rows (turns).
+Checked with real Ray 2.60 (tests/backends/test_relax.py, with AGENTREPRO_RAY): the recipe's launcher under
+RAY_ADDRESS reaches this job's head, whose environment and directory the job's driver inherits, and a
+failing job fails the submit. Not run against a real Relax cluster: the recipe and Relax are stand-ins there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentrepro import runconfig, schema
+from agentrepro.backends import checkpoints, convert, ray_launch, step_rows
+from agentrepro.backends.base import COMMON, Backend, Block, StepCheckpoint, text
+from agentrepro.backends.launch import Launch, run_launch
+from agentrepro.backends.relax import recipe, results
+from agentrepro.backends.relax.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
+from agentrepro.errors import BadInput, Failure
+from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
+from agentrepro.layout import RunFiles
+
+HOOKS = Path(__file__).resolve().parent / "hooks"
+SAVE, EXPANDED = "relax", "expanded_command.txt"
+TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats")
+BLOCK = COMMON | Block({
+    "alfworld_data": text("ALFWORLD_DATA, the downloaded ALFWorld data root"),
+    "alfworld_python": text("ALFWORLD_PYTHON, the interpreter with alfworld 0.4.2 (default python3)"),
+    "model_path": text("where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"),
+    "model_lock": text("MODEL_LOCK, the recipe's model lock JSON (task37-huggingface-model-lock-v1)"),
+    "pythonpath": {"type": "array", "items": {"type": "string", "minLength": 1},
+                   "description": "extra PYTHONPATH entries for Ray's workers (e.g. Megatron-LM)"},
+    "ray": {"type": "object", "description": "this job's own Ray head: executable, num_cpus, num_gpus"},
+    "success_threshold": {"type": "number", "description": "output conversion: success when the reward is >= this"},
+    "export_hf": {"type": "boolean", "description": "default true: save at the evaluated steps and export each save to "
+                  "Hugging Face format (--save-interval 5, --save-hf); false: the recipe's --save-interval 10 and no copy"},
+})
+
+
+def save_dir(run_dir: Path) -> Path:
+    return Path(run_dir).resolve() / SAVE
+
+
+def _ports(run_dir: Path) -> ray_launch.RayPorts:
+    return ray_launch.ray_ports(ray_launch.job_key(run_dir))
+
+
+def job_launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
+    """The train job's four programs (module docstring), in order."""
+    block, save = config["backend"], save_dir(run_dir)
+    workdir, data = Path(block["workdir"]), save / "data"
+    knobs = recipe.recipe_env(config, save, data)
+    tasks = (config.get("eval") or {}).get("tasks")
+    prepare = ["python3", "-m", "examples.graphgpo.prepare_alfworld", "--data-root", block["alfworld_data"],
+               "--output-dir", str(data), "--max-steps", knobs["MAX_STEPS"]]
+    if tasks:
+        prepare += ["--limit", f"eval_in_distribution={tasks}"]
+    ports, key = _ports(run_dir), ray_launch.job_key(run_dir)
+    inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []  # e.g. the image's Megatron-LM
+    pythonpath = os.pathsep.join([str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or []), *inherited])
+    ray = block.get("ray") or {}
+    rows_env = step_rows.hook_env(config, run_dir)   # train.step_rows: the advantage wrapper dumps these steps
+    if rows_env:
+        rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(recipe.policy_version_offset(recipe.checkpoint_dir(save, config)))
+    head_env = {**recipe.head_env(knobs), **rows_env, "RELAX_SERVE_PORT": str(ports.serve), "RELAX_SERVE_HOST": "127.0.0.1",
+                "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline"}
+    head = ray_launch.head_launch(key, ray=ray.get("executable", "ray"), env=head_env, cwd=workdir, dashboard=True,
+                                  num_cpus=ray.get("num_cpus"),
+                                  num_gpus=ray.get("num_gpus", (config.get("resources") or {}).get("gpus")))
+    submit_env = {"RAY_ADDRESS": f"http://127.0.0.1:{ports.dashboard}", "RELAX_ENTRYPOINT_MODE": "agentrepro"}
+    return [
+        Launch("prepare the recipe's ALFWorld prompt rows and manifests", tuple(prepare), {}, workdir),
+        Launch(f"check the inputs and print the expanded command (the recipe with DRY_RUN=1) into {save / EXPANDED}",
+               ("bash", recipe.RECIPE), {**knobs, "DRY_RUN": "1", "RELAX_ENTRYPOINT_MODE": "agentrepro"}, workdir),
+        head,
+        Launch(f"submit the expanded command (eval hook {recipe.HOOK}) to this job's Ray head",
+               (sys.executable, "-m", "agentrepro.backends.relax.submit", str(save / EXPANDED),
+                *recipe.replaced_args(config, save),
+                *((recipe.ADVANTAGE_FLAG, recipe.ADVANTAGE_HOOK) if rows_env else ())), submit_env, workdir),
+    ]
+
+
+def outcome_file(run_dir: Path, config: dict[str, Any], step: int) -> Path:
+    folder = recipe.checkpoint_dir(save_dir(run_dir), config) / HOOK_FOLDER
+    return folder / f"{recipe.rollout_of_step(step)}.jsonl"
+
+
+def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hook's per-trajectory lines of `step` -> outcome rows of docs/design.md §3.4."""
+    fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
+                                   category="category", success="success")
+    return convert.episode_rows(config, step, outcome_file(run_dir, config, step), fields)
+
+
+def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
+    """rollout_result/train/<r>.jsonl (one line per turn) -> metrics.jsonl (results.summary_metrics)."""
+    folder = recipe.checkpoint_dir(save_dir(run_dir), config) / "rollout_result" / "train"
+    results.summary_metrics(run_dir, folder, config, per_line="env_steps", success_key=None, hint="did Relax train?")
+
+
+class RelaxBackend(Backend):
+    name = "relax"
+    block = BLOCK
+    adapter = results.ADAPTER
+
+    def default_config(self) -> dict[str, Any]:
+        """The harness's defaults of the knobs the recipe takes (train_config.schema.json), stated explicitly."""
+        properties = schema.load("train_config.schema.json")["properties"]
+        return {"train": {key: properties[key]["default"] for key in TRAIN_KEYS}}
+
+    def validate_config(self, config: dict[str, Any]) -> None:
+        super().validate_config(config)
+        recipe.validate(config)
+        runconfig.step_rows(config)
+
+    def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
+        return recipe.evaluated_rollouts(int((config.get("train") or {}).get("steps", 0)))
+
+    def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
+        """Step N: relax/hf/<rollout_id>/ (Relax's --save-hf) and the Megatron checkpoint <--save>/iter_<rollout_id:07d>/."""
+        if step == 0:
+            return checkpoints.base_model(config, step)
+        save = save_dir(run_dir)
+        hf = recipe.hf_checkpoint(save, config, step)
+        megatron = recipe.checkpoint_dir(save, config) / f"iter_{recipe.rollout_of_step(step):07d}"
+        return StepCheckpoint(step, hf, weights=(hf,), state=(megatron,))
+
+    def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
+        """The train job's programs; an evaluation runs none (Relax evaluates inside training, see above)."""
+        return [] if eval_step is not None else job_launches(config, run_dir)
+
+    def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+        return recipe.deviations(config, save_dir(run_dir))
+
+    def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
+        workdir = Path(config["backend"]["workdir"])
+        if not (workdir / recipe.RECIPE).is_file():
+            raise BadInput(f"expected a Relax checkout with {recipe.RECIPE}", where="backend.workdir")
+        run_dir = Path(run_dir)
+        if not resume:
+            start_afresh(run_dir, config)
+        logs, save = run_dir / RunFiles.LOGS, save_dir(run_dir)
+        prepare, expand, head, submit = job_launches(config, run_dir)
+        save.mkdir(parents=True, exist_ok=True)
+        run_launch(prepare, run_dir, "prepare")
+        _expand(expand, save / EXPANDED, logs)
+        ports = _ports(run_dir)
+        with ray_launch.private_head(head, wait_for=(ports.head, ports.dashboard), log_dir=logs, pid_file=run_dir / "ray_head.pid"):
+            run_launch(submit, run_dir, "train")
+        convert_training(run_dir, config)
+
+    def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
+        return convert_eval(Path(run_dir), step, runconfig.read_resolved_config(Path(run_dir)))
+
+
+def start_afresh(run_dir: Path, config: dict[str, Any]) -> None:
+    """Relax resumes by itself whenever its --save holds latest_checkpointed_iteration.txt: without resume, this
+    run's --save directory (checkpoints, rollout_result, the hook's outcomes) is removed first. Only that
+    directory, inside the run directory; the prepared data is content-addressed and kept."""
+    folder = recipe.checkpoint_dir(save_dir(run_dir), config)
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder)
+
+
+def _expand(launch: Launch, out: Path, logs: Path) -> None:
+    """Run the recipe's dry run; its stdout (the expanded command) goes to `out`, its stderr to the logs."""
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as stdout, open(logs / "expand.stderr.log", "a", encoding="utf-8") as stderr:
+        status = subprocess.run(list(launch.argv), cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=stdout,
+                                stderr=stderr, stdin=subprocess.DEVNULL, check=False).returncode
+    if status != 0:
+        raise Failure(f"the recipe's dry run failed with exit status {status}; see {logs / 'expand.stderr.log'}")

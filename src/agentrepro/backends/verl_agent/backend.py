@@ -1,0 +1,209 @@
+"""The verl-agent backend (langfengQ/verl-agent @ 20bd331): the authors' own launch scripts, run unchanged.
+
+Launch (recipes.py). Each job runs, from the checkout in `backend.workdir`:
+1. data preparation: the script's own `python3 -m examples.data_preprocess.prepare ...` with the study's sizes
+   and `--local_dir` inside the run directory (the script runs it again into ~/data/verl-agent; that copy is
+   not read, because the data paths are appended);
+2. the official script of the method's estimator, `bash <script> vllm KEY=VALUE ...`, with the harness's
+   overrides appended (`recipes.appended`: the deviations from the recipe, recorded in the run dir);
+3. for an evaluation, the same script in verl's validate-only mode (`trainer.val_only=true`) from the
+   checkpoint `global_step_<N>` (step 0: the base model).
+`Backend.launches()` lists these programs as data (backends/launch.py); nothing is joined into a shell
+string. The integration (hooks/: startup/sitecustomize.py imports hooks/agentrepro_verl_hook.py) reaches every
+process through PYTHONPATH and is switched on by AGENTREPRO_VERL_OUT (integration.py); for training,
+AGENTREPRO_VERL_PRUNE says whether older checkpoints lose their training state after each save
+(checkpoints.prunes_during_training decides; hooks/agentrepro_verl_prune.py acts and records each file in
+checkpoints/pruned_in_training.jsonl, which `pruned_in_training` reads).
+
+Outputs converted (outputs.py, also the command backend's `verl-agent` adapter):
+* metrics: the integration appends every `Tracking.log(data, step)` call to verl_metrics.jsonl as
+  `{"step": N, "data": {...}}` (verl-agent has no file logger at 20bd331); verl-agent's validation logs
+  `val/success_rate` and `val/<task type>_success_rate`; training logs `episode/...`, `actor/...`, `timing_s/...`.
+* outcomes: the integration writes verl_validation/<step>.jsonl, one line per validation episode with
+  `task_id` (the game file), `task_hash`, `category` (task type), `won`, `turns` and `tokens`. A line
+  without them is BadInput naming file, line and field.
+* evaluated steps: verl validates before training, every `trainer.test_freq` (= eval.every) steps and at the
+  last step (`validated_steps`); a study whose `runconfig.checkpoint_steps` differ is refused by
+  `validate_config`, so the plan never asks for a step verl skips.
+* checkpoints: step N is <trainer.default_local_dir = checkpoints/>/global_step_N/, its Hugging Face copy
+  actor/huggingface/ (written because actor.checkpoint.contents has hf_model, fsdp_checkpoint_manager.py:208 at
+  20bd331); step 0 is the base model (backend.model_path, else model.path), outside the run, never pruned.
+
+Not run against a real verl-agent cluster here: the launches are checked against the facts of 20bd331
+(tests/fixtures/frameworks/), the converters on files shaped like the integration's.
+
+It needs a container and a hub model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentrepro import runconfig
+from agentrepro.backends import checkpoints, ray_launch, step_rows
+from agentrepro.backends.base import COMMON, Backend, Block, PrunedInTraining, StepCheckpoint, text
+from agentrepro.backends.launch import Launch, run_launch
+from agentrepro.backends.verl_agent import integration, outputs, recipes, scripts
+from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as prune_hook
+from agentrepro.errors import BadInput
+from agentrepro.fileio import atomic_write_text
+from agentrepro.layout import checkpoint_dir
+from agentrepro.reading import iter_jsonl
+
+DEVIATIONS = "verl_deviations.json"
+BLOCK = COMMON | Block({
+    "overrides": {"type": "object", "description": "extra Hydra overrides appended to the official script"},
+    "model_path": text("where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"),
+    "ray": {"type": "object", "description": "this job's own Ray head: executable, num_cpus, num_gpus, client"},
+})
+
+
+def workdir(config: dict[str, Any]) -> Path:
+    """The verl-agent checkout (backend.workdir; a relative path is taken from where agentrepro runs)."""
+    value = (config.get("backend") or {}).get("workdir")
+    if not isinstance(value, str) or not value:
+        raise BadInput("expected the path of the verl-agent checkout at backend.commit", where="backend.workdir")
+    return Path(value).absolute()
+
+
+def step_dir(run_dir: str | Path, step: int) -> Path:
+    """verl's checkpoint of `step`: <trainer.default_local_dir>/global_step_<N>/ (ray_trainer.py:913)."""
+    return checkpoint_dir(run_dir) / prune_hook.STEP_DIR.format(step)
+
+
+def validated_steps(config: dict[str, Any]) -> list[int]:
+    """The steps verl validates: 0 (val_before_train), every trainer.test_freq steps, and the last step."""
+    steps, every = (config.get("train") or {}).get("steps", 0), (config.get("eval") or {}).get("every")
+    return sorted({0} | (set(range(every, steps + 1, every)) | {steps} if every else set()))
+
+
+def ray_head(config: dict[str, Any], run_dir: Path) -> tuple[str, ...]:
+    """The words that run a program against this job's own Ray head (ray_job.py), options from backend.ray."""
+    ray = (config.get("backend") or {}).get("ray") or {}
+    gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
+    words = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", ray_launch.job_key(run_dir),
+             "--pid-file", str(Path(run_dir) / "ray_head.pid")]
+    words += ["--ray", ray["executable"]] if "executable" in ray else []
+    words += ["--num-cpus", str(ray["num_cpus"])] if ray.get("num_cpus") is not None else []
+    words += ["--num-gpus", str(gpus)] if gpus is not None else []
+    return (*words, *(["--no-client"] if ray.get("client") is False else []), "--")
+
+
+def job_launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None) -> list[Launch]:
+    """Data preparation, then the official script with the appended overrides (recipes.appended); with
+    `eval_step`, the script in validate-only mode from that step's checkpoint instead of training."""
+    script, cwd, run_dir = recipes.script_for(config), workdir(config), Path(run_dir).resolve()
+    prepare = Launch("prepare data", ("python3", "-m", "examples.data_preprocess.prepare",
+                                      *recipes.prepare_args(config, run_dir)), {}, cwd)
+    words = [o.word() for o in recipes.appended(config, run_dir, resume=resume)]
+    env = integration.env(run_dir, panel_file=run_dir / integration.PANEL)
+    data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
+    if (config.get("env") or {}).get("name") == "alfworld" and data_path:
+        env["ALFWORLD_DATA"] = str(Path(data_path).absolute())   # the frozen panel's data directory, for verl's envs too
+    head = ray_head(config, run_dir)
+    if eval_step is None:   # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
+        env.update(step_rows.hook_env(config, run_dir))
+        env[prune_hook.PRUNE_ENV] = "1" if checkpoints.prunes_during_training(config) else "0"
+        return [prepare, Launch("train", (*head, "bash", script.path, scripts.ENGINE, *words), env, cwd)]
+    source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
+        "trainer.resume_mode=resume_path", f"trainer.resume_from_path={step_dir(run_dir, eval_step)}"]
+    validate = ["trainer.val_only=true", "trainer.val_before_train=true", *source]
+    return [prepare, Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, scripts.ENGINE, *words, *validate), env, cwd)]
+
+
+def run(launch: Launch, run_dir: Path, label: str) -> None:
+    """Run one launch; a PYTHONPATH the job already has stays, after the integration's."""
+    env = dict(launch.env)
+    if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
+    run_launch(Launch(launch.purpose, launch.argv, env, launch.cwd), run_dir, label)
+
+
+class VerlAgentBackend(Backend):
+    name = "verl-agent"
+    block = BLOCK
+    adapter = outputs.ADAPTER
+
+    def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
+        return validated_steps(config)
+
+    def validate_config(self, config: dict[str, Any]) -> None:
+        super().validate_config(config)
+        block = config["backend"]
+        if "overrides" in block and not isinstance(block["overrides"], dict):
+            raise BadInput("expected a mapping of Hydra keys to values", where="backend.overrides")
+        evaluation = config.get("eval") or {}
+        if evaluation.get("episodes_per_task", 1) != 1:
+            raise BadInput("verl-agent validates each panel game once (one validation env per game, group size 1)",
+                           where="eval.episodes_per_task")
+        panel = evaluation.get("task_panel") or []
+        if panel and evaluation.get("tasks") not in (None, len(panel)):
+            raise BadInput(f"one validation env per panel game: the panel has {len(panel)} games", where="eval.tasks")
+        recipes.appended(config, Path("."), resume=True)   # unknown train keys, values the script would split
+        runconfig.step_rows(config)
+        wanted, validated = runconfig.checkpoint_steps(config), validated_steps(config)
+        if wanted != validated:
+            raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
+                           f"but the study evaluates {wanted}", where="eval")
+        saved = recipes.saved_steps(recipes.save_freq(config), (config.get("train") or {}).get("steps", 0))
+        if saved != [s for s in wanted if s > 0]:   # step 0 is the base model
+            raise BadInput(f"trainer.save_freq would save steps {saved}, but the study evaluates {wanted}", where="eval")
+
+    def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
+        return job_launches(config, run_dir, eval_step=eval_step)
+
+    def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+        return [o.record() for o in recipes.appended(config, run_dir, resume=True)]
+
+    def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
+        if step == 0:
+            return checkpoints.base_model(config, step)
+        root = step_dir(run_dir, step)
+        hf = root.joinpath(*prune_hook.HF_COPY)
+        return StepCheckpoint(step, hf, weights=(hf,), state=(root,))
+
+    def pruned_in_training(self, run_dir: Path) -> PrunedInTraining | None:
+        """Every file the hook removed during training, from checkpoints/pruned_in_training.jsonl (one line per file:
+        {step, saved, path, sha256, bytes}); None when nothing was; BadInput naming a malformed line."""
+        path, found = checkpoint_dir(run_dir) / prune_hook.RECORD, {}
+        if not path.is_file():
+            return None
+        for number, line in iter_jsonl(path):
+            if not (isinstance(line, dict) and isinstance(line.get("path"), str) and isinstance(line.get("sha256"), str)
+                    and all(isinstance(line.get(k), int) and not isinstance(line.get(k), bool) for k in ("step", "saved", "bytes"))):
+                raise BadInput("expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)", path=path,
+                               where=f"line {number}")
+            found[line["path"]] = line
+        return PrunedInTraining(path, found)
+
+    def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
+        if not workdir(config).is_dir():
+            raise BadInput(f"no verl-agent checkout at {workdir(config)}", where="backend.workdir")
+        run_dir = Path(run_dir).resolve()
+        script = recipes.script_for(config)
+        record = {"commit": scripts.COMMIT, "script": script.path, "entry": script.entry,
+                  "appended": [o.record() for o in recipes.appended(config, run_dir, resume=resume)]}
+        atomic_write_text(run_dir / DEVIATIONS, json.dumps(record, indent=1) + "\n")
+        integration.write_panel(config, run_dir)
+        for launch in job_launches(config, run_dir, resume=resume):
+            run(launch, run_dir, launch.purpose.replace(" ", "_"))
+        outputs.convert_training(run_dir, config)
+
+    def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
+        """The outcomes of the validation at `step` (training validates every evaluated step); if that file is
+        missing (a checkpoint re-evaluated), verl's validate-only run of the checkpoint writes it first."""
+        run_dir = Path(run_dir)
+        config = runconfig.read_resolved_config(run_dir)
+        if not outputs.validation_file(run_dir, step).is_file():
+            actor = step_dir(run_dir, step) / "actor"
+            if step and not any(actor.glob("model_world_size_*_rank_0.pt")):
+                raise BadInput(f"no FSDP checkpoint of step {step} to validate (pruned during training or after its evaluation, "
+                               "or never saved); its Hugging Face copy can be served (eval.engine: served)", path=actor)
+            integration.write_panel(config, run_dir)
+            for launch in job_launches(config, run_dir, eval_step=step):
+                run(launch, run_dir, f"eval_step{step}_{launch.purpose.split()[0]}")
+        return outputs.convert_eval(run_dir, step, config)

@@ -1,0 +1,52 @@
+"""The harness's side of the integration that runs inside verl-agent's processes (hooks/, standard library only).
+
+* `env(run_dir)`: the environment that switches it on in every Python process of the job (driver and Ray workers
+  inherit it): PYTHONPATH = hooks/startup (whose sitecustomize.py installs agentrepro_verl_hook.py when
+  AGENTREPRO_VERL_OUT is set), hooks/ (this backend's integration) and the shared agentrepro/hooks/ (the step-row
+  dump and the pinned-signature check, shared with Relax's integration).
+* `write_panel(config, run_dir)`: verl_panel.json, which validation env i plays game i of.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from agentrepro.fileio import atomic_write_text
+from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
+
+HOOKS = Path(__file__).resolve().parent / "hooks"
+SITE = HOOKS / "startup"   # its sitecustomize.py imports hooks/agentrepro_verl_hook.py
+PANEL = "verl_panel.json"
+
+
+def env(run_dir: Path, *, panel_file: Path | None = None) -> dict[str, str]:
+    """Switches the integration on in every Python process of the job (driver and Ray workers)."""
+    out = {"PYTHONPATH": os.pathsep.join(map(str, (SITE, HOOKS, SHARED_HOOKS))), "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve())}
+    if panel_file is not None:
+        out["AGENTREPRO_VERL_PANEL"] = str(panel_file)
+    return out
+
+
+def write_panel(config: dict[str, Any], run_dir: Path) -> Path:
+    """The integration's panel: validation env i plays game i. Join point with the ALFWorld task panel
+    (environments/alfworld_data.py, frozen in the lock): an entry's `game_file` (or `gamefile`) if it has one;
+    else, when data.eval.path is an ALFWorld data directory, `<that directory>/<task_id>/game.tw-pddl`; else the
+    task_id itself, which the integration takes under $ALFWORLD_DATA when relative."""
+    panel = (config.get("eval") or {}).get("task_panel") or []
+    data_dir = Path(((config.get("data") or {}).get("eval") or {}).get("path") or "")
+
+    def game(entry: dict[str, Any]) -> str:
+        named = entry.get("game_file") or entry.get("gamefile")
+        if named:
+            return str(named)
+        if str(data_dir) != "." and data_dir.is_dir():
+            return str((data_dir / entry["task_id"] / "game.tw-pddl").resolve())
+        return str(entry["task_id"])
+    games = [{"task_id": t["task_id"], "task_hash": t.get("task_hash"), "category": t.get("category"), "game_file": game(t)}
+             for t in panel]
+    path = Path(run_dir) / PANEL
+    atomic_write_text(path, json.dumps(games, indent=1) + "\n")
+    return path

@@ -1,0 +1,208 @@
+"""verl-agent's official ALFWorld launch scripts at 20bd331, and what the harness appends to them.
+
+The harness runs the authors' own script (GraphGPO and graph-only: the recipe's
+recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh; GiGPO and GRPO: examples/{gigpo,grpo}_trainer/run_alfworld.sh)
+and appends Hydra overrides after its own (each script passes "$@" through after its last override, and
+Hydra's last value wins). `appended()` is that list, and it is the list of deviations from the official
+recipe: every entry records the value the script sets (None: the script does not set the key) and why the
+harness sets it. The lock and the report show it (docs/design.md §3.3).
+
+The official scripts' facts (`SCRIPTS`, `COMMIT`, `ENGINE`) are backends/verl_agent/scripts.py's; `manifest_values` and
+`appended` name every key the harness may append or compare with them (tests/backends/test_verl_recipes.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentrepro import runconfig
+from agentrepro.backends.verl_agent.scripts import COMMIT, SCRIPTS, Script
+from agentrepro.errors import BadInput
+from agentrepro.layout import checkpoint_dir
+
+# Manifest values -> the recipe's names. "{est}" is the method's estimator (gigpo / graphgpo sections).
+TRAIN_KEYS: dict[str, str] = {
+    "estimator": "algorithm.adv_estimator",
+    "groups": "data.train_batch_size",
+    "group_size": "env.rollout.n",
+    "lr": "actor_rollout_ref.actor.optim.lr",
+    "invalid_penalty": "actor_rollout_ref.actor.invalid_action_penalty_coef",
+    "kl_coef": "actor_rollout_ref.actor.kl_loss_coef",
+    "steps": "trainer.total_epochs",       # 1 step per epoch: the train parquet has `groups` rows (see prepare_args)
+    "gamma": "algorithm.gamma",            # GiGPO's discount
+    "omega": "algorithm.gamma",            # GraphGPO's ω: the recipe reads it as algorithm.gamma (its script sets 0.10)
+    "episode_weight": "algorithm.{est}.episode_advantage_w",
+    "step_weight": "algorithm.{est}.step_advantage_w",
+    "mode": "algorithm.{est}.mode",
+}
+
+
+@dataclass(frozen=True)
+class Override:
+    """One appended Hydra override: `official` is the script's value as written (None: not set by it)."""
+
+    key: str
+    value: Any
+    why: str
+    official: str | None
+
+    def word(self) -> str:
+        return f"{self.key}={hydra_value(self.value)}"
+
+    def check(self) -> None:
+        if any(c.isspace() for c in self.word()):
+            where = self.why.removeprefix("manifest ") if self.why.startswith("manifest ") else self.key
+            raise BadInput(f"the official script passes its extra arguments unquoted ($@), so {self.word()!r} "
+                           "would be split at its blanks; use a value without blanks", where=where)
+
+    def record(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "official": self.official, "why": self.why}
+
+
+def hydra_value(value: Any) -> str:
+    """A Hydra override value: true/false, numbers, [a,b] lists, plain words as they are, other text quoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    text = str(value)
+    if text and all(c.isalnum() or c in "_./:@+-" for c in text):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def typed(text: str) -> Any:
+    """A script's value as Hydra types it: True/False, int, float, [a,b], else the text."""
+    if text in ("True", "true", "False", "false"):
+        return text in ("True", "true")
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if text.startswith("[") and text.endswith("]"):
+        return [typed(part.strip().strip("'\"")) for part in text[1:-1].split(",") if part.strip()]
+    return text
+
+
+def script_for(config: dict[str, Any]) -> Script:
+    estimator = (config.get("train") or {}).get("estimator")
+    if estimator not in SCRIPTS:
+        raise BadInput(f"verl-agent @ {COMMIT[:7]} has an official ALFWorld script for {', '.join(sorted(SCRIPTS))}, "
+                       f"not {estimator!r}", where="train.estimator")
+    return SCRIPTS[estimator]
+
+
+def data_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "verl_data"
+
+
+def prepare_args(config: dict[str, Any], run_dir: Path) -> list[str]:
+    """The script's data-preparation arguments with the study's sizes and a private output directory."""
+    script, train, evaluation = script_for(config), config.get("train") or {}, config.get("eval") or {}
+    args = list(script.prepare)
+    sizes = {"--train_data_size": train.get("groups"), "--val_data_size": evaluation.get("tasks")}
+    for flag, value in sizes.items():
+        if value is not None:
+            args[args.index(flag) + 1] = str(value)
+    return [*args, "--local_dir", str(data_dir(run_dir))]
+
+
+def manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(manifest field, recipe key, value) for every value the manifest states."""
+    train, evaluation = config.get("train") or {}, config.get("eval") or {}
+    estimator = train.get("estimator")
+    out = []
+    for field, key in TRAIN_KEYS.items():
+        if field in train:
+            out.append((f"train.{field}", key.format(est=estimator), train[field]))
+    unknown = sorted(set(train) - set(TRAIN_KEYS) - {"checkpoint_every", "step_rows"})   # step_rows: the integration's
+    if unknown:
+        raise BadInput(f"the verl-agent backend has no recipe setting for this (known: {', '.join(sorted(TRAIN_KEYS))})",
+                       where=f"train.{unknown[0]}")
+    if "temperature" in evaluation:
+        temperature = evaluation["temperature"]
+        out.append(("eval.temperature", "actor_rollout_ref.rollout.val_kwargs.temperature", temperature))
+        out.append(("eval.temperature", "actor_rollout_ref.rollout.val_kwargs.do_sample", temperature > 0))
+    if "tasks" in evaluation:
+        out.append(("eval.tasks", "data.val_batch_size", evaluation["tasks"]))   # one validation env per panel task
+    if "every" in evaluation:
+        out.append(("eval.every", "trainer.test_freq", evaluation["every"]))
+    max_turns = ((config.get("env") or {}).get("params") or {}).get("max_turns")
+    if max_turns is not None:
+        out.append(("env.params.max_turns", "env.max_steps", max_turns))
+    gpus = (config.get("resources") or {}).get("gpus")
+    if gpus is not None:
+        out.append(("resources.gpus", "trainer.n_gpus_per_node", gpus))
+    block, model = config.get("backend") or {}, config.get("model") or {}
+    path = block.get("model_path") or model.get("name")
+    if path is not None:
+        out.append(("backend.model_path" if block.get("model_path") else "model.name", "actor_rollout_ref.model.path", path))
+    out.append(("seed", "env.seed", config["seed"]))
+    return out
+
+
+def save_freq(config: dict[str, Any]) -> int:
+    """trainer.save_freq that saves exactly the evaluated steps after 0: eval.every (-1, no checkpoint, without it).
+
+    verl saves after step s when save_freq > 0 and (s is the last step or s % save_freq == 0)
+    (recipe/GraphGPO/graphgpo_ray_trainer.py:1318, verl/trainer/ppo/ray_trainer.py:1278 at 20bd331; `saved_steps`),
+    and validates by the same rule with test_freq, plus step 0 before training. A verl-agent study evaluates exactly
+    its validated steps (VerlAgentBackend.validate_config), so one cadence, test_freq's, covers them all; step 0 is
+    the base model, never saved. `train.checkpoint_every` only widens `eval.checkpoint: all` (runconfig.evaluated_steps)."""
+    every = (config.get("eval") or {}).get("every")
+    return every if every else -1
+
+
+def saved_steps(freq: int, steps: int) -> list[int]:
+    """The steps verl-agent @ 20bd331 checkpoints with trainer.save_freq = `freq` over `steps` training steps."""
+    return [s for s in range(1, steps + 1) if freq > 0 and (s == steps or s % freq == 0)]
+
+
+def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Override]:
+    """The overrides the harness appends to the official script: its own settings always, a manifest value
+    only where it differs from the script's; then backend.overrides. One entry per key (the last wins)."""
+    script, run_dir = script_for(config), Path(run_dir)   # absolute for a job; relative (runs/...) in the lock
+    every = (config.get("eval") or {}).get("every")
+    harness = [
+        ("trainer.project_name", config["study"], "run name"),
+        ("trainer.experiment_name", f"{config['method']}-seed{config['seed']}", "run name"),
+        ("trainer.logger", ["console"], "no account-bound logger (wandb) in a reproduction; metrics come from the integration"),
+        ("trainer.default_local_dir", str(checkpoint_dir(run_dir)), "path: checkpoints inside the run directory"),
+        ("data.train_files", str(data_dir(run_dir) / "text" / "train.parquet"), "path: this job's data preparation"),
+        ("data.val_files", str(data_dir(run_dir) / "text" / "test.parquet"), "path: this job's data preparation"),
+        ("trainer.save_freq", save_freq(config), "checkpoint cadence: the evaluated steps (the script saves none)"),
+        ("actor_rollout_ref.actor.checkpoint.contents", ["model", "optimizer", "extra", "hf_model"],
+         "a Hugging Face copy of each checkpoint, for evaluation outside verl"),
+        ("trainer.resume_mode", "auto" if resume else "disable", "resume an interrupted job from its checkpoints"),
+    ]
+    out: dict[str, Override] = {}
+    for key, value, why in harness:
+        out[key] = Override(key, value, why, _official(script, key))
+    for field, key, value in manifest_values(config):
+        official = _official(script, key)
+        if official is not None and _same(typed(official), value):
+            out.pop(key, None)   # the script already sets this value (a later field may still differ)
+            continue
+        out[key] = Override(key, value, f"manifest {field}", official)
+    for key, value in ((config.get("backend") or {}).get("overrides") or {}).items():
+        out[key] = Override(key, value, f"manifest backend.overrides.{key}", _official(script, key))
+    for override in out.values():
+        override.check()
+    return list(out.values())
+
+
+def _official(script: Script, key: str) -> str | None:
+    return script.official[key][0] if key in script.official else None
+
+
+def _same(official: Any, value: Any) -> bool:
+    if isinstance(official, bool) or isinstance(value, bool):
+        return official is value
+    if isinstance(official, (int, float)) and isinstance(value, (int, float)):
+        return float(official) == float(value)
+    return official == value

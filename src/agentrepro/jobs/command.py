@@ -1,0 +1,33 @@
+"""`agentrepro command MANIFEST --method M --seed K [--eval-step N]`: the programs a job would run, for review.
+
+Prints, in order, every external program of the train job of method M x seed K (data preparation, the
+launch), or with --eval-step the evaluation of checkpoint N, as `Backend.launches()` lists them
+(backends/launch.py), each with `Launch.shown()`: `cd DIR && NAME=value ... argv`, every word quoted.
+Nothing runs. It reads the manifest, not the lock, so a study can be reviewed before it is frozen: a
+placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
+on runs/<study>/<method>/seed<k>/ (relative to the current directory, as the workflow runs them).
+`snakemake -n -p` shows the same text (agentrepro.planning.shown) as each train job's message.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agentrepro.bounds import SEED
+from agentrepro.manifest.loading import load_manifest
+from agentrepro.planning import shown
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("manifest", type=Path, help="the study manifest (placeholders allowed)")
+    parser.add_argument("--method", required=True, help="a method of the study")
+    parser.add_argument("--seed", required=True, type=SEED, help="a seed of the study")
+    parser.add_argument("--eval-step", type=SEED, default=None, metavar="N",
+                        help="show the evaluation of checkpoint N instead of the train job")
+
+
+def run(args: argparse.Namespace) -> int:
+    manifest = load_manifest(args.manifest)
+    print(shown(manifest, args.manifest, args.method, args.seed, args.eval_step))
+    return 0

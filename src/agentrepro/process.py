@@ -1,0 +1,102 @@
+"""Running an external program for a job: output to RUN_DIR/logs/, failures with their reason, and the time stamp
+(`now`) of every record of when something ran (log headers, provenance attempts).
+
+`run_logged(argv, log_dir=, label=)` appends the program's stdout and stderr to
+`logs/<label>.stdout.log` and `logs/<label>.stderr.log` (each attempt starts with a header line naming
+the command and the time), waits, and raises Failure with the exit status and the last stderr line when
+the program fails. If agentrepro itself is interrupted (Ctrl-C, or SIGTERM turned into an exception by
+the verb), the child and its descendants are terminated by PID before the exception travels on, so no
+trainer outlives its attempt (psutil, a dependency of snakemake, finds the descendants).
+The child stays in agentrepro's process group, so a scheduler that kills the job's group (SLURM) kills it too.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shlex
+import signal
+import subprocess
+from pathlib import Path
+
+import psutil
+
+from agentrepro.errors import Failure
+
+GRACE_S = 20
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Terminated(BaseException):
+    """SIGTERM received (scheduler time limit, scancel): unwinds like KeyboardInterrupt."""
+
+
+def install_sigterm_handler() -> None:
+    def _raise(signum, frame):  # noqa: ARG001
+        raise Terminated(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _raise)
+
+
+def stop_tree(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
+    """SIGTERM the child and all its descendants (by PID: `/bin/sh -c` does not forward signals), then SIGKILL
+    whatever is left after `grace_s`. Only processes this attempt started are touched."""
+    try:
+        tree = [psutil.Process(proc.pid)]
+        tree += tree[0].children(recursive=True)
+    except psutil.NoSuchProcess:
+        proc.wait()
+        return
+    for p in tree:
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(tree, timeout=grace_s)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait()
+
+
+def last_line(path: Path, limit: int = 300) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.path.getsize(path) - 8192))
+            lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:limit] if lines else ""
+
+
+def run_logged(argv: list[str], *, log_dir: Path, label: str, cwd: str | Path | None = None,
+               env: dict[str, str] | None = None) -> None:
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = log_dir / f"{label}.stdout.log", log_dir / f"{label}.stderr.log"
+    header = f"=== agentrepro {now()}: {shlex.join(argv)}\n"
+    with open(out_path, "a", encoding="utf-8") as out, open(err_path, "a", encoding="utf-8") as err:
+        out.write(header)
+        err.write(header)
+        out.flush()
+        err.flush()
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            raise Failure(f"cannot start {argv[0]!r}: {exc}") from exc
+        try:
+            status = proc.wait()
+        except BaseException:
+            stop_tree(proc)
+            raise
+    if status != 0:
+        reason = f"signal {-status}" if status < 0 else f"exit status {status}"
+        tail = last_line(err_path)
+        raise Failure(f"{label}: external command failed with {reason}; see {err_path}" + (f" (last line: {tail})" if tail else ""))
