@@ -11,7 +11,7 @@ from study_kit import BASE, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file
-from agentrepro.manifest.freeze import build_lock
+from agentrepro.jobs.freeze import build_lock
 from helpers import run_cli
 
 CONFIG_ID = "ef" * 32
