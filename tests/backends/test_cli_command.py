@@ -49,15 +49,16 @@ def test_command_of_a_backend_without_external_programs():
     assert "lists no external program" in result.stdout
 
 
-def test_readme_shows_the_current_output():
-    """The README's `agentrepro command` example is what the command prints today (run from /srv/agentrepro with its .venv)."""
+def test_backends_page_shows_the_current_output():
+    """docs/backends.md's `agentrepro command` example is what the command prints today (run from /srv/agentrepro with its .venv)."""
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO)
     assert result.returncode == 0, result.stderr
     run = Path("runs/graphgpo-alfworld/graphgpo/seed0")   # the job's Ray key hashes its absolute run directory
     shown = (result.stdout.replace(ray_launch.job_key(REPO / run, {}), ray_launch.job_key("/srv/agentrepro" / run, {}))
              .replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro"))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "".join("  " + line + "\n" for line in shown.splitlines()) in readme
+    page = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
+    command = "$ agentrepro command manifests/graphgpo-alfworld.yaml --method graphgpo --seed 0\n"
+    assert command + "".join(line + "\n" for line in shown.splitlines()) + "```\n" in page
 
 
 def test_command_backend_shows_its_filled_template(tmp_path):
