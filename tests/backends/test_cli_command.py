@@ -6,6 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import run_cli
 
 from agentrepro.backends import ray_launch
@@ -65,6 +67,7 @@ def test_command_backend_shows_its_filled_template(tmp_path):
 
     manifest = yaml.safe_load((REPO / "manifests" / "graphgpo-alfworld.yaml").read_text())
     manifest["backend"] = {"name": "command", "command": "python train.py --lr {train.lr} --out {run_dir}", "cwd": "trainer"}
+    manifest["image"] = {"none": "on the host"}
     (tmp_path / "manifests").mkdir()
     (tmp_path / "manifests" / "graphgpo-alfworld.yaml").write_text(yaml.safe_dump(manifest))
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "grpo", "--seed", "0", cwd=tmp_path)
@@ -74,3 +77,39 @@ def test_command_backend_shows_its_filled_template(tmp_path):
     words = shlex.split(line.split(" && ", 1)[1])
     run_dir = str((tmp_path / "runs" / "graphgpo-alfworld" / "grpo" / "seed0").resolve())
     assert words[-6:] == ["python", "train.py", "--lr", str(manifest["train"]["lr"]), "--out", run_dir]
+
+
+@pytest.mark.parametrize("runtime", ["podman", "apptainer"])
+def test_command_backend_shows_its_container_wrapping(tmp_path, runtime, monkeypatch):
+    """With a container image the command is shown exactly as it will run: the runtime's command line, the image by
+    digest (apptainer: its SIF converted from docker://REPOSITORY@sha256:... in the image cache), the study root (which
+    holds the run directory) mounted, the data read-only, the working directory, each environment value one word,
+    then the filled template."""
+    import yaml
+
+    digest = "sha256:" + "ab" * 32
+    manifest = yaml.safe_load((REPO / "manifests" / "graphgpo-alfworld.yaml").read_text())
+    manifest["backend"] = {"name": "command", "command": "python3 train.py --lr {train.lr} --out {run_dir}", "cwd": "trainer",
+                           "env": {"NOTE": "a b $(c)"}}
+    manifest["image"] = {"runtime": runtime, "ref": "ghcr.io/org/trainer:1.2", "digest": digest}
+    manifest["resources"]["gpus"] = 0
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "graphgpo-alfworld.yaml").write_text(yaml.safe_dump(manifest))
+    cache = tmp_path / "cache"
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "grpo", "--seed", "0", cwd=tmp_path,
+                     env={"AGENTREPRO_IMAGE_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr
+    words = shlex.split(result.stdout.splitlines()[2])
+    root, run_dir = str(tmp_path.resolve()), str((tmp_path / "runs" / "graphgpo-alfworld" / "grpo" / "seed0").resolve())
+    tail = ["python3", "train.py", "--lr", str(manifest["train"]["lr"]), "--out", run_dir]
+    if runtime == "podman":
+        image = "ghcr.io/org/trainer@" + digest
+        assert words[:4] == ["podman", "run", "--cidfile", f"{run_dir}/logs/train.cid"]
+        assert words[words.index("--workdir") + 1] == f"{root}/trainer" and "NOTE=a b $(c)" in words
+        data = f"{root}/data/alfworld"   # data.eval, read-only
+        assert [words[i + 1] for i, w in enumerate(words) if w == "--volume"] == [f"{root}:{root}", f"{data}:{data}:ro"]
+    else:
+        image = str(cache / "apptainer" / ("ab" * 32 + ".sif"))
+        assert words[:4] == ["apptainer", "exec", "--cleanenv", "--contain"] and words[words.index("--pwd") + 1] == f"{root}/trainer"
+        assert words[words.index(image) + 1:words.index(image) + 3] == ["env", "--"] and "NOTE=a b $(c)" in words
+    assert words[-len(tail):] == tail and image in words

@@ -38,7 +38,8 @@ def test_each_backend_takes_exactly_the_keys_it_declares():
     assert sorted(rules) == REGISTRY.names() == sorted(forms)
     for name, cls in REGISTRY.classes().items():
         assert set(rules[name]["properties"]) == set(cls.block.keys) and rules[name]["additionalProperties"] is False
-        assert forms[name]["image"]["$ref"].endswith("image_container" if cls.container else "image_or_none")
+        image = {"required": "image_container", "optional": "image_or_none", "never": "image_none"}[cls.container]
+        assert forms[name]["image"]["$ref"].endswith(image)
         assert forms[name]["model"]["$ref"].endswith(generator.MODEL_DEFS[cls.model_forms])
 
 

@@ -16,7 +16,7 @@ from agentrepro.placement import METHOD_NAME, method_placement, split_method
 from agentrepro.schema import schema_path
 
 RELAX = {"backend": {"name": "relax", "repo": "redai-infra/Relax", "commit": COMMIT_A},
-         "image": {"ref": "example.org/relax:1.0", "digest": DIGEST}, "resources": {"gpus": 4}}
+         "image": {"runtime": "apptainer", "ref": "example.org/relax:1.0", "digest": DIGEST}, "resources": {"gpus": 4}}
 TWO = set_key(set_key(BASE, "backends", {"relax": RELAX}), "methods.gigpo@relax", {"estimator": "gigpo", "gamma": 0.95})
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-import types
 
 import pytest
 from study_kit import TASKS
 
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_jsonl, sha256_json
+from agentrepro.manifest import taskpanel
 from agentrepro.manifest.taskpanel import build_panel, check_panel, panel_from_file
 
 
@@ -47,8 +46,8 @@ def test_environment_panel_gets_the_manifest_seeds(tmp_path, monkeypatch):
         calls.append((name, params, list(seeds)))
         return [{"task_id": f"{name}-{s}", "task_hash": sha256_json(s), "seed": s, "category": name} for s in seeds]
 
-    monkeypatch.setitem(sys.modules, "agentrepro.environments",
-                        types.SimpleNamespace(task_panel=task_panel, panel_packages=lambda name, params: {}))
+    monkeypatch.setattr(taskpanel, "task_panel", task_panel)
+    monkeypatch.setattr(taskpanel, "panel_packages", lambda name, params: {})
     manifest = {"env": {"name": "frozenlake", "split": "eval", "params": {"size": 4}}, "eval": {"tasks": 3, "first_seed": 100}}
     panel = build_panel(manifest, tmp_path)
     assert calls == [("frozenlake", {"size": 4}, [100, 101, 102])]

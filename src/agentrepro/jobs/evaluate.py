@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import attempts, outcomes, runconfig, seal
+from agentrepro import attempts, containers, outcomes, runconfig, seal
 from agentrepro.backends import checkpoints
 from agentrepro.backends import get_backend
 from agentrepro.backends.sources import record_run
@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         "packages": attempts.package_versions(),
     }
     attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
+    containers.clear_records(eval_dir)   # programs run in a container record which image they ran in
     with attempts.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     successes = sum(r["success"] for r in rows)
     extra = {"episodes": len(rows), "successes": successes} | ({"evaluator": record} if record else {})
     extra |= {"pruned": {"keep": pruned["keep"], "files": len(pruned["removed"]), "bytes": pruned["removed_bytes"]}} if pruned else {}
+    extra |= containers.attempt_extra(eval_dir)
     attempts.finish_attempt(eval_dir, status="ok", extra=extra)
     seal.write_outputs_manifest(eval_dir)
     print(f"{eval_dir / RunFiles.OUTCOMES}: {successes}/{len(rows)} episodes succeeded")

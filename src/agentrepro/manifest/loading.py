@@ -55,10 +55,13 @@ def check_forms(placement: Placement, model: dict[str, Any], *, path: object) ->
     """One backend's image and the study's model form, by the backend's facts (`container`, `model_forms`)."""
     name, where, form = placement.name, placement.where, model_form(model)
     facts = backend_class(name)
-    if facts.container and "none" in placement.image:
-        bare = [n for n, c in REGISTRY.classes().items() if not c.container]
+    if facts.container == "required" and "none" in placement.image:
+        bare = [n for n, c in REGISTRY.classes().items() if c.container != "required"]
         raise BadInput(f"only the {' and '.join(bare)} backends may run without a container; backend {name!r} "
-                       "needs image: {ref, digest}", path=path, where=f"{where}image.none")
+                       "needs image: {runtime, ref, digest} or {runtime, file, sha256}", path=path, where=f"{where}image.none")
+    if facts.container == "never" and "none" not in placement.image:   # no program of its own to wrap (docs/containers.md)
+        raise BadInput(f"the {name} backend trains inside the harness's own process, which no container wraps: give "
+                       "image: {none: <why>} (the lock records the harness's Python environment)", path=path, where=f"{where}image")
     if form not in facts.model_forms:
         backend = f"the {name} backend{'' if not where else f' ({where[:-1]})'}"
         if form == HUB_FORM:
