@@ -24,7 +24,7 @@ LAYERS = (
     ("bounds", "fileio"),
     ("layout", "schema", "placement"),
     ("process", "seal", "runconfig"),
-    ("attempts",),
+    ("attempts", "containers"),
     ("hooks", "environments", "algorithms"),
     ("outcomes",),
     ("serving",),

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agentrepro import containers
 from agentrepro.backends.sources import record_run
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, atomic_write_yaml, sha256_file, sha256_json
 from agentrepro.seal import read_outputs_manifest, write_outputs_manifest
@@ -28,7 +29,7 @@ BASE: dict[str, Any] = {
     "study": "demo",
     "title": "a test study",
     "backend": {"name": "verl-agent", "repo": "langfengQ/verl-agent", "commit": COMMIT_A},
-    "image": {"ref": "example.org/verl-agent:1.0", "digest": DIGEST},
+    "image": {"runtime": "apptainer", "ref": "example.org/verl-agent:1.0", "digest": DIGEST},
     "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct", "revision": COMMIT_B, "tokenizer_revision": COMMIT_B},
     "env": {"name": "alfworld", "split": "eval_in_distribution"},
     "data": {"eval": {"path": "data/eval.jsonl"}},
@@ -87,6 +88,17 @@ def git_commit_all(root: Path) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
+def ran_in_image(block: dict) -> dict:
+    """The attempt field a job whose program ran in its pinned image records (agentrepro.containers), as the runtime
+    would have answered; {} for a placement without a container."""
+    image = containers.image_of(block)
+    if image is None:
+        return {}
+    resolved = {"file_sha256": image.sha256} if image.is_file else {"digests": [image.digest]}
+    return {"containers": [containers.record(label="train", image=image, reference=image.pinned, version="1.3.4",
+                                             resolved=resolved, obtained="the test kit", prepared={"action": "present", "seconds": 0.0})]}
+
+
 def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int, ...] = (0, 5, 10),
              extra: dict[str, list] | None = None) -> Path:
     """A sealed run directory as train and eval would leave it (no torch, no training); `extra`: more JSONL files
@@ -105,7 +117,7 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
     (run / "logs" / "train.log").write_text("live log, never sealed\n")
     base = {"study": lock["study"], "method": method, "seed": seed,
             "lock_sha256": config["lock"]["sha256"], "resolved_config_sha256": sha256_json(config),
-            "status": "ok", "attempts": [{"stage": "train", "number": 1, "status": "ok"}]}
+            "status": "ok", "attempts": [{"stage": "train", "number": 1, "status": "ok", **ran_in_image(config["image"])}]}
     atomic_write_json(run / "provenance.json", base)
     for name, rows in (extra or {}).items():
         atomic_write_jsonl(run / name, rows)

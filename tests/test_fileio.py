@@ -83,3 +83,38 @@ def test_load_json_names_file_and_line(tmp_path):
         load_json(bad)
     bad.write_text('{"a": [1, 2]}')
     assert load_json(bad) == {"a": [1, 2]}
+
+
+def test_a_path_that_cannot_be_written_is_bad_input_found_by_writing(tmp_path):
+    """Writing where no file can be (`/proc/x`, which `os.access` allows root) is one BadInput naming the path."""
+    from agentrepro.fileio import make_dir
+
+    for target in ("/proc/agentrepro-x", "/proc/agentrepro-x/y/z.json"):
+        with pytest.raises(BadInput, match=r"^/proc/agentrepro-x.*: cannot write here \("):
+            atomic_write_json(target, {"a": 1})
+    with pytest.raises(BadInput, match=r"^/proc/agentrepro-x: cannot write here \("):
+        make_dir("/proc/agentrepro-x")
+
+
+def test_a_full_disk_while_writing_is_a_failure_and_leaves_nothing(tmp_path):
+    """An OS error of the machine while writing (no space left) is a Failure naming the file; no temporary file stays."""
+    import errno
+
+    from agentrepro.fileio import atomic_binary
+
+    target = tmp_path / "out.bin"
+    with pytest.raises(Failure, match=r"out.bin: writing failed \(No space left on device\)"):
+        with atomic_binary(target) as fh:
+            fh.write(b"x")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_os_error_about_another_file_passes_unchanged(tmp_path):
+    """An OS error the writing block raises about a file it reads is not reported as a write error of the target."""
+    from agentrepro.fileio import atomic_binary
+
+    with pytest.raises(FileNotFoundError):
+        with atomic_binary(tmp_path / "out.bin"):
+            open(tmp_path / "missing-source")
+    assert os.listdir(tmp_path) == []

@@ -54,3 +54,27 @@ def test_killed_attempt_is_recorded_on_retry(tmp_path):
     assert [a["status"] for a in prov["attempts"]] == ["killed", "ok"]
     assert prov["lock_sha256"] == "a" * 64 and prov["status"] == "ok"
     assert prov["attempts"][1]["number"] == 2 and prov["attempts"][1]["end"] is not None
+
+
+def test_sums_read_back_exactly_the_names_written(tmp_path):
+    """Names with U+2028, U+0085, U+2029, a line feed, a carriage return and a backslash
+    round-trip through sums_text and read_sums; the escaped lines are what GNU sha256sum writes."""
+    from agentrepro.seal import read_sums, sums_text
+
+    names = ["plain.txt", "a\u2028b", "a\u0085b", "a\u2029b", "line\nfeed", "carriage\rreturn", "back\\slash", "ends\r"]
+    entries = {name: f"{i:064x}" for i, name in enumerate(names)}
+    path = tmp_path / "SUMS"
+    path.write_text(sums_text(entries), encoding="utf-8")
+    assert read_sums(path) == entries
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert f"\\{entries['line' + chr(10) + 'feed']}  line\\nfeed" in lines and f"\\{entries['back' + chr(92) + 'slash']}  back\\\\slash" in lines
+    assert f"{entries['a' + chr(0x2028) + 'b']}  a\u2028b" in lines
+
+
+def test_a_seal_of_files_named_with_line_separators_verifies(tmp_path):
+    """A directory with a file named with U+2028 seals and verifies (the seal is read as it was written)."""
+    (tmp_path / "odd\u2028name.json").write_text("{}")
+    (tmp_path / "odd\nline.json").write_text("[]")
+    write_outputs_manifest(tmp_path)
+    assert set(read_outputs_manifest(tmp_path / "OUTPUTS.sha256")) == {"odd\u2028name.json", "odd\nline.json"}
+    assert verify_outputs(tmp_path / "OUTPUTS.sha256") == []

@@ -39,5 +39,11 @@ def read_from(path: object) -> Iterator[None]:
         raise BadInput(exc.message, path=path, where=exc.where) from None
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """`repr(value)` for a one-line message: cut to `limit` characters, saying how long it was."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 class Failure(RuntimeError):
     """Work that was attempted and did not succeed (exit status 1)."""

@@ -3,11 +3,18 @@
 Every writer in the package goes through `atomic_write_*` so that a killed job never leaves a
 half-written file that looks complete (docs/design.md §3.3): the content goes to a temporary name in the same
 directory, is flushed to disk, and is renamed over the target.
+
+These helpers (and `make_dir`, `make_temp_dir` for folders) are also the one place where an operating-system
+error of writing becomes a message: whether a path can be written is found out by writing it, never predicted
+(`os.access` says yes to root for `/proc/x`). A path that cannot hold the output (no such folder, not
+writable, read-only, not a folder) is `BadInput` naming it (exit 2); a machine's failure while writing (a full
+disk, an I/O error) is `Failure` (exit 1). Either way nothing is left at the target.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
@@ -46,22 +53,72 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+# Errors that say the path cannot hold an output as given: the user's to change (exit 2). Any other error while
+# writing (ENOSPC, EDQUOT, EIO, ...) is the machine's (exit 1).
+_PATH_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                          errno.ENAMETOOLONG, errno.ELOOP, errno.EEXIST, errno.EINVAL, errno.ENXIO, errno.ENODEV})
+
+
+def write_error(exc: OSError, path: str | os.PathLike) -> BadInput | Failure:
+    """The one-line error for an OS error raised while writing `path`."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in _PATH_ERRNOS:
+        return BadInput(f"cannot write here ({reason}); nothing was written", path=path)
+    return Failure(f"{path}: writing failed ({reason}); nothing was written")
+
+
+def make_dir(path: str | os.PathLike) -> Path:
+    """`mkdir -p path`; an OS error is `write_error`'s one line."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(exc, path) from None
+    return path
+
+
+def make_temp_dir(parent: str | os.PathLike, prefix: str) -> Path:
+    """A new private folder `parent/<prefix>XXXX.tmp` (made with its parents); an OS error is `write_error`'s one line."""
+    parent = make_dir(parent)
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
+    except OSError as exc:
+        raise write_error(exc, parent) from None
+
+
 @contextlib.contextmanager
 def atomic_binary(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """A binary file handle whose content appears at `path` only if the block ends without an error."""
+    """A binary file handle whose content appears at `path` only if the block ends without an error.
+
+    OS errors of the writing (making the folder and the temporary file, writes to the handle, flushing, the
+    rename) become `write_error`'s one line; an OS error the block raises about another file (one it reads,
+    which names its file) passes unchanged.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    folder = make_dir(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise write_error(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        _discard(tmp)
+        if exc.filename is not None and exc.filename not in (tmp, str(path)):
+            raise
+        raise write_error(exc, path) from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _discard(tmp)
         raise
+
+
+def _discard(tmp: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -122,8 +179,9 @@ def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
 
 
 def check_output_file(path: str | os.PathLike, *, option: str | None = None, make_parents: bool = False) -> Path:
-    """Refuse, before any work, an output file path that cannot be written: a directory, a parent that is
-    missing (unless `make_parents`) or not a writable directory. `option` (e.g. `-o`) is named in the message."""
+    """Refuse, before any work, an output file path that cannot be one: a directory, a parent that is missing
+    (unless `make_parents`) or not a directory. `option` (e.g. `-o`) is named in the message. Permissions are
+    not predicted: the write itself says (`write_error`)."""
     path = Path(path)
     if path.is_dir():
         raise BadInput("is a directory; expected the path of a file to write", path=path, where=option)
@@ -135,28 +193,26 @@ def check_output_file(path: str | os.PathLike, *, option: str | None = None, mak
             parent = parent.parent
     if not parent.exists():
         raise BadInput(f"cannot write: the folder {parent} does not exist", path=path, where=option)
-    _check_writable_dir(parent, path, option)
+    _check_is_dir(parent, path, option)
     return path
 
 
 def check_output_dir(path: str | os.PathLike, *, option: str | None = None) -> Path:
-    """Refuse an output directory that cannot be made or written: a file in its place or on its way, or an
-    unwritable folder. Missing folders are fine (they are created)."""
+    """Refuse an output directory that cannot be one: a file in its place or on its way. Missing folders are
+    fine (they are created); permissions are not predicted (`make_dir` and the writes say)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise BadInput("exists and is not a directory", path=path, where=option)
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    _check_writable_dir(existing, path, option)
+    _check_is_dir(existing, path, option)
     return path
 
 
-def _check_writable_dir(folder: Path, target: Path, option: str | None) -> None:
+def _check_is_dir(folder: Path, target: Path, option: str | None) -> None:
     if not folder.is_dir():
         raise BadInput(f"cannot write: {folder} is not a directory", path=target, where=option)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise BadInput(f"cannot write: the folder {folder} is not writable", path=target, where=option)
 
 
 # A command-line input or output named "-" is standard input or output.

@@ -8,7 +8,8 @@ Pure functions over the manifest, so that the DAG is known before anything runs 
   placeholders stay as they are) and resolved over its backend's defaults as `agentrepro train` resolves it. Every
   other answer below is read from these configs, so the plan and the jobs read the same values.
 * `planned_steps(manifest)`: the evaluated (= checkpointed) steps, `runconfig.checkpoint_steps` of each method's
-  draft config; every method must have the same steps, and its backend must save exactly them.
+  draft config; every method must have the same steps (so the same `train.steps`: the last one is always
+  evaluated), and its backend must save exactly them.
 * `planned_warmstarts(manifest)`: {(method, seed): identity} of every method x seed that warm-starts with the
   builtin backend (trainer/shared_warmstart.py); the workflow runs one warm-start job per distinct (seed, identity).
 * `job_resources(resources)`: a `resources` block as Snakemake resources (`gpu`, `runtime` in minutes, `mem_mb`,
@@ -176,9 +177,6 @@ def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:
     methods, seeds, train_steps = manifest["methods"], manifest["seeds"], manifest["train"].get("steps")
     if train_steps is None:
         raise BadInput("missing key `steps` (the workflow needs it)", path=path, where="train")
-    method_steps = {m: (o or {}).get("steps", train_steps) for m, o in methods.items()}
-    if len(set(method_steps.values())) != 1:
-        raise BadInput(f"every method must train the same number of steps, got {method_steps}", path=path, where="methods.*.steps")
     resources, threads = job_resources(manifest.get("resources") or {}, path=path)
     per_method = {method: job_resources(placement.resources, path=path)  # the schema has checked each block
                   for method, placement in placements(manifest, path=path).items()}

@@ -9,6 +9,7 @@ checkpoints can run at the same time: a nested seal belongs to its own directory
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from agentrepro.errors import BadInput
@@ -37,25 +38,46 @@ def _sealable(root: Path, exclude_dirs: set[str]) -> list[Path]:
     return files
 
 
-def write_outputs_manifest(root: str | os.PathLike, *, exclude_dirs: set[str] | None = None) -> Path:
-    """Hash every file under `root` into `root`/OUTPUTS.sha256 (sha256sum format, sorted paths)."""
-    root = Path(root)
-    exclude = _UNSEALED_DIRS | set(exclude_dirs or ())
-    lines = [f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in _sealable(root, exclude)]
-    return atomic_write_text(root / OUTPUTS, "".join(lines))
+def sums_text(entries: dict[str, str]) -> str:
+    """sha256sum lines (`<sha256>  <path>`, sorted by path) of {path: digest}, as GNU sha256sum writes them: a
+    path holding a backslash, a line feed or a carriage return is escaped (`\\\\`, `\\n`, `\\r`) on a line that
+    starts with a backslash. Lines end with a line feed only, and nothing else ends a line (U+2028 is a character
+    of a name), so `read_sums` reads back exactly these paths."""
+    lines = []
+    for rel, digest in sorted(entries.items()):
+        escaped = rel.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        mark = "\\" if escaped != rel else ""
+        lines.append(f"{mark}{digest}  {escaped}\n")
+    return "".join(lines)
 
 
-def read_outputs_manifest(path: str | os.PathLike) -> dict[str, str]:
+def read_sums(path: str | os.PathLike) -> dict[str, str]:
+    """{path: digest} of a file in `sums_text`'s format; BadInput naming the line of anything else."""
     path = Path(path)
     entries: dict[str, str] = {}
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
-        digest, sep, rel = line.partition("  ")
+        escaped = line.startswith("\\")
+        digest, sep, rel = line[escaped:].partition("  ")
         if not sep or len(digest) != 64:
             raise BadInput("expected '<sha256>  <path>'", path=path, where=f"line {number}")
-        entries[rel] = digest
+        entries[_unescape(rel) if escaped else rel] = digest
     return entries
+
+
+def _unescape(rel: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), rel)
+
+
+def write_outputs_manifest(root: str | os.PathLike, *, exclude_dirs: set[str] | None = None) -> Path:
+    """Hash every file under `root` into `root`/OUTPUTS.sha256 (`sums_text`)."""
+    root = Path(root)
+    exclude = _UNSEALED_DIRS | set(exclude_dirs or ())
+    return atomic_write_text(root / OUTPUTS, sums_text({p.relative_to(root).as_posix(): sha256_file(p) for p in _sealable(root, exclude)}))
+
+
+read_outputs_manifest = read_sums   # an OUTPUTS.sha256 is one such file
 
 
 def verify_outputs(seal: str | os.PathLike) -> list[str]:

@@ -58,7 +58,7 @@ def test_check_frame_refuses_columns_off_contract():
 
 
 def test_docs_are_generated_from_the_declaration():
-    """README.md and docs/internals.md hold the table lists the declaration generates (else: run --write)."""
+    """docs/formats.md and docs/internals.md hold the table lists the declaration generates (else: run --write)."""
     for rel, kinds in contract_docs.DOCS.items():
         text = (REPO / rel).read_text(encoding="utf-8")
         assert contract_docs.update(text, kinds, rel) == text, f"{rel} is stale: run python -m agentrepro.analysis.contract_docs --write"
@@ -82,13 +82,13 @@ def test_write_rewrites_a_stale_block(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(f"before\n{contract_docs.BEGIN}\n| old |\n{contract_docs.END}\nafter\n", encoding="utf-8")
     subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)], check=True)
-    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
-    assert readme.startswith("before\n") and readme.endswith("after\n") and "| old |" not in readme
-    assert "| `paired.csv` |" in readme and "mcnemar_p (p?)" in (tmp_path / "docs/internals.md").read_text(encoding="utf-8")
-    (tmp_path / "README.md").write_text("no block\n", encoding="utf-8")
+    formats = (tmp_path / "docs/formats.md").read_text(encoding="utf-8")
+    assert formats.startswith("before\n") and formats.endswith("after\n") and "| old |" not in formats
+    assert "| `paired.csv` |" in formats and "mcnemar_p (p?)" in (tmp_path / "docs/internals.md").read_text(encoding="utf-8")
+    (tmp_path / "docs/formats.md").write_text("no block\n", encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)],
                             capture_output=True, text=True)
-    assert result.returncode != 0 and "README.md: no generated block" in result.stderr
+    assert result.returncode != 0 and "docs/formats.md: no generated block" in result.stderr
 
 
 def test_report_knows_every_kind_and_column_it_selects():

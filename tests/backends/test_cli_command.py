@@ -6,6 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import run_cli
 
 from agentrepro.backends import ray_launch
@@ -47,16 +49,16 @@ def test_command_of_a_backend_without_external_programs():
     assert "lists no external program" in result.stdout
 
 
-def test_docs_show_the_current_output():
-    """docs/preflight.md's `agentrepro command` example, programs and demand table, is what the command prints today (run
-    from /srv/agentrepro with its .venv)."""
+def test_backends_page_shows_the_current_output():
+    """docs/backends.md's `agentrepro command` example is what the command prints today (run from /srv/agentrepro with its .venv)."""
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO)
     assert result.returncode == 0, result.stderr
     run = Path("runs/graphgpo-alfworld/graphgpo/seed0")   # the job's Ray key hashes its absolute run directory
     shown = (result.stdout.replace(ray_launch.job_key(REPO / run, {}), ray_launch.job_key("/srv/agentrepro" / run, {}))
              .replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro"))
-    docs = (REPO / "docs" / "preflight.md").read_text(encoding="utf-8")
-    assert "".join(line + "\n" for line in shown.splitlines()) in docs
+    page = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
+    command = "$ agentrepro command manifests/graphgpo-alfworld.yaml --method graphgpo --seed 0\n"
+    assert command + "".join(line + "\n" for line in shown.splitlines()) + "```\n" in page
 
 
 def test_command_backend_shows_its_filled_template(tmp_path):
@@ -65,6 +67,7 @@ def test_command_backend_shows_its_filled_template(tmp_path):
 
     manifest = yaml.safe_load((REPO / "manifests" / "graphgpo-alfworld.yaml").read_text())
     manifest["backend"] = {"name": "command", "command": "python train.py --lr {train.lr} --out {run_dir}", "cwd": "trainer"}
+    manifest["image"] = {"none": "on the host"}
     (tmp_path / "manifests").mkdir()
     (tmp_path / "manifests" / "graphgpo-alfworld.yaml").write_text(yaml.safe_dump(manifest))
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "grpo", "--seed", "0", cwd=tmp_path)
@@ -74,3 +77,39 @@ def test_command_backend_shows_its_filled_template(tmp_path):
     words = shlex.split(line.split(" && ", 1)[1])
     run_dir = str((tmp_path / "runs" / "graphgpo-alfworld" / "grpo" / "seed0").resolve())
     assert words[-6:] == ["python", "train.py", "--lr", str(manifest["train"]["lr"]), "--out", run_dir]
+
+
+@pytest.mark.parametrize("runtime", ["podman", "apptainer"])
+def test_command_backend_shows_its_container_wrapping(tmp_path, runtime, monkeypatch):
+    """With a container image the command is shown exactly as it will run: the runtime's command line, the image by
+    digest (apptainer: its SIF converted from docker://REPOSITORY@sha256:... in the image cache), the study root (which
+    holds the run directory) mounted, the data read-only, the working directory, each environment value one word,
+    then the filled template."""
+    import yaml
+
+    digest = "sha256:" + "ab" * 32
+    manifest = yaml.safe_load((REPO / "manifests" / "graphgpo-alfworld.yaml").read_text())
+    manifest["backend"] = {"name": "command", "command": "python3 train.py --lr {train.lr} --out {run_dir}", "cwd": "trainer",
+                           "env": {"NOTE": "a b $(c)"}}
+    manifest["image"] = {"runtime": runtime, "ref": "ghcr.io/org/trainer:1.2", "digest": digest}
+    manifest["resources"]["gpus"] = 0
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "graphgpo-alfworld.yaml").write_text(yaml.safe_dump(manifest))
+    cache = tmp_path / "cache"
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "grpo", "--seed", "0", cwd=tmp_path,
+                     env={"AGENTREPRO_IMAGE_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr
+    words = shlex.split(result.stdout.splitlines()[2])
+    root, run_dir = str(tmp_path.resolve()), str((tmp_path / "runs" / "graphgpo-alfworld" / "grpo" / "seed0").resolve())
+    tail = ["python3", "train.py", "--lr", str(manifest["train"]["lr"]), "--out", run_dir]
+    if runtime == "podman":
+        image = "ghcr.io/org/trainer@" + digest
+        assert words[:4] == ["podman", "run", "--cidfile", f"{run_dir}/logs/train.cid"]
+        assert words[words.index("--workdir") + 1] == f"{root}/trainer" and "NOTE=a b $(c)" in words
+        data = f"{root}/data/alfworld"   # data.eval, read-only
+        assert [words[i + 1] for i, w in enumerate(words) if w == "--volume"] == [f"{root}:{root}", f"{data}:{data}:ro"]
+    else:
+        image = str(cache / "apptainer" / ("ab" * 32 + ".sif"))
+        assert words[:4] == ["apptainer", "exec", "--cleanenv", "--contain"] and words[words.index("--pwd") + 1] == f"{root}/trainer"
+        assert words[words.index(image) + 1:words.index(image) + 3] == ["env", "--"] and "NOTE=a b $(c)" in words
+    assert words[-len(tail):] == tail and image in words

@@ -79,7 +79,7 @@ def test_templates_that_would_run_a_value_as_code_are_refused(template, message)
     "{python} -u -c 'import sys; print(sys.argv[1:])' {x} --flag {x}",
     "python3 -W ignore train.py {x}",
     "bash -c 'printf %s \"$1\" > out.txt' sh {x} {x}",
-    "sh -c 'train \"$1\" | tee log' sh {x}",  # the README's example
+    "sh -c 'train \"$1\" | tee log' sh {x}",  # docs/backends.md's example
     "sh -euc 'exec \"$AGENTREPRO_PYTHON\" train.py --note \"$NOTE\" | tee log'",
     "bash -o pipefail -c 'a | b' sh {x}",
     "bash -- script.sh {x}",

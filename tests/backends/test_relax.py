@@ -78,7 +78,7 @@ def study(tmp_path_factory):
     commit = stand_in_checkout(root / "relax", manifest["backend"]["sources"])
     manifest["backend"].update(commit=commit, workdir=str(root / "relax"), alfworld_data=str(root / "alfworld"),
                                alfworld_python="python3", model_path=str(root / "model"), model_lock=str(root / "model.lock.json"))
-    manifest["image"] = {"ref": "ghcr.io/redai-infra/relaxrl", "digest": "sha256:" + "3f" * 32}
+    manifest["image"] = {"runtime": "apptainer", "ref": "ghcr.io/redai-infra/relaxrl", "digest": "sha256:" + "3f" * 32}
     manifest["model"].update(revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082", tokenizer_revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082")
     manifest["data"]["eval"]["path"] = "data/alfworld/eval_in_distribution.jsonl"   # the directory panel's ids, as a task list
     (root / "manifests").mkdir()

@@ -82,6 +82,9 @@ def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
     responses.write_text(json.dumps("<answer>up</answer>") + "\n")
     lock = study / "manifests" / "demo.lock.json"
     outcomes = study / "runs" / "demo" / "grpo" / "seed0" / "eval" / "step10" / "outcomes.jsonl"
+    model = work / "model"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}\n")
     return [
         (["advantages", "--estimator", "grpo", rows, "-o", "{OUT}"], "file"),
         (["advantages", "--estimator", "grpo", rows, "-o", work / "ok.jsonl", "--diagnostics", "{OUT}"], "file"),
@@ -93,6 +96,7 @@ def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
         (["train", "--config", study / "runs" / "demo" / "grpo" / "seed0" / "config.yaml", "--out", "{OUT}"], "dir"),
         (["env", "show", "--env", "sokoban", "--seed", "0", "--image", "{OUT}"], "file"),
         (["env", "replay", "--env", "sokoban", "--seed", "0", "--responses", responses, "--images", "{OUT}"], "dir"),
+        (["eval", "--model", model, "--env", "frozenlake", "--seeds", "1", "--server", "http://127.0.0.1:9", "--out", "{OUT}"], "dir"),
     ]
 
 
@@ -138,3 +142,52 @@ def test_report_refuses_a_file_in_place_of_its_folder(frozen_study, analysis_doc
         ok = status == 2 and str(root / "reports" / "demo") in message
         record("output_paths", "verb:report", ok)
         assert ok, message
+
+
+def test_outputs_the_system_will_not_hold_exit_2_in_one_line(frozen_study):
+    """Every verb told to write under /proc (which passes an `os.access` check as root) exits 2 naming the path, no traceback."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for argv, kind in _outputs(work, frozen_study):
+            target = "/proc/agentrepro-out" + ("" if kind == "dir" else ".x")
+            status, message = invoke(*[target if a == "{OUT}" else a for a in argv])
+            ok = status == 2 and target in message and "Traceback" not in message and len(message.strip().splitlines()) == 1
+            record("output_paths", f"verb:{argv[0]}", ok)
+            assert ok, f"{argv[0]} -> {target}: exit {status}: {message}"
+
+
+@pytest.mark.parametrize("argv", [["advantages", "--estimator", "grpo", "{ROWS}", "-o", "/proc/agentrepro-out.jsonl"],
+                                  ["env", "replay", "--env", "sokoban", "--seed", "0", "--responses", "{RESPONSES}",
+                                   "--images", "/proc/agentrepro-out"]])
+def test_an_unwritable_output_as_a_subprocess(tmp_path, argv):
+    """As a user runs it: `-o /proc/x` and `--images /proc/x` end in one line and exit 2, no traceback."""
+    from helpers import run_cli
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps("<answer>up</answer>") + "\n")
+    done = run_cli(*[{"{ROWS}": rows, "{RESPONSES}": responses}.get(a, a) for a in argv], cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "/proc/agentrepro-out" in lines[0], done.stderr
+
+
+CLAIM_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.builds(lambda a, op, b, m: f"{a} {op} {b}{m}", st.sampled_from(["grpo", "gigpo", "grpo@relax", "", "a b", "é"]),
+              st.sampled_from([">", "<", "==", ">=", "=", "!="]), st.sampled_from(["gigpo", "grpo", "", "grpo@x@y"]),
+              st.sampled_from(["", " ± 3pp", " +- 1e308 pp", " ± nan pp", " ± -3pp", " ± 0pp", " ± 100 percentage points",
+                               " ± 1e-320pp", " ± 3", "±3pp ±3pp"])),
+)
+
+
+@SETTINGS
+@given(claim=CLAIM_TEXT)
+def test_any_claim_text_exits_0_or_2_naming_the_claim(frozen_study, claim):
+    """`analyze --claim TEXT` with any text: exit 0, or 2 with a message naming --claim; never a traceback."""
+    outcomes = frozen_study / "runs" / "demo" / "grpo" / "seed0" / "eval" / "step10" / "outcomes.jsonl"
+    with tempfile.TemporaryDirectory() as tmp:
+        status, message = invoke("analyze", "--outcomes", outcomes, "--claim", claim, "--out", Path(tmp) / "out")
+    ok = "Traceback" not in message and (status == 0 or (status == 2 and "--claim" in message))
+    record("options", "verb:analyze", ok)
+    assert ok, f"--claim {claim!r}: exit {status}: {message[-400:]}"

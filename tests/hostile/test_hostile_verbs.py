@@ -58,6 +58,10 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
         write_study(work)
         path = work / "manifests" / "references" / "demo.yaml"
         return ["freeze", work / "manifests" / "demo.yaml", "--root", work, "--allow-dirty"], path, "yaml", yaml.safe_load(path.read_text()), (2,)
+    if verb == "command":
+        write_study(work)
+        path = work / "manifests" / "demo.yaml"
+        return ["command", path, "--method", "grpo", "--seed", "0"], path, "yaml", BASE, (2,)
     if verb == "resolve":
         path = work / "demo.lock.json"
         return (["resolve", path, "--method", "grpo", "--seed", "0", "-o", work / "c.yaml"], path, "json",
@@ -119,7 +123,7 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
     raise AssertionError(verb)
 
 
-VERBS = ["freeze-manifest", "freeze-reference", "resolve", "train", "eval", "analyze-outcomes", "analyze-reference",
+VERBS = ["freeze-manifest", "freeze-reference", "command", "resolve", "train", "eval", "analyze-outcomes", "analyze-reference",
          "analyze-study", "report", "audit", "bundle", "advantages", "gae", "env-replay"]
 
 

@@ -19,7 +19,7 @@ from agentrepro.schema import schema_path
 # pins, a tensor-parallel size (its GPUs) dividing the model's 2 query groups, rollouts filling its global batch of 128.
 RELAX = {"backend": {"name": "relax", "repo": "redai-infra/Relax", "commit": COMMIT_A, "workdir": "relax", "alfworld_data": "alfworld",
                      "model_path": "model", "model_lock": "model.lock.json"},
-         "image": {"ref": "example.org/relax:1.0", "digest": DIGEST}, "resources": {"gpus": 1}}
+         "image": {"runtime": "apptainer", "ref": "example.org/relax:1.0", "digest": DIGEST}, "resources": {"gpus": 1}}
 PINNED = "775b11afaf83e0dc75bd5abaf90133e47b3ec082"
 TWO = set_key(set_key(set_key(set_key(set_key(BASE, "backends", {"relax": RELAX}), "methods.gigpo@relax",
                                       {"estimator": "gigpo", "gamma": 0.95, "groups": 16, "group_size": 8}),
@@ -64,7 +64,7 @@ def test_a_backend_that_disagrees_with_its_name_is_refused(tmp_path, manifest, w
 def test_the_study_model_must_suit_every_backend_in_use(tmp_path):
     """A builtin study with a verl-agent method: the config-built model is refused for verl-agent, naming model."""
     builtin = set_key(set_key(set_key(BASE, "backend", {"name": "builtin"}), "image", {"none": "CPU"}), "model",
-                      {"name": "tiny", "config": {"d_model": 16}})
+                      {"name": "tiny-gpt2", "config": {"d_model": 16}})
     verl = {"backend": BASE["backend"], "image": BASE["image"]}
     message = _error(tmp_path, set_key(set_key(builtin, "backends", {"verl-agent": verl}), "methods.grpo@verl-agent", {}))
     assert "demo.yaml: model: the verl-agent backend (backends.verl-agent) takes a hub model" in message

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 
 import pytest
+from helpers import REPO, run_cli
 from study_kit import BASE, COMMIT_A, DELETE, git, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.jobs.freeze import build_lock, directory_sha256, freeze
+from agentrepro.manifest import taskpanel
 from agentrepro.manifest.lock import content_sha256, lock_problems
-from helpers import REPO, run_cli
 
 
 def test_freeze_writes_a_complete_lock(study):
@@ -139,15 +138,15 @@ def test_generated_panel_comes_from_the_environments_package(tmp_path, monkeypat
         seen.update(name=name, params=params, seeds=list(seeds))
         return [{"task_id": f"{name}-{s}", "task_hash": sha256_json([name, s]), "seed": s, "category": name} for s in seeds]
 
-    monkeypatch.setitem(sys.modules, "agentrepro.environments",
-                        types.SimpleNamespace(task_panel=task_panel, panel_packages=lambda name, params: {}))
-    manifest = set_key(_builtin({"name": "tiny", "config": {"d_model": 8}}), "env", {"name": "frozenlake", "split": "eval", "params": {"size": 4}})
+    monkeypatch.setattr(taskpanel, "task_panel", task_panel)
+    monkeypatch.setattr(taskpanel, "panel_packages", lambda name, params: {})
+    manifest = set_key(_builtin({"name": "tiny-gpt2", "config": {"d_model": 8}}), "env", {"name": "frozenlake", "split": "eval", "params": {"size": 4}})
     manifest = set_key(set_key(manifest, "eval.first_seed", 10001), "data", DELETE)
     write_study(tmp_path, manifest)
     lock = build_lock(tmp_path / "manifests" / "demo.yaml", root=tmp_path, allow_dirty=True)
     assert seen == {"name": "frozenlake", "params": {"size": 4}, "seeds": [10001, 10002, 10003, 10004]}
     assert lock["task_panel"][0]["task_id"] == "frozenlake-10001"
-    assert lock["resolved"]["model"] == {"name": "tiny", "config_sha256": sha256_json({"d_model": 8})}
+    assert lock["resolved"]["model"] == {"name": "tiny-gpt2", "config_sha256": sha256_json({"d_model": 8})}
 
 
 def test_default_study_freezes_with_the_real_environments(tmp_path):

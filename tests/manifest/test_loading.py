@@ -56,7 +56,7 @@ def test_no_image_only_for_the_builtin_and_command_backends(tmp_path):
 def test_builtin_backend_accepts_no_image(tmp_path):
     """The builtin backend with a config-built model needs no image."""
     manifest = set_key(set_key(BASE, "backend", {"name": "builtin"}), "image", {"none": "CPU study"})
-    manifest = set_key(manifest, "model", {"name": "tiny", "config": {"d_model": 8}})
+    manifest = set_key(manifest, "model", {"name": "tiny-gpt2", "config": {"d_model": 8}})
     assert load_manifest(write_study(tmp_path, manifest))["image"] == {"none": "CPU study"}
 
 

@@ -39,7 +39,7 @@ def two_checkouts(tmp_path):
                 "image": {"none": "a test command in the harness's own environment"},
                 "backends": {"verl-agent": {"backend": {"name": "verl-agent", "repo": "langfengQ/verl-agent", "commit": official_commit,
                                                         "workdir": str(official), "sources": ["recipe/GraphGPO/core_graph.py"]},
-                                            "image": {"ref": "example.org/verl-agent:1.0", "digest": DIGEST}}},
+                                            "image": {"runtime": "apptainer", "ref": "example.org/verl-agent:1.0", "digest": DIGEST}}},
                 "methods": {"grpo": {"estimator": "grpo"}, "gigpo": {"estimator": "gigpo", "gamma": 0.95},
                             "gigpo@verl-agent": {"estimator": "gigpo", "gamma": 0.95}},
                 "seeds": [0]}

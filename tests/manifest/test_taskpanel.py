@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import pytest
 from helpers import write_alfworld_games
 from study_kit import TASKS
@@ -13,6 +10,7 @@ from agentrepro.environments.alfworld import ALFWorld, panel_entry
 from agentrepro.environments.alfworld_data import read_game
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_jsonl, sha256_json
+from agentrepro.manifest import taskpanel
 from agentrepro.manifest.taskpanel import build_panel, check_panel, panel_deviations, panel_from_data_dir, panel_from_file
 
 
@@ -50,8 +48,8 @@ def test_environment_panel_gets_the_manifest_seeds(tmp_path, monkeypatch):
         calls.append((name, params, list(seeds)))
         return [{"task_id": f"{name}-{s}", "task_hash": sha256_json(s), "seed": s, "category": name} for s in seeds]
 
-    monkeypatch.setitem(sys.modules, "agentrepro.environments",
-                        types.SimpleNamespace(task_panel=task_panel, panel_packages=lambda name, params: {}))
+    monkeypatch.setattr(taskpanel, "task_panel", task_panel)
+    monkeypatch.setattr(taskpanel, "panel_packages", lambda name, params: {})
     manifest = {"env": {"name": "frozenlake", "split": "eval", "params": {"size": 4}}, "eval": {"tasks": 3, "first_seed": 100}}
     panel = build_panel(manifest, tmp_path)
     assert calls == [("frozenlake", {"size": 4}, [100, 101, 102])]

@@ -203,7 +203,7 @@ def build_analysis(*, study: str = "graphgpo-alfworld", seed: int = 0, methods: 
     lock = {"lock_version": 1, "study": study, "manifest_path": f"manifests/{study}.yaml",
             "manifest": {"study": study, "title": "GraphGPO reproduction on ALFWorld", "seeds": list(seeds)},
             "manifest_sha256": sha256_json({"study": study}),
-            "resolved": {"image": {"ref": "ghcr.io/x/agentrepro:1", "digest": "sha256:" + "a" * 64},
+            "resolved": {"image": {"runtime": "apptainer", "ref": "ghcr.io/x/agentrepro:1", "digest": "sha256:" + "a" * 64},
                          "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct", "revision": "b" * 40},
                          "tokenizer": {"revision": "c" * 40}, "backend": {"name": "verl-agent", "commit": "d" * 40},
                          "files": {"data/eval.json": "e" * 64}},

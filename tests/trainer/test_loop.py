@@ -148,3 +148,38 @@ def test_step_rows_dump_the_named_steps_and_certify(tmp_path):
     (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))   # what `agentrepro train` writes beside the run
     [entry] = certificate([run])
     assert entry["status"] == "pass" and entry["step"] == 2 and entry["declared"] == "rows", entry
+
+
+_TRAIN_IN_A_PROCESS = """
+import sys, yaml
+from agentrepro.trainer.loop import train
+config = yaml.safe_load(open(sys.argv[1]))
+stop = None if sys.argv[3] == "none" else int(sys.argv[3])
+train(config, sys.argv[2], resume=sys.argv[4] == "resume", stop_at=stop)
+"""
+
+
+def test_kill_and_resume_in_new_processes_saves_the_global_rng_state_of_an_uninterrupted_run(tmp_path):
+    """Each part in its own process (torch seeds its global generator at random in each): the uninterrupted run and the
+    run stopped after an unsaved step and resumed save the same CPU torch RNG state, and everything else, at every step."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(tiny_config(steps=4, checkpoint_every=2, estimator="ppo", kl_coef=0.05)))
+
+    def part(run, stop, mode):
+        done = subprocess.run([sys.executable, "-c", _TRAIN_IN_A_PROCESS, config, tmp_path / run, stop, mode], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+    part("whole", "none", "fresh")
+    part("broken", "3", "fresh")
+    part("broken", "none", "resume")
+    for step in (0, 2, 4):
+        a, b = load_checkpoint(tmp_path / "whole", step), load_checkpoint(tmp_path / "broken", step)
+        assert torch.equal(a["rng"]["torch_cpu"], b["rng"]["torch_cpu"]), step
+        assert all(torch.equal(a["rng"]["generators"][k], b["rng"]["generators"][k]) for k in a["rng"]["generators"])
+        assert a["rng"]["numpy"] == b["rng"]["numpy"] and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert _metrics(tmp_path / "whole") == _metrics(tmp_path / "broken")

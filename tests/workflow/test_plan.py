@@ -94,3 +94,14 @@ def test_lock_state_malformed_lock(study_dir):
     (study_dir / "manifests" / "wf-tiny.lock.json").write_text("{not json\n")
     with pytest.raises(plan.LockMismatch, match="line 1"):
         plan.lock_state(manifest)
+
+
+def test_methods_that_would_evaluate_other_steps_stop_the_plan(tmp_path):
+    """A method training another number of steps evaluates other steps: the plan refuses it, naming methods."""
+    manifest = load_yaml(TINY)
+    first = next(iter(manifest["methods"]))
+    manifest["methods"][first] = {**(manifest["methods"][first] or {}), "steps": manifest["train"]["steps"] + 1}
+    path = tmp_path / TINY.name
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(BadInput, match=r"methods: every method must evaluate the same steps"):
+        plan.study_plan(path)

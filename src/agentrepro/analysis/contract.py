@@ -3,7 +3,7 @@
 This is the one declaration of that contract (docs/design.md §3.6). The writers take their column lists
 from it (`names`), `agentrepro analyze` checks every table against it before writing (`check_frame`), the
 report validates analysis.json against it (agentrepro.report.load) and draws its plain tables from it,
-and the table lists of README.md "Analysis" and docs/internals.md are generated from it
+and the table lists of docs/formats.md "Analysis" and docs/internals.md are generated from it
 (agentrepro.analysis.contract_docs; a test fails when they are out of date).
 
 A table's columns are its `required` columns (the contract the report relies on; docs/design.md §3.6

@@ -2,8 +2,17 @@
 
 Members keep their paths relative to the root (manifests/..., runs/<study>/..., analysis/<study>/...,
 reports/<study>/...), so that `audit --bundle` can extract into an empty directory and run the very same
-`audit_study` there. Added at the top: BUNDLE.json (study, lock hash, files left out and why, the audit
-result at bundling time) and BUNDLE.sha256 (sha256sum lines of every other member).
+`audit_study` there. Added at the top: BUNDLE.json (study slug, the manifest's root-relative path, lock hash,
+files left out and why, the audit result at bundling time) and BUNDLE.sha256 (sha256sum lines of every other
+member, in the seal's format: seal.sums_text, read back with seal.read_sums).
+
+Verification stays inside the archive. Each member's header is checked before the member is extracted: a
+regular file with a relative path that stays inside, given once, at most `max_file_bytes` (`--max-file-mb`, the
+bundle's own default), and together at most `MAX_BUNDLE_BYTES` in `MAX_MEMBERS` members; anything else stops
+the verification at that member. BUNDLE.json's study must be a slug and its manifest a relative path inside
+the archive (never a path on the verifier's disk); only the members the lock plans are accepted (the
+manifest, the lock, the files it hashed, BUNDLE.*, and the study's runs/, analysis/ and reports/ folders);
+a file the lock hashed under a path outside the archive is never read (listed as left out, or reported).
 
 Left out: checkpoints/ and wandb/ directories, and any file over `max_file_bytes`; they are listed in
 BUNDLE.json with their size, and the audit of a bundle does not count their absence as a problem.
@@ -15,6 +24,7 @@ name or time, so the same study bundles to the same bytes.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import io
 import json
@@ -27,18 +37,23 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro.audit.study import audit_study
-from agentrepro.audit.tree import walk
+from agentrepro.audit.tree import load_object, safe_entry, walk
+from agentrepro.bounds import number
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
-from agentrepro.layout import RunFiles, locate
+from agentrepro.layout import SLUG_RE, RunFiles, locate
 from agentrepro.manifest.lock import lock_sha256, read_lock
-from agentrepro.reading import load_json, read_lines
+from agentrepro.reading import load_json
+from agentrepro.seal import read_sums, sums_text
 
 BUNDLE_JSON = "BUNDLE.json"
 BUNDLE_SHA256 = "BUNDLE.sha256"
 LEFT_OUT_DIRS = {RunFiles.CHECKPOINTS, "wandb"}
-MAX_FILE_BYTES = 64 << 20
+MAX_FILE_BYTES = 64 << 20       # a member, packed or accepted (bundle and audit --bundle: --max-file-mb)
+MAX_BUNDLE_BYTES = 16 << 30     # all members of a bundle together, extracted
+MAX_MEMBERS = 1_000_000         # members of a bundle
 LINK_REASON = "a symbolic link (never followed: its target could lie outside the study)"
+OUTSIDE_REASON = "outside the root directory"
 
 
 def _files_under(top: Path, root: Path) -> list[str]:
@@ -58,23 +73,22 @@ def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = 
     """(root-relative paths to pack, files left out with reason, the lock). BadInput if the lock is unusable."""
     root = Path(root)
     home = locate(study, root)
-    mpath = home.manifest
     lock = read_lock(home.lock)
-    candidates = {mpath.relative_to(root).as_posix(), home.lock.relative_to(root).as_posix()}
+    candidates = {_manifest_name(home.manifest, root), home.lock.relative_to(root).as_posix()}
     candidates |= set(lock["resolved"]["files"])  # reference and data files, as frozen
     for top in (home.runs, home.analysis, home.reports):
         candidates |= set(_files_under(top, root))
     packed, left_out = [], []
     for rel in sorted(candidates):
         path = root / rel
-        if _safe_name(rel) and _through_link(root, rel):
+        if safe_entry(rel) and _through_link(root, rel):
             left_out.append({"path": rel, "bytes": 0, "reason": LINK_REASON})
             continue
         if not path.is_file():
             continue  # audit reports what is missing
         parts = PurePosixPath(rel).parts
-        if not _safe_name(rel):
-            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": "outside the root directory"})
+        if not safe_entry(rel):
+            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": OUTSIDE_REASON})
         elif any(part in LEFT_OUT_DIRS for part in parts[:-1]):
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": "checkpoint/tracker directory (too large to ship)"})
         elif path.stat().st_size > max_file_bytes:
@@ -82,6 +96,24 @@ def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = 
         else:
             packed.append(rel)
     return packed, left_out, lock
+
+
+def add_max_file_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--max-file-mb`, the one bound of a member's size, for `bundle` and `audit --bundle`."""
+    parser.add_argument("--max-file-mb", type=number(0, 1 << 30, low_open=True), default=MAX_FILE_BYTES / (1 << 20),
+                        help=f"{what} (default: %(default)s)")
+
+
+def max_file_bytes(args: argparse.Namespace) -> int:
+    return int(args.max_file_mb * (1 << 20))
+
+
+def _manifest_name(manifest: Path, root: Path) -> str:
+    """The manifest's path relative to the root (where the bundle keeps it); BadInput when it lies elsewhere."""
+    rel = Path(os.path.relpath(manifest.resolve(), root.resolve())).as_posix()
+    if not safe_entry(rel):
+        raise BadInput(f"the manifest lies outside the root directory {root}: a bundle holds the study's manifest", path=manifest)
+    return rel
 
 
 def _add(tar: tarfile.TarFile, name: str, fileobj, size: int) -> None:
@@ -96,12 +128,14 @@ def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = "
     """Write the bundle atomically; return BUNDLE.json's content (with the archive's SHA-256 added)."""
     root = Path(root)
     packed, left_out, lock = collect(study, root, max_file_bytes=max_file_bytes)
-    info = {"bundle_version": 1, "study": study, "lock_sha256": lock_sha256(lock), "left_out": left_out,
+    home = locate(study, root)
+    info = {"bundle_version": 1, "study": home.name, "manifest": _manifest_name(home.manifest, root),
+            "lock_sha256": lock_sha256(lock), "left_out": left_out,
             "audit_at_bundling": [p.replace(str(root) + os.sep, "") for p in audit_study(study, root)]}
     info_bytes = (json.dumps(info, indent=2, sort_keys=True) + "\n").encode("utf-8")
     digests = {rel: sha256_file(root / rel) for rel in packed}
     digests[BUNDLE_JSON] = sha256_bytes(info_bytes)
-    sums = "".join(f"{digest}  {name}\n" for name, digest in sorted(digests.items()))
+    sums = sums_text(digests)
     out = Path(out)
     with atomic_binary(out) as raw:  # streamed file by file, then renamed: a killed bundle never looks complete
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
@@ -116,19 +150,26 @@ def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = "
     return {**info, "files": len(digests), "sha256": sha256_file(out)}
 
 
-def _safe_name(name: str) -> bool:
-    path = PurePosixPath(name)
-    return bool(name) and not path.is_absolute() and ".." not in path.parts and "\\" not in name
-
-
-def _extract(bundle: Path, into: Path) -> list[str]:
-    """Extract regular files only; return problems (an unsafe or unreadable archive stops here)."""
+def _extract(bundle: Path, into: Path, max_file_bytes: int) -> list[str]:
+    """Extract the members, each header checked before its member is written (plain file, relative path inside,
+    given once, within the bounds); problems stop here (an unsafe or unreadable archive)."""
+    seen: set[str] = set()
+    total = 0
     try:
         with tarfile.open(bundle, mode="r:gz") as tar:
             for member in tar:
-                if not member.isfile() or not _safe_name(member.name):
-                    return [f"{bundle}: member {member.name!r} is not a plain file with a relative path: refusing to extract"]
-                target = into / member.name
+                name = PurePosixPath(member.name).as_posix()
+                total += member.size
+                refused = ("is not a plain file with a relative path inside the bundle" if not member.isfile() or not safe_entry(member.name)
+                           else "appears twice" if name in seen
+                           else f"is {member.size:,} bytes, more than a member may have ({max_file_bytes:,}; --max-file-mb)"
+                           if member.size > max_file_bytes
+                           else f"takes the members past {MAX_BUNDLE_BYTES:,} bytes together" if total > MAX_BUNDLE_BYTES
+                           else f"is past the {MAX_MEMBERS:,} members a bundle may have" if len(seen) >= MAX_MEMBERS else None)
+                if refused:
+                    return [f"{bundle}: member {member.name!r} {refused}: refusing to extract it"]
+                seen.add(name)
+                target = into / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with tar.extractfile(member) as src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst)
@@ -137,50 +178,82 @@ def _extract(bundle: Path, into: Path) -> list[str]:
     return []
 
 
-def audit_bundle(bundle: str | os.PathLike, *, require: str = "report") -> list[str]:
-    """Verify a bundle offline: every member against BUNDLE.sha256, then `audit_study` on the extracted copy."""
+def _bundle_info(bundle: Path, root: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(BUNDLE.json with `manifest` filled in, None) or (None, the problem): the study a slug, its manifest a
+    relative path inside the archive, `left_out` a list of objects with string paths."""
+    try:
+        info = load_json(root / BUNDLE_JSON)
+        study = info["study"]
+        manifest = info.get("manifest", f"manifests/{study}.yaml")
+        left_out = info.get("left_out", [])
+        if not isinstance(study, str) or not SLUG_RE.match(study):
+            raise ValueError(f"study {study!r} is not a study slug (letters, digits, '.', '_', '-')")
+        if not isinstance(manifest, str) or not safe_entry(manifest) or not manifest.endswith((".yaml", ".yml")):
+            raise ValueError(f"manifest {manifest!r} is not a .yaml path inside the bundle")
+        if PurePosixPath(manifest).stem != study:
+            raise ValueError(f"manifest {manifest!r} is not the manifest of study {study!r}")
+        if not isinstance(left_out, list) or not all(isinstance(e, dict) and isinstance(e.get("path"), str) for e in left_out):
+            raise ValueError("left_out must list objects with a string path")
+    except (BadInput, AttributeError, KeyError, TypeError, ValueError) as exc:
+        return None, f"{bundle}:{BUNDLE_JSON}: unreadable or unsafe ({type(exc).__name__}: {exc})"
+    return {**info, "manifest": manifest, "left_out": left_out}, None
+
+
+def _planned(root: Path, info: dict[str, Any], lock: dict[str, Any] | None) -> tuple[set[str], tuple[str, ...]]:
+    """(member names, folder prefixes) the lock plans: BUNDLE.*, the manifest, the lock, the files the lock hashed,
+    and everything under the study's runs/, analysis/ and reports/ (the audit checks what lies there)."""
+    home = locate(root / info["manifest"], root)
+    names = {BUNDLE_JSON, BUNDLE_SHA256, info["manifest"], home.lock.relative_to(root).as_posix()}
+    files = ((lock or {}).get("resolved") or {}).get("files") or {}
+    names |= {rel for rel in (files if isinstance(files, dict) else {}) if isinstance(rel, str)}
+    folders = tuple(f"{top.relative_to(root).as_posix()}/" for top in (home.runs, home.analysis, home.reports))
+    return names, folders
+
+
+def audit_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file_bytes: int = MAX_FILE_BYTES) -> list[str]:
+    """Verify a bundle offline: every member against BUNDLE.sha256 and the lock's plan, then `audit_study` on the
+    extracted copy. Nothing outside the archive is read."""
     bundle = Path(bundle)
     if not bundle.is_file():
         raise BadInput("bundle not found", path=bundle)
     with tempfile.TemporaryDirectory(prefix="agentrepro-bundle-") as tmp:
         root = Path(tmp)
-        found = _extract(bundle, root)
+        found = _extract(bundle, root, max_file_bytes)
         if found:
             return found
-        sums = root / BUNDLE_SHA256
-        if not sums.is_file():
+        if not (root / BUNDLE_SHA256).is_file():
             return [f"{bundle}: no {BUNDLE_SHA256}: not an agentrepro bundle"]
-        listed = {}
         try:
-            sum_lines = read_lines(sums)
+            listed = read_sums(root / BUNDLE_SHA256)
         except BadInput as exc:
             return [f"{bundle}: {BUNDLE_SHA256}: unreadable ({exc})"]
-        for number, line in enumerate(sum_lines, start=1):
-            digest, sep, name = line.partition("  ")
-            if not sep or len(digest) != 64:
-                return [f"{bundle}: {BUNDLE_SHA256}: line {number}: expected '<sha256>  <path>'"]
-            listed[name] = digest
         for name, digest in sorted(listed.items()):
             path = root / name
-            if not path.is_file():
+            if not safe_entry(name):
+                found.append(f"{bundle}: {BUNDLE_SHA256} lists {name!r}, a path outside the bundle")
+            elif not path.is_file():
                 found.append(f"{bundle}:{name}: missing (listed in {BUNDLE_SHA256})")
             elif sha256_file(path) != digest:
                 found.append(f"{bundle}:{name}: changed (its hash differs from {BUNDLE_SHA256})")
         members = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
         for name in sorted(members - set(listed) - {BUNDLE_SHA256}):
             found.append(f"{bundle}:{name}: not listed in {BUNDLE_SHA256}")
-        try:
-            info = load_json(root / BUNDLE_JSON)
-            study = info["study"]
-            left_out = {entry["path"] for entry in info.get("left_out", [])}
-            if not isinstance(study, str) or not all(isinstance(p, str) for p in left_out):
-                raise TypeError("study and left_out paths must be strings")
-        except (BadInput, AttributeError, KeyError, TypeError) as exc:
-            return found + [f"{bundle}:{BUNDLE_JSON}: unreadable ({type(exc).__name__}: {exc})"]
-        found += [f"{bundle}:{entry.get('path')}: {LINK_REASON}, left out of the bundle"
-                  for entry in info.get("left_out", []) if entry.get("reason") == LINK_REASON]
+        info, problem = _bundle_info(bundle, root)
+        if problem:
+            return found + [problem]
+        lock, _ = load_object(locate(root / info["manifest"], root).lock)   # an unreadable lock is audit_study's to report
+        names, folders = _planned(root, info, lock)
+        found += [f"{bundle}:{name}: not a file the lock plans: refused" for name in sorted(members)
+                  if name not in names and not name.startswith(folders)]
+        left_out = {entry["path"]: entry.get("reason") for entry in info["left_out"]}
+        not_bundled = set(left_out)
+        for rel in sorted(names - {BUNDLE_JSON, BUNDLE_SHA256}):
+            if not safe_entry(rel):   # a path the lock hashed outside the archive: never read
+                not_bundled.add(rel)
+                if left_out.get(rel) != OUTSIDE_REASON:
+                    found.append(f"{bundle}:{BUNDLE_JSON}: the lock hashes {rel!r}, outside the bundle, and it is not listed as left out")
+        found += [f"{bundle}:{path}: {LINK_REASON}, left out of the bundle" for path, why in left_out.items() if why == LINK_REASON]
         prefix = str(root) + os.sep
-        for problem in audit_study(study, root, require=require, not_bundled=left_out):
+        for problem in audit_study(str(root / info["manifest"]), root, require=require, not_bundled=not_bundled):
             found.append(problem.replace(prefix, f"{bundle}:"))
         return found
-

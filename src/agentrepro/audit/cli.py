@@ -13,7 +13,7 @@ import argparse
 from agentrepro.errors import BadInput
 from agentrepro.layout import STUDY_HELP, locate
 from agentrepro.audit.study import STAGES, audit_study
-from agentrepro.audit.bundle import audit_bundle
+from agentrepro.audit.bundle import add_max_file_option, audit_bundle, max_file_bytes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,13 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require", choices=STAGES, default="report",
                         help="the last stage whose outputs must all exist: lock, runs (every planned run and evaluation), "
                              "analysis, report (default); outputs of later stages are checked whenever they exist")
+    add_max_file_option(parser, "--bundle: refuse, before extracting it, a member larger than this (what `bundle` packs)")
 
 
 def run(args: argparse.Namespace) -> int:
     if (args.study is None) == (args.bundle is None):
         raise BadInput("give either a STUDY or --bundle FILE", where="arguments")
     if args.bundle:
-        subject, problems = args.bundle, audit_bundle(args.bundle, require=args.require)
+        subject, problems = args.bundle, audit_bundle(args.bundle, require=args.require, max_file_bytes=max_file_bytes(args))
     else:
         home = locate(args.study, args.root)
         if not home.manifest.is_file() and not home.lock.is_file():

@@ -6,6 +6,8 @@
   hash of the run's OUTPUTS.sha256 it evaluated (`run_outputs_sha256`) equal to that seal now: a run
   re-sealed after its evaluation (an edited checkpoint or metrics file) breaks this link; an evaluation by the
   backend itself (not `eval.engine: served`) ran its placement's pinned sources.
+* Both: every program run in a container proves the image the lock pins for the method's placement, and a
+  training job of a placement with a container ran its programs in it (`container_problems`, agentrepro.containers).
 * `check_outcomes(file, ...)`: every row names its study, method, seed and step, and a task of the lock's
   panel with the same task_hash; no (task_id, episode) twice; no panel task missing.
 """
@@ -16,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agentrepro import containers
 from agentrepro.attempts import PROVENANCE
 from agentrepro.audit.tree import EXAMPLES, load_object
 from agentrepro.backends.sources import parity_problems
@@ -60,7 +63,18 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
             found.append(f"{path}: resolved_config_sha256 is {prov.get('resolved_config_sha256')!r}, but {config} hashes to {actual!r}")
         if actual is not None and lock is not None:
             found += _backend_problem(config, run.parent.name, lock)
+    found += container_problems(path, prov, lock, run.parent.name, must_run=True)
     return found + _status_problem(path, prov.get("status")) + source_problems(run, lock), actual
+
+
+def container_problems(path: Path, prov: dict[str, Any], lock: dict[str, Any] | None, method: str, *, must_run: bool) -> list[str]:
+    """Every program of the job ran in the image the lock pins for its method's placement, as the runtime recorded
+    it (agentrepro.containers); a training job of a placement with a container recorded at least one such run."""
+    try:
+        image = method_placement(lock["manifest"], method).image if lock is not None else None
+    except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock, or a malformed lock: reported elsewhere
+        return []
+    return [] if image is None else containers.problems(path, prov, image, must_run=must_run)
 
 
 def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
@@ -104,6 +118,7 @@ def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: st
         elif prov["run_outputs_sha256"] != now:
             found.append(f"{path}: run_outputs_sha256 is {str(prov['run_outputs_sha256'])[:12]}, but {run_seal} hashes to {now[:12]}: "
                          "the run was re-sealed after this evaluation (its outputs changed)")
+    found += container_problems(path, prov, lock, step_dir.parent.parent.parent.name, must_run=False)
     return found + _status_problem(path, prov.get("status")) + _evaluation_sources(step_dir, lock)
 
 

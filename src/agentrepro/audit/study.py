@@ -52,9 +52,11 @@ _STEP_DIR = STEP_DIR_RE
 __all__ = ["STAGES", "audit_study"]
 
 
-def _pruned(run: Path, lock: dict[str, Any], method: str) -> tuple[set[Path], list[str]]:
+def _pruned(run: Path, lock: dict[str, Any] | None, method: str) -> tuple[set[Path], list[str]]:
     """Checkpoint files of the run removed once evaluated, or during training by its framework (backends/checkpoints.py),
     and the problems with their records."""
+    if not lock:
+        return pruned_files(run)
     try:
         during = get_backend(method_placement(lock["manifest"], method).name).pruned_in_training(run)
     except BadInput as exc:

@@ -10,7 +10,9 @@ Facts, as class attributes, read by the manifest checks, the schema generator (b
   `$defs.backend` is generated from these, so the schema and the code cannot disagree;
 * `model_forms`: which model forms it takes (`builtin`: a config-built model or a local directory; `hub`: a hub
   model pinned by revision);
-* `container`: whether its jobs must run in a container image (`image: {none: ...}` is refused otherwise);
+* `container`: whether its jobs run in a container image (agentrepro.containers): `required` (`image: {none: ...}` is
+  refused), `optional`, or `never` (a backend that trains in the harness's own process has no program to wrap: only
+  `image: {none: ...}`);
 * `adapter`: a converter of this framework's outputs that the `command` backend may name (`adapter:`), or None;
 * `shares_warmstart`: whether its runs can start from a shared warm start (`start_from`).
 
@@ -197,7 +199,7 @@ class Backend(abc.ABC):
     name: ClassVar[str] = ""
     block: ClassVar[Block] = COMMON
     model_forms: ClassVar[frozenset[str]] = frozenset({HUB_FORM})
-    container: ClassVar[bool] = True
+    container: ClassVar[str] = "required"   # or "optional", "never"
     adapter: ClassVar[Adapter | None] = None
     shares_warmstart: ClassVar[bool] = False
 
@@ -215,7 +217,7 @@ class Backend(abc.ABC):
 
     def validate_config(self, config: dict[str, Any]) -> None:
         """Raise BadInput (with the key path) for a run config this backend cannot run."""
-        self.check_block(config["backend"])
+        self.check_block(config.get("backend") or {"name": self.name})
 
     @abc.abstractmethod
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None: ...

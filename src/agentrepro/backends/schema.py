@@ -39,7 +39,7 @@ def _when(name: str, then: dict[str, Any], *, inside: str | None = None) -> dict
 
 
 def _image(cls: type[Backend]) -> dict[str, str]:
-    return _ref("image_container" if cls.container else "image_or_none")
+    return _ref({"required": "image_container", "optional": "image_or_none", "never": "image_none"}[cls.container])
 
 
 def backend_def(classes: dict[str, type[Backend]]) -> dict[str, Any]:

@@ -30,13 +30,14 @@ from typing import Any
 from agentrepro.environments.alfworld_data import Game, data_dir_or_env, eligible_games, read_game, split_dir
 from agentrepro.environments.alfworld_tracking import Notes
 from agentrepro.environments.alfworld_prompts import FORMAT, ALFWorldPrompts, parse_action
-from agentrepro.environments.base import Env
+from agentrepro.environments.base import MAX_REWARD, Env
 from agentrepro.environments.params import Param, integer, number, one_of
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_json
 from agentrepro.reading import load_json
 
 NOTHING = "Nothing happens."
+MAX_TURNS = 1_000   # max_turns and history_length (verl-agent: 50 and 2)
 
 
 def _optional_path(v: Any) -> str | None:
@@ -67,9 +68,9 @@ class ALFWorld(Env):
     prompts = ALFWorldPrompts()
     parameters = (
         Param("data_dir", None, _optional_path, "ALFWorld data directory (null: $ALFWORLD_DATA); not part of a task's hash"),
-        Param("max_turns", 50, integer(1), "turns before the episode ends unsolved (verl-agent env.max_steps)"),
-        Param("history_length", 2, integer(0), "earlier observations and actions shown (verl-agent env.history_length)"),
-        Param("success_reward", 10.0, number(), "reward on the turn the game is won (10.0 * won)"),
+        Param("max_turns", 50, integer(1, MAX_TURNS), "turns before the episode ends unsolved (verl-agent env.max_steps)"),
+        Param("history_length", 2, integer(0, MAX_TURNS), "earlier observations and actions shown (verl-agent env.history_length)"),
+        Param("success_reward", 10.0, number(-MAX_REWARD, MAX_REWARD), "reward on the turn the game is won (10.0 * won)"),
         Param("prompt_format", FORMAT, one_of(FORMAT), "response format: <think>...</think> then <action>...</action>"),
         Param("observation", "graphgpo", one_of("graphgpo", "verl-agent"),
               "graphgpo: the game's text with the GraphGPO recipe's notes; verl-agent: the game's text alone"),

@@ -40,6 +40,10 @@ from agentrepro.environments.parsing import parse_response
 from agentrepro.fileio import sha256_json
 
 
+MAX_ACTIONS_PER_STEP = 100   # actions one turn executes at most (VAGEN's games use 3 and 5)
+MAX_REWARD = 1e6             # |format_reward| and |success_reward|: sums over any episode stay far from overflow
+
+
 def turn_parameters(formats: Sequence[str], *, prompt_format: str, max_actions_per_step: int,
                     format_reward: float, render_modes: Sequence[str] = ("text",)) -> tuple[Param, ...]:
     """The parameters of the shared turn logic and prompts, with one game's defaults (the reference's
@@ -48,11 +52,11 @@ def turn_parameters(formats: Sequence[str], *, prompt_format: str, max_actions_p
     return (
         Param("render_mode", render_modes[0], one_of(*render_modes), "observation kind"),
         Param("prompt_format", prompt_format, one_of(*formats), "response format the system prompt asks for"),
-        Param("max_actions_per_step", max_actions_per_step, integer(1),
+        Param("max_actions_per_step", max_actions_per_step, integer(1, MAX_ACTIONS_PER_STEP),
               "actions executed per turn at most (later ones are dropped)"),
         Param("action_sep", ",", nonempty_string, "separator between actions in the answer"),
-        Param("format_reward", format_reward, number(), "reward for a turn that executed at least one action"),
-        Param("success_reward", 1.0, number(), "reward added when the episode is solved"),
+        Param("format_reward", format_reward, number(-MAX_REWARD, MAX_REWARD), "reward for a turn that executed at least one action"),
+        Param("success_reward", 1.0, number(-MAX_REWARD, MAX_REWARD), "reward added when the episode is solved"),
         Param("use_example_in_sys_prompt", True, boolean, "whether the system prompt shows the format's examples"),
     )
 

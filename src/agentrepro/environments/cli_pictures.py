@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentrepro.environments.base import Env
 from agentrepro.environments.images import png_bytes
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_bytes, check_output_dir, check_output_file
+from agentrepro.fileio import atomic_write_bytes, check_output_dir, check_output_file, make_dir
 
 
 def _pixels(env: Env, option: str):
@@ -27,8 +27,7 @@ class TurnPictures:
     """DIR/turn-K.png for each state of a replayed episode (K = 0 after the reset, K = N after turn N)."""
 
     def __init__(self, folder: str):
-        self.folder = check_output_dir(folder, option="--images")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = make_dir(check_output_dir(folder, option="--images"))
 
     def write(self, env: Env, turn: int) -> str:
         """Write the current state's picture as turn-`turn`.png; returns its path."""

@@ -22,6 +22,7 @@ from agentrepro.environments.base import Env, grid_text, turn_parameters
 from agentrepro.environments.images import frozenlake_image
 from agentrepro.environments.params import Param, integer, number, one_of
 from agentrepro.environments.prompts import GridPrompts
+from agentrepro.errors import BadInput
 
 MOVES = {"left": (0, -1), "down": (1, 0), "right": (0, 1), "up": (-1, 0)}  # gymnasium order 0..3
 SYMBOLS = {"S": "_", "F": "_", "H": "O", "G": "G"}  # map letter -> symbol of the cell
@@ -72,13 +73,17 @@ def generate_random_map(size: int, p: float, seed: int) -> list[str]:
             return ["".join(row) for row in board]
 
 
+MAX_SIZE = 64   # rows and columns of a map: `size`, and a given `desc` (whose row count becomes `size`)
+
+
 def _desc(v: Any) -> list[str] | None:
     if v is None:
         return None
-    if not isinstance(v, list) or not v or not all(isinstance(r, str) and r for r in v) \
+    if not isinstance(v, list) or not 0 < len(v) <= MAX_SIZE or not all(isinstance(r, str) and 0 < len(r) <= MAX_SIZE for r in v) \
             or len({len(r) for r in v}) != 1 or any(set(r) - set("SFHG") for r in v) \
             or sum(r.count("S") for r in v) != 1 or sum(r.count("G") for r in v) < 1:
-        raise ValueError("null or a list of equal-length row strings over S F H G with one S and a G")
+        raise ValueError(f"null or a list of at most {MAX_SIZE} equal-length row strings of at most {MAX_SIZE} letters "
+                         "over S F H G with one S and a G")
     return list(v)
 
 
@@ -137,7 +142,7 @@ class FrozenLake(Env):
     image_packages = ("gymnasium",)
     prompts = GridPrompts(guide=GUIDE, examples=EXAMPLES, wm_goal="goal", wm_other="hole")
     parameters = (
-        Param("size", 4, integer(2, 64), "rows and columns of a generated map (the given map's when desc is set)"),
+        Param("size", 4, integer(1, MAX_SIZE), "rows and columns of a generated map (the given map's when desc is set)"),
         Param("p", 0.8, number(0, 1), "probability that a generated cell is frozen rather than a hole"),
         Param("is_slippery", False, one_of(False), "slippery ice (only the VAGEN-Lite setting, false, is supported)"),
         Param("slip_prob", 0.0, one_of(0.0), "probability of slipping (0 without slippery ice)"),
@@ -150,6 +155,8 @@ class FrozenLake(Env):
     def resolve_params(cls, params: dict[str, Any]) -> dict[str, Any]:
         if params["desc"] is not None:
             params["size"] = len(params["desc"])
+        elif params["size"] < 2:   # a start and a different goal need two cells
+            raise BadInput(f"expected an integer >= 2 for a generated map (no desc), got {params['size']}", where="env.params.size")
         return params
 
     def _generate(self, seed: int) -> None:

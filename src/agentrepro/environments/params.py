@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, shown
 
 Check = Callable[[Any], Any]
 
@@ -49,7 +49,7 @@ def validate(owner: str, parameters: Sequence[Param], given: dict[str, Any] | No
         try:
             out[param.name] = param.check(value)
         except ValueError as exc:
-            raise BadInput(f"expected {exc}, got {value!r}", path=path, where=f"env.params.{param.name}") from None
+            raise BadInput(f"expected {exc}, got {shown(value)}", path=path, where=f"env.params.{param.name}") from None
     return out
 
 
@@ -62,9 +62,14 @@ def integer(lo: int | None = None, hi: int | None = None) -> Check:
     return check
 
 
-def optional_integer(lo: int) -> Check:
+def optional_integer(lo: int, hi: int | None = None) -> Check:
     def check(v: Any) -> int | None:
-        return None if v is None else integer(lo)(v)
+        if v is None:
+            return None
+        try:
+            return integer(lo, hi)(v)
+        except ValueError as exc:
+            raise ValueError(f"null or {exc}") from None
     return check
 
 
@@ -72,7 +77,7 @@ def number(lo: float | None = None, hi: float | None = None) -> Check:
     def check(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                 or (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ValueError(f"a finite number{'' if lo is None else f' >= {lo}'}{'' if hi is None else f' <= {hi}'}")
+            raise ValueError(f"a finite number{'' if lo is None else f' >= {lo:g}'}{'' if hi is None else f' <= {hi:g}'}")
         return float(v)
     return check
 

@@ -72,10 +72,20 @@ def generate_for_seed(seed: int, generation: tuple) -> tuple[tuple[int, ...], tu
     return (*generated, tuple(log))
 
 
+# Upper bounds of the generation parameters (the reference has none): a room of 24 x 24 already takes about a
+# second a reset on one core, and every reset may retry `reset_seed_max_tries` x `generate_room_tries` rooms.
+MAX_ROOM_SIDE = 20           # rows and columns of dim_room (VAGEN's studies use 6 to 10)
+MAX_RESET_TRIES = 10_000     # reset_seed_max_tries: the reference's default is also its most
+MAX_ROOM_TRIES = 100         # generate_room_tries (default 4)
+MAX_GEN_STEPS = 1_000        # num_gen_steps (default 1.7 x (rows + cols): 68 at the largest room)
+MAX_SOLUTION_STEPS = 1_000   # min_solution_steps' maximum and min_solution_bfs_max_depth (default 200)
+MAX_STEPS = 1_000_000        # max_steps (ignored, as by the reference)
+
+
 def _dim_room(v: Any) -> list[int]:
     v = integer_pair(v)
-    if min(v) < 3:
-        raise ValueError("a list of two integers >= 3")
+    if not all(3 <= side <= MAX_ROOM_SIDE for side in v):
+        raise ValueError(f"a list of two integers in [3, {MAX_ROOM_SIDE}]")
     return v
 
 
@@ -83,8 +93,8 @@ def _min_solution_steps(v: Any) -> list[int] | None:
     if v is None:
         return None
     v = integer_pair(v)
-    if v[0] > v[1] or v[0] < 0:
-        raise ValueError("null or [min, max] with 0 <= min <= max")
+    if not 0 <= v[0] <= v[1] <= MAX_SOLUTION_STEPS:
+        raise ValueError(f"null or [min, max] with 0 <= min <= max <= {MAX_SOLUTION_STEPS}")
     return v
 
 
@@ -167,14 +177,14 @@ class Sokoban(Env):
     parameters = (
         Param("dim_room", [6, 6], _dim_room, "rows and columns of the room, border walls included"),
         Param("num_boxes", 1, one_of(1), "boxes (the single-box reverse play is what the fixtures cover)"),
-        Param("max_steps", 100, integer(1), "gym-sokoban's step limit (ignored, as by the reference)"),
-        Param("num_gen_steps", None, optional_integer(1), "random-walk steps; null: int(1.7 * (rows + cols))"),
+        Param("max_steps", 100, integer(1, MAX_STEPS), "gym-sokoban's step limit (ignored, as by the reference)"),
+        Param("num_gen_steps", None, optional_integer(1, MAX_GEN_STEPS), "random-walk steps; null: int(1.7 * (rows + cols))"),
         Param("p_change_directions", 0.35, number(0, 1), "probability that the random walk turns"),
-        Param("generate_room_tries", 4, integer(1), "topologies drawn per generation attempt"),
+        Param("generate_room_tries", 4, integer(1, MAX_ROOM_TRIES), "topologies drawn per generation attempt"),
         Param("min_solution_steps", None, _min_solution_steps,
               "null or [min, max]: regenerate until the BFS solution length lies in it"),
-        Param("reset_seed_max_tries", 10000, integer(1), "generation attempts per episode seed"),
-        Param("min_solution_bfs_max_depth", 200, integer(1), "depth limit of the BFS solver"),
+        Param("reset_seed_max_tries", 10000, integer(1, MAX_RESET_TRIES), "generation attempts per episode seed"),
+        Param("min_solution_bfs_max_depth", 200, integer(1, MAX_SOLUTION_STEPS), "depth limit of the BFS solver"),
         *turn_parameters(prompts.formats, prompt_format="wm", max_actions_per_step=3, format_reward=0.1,
                          render_modes=("text", "vision")),
     )

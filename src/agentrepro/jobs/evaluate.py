@@ -23,13 +23,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentrepro import attempts, outcomes, runconfig, seal
+from agentrepro import attempts, containers, outcomes, runconfig, seal
 from agentrepro.backends import checkpoints
 from agentrepro.backends import get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.bounds import STEP
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_jsonl, sha256_file
+from agentrepro.fileio import atomic_write_jsonl, make_dir, sha256_file
 from agentrepro.layout import RunFiles
 from agentrepro.layout import eval_dir as evaluation_dir
 from agentrepro.process import install_sigterm_handler
@@ -64,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
         backend = get_backend(config["backend"]["name"])
     except BadInput as exc:
         raise BadInput(str(exc), path=run_dir / runconfig.RESOLVED) from None
-    eval_dir = evaluation_dir(run_dir, args.step)
-    eval_dir.mkdir(parents=True, exist_ok=True)
+    eval_dir = make_dir(evaluation_dir(run_dir, args.step))
     (eval_dir / seal.OUTPUTS).unlink(missing_ok=True)
 
     run_seal = run_dir / seal.OUTPUTS
@@ -79,11 +78,13 @@ def run(args: argparse.Namespace) -> int:
         "packages": attempts.package_versions(),
     }
     attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
+    containers.clear_records(eval_dir)   # programs run in a container record which image they ran in
     with attempts.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
             rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint,
-                                        exported=backend.checkpoint(config, run_dir, args.step).hf)
+                                        exported=backend.checkpoint(config, run_dir, args.step).hf,
+                                        time_limits=serving_cli.time_limits(args))
         else:  # the backend's own code plays the panel: what it runs is recorded, as for training
             record_run(config, eval_dir)
             rows, prompt = backend.evaluate(run_dir, args.step), backend.prompt_record(config, run_dir)
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     successes = sum(r["success"] for r in rows)
     extra = {"episodes": len(rows), "successes": successes} | ({"evaluator": record} if record else {})
     extra |= {"pruned": {"keep": pruned["keep"], "files": len(pruned["removed"]), "bytes": pruned["removed_bytes"]}} if pruned else {}
+    extra |= containers.attempt_extra(eval_dir)
     attempts.finish_attempt(eval_dir, status="ok", extra=extra)
     seal.write_outputs_manifest(eval_dir)
     print(f"{eval_dir / RunFiles.OUTCOMES}: {successes}/{len(rows)} episodes succeeded")

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentrepro import placement, planning, preflight
+from agentrepro import containers, placement, planning, preflight
 from agentrepro.analysis.reference import load_reference
 from agentrepro.backends.sources import pinned_sources
 from agentrepro.errors import BadInput, Failure, read_from
@@ -83,7 +83,7 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     problems = _Problems()
     files: dict[str, str] = {}
     model = manifest["model"]
-    pinned = {label: (_resolve_backend(p.backend, p.where, problems), _resolve_image(p.image, p.where, problems))
+    pinned = {label: (_resolve_backend(p.backend, p.where, problems), _resolve_image(p.image, p.where, problems, root, files))
               for label, p in placement.declared(manifest).items()}
     (resolved_backend, resolved_image), others = pinned.pop(manifest["backend"]["name"]), pinned
 
@@ -134,13 +134,35 @@ def _resolve_backend(backend: dict[str, Any], where: str, problems: _Problems) -
     return resolved
 
 
-def _resolve_image(image: dict[str, Any], where: str, problems: _Problems) -> dict[str, Any]:
+def _resolve_image(image: dict[str, Any], where: str, problems: _Problems, root: Path, files: dict[str, str]) -> dict[str, Any]:
+    """The pinned container of one placement (agentrepro.containers): a registry image by digest, or a local image
+    file hashed like a data file (its sha256 required, so that the run config carries the pin)."""
     if "none" in image:
-        return {"none": image["none"]}
+        return dict(image)
+    if "file" in image:
+        path, declared = root / image["file"], image.get("sha256")
+        if is_placeholder(image["file"]) or not path.is_file():
+            problems.add(f"{where}image.file", f"image file not found: {path}")
+            return dict(image)
+        actual = sha256_file(path)
+        if declared is None:
+            problems.add(f"{where}image.sha256", f"missing: pin the image file by its hash (sha256: {actual})")
+        elif sha256_problem(declared) is not None or declared != actual:
+            problems.add(f"{where}image.sha256", sha256_problem(declared) or f"{path} hashes to {actual}, not the manifest's {declared}")
+        else:
+            problems.add(f"{where}image.file", containers.file_problem(containers.image_of(image, where=f"{where}image"), path))
+            files[_rel(path, root)] = actual
+        return {"runtime": image["runtime"], "file": image["file"], "sha256": actual}
+    before = len(problems)
     if is_placeholder(image["ref"]):
         problems.add(f"{where}image.ref", f"placeholder {image['ref']!r}: name the image (registry/name:tag)")
     problems.add(f"{where}image.digest", digest_problem(image.get("digest"), image.get("ref")))
-    return {"ref": image["ref"], "digest": image.get("digest")}
+    if len(problems) == before:   # the runtimes' own rules: a reference that is one, never an option
+        try:
+            containers.image_of(image, where=f"{where}image")
+        except BadInput as exc:
+            problems.add(str(exc.where), exc.message)
+    return {"runtime": image["runtime"], "ref": image["ref"], "digest": image.get("digest")}
 
 
 def _check_reference(manifest: dict[str, Any], manifest_file: Path) -> None:
@@ -173,7 +195,8 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
         raise BadInput(f"{why}: the lock could not name the code that runs; commit first, or pass --allow-dirty (recorded in the lock)",
                        path=root.resolve(), where="harness")
     harness["allow_dirty"] = allow_dirty
-    panel, panel_files, packages = build_panel_sources(manifest, root)
+    with read_from(manifest_file):   # env.name and env.params are checked by the environment that builds the panel
+        panel, panel_files, packages = build_panel_sources(manifest, root)
     resolved["files"].update(panel_files)
     if packages:
         resolved["env_packages"] = packages

@@ -20,12 +20,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentrepro import attempts, runconfig, seal
+from agentrepro import attempts, containers, runconfig, seal
 from agentrepro.backends import checkpoints
 from agentrepro.backends import get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.errors import BadInput, read_from
-from agentrepro.fileio import check_output_dir
+from agentrepro.fileio import check_output_dir, make_dir
 from agentrepro.jobs import bookkeeping
 from agentrepro.layout import RunFiles
 from agentrepro.process import install_sigterm_handler
@@ -49,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
         resolved = runconfig.resolve_config(config, backend.default_config())
         backend.validate_config(resolved)
     resolved_sha = config_sha256(resolved)
-    out: Path = check_output_dir(args.out, option="--out")
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = make_dir(check_output_dir(args.out, option="--out"))
 
     resume = not args.no_resume
     if args.from_warmstart is not None and not backend.shares_warmstart:
@@ -72,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     bookkeeping.write_command(out, command)
     base = bookkeeping.provenance_base(config, resolved_sha)
     attempts.start_attempt(out, stage="train", command=command, base=base)
+    containers.clear_records(out)   # this attempt's programs record which image they ran in (agentrepro.containers)
     with attempts.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:
             backend.start_from(out, args.from_warmstart, resolved)  # its step 0 becomes this run's; training resumes from it
@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         prompt = backend.prompt_record(resolved, out)
         pruned = checkpoints.training_summary(backend.pruned_in_training(out))   # older checkpoints' training state
     extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})
+    extra |= containers.attempt_extra(out)
     attempts.finish_attempt(out, status="ok", extra=extra or None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     if pruned:

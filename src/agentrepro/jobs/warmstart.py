@@ -18,7 +18,7 @@ from pathlib import Path
 from agentrepro import attempts, outcomes, runconfig, seal
 from agentrepro.backends import get_backend
 from agentrepro.errors import BadInput, read_from
-from agentrepro.fileio import atomic_write_jsonl, check_output_dir
+from agentrepro.fileio import atomic_write_jsonl, check_output_dir, make_dir
 from agentrepro.jobs import bookkeeping
 from agentrepro.layout import RunFiles, outcomes_path
 from agentrepro.process import install_sigterm_handler
@@ -45,8 +45,7 @@ def run(args: argparse.Namespace) -> int:
         resolved = runconfig.resolve_config(config, backend.default_config())
         backend.validate_config(resolved)
         ws_config = warmstart_config(resolved, path=args.config)
-    out: Path = check_output_dir(args.out, option="--out")
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = make_dir(check_output_dir(args.out, option="--out"))
     bookkeeping.clear_outputs(out, OUTPUT_NAMES)
 
     command = attempts.command_line()

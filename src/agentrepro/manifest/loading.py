@@ -18,6 +18,7 @@ from agentrepro.backends import REGISTRY, backend_class, get_backend
 from agentrepro.placement import HUB_FORM, Placement, declared, default_placement, model_form, placements
 from agentrepro.reading import load_yaml
 from agentrepro.schema import key_path, validate
+from agentrepro.trainer import model_size
 
 MANIFEST_SCHEMA = "manifest.schema.json"
 
@@ -54,10 +55,13 @@ def check_forms(placement: Placement, model: dict[str, Any], *, path: object) ->
     """One backend's image and the study's model form, by the backend's facts (`container`, `model_forms`)."""
     name, where, form = placement.name, placement.where, model_form(model)
     facts = backend_class(name)
-    if facts.container and "none" in placement.image:
-        bare = [n for n, c in REGISTRY.classes().items() if not c.container]
+    if facts.container == "required" and "none" in placement.image:
+        bare = [n for n, c in REGISTRY.classes().items() if c.container != "required"]
         raise BadInput(f"only the {' and '.join(bare)} backends may run without a container; backend {name!r} "
-                       "needs image: {ref, digest}", path=path, where=f"{where}image.none")
+                       "needs image: {runtime, ref, digest} or {runtime, file, sha256}", path=path, where=f"{where}image.none")
+    if facts.container == "never" and "none" not in placement.image:   # no program of its own to wrap (docs/containers.md)
+        raise BadInput(f"the {name} backend trains inside the harness's own process, which no container wraps: give "
+                       "image: {none: <why>} (the lock records the harness's Python environment)", path=path, where=f"{where}image")
     if form not in facts.model_forms:
         backend = f"the {name} backend{'' if not where else f' ({where[:-1]})'}"
         if form == HUB_FORM:
@@ -109,6 +113,8 @@ def check_manifest(manifest: Any, *, path: object) -> dict[str, Any]:
         raise BadInput(f"{manifest['study']!r} differs from the file name {Path(str(path)).name!r}: "
                        "runs and the lock are found by the study name, so they must agree", path=path, where="study")
     methods = manifest["methods"]
+    if "config" in manifest["model"]:   # a builtin model: bounded, and its training memory estimated, per method
+        model_size.check_model(manifest["model"], {f"method {m}": {**manifest["train"], **methods[m]} for m in methods}, path=path)
     for i, claim in enumerate(manifest.get("analysis", {}).get("claims", [])):   # the grammar's one owner: claim_text
         check_methods(parse_claim_text(claim, where=f"analysis.claims[{i}]", path=path), list(methods),
                       where=f"analysis.claims[{i}]", path=path)

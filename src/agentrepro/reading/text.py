@@ -73,8 +73,13 @@ def read_text(path: str | os.PathLike, *, missing: str = "file not found") -> st
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:
-    """The lines of a text file (see `read_text`), without their line ends."""
-    return read_text(path).splitlines()
+    """The lines of a text file (see `read_text`), without their line ends: a line ends at a line feed (a carriage
+    return before it is dropped) and nowhere else, as the package writes its files; U+2028, U+0085 and the other
+    characters `str.splitlines` also breaks at are part of a line."""
+    lines = read_text(path).split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 # ---------------------------------------------------------------------------------------------- walking

@@ -15,19 +15,18 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from agentrepro import layout
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_bytes, atomic_write_text, check_output_dir, sha256_file
+from agentrepro.fileio import atomic_write_bytes, atomic_write_text, check_output_dir, make_dir, make_temp_dir, sha256_file
 from agentrepro.layout import STUDY_HELP, locate
 from agentrepro.report.audit import audit_result
 from agentrepro.report.load import load_analysis
 from agentrepro.report.paged import PAPERS
 from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
 from agentrepro.report.render import render_report
-from agentrepro.seal import OUTPUTS, write_outputs_manifest
+from agentrepro.seal import OUTPUTS, sums_text, write_outputs_manifest
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help=f"{STUDY_HELP}; reads analysis/STUDY/, writes reports/STUDY/")
@@ -65,13 +64,12 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
                                   pdf_engine=printer.version if printer else None)
 
     out = home.reports
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{home.name}.", suffix=".tmp", dir=out.parent))
+    staging = make_temp_dir(out.parent, prefix=f".{home.name}.")
     try:
         atomic_write_text(staging / "report.html", html)
         # the analysis this report shows, sealed with it: `agentrepro audit` checks the analysis still hashes so
-        atomic_write_text(staging / layout.REPORT_ANALYSIS_RECORD, "".join(f"{digest}  {rel}\n" for rel, digest in sorted(files.items())))
-        (staging / "figures").mkdir()  # always there (a Snakemake directory() output), even with no figure
+        atomic_write_text(staging / layout.REPORT_ANALYSIS_RECORD, sums_text(files))
+        make_dir(staging / "figures")  # always there (a Snakemake directory() output), even with no figure
         for f in figures:
             atomic_write_bytes(staging / "figures" / f"{f.key}.png", f.png)
         if printer:

@@ -20,11 +20,11 @@ from agentrepro.environments import task_panel, validate_params
 from agentrepro.environments.cli import parse_params
 from agentrepro.environments.seeds import parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_jsonl, check_output_dir
+from agentrepro.fileio import atomic_write_jsonl, check_output_dir, make_dir
 from agentrepro.layout import RunFiles
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.evaluate import evaluate_model
-from agentrepro.serving.servers import KINDS, ServerConfig
+from agentrepro.serving.servers import KINDS, TIME_LIMITS_S, ServerConfig
 
 URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 
@@ -52,11 +52,29 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--gpus", type=integer(1, 64), default=1, help="sglang tensor parallel size (default 1)")
     group.add_argument("--no-deterministic-inference", action="store_true",
                        help="sglang: leave --enable-deterministic-inference off (per-request seeds then not honoured)")
-    group.add_argument("--startup-timeout", type=number(1, 86400), default=600.0, help="seconds for the server to become ready")
+    group.add_argument("--startup-timeout", type=number(1, TIME_LIMITS_S["startup_timeout_s"]), default=ServerConfig.startup_timeout_s,
+                       help="seconds for the server to become ready (default %(default)g)")
+    add_time_limits(parser)
+
+
+def add_time_limits(parser: argparse.ArgumentParser) -> None:
+    """--request-timeout and --deadline: with --model, and with --run (over eval.server's) for a served evaluation."""
+    group = parser.add_argument_group("time limits of a served evaluation (a hung or slow server fails the attempt)")
+    group.add_argument("--request-timeout", type=number(1, TIME_LIMITS_S["request_timeout_s"]), default=None, metavar="S",
+                       help=f"seconds one chat request may take, connecting to last byte (default eval.server.request_timeout_s, "
+                            f"else {ServerConfig.request_timeout_s:g})")
+    group.add_argument("--deadline", type=number(1, TIME_LIMITS_S["deadline_s"]), default=None, metavar="S",
+                       help=f"seconds the whole evaluation may take (default eval.server.deadline_s, else {ServerConfig.deadline_s:g})")
+
+
+def time_limits(args: argparse.Namespace) -> dict[str, float]:
+    """The time limits the command line sets (none given: none)."""
+    given = {"request_timeout_s": args.request_timeout, "deadline_s": args.deadline}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def server_config(args: argparse.Namespace) -> ServerConfig:
-    common = dict(concurrency=args.concurrency, max_tokens=args.max_tokens, startup_timeout_s=args.startup_timeout)
+    common = dict(concurrency=args.concurrency, max_tokens=args.max_tokens, startup_timeout_s=args.startup_timeout, **time_limits(args))
     if URL.match(args.server):
         return ServerConfig(kind="url", url=args.server, **common)
     if args.server not in KINDS or args.server == "url":
@@ -80,7 +98,7 @@ def run_model(args: argparse.Namespace) -> int:
     step = args.step if args.step is not None else 0
     evaluation = {"temperature": args.temperature, "top_p": args.top_p, "sample_seed": args.sample_seed,
                   "max_turns": args.max_turns, "episodes_per_task": args.episodes}
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out)
     (out / seal.OUTPUTS).unlink(missing_ok=True)
     attempts.start_attempt(out, stage="eval", command=attempts.command_line(),
                            base={**identity, "step": step, "model_dir": str(model.resolve()), "env": args.env,

@@ -4,7 +4,9 @@
 run config says `eval.engine: served`) and a model directory on given seeds (`eval --model`). The
 sampling settings come from the run config's `eval` block (temperature, top_p, sample_seed,
 episodes_per_task, max_turns) and `eval.server` (max_tokens, concurrency); the dialogue mode is the
-run's `train.mode`. Sampling (temperature > 0) through `transformers serve` needs `do_sample: true` in
+run's `train.mode`. The evaluation as a whole ends, failed, when `eval.server.deadline_s` (`--deadline`) has passed,
+each request when `eval.server.request_timeout_s` (`--request-timeout`) has (client.py); the failure says which.
+Sampling (temperature > 0) through `transformers serve` needs `do_sample: true` in
 the model's generation_config.json (the server does not turn it on from the temperature): without it the
 evaluation is refused rather than silently greedy.
 """
@@ -21,7 +23,7 @@ from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles, eval_dir
 from agentrepro.reading import load_json
 from agentrepro.serving.chat import MODES
-from agentrepro.serving.client import ChatClient
+from agentrepro.serving.client import ChatClient, ServerError
 from agentrepro.serving.engine import Sampling, evaluate_panel
 from agentrepro.serving.servers import ServerConfig, determinism, serve
 
@@ -51,11 +53,17 @@ def evaluate_model(model_dir: str | Path | None, *, identity: dict[str, Any], st
     episodes = int(evaluation.get("episodes_per_task", 1))
     with serve(server, model_dir, log_dir=log_dir, seed=sampling.sample_seed, tensor_parallel=tensor_parallel) as live:
         async def play() -> list[dict[str, Any]]:
-            client = ChatClient(live.url, live.model, is_alive=live.alive, max_connections=max(server.concurrency, 1))
+            client = ChatClient(live.url, live.model, timeout_s=server.request_timeout_s, is_alive=live.alive,
+                                max_connections=max(server.concurrency, 1))
             try:
-                return await evaluate_panel(lambda: make_env(env_name, env_params), panel, identity=identity, step=step,
-                                            client=client, sampling=sampling, mode=mode, max_turns=max_turns,
-                                            episodes=episodes, concurrency=server.concurrency, category=env_name)
+                return await asyncio.wait_for(
+                    evaluate_panel(lambda: make_env(env_name, env_params), panel, identity=identity, step=step, client=client,
+                                   sampling=sampling, mode=mode, max_turns=max_turns, episodes=episodes,
+                                   concurrency=server.concurrency, category=env_name),
+                    server.deadline_s)
+            except asyncio.TimeoutError:
+                raise ServerError(f"{live.url}: the evaluation's deadline of {server.deadline_s:g} s passed before its "
+                                  f"{len(panel) * episodes} episodes were played (eval.server.deadline_s, --deadline)") from None
             finally:
                 await client.aclose()
 
@@ -63,6 +71,7 @@ def evaluate_model(model_dir: str | Path | None, *, identity: dict[str, Any], st
         record = dict(live.provenance)
     record.update(determinism(server, temperature=sampling.temperature))
     provenance = {"engine": "served", "server": record, "mode": mode, "concurrency": server.concurrency,
+                  "time_limits_s": {"request": server.request_timeout_s, "deadline": server.deadline_s},
                   "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens,
                                "sample_seed": sampling.sample_seed, "max_turns": max_turns},
                   "model_dir": None if model_dir is None else str(model_dir)}
@@ -90,15 +99,16 @@ def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: 
 
 
 def evaluate_run(config: dict[str, Any], run_dir: Path, step: int, *, log_dir: Path, exported: Path | None,
-                 checkpoint: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                 checkpoint: Path | None = None, time_limits: dict[str, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`agentrepro eval --run` for a run whose config says `eval.engine: served`; `exported`: the backend's Hugging
-    Face copy of checkpoint `step` (None: it has none)."""
+    Face copy of checkpoint `step` (None: it has none); `time_limits` (the command line's request_timeout_s and
+    deadline_s) take the place of eval.server's."""
     evaluation = dict(config.get("eval") or {})
     env = config["env"]
     params = validate_params(env["name"], env.get("params") or {})
     panel = outcomes.frozen_panel(env["name"], params, evaluation)
     evaluation.setdefault("max_turns", (config.get("train") or {}).get("max_turns", DEFAULT_MAX_TURNS))
-    server = ServerConfig.from_dict(evaluation.get("server"))
+    server = ServerConfig.from_dict({**(evaluation.get("server") or {}), **(time_limits or {})})
     model_dir = run_model_dir(config, run_dir, step, checkpoint, exported)
     identity = {"study": config["study"], "method": config["method"], "seed": config["seed"]}
     return evaluate_model(model_dir, identity=identity, step=step, env_name=env["name"], env_params=params, panel=panel,

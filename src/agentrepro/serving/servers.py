@@ -31,9 +31,14 @@ import httpx
 
 from agentrepro.attempts import now
 from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import make_dir
 from agentrepro.process import last_line, stop_tree
+from agentrepro.serving.client import MIN_REPLY_BYTES, REQUEST_TIMEOUT_S, ServerError, parse_answer, read_bounded_sync
 
 KINDS = ("transformers", "sglang", "url")
+DEADLINE_S = 12 * 3600.0   # a whole evaluation (eval.server.deadline_s): 128 tasks x 5 turns on a CPU server take an hour or two
+# The largest value of each time limit (workflow/schemas/manifest.schema.json states the same; the `eval` options use them).
+TIME_LIMITS_S = {"startup_timeout_s": 86_400.0, "request_timeout_s": 86_400.0, "deadline_s": 7 * 86_400.0}
 PACKAGE = {"transformers": "transformers", "sglang": "sglang"}
 
 
@@ -48,7 +53,9 @@ class ServerConfig:
     deterministic_inference: bool = True  # sglang: --enable-deterministic-inference
     concurrency: int = 8                  # episodes in flight
     max_tokens: int = 256                 # per turn, sent with every request
-    startup_timeout_s: float = 600.0
+    startup_timeout_s: float = 600.0     # the server process until it answers
+    request_timeout_s: float = REQUEST_TIMEOUT_S   # one chat request, from connecting to the last byte
+    deadline_s: float = DEADLINE_S        # every episode of the evaluation
     args: tuple[str, ...] = ()            # further arguments for the server program, one word each
 
     @classmethod
@@ -122,9 +129,16 @@ class Server:
 
 
 def served_models(url: str, timeout_s: float = 5.0) -> list[str]:
-    response = httpx.get(f"{url.rstrip('/')}/v1/models", timeout=timeout_s)
-    response.raise_for_status()
-    return [m["id"] for m in response.json().get("data", [])]
+    """The model names a server lists on GET /v1/models; ServerError for an answer that is no such list."""
+    where = f"{url.rstrip('/')}/v1/models"
+    with httpx.stream("GET", where, timeout=timeout_s) as response:
+        data = read_bounded_sync(response.iter_bytes(), MIN_REPLY_BYTES, where)
+        response.raise_for_status()
+    listed = parse_answer(data, where)
+    models = listed.get("data") if isinstance(listed, dict) else None
+    if not isinstance(models, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in models):
+        raise ServerError(f"{where}: expected {{\"data\": [{{\"id\": <name>}}, ...]}}, got {data[:200].decode('utf-8', 'replace')!r}")
+    return [m["id"] for m in models]
 
 
 @contextlib.contextmanager
@@ -145,7 +159,7 @@ def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, 
             else sglang_argv(model, port, seed=seed, tensor_parallel=tensor_parallel,
                              deterministic=config.deterministic_inference, args=config.args))
     url = f"http://127.0.0.1:{port}"
-    log_dir.mkdir(parents=True, exist_ok=True)
+    make_dir(log_dir)
     err_path = log_dir / "server.stderr.log"
     header = f"=== agentrepro {now()}: {shlex.join(argv)}\n"
     with open(log_dir / "server.stdout.log", "a", encoding="utf-8") as out, open(err_path, "a", encoding="utf-8") as err:
@@ -175,7 +189,7 @@ def ready(server: Server) -> bool:
     a model directory it was started on (5.17 answered 500 there with no cache), and lists a pinned model from
     5.24 on. SGLang lists its `--model-path` on `/v1/models`.
     """
-    with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+    with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError, ServerError):
         if server.provenance["kind"] == "transformers":
             response = httpx.get(f"{server.url}/health", timeout=5.0)
             return response.status_code == 200 and response.json().get("status") == "ok"
@@ -200,8 +214,8 @@ def _wait_ready(server: Server, timeout_s: float, err_path: Path) -> None:
 def _attach(config: ServerConfig, model_dir: str | Path | None) -> Server:
     try:
         listed = served_models(config.url)
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        raise Failure(f"{config.url}: no OpenAI-compatible server answers GET /v1/models ({type(exc).__name__}: {exc})") from None
+    except (httpx.HTTPError, ServerError) as exc:
+        raise ServerError(f"{config.url}: no OpenAI-compatible server answers GET /v1/models ({type(exc).__name__}: {exc})") from None
     wanted = config.model or (str(Path(model_dir).resolve()) if model_dir is not None else None)
     if wanted is None and len(listed) == 1:
         model = listed[0]  # neither a model directory nor a name given: the one model the server serves

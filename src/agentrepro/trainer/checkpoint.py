@@ -36,6 +36,21 @@ def saved_steps(run_dir: str | Path) -> list[int]:
     return sorted(int(m.group(1)) for p in d.iterdir() if (m := _STEP_RE.match(p.name)))
 
 
+GLOBAL_STREAM = 0x6C0B   # the global generators' stream of a run seed (numpy SeedSequence entropy [seed, GLOBAL_STREAM])
+
+
+def seed_global_rng(seed: int) -> None:
+    """Seed torch's global generators from the run seed, before a run (or a shared warm start) draws anything.
+
+    The trainer draws every random number from its own generators (sampling, update order, tasks), so the global
+    ones decide nothing for the builtin tiny models; a local model with dropout draws from them in the update.
+    Checkpoints save the global CPU state, and torch seeds it at random in every process: unseeded, a run killed
+    and resumed in a new process saved a different state at every step than an uninterrupted run (and two fresh
+    runs of one seed differed too). Seeded here, the saved state is a function of the run's seed and of what was
+    drawn, so resumed and uninterrupted runs save the same state, and dropout, where a model has it, reproduces."""
+    torch.manual_seed(int(np.random.SeedSequence([seed, GLOBAL_STREAM]).generate_state(1)[0]))
+
+
 def rng_state(generators: dict[str, torch.Generator], numpy_rng: np.random.Generator) -> dict[str, Any]:
     return {"torch_cpu": torch.get_rng_state(), "numpy": numpy_rng.bit_generator.state,
             "generators": {k: g.get_state() for k, g in generators.items()}}

@@ -3,8 +3,9 @@
 Each field is typed, defaulted and documented in one line; `TrainConfig.from_dict` rejects unknown keys
 and wrong types with a BadInput naming `train.<key>`. The estimator's options are not written here: one
 field per option of agentrepro.algorithms.spec (name, type, default, allowed values) is added right after
-`estimator`, and validated from the same declarations. workflow/schemas/train_config.schema.json mirrors
-these fields (its estimator part is written by `python -m agentrepro.trainer.schema`; tests keep it in step).
+`estimator`, and validated from the same declarations. Integer fields are bounded (`INTEGER_BOUNDS`).
+workflow/schemas/train_config.schema.json mirrors these fields (its estimator part and the integer bounds are written
+by `python -m agentrepro.trainer.schema`; tests keep it in step).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, get_type_hints
 
 from agentrepro import runconfig
 from agentrepro.algorithms.spec import SPECS, EstimatorSpec, Option, all_options, trainer_specs
+from agentrepro.bounds import MAX_SEED, MAX_TRAIN_STEPS
 from agentrepro.errors import BadInput
 
 SPECS_BY_NAME: dict[str, EstimatorSpec] = {s.name: s for s in trainer_specs()}
@@ -22,6 +24,35 @@ SPECS_BY_NAME: dict[str, EstimatorSpec] = {s.name: s for s in trainer_specs()}
 ESTIMATORS = tuple(SPECS_BY_NAME)
 ESTIMATOR_OPTIONS: tuple[Option, ...] = all_options(tuple(SPECS_BY_NAME.values()))
 """One TrainConfig field each, right after `estimator`."""
+
+
+MAX_BATCH_TRAJECTORIES = 1_000_000     # groups x group_size: trajectories sampled per step
+
+# Every integer field with its smallest and largest value: the largest bound what a manifest can ask of any backend
+# (a batch, a sequence, a count of processes or threads). train_config.schema.json states the same (trainer/schema.py
+# writes them).
+INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
+    "steps": (0, MAX_TRAIN_STEPS),
+    "groups": (1, MAX_BATCH_TRAJECTORIES),
+    "group_size": (1, MAX_BATCH_TRAJECTORIES),
+    "epochs": (1, 1_000),
+    "minibatches": (1, MAX_BATCH_TRAJECTORIES),
+    "max_turns": (1, 1_000_000),
+    "max_new_tokens": (1, 1_000_000),
+    "train_first_seed": (0, MAX_SEED),
+    "train_num_seeds": (1, 1_000_000),
+    "warmstart_max_steps": (0, MAX_TRAIN_STEPS),
+    "warmstart_batch": (1, 1_000_000),
+    "warmstart_eval_every": (1, MAX_TRAIN_STEPS),
+    "warmstart_val_first_seed": (0, MAX_SEED),
+    "warmstart_val_seeds": (1, 1_000_000),
+    "warmstart_actions_per_turn": (1, 1_000),
+    "micro_batch_tokens": (0, 1_000_000_000),
+    "threads": (1, 1_024),
+    "data_parallel": (0, 1_024),
+    "checkpoint_every": (1, MAX_TRAIN_STEPS),
+    "dump_batches_every": (0, MAX_TRAIN_STEPS),
+}
 
 
 def _with_estimator_options(cls):
@@ -146,15 +177,9 @@ class TrainConfig:
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 bad(key, "one of " + ", ".join(allowed))
-        for key in ("groups", "group_size", "max_turns", "max_new_tokens", "epochs", "minibatches", "threads",
-                    "checkpoint_every", "warmstart_batch", "warmstart_eval_every", "warmstart_val_seeds",
-                    "warmstart_actions_per_turn", "train_num_seeds"):
-            if getattr(self, key) < 1:
-                bad(key, "an integer >= 1")
-        for key in ("steps", "warmstart_max_steps", "dump_batches_every", "micro_batch_tokens", "train_first_seed", "warmstart_val_first_seed",
-                    "data_parallel"):
-            if getattr(self, key) < 0:
-                bad(key, "an integer >= 0")
+        for key, (low, high) in INTEGER_BOUNDS.items():
+            if not low <= getattr(self, key) <= high:
+                bad(key, f"an integer in [{low:,}, {high:,}]")
         for key in ("lr", "warmstart_lr", "clip_ratio", "grad_clip", "temperature"):
             if not getattr(self, key) > 0:
                 bad(key, "a number > 0")
@@ -167,6 +192,8 @@ class TrainConfig:
         message = runconfig.step_rows_problem(self.step_rows, self.steps)
         if message:
             raise BadInput(message, path=path, where=f"{where}.step_rows")
+        if self.batch_trajectories > MAX_BATCH_TRAJECTORIES:
+            bad("group_size", f"groups x group_size at most {MAX_BATCH_TRAJECTORIES:,} (groups is {self.groups:,})")
         if self.minibatches > self.batch_trajectories:
             bad("minibatches", f"at most groups x group_size = {self.batch_trajectories}")
 

@@ -5,7 +5,8 @@ Writes into the run directory (docs/design.md §3.3): metrics.jsonl, timings.jso
 batch dump hold is trainer/step_record.py's. Checkpoints are saved at exactly the evaluated steps
 (`runconfig.checkpoint_steps`: step 0, after the warm start, always), so the workflow evaluates every checkpoint and
 nothing else. With `resume`, the newest checkpoint is loaded with its optimizer, scheduler and random states, the
-logs are cut back to its step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends.
+logs are cut back to its step, and the run continues; on the CPU it ends bit for bit where an uninterrupted run ends,
+the saved random states included (torch's global generators are seeded from the run seed: checkpoint.seed_global_rng).
 With several data-parallel ranks (`ranks`, trainer/parallel.py) rank 0 sets the run up (warm start or resume)
 while the others wait, then every rank starts from its checkpoint; only rank 0 writes.
 """
@@ -22,7 +23,7 @@ import torch
 from tqdm import tqdm
 
 from agentrepro import runconfig
-from agentrepro.fileio import atomic_write_json, atomic_write_jsonl
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, make_dir
 from agentrepro.layout import RunFiles, batch_dump
 from agentrepro.reading import iter_jsonl
 from agentrepro.runconfig import evaluated_steps
@@ -64,9 +65,10 @@ class Trainer:
         self.spec = RunSpec.from_config(config)
         self.cfg = cfg = self.spec.train
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.run_dir)
         self.save_steps = set(checkpoint_schedule(self.spec))
         self.device = run_device(cfg, ranks.device(cfg.device))
+        ckpt.seed_global_rng(self.spec.seed)   # a resume then restores the saved state over it
         self.sample_gen = torch.Generator().manual_seed(sampling_seed(self.spec.seed, ranks.rank))
         self.update_gen = torch.Generator().manual_seed(self.spec.seed * 1_000_003 + 2)
         self.task_rng = np.random.default_rng([self.spec.seed, 0x7A5C])

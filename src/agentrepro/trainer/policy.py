@@ -25,9 +25,7 @@ import torch
 from torch import nn
 
 from agentrepro.errors import BadInput
-
-TINY_ARCHS = ("tiny-gpt2", "tiny-qwen2")
-TINY_KEYS = {"d_model", "n_layers", "n_heads", "max_positions"}
+from agentrepro.trainer.model_size import check_config
 
 
 @dataclass(frozen=True)
@@ -48,16 +46,7 @@ class ModelSpec:
         name = data.get("name", "tiny-qwen2")
         cfg = dict(data.get("config") or {})
         if data.get("path") is None:
-            if name not in TINY_ARCHS:
-                raise BadInput(f"expected one of {', '.join(TINY_ARCHS)} (or give model.path: a local model directory), got {name!r}", path=path, where="model.name")
-            for key, value in cfg.items():
-                if key not in TINY_KEYS:
-                    raise BadInput(f"unknown key (expected one of: {', '.join(sorted(TINY_KEYS))})", path=path, where=f"model.config.{key}")
-                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                    raise BadInput(f"expected an integer >= 1, got {value!r}", path=path, where=f"model.config.{key}")
-            cfg = {"d_model": 64, "n_layers": 2, "n_heads": 4, "max_positions": 512, **cfg}
-            if cfg["d_model"] % cfg["n_heads"]:
-                raise BadInput("d_model must be divisible by n_heads", path=path, where="model.config.n_heads")
+            cfg = check_config(name, cfg, path=path)
         elif not Path(data["path"]).is_dir():
             raise BadInput(f"local model directory not found: {data['path']}", path=path, where="model.path")
         return cls(name=name, config=cfg, path=data.get("path"))

@@ -3,7 +3,8 @@
     python -m agentrepro.trainer.schema [SCHEMA]     # rewrite the file in place (default: the repository's)
 
 `estimator` and one property per estimator option (type, allowed values, default, description) come from
-the specs; every other property is kept as written. Properties follow TrainConfig's field order.
+the specs, the minimum and maximum of every integer field from `TrainConfig`'s `INTEGER_BOUNDS`; every other part of
+a property is kept as written. Properties follow TrainConfig's field order.
 tests/trainer/test_schema.py checks that the file equals what this writes.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from agentrepro import schema
 from agentrepro.algorithms.spec import SPECS, Option, option_help
-from agentrepro.trainer.config import ESTIMATOR_OPTIONS, SPECS_BY_NAME, TrainConfig
+from agentrepro.trainer.config import ESTIMATOR_OPTIONS, INTEGER_BOUNDS, SPECS_BY_NAME, TrainConfig
 
 SCHEMA = schema.SCHEMA_DIR / "train_config.schema.json"
 
@@ -44,6 +45,10 @@ def render(document: dict[str, Any]) -> dict[str, Any]:
     """`document` with its estimator properties rewritten from the specs, in TrainConfig's field order."""
     generated = {"estimator": estimator_property(), **{o.name: option_property(o) for o in ESTIMATOR_OPTIONS}}
     kept = document.get("properties", {})
+    for name, (low, high) in INTEGER_BOUNDS.items():
+        if name in kept:
+            rest = {k: v for k, v in kept[name].items() if k not in ("type", "minimum", "maximum")}
+            kept[name] = {"type": "integer", "minimum": low, "maximum": high, **rest}
     properties = {f.name: generated[f.name] if f.name in generated else kept[f.name] for f in dataclasses.fields(TrainConfig)
                   if f.name in generated or f.name in kept}
     return {**document, "properties": properties}

@@ -4,7 +4,8 @@ Words are separated by whitespace; a newline is its own token `<nl>` (grids keep
 vocabulary is: the special tokens, the environment's action words, `<nl>`, then every word seen in the
 observations of a few probe episodes (reset plus the BFS solution) and the environment's grid symbols, sorted — so it is deterministic for an
 environment and its parameters. Unknown words map to `<unk>`. It saves and loads with
-`save_pretrained` / `PreTrainedTokenizerFast.from_pretrained` like any transformers tokenizer.
+`save_pretrained` / `PreTrainedTokenizerFast.from_pretrained` like any transformers tokenizer. It holds at
+most `model_size.MAX_VOCAB` words (the bound the builtin model's memory estimate counts with).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from collections.abc import Iterable
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers
 from tokenizers.models import WordLevel
 from transformers import PreTrainedTokenizerFast
+
+from agentrepro.errors import Failure
+from agentrepro.trainer.model_size import MAX_VOCAB
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 OBS, ACT, NL = "<obs>", "<act>", "<nl>"
@@ -28,6 +32,9 @@ def build_word_tokenizer(action_words: Iterable[str], texts: Iterable[str]) -> P
         words.update(text.replace("\n", f" {NL} ").split())
     ordered = SPECIALS + actions + [w for w in [NL] + sorted(words) if w not in SPECIALS and w not in actions]
     vocab = {w: i for i, w in enumerate(dict.fromkeys(ordered))}
+    if len(vocab) > MAX_VOCAB:
+        raise Failure(f"the environment's probe episodes hold {len(vocab):,} distinct words, more than the builtin "
+                      f"tokenizer's bound of {MAX_VOCAB:,}: give model.path (a model with its own tokenizer)")
     core = Tokenizer(WordLevel(vocab=vocab, unk_token=UNK))
     core.normalizer = normalizers.Replace("\n", f" {NL} ")
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()

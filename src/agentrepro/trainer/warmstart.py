@@ -124,6 +124,7 @@ def make_warmstart(config: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     same order, so the weights are the same bytes."""
     spec = RunSpec.from_config(config)
     device = run_device(spec.train)
+    ckpt.seed_global_rng(spec.seed)   # as a run that warm-starts itself does (loop.Trainer)
     tokenizer = spec.build_tokenizer()
     codec = spec.make_codec(tokenizer)
     policy = build_policy(spec.model, tokenizer, spec.seed).to(device)

@@ -34,7 +34,7 @@ class BuiltinBackend(Backend):
     name = "builtin"
     block = COMMON
     model_forms = frozenset({BUILTIN_FORM})
-    container = False
+    container = "never"
     shares_warmstart = True
 
     def default_config(self) -> dict[str, Any]:

@@ -21,14 +21,17 @@ Placeholders are any key path of the resolved config (`{train.lr}`, `{seed}`), p
 `{config}` (resolved_config.yaml), `{resume}` (true/false), `{python}` (this interpreter), and for
 `eval_command` `{step}`, `{eval_dir}` and `{outcomes}` (= eval_dir/raw/outcomes.jsonl). stdout and stderr go
 to RUN_DIR/logs/; the filled command, shell-quoted, is kept in RUN_DIR/external_command.txt.
+With a container image (`image: {runtime, ...}`), each command runs inside it (`template_program`, agentrepro.containers), with
+the run directory and the study root mounted, and the job records which image the runtime ran; `{python}` is then the
+harness's interpreter on the host, not the image's: name the image's own (`python3`).
 
 Contract: the trainer writes the run directory contract (metrics.jsonl, checkpoints/, ...) into
 {run_dir}; the evaluator writes one outcome row per episode (docs/design.md §3.4) to {outcomes}. With an
 adapter, that framework's own outputs are converted instead: `adapter:` names a backend that offers one
 (`Backend.adapter`: verl-agent's outputs, Relax's per-episode rollout summaries).
 
-It needs no container (it runs in the harness's own Python environment unless its template starts one) and takes a
-config-built, local or hub model.
+It may run in a container (`image: {runtime, ...}`, docs/containers.md) or without one (`image: {none: ...}`: in the
+harness's own Python environment), and takes a config-built, local or hub model.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import layout, runconfig
+from agentrepro import containers, layout, runconfig
 from agentrepro.backends.base import BUILTIN_FORM, COMMON, HUB_FORM, Adapter, Backend, Block, text
 from agentrepro.backends.command import code_words, template
 from agentrepro.backends.launch import Launch, run_launch
@@ -92,22 +95,31 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     return argv, env
 
 
-def template_launch(block: dict[str, Any], key: str, ctx: dict[str, Any], purpose: str) -> Launch:
-    """backend.<key> filled with `ctx`, as the program it runs (in backend.cwd when given)."""
+def template_program(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str) -> containers.Program:
+    """backend.<key> filled with `ctx`, as the program it runs: in backend.cwd when given, inside the placement's
+    container when it has one (agentrepro.containers; its records kept by the job it belongs to: the evaluation's
+    directory, or the run's)."""
     argv, env = prepare(block, key, ctx)
-    cwd = block.get("cwd")
-    return Launch(purpose, tuple(argv), env, Path(cwd) if cwd else None)
+    return containers.program(ctx, argv, env, block.get("cwd"), run_dir=Path(run_dir),
+                              job_dir=Path(ctx.get("eval_dir", run_dir)), label=label)
+
+
+def template_launch(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str, purpose: str) -> Launch:
+    """backend.<key> as `agentrepro command` shows it: exactly what `run_template` runs under the same label."""
+    run = template_program(block, key, ctx, run_dir, label)
+    return Launch(purpose, run.argv, dict(run.env), run.cwd)
 
 
 def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str,
                  *, record: Path | None = None) -> list[str]:
     """Run backend.<key> (no shell) with its logs in run_dir/logs/, first writing it shell-quoted to `record`
-    if given; returns the argv it ran."""
-    launch = template_launch(block, key, ctx, label)
+    if given; returns the argv it ran (with its container's command line, when it has one)."""
+    run = template_program(block, key, ctx, run_dir, label)
     if record is not None:
-        atomic_write_text(record, shlex.join(launch.argv) + "\n")
-    run_launch(launch, run_dir, label)
-    return list(launch.argv)
+        atomic_write_text(record, shlex.join(run.argv) + "\n")
+    with containers.proven(run, Path(ctx.get("eval_dir", run_dir))):
+        run_launch(Launch(label, run.argv, dict(run.env), run.cwd), run_dir, label)
+    return list(run.argv)
 
 
 def eval_paths(run_dir: Path, step: int) -> tuple[Path, Path]:
@@ -120,7 +132,7 @@ class CommandBackend(Backend):
     name = "command"
     block = BLOCK
     model_forms = frozenset({BUILTIN_FORM, HUB_FORM})
-    container = False
+    container = "optional"
 
     def __init__(self, registry: BackendRegistry | None = None) -> None:
         self.registry = registry or REGISTRY   # where `adapter:` names are looked up (BackendRegistry.adapter)
@@ -161,12 +173,12 @@ class CommandBackend(Backend):
         block = config["backend"]
         self.check_block(block)
         if eval_step is None:
-            return [template_launch(block, "command", context(config, run_dir), "train")]
+            return [template_launch(block, "command", context(config, run_dir), run_dir, "train", "train")]
         if "eval_command" not in block:
             return []
         eval_dir, outcomes = eval_paths(run_dir, eval_step)
         ctx = context(config, run_dir, step=eval_step, eval_dir=eval_dir, outcomes=outcomes)
-        return [template_launch(block, "eval_command", ctx, f"evaluate step {eval_step}")]
+        return [template_launch(block, "eval_command", ctx, run_dir, f"eval_step{eval_step}", f"evaluate step {eval_step}")]
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         run_dir, block = Path(run_dir), config["backend"]

@@ -1,0 +1,19 @@
+"""Containers: every external program of a job runs inside the image its lock pins, and the run proves which.
+
+The layer just above the process helpers and below the backends (it imports only errors, reading and fileio).
+`runtimes` describes apptainer, podman and docker once each; `image` reads a placement's image block;
+`job` builds a job's container and wraps a program for it; `prepare` pulls, loads or converts an image once
+per node; `running.proven` records, around a program's run, what the runtime says it ran; `proof` owns that
+record and the rule the audit applies to it. docs/containers.md is the user's page.
+"""
+
+from agentrepro.containers.image import RUNTIMES, Image, archive_image_id, file_problem, image_of
+from agentrepro.containers.job import Container, Program, container_for, image_cache, program
+from agentrepro.containers.prepare import prepare
+from agentrepro.containers.proof import attempt_extra, clear_records, mismatch, problems, record
+from agentrepro.containers.running import proven
+from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest
+
+__all__ = ["RUNTIME", "RUNTIMES", "Container", "Image", "Mount", "Program", "RunRequest", "archive_image_id",
+           "attempt_extra", "clear_records", "container_for", "file_problem", "image_cache", "image_of", "mismatch",
+           "problems", "prepare", "program", "proven", "record"]

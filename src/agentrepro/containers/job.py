@@ -1,0 +1,104 @@
+"""A job's container and the programs it runs in it: from a run config to the command line exactly as it runs.
+
+`container_for(config, run_dir=)` reads the run config's `image` block (the method's placement, as the lock pins
+it) and what the job must see: the run directory and the study root (the harness's working directory, where the
+workflow runs: read-write), the framework checkout `backend.workdir` (read-write: frameworks write into it), the
+data files or folders and a local model directory (read-only), and any folder the caller adds (the harness's
+stdlib-only hooks, read-only), each mounted at its own path. Nothing else of the host is there.
+`program(...)` wraps one program (argv, env, cwd: a backend's `Launch`) for it; without a container
+(`image: {none: ...}`) the program is returned as it is. Its working directory `cwd`, when relative, is under the
+study root; an absolute one outside every mount is a directory of the image (where an image holds its checkout).
+
+The image cache (`AGENTREPRO_IMAGE_CACHE`, default `~/.cache/agentrepro/images`) holds what prepare.py makes once
+per node: Apptainer's SIFs converted from registry images, and the locks that keep two jobs from pulling at once.
+Put it on a shared file system to prepare once per study instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentrepro.containers.image import Image, archive_image_id, image_of
+from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest, merged_mounts
+
+CACHE_VARIABLE = "AGENTREPRO_IMAGE_CACHE"
+
+
+def image_cache() -> Path:
+    """Where prepared images live on this node (AGENTREPRO_IMAGE_CACHE, else ~/.cache/agentrepro/images)."""
+    configured = os.environ.get(CACHE_VARIABLE)
+    return Path(configured).resolve() if configured else Path.home() / ".cache" / "agentrepro" / "images"
+
+
+@dataclass(frozen=True)
+class Container:
+    """The image a job's programs run in, with the job's mounts and GPUs."""
+
+    image: Image
+    mounts: tuple[Mount, ...]
+    gpus: bool = False
+    cache: Path = field(default_factory=image_cache)
+
+    @property
+    def runtime(self) -> Any:
+        return RUNTIME[self.image.runtime]
+
+    @property
+    def converted_sif(self) -> Path:
+        """Apptainer: the SIF converted from a registry image, named by its digest in the cache."""
+        return self.cache / "apptainer" / (str(self.image.digest).removeprefix("sha256:") + ".sif")
+
+    def reference(self) -> str:
+        """The image as the runtime's command line names it: pinned by digest, by image ID or by file."""
+        if self.image.runtime == "apptainer":
+            return self.runtime.reference(self.image, self.converted_sif)
+        return self.runtime.reference(self.image, archive_image_id(self.image.file) if self.image.is_file else None)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program as it runs: argv, environment added to the host's, working directory on the host; with the
+    container (None: on the host) and the file where the runtime writes the container's ID."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    container: Container | None = None
+    cidfile: Path | None = None
+    label: str = ""
+
+
+def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = ()) -> Container | None:
+    """The container of a job of this run config, or None when its placement runs without one (or the config, written
+    by hand outside a study, names no image); BadInput naming the field for an image block or a path that cannot be used."""
+    image = image_of(config["image"]) if "image" in config else None
+    if image is None:
+        return None
+    mounts = [Mount(Path(run_dir).resolve(), read_only=False), Mount(Path.cwd(), read_only=False)]
+    checkout = (config.get("backend") or {}).get("workdir")
+    if checkout:
+        mounts.append(Mount(Path(checkout).resolve(), read_only=False))   # frameworks write into their checkout (Hydra's outputs/)
+    mounts += [Mount(Path(spec["path"]).resolve()) for spec in (config.get("data") or {}).values()]   # a file or a folder
+    if (config.get("model") or {}).get("path"):
+        mounts.append(Mount(Path(config["model"]["path"]).resolve()))
+    mounts += [Mount(Path(path).resolve()) for path in extra]
+    gpus = int((config.get("resources") or {}).get("gpus") or 0) > 0
+    return Container(image, merged_mounts(mounts), gpus=gpus)
+
+
+def program(config: dict[str, Any], argv: Iterable[str], env: Mapping[str, str], cwd: str | Path | None, *,
+            run_dir: Path, job_dir: Path, label: str, extra: Iterable[Path] = ()) -> Program:
+    """One program of a job as it runs: inside the job's container (its command line from the runtime, the container's
+    ID written to `job_dir/logs/<label>.cid`), or unchanged when the placement has no container."""
+    container = container_for(config, run_dir=run_dir, extra=extra)
+    if container is None:
+        return Program(tuple(argv), dict(env), Path(cwd) if cwd else None, label=label)
+    workdir = Path.cwd() / cwd if cwd else Path.cwd()   # relative: under the mounted study root; absolute elsewhere: in the image
+    cidfile = (Path(job_dir) / "logs" / f"{label}.cid").resolve() if container.image.runtime != "apptainer" else None
+    request = RunRequest(container.reference(), tuple(argv), dict(env), workdir, container.mounts, container.gpus, cidfile)
+    wrapped, host_env = container.runtime.run_argv(request)
+    return Program(tuple(wrapped), host_env, None, container, cidfile, label)

@@ -1,0 +1,111 @@
+"""Around the run of one program in its container: prepare the image first, ask the runtime what ran afterwards.
+
+```python
+program = containers.program(config, argv, env, cwd, run_dir=..., job_dir=..., label="train")
+with containers.proven(program, job_dir):
+    run_logged(list(program.argv), ..., cwd=program.cwd, env=dict(program.env))
+```
+
+Before: every mount must exist, the image is prepared on this node (prepare.py), the runtime's version is asked,
+and a local image file is hashed (so the record says which bytes ran). After the program ends: podman and
+docker are asked which image the container (named in its cidfile) ran and which digests that image has, and the
+container is removed; for apptainer, a converted SIF's definition is read. The record (proof.record) goes to the
+job's records for the attempt. When the program fails, what can be recorded still is, and a failure to ask
+never hides the program's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agentrepro.containers.image import archive_image_id
+from agentrepro.containers.job import Container, Program
+from agentrepro.containers.prepare import ask, prepare
+from agentrepro.containers.proof import add_record, record
+from agentrepro.errors import Failure
+from agentrepro.fileio import sha256_file
+
+
+@contextlib.contextmanager
+def proven(program: Program, job_dir: Path) -> Iterator[None]:
+    """Run the body (which runs `program`) with its image prepared and its proof recorded in `job_dir`'s records."""
+    container = program.container
+    if container is None:
+        yield
+        return
+    for mount in container.mounts:
+        if not mount.path.exists():
+            raise Failure(f"{mount.path} cannot be mounted into the container: it does not exist")
+    prepared = prepare(container)
+    version = _version(container)
+    before = _file_facts(container)
+    if program.cidfile is not None:
+        program.cidfile.parent.mkdir(parents=True, exist_ok=True)
+        program.cidfile.unlink(missing_ok=True)   # the runtime refuses to overwrite one
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        try:
+            try:
+                resolved, obtained = _ask(container, program)
+                add_record(job_dir, record(label=program.label, image=container.image, reference=container.reference(),
+                                           version=version, resolved={**before, **resolved}, obtained=obtained,
+                                           prepared=prepared))
+            finally:
+                _remove(container, program)   # also after an interruption: `rm --force` stops a container still running
+        except Failure:
+            if finished:
+                raise
+
+
+def _version(container: Container) -> str:
+    text = ask(container.runtime.version_argv()).strip()
+    return text.removeprefix(f"{container.runtime.name} version ").strip()
+
+
+def _file_facts(container: Container) -> dict[str, Any]:
+    """A local image file's hash as it runs (and, for an archive, the image ID it holds)."""
+    image = container.image
+    if not image.is_file:
+        return {}
+    facts: dict[str, Any] = {"file_sha256": sha256_file(image.file)}
+    if image.runtime != "apptainer":
+        facts["archive_image_id"] = archive_image_id(image.file)
+    return facts
+
+
+def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
+    """What the runtime says ran, and how it was asked."""
+    runtime = container.runtime
+    if container.image.runtime == "apptainer":
+        if container.image.is_file:
+            return {}, "sha256 of the SIF file, hashed by the harness as the program started"
+        digest = runtime.deffile_digest(ask(runtime.deffile_argv(container.converted_sif)))
+        return ({"digests": [digest] if digest else [], "sif_sha256": sha256_file(container.converted_sif)},
+                f"apptainer inspect --deffile {container.converted_sif} (From: ...@sha256:...), and the SIF's sha256")
+    if program.cidfile is None or not program.cidfile.is_file():
+        raise Failure(f"{runtime.name} wrote no container ID to {program.cidfile}")
+    container_id = program.cidfile.read_text(encoding="ascii").strip()
+    try:
+        container_json = ask(runtime.container_argv(container_id))
+        image_id = runtime.image_id_of(container_json)
+        resolved = runtime.resolved(container_json, ask(runtime.image_argv(image_id)))
+    except ValueError as exc:
+        raise Failure(f"{runtime.name} inspect of container {container_id}: {exc}") from None
+    return resolved, (f"{runtime.name} container inspect {container_id} (.Image, .ImageDigest); "
+                      f"{runtime.name} image inspect {image_id} (.Id, .Digest, .RepoDigests)")
+
+
+def _remove(container: Container, program: Program) -> None:
+    """Remove the stopped container (podman, docker) and its cidfile; apptainer leaves nothing behind."""
+    if program.cidfile is None or not program.cidfile.is_file():
+        return
+    container_id = program.cidfile.read_text(encoding="ascii").strip()
+    if container_id:
+        ask(container.runtime.remove_argv(container_id))
+    program.cidfile.unlink(missing_ok=True)

@@ -1,0 +1,239 @@
+"""The container runtimes, each described once: how it runs a pinned image, how it is asked what it ran.
+
+Every runtime takes the same request (`RunRequest`: the image reference, the program's argv, its environment,
+working directory, mounts, GPUs) and writes its own command line, so that `agentrepro command` shows exactly
+what runs. Nothing is ever joined into shell text: an environment value is one argv word (`--env NAME=VALUE`
+for podman and docker; for Apptainer, whose `--env` splits at commas and evaluates `$NAME`, the program runs
+under `env NAME=VALUE ...` inside the image), and a mount path is checked (`Mount`) before it becomes one.
+Paths keep their host names inside the container, so the program's own argv needs no rewriting.
+
+* podman, docker: `RUNTIME run --cidfile FILE --pull never --network host --ipc host [GPUs] --volume SRC:SRC[:ro]
+  ... --workdir DIR --env NAME=VALUE ... IMAGE ARGV`. The image is `REPOSITORY@sha256:<digest>` or the image ID of
+  a loaded archive. No `--rm`: after the program ends, `container inspect` of the container named in the cidfile
+  says which image ID it ran and `image inspect` of that ID the digests the runtime knows it by; then the
+  container is removed. GPUs: podman `--device nvidia.com/gpu=all` (CDI), docker `--gpus all`; the job's own
+  CUDA_VISIBLE_DEVICES is passed by name. docker also runs as the calling user (`--user UID:GID`) so the run
+  directory stays the user's; rootful podman runs as root, rootless podman maps root to the user.
+  Host settings (OCI runtime, cgroup manager, default ulimits) belong in containers.conf (podman) or the daemon's
+  configuration (docker), not in the study.
+* apptainer: `apptainer exec --cleanenv --contain [--nv] --bind SRC:SRC[:ro] ... --pwd DIR IMAGE env -- NAME=VALUE
+  ... ARGV`. The image is a SIF: the study's own file, or the SIF converted once from `docker://REPOSITORY@sha256:...`
+  into the image cache (prepare.py). Proof: `apptainer inspect --deffile` of a converted SIF names the digest it was
+  built from, and a study's own SIF is hashed before it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentrepro.errors import BadInput
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PASSED_BY_NAME = ("CUDA_VISIBLE_DEVICES",)   # the scheduler's choice of GPUs for this job, when the job has GPUs
+FORBIDDEN_IN_PATH = re.compile(r"[:,\x00-\x1f\x7f]")   # ':' and ',' separate the runtimes' mount fields and lists
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host directory or file bound at the same path inside the container."""
+
+    path: Path
+    read_only: bool = True
+
+    def __post_init__(self) -> None:
+        text = str(self.path)
+        if not self.path.is_absolute() or FORBIDDEN_IN_PATH.search(text) or ".." in self.path.parts:
+            raise BadInput(f"{text!r} cannot be mounted: a mount path must be absolute, without '..', ':', ',' or "
+                           "control characters (the runtimes split their mount options at ':' and ',')", where="mount")
+
+    def spec(self) -> str:
+        return f"{self.path}:{self.path}" + (":ro" if self.read_only else "")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One program to run in an image: what every runtime needs to write its command line."""
+
+    reference: str                      # the image as the runtime names it (runtime.reference)
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = Path("/")
+    mounts: tuple[Mount, ...] = ()
+    gpus: bool = False
+    cidfile: Path | None = None         # podman / docker: where the runtime writes the container's ID
+
+    def __post_init__(self) -> None:
+        for name in self.env:
+            if not ENV_NAME.match(name):
+                raise BadInput(f"{name!r} is not an environment variable name", where="env")
+        if not self.argv:
+            raise BadInput("no program to run", where="argv")
+        if not self.cwd.is_absolute():
+            raise BadInput(f"the working directory must be absolute, got {str(self.cwd)!r}", where="cwd")
+
+
+def merged_mounts(mounts: list[Mount]) -> tuple[Mount, ...]:
+    """One mount per path (read-write wins over read-only), parents before children, in path order; a path inside
+    a mounted one is mounted again only to change its mode (a read-only data folder inside the read-write root)."""
+    by_path: dict[Path, bool] = {}
+    for mount in mounts:
+        by_path[mount.path] = by_path.get(mount.path, True) and mount.read_only
+    kept: list[Mount] = []
+    for path, read_only in sorted(by_path.items(), key=lambda item: item[0].parts):
+        enclosing = [m for m in kept if m.path in path.parents]
+        if not enclosing or enclosing[-1].read_only != read_only:
+            kept.append(Mount(path, read_only))
+    return tuple(kept)
+
+
+@dataclass(frozen=True)
+class OciEngine:
+    """podman or docker: the same command line but for GPUs, the user, and the fields their inspect prints."""
+
+    name: str
+    gpu_flags: tuple[str, ...]
+    version_format: str
+    run_as_caller: bool = False
+
+    @property
+    def executable(self) -> str:
+        return self.name
+
+    def reference(self, image: Any, archive_id: str | None = None) -> str:
+        """`REPOSITORY@sha256:...`, or the image ID of a loaded archive (`archive_id`)."""
+        return archive_id if image.is_file else image.pinned
+
+    def run_argv(self, request: RunRequest) -> tuple[list[str], dict[str, str]]:
+        argv = [self.executable, "run"]
+        if request.cidfile is not None:
+            argv += ["--cidfile", str(request.cidfile)]
+        argv += ["--pull", "never", "--network", "host", "--ipc", "host"]
+        if self.run_as_caller:
+            argv += ["--user", f"{os.getuid()}:{os.getgid()}"]
+        if request.gpus:
+            argv += [*self.gpu_flags, *(word for name in PASSED_BY_NAME for word in ("--env", name))]
+        for mount in request.mounts:
+            argv += ["--volume", mount.spec()]
+        argv += ["--workdir", str(request.cwd)]
+        for name, value in sorted(request.env.items()):
+            argv += ["--env", f"{name}={value}"]
+        return [*argv, request.reference, *request.argv], {}
+
+    def version_argv(self) -> list[str]:
+        return [self.executable, "version", "--format", self.version_format]
+
+    def container_argv(self, container_id: str) -> list[str]:
+        return [self.executable, "container", "inspect", container_id]
+
+    def image_argv(self, image_id: str) -> list[str]:
+        return [self.executable, "image", "inspect", image_id]
+
+    def remove_argv(self, container_id: str) -> list[str]:
+        return [self.executable, "rm", "--force", container_id]
+
+    def image_exists_argv(self, reference: str) -> list[str]:
+        return [self.executable, "image", "inspect", "--format", "{{.Id}}", reference]
+
+    def pull_argv(self, reference: str) -> list[str]:
+        return [self.executable, "pull", reference]
+
+    def load_argv(self, file: Path) -> list[str]:
+        return [self.executable, "load", "--input", str(file)]
+
+    @staticmethod
+    def image_id_of(container_json: str) -> str:
+        """The image ID a container ran, from `container inspect` (`sha256:<hex>`; podman prints it bare)."""
+        image_id = _with_prefix(str(_first_object(container_json, "container inspect").get("Image", "")))
+        if not re.match(r"^sha256:[0-9a-f]{64}$", image_id):
+            raise ValueError(f"container inspect names no image ID ({image_id!r})")
+        return image_id
+
+    @classmethod
+    def resolved(cls, container_json: str, image_json: str) -> dict[str, Any]:
+        """From `container inspect` and `image inspect` output: the image ID that ran and every digest the runtime
+        knows it by (podman's ImageDigest and Digest, both runtimes' RepoDigests)."""
+        container, image = _first_object(container_json, "container inspect"), _first_object(image_json, "image inspect")
+        image_id = cls.image_id_of(container_json)
+        digests = {d for d in (container.get("ImageDigest"), image.get("Digest")) if isinstance(d, str) and d}
+        digests |= {str(d).rsplit("@", 1)[-1] for d in image.get("RepoDigests") or [] if "@" in str(d)}
+        if _with_prefix(str(image.get("Id", ""))) != image_id:
+            raise ValueError(f"image inspect describes {image.get('Id')!r}, not the container's image {image_id!r}")
+        return {"image_id": image_id, "digests": sorted(digests)}
+
+
+@dataclass(frozen=True)
+class Apptainer:
+    """apptainer (and Singularity ≥ 3.6 under its own name): runs SIF files; a registry image through its SIF."""
+
+    name: str = "apptainer"
+
+    @property
+    def executable(self) -> str:
+        return self.name
+
+    def reference(self, image: Any, sif: Path | None = None) -> str:
+        """The SIF that runs: the study's own file (absolute), or the one converted from the registry image."""
+        return str(Path(image.file).resolve()) if image.is_file else str(sif)
+
+    def source(self, image: Any) -> str:
+        """What a registry image is converted from: `docker://REPOSITORY@sha256:...`."""
+        return f"docker://{image.pinned}"
+
+    def run_argv(self, request: RunRequest) -> tuple[list[str], dict[str, str]]:
+        argv = [self.executable, "exec", "--cleanenv", "--contain"]
+        env = dict(request.env)
+        if request.gpus:
+            argv.append("--nv")
+            env.update({name: os.environ[name] for name in PASSED_BY_NAME if name in os.environ})
+        for mount in request.mounts:
+            argv += ["--bind", mount.spec()]
+        argv += ["--pwd", str(request.cwd), request.reference]
+        if env:   # `env` inside the image sets each value literally; apptainer's own --env would parse it
+            if "=" in request.argv[0]:
+                raise BadInput(f"{request.argv[0]!r}: a program name holding '=' would be read by env as a variable", where="argv")
+            argv += ["env", "--", *(f"{name}={value}" for name, value in sorted(env.items()))]
+        return [*argv, *request.argv], {}
+
+    def version_argv(self) -> list[str]:
+        return [self.executable, "--version"]
+
+    def pull_argv(self, target: Path, source: str) -> list[str]:
+        return [self.executable, "pull", str(target), source]
+
+    def deffile_argv(self, sif: Path) -> list[str]:
+        return [self.executable, "inspect", "--deffile", str(sif)]
+
+    @staticmethod
+    def deffile_digest(text: str) -> str | None:
+        """The digest in a converted SIF's definition (`From: REPOSITORY@sha256:...`), or None."""
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "from" and "@sha256:" in value:
+                return "sha256:" + value.strip().rsplit("@sha256:", 1)[1]
+        return None
+
+
+def _first_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise ValueError(f"{what} did not print JSON") from None
+    doc = doc[0] if isinstance(doc, list) and doc else doc
+    if not isinstance(doc, dict):
+        raise ValueError(f"{what} printed no object")
+    return doc
+
+
+def _with_prefix(image_id: str) -> str:
+    return image_id if image_id.startswith("sha256:") or not image_id else f"sha256:{image_id}"
+
+
+PODMAN = OciEngine("podman", gpu_flags=("--device", "nvidia.com/gpu=all"), version_format="{{.Client.Version}}")
+DOCKER = OciEngine("docker", gpu_flags=("--gpus", "all"), version_format="{{.Server.Version}}", run_as_caller=True)
+APPTAINER = Apptainer()
+RUNTIME = {"apptainer": APPTAINER, "podman": PODMAN, "docker": DOCKER}

@@ -1,0 +1,124 @@
+"""Real podman: a program wrapped for its pinned image runs there, and the runtime's own answer is the recorded proof.
+
+The images are built here (tests/podman_kit.py): `a` and `b`, two Python images with two digests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentrepro import containers
+from agentrepro.containers.proof import records_path
+from agentrepro.errors import Failure
+from agentrepro.fileio import sha256_file
+from helpers import REPO
+from podman_kit import leftover_containers, podman
+
+HOSTILE = {"NOTE": "$(touch /tmp/pwned) `id` ; | & 'q' \"dq\" \\ newline\nend", "EMPTY": "", "EQUALS": "a=b=c"}
+PROBE = """
+import json, os, sys
+json.dump({"argv": sys.argv[1:], "env": {k: os.environ.get(k) for k in sys.argv[1:]}, "cwd": os.getcwd(),
+           "image": open("/etc/agentrepro-image").read().strip(), "host_visible": os.path.exists(sys.argv[-1])},
+          open(os.path.join(os.environ["OUT"], "probe.json"), "w"))
+"""
+
+
+def _run(program: containers.Program, job: Path) -> None:
+    with containers.proven(program, job):
+        subprocess.run(list(program.argv), cwd=program.cwd, env={**os.environ, **program.env}, check=True,
+                       capture_output=True, timeout=300)
+
+
+def test_a_wrapped_program_runs_in_its_pinned_image_and_proves_it(podman_images, tmp_path, monkeypatch):
+    """The program sees its image, its env values and argv words exactly as given (shell syntax inert), its working
+    directory and the mounted run directory but not the rest of the host; the record's digest is the pinned one."""
+    image = podman_images["a"]
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "runs" / "s" / "m" / "seed0"
+    run_dir.mkdir(parents=True)
+    config = {"image": image.block(), "resources": {"gpus": 0}}
+    env = {**HOSTILE, "OUT": str(run_dir)}
+    argv = ["python3", "-c", PROBE, *sorted(HOSTILE), str(REPO)]   # the checkout: on the host, not mounted
+    program = containers.program(config, argv, env, None, run_dir=run_dir, job_dir=run_dir, label="train")
+    assert program.argv[:2] == ("podman", "run") and f"{image.ref.split(':')[0]}@{image.digest}" in program.argv
+    _run(program, run_dir)
+
+    probe = json.loads((run_dir / "probe.json").read_text())
+    assert probe["image"] == "a" and probe["cwd"] == str(tmp_path)
+    assert probe["env"] == {name: HOSTILE[name] for name in sorted(HOSTILE)} | {str(REPO): None}
+    assert probe["argv"] == [*sorted(HOSTILE), str(REPO)] and probe["host_visible"] is False
+    assert not Path("/tmp/pwned").exists()
+    [record] = containers.attempt_extra(run_dir)["containers"]
+    assert record["requested"] == image.block() and record["resolved"]["image_id"] == image.image_id
+    assert image.digest in record["resolved"]["digests"] and containers.mismatch(containers.image_of(image.block()), record) is None
+    assert record["version"] == podman("version", "--format", "{{.Client.Version}}").stdout.strip()
+    assert leftover_containers() == [] and not (run_dir / "logs" / "train.cid").exists()
+
+
+def test_another_images_digest_is_detected(podman_images, tmp_path, monkeypatch):
+    """A run proven for image `a` is no proof of image `b`: the mismatch names the digest the runtime resolved and b's."""
+    a, b = podman_images["a"], podman_images["b"]
+    monkeypatch.chdir(tmp_path)
+    program = containers.program({"image": a.block()}, ["python3", "-c", "pass"], {}, None, run_dir=tmp_path,
+                                 job_dir=tmp_path, label="train")
+    _run(program, tmp_path)
+    [record] = containers.attempt_extra(tmp_path)["containers"]
+    b_record = {**record, "requested": containers.image_of(b.block()).identity()}   # as if the lock had pinned b
+    why = containers.mismatch(containers.image_of(b.block()), b_record)
+    assert why is not None and a.digest in why and why.endswith(f"not the lock's {b.digest}")
+
+
+def test_an_image_archive_is_loaded_once_and_proven_by_its_hash(podman_images, tmp_path, monkeypatch):
+    """An OCI archive pinned by its sha256: the first job loads it (recorded), the next finds it present; the container
+    ran the image ID the archive holds, and the record carries the file's hash."""
+    monkeypatch.chdir(tmp_path)
+    archive = tmp_path / "images" / "python-a.tar"
+    archive.parent.mkdir()
+    podman("save", "--format", "oci-archive", "--output", str(archive), podman_images["a"].ref)
+    block = {"runtime": "podman", "file": "images/python-a.tar", "sha256": sha256_file(archive)}
+    held = containers.archive_image_id(archive)
+    assert held == podman_images["a"].image_id
+    podman("rmi", "--force", held)   # not in the store: the first job must load it
+    actions = []
+    for job in ("first", "second"):
+        program = containers.program({"image": block}, ["python3", "-c", "print(open('/etc/agentrepro-image').read())"],
+                                     {}, None, run_dir=tmp_path / job, job_dir=tmp_path / job, label="train")
+        assert held in program.argv
+        (tmp_path / job).mkdir()
+        _run(program, tmp_path / job)
+        [record] = containers.attempt_extra(tmp_path / job)["containers"]
+        actions.append(record["prepared"]["action"])
+        assert record["resolved"]["image_id"] == record["resolved"]["archive_image_id"] == held
+        assert containers.mismatch(containers.image_of(block), record) is None
+    assert actions == ["loaded", "present"]
+    changed = {**block, "sha256": "0" * 64}
+    assert "hashed to" in containers.mismatch(containers.image_of(changed), {**record, "requested": containers.image_of(changed).identity()})
+
+
+def test_a_registry_image_that_is_not_here_fails_naming_the_pull(podman_images, tmp_path, monkeypatch):
+    """No registry is reachable: an image that is not in the store fails before the program, naming the pull."""
+    monkeypatch.chdir(tmp_path)
+    block = {"runtime": "podman", "ref": "registry.invalid/nothing:1", "digest": "sha256:" + "1" * 64}
+    program = containers.program({"image": block}, ["python3", "-c", "pass"], {}, None, run_dir=tmp_path,
+                                 job_dir=tmp_path, label="train")
+    with pytest.raises(Failure, match=r"podman pull registry.invalid/nothing@sha256:1{64} failed"):
+        with containers.proven(program, tmp_path):
+            pytest.fail("the program must not run")
+    assert not records_path(tmp_path).exists()
+
+
+def test_a_failing_program_is_still_proven_and_its_container_removed(podman_images, tmp_path, monkeypatch):
+    """The program exits 3: the failure reaches the caller, the record of what ran is kept, no container is left."""
+    monkeypatch.chdir(tmp_path)
+    program = containers.program({"image": podman_images["b"].block()}, ["python3", "-c", "raise SystemExit(3)"], {},
+                                 None, run_dir=tmp_path, job_dir=tmp_path, label="eval_step2")
+    with pytest.raises(subprocess.CalledProcessError):
+        _run(program, tmp_path)
+    [record] = containers.attempt_extra(tmp_path)["containers"]
+    assert record["label"] == "eval_step2" and podman_images["b"].digest in record["resolved"]["digests"]
+    assert leftover_containers() == []

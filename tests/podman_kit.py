@@ -1,0 +1,166 @@
+"""Real podman for the tests: a private image store, and images built here from this machine's own Python.
+
+No registry is reachable from the test machines, so the images are made locally: `python_rootfs` writes a root
+file system holding Debian's /usr/bin/python3, the shared libraries it and its extension modules load (as
+`ldd` lists them) and its standard library, plus /etc/agentrepro-image naming the variant; `podman import`
+turns it into an image whose digest the tests pin. Two variants differ in that one file, so they are two
+images with two digests.
+
+Podman runs as root with runc, the cgroupfs manager and explicit ulimits (crun refuses these machines' cgroup
+layout and podman's default limits exceed what they allow): a containers.conf says so, and a storage.conf
+keeps the tests' images and containers in a temporary store, both named through CONTAINERS_CONF and
+CONTAINERS_STORAGE_CONF, which every podman started by the tests (through agentrepro and Snakemake too) reads.
+Debian's `podman` and `runc` are installed by scripts/system-deps.sh; without them the tests are skipped,
+or fail under AGENTREPRO_REQUIRE=podman (CI).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from helpers import require
+
+PYTHON = Path("/usr/bin/python3")
+SKIP_DIRS = {"__pycache__", "test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data",
+             "site-packages", "dist-packages"}
+CONTAINERS_CONF = """[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=20000:20000"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+"""
+
+
+@dataclass(frozen=True)
+class TestImage:
+    ref: str        # localhost/agentrepro-test/python:<variant>
+    digest: str     # sha256:<64 hex>, as `podman image inspect` gives it
+    image_id: str   # sha256:<64 hex>
+    variant: str
+
+    def block(self, **extra) -> dict:
+        """The image block of a manifest or run config that pins this image for podman."""
+        return {"runtime": "podman", "ref": self.ref, "digest": self.digest, **extra}
+
+
+def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, check=check, timeout=300)
+
+
+def require_podman() -> None:
+    """Skip (or under AGENTREPRO_REQUIRE=podman fail) unless podman, runc and Debian's python3 are here."""
+    for tool in ("podman", "runc"):
+        require("podman", shutil.which(tool) is not None, f"`{tool}` is not on PATH (scripts/system-deps.sh installs it)")
+    require("podman", PYTHON.is_file(), f"{PYTHON} (the test image's Python) is missing")
+
+
+def _libraries(paths: list[Path]) -> set[Path]:
+    found: set[Path] = set()
+    for path in paths:
+        out = subprocess.run(["ldd", str(path)], capture_output=True, text=True).stdout
+        found |= {Path(m) for m in re.findall(r"(/\S+\.so[^\s]*)", out)}
+    return found
+
+
+def python_rootfs(target: Path, variant: str) -> Path:
+    """A tar of a root file system that runs `python3` (this machine's Debian Python) and names `variant`."""
+    stdlib = Path(subprocess.run([str(PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+                                 capture_output=True, text=True, check=True).stdout.strip())
+    dynload = sorted((stdlib / "lib-dynload").glob("*.so"))
+    binary = PYTHON.resolve()
+
+    members: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
+
+    def add(name: str, data: bytes | None = None, mode: int = 0o755) -> None:
+        for parent in reversed(Path(name).parents[:-1]):
+            if str(parent) not in members:
+                add(str(parent))
+        info = tarfile.TarInfo(name.lstrip("/"))
+        info.mode, info.mtime = (0o1777 if name == "/tmp" else mode), 0
+        if data is None:
+            info.type = tarfile.DIRTYPE
+        else:
+            info.size = len(data)
+        members[name] = (info, data)
+
+    def add_file(host: Path, name: str | None = None, mode: int = 0o644) -> None:
+        add(name or str(host), host.read_bytes(), mode)
+
+    for directory in ("/tmp", "/etc", "/root"):
+        add(directory)
+    add_file(binary, "/usr/bin/python3", 0o755)
+    for library in _libraries([binary, *dynload]):
+        add_file(library.resolve(), str(library), 0o755)
+    for root, dirs, files in os.walk(stdlib):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(files):
+            path = Path(root) / name
+            if path.is_file() and not path.is_symlink() and not name.endswith(".pyc"):
+                add_file(path)
+    add("/etc/agentrepro-image", f"{variant}\n".encode(), 0o644)
+    with tarfile.open(target, "w") as tar:
+        for name in sorted(members, key=lambda n: Path(n).parts):
+            info, data = members[name]
+            tar.addfile(info, None if data is None else io.BytesIO(data))
+    return target
+
+
+def configure(directory: Path) -> dict[str, str]:
+    """Write containers.conf and a private storage.conf under `directory`; the environment that names them, and the
+    image cache of agentrepro (AGENTREPRO_IMAGE_CACHE) in the same place."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "containers.conf").write_text(CONTAINERS_CONF)
+    (directory / "storage.conf").write_text(f'[storage]\ndriver = "overlay"\ngraphroot = "{directory / "graph"}"\n'
+                                            f'runroot = "{directory / "run"}"\n')
+    return {"CONTAINERS_CONF": str(directory / "containers.conf"),
+            "CONTAINERS_STORAGE_CONF": str(directory / "storage.conf"),
+            "AGENTREPRO_IMAGE_CACHE": str(directory / "cache")}
+
+
+def build(directory: Path, variant: str) -> TestImage:
+    """Import a Python root file system of `variant` and return its pinned identity."""
+    ref = f"localhost/agentrepro-test/python:{variant}"
+    tar = python_rootfs(directory / f"rootfs-{variant}.tar", variant)
+    podman("import", str(tar), ref)
+    digest, image_id = podman("image", "inspect", "--format", "{{.Digest}} {{.Id}}", ref).stdout.split()
+    return TestImage(ref, digest, f"sha256:{image_id.removeprefix('sha256:')}", variant)
+
+
+@pytest.fixture(scope="session")
+def podman_images(tmp_path_factory):
+    """Two images (variants `a` and `b`) in a private podman store, with the environment that selects that store set
+    for the session (podman, agentrepro and Snakemake subprocesses inherit it)."""
+    require_podman()
+    directory = tmp_path_factory.mktemp("podman")
+    env = configure(directory)
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield {variant: build(directory, variant) for variant in ("a", "b")}
+    finally:
+        podman("rm", "--all", "--force", check=False)
+        podman("rmi", "--all", "--force", check=False)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def leftover_containers() -> list[str]:
+    """IDs of containers in the test store (every job removes its own)."""
+    return podman("ps", "--all", "--quiet").stdout.split()
+
+
+__all__ = ["PYTHON", "TestImage", "build", "configure", "leftover_containers", "podman", "podman_images",
+           "python_rootfs", "require_podman"]
