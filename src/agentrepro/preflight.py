@@ -1,7 +1,7 @@
 """`agentrepro preflight MANIFEST`: what each job of a study will demand, checked before anything is queued.
 
-For every method x seed, the job's draft config (planning.draft_config: what `agentrepro train` will run, checked
-by its backend) and its backend's `Backend.demands`: Ray worker processes against the head's worker ports, the
+For every method x seed, the job's draft config (planning.draft_config: what `agentrepro train` will run) and its
+backend's `Backend.demands`: the values its framework accepts only as they are (a pinned model revision), Ray worker processes against the head's worker ports, the
 CPUs its recipe reserves in Ray against resources.cpus, GPUs against tensor/pipeline-parallel sizes, the model's
 heads and the batch sizes that must divide by the data-parallel size, ports the framework hard-codes. Each
 demand names the manifest field on the job's side, the framework's key on the other, and how they must relate
@@ -25,7 +25,7 @@ from typing import Any
 from agentrepro import planning
 from agentrepro.backends.base import FIXED, Demand
 from agentrepro.bounds import SEED
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, read_from
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.placement import method_placement
 
@@ -56,9 +56,11 @@ def _in_manifest(manifest: dict[str, Any], method: str, field: str, *, path: obj
 
 
 def job_demands(manifest: dict[str, Any], manifest_file: str | os.PathLike, method: str, seed: int) -> JobDemands:
-    """The demands of one job, from its draft config (its backend's checks run first: BadInput names the manifest)."""
-    backend, config = planning.draft_config(manifest, manifest_file, method, seed)
-    found = backend.demands(config, planning.run_dir(manifest, manifest_file, method, seed))
+    """The demands of one job, from its draft config (the config a job of it will run; its backend's own checks of a
+    config, some of which read files relative to where a job runs, are the job's and `agentrepro command`'s)."""
+    backend, config = planning.draft_config(manifest, manifest_file, method, seed, check=False)
+    with read_from(manifest_file):
+        found = backend.demands(config, planning.run_dir(manifest, manifest_file, method, seed))
     named = tuple(Demand(d.what, d.key, d.need, _in_manifest(manifest, method, d.field, path=manifest_file), d.have, d.rule,
                          d.source, d.via) for d in found)
     return JobDemands(method, seed, backend.name, named)

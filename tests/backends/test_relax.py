@@ -559,8 +559,8 @@ def test_freeze_refuses_what_relax_refuses_to_start_with(study, tmp_path):
     lock, _, root = study
     manifest = copy.deepcopy(lock["manifest"])
     cases = [({"model": {**manifest["model"], "revision": "a" * 40}},
-              f"model.revision: the Relax recipe's preflight refuses a MODEL_REVISION other than the one its data preparation "
-              f"pins into prepare.lock.json, {relax_recipe.PINNED_MODEL_REVISION}"),
+              f"model.revision = {'a' * 40}: MODEL_REVISION pinned into prepare.lock.json = {relax_recipe.PINNED_MODEL_REVISION} "
+              "is the only value it takes (model revision; examples/graphgpo/prepare_alfworld.py:34"),
              ({"resources": {**manifest["resources"], "gpus": 4}},
               "resources.gpus -> NUM_GPUS -> --tensor-model-parallel-size = 4: --num-query-groups = 2 is not a multiple of it")]
     (tmp_path / "manifests").mkdir()

@@ -15,15 +15,13 @@ from agentrepro.manifest import load_manifest
 from agentrepro.placement import METHOD_NAME, method_placement, split_method
 from agentrepro.schema import schema_path
 
-# A Relax placement its recipe can run (agentrepro preflight at freeze): its paths, the model revision its data preparation
-# pins, a tensor-parallel size (its GPUs) dividing the model's 2 query groups, rollouts filling its global batch of 128.
-RELAX = {"backend": {"name": "relax", "repo": "redai-infra/Relax", "commit": COMMIT_A, "workdir": "relax", "alfworld_data": "alfworld",
-                     "model_path": "model", "model_lock": "model.lock.json"},
-         "image": {"runtime": "apptainer", "ref": "example.org/relax:1.0", "digest": DIGEST}, "resources": {"gpus": 1}}
+# A Relax placement whose jobs demand what it gives (agentrepro preflight at freeze): the model revision the recipe's data
+# preparation pins, and a GPU count (its tensor-parallel size) that divides the model's 2 query groups.
+RELAX = {"backend": {"name": "relax", "repo": "redai-infra/Relax", "commit": COMMIT_A},
+         "image": {"runtime": "apptainer", "ref": "example.org/relax:1.0", "digest": DIGEST}, "resources": {"gpus": 2}}
 PINNED = "775b11afaf83e0dc75bd5abaf90133e47b3ec082"
-TWO = set_key(set_key(set_key(set_key(set_key(BASE, "backends", {"relax": RELAX}), "methods.gigpo@relax",
-                                      {"estimator": "gigpo", "gamma": 0.95, "groups": 16, "group_size": 8}),
-                              "model.revision", PINNED), "model.tokenizer_revision", PINNED), "env.params", {"max_turns": 50})
+TWO = set_key(set_key(set_key(set_key(BASE, "backends", {"relax": RELAX}), "methods.gigpo@relax", {"estimator": "gigpo", "gamma": 0.95}),
+                      "model.revision", PINNED), "model.tokenizer_revision", PINNED)
 
 
 def _error(tmp_path, manifest) -> str:
@@ -37,7 +35,7 @@ def test_a_method_runs_on_the_backend_its_name_declares(tmp_path):
     """`gigpo@relax` gets backends.relax (block, image, resources over the study's); `gigpo` the study's backend."""
     manifest = load_manifest(write_study(tmp_path, TWO))
     relax, default = method_placement(manifest, "gigpo@relax"), method_placement(manifest, "gigpo")
-    assert (relax.name, relax.image, relax.resources) == ("relax", RELAX["image"], {**BASE["resources"], "gpus": 1})
+    assert (relax.name, relax.image, relax.resources) == ("relax", RELAX["image"], {**BASE["resources"], "gpus": 2})
     assert (default.name, default.image, default.resources) == ("verl-agent", BASE["image"], BASE["resources"])
     assert method_placement(set_key(manifest, "methods.gigpo@verl-agent", {}), "gigpo@verl-agent") == default
     assert split_method("gigpo@relax") == ("gigpo", "relax") and split_method("gigpo") == ("gigpo", None)
@@ -110,5 +108,5 @@ def test_freeze_pins_every_backend_and_names_each_placeholder(tmp_path):
     assert resolved.returncode == 0, resolved.stderr
     config = load(root / out)
     assert (config["method"], config["backend"], config["image"], config["resources"]) == ("gigpo@relax", RELAX["backend"], RELAX["image"],
-                                                                                       {**BASE["resources"], "gpus": 1})
+                                                                                       {**BASE["resources"], "gpus": 2})
     assert config["train"]["estimator"] == "gigpo"

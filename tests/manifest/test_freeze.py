@@ -30,6 +30,21 @@ def test_freeze_writes_a_complete_lock(study):
     assert any(p.startswith("jsonschema==") for p in lock["python"]["packages"])
     assert lock["python"]["packages_sha256"] == sha256_json(lock["python"]["packages"])
     assert lock["lock_self_sha256"] == content_sha256(lock)
+    streams = {s["stream"]: s for s in lock["seed_streams"]["verl-agent"]}   # which randomness the seed reaches (planning)
+    assert list(streams) == ["environment games", "data order", "rollout sampling", "model initialisation", "evaluation sampling"]
+    assert streams["model initialisation"]["reached"] is False and streams["environment games"]["reached"] is True
+
+
+def test_freeze_refuses_a_job_that_asks_for_less_than_it_demands(study):
+    """freeze runs the preflight: a study whose jobs would reserve more CPUs in Ray than resources.cpus is refused in one
+    line naming the field, the framework's key and both numbers (subprocess), and no lock is written."""
+    path = study / "manifests" / "demo.yaml"
+    path.write_text(path.read_text().replace("cpus: 5", "cpus: 2"))
+    git(study, "commit", "-qam", "fewer CPUs")
+    result = run_cli("freeze", "manifests/demo.yaml", cwd=study)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "resources.cpus = 2: env.resources_per_worker.num_cpus 0.1 x 12 env workers + 1 TaskRunner + 1 x 2 GPU workers = 4.2 exceeds it" in result.stderr
+    assert not (study / "manifests" / "demo.lock.json").exists()
 
 
 def test_freeze_again_keeps_the_identical_lock(study):

@@ -7,7 +7,8 @@ from agentrepro.report.summary import reviewer_summary
 
 QUESTIONS = ["Exact commits and images", "Evaluation set and its size", "How checkpoints were chosen",
              "Per-seed raw values, mean ± std", "Paired deltas with intervals", "Per-category results",
-             "Deviations from the official recipe", "Parity of the backend's advantages with the reference estimator",
+             "Deviations from the official recipe", "Randomness the seed reaches",
+             "Parity of the backend's advantages with the reference estimator",
              "Overhead p50 / p95 and its share of a step"]
 
 
@@ -16,7 +17,7 @@ def answers(analysis, step=150) -> dict:
 
 
 def test_every_question_in_order_with_values_from_the_analysis(analysis):
-    """The nine questions come in order; identifiers, panel size, per-seed rates and paired deltas are the analysis' own."""
+    """The ten questions come in order; identifiers, panel size, per-seed rates and paired deltas are the analysis' own."""
     got = reviewer_summary(analysis, 150)
     assert [a.question for a in got] == QUESTIONS
     by = {a.question: a for a in got}
@@ -49,6 +50,19 @@ def test_deviations_best_checkpoint_and_parity_flags(analysis):
     assert parity.provided and "max |diff| 0.3" in parity.lines[0] and parity.flags == ["1 check(s) fail"]
 
 
+def test_streams_the_seed_does_not_reach_are_flagged(analysis):
+    """The lock's seed_streams: each backend's reached streams are listed; a stream shared across seeds or not known is
+    flagged with how (the spread over seeds does not include its randomness)."""
+    analysis["provenance"]["lock"]["seed_streams"] = {
+        "verl-agent": [{"stream": "environment games", "reached": True, "how": "env.seed = seed x 1128"},
+                       {"stream": "model initialisation", "reached": False, "how": "the same pretrained weights"}],
+        "command": [{"stream": "data order", "reached": None, "how": "the command's own"}]}
+    found = answers(analysis)["Randomness the seed reaches"]
+    assert found.lines == ["verl-agent: the seed reaches environment games", "command: the seed reaches no stream"]
+    assert found.flags == ["verl-agent: model initialisation shared across seeds (the same pretrained weights)",
+                           "command: data order not known whether the seed reaches it (the command's own)"]
+
+
 def test_without_a_lock_answers_say_not_provided(analysis):
     """Outcomes analysed without a lock: identifiers and deviations are not provided; the checkpoint is flagged as undeclared."""
     analysis["provenance"] = {"lock": None, "lock_sha256": None, "runs": []}
@@ -69,4 +83,4 @@ def test_summary_is_at_the_top_of_the_page(analysis):
     section = html[html.index('<section id="summary">'):html.index('<section id="equivalence">')]
     assert html.index('<section id="summary">') == html.index("<section")
     assert all(q.replace("'", "&#39;") in section for q in QUESTIONS)
-    assert section.count("<strong>not provided</strong>") == 2   # identifiers (no resolved block) and deviations
+    assert section.count("<strong>not provided</strong>") == 3   # identifiers (no resolved block), deviations, seed streams

@@ -120,7 +120,7 @@ class PrunedInTraining:
     files: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
 
-AT_LEAST, DIVIDES, DIVISOR, FIXED = "at least", "divides", "divisor", "fixed"
+AT_LEAST, DIVIDES, DIVISOR, EQUALS, FIXED = "at least", "divides", "divisor", "equals", "fixed"
 
 
 @dataclass(frozen=True)
@@ -135,9 +135,9 @@ class Demand:
 
     what: str
     key: str
-    need: int | float
+    need: int | float | str
     field: str
-    have: int | float | None
+    have: int | float | str | None
     rule: str
     source: str
     via: str | None = None
@@ -145,6 +145,8 @@ class Demand:
     def holds(self) -> bool:
         if self.have is None or self.rule == FIXED:
             return True
+        if self.rule == EQUALS:
+            return self.have == self.need
         if self.rule == AT_LEAST:
             return self.have >= self.need
         if self.rule == DIVIDES:
@@ -155,7 +157,8 @@ class Demand:
 
     def violation(self) -> str:
         """One line naming the manifest field, the framework's key and both numbers."""
-        relation = {AT_LEAST: "exceeds it", DIVIDES: "is not a multiple of it", DIVISOR: "does not divide it"}[self.rule]
+        relation = {AT_LEAST: "exceeds it", DIVIDES: "is not a multiple of it", DIVISOR: "does not divide it",
+                    EQUALS: "is the only value it takes"}[self.rule]
         return f"{self.job_side()}: {self.key} = {_number(self.need)} {relation} ({self.what}; {self.source})"
 
     def job_side(self) -> str:
@@ -163,7 +166,7 @@ class Demand:
         return f"{self.field}{' -> ' + self.via if self.via else ''} = {_number(self.have)}"
 
 
-def _number(value: int | float | None) -> str:
+def _number(value: int | float | str | None) -> str:
     return "not set" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
 
 
@@ -263,5 +266,5 @@ class Backend(abc.ABC):
         raise BadInput(f"the {self.name} backend does not start from a shared warm start", where="backend.name")
 
 
-__all__ = ["AT_LEAST", "Adapter", "BUILTIN_FORM", "Backend", "Block", "COMMON", "DIVIDES", "DIVISOR", "Demand", "FIXED",
+__all__ = ["AT_LEAST", "Adapter", "BUILTIN_FORM", "Backend", "Block", "COMMON", "DIVIDES", "DIVISOR", "Demand", "EQUALS", "FIXED",
            "HUB_FORM", "PrunedInTraining", "STREAMS", "SeedStream", "StepCheckpoint", "text"]

@@ -52,7 +52,7 @@ from typing import Any
 
 from agentrepro import runconfig, schema
 from agentrepro.backends import checkpoints, convert, ray_launch, step_rows
-from agentrepro.backends.base import COMMON, DIVIDES, FIXED, Backend, Block, Demand, SeedStream, StepCheckpoint, text
+from agentrepro.backends.base import COMMON, DIVIDES, EQUALS, FIXED, Backend, Block, Demand, SeedStream, StepCheckpoint, text
 from agentrepro.backends.launch import Launch, run_launch
 from agentrepro.backends.relax import recipe, results
 from agentrepro.backends.relax.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
@@ -166,13 +166,20 @@ class RelaxBackend(Backend):
         return StepCheckpoint(step, hf, weights=(hf,), state=(megatron,))
 
     def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
-        """GPUs against the recipe's parallel sizes (TP = NUM_GPUS, PP = CP = 1, so data parallel 1), the model's heads
-        and the batch; Ray Serve's hard-coded port. Relax sizes its Ray actors at run time from --resource, so neither
+        """The model revision the recipe accepts; GPUs against its parallel sizes (TP = NUM_GPUS, PP = CP = 1, so data
+        parallel 1), the model's heads and the batch; Ray Serve's hard-coded port. Relax sizes its Ray actors at run time from --resource, so neither
         its Ray worker processes (the head leaves each worker's port to the kernel) nor its CPUs are derived here."""
-        gpus = int(config["resources"]["gpus"])
+        revision = Demand("model revision", "MODEL_REVISION pinned into prepare.lock.json", recipe.PINNED_MODEL_REVISION,
+                          "model.revision", (config.get("model") or {}).get("revision"), EQUALS,
+                          "examples/graphgpo/prepare_alfworld.py:34 PINNED_MODEL_REVISION; preflight.py verify_prepared_artifacts "
+                          "refuses another")
+        gpus = (config.get("resources") or {}).get("gpus")
+        if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+            return [revision]   # validate_config names resources.gpus (the recipe's NUM_GPUS)
         tp, data_parallel = gpus, 1
         recipe_line = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
         return [
+            revision,
             Demand("query groups over Megatron's tensor parallel", "--num-query-groups", recipe.QUERY_GROUPS, "resources.gpus", tp,
                    DIVIDES, f"{recipe_line}:170, Megatron's Attention divides them over the TP ranks", via="NUM_GPUS -> --tensor-model-parallel-size"),
             Demand("attention heads over Megatron's tensor parallel", "--num-attention-heads", recipe.ATTENTION_HEADS, "resources.gpus", tp,

@@ -23,7 +23,7 @@ lines) are in tests/fixtures/frameworks/relax.args.json.
   `replaced_args` pairs set.
 * What the recipe will demand of its node (RelaxBackend.demands): its tensor-parallel size is NUM_GPUS, which must
   divide the model's query groups and heads (QUERY_GROUPS, ATTENTION_HEADS), and Ray Serve's port SERVE_PORT, which
-  Relax hard-codes; freeze also refuses a model revision other than PINNED_MODEL_REVISION.
+  Relax hard-codes, and the model revision its data preparation pins (PINNED_MODEL_REVISION).
 * Step numbering (`step_of_rollout`, `rollout_of_step`): the only place that knows Relax's 0-based
   rollout_id. Relax (relax/components/rollout.py `Rollout._async_run`, `_should_eval`; relax/utils/misc.py
   `should_run_periodic_action`) evaluates before training with rollout_id 0 when its step is 0 (not on a
@@ -63,7 +63,7 @@ MICRO_BATCH_SIZE = 32                  # --micro-batch-size 32, line 224
 ATTENTION_HEADS, QUERY_GROUPS = 12, 2
 # The model revision the recipe's data preparation pins into prepare.lock.json (examples/graphgpo/prepare_alfworld.py:34
 # PINNED_MODEL_REVISION); its preflight refuses a MODEL_REVISION that differs (preflight.py verify_prepared_artifacts:
-# "model_revision does not match prepare.lock"), so the study's model.revision must be this one.
+# "model_revision does not match prepare.lock"), so the study's model.revision must be this one (RelaxBackend.demands).
 PINNED_MODEL_REVISION = "775b11afaf83e0dc75bd5abaf90133e47b3ec082"
 # Ray Serve's HTTP port, which Relax hard-codes: serve.start(http_options={... "port": "8000"}) in
 # relax/entrypoints/train.py:96 and relax/core/controller.py:871, and every URL built by relax/utils/utils.py:558
@@ -108,11 +108,6 @@ def validate(config: dict[str, Any]) -> None:
     gpus = (config.get("resources") or {}).get("gpus")
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise BadInput(f"expected a positive integer (the recipe's NUM_GPUS), got {gpus!r}", where="resources.gpus")
-    revision = (config.get("model") or {}).get("revision")
-    if revision != PINNED_MODEL_REVISION:
-        raise BadInput(f"the Relax recipe's preflight refuses a MODEL_REVISION other than the one its data preparation pins "
-                       f"into prepare.lock.json, {PINNED_MODEL_REVISION} (examples/graphgpo/prepare_alfworld.py:34); got {revision!r}",
-                       where="model.revision")
     if not isinstance(((config.get("env") or {}).get("params") or {}).get("max_turns"), int):
         raise BadInput("expected an integer (the recipe's MAX_STEPS)", where="env.params.max_turns")
     if not isinstance(config["backend"].get("export_hf", False), bool):
