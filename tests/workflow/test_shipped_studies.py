@@ -68,8 +68,8 @@ def test_filled_study_plans_the_whole_dag(tmp_path, study):
 
 @pytest.mark.slow
 def test_dry_run_shows_the_official_launch_line(tmp_path):
-    """`snakemake -n -p` on graphgpo-alfworld (test values) shows, for graphgpo seed 0, exactly what `agentrepro command`
-    prints: the recipe's official script with the appended overrides (trainer.save_freq, the hf_model copy); the train
+    """`snakemake -n -p` on graphgpo-alfworld (test values) shows, for graphgpo seed 0, exactly the programs `agentrepro
+    command` prints: the recipe's official script with the appended overrides (trainer.save_freq, the hf_model copy); the train
     job's shell command is `agentrepro train` with its quoted paths and no manifest value."""
     path = _scratch(tmp_path, "graphgpo-alfworld")
     manifest = _fill(yaml.safe_load(path.read_text()))
@@ -78,7 +78,7 @@ def test_dry_run_shows_the_official_launch_line(tmp_path):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     command = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
     assert command.returncode == 0, command.stderr
-    printed = command.stdout.rstrip("\n")
+    printed = command.stdout.split("\n\n# what the job will demand")[0].rstrip("\n")   # its programs (the demand table follows)
     launch = next(line for line in printed.splitlines() if "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh" in line)
     assert "trainer.save_freq=5" in launch and "hf_model" in launch
     assert f"train graphgpo seed 0: agentrepro train runs\n{printed}\n" in proc.stdout
