@@ -87,7 +87,10 @@ def test_freeze_records_sources_and_deviations(tmp_path, repo):
     lock = build_lock(path, root=root)
     assert lock["backend_sources"] == {"verl-agent": {"commit": commit, "workdir": str(repo),
                                                       "files": {"recipe/core_graph.py": git(repo, "hash-object", "recipe/core_graph.py")}}}
-    assert 'env.seed = per run (the script sets 0; manifest seed; all methods)' in lock["deviations"]
+    seeds = [d for d in lock["deviations"] if d.startswith(("env.seed", "+actor_rollout_ref.rollout.seed", "+data.seed"))]
+    assert sorted(d.split(" (")[0] for d in seeds) == ["+actor_rollout_ref.rollout.seed = per run", "+data.seed = per run", "env.seed = per run"]
+    env_seed = next(d for d in seeds if d.startswith("env.seed"))
+    assert env_seed.startswith("env.seed = per run (the script sets 0; seed x 1004: ") and env_seed.endswith("; all methods)")
     assert 'trainer.total_epochs = 10 (the script sets 150; manifest train.steps; all methods)' in lock["deviations"]
     assert 'trainer.save_freq = 5 (the script sets -1; checkpoint cadence: the evaluated steps (the script saves none); all methods)' \
         in lock["deviations"]
