@@ -260,3 +260,21 @@ def test_a_resumed_job_does_not_validate_its_resumed_step_again(tmp_path):
     evaluation = verl_agent.job_launches(config, run, eval_step=5)[-1].argv
     assert evaluation[-4:][0] == "trainer.val_before_train=true" or "trainer.val_before_train=true" in evaluation[-4:]
     assert RAY["resume"]["tracker"]["graphgpo"].endswith(":959") and "latest_checkpointed_iteration.txt" in RAY["resume"]["tracker"]["fact"]
+
+
+def test_a_seed_whose_env_seeds_leave_the_seed_range_is_refused(tmp_path):
+    """env.seed = seed x stride: a study seed whose game streams would pass MAX_SEED (2^32 - 1) is refused naming `seeds`."""
+    from agentrepro.bounds import MAX_SEED
+
+    manifest = load_manifest(MANIFEST)
+    stride = 1000 + 128
+    manifest["seeds"] = [MAX_SEED // stride - 1, MAX_SEED // stride]
+    lock = {"manifest": manifest, "study": manifest["study"], "resolved": {"files": {}}, "task_panel": None}
+    for seed, refused in zip(manifest["seeds"], (False, True)):
+        config = run_config(lock, "gigpo", seed, lock_path=tmp_path / "lock.json")
+        config["backend"]["workdir"] = str(tmp_path)
+        if refused:
+            with pytest.raises(BadInput, match=rf"seeds: seed {seed} gives env seeds up to \d+ .* above {MAX_SEED}"):
+                verl_agent.VerlAgentBackend().validate_config(config)
+        else:
+            verl_agent.VerlAgentBackend().validate_config(config)
