@@ -14,7 +14,9 @@ import yaml
 from helpers import FIXTURES, REPO, run_cli
 
 from agentrepro import preflight
+from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.backends.base import AT_LEAST, DIVIDES, DIVISOR, Demand
+from agentrepro.backends.verl_agent import demands
 from agentrepro.errors import BadInput
 from agentrepro.manifest.loading import load_manifest
 
@@ -57,6 +59,7 @@ def test_the_shipped_studies_pass_with_the_numbers_of_the_recipes(tmp_path):
     assert by[("graphgpo", "CPUs the recipe reserves in Ray")].need == pytest.approx(envs * graphgpo + RAY["task_runner"]["num_cpus"]
                                                                                       + gpus * RAY["gpu_workers"]["bundle_cpus"]) == 54.2
     assert by[("gigpo", "CPUs the recipe reserves in Ray")].need == pytest.approx(envs * gigpo + 1 + gpus) == 28.6
+    assert (demands.TASK_RUNNER_CPUS, demands.BUNDLE_CPUS) == (RAY["task_runner"]["num_cpus"], RAY["gpu_workers"]["bundle_cpus"])
     cpus = load_manifest(REPO / "manifests" / "graphgpo-alfworld.yaml")["resources"]["cpus"]
     assert cpus == math.ceil(max(d.need for (m, w), d in by.items() if w == "CPUs the recipe reserves in Ray"))
     assert by[("graphgpo", "Ray worker ports")].need == envs + 1 + gpus + 1 + cpus
@@ -113,6 +116,12 @@ def test_relax_tensor_parallel_must_divide_the_query_groups(tmp_path):
     170): resources.gpus 4 is refused naming both; the study's own backends.relax.resources is named when it sets gpus."""
     flags = {f["flag"]: f for f in RELAX["flags"]}
     assert (flags["--num-query-groups"]["value"], flags["--tensor-model-parallel-size"]["src"].rsplit(":", 1)[1]) == ("2", "257")
+    assert (int(flags["--num-query-groups"]["value"]), int(flags["--num-attention-heads"]["value"])) == (relax_recipe.QUERY_GROUPS,
+                                                                                                       relax_recipe.ATTENTION_HEADS)
+    assert (int(flags["--micro-batch-size"]["value"]), int(flags["--global-batch-size"]["value"])) == (relax_recipe.MICRO_BATCH_SIZE,
+                                                                                                     relax_recipe.GLOBAL_BATCH_SIZE)
+    knobs = {k["name"]: k["default"] for k in RELAX["input_env_knobs"]}
+    assert knobs["MODEL_REVISION"] == relax_recipe.PINNED_MODEL_REVISION   # the script's default is the prepare lock's pin
     path = study(tmp_path, "graphgpo-alfworld-relax", **{"resources.gpus": 4})
     result = run_cli("preflight", path, "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
     assert result.returncode == 2

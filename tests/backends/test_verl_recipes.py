@@ -232,6 +232,7 @@ def test_seeds_reach_disjoint_game_streams_and_the_samplers(tmp_path):
     """Seeds 0, 1, 2: env.seed is seed x stride, so the training envs' streams (env.seed + i // group_n) and validation
     envs' (env.seed + 1000 + i) of two seeds never meet; vLLM's and the dataloader's seeds follow the seed."""
     streams, offset = {}, RAY["env_counts"]["val_seed_offset"]
+    assert verl_recipes.VAL_SEED_OFFSET == offset and RAY["env_counts"]["graphgpo"][1].endswith(":734")
     for seed in (0, 1, 2):
         manifest = load_manifest(MANIFEST)
         lock = {"manifest": manifest, "study": manifest["study"], "resolved": {"files": {}}, "task_panel": None}

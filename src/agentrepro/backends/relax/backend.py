@@ -167,8 +167,9 @@ class RelaxBackend(Backend):
 
     def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
         """The model revision the recipe accepts; GPUs against its parallel sizes (TP = NUM_GPUS, PP = CP = 1, so data
-        parallel 1), the model's heads and the batch; Ray Serve's hard-coded port. Relax sizes its Ray actors at run time from --resource, so neither
-        its Ray worker processes (the head leaves each worker's port to the kernel) nor its CPUs are derived here."""
+        parallel 1), the model's heads and the batch; Ray Serve's hard-coded port. Relax sizes its Ray actors at run
+        time from --resource, so neither its Ray worker processes (the head leaves each worker's port to the kernel)
+        nor its CPUs are derived here."""
         revision = Demand("model revision", "MODEL_REVISION pinned into prepare.lock.json", recipe.PINNED_MODEL_REVISION,
                           "model.revision", (config.get("model") or {}).get("revision"), EQUALS,
                           "examples/graphgpo/prepare_alfworld.py:34 PINNED_MODEL_REVISION; preflight.py verify_prepared_artifacts "
