@@ -1,13 +1,14 @@
 """`agentrepro preflight MANIFEST`: what each job of a study will demand, checked before anything is queued.
 
 For every method x seed, the job's draft config (planning.draft_config: what `agentrepro train` will run) and its
-backend's `Backend.demands`: the values its framework accepts only as they are (a pinned model revision), Ray worker processes against the head's worker ports, the
-CPUs its recipe reserves in Ray against resources.cpus, GPUs against tensor/pipeline-parallel sizes, the model's
-heads and the batch sizes that must divide by the data-parallel size, ports the framework hard-codes. Each
-demand names the manifest field on the job's side, the framework's key on the other, and how they must relate
-(backends/base.py `Demand`); a violation is one line naming both and their numbers, exit 2. Freeze runs the same
-check (`check`), and `agentrepro command` prints the job's demand table (`table`). The numbers come from the
-backend's facts about its framework, computed in the backend's folder; here they are only compared and shown.
+backend's `Backend.demands`: values its framework takes only as they are (a pinned model revision), Ray worker
+processes against the head's worker ports, the CPUs its recipe reserves in Ray against resources.cpus, GPUs against
+tensor-parallel sizes, the model's heads and the batch sizes that must divide by the data-parallel size, ports the
+framework hard-codes. Each demand names the manifest field on the job's side, the framework's key on the other, and
+how they must relate (backends/base.py `Demand`); a violation is one line naming both and their numbers, exit 2.
+Freeze runs the same check (`check`), and `agentrepro command` prints the job's demand table (`table`). The numbers
+come from the backend's facts about its framework, computed in the backend's folder; here they are only compared
+and shown. The backends' own checks of a config (some read files relative to where a job runs) stay the job's.
 
 The verb: `agentrepro preflight MANIFEST [--method M] [--seed K]` prints the demand table of each job (one per
 method when every seed demands the same) and exits 2 after listing every violation, one per line.

@@ -2,9 +2,9 @@
 
 Refused, each with its key path: a placeholder (`TODO-...`), a branch or tag where a 40-hex commit is
 needed, a short hash, an image tag without `sha256:<64 hex>` digest, a missing file or model directory,
-a file whose SHA-256 differs from the manifest's. All refusals are collected and reported together. Then every
-job's config is checked by its backend and what it will demand by agentrepro.preflight (the first violation is
-named, with the manifest field, the framework's key and both numbers).
+a file whose SHA-256 differs from the manifest's. All refusals are collected and reported together. Then what every
+job will demand of its node is checked (agentrepro.preflight: the first violation is named, with the manifest field,
+the framework's key and both numbers).
 
 Freezing is idempotent: when a lock already at the output path says the same thing (everything but
 `created` and the self-hash), it is left untouched, so that runs made from it stay valid.
@@ -184,7 +184,7 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
     manifest = load_manifest(manifest_file)
     resolved = resolve_identifiers(manifest, manifest_file, root)
     _check_reference(manifest, manifest_file)
-    preflight.check(manifest, manifest_file)   # every job's config and what it will demand, before anything is queued
+    preflight.check(manifest, manifest_file)   # what every job will demand of its node, before anything is queued
     harness = harness_state(root, ignore=[out])
     if harness["dirty"] and not allow_dirty:
         if harness["commit"] is None:

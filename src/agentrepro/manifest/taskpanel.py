@@ -6,10 +6,10 @@ Three sources:
   (`env.params.render_mode: vision`) the versions of the packages that draw the pictures enter
   `resolved.env_packages` (`Env.panel_packages`);
 * a game data directory (`data.eval.path` is a directory; alfworld): the environment's `frozen_panel`
-  (`agentrepro.environments.alfworld.frozen_panel`): the eligible games of the split that `eval.panel` selects
-  (a choice the manifest must state; `panel_deviations` records the panel's composition in the lock), e.g. the
-  first `eval.tasks` eligible games of the split
-  `env.split`, in sorted path order, each hashed from its two files (`game.tw-pddl`, `traj_data.json`).
+  (`agentrepro.environments.alfworld.frozen_panel`): the eligible games of the split `env.split` that `eval.panel`
+  selects (a choice the manifest must state, e.g. `first`: the first `eval.tasks` in sorted path order;
+  `panel_deviations` records the panel's composition in the lock), each hashed from its two files (`game.tw-pddl`,
+  `traj_data.json`).
   Those files also enter the lock's `resolved.files` (so `audit` catches a game changed after freezing) and
   the environment's package versions its `resolved.env_packages`;
 * an evaluation data file (`data.eval`, a file): JSONL, one task per line with a string

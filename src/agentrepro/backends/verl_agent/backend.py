@@ -46,10 +46,10 @@ from typing import Any
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_launch, step_rows
 from agentrepro.backends.base import COMMON, Backend, Block, Demand, PrunedInTraining, SeedStream, StepCheckpoint, text
-from agentrepro.bounds import MAX_SEED
 from agentrepro.backends.launch import Launch, run_launch
 from agentrepro.backends.verl_agent import demands, integration, outputs, recipes, scripts
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as prune_hook
+from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import checkpoint_dir
