@@ -279,3 +279,13 @@ def test_a_seed_whose_env_seeds_leave_the_seed_range_is_refused(tmp_path):
                 verl_agent.VerlAgentBackend().validate_config(config)
         else:
             verl_agent.VerlAgentBackend().validate_config(config)
+
+
+def test_a_list_word_that_bash_would_expand_in_the_checkout_is_refused(tmp_path):
+    """`trainer.logger=[console]` reaches the script's unquoted $@, where bash replaces a [...] pattern by the files it
+    matches: with a file `trainer.logger=c` in the checkout the launch is refused naming backend.workdir; without, it runs."""
+    _, config = next(study_configs(tmp_path))
+    assert "trainer.logger=[console]" in verl_agent.job_launches(config, tmp_path / "run")[-1].argv
+    (tmp_path / "trainer.logger=c").write_text("")
+    with pytest.raises(BadInput, match=r"backend.workdir: the official script passes 'trainer.logger=\[console\]' unquoted"):
+        verl_agent.job_launches(config, tmp_path / "run")

@@ -37,6 +37,7 @@ It needs a container and a hub model.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import sys
@@ -106,6 +107,10 @@ def job_launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, 
     prepare = Launch("prepare data", ("python3", "-m", "examples.data_preprocess.prepare",
                                       *recipes.prepare_args(config, run_dir)), {}, cwd)
     words = [o.word() for o in recipes.appended(config, run_dir, resume=resume)]
+    for word in words:   # the script's unquoted $@ expands a word holding [...] against the checkout's files
+        if "[" in word and glob.glob(word, root_dir=cwd):
+            raise BadInput(f"the official script passes {word!r} unquoted ($@), and bash would replace it by the files it "
+                           f"matches in {cwd}: {', '.join(sorted(glob.glob(word, root_dir=cwd))[:3])}", where="backend.workdir")
     # The script's own exports reach only its driver; the head's workers (GPU workers, env workers) inherit the
     # head's environment, which is this launch's: so they are set here too.
     env = {**{name: value for name, (value, _) in script.exports.items()},
