@@ -75,29 +75,39 @@ def _cols(required: str, extra: str = "") -> tuple[Column, ...]:
 
 
 RATE_COLUMNS = "n:int successes:int rate:rate wilson_lo:rate wilson_hi:rate"
+CLUSTERED = "ci_lo:rate ci_hi:rate n_eff:num ci_test:str"   # the pooled rate's task-clustered interval (intervals.clustered_wilson)
 PER_STEP = "method:str seed:int step:int"
 
 TABLES: tuple[Table, ...] = (
     Table("runs", "method × seed × step: successes of n episodes and the Wilson interval",
           _cols(f"method:str seed:int step:int {RATE_COLUMNS}")),
-    Table("methods", "method × step: mean ± std (ddof = 1) of the per-seed rates, pooled k/n with the Wilson interval",
+    Table("methods", "method × step: mean ± std (ddof = 1) of the per-seed rates, pooled k/n with the Wilson interval "
+          "(episodes as independent) and the task-clustered interval (seeds replay the same tasks)",
           _cols("method:str step:int seeds:int mean:rate std:num? pooled_n:int pooled_successes:int pooled_rate:rate "
-                "wilson_lo:rate wilson_hi:rate", "std_ddof:int")),
+                "wilson_lo:rate wilson_hi:rate", f"std_ddof:int {CLUSTERED}")),
     Table("paired", "method pair × seed (or `all`, seeds pooled by task) × step: the 2×2 table, a − b with its CI and tests",
           _cols("method_a:str method_b:str seed:seed step:int n_tasks:int both:int a_only:int b_only:int neither:int "
                 "delta:num ci_lo:num? ci_hi:num? mcnemar_p:p? p_holm:p?",
-                "p:p? test:str boot_lo:num? boot_hi:num? n_pairs:int")),
-    Table("categories", "method × task category × step, pooled over seeds, with the Wilson interval",
-          _cols(f"method:str category:str step:int {RATE_COLUMNS}")),
+                "p:p? test:str boot_lo:num? boot_hi:num? n_pairs:int family:str")),
+    Table("learning", "method × seed (or `all`, seeds pooled by task) at the final step against the same method's step 0 on the "
+          "same tasks: the 2×2 table (gained: solved at the step only; lost: at step 0 only), the difference with its CI and tests",
+          _cols("method:str seed:seed step:int baseline_step:int n_tasks:int both:int gained:int lost:int neither:int "
+                "delta:num ci_lo:num? ci_hi:num? mcnemar_p:p? p_holm:p?",
+                "p:p? test:str boot_lo:num? boot_hi:num? n_pairs:int family:str")),
+    Table("categories", "method × task category × step, pooled over seeds, with the Wilson and the task-clustered interval",
+          _cols(f"method:str category:str step:int {RATE_COLUMNS}", CLUSTERED)),
     Table("verdicts", "method with a paper value: ours − paper at the final step, its 90%/95% CIs and the verdict",
           _cols("method:str paper:rate paper_std:num? ours:rate delta:num ci90_lo:num? ci90_hi:num? ci95_lo:num? "
                 "ci95_hi:num? tolerance:num verdict:verdict tasks_needed:num? reason:str",
-                "seeds_needed:num? test:str seeds:int n_tasks:int paper_seeds:num? source:str? checked:bool")),
+                "seeds_needed:num? test:str seeds:int n_tasks:int paper_seeds:num? source:str? checked:bool needed:str")),
     Table("claims", "declared claim at the final step: 'a > b' (one row: the paired `all` difference, Holm-adjusted p, "
           "whether it holds) or 'a == b ± m pp' (one row per seed and one `all` row on the shared tasks: TOST verdict, tasks needed)",
           _cols("claim:str method_a:str method_b:str delta:num? ci_lo:num? ci_hi:num? p:p? p_holm:p? holds:bool",
                 "statement:str kind:str seed:seed margin:num? n_tasks:int? seeds:int? ci90_lo:num? ci90_hi:num? "
-                "verdict:verdict? tasks_needed:num? test:str?")),
+                "verdict:verdict? tasks_needed:num? test:str? family:str? needed:str?")),
+    Table("families", "statistical family: the comparisons Holm-adjusted together (agentrepro.analysis.families), named by the key "
+          "the paired, learning and claims rows carry in `family`",
+          _cols("family:str label:str comparisons:int adjustment:str table:str")),
     Table("diagnostics", "method × seed × training step: the graph diagnostics of graph_diagnostics.jsonl",
           _cols(PER_STEP, "groups:num? nodes:num? edges:num? duplicate_edge_ratio:num? shared_state_rate:num? "
                 "singleton_out_edge_ratio:num? nonzero_graph_adv_ratio:num? all_fail_groups:num? all_success_groups:num? "

@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start from the shared warm start in DIR (written by `agentrepro warmstart`; builtin backend)")
 
 
+def _how_it_starts(out: Path, *, resume: bool, from_warmstart: bool) -> str:
+    """The attempt's start in words, as the report shows it: resumed, started over, or started afresh."""
+    if runconfig.has_checkpoints(out):
+        return "resumed from the checkpoints of an earlier attempt" if resume else "started over (--no-resume: earlier outputs removed)"
+    return "started from the shared warm start's step 0" if from_warmstart else "started from scratch"
+
+
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
     config = runconfig.load_run_config(args.config)
@@ -50,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     resume = not args.no_resume
+    start = _how_it_starts(out, resume=resume, from_warmstart=args.from_warmstart is not None)
     if args.from_warmstart is not None and backend.name != "builtin":
         raise BadInput(f"only the builtin backend starts from a shared warm start, this run's is {backend.name!r}",
                        path=args.config, where="backend.name")
@@ -68,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     runconfig.write_resolved_config(out, resolved)
     runconfig.write_command(out, command)
     base = runconfig.provenance_base(config, resolved_sha)
-    attempts.start_attempt(out, stage="train", command=command, base=base)
+    attempts.start_attempt(out, stage="train", command=command, base=base, extra={"start": start})
     with runconfig.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:
             from agentrepro.trainer.shared_warmstart import adopt
