@@ -15,7 +15,9 @@
   the lock pins for its method's placement (backend_sources.json, agentrepro.sourceparity; a lock from before
   sources were pinned per placement is BadInput: freeze again);
 * the analysis records the hash of every sealed file of every run it read, equal to the seals now; the
-  report records the analysis files it was rendered from, equal to them now (audit_chain.py);
+  report records the analysis files it was rendered from, equal to them now (chain.py);
+* the recount (recount.py): every evaluation's recorded counts equal its outcomes, and the analysis, recomputed
+  from the outcomes by the code `analyze` runs, equals every file of analysis/<study>/, value by value;
 * no symbolic link anywhere in these trees (none is followed; `bundle` never ships one).
 
 `require` says how far the study must have got: `lock`, `runs`, `analysis` or `report` (the default). What
@@ -34,6 +36,7 @@ from agentrepro.backends.checkpoints import pruned_files
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.audit.chain import check_analysis, check_report
+from agentrepro.audit.recount import check_analysis_files, check_counts, recompute
 from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.audit.warmstart import check_warmstarts
@@ -203,7 +206,7 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
     lock, found = _check_lock(study, root, skipped)
     home = locate(study, root)
     problems, run_tree, runs = _check_runs(home.name, root, lock, require=require, not_bundled=skipped)
-    found += problems
+    found += problems + check_counts(run_tree)
     analysis_dir = home.analysis
     problems, analysis_tree = _check_top(analysis_dir, "analysis", require)
     found += problems
@@ -211,6 +214,8 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
         methods, seeds, _, _ = _plan(lock)
         found += check_analysis(analysis_dir, root=root, lock_hash=lock_sha256(lock), planned={(m, s) for m in methods for s in seeds},
                                 runs=runs, tree=run_tree)
+        recomputed, problems = recompute(study, root, analysis_dir)
+        found += problems + (check_analysis_files(analysis_dir, recomputed) if recomputed is not None else [])
     if check_reports:
         report_dir = home.reports
         problems, report_tree = _check_top(report_dir, "report", require)
