@@ -7,7 +7,7 @@ import subprocess
 
 from helpers import require_executable
 
-from agentrepro.report import format as fmt
+from agentrepro.analysis import format as fmt
 from agentrepro.report.render import final_step
 
 

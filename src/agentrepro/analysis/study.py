@@ -154,9 +154,15 @@ class Analysis:
     provenance: dict
     outcomes: pd.DataFrame
     certificate: list[dict] = field(default_factory=list)   # the parity certificate's entries (analysis/parity.py)
+    _document: dict | None = field(default=None, init=False, repr=False)
 
     def document(self) -> dict:
         """analysis.json's object: header, bottom line, every table as row objects, notes, parity, certificate, provenance."""
+        if self._document is None:
+            self._document = self._assemble()
+        return self._document
+
+    def _assemble(self) -> dict:
         doc = {**self.header, "tables": {name: records(self.tables[name]) for name in contract.TABLE_NAMES}, "notes": self.notes,
                "parity": self.parity, "certificate": self.certificate, "provenance": self.provenance}
         return {**self.header, "bottom_line": bottom_line(doc), **{k: v for k, v in doc.items() if k not in self.header}}

@@ -1,4 +1,5 @@
-"""`agentrepro bundle STUDY -o FILE.tar.gz [--root DIR]`: pack what a reviewer needs, deterministically."""
+"""`agentrepro bundle STUDY -o FILE.tar.gz [--root DIR] [--sign KEY]`: pack what a reviewer needs, deterministically,
+optionally signed with an SSH key (OpenSSH's `ssh-keygen -Y sign`, audit/sign.py); print the bundle's short digest."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 from agentrepro.bounds import number
 from agentrepro.fileio import check_output_file
 from agentrepro.audit.bundle import MAX_FILE_BYTES, write_bundle
+from agentrepro.audit.sign import NAMESPACE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,12 +17,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default=".", help="root directory (default: .)")
     parser.add_argument("--max-file-mb", type=number(0, 1 << 30, low_open=True), default=MAX_FILE_BYTES / (1 << 20),
                         help="leave out (and list) files larger than this (default: %(default)s)")
+    parser.add_argument("--sign", metavar="KEY", help="sign the bundle with this SSH private key (or its .pub, the key in ssh-agent); "
+                                                      "reviewers verify it with `agentrepro audit --bundle FILE --allowed-signers FILE`")
 
 
 def run(args: argparse.Namespace) -> int:
     check_output_file(args.output, option="-o")
-    info = write_bundle(args.study, args.output, args.root, max_file_bytes=int(args.max_file_mb * (1 << 20)))
+    info = write_bundle(args.study, args.output, args.root, max_file_bytes=int(args.max_file_mb * (1 << 20)), key=args.sign)
     print(f"{args.output}: {info['files']} files, {len(info['left_out'])} left out, sha256 {info['sha256']}")
+    print(f"bundle digest {info['digest']} (quote it: `agentrepro audit --bundle` prints the same for this content)")
+    if info["signed_by"]:
+        print(f"signed (namespace {NAMESPACE}) by {info['signed_by']}")
     if info["audit_at_bundling"]:
         print(f"note: the study has {len(info['audit_at_bundling'])} audit problem(s), recorded in BUNDLE.json; "
               f"run `agentrepro audit {args.study}`")

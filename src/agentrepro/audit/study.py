@@ -18,6 +18,7 @@
   report records the analysis files it was rendered from, equal to them now (chain.py);
 * the recount (recount.py): every evaluation's recorded counts equal its outcomes, and the analysis, recomputed
   from the outcomes by the code `analyze` runs, equals every file of analysis/<study>/, value by value;
+* every value the report prints from the analysis, formatted again from the recomputation (audit/report.py);
 * no symbolic link anywhere in these trees (none is followed; `bundle` never ships one).
 
 `require` says how far the study must have got: `lock`, `runs`, `analysis` or `report` (the default). What
@@ -37,6 +38,7 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.audit.chain import check_analysis, check_report
 from agentrepro.audit.recount import check_analysis_files, check_counts, recompute
+from agentrepro.audit.report import REPORT_HTML, check_report_values
 from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.audit.warmstart import check_warmstarts
@@ -48,9 +50,23 @@ from agentrepro.seal import OUTPUTS
 from agentrepro.sourceparity import check_lock_form
 
 STAGES = ("lock", "runs", "analysis", "report")
+COVERED = {  # what each stage's audit checks, in words (`coverage`: the report's audit badge says it)
+    "lock": "the lock and the manifest, and the files the lock hashed",
+    "runs": "every planned run, evaluation and warm start with its seals and provenance, the outcomes against the frozen "
+            "task panel, and each evaluation's counts against its outcomes",
+    "analysis": "the analysis recomputed from the outcomes and compared value by value",
+    "report": "every value the report prints from the analysis, against the recomputation (not its figures or report.pdf)",
+}
 _SEED_DIR = SEED_DIR_RE
 _STEP_DIR = STEP_DIR_RE
-__all__ = ["STAGES", "audit_study", "planned_steps"]
+__all__ = ["STAGES", "audit_study", "coverage", "planned_steps"]
+
+
+def coverage(require: str = "report", *, check_reports: bool = True) -> str:
+    """What `audit_study(require=..., check_reports=...)` checks, in words, for a study complete up to `require`."""
+    stages = STAGES[: STAGES.index(require) + 1] if check_reports else [s for s in STAGES[: STAGES.index(require) + 1] if s != "report"]
+    said = "; ".join(COVERED[s] for s in stages)
+    return said + ("" if check_reports and require == "report" else "; not the report itself (`agentrepro audit` checks it afterwards)")
 
 
 def planned_steps(manifest: dict[str, Any]) -> list[int]:
@@ -210,6 +226,7 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
     analysis_dir = home.analysis
     problems, analysis_tree = _check_top(analysis_dir, "analysis", require)
     found += problems
+    recomputed = None
     if analysis_tree is not None and lock is not None:
         methods, seeds, _, _ = _plan(lock)
         found += check_analysis(analysis_dir, root=root, lock_hash=lock_sha256(lock), planned={(m, s) for m in methods for s in seeds},
@@ -222,4 +239,7 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
         found += problems
         if report_tree is not None and analysis_tree is not None:  # a missing analysis is reported once, above
             found += check_report(report_dir, analysis_dir, root=root)
+        page = report_dir / REPORT_HTML
+        if recomputed is not None and report_tree is not None and page in report_tree.files:
+            found += check_report_values(page, recomputed.document())
     return found

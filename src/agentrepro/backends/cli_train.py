@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     runconfig.write_resolved_config(out, resolved)
     runconfig.write_command(out, command)
     base = runconfig.provenance_base(config, resolved_sha)
-    attempts.start_attempt(out, stage="train", command=command, base=base, extra={"start": start})
+    attempts.start_attempt(out, stage="train", command=command, base=base, extra={"how_started": start})
     with runconfig.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:
             from agentrepro.trainer.shared_warmstart import adopt
