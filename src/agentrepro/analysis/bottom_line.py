@@ -42,7 +42,7 @@ def _learning(rows: list[dict], alpha: float) -> tuple[list[str], list[str]]:
         who = "every method" if not missed else _names([r["method"] for r in beat])
         low, high = min(r["delta"] for r in beat), max(r["delta"] for r in beat)
         size = _pp(low) if low == high else f"{_pp(low)} to {_pp(high)}"
-        held.append(f"{who} beat {'its' if not missed else 'their'} step {pooled[0]['baseline_step']} ({size}; {where})")
+        held.append(f"{who} beat {'its' if not missed or len(beat) == 1 else 'their'} step {pooled[0]['baseline_step']} ({size}; {where})")
     for r in missed:
         failed.append(f"{r['method']} did not beat its step {r['baseline_step']} ({_pp(r['delta'])}, Holm p {_p(r['p_holm'])})")
     return held, failed

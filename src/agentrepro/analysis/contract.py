@@ -97,7 +97,7 @@ TABLES: tuple[Table, ...] = (
                 "p:p? test:str boot_lo:num? boot_hi:num? n_pairs:int family:str"), key=("method", "seed", "step")),
     Table("categories", "method × task category × step, pooled over seeds, with the Wilson and the task-clustered interval",
           _cols(f"method:str category:str step:int {RATE_COLUMNS}", CLUSTERED), key=("method", "category", "step")),
-    Table("verdicts", "method with a paper value: ours − paper at the final step, its 90%/95% CIs and the verdict",
+    Table("verdicts", "method with a reference value (a paper, a reference implementation or an earlier run): ours − reference at the final step, its 90%/95% CIs and the verdict",
           _cols("method:str paper:rate paper_std:num? ours:rate delta:num ci90_lo:num? ci90_hi:num? ci95_lo:num? "
                 "ci95_hi:num? tolerance:num verdict:verdict tasks_needed:num? reason:str",
                 "seeds_needed:num? test:str seeds:int n_tasks:int paper_seeds:num? source:str? checked:bool needed:str"), key=("method",)),

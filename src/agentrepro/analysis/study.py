@@ -304,7 +304,6 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
         provenance["source_parity"] = sourceparity.study_rows(lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])])
     entries = certificate(run_dirs, root)
     parity = parity_checks(run_dirs, entries)
-    parity.append(task_seed_check(lock, run_dirs))
     overlap = overlapping_runs(provenance["runs"])
     if overlap:
         more.append(overlap)
@@ -315,6 +314,7 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
     else:
         parity.append({"check": "every method and seed scored on the frozen task panel", "status": "not_run",
                        "detail": "no lock with a task panel: task sets were only compared between methods"})
+    parity.append(task_seed_check(lock, run_dirs))
     return Analysis(header, tables, notes + more, parity, provenance, df, entries)
 
 
