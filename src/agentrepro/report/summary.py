@@ -146,7 +146,7 @@ def checkpoints(analysis: dict, step) -> Answer:
     return Answer(q, [line], "lock: manifest eval.checkpoint and analysis.final_step", flags)
 
 
-def per_seed(analysis: dict, step) -> Answer:
+def per_seed(analysis: dict, step, glossary: Glossary) -> Answer:
     q = "Per-seed raw values, mean ± std"
     t = analysis["tables"]
     lines = []
@@ -154,14 +154,15 @@ def per_seed(analysis: dict, step) -> Answer:
         seeds = sorted((r for r in t["runs"] if r["method"] == m["method"] and r["step"] == step), key=lambda r: str(r["seed"]))
         raw = Markup(", ").join(Markup("seed {} {} ({}/{})").format(r["seed"], pct(r["rate"]), number(r["successes"]), number(r["n"])) for r in seeds)
         lines.append(Markup("{}: {} → {} ± {}").format(m["method"], raw, pct(m["mean"]), pct(m["std"])))
-    return Answer(q, lines, f"runs.csv and methods.csv at step {step} (std over seeds, ddof = 1)" if lines else "no runs at the final step")
+    evidence = Markup("runs.csv and methods.csv at step {} (std over seeds, {} = 1)").format(step, glossary.term("ddof"))
+    return Answer(q, lines, evidence if lines else "no runs at the final step")
 
 
 def _comparison(r: dict, glossary: Glossary) -> Markup:
     """'+1.2 pp [−3.0, 5.1] pp (95% CI, test; Holm p 0.479 in family F; 128 tasks)' of a paired or learning row."""
     family = r.get("family")
-    return Markup("{} {} pp (95% CI, {}; Holm p {}{}; {} tasks)").format(
-        pp(r["delta"]), ci(r["ci_lo"], r["ci_hi"]), glossary.term(r.get("test") or "paired"), pvalue(r["p_holm"]),
+    return Markup("{} {} pp (95% CI, {}; {} p {}{}; {} tasks)").format(
+        pp(r["delta"]), ci(r["ci_lo"], r["ci_hi"]), glossary.term(r.get("test") or "paired"), glossary.term("Holm"), pvalue(r["p_holm"]),
         Markup(" in family {}").format(said(family)) if family else "", number(r["n_tasks"]))
 
 
@@ -270,6 +271,6 @@ def reviewer_summary(analysis: dict, step, glossary: Glossary | None = None) -> 
     `glossary` glosses the jargon where the page first uses it."""
     glossary = glossary or Glossary()
     return [identifiers(analysis["provenance"].get("lock")), tokenizer(analysis), evaluation_set(analysis, step),
-            checkpoints(analysis, step), per_seed(analysis, step), learning(analysis, step, glossary),
+            checkpoints(analysis, step), per_seed(analysis, step, glossary), learning(analysis, step, glossary),
             paired_deltas(analysis, step, glossary), categories(analysis, step), deviations(analysis), advantage_parity(analysis),
             restarts(analysis), overhead(analysis)]
