@@ -47,6 +47,8 @@ def run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
         prefix = seal.parent.relative_to(root).as_posix()
         outputs.update({f"{prefix}/{rel}": digest for rel, digest in read_outputs_manifest(seal).items()})
     prov = read_provenance(run_dir)
+    if not isinstance(prov, dict):
+        raise BadInput(f"expected a JSON object, got {type(prov).__name__}", path=run_dir / RunFiles.PROVENANCE)
     return {"method": method, "seed": seed, "path": run_dir.relative_to(root).as_posix(),
             "command": read_text(command).strip() if command.is_file() else None,
             # the hash provenance.json carries and audit checks

@@ -154,7 +154,7 @@ def check_parquet(path: Path, recomputed: pd.DataFrame) -> list[str]:
     first = int(differ.to_numpy().nonzero()[0][0])
     columns = [c for c in COLUMNS if str(have.at[first, c]) != str(want.at[first, c])]
     return [f"{path}: {int(differ.sum())} row(s) differ from the outcomes, the first at row {first} "
-            f"({', '.join(f'{c} {have.at[first, c]!r}, outcomes {want.at[first, c]!r}' for c in columns)})"]
+            f"({', '.join(f'{c} is {have.at[first, c]}, {RECOMPUTED}: {want.at[first, c]}' for c in columns)})"]
 
 
 def check_analysis_files(analysis_dir: Path, analysis: Analysis) -> list[str]:
@@ -181,6 +181,9 @@ def recompute(study: str, root: Path, analysis_dir: Path) -> tuple[Analysis | No
         return study_analysis(study, root), []
     except (BadInput, Failure) as exc:
         return None, [f"{analysis_dir}: cannot be recomputed from the runs, so nothing in it can be vouched for: {exc}"]
+    except (ValueError, TypeError, KeyError, AttributeError, OSError) as exc:   # inputs the analysis does not name a file for
+        return None, [f"{analysis_dir}: cannot be recomputed from the runs, so nothing in it can be vouched for "
+                      f"({type(exc).__name__}: {exc})"]
 
 
 def _outcomes_of(provenance: Path) -> Path:

@@ -205,6 +205,12 @@ def _check_top(top: Path, stage: str, require: str) -> tuple[list[str], Tree | N
     return [link_problem(p) for p in sorted(tree.links)] + check_seal(top, tree, nested=lambda rel: False), tree
 
 
+def _links_in_inputs(home, lock: dict, run_tree: Tree, analysis_tree: Tree) -> bool:
+    """Whether anything the analysis reads is a symbolic link (the recount would follow it, so it does not run)."""
+    files = [home.root / rel for rel in ((lock.get("resolved") or {}).get("files") or {})]
+    return bool(run_tree.links or analysis_tree.links or any(p.is_symlink() for p in [home.manifest, home.lock, home.runs, *files]))
+
+
 def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "report",
                 not_bundled: set[str] | frozenset = frozenset(), check_reports: bool = True) -> list[str]:
     """Every problem found, one string each naming its path; empty when the study is intact.
@@ -231,8 +237,12 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
         methods, seeds, _, _ = _plan(lock)
         found += check_analysis(analysis_dir, root=root, lock_hash=lock_sha256(lock), planned={(m, s) for m in methods for s in seeds},
                                 runs=runs, tree=run_tree)
-        recomputed, problems = recompute(study, root, analysis_dir)
-        found += problems + (check_analysis_files(analysis_dir, recomputed) if recomputed is not None else [])
+        if _links_in_inputs(home, lock, run_tree, analysis_tree):
+            found.append(f"{analysis_dir}: not recomputed from the outcomes: the study holds symbolic links (reported above), "
+                         "which the audit never follows")
+        else:
+            recomputed, problems = recompute(study, root, analysis_dir)
+            found += problems + (check_analysis_files(analysis_dir, recomputed) if recomputed is not None else [])
     if check_reports:
         report_dir = home.reports
         problems, report_tree = _check_top(report_dir, "report", require)
