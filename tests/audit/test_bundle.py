@@ -210,3 +210,18 @@ def test_the_digest_names_the_content(frozen, tmp_path):
     assert write_bundle("demo", tmp_path / "c.tar.gz", root)["digest"] == plain["digest"]
     (root / "manifests/references/demo.yaml").write_text((root / "manifests/references/demo.yaml").read_text() + "# note\n")
     assert write_bundle("demo", tmp_path / "d.tar.gz", root)["digest"] != plain["digest"]
+
+
+def test_a_checkpoint_folder_ships_its_tokenizer_and_leaves_out_weights(frozen, tmp_path):
+    """The small text files of checkpoints/ (a tokenizer, configs) are packed; weights are left out, saying why."""
+    from agentrepro.seal import write_outputs_manifest
+
+    root, _ = frozen
+    run = root / "runs/demo/grpo/seed0"
+    (run / "checkpoints/tokenizer").mkdir()
+    (run / "checkpoints/tokenizer/tokenizer.json").write_text('{"model": {"type": "WordLevel"}}\n')
+    write_outputs_manifest(run, exclude_dirs={"eval", "logs"})
+    info = write_bundle("demo", tmp_path / "b.tar.gz", root)
+    assert "runs/demo/grpo/seed0/checkpoints/tokenizer/tokenizer.json" in _members(tmp_path / "b.tar.gz")
+    reasons = {e["path"]: e["reason"] for e in info["left_out"]}
+    assert reasons["runs/demo/grpo/seed0/checkpoints/last.pt"] == "checkpoint weights or training state (its hash is in the run's seal)"
