@@ -54,3 +54,21 @@ def test_killed_attempt_is_recorded_on_retry(tmp_path):
     assert [a["status"] for a in prov["attempts"]] == ["killed", "ok"]
     assert prov["lock_sha256"] == "a" * 64 and prov["status"] == "ok"
     assert prov["attempts"][1]["number"] == 2 and prov["attempts"][1]["end"] is not None
+
+
+def test_an_attempt_records_the_cpus_it_could_use_and_the_cpu_time_it_used(tmp_path):
+    """An attempt says how many CPUs the machine has and this process may use, and closes with the CPU time it spent
+    (not counting what ran before it started); a killed attempt keeps no half-measured CPU time."""
+    import os
+
+    run = tmp_path / "run"
+    run.mkdir()
+    sum(i * i for i in range(2_000_000))   # CPU spent before the attempt: not its own
+    start_attempt(run, stage="eval", command="agentrepro eval", base={}, extra={"how_started": "started from scratch"})
+    start_attempt(run, stage="eval", command="agentrepro eval", base={})
+    sum(i * i for i in range(300_000))
+    finish_attempt(run, status="ok")
+    killed, done = json.loads((run / "provenance.json").read_text())["attempts"]
+    assert killed["how_started"] == "started from scratch" and "cpu_s" not in killed and "cpu_s_at_start" not in killed
+    assert done["cpus"] == os.cpu_count() and done["cpu_affinity"] == len(os.sched_getaffinity(0))
+    assert 0 < done["cpu_s"] < 5 and "cpu_s_at_start" not in done
