@@ -83,5 +83,13 @@ def cell(value, column, unit: str | None = None) -> Markup | str:
     return mark(name, fmt.cell(value, column, unit), value) if value is not None else fmt.cell(value, column, unit)
 
 
+def sentence(value) -> Markup | str:
+    """A sentence of the analysis in words, its leading 'Label:' in bold; marked as one text value (the mark's text is
+    the whole sentence, as the audit reads it)."""
+    label, colon, rest = str(value).partition(": ")
+    shown = Markup("<strong>{}:</strong> {}").format(label, rest) if colon and len(label.split()) <= 3 else str(value)
+    return MARK.format(value.at, "text", shown) if getattr(value, "at", None) else shown
+
+
 FILTERS = {"pct": pct, "pp": pp, "ci": ci, "pvalue": pvalue, "seconds": seconds, "share": share, "number": number,
-           "tol": tol, "said": said, "verdict": verdict, "status": status, "cell": cell}
+           "tol": tol, "said": said, "verdict": verdict, "status": status, "cell": cell, "sentence": sentence}
