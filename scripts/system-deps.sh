@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages that agentrepro and its tests use: the libraries WeasyPrint loads (Pango,
 # HarfBuzz) and the report's font (the PDF without a browser), Chromium (the browser-printed PDF and the
-# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman and runc (the container tests). `system-deps.sh report`: only
+# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman and runc (the container tests), OpenSSH's
+# ssh-keygen (signed bundles). `system-deps.sh report`: only
 # what the report's PDF needs (`make demo`). Needs root and apt; otherwise it only says what is missing.
 set -euo pipefail
 # Debian package:shared library, for the packages named in agentrepro/report/pdf.py (WEASYPRINT_LIBS).
@@ -15,6 +16,7 @@ done
 if [ "${1:-all}" != report ]; then
   command -v chromium >/dev/null || missing+=(chromium)
   command -v pdftotext >/dev/null || missing+=(poppler-utils)
+  command -v ssh-keygen >/dev/null || missing+=(openssh-client)
   command -v slurmctld >/dev/null || missing+=(munge slurmctld slurmd slurm-client)
   command -v podman >/dev/null || missing+=(podman)   # the container tests run jobs in real podman images
   command -v runc >/dev/null || missing+=(runc)       # the OCI runtime those tests select (crun refuses some cgroup layouts)

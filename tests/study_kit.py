@@ -8,6 +8,7 @@ without the environments package; identifiers are pinned unless a test overrides
 from __future__ import annotations
 
 import copy
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -137,28 +138,14 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
 
 
 def fake_outputs(root: Path, study: str = "demo") -> None:
-    """Sealed analysis/<study>/ and reports/<study>/ directories, chained as analyze and report chain them: analysis.json
-    records every sealed file of every run (provenance.runs[].outputs), the report every analysis file (analysis.sha256)."""
-    from agentrepro.manifest import lock_sha256, read_lock
+    """The study's analysis/<study>/ and reports/<study>/ made by the real `analyze` and `report` (no PDF), chained as
+    they chain them: analysis.json records every sealed file of every run, the report every analysis file, and
+    the report marks every value it prints (the audit recomputes them all)."""
+    from agentrepro.analysis.study import analyze_study
+    from agentrepro.report.cli import write_report
 
-    lock = read_lock(root / "manifests" / f"{study}.lock.json")
-    runs = []
-    for run in sorted((root / "runs" / study).glob("*/seed*")):
-        outputs = {}
-        for seal in sorted(run.rglob("OUTPUTS.sha256")):
-            prefix = seal.parent.relative_to(root).as_posix()
-            outputs.update({f"{prefix}/{rel}": digest for rel, digest in read_outputs_manifest(seal).items()})
-        runs.append({"method": run.parent.name, "seed": int(run.name[4:]), "outputs": outputs})
-    analysis = root / "analysis" / study
-    analysis.mkdir(parents=True)
-    (analysis / "runs.csv").write_text("method,seed,step,n,successes,rate\ngrpo,0,10,4,2,0.5\n")
-    atomic_write_json(analysis / "analysis.json", {"study": study, "provenance": {"lock_sha256": lock_sha256(lock), "runs": runs}})
-    write_outputs_manifest(analysis)
-    reports = root / "reports" / study
-    reports.mkdir(parents=True)
-    (reports / "report.html").write_text("<html><body>report</body></html>\n")
-    (reports / "analysis.sha256").write_text("".join(f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in sorted(analysis.iterdir())))
-    write_outputs_manifest(reports)
+    analyze_study(study, root)
+    write_report(study, root, pdf=False)
 
 
 def load(path: Path) -> Any:
@@ -175,14 +162,28 @@ def study(tmp_path) -> Path:
     return root
 
 
-@pytest.fixture
-def frozen(study) -> tuple[Path, dict]:
-    """The demo study frozen (in-process), with its four sealed runs (each evaluated at steps 0, 5, 10), analysis and report."""
+@pytest.fixture(scope="session")
+def frozen_template(tmp_path_factory) -> tuple[Path, dict]:
+    """The demo study frozen (in-process), with its four sealed runs (each evaluated at steps 0, 5, 10), analysis and
+    report: made once per session (the analysis and the report take seconds); tests get a copy (`frozen`)."""
     from agentrepro.jobs.freeze import freeze
 
-    lock, _, _ = freeze(study / "manifests" / "demo.yaml", root=study)
+    root = tmp_path_factory.mktemp("frozen") / "root"
+    root.mkdir()
+    write_study(root)
+    git_commit_all(root)
+    lock, _, _ = freeze(root / "manifests" / "demo.yaml", root=root)
     for method in ("grpo", "gigpo"):
         for seed in (0, 1):
-            fake_run(study, lock, method, seed)
-    fake_outputs(study)
-    return study, lock
+            fake_run(root, lock, method, seed)
+    fake_outputs(root)
+    return root, lock
+
+
+@pytest.fixture
+def frozen(tmp_path, frozen_template) -> tuple[Path, dict]:
+    """A fresh copy of the frozen demo study (`frozen_template`) in this test's own directory, and its lock."""
+    template, lock = frozen_template
+    root = tmp_path / "root"
+    shutil.copytree(template, root, symlinks=True)
+    return root, copy.deepcopy(lock)

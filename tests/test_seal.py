@@ -78,3 +78,21 @@ def test_a_seal_of_files_named_with_line_separators_verifies(tmp_path):
     write_outputs_manifest(tmp_path)
     assert set(read_outputs_manifest(tmp_path / "OUTPUTS.sha256")) == {"odd\u2028name.json", "odd\nline.json"}
     assert verify_outputs(tmp_path / "OUTPUTS.sha256") == []
+
+
+def test_an_attempt_records_the_cpus_it_could_use_and_the_cpu_time_it_used(tmp_path):
+    """An attempt says how many CPUs the machine has and this process may use, and closes with the CPU time it spent
+    (not counting what ran before it started); a killed attempt keeps no half-measured CPU time."""
+    import os
+
+    run = tmp_path / "run"
+    run.mkdir()
+    sum(i * i for i in range(2_000_000))   # CPU spent before the attempt: not its own
+    start_attempt(run, stage="eval", command="agentrepro eval", base={}, extra={"how_started": "started from scratch"})
+    start_attempt(run, stage="eval", command="agentrepro eval", base={})
+    sum(i * i for i in range(300_000))
+    finish_attempt(run, status="ok")
+    killed, done = json.loads((run / "provenance.json").read_text())["attempts"]
+    assert killed["how_started"] == "started from scratch" and "cpu_s" not in killed and "cpu_s_at_start" not in killed
+    assert done["cpus"] == os.cpu_count() and done["cpu_affinity"] == len(os.sched_getaffinity(0))
+    assert 0 < done["cpu_s"] < 5 and "cpu_s_at_start" not in done

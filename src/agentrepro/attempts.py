@@ -1,7 +1,9 @@
 """Provenance of a run or an evaluation: provenance.json with every attempt (docs/design.md §3.3).
 
 `start_attempt` marks an attempt that never finished (a killed job) as `killed`, then appends a new one with
-where it runs (`host_info`); `finish_attempt` closes it with an exit status and a reason;
+where it runs (`host_info`: among it the CPUs the machine has and the CPUs this process may run on);
+`finish_attempt` closes it with an exit status, a reason and the CPU time it used (`cpu_s`, user and system, its
+own and its children's), so that the CPU time over the wall time says how many CPUs the attempt actually had;
 `attempt_closed_on_error` closes it when the work inside fails or is stopped. Every attempt records the exact
 command line (`command_line`) and the versions of the packages that decide the numbers (`package_versions`).
 """
@@ -12,6 +14,7 @@ import contextlib
 import importlib.metadata
 import os
 import platform
+import resource
 import shlex
 import shutil
 import socket
@@ -43,6 +46,7 @@ def host_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
     }
@@ -75,19 +79,28 @@ def visible_gpus() -> list[str] | str:
     return gpus
 
 
-def start_attempt(run_dir: str | os.PathLike, *, stage: str, command: str, base: dict[str, Any]) -> dict[str, Any]:
+def cpu_seconds() -> float:
+    """User and system CPU seconds of this process and of the children it waited for, so far."""
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def start_attempt(run_dir: str | os.PathLike, *, stage: str, command: str, base: dict[str, Any],
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Open a new attempt in provenance.json; an earlier attempt that never closed is recorded as killed.
 
     `base` holds the run's identity (lock hash, resolved-config hash, study, method, seed, versions); it
-    is written on every attempt so that the newest one always describes the run.
+    is written on every attempt so that the newest one always describes the run. `extra`: more facts of this
+    attempt known at its start (a training attempt: whether it resumed or started over).
     """
     run_dir = Path(run_dir)
     prov = read_provenance(run_dir)
     attempts = prov.get("attempts", [])
     for attempt in attempts:
         if attempt.get("end") is None:
+            attempt.pop("cpu_s_at_start", None)   # its CPU time died with its process
             attempt.update(end=None, status="killed", reason="the attempt ended without closing (job killed, node lost or timed out)")
-    attempt = {"stage": stage, "number": len(attempts) + 1, "start": now(), "end": None, "status": "running", "command": command, **host_info()}
+    attempt = {"stage": stage, "number": len(attempts) + 1, "start": now(), "end": None, "status": "running", "command": command,
+               **host_info(), **(extra or {}), "cpu_s_at_start": round(cpu_seconds(), 3)}
     attempts.append(attempt)
     prov.update(base)
     prov["attempts"] = attempts
@@ -102,7 +115,9 @@ def finish_attempt(run_dir: str | os.PathLike, *, status: str, reason: str | Non
     open_attempts = [a for a in prov.get("attempts", []) if a.get("end") is None and a.get("status") == "running"]
     if not open_attempts:
         raise BadInput("no open attempt to finish", path=run_dir / PROVENANCE)
-    open_attempts[-1].update(end=now(), status=status, reason=reason, **(extra or {}))
+    attempt = open_attempts[-1]
+    used = cpu_seconds() - attempt.pop("cpu_s_at_start", 0.0)
+    attempt.update(end=now(), status=status, reason=reason, cpu_s=round(used, 3), **(extra or {}))
     prov["status"] = status
     atomic_write_json(run_dir / PROVENANCE, prov)
     return prov

@@ -22,6 +22,7 @@ def write(tmp_path, text):
     (GOOD.replace("checked: true", "checked: true, extra: 1"), "values.a.extra"),
     (GOOD.replace("std: null", "std: -1"), "values.a.std"),
     (GOOD.replace("seeds: 1", "seeds: 1.5"), "values.a.seeds"),
+    ("kind: a blog post\n" + GOOD, "kind"),
 ])
 def test_bad_reference_names_the_key(tmp_path, text, where):
     """Every malformed field is an error naming the file and the key path."""
@@ -45,7 +46,33 @@ def test_single_run_at_88_percent_says_it_cannot_show_equivalence(tmp_path):
     assert row["verdict"] == "inconclusive" and row["test"] == "wilson"
     assert "one run of 128 tasks cannot show equivalence within 3 pp" in row["reason"]
     assert row["tasks_needed"] > 128 and f"about {row['tasks_needed']} tasks" in row["reason"]
+    assert row["needed"] == f"about {row['tasks_needed']:,} tasks"
     assert any("cannot show equivalence" in n for n in notes)
+
+
+def test_the_reference_is_named_by_its_kind(tmp_path):
+    """A reference is a paper unless it says otherwise; an earlier run is called so in reasons and notes."""
+    assert load_reference(write(tmp_path, GOOD))["kind"] == "paper"
+    ref = load_reference(write(tmp_path, "kind: earlier run\n" + GOOD.replace("checked: true", "checked: false")))
+    success = np.r_[np.ones(113), np.zeros(15)][None, :]
+    table, notes = verdicts_table(runs_frame("a", [113]), {"a": success}, ref, 0.03, 10)
+    assert any(n.startswith("a: inconclusive against the earlier run's 88.00%") for n in notes)
+    assert any(n.startswith("a: the earlier run's value 88.00%") for n in notes)
+    assert not any("paper" in n for n in notes)
+
+
+def test_tasks_needed_says_when_no_number_decides(tmp_path):
+    """When the reference's own spread over its seeds dominates, 'tasks needed' says so in words, never a bare dash."""
+    text = GOOD.replace("std: null, seeds: 1", "std: 0.2, seeds: 3")
+    ref = load_reference(write(tmp_path, text))
+    rng = np.random.default_rng(1)
+    success = (rng.random((3, 128)) < 0.86).astype(float)
+    table, _ = verdicts_table(runs_frame("a", success.sum(1).astype(int).tolist()), {"a": success}, ref, 0.03, 10)
+    row = table.iloc[0]
+    assert row["test"] == "welch_tost" and row["verdict"] == "inconclusive"
+    assert row["needed"] == "undecidable at this reference spread"
+    decided = verdicts_table(runs_frame("a", [60, 61, 59]), {"a": np.zeros((3, 128))}, load_reference(write(tmp_path, GOOD)), 0.03, 10)[0]
+    assert decided.iloc[0]["verdict"] == "not_reproduced" and decided.iloc[0]["needed"] == "decided"
 
 
 def test_many_tasks_and_seeds_reproduce(tmp_path):

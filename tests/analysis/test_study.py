@@ -24,8 +24,8 @@ def test_study_writes_every_output_sealed(tmp_path):
     analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["settings"]["final_step"] == 10 and analysis["settings"]["tolerance_pp"] == 3
     assert analysis["settings"]["reference"]["path"] == "manifests/references/ref.yaml"
-    assert set(analysis["tables"]) == {"runs", "methods", "paired", "categories", "verdicts", "claims", "diagnostics",
-                                       "overhead", "convergence", "training"}
+    assert set(analysis["tables"]) == {"runs", "methods", "paired", "learning", "categories", "verdicts", "claims", "families",
+                                       "diagnostics", "overhead", "convergence", "training"}
     runs_csv = pd.read_csv(out / "runs.csv")
     assert len(analysis["tables"]["runs"]) == len(runs_csv) == 2 * 2 * 2
     assert analysis["tables"]["verdicts"][0]["method"] == "graphgpo"
@@ -117,3 +117,15 @@ def test_study_equivalence_claim_from_the_lock(tmp_path):
     make_study(bad, claims=("graphgpo == grpo ± 3 %",))
     with pytest.raises(BadInput, match=r"toy\.lock\.json: analysis\.claims\[0\]: claim 'graphgpo == grpo ± 3 %'"):
         analyze_study("toy", root=bad)
+
+
+def test_the_analysis_does_not_depend_on_where_the_root_lies(tmp_path, monkeypatch):
+    """The same study analysed through an absolute root and through a relative one gives the same analysis.json (the
+    audit recomputes a bundle's analysis in another folder and compares)."""
+    from agentrepro.analysis.study import study_analysis
+
+    make_study(tmp_path, reference=REF)
+    absolute = study_analysis("toy", root=tmp_path).document()
+    monkeypatch.chdir(tmp_path)
+    relative = study_analysis("toy", root=".").document()
+    assert json.dumps(absolute) == json.dumps(relative)

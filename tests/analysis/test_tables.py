@@ -26,7 +26,7 @@ def test_runs_and_methods_tables_follow_the_contract():
     spec = random_spec(np.random.default_rng(0))
     df = frame(spec)
     runs = T.runs_table(df)
-    methods = T.methods_table(runs)
+    methods = T.methods_table(runs, df)
     assert list(runs.columns) == ["method", "seed", "step", "n", "successes", "rate", "wilson_lo", "wilson_hi"]
     assert list(methods.columns[:10]) == ["method", "step", "seeds", "mean", "std", "pooled_n", "pooled_successes",
                                           "pooled_rate", "wilson_lo", "wilson_hi"]
@@ -86,3 +86,34 @@ def test_single_seed_all_row_is_the_exact_analysis():
     assert all_row.seed == "all" and all_row.test == "newcombe10+mcnemar_exact"
     assert (all_row.delta, all_row.ci_lo, all_row.ci_hi, all_row.p) == pytest.approx(
         (seed_row.delta, seed_row.ci_lo, seed_row.ci_hi, seed_row.mcnemar_p))
+
+
+def test_learning_table_matches_slow_loops():
+    """Each method at its last step against its own step 0: per-seed 2×2 cells, Newcombe CI and McNemar equal a
+    per-run loop; the pooled row clusters by task; Holm is within each (step, seed) family of methods."""
+    rng = np.random.default_rng(11)
+    spec = random_spec(rng, steps=(0, 10), items=30, p=(0.7, 0.5, 0.4))
+    out = T.learning_table(frame(spec), ["a", "b", "c"], 10, rng=np.random.default_rng(0), n_boot=200)
+    assert len(out) == 3 * 4 and set(out["baseline_step"]) == {0}
+    for m in ("a", "b", "c"):
+        diffs = []
+        for s in (0, 1, 2):
+            now, then = spec[(m, s, 10)].astype(bool), spec[(m, s, 0)].astype(bool)
+            cells = (int((now & then).sum()), int((now & ~then).sum()), int((~now & then).sum()), int((~now & ~then).sum()))
+            row = out[(out.method == m) & (out.seed == str(s))].iloc[0]
+            assert tuple(row[["both", "gained", "lost", "neither"]]) == cells
+            assert (row.delta, row.ci_lo, row.ci_hi) == pytest.approx(newcombe_paired_ci(*cells))
+            assert row.mcnemar_p == pytest.approx(mcnemar_exact(*cells)) and row.family == f"learning@10/{s}"
+            diffs.append(now.astype(float) - then)
+        pooled = out[(out.method == m) & (out.seed == "all")].iloc[0]
+        d = np.mean(diffs, axis=0)
+        assert pooled.delta == pytest.approx(d.mean()) and pooled.p == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
+    family = out[out.seed == "all"]
+    p = np.sort(family.p.to_numpy())
+    assert family.p_holm.max() == pytest.approx(min(1, max(p[0] * 3, p[1] * 2, p[2])))
+
+
+def test_learning_table_is_empty_at_the_first_step():
+    """At the first evaluated step there is nothing to compare with."""
+    spec = random_spec(np.random.default_rng(3), steps=(0, 10))
+    assert T.learning_table(frame(spec), ["a", "b", "c"], 0, rng=np.random.default_rng(0)).empty

@@ -5,11 +5,14 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import shutil
+import subprocess
 import tarfile
 
-from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, audit_bundle, write_bundle
-from helpers import run_cli
+from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG, audit_bundle, write_bundle
+from agentrepro.audit.sign import sign
+from helpers import require_executable, run_cli
 
 
 def _members(path) -> dict[str, bytes]:
@@ -131,3 +134,94 @@ def test_bundle_of_a_study_never_frozen_is_bad_input(tmp_path):
     result = run_cli("bundle", "demo", "-o", tmp_path / "b.tar.gz", "--root", tmp_path)
     assert result.returncode == 2 and "demo.lock.json: lock not found" in result.stderr
     assert not (tmp_path / "b.tar.gz").exists()
+
+
+def _key(tmp_path, name: str) -> tuple:
+    """A fresh Ed25519 key pair made by ssh-keygen (no passphrase): (private key path, allowed-signers line)."""
+    keygen = require_executable("ssh-keygen", "ssh-keygen")
+    key = tmp_path / "keys" / name
+    key.parent.mkdir(exist_ok=True)
+    subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", f"{name}@example.org", "-f", str(key)], check=True)
+    return key, f'{name}@example.org namespaces="agentrepro-bundle" {key.with_suffix(".pub").read_text().strip()}\n'
+
+
+def _digest(text: str) -> str:
+    return re.search(r"bundle digest (sha256:[0-9a-f]{16})", text).group(1)
+
+
+def test_signed_bundle_verifies_against_allowed_signers(frozen, tmp_path):
+    """`bundle --sign KEY` signs with ssh-keygen; `audit --bundle --allowed-signers` names the verified signer, and both
+    print the same short digest (subprocesses, real ssh-keygen)."""
+    root, _ = frozen
+    key, line = _key(tmp_path, "author")
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(line)
+    made = run_cli("bundle", "demo", "-o", tmp_path / "b.tar.gz", "--sign", key, cwd=root)
+    assert made.returncode == 0, made.stderr
+    assert "signed (namespace agentrepro-bundle) by 256 SHA256:" in made.stdout and BUNDLE_SIG in _members(tmp_path / "b.tar.gz")
+    checked = run_cli("audit", "--bundle", tmp_path / "b.tar.gz", "--allowed-signers", allowed)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"signed by author@example.org, verified against {allowed}" in checked.stdout
+    assert _digest(checked.stdout) == _digest(made.stdout)
+    anyone = run_cli("audit", "--bundle", tmp_path / "b.tar.gz")
+    assert anyone.returncode == 0 and "not checked against an allowed-signers file" in anyone.stdout
+
+
+def test_a_bad_signature_fails_the_audit(frozen, tmp_path):
+    """A bundle signed by a key the allowed-signers file does not list, one whose signature covers other content, and
+    one whose signature is damaged each fail `audit --bundle` (exit 1) with a line naming BUNDLE.sha256.sig."""
+    root, _ = frozen
+    author, _ = _key(tmp_path, "author")
+    _, stranger = _key(tmp_path, "stranger")
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(stranger)
+    write_bundle("demo", tmp_path / "b.tar.gz", root, key=author)
+    result = run_cli("audit", "--bundle", tmp_path / "b.tar.gz", "--allowed-signers", allowed)
+    assert result.returncode == 1 and f"{BUNDLE_SIG}: the signing key is not in {allowed}" in result.stdout, result.stdout
+    members = _members(tmp_path / "b.tar.gz")
+    for case, signature in [("other content", sign(b"another bundle's BUNDLE.sha256\n", author)),
+                            ("damaged", members[BUNDLE_SIG].replace(b"\n", b"\nAAAA", 2))]:
+        _repack({**members, BUNDLE_SIG: signature}, tmp_path / "forged.tar.gz")
+        result = run_cli("audit", "--bundle", tmp_path / "forged.tar.gz")
+        assert result.returncode == 1, f"{case}: {result.stdout}"
+        assert any(BUNDLE_SIG in line and "the signature does not verify" in line for line in result.stdout.splitlines()), case
+
+
+def test_an_unsigned_bundle_fails_when_a_signer_is_required(frozen, tmp_path):
+    """With --allowed-signers a bundle must be signed; --allowed-signers without --bundle is bad input (exit 2)."""
+    root, _ = frozen
+    _, line = _key(tmp_path, "author")
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(line)
+    write_bundle("demo", tmp_path / "b.tar.gz", root)
+    result = run_cli("audit", "--bundle", tmp_path / "b.tar.gz", "--allowed-signers", allowed)
+    assert result.returncode == 1 and "not signed, but an allowed-signers file was given" in result.stdout
+    wrong = run_cli("audit", "demo", "--root", root, "--allowed-signers", allowed)
+    assert wrong.returncode == 2 and "--allowed-signers goes with --bundle" in wrong.stderr
+
+
+def test_the_digest_names_the_content(frozen, tmp_path):
+    """The short digest is the same for the same content (signed or not) and changes with any member."""
+    root, _ = frozen
+    key, _ = _key(tmp_path, "author")
+    plain = write_bundle("demo", tmp_path / "a.tar.gz", root)
+    signed = write_bundle("demo", tmp_path / "b.tar.gz", root, key=key)
+    assert plain["digest"] == signed["digest"] and plain["digest"].startswith("sha256:") and len(plain["digest"]) == 7 + 16
+    assert write_bundle("demo", tmp_path / "c.tar.gz", root)["digest"] == plain["digest"]
+    (root / "manifests/references/demo.yaml").write_text((root / "manifests/references/demo.yaml").read_text() + "# note\n")
+    assert write_bundle("demo", tmp_path / "d.tar.gz", root)["digest"] != plain["digest"]
+
+
+def test_a_checkpoint_folder_ships_its_tokenizer_and_leaves_out_weights(frozen, tmp_path):
+    """The small text files of checkpoints/ (a tokenizer, configs) are packed; weights are left out, saying why."""
+    from agentrepro.seal import write_outputs_manifest
+
+    root, _ = frozen
+    run = root / "runs/demo/grpo/seed0"
+    (run / "checkpoints/tokenizer").mkdir()
+    (run / "checkpoints/tokenizer/tokenizer.json").write_text('{"model": {"type": "WordLevel"}}\n')
+    write_outputs_manifest(run, exclude_dirs={"eval", "logs"})
+    info = write_bundle("demo", tmp_path / "b.tar.gz", root)
+    assert "runs/demo/grpo/seed0/checkpoints/tokenizer/tokenizer.json" in _members(tmp_path / "b.tar.gz")
+    reasons = {e["path"]: e["reason"] for e in info["left_out"]}
+    assert reasons["runs/demo/grpo/seed0/checkpoints/last.pt"] == "checkpoint weights or training state (its hash is in the run's seal)"

@@ -1,7 +1,7 @@
 """The tamper suite: one real finished tiny study, copied per case, tampered one way, and audited.
 
 The study is tests/workflow/manifests/wf-tiny.yaml (builtin trainer, 2 methods x 1 seed, 2 training steps,
-evaluated at steps 0 and 2, 4 tasks) taken through the verbs a user runs: freeze, resolve, warmstart (the seed's
+evaluated at steps 0 and 2, 4 tasks) with a reference (an earlier run, REFERENCE) taken through the verbs a user runs: freeze, resolve, warmstart (the seed's
 shared warm start), train --from-warmstart, eval, analyze, report --no-pdf. It is built once per session of this module; every case copies it, applies one
 tampering and runs `agentrepro audit` as a subprocess, which must exit 1 with a line naming the tampered path.
 """
@@ -9,8 +9,10 @@ tampering and runs `agentrepro audit` as a subprocess, which must exit 1 with a 
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -19,13 +21,17 @@ import pytest
 from helpers import REPO, run_cli
 
 from agentrepro.cli import main
-from agentrepro.fileio import atomic_write_jsonl, sha256_json
+from agentrepro.fileio import atomic_write_jsonl, sha256_file, sha256_json
+from agentrepro.reading import iter_jsonl
 from agentrepro.manifest.lock import seal as seal_lock
 from agentrepro.reading import iter_jsonl
 from agentrepro.seal import write_outputs_manifest
 
 STUDY = "wf-tiny"
 MANIFEST = REPO / "tests" / "workflow" / "manifests" / f"{STUDY}.yaml"
+REFERENCE = ("kind: earlier run\npaper: 'none: a made-up earlier run'\nmetric: success_rate\nvalues:\n"
+             "  grpo: {value: 0.5, std: null, seeds: null, source: made up, checked: false}\n"
+             "  graphgpo: {value: 0.5, std: null, seeds: null, source: made up, checked: false}\n")
 pytestmark = pytest.mark.slow
 
 
@@ -33,13 +39,15 @@ pytestmark = pytest.mark.slow
 def finished(tmp_path_factory) -> Path:
     """A root where the tiny study went through every verb to its report, and `agentrepro audit` finds nothing."""
     root = tmp_path_factory.mktemp("tamper") / "study"
-    (root / "manifests").mkdir(parents=True)
-    shutil.copy(MANIFEST, root / "manifests")
+    (root / "manifests" / "references").mkdir(parents=True)
+    (root / "manifests" / MANIFEST.name).write_text(MANIFEST.read_text() + "reference: references/earlier.yaml\n")
+    (root / "manifests" / "references" / "earlier.yaml").write_text(REFERENCE)
+    from agentrepro.reading import load_yaml
     from agentrepro.layout import locate
     from agentrepro.reading import load_yaml
     from agentrepro.planning import planned_warmstarts
 
-    warm = str(locate(STUDY).warmstart_dir(0, planned_warmstarts(load_yaml(MANIFEST))[("grpo", 0)]))
+    warm = str(locate(STUDY).warmstart_dir(0, planned_warmstarts(load_yaml(root / "manifests" / MANIFEST.name))[("grpo", 0)]))
     with contextlib.chdir(root):
         assert main(["freeze", f"manifests/{STUDY}.yaml", "--allow-dirty"]) == 0
         for method in ("grpo", "graphgpo"):
@@ -138,6 +146,86 @@ def _drop_report_record(root: Path) -> None:
     write_outputs_manifest(root / "reports" / STUDY)
 
 
+ANALYSIS = f"analysis/{STUDY}"
+REPORT = f"reports/{STUDY}"
+
+
+def _rechain(root: Path) -> None:
+    """Seal the analysis again and the report again, with the report's record of the analysis rewritten: every hash
+    above the runs made consistent, as a careful forger would."""
+    write_outputs_manifest(root / ANALYSIS)
+    files = sorted(p for p in (root / ANALYSIS).iterdir() if p.is_file())
+    (root / REPORT / "analysis.sha256").write_text("".join(f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in files))
+    write_outputs_manifest(root / REPORT)
+
+
+def _edit_csv(root: Path, name: str, change) -> None:
+    """Change rows of analysis/<study>/<name> (a list of dicts, edited in place by `change`)."""
+    path = root / ANALYSIS / name
+    rows = list(csv.DictReader(path.open()))
+    change(rows)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _forge_outcome(root: Path) -> None:
+    """One failed episode made a success, its evaluation sealed again, the hash analysis.json records for it replaced,
+    and the analysis and report sealed again: every seal and recorded hash agrees; only the counts do not."""
+    _edit_jsonl(root / EVAL / "outcomes.jsonl", lambda rows: next(r for r in rows if r["success"] == 0).update(success=1))
+    write_outputs_manifest(root / EVAL)
+    path = root / ANALYSIS / "analysis.json"
+    doc = json.loads(path.read_text())
+    for run in doc["provenance"]["runs"]:
+        for rel in run["outputs"]:
+            if rel.startswith(EVAL):
+                run["outputs"][rel] = sha256_file(root / rel)
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    _rechain(root)
+
+
+def _forge_methods_csv(root: Path) -> None:
+    """methods.csv: a mean raised by 9 points, then every hash above made consistent."""
+    _edit_csv(root, "methods.csv", lambda rows: rows[-1].update(mean=str(float(rows[-1]["mean"]) + 0.09)))
+    _rechain(root)
+
+
+def _forge_verdict(root: Path, *, everywhere: bool) -> None:
+    """A verdict turned into 'reproduced' in verdicts.csv (and, `everywhere`, in analysis.json and in the report's
+    printed verdict too), then every hash made consistent."""
+    _edit_csv(root, "verdicts.csv", lambda rows: rows[0].update(verdict="reproduced"))
+    if everywhere:
+        path = root / ANALYSIS / "analysis.json"
+        doc = json.loads(path.read_text())
+        before = doc["tables"]["verdicts"][0]["verdict"]
+        doc["tables"]["verdicts"][0]["verdict"] = "reproduced"
+        path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        page = root / REPORT / "report.html"
+        mark = 'data-at="tables/verdicts/0/verdict" data-f="verdict">'
+        words = {"reproduced": "✔ reproduced", "not_reproduced": "✘ not reproduced", "inconclusive": "? inconclusive"}
+        page.write_text(page.read_text().replace(mark + words[before], mark + words["reproduced"]))
+    _rechain(root)
+
+
+def _forge_printed_rate(root: Path) -> None:
+    """The report's first printed mean rate replaced after rendering, the report sealed again (nothing sits above it)."""
+    page = root / REPORT / "report.html"
+    text = page.read_text()
+    at = text.index('data-f="pct">', text.index('data-at="tables/methods/'))
+    start = at + len('data-f="pct">')
+    end = text.index("</data>", start)
+    page.write_text(text[:start] + "74.4%" + text[end:])
+    write_outputs_manifest(root / REPORT)
+
+
+def _strip_marks(root: Path) -> None:
+    """The report's marks removed (the numbers left as plain text), the report sealed again."""
+    page = root / REPORT / "report.html"
+    page.write_text(re.sub(r"<data [^>]*>|</data>", "", page.read_text()))
+    write_outputs_manifest(root / REPORT)
+
+
 # (case id, tampering, the path (relative to the root) a problem line must start with, a word that line must hold)
 CASES = [
     ("run-deleted", lambda r: shutil.rmtree(r / RUN), RUN, "missing"),
@@ -185,6 +273,14 @@ CASES = [
     ("sealed-link-out-of-the-study", lambda r: _link(r / EVAL / "outcomes.jsonl", r.parent / "elsewhere" / "outcomes.jsonl"), f"{EVAL}/outcomes.jsonl", "symbolic link"),
     ("link-within-the-study", lambda r: _link(r / f"analysis/{STUDY}/runs.csv", r / f"analysis/{STUDY}/.runs.csv"), f"analysis/{STUDY}/runs.csv", "symbolic link"),
     ("run-directory-linked-elsewhere", lambda r: _link(r / RUN, r.parent / "elsewhere" / "seed0"), RUN, "symbolic link"),
+    ("outcome-forged-with-every-hash-recomputed", _forge_outcome, f"{ANALYSIS}/runs.csv", "recomputed from the outcomes"),
+    ("outcome-forged-provenance-counts", _forge_outcome, f"{EVAL}/provenance.json", "outcomes.jsonl holds"),
+    ("methods-csv-forged-and-rehashed", _forge_methods_csv, f"{ANALYSIS}/methods.csv", "mean is"),
+    ("verdicts-csv-forged-and-rehashed", lambda r: _forge_verdict(r, everywhere=False), f"{ANALYSIS}/verdicts.csv", "verdict is reproduced"),
+    ("verdict-forged-everywhere", lambda r: _forge_verdict(r, everywhere=True), f"{ANALYSIS}/analysis.json", "tables.verdicts[0].verdict (method grpo) is 'reproduced'"),
+    ("verdict-forged-in-the-report", lambda r: _forge_verdict(r, everywhere=True), f"{REPORT}/report.html", "tables/verdicts/0/verdict"),
+    ("printed-rate-edited-and-report-resealed", _forge_printed_rate, f"{REPORT}/report.html", "prints '74.4%'"),
+    ("report-marks-stripped-and-resealed", _strip_marks, f"{REPORT}/report.html", "does not show bottom_line/0"),
     ("unsealed-link-beside-seeds", lambda r: os.symlink("/etc/hostname", r / f"runs/{STUDY}/grpo/hostname"), f"runs/{STUDY}/grpo/hostname", "symbolic link"),
 ]
 
@@ -203,6 +299,18 @@ def test_tampering_is_caught(study, case, tamper, path, word):
     lines = result.stdout.splitlines()
     assert result.returncode == 1, f"{case}: exit {result.returncode}\n{result.stdout}{result.stderr}"
     assert any(line.startswith(str(study / path)) and word in line for line in lines), f"{case}: no line names {path} with {word!r}:\n{result.stdout}"
+
+
+def test_a_forged_outcome_passes_every_hash_and_fails_only_the_recount(study):
+    """The forgery of an outcome with every seal and recorded hash recomputed leaves nothing for the hash chain to
+    find: every problem the audit reports is the recount's (recounted counts, recomputed tables), none a hash's."""
+    _forge_outcome(study)
+    result = audit(study)
+    problems = result.stdout.splitlines()[:-1]
+    assert result.returncode == 1 and problems, result.stdout
+    recount = ("recomputed from the outcomes", "differ from the recomputation", "outcomes.jsonl holds")
+    assert all(any(words in p for words in recount) for p in problems), result.stdout
+    assert any(p.startswith(str(study / f"{ANALYSIS}/analysis.json")) and "bottom_line" not in p for p in problems)
 
 
 def test_require_runs_is_explicit(study):

@@ -83,7 +83,9 @@ def test_resume_with_a_different_config_is_refused(tmp_path, make_config, write_
     assert result.returncode == 0, result.stderr
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert metrics[-1]["reward_mean"] == 1.5  # 3 steps of lr 0.5 from zero: the old checkpoints were not resumed
-    assert [a["status"] for a in provenance(run_dir)["attempts"]] == ["ok", "ok"]
+    attempts = provenance(run_dir)["attempts"]
+    assert [a["status"] for a in attempts] == ["ok", "ok"]
+    assert [a["how_started"] for a in attempts] == ["started from scratch", "started over (--no-resume: earlier outputs removed)"]
 
 
 @pytest.mark.slow
@@ -115,6 +117,7 @@ def test_killed_attempt_then_retry(tmp_path, make_config, write_config):
     attempts = provenance(run_dir)["attempts"]
     assert [a["status"] for a in attempts] == ["killed", "ok"]
     assert attempts[0]["end"] is None and "killed" in attempts[0]["reason"]
+    assert attempts[1]["how_started"] == "resumed from the checkpoints of an earlier attempt" and attempts[1]["cpu_s"] > 0
     steps = [json.loads(x)["step"] for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 13))
     # resumed, not restarted: the train log shows the second attempt started after the kill, with the same command

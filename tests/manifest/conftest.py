@@ -1,3 +1,3 @@
 """Fixtures of the manifest tests: the demo study of study_kit.py."""
 
-from study_kit import frozen, study  # noqa: F401 - fixtures
+from study_kit import frozen, frozen_template, study  # noqa: F401 - fixtures

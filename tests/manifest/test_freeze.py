@@ -162,6 +162,7 @@ def test_generated_panel_comes_from_the_environments_package(tmp_path, monkeypat
     assert seen == {"name": "frozenlake", "params": {"size": 4}, "seeds": [10001, 10002, 10003, 10004]}
     assert lock["task_panel"][0]["task_id"] == "frozenlake-10001"
     assert lock["resolved"]["model"] == {"name": "tiny-gpt2", "config_sha256": sha256_json({"d_model": 8})}
+    assert lock["resolved"]["tokenizer"]["from"].startswith("built at train time from the environment's vocabulary")
 
 
 def test_default_study_freezes_with_the_real_environments(tmp_path):

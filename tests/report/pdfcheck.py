@@ -7,7 +7,8 @@ import subprocess
 
 from helpers import require_executable
 
-from agentrepro.report import format as fmt
+from agentrepro.analysis import format as fmt
+from agentrepro.report.figures import interval
 from agentrepro.report.render import final_step
 
 
@@ -45,10 +46,10 @@ def broken_values(pdf, analysis: dict) -> list[str]:
 
     for v in analysis["tables"]["verdicts"]:
         w = wilson.get(v["method"])
-        ours = [fmt.ci(w["wilson_lo"], w["wilson_hi"])] if w else []
+        ours = [fmt.ci(*interval(w))] if w else []
         row(v["method"], [fmt.pct(v["paper"]), fmt.pct(v["ours"]), *ours, fmt.pp(v["delta"]),
                           fmt.ci(v["ci90_lo"], v["ci90_hi"]), fmt.ci(v["ci95_lo"], v["ci95_hi"])])
     for r in wilson.values():
         row(r["method"], [f"{fmt.pct(r['mean'])} ± {fmt.pct(r['std'])}", f"{fmt.number(r['pooled_successes'])} / {fmt.number(r['pooled_n'])}",
-                          fmt.pct(r["pooled_rate"]), fmt.ci(r["wilson_lo"], r["wilson_hi"])])
+                          fmt.pct(r["pooled_rate"]), fmt.ci(*interval(r)), fmt.ci(r["wilson_lo"], r["wilson_hi"])])
     return problems

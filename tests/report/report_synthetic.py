@@ -20,6 +20,9 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
+from agentrepro.analysis import contract, families
+from agentrepro.analysis import tables as T
+from agentrepro.analysis.bottom_line import bottom_line
 from agentrepro.analysis.claims import claims_table
 from agentrepro.analysis.contract import TABLE_NAMES
 from agentrepro.fileio import atomic_write_json, sha256_json
@@ -226,11 +229,15 @@ def build_analysis(*, study: str = "graphgpo-alfworld", seed: int = 0, methods: 
                               "outputs": {f"runs/{study}/{m}/seed{sd}/metrics.jsonl": sha256_json([m, sd, "metrics"]),
                                           f"runs/{study}/{m}/seed{sd}/eval/step{final}/outcomes.jsonl": sha256_json([m, sd, "outcomes"])}})
 
+    # each method against its step 0 and the families of those comparisons, through the analysis' own tables
+    learning = T.learning_table(out.assign(episode=0), list(methods), final, 0.05, rng=np.random.default_rng(seed), n_boot=200)
+    family_rows = families.families_table({"paired": contract.empty("paired"), "learning": learning, "claims": contract.empty("claims")}, final)
+
     notes = ["One run of 128 tasks can never show equivalence within 3 pp; only pooled seeds can.",
              "Paper values marked unchecked were read from a secondary source."]
     if note_extra:
         notes.append(note_extra)
-    return {
+    doc = {
         "study": study, "title": "GraphGPO reproduction on ALFWorld",
         "settings": {"tolerance_pp": 3, "alpha": 0.05, "final_step": final,
                      "claims": [c["claim"] for c in claims],
@@ -239,7 +246,8 @@ def build_analysis(*, study: str = "graphgpo-alfworld", seed: int = 0, methods: 
         # every table of the contract is present; a table added to it later starts empty here
         "tables": {**{name: [] for name in TABLE_NAMES}, "runs": runs, "methods": methods_rows, "paired": paired,
                    "categories": cats, "verdicts": verdicts, "claims": claims, "diagnostics": diagnostics, "overhead": overhead, "convergence": convergence,
-                   "training": training},
+                   "training": training, "learning": json.loads(learning.to_json(orient="records")),
+                   "families": json.loads(family_rows.to_json(orient="records"))},
         "notes": notes,
         "parity": [{"check": "GraphGPO oracle: graph rewards [10, 1, 0.1]", "status": "pass", "detail": "max |diff| 0"},
                    {"check": "episode advantage independent of trajectory length", "status": "fail",
@@ -247,6 +255,7 @@ def build_analysis(*, study: str = "graphgpo-alfworld", seed: int = 0, methods: 
                    {"check": "verl-agent batch dump parity", "status": "not_run", "detail": "no batch dumps in runs"}],
         "provenance": {"lock": lock, "lock_sha256": sha256_json(lock), "runs": prov_runs},
     }
+    return {**doc, "bottom_line": bottom_line(doc)}
 
 
 def write_analysis_dir(root: Path, analysis: dict) -> Path:

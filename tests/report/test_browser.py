@@ -27,6 +27,8 @@ def page_info(rendered, tmp_path_factory):
             "verdict_rows": page.evaluate("document.querySelectorAll('table.verdicts tbody tr').length"),
             "verdict_top": page.evaluate("document.querySelector('table.verdicts').getBoundingClientRect().top"),
             "summary_top": page.evaluate("document.querySelector('table.summary-table').getBoundingClientRect().top"),
+            "bottom_line": page.evaluate("[document.querySelector('#bottom-line').getBoundingClientRect().bottom, "
+                                         "document.querySelector('#bottom-line p').innerText]"),
             "equivalence_rows": page.evaluate("document.querySelectorAll('table.equivalence tbody tr').length"),
             "figures": page.evaluate("[...document.querySelectorAll('figure img')].map(i => [i.closest('figure').id, i.complete && i.naturalWidth > 0])"),
             "scripts": page.evaluate("document.scripts.length"),
@@ -48,11 +50,13 @@ def test_loads_without_console_errors_or_network(page_info):
     assert all(u.startswith(("file:", "data:")) for u in page_info["requests"]), page_info["requests"]
 
 
-def test_summary_on_the_first_screen_then_equivalence_and_verdicts(page_info, analysis_template):
-    """The reviewer's summary starts within the first 900 px; the equivalence claims and then the verdicts follow it,
-    a row per claim row and per compared value."""
-    assert 0 < page_info["summary_top"] < 900 < page_info["verdict_top"]
-    assert page_info["headings"][:3] == ["Reviewer's summary", "Equivalence claims", "Verdicts against the paper"]
+def test_bottom_line_on_the_first_screen_then_summary_equivalence_and_verdicts(page_info, analysis_template):
+    """The bottom line ends within the first 900 px, in the analysis' own words; the contents, the reviewer's summary,
+    the equivalence claims and then the verdicts follow it, a row per claim row and per compared value."""
+    bottom, text = page_info["bottom_line"]
+    assert 0 < bottom < 900 < page_info["verdict_top"] and page_info["summary_top"] > bottom
+    assert text == " ".join(analysis_template["bottom_line"]) and text.startswith("Compared: 4 method(s)")
+    assert page_info["headings"][:5] == ["Bottom line", "Contents", "Reviewer's summary", "Equivalence claims", "Verdicts against the paper"]
     claims = analysis_template["tables"]["claims"]
     assert page_info["equivalence_rows"] == sum(1 for c in claims if c.get("kind") == "equivalence") > 0
     assert page_info["verdict_rows"] == len(analysis_template["tables"]["verdicts"])

@@ -125,5 +125,6 @@ def test_report_from_real_analyze(tmp_path):
     (head,) = [c for c in analysis["tables"]["claims"] if c["kind"] == "equivalence" and c["seed"] == "all"]
     assert "graphgpo == gigpo +- 5 pp" in equivalence and head["verdict"].replace("_", " ") in equivalence
     assert html.index('<section id="summary">') < html.index('<section id="equivalence">') < html.index('<table class="verdicts">')
+    provenance = (tmp_path / "reports" / STUDY / "provenance.html").read_text()
     for name in ("analysis.json", "runs.csv", "outcomes.parquet"):
-        assert f"analysis/{STUDY}/{name}" in html  # its hash is listed in the appendix
+        assert f"analysis/{STUDY}/{name}" in provenance  # its hash is listed on the provenance page the appendix links

@@ -27,7 +27,7 @@ def test_vision_study_has_the_figure_in_its_html(analysis_template, name):
     """A vision study's page embeds the first-observations figure of 4 tasks, saying the recomputed hashes equal the panel's."""
     require_vision()
     a = with_env(analysis_template, {"name": name, "split": "val", "params": {"render_mode": "vision"}})
-    html, figures = render.render_report(a, audit=PASSED, files={})
+    html, _, figures = render.render_report(a, audit=PASSED, files={})
     figure = next(f for f in figures if f.key == "first_observations")
     assert figure.section == "parity" and figure.png.startswith(b"\x89PNG")
     assert 'id="fig-first_observations"' in html and figure.uri in html
@@ -40,7 +40,7 @@ def test_changed_picture_is_reported(analysis_template):
     require_vision()
     a = with_env(analysis_template, {"name": "sokoban", "split": "val", "params": {"render_mode": "vision"}})
     a["provenance"]["lock"]["task_panel"][1]["task_hash"] = "0" * 64
-    _html, figures = render.render_report(a, audit=PASSED, files={})
+    _html, _, figures = render.render_report(a, audit=PASSED, files={})
     caption = next(f for f in figures if f.key == "first_observations").caption
     assert "differs from the frozen panel's for sokoban-10002" in caption
 
@@ -49,5 +49,5 @@ def test_text_study_and_no_env_have_no_figure(analysis_template):
     """A text-observation study (and the synthetic study without an env block) gets no picture."""
     text = with_env(analysis_template, {"name": "sokoban", "split": "val"})
     for a in (text, analysis_template):
-        html, figures = render.render_report(a, audit=PASSED, files={})
+        html, _, figures = render.render_report(a, audit=PASSED, files={})
         assert "first_observations" not in {f.key for f in figures} and "fig-first_observations" not in html

@@ -12,22 +12,32 @@ from report_synthetic import HOSTILE
 PASSED = {"status": "passed", "problems": [], "message": "all good"}
 
 
+def visible(html: str) -> str:
+    """The page's text without its tags (values are wrapped in <data> marks for the audit)."""
+    return re.sub(r"<[^>]+>", "", html)
+
+
 @pytest.fixture(scope="module")
-def page(analysis_template):
-    html, figures = render.render_report(analysis_template, audit=PASSED, files={"analysis/s/runs.csv": "ab" * 32})
+def pages(analysis_template):
+    return render.render_report(analysis_template, audit=PASSED, files={"analysis/s/runs.csv": "ab" * 32})
+
+
+@pytest.fixture(scope="module")
+def page(pages):
+    html, _, figures = pages
     return html, figures
 
 
-def test_sections_in_order_with_summary_then_equivalence_and_verdicts_first(page):
+def test_sections_in_order_with_summary_then_equivalence_and_verdicts_first(page, analysis_template):
     """Every section of docs/design.md §8 is there, in order: the reviewer's summary, the equivalence claims, then the
     verdicts against the paper, before everything else."""
     html, _ = page
     positions = [html.index(f'<section id="{sid}">') for sid, _ in render.SECTIONS]
     assert positions == sorted(positions)
     assert [sid for sid, _ in render.SECTIONS[:3]] == ["summary", "equivalence", "verdicts"]
-    assert html.index('<table class="summary-table">') < html.index('<table class="equivalence">') \
+    assert html.index('<div class="bottom-line"') < html.index('<table class="summary-table">') < html.index('<table class="equivalence">') \
         < html.index('<table class="verdicts">') < html.index('<section id="claims">')
-    for _, title in render.SECTIONS:
+    for _, title in render.sections(analysis_template):
         assert f"<h2>{title}</h2>" in html
 
 
@@ -39,6 +49,7 @@ def test_verdict_rows_in_percent(page, analysis_template):
     for v in analysis_template["tables"]["verdicts"]:
         row = table[table.index(f"<td>{v['method']}</td>"):]
         row = row[:row.index("</tr>")]
+        row = visible(row)
         assert f"{100 * v['paper']:.1f}%" in row and f"{100 * v['ours']:.1f}%" in row
         assert f"{abs(100 * v['delta']):.1f}\u00a0pp" in row
         assert v["verdict"].replace("_", " ") in row
@@ -61,21 +72,28 @@ def test_every_figure_embedded_and_no_external_reference(page):
     for f in figures:
         assert f'<figure id="fig-{f.key}"><img src="data:image/png;base64,' in html
     targets = re.findall(r'(?:src|href)="([^"]*)"', html)
-    assert targets and all(t.startswith(("data:image/png;base64,", "#")) for t in targets)
+    assert targets and all(t.startswith(("data:image/png;base64,", "#", render.PROVENANCE_PAGE)) for t in targets)
     assert "default-src 'none'" in html
     assert not re.search(r"url\(|@import", html)
 
 
-def test_appendix_has_commands_attempts_hashes_and_audit(page, analysis_template):
-    """The appendix shows every command, the failed-then-retried attempt, every hash and the audit result."""
-    html, _ = page
+def test_appendix_has_commands_attempts_and_audit_and_links_every_hash(pages, analysis_template):
+    """The appendix shows every command, the failed-then-retried attempt, the audit result and a summary of the hashes
+    and the lock; every hash and the whole lock are on the provenance page it links, not in the printed report."""
+    import html as markup
+    import json
+
+    html, provenance, _ = pages
     appendix = html[html.index('<section id="appendix">'):]
     prov = analysis_template["provenance"]
     for run in prov["runs"]:
         assert run["command"] in appendix
         for digest in run["outputs"].values():
-            assert digest in appendix
-    assert prov["lock_sha256"] in appendix and "ab" * 32 in appendix
+            assert digest not in appendix and digest in provenance
+    assert prov["lock_sha256"] in appendix and "ab" * 32 in provenance and "ab" * 32 not in appendix
+    assert f'href="{render.PROVENANCE_PAGE}"' in appendix and "128 tasks in the task panel" in appendix
+    lock = provenance[provenance.index('<pre class="lock">') + len('<pre class="lock">'):provenance.index("</pre>")]
+    assert json.loads(markup.unescape(lock)) == prov["lock"]
     assert "CUDA out of memory at step 87" in appendix
     assert 'class="attempt-failed"' in appendix
     assert "<strong>passed</strong>: all good" in appendix
@@ -94,9 +112,9 @@ def test_sections_without_data_say_so(analysis):
     for name in ("diagnostics", "overhead", "verdicts", "claims"):
         analysis["tables"][name] = []
     analysis["parity"] = []
-    html, figures = render.render_report(analysis, audit=PASSED, files={})
+    html, _, figures = render.render_report(analysis, audit=PASSED, files={})
     assert "No graph diagnostics were recorded" in html and "No timings were recorded" in html
-    assert "No paper values were compared" in html and "No claims were declared" in html
+    assert "No reference values were compared" in html and "No claims were declared" in html
     assert "No parity checks were run" in html
     assert {f.key for f in figures}.isdisjoint({"diagnostics", "overhead"})
 
@@ -114,7 +132,7 @@ def test_compact_json_round_trips(analysis_template):
 def test_learning_curve_table_and_histograms(page, analysis_template):
     """Every checkpoint's mean ± std is tabulated, and the distance histogram is printed in key order."""
     html, _ = page
-    section = html[html.index('<section id="learning">'):html.index('<section id="diagnostics">')]
+    section = visible(html[html.index('<section id="learning">'):html.index('<section id="diagnostics">')])
     for r in analysis_template["tables"]["methods"]:
         assert f"{100 * r['mean']:.1f}% ± {100 * r['std']:.1f}%" in section
     assert render.histogram_text({"10": 1, "2": 5, "unreachable": 3}).replace("\u00a0", " ") == "2: 5 · 10: 1 · unreachable: 3"
@@ -133,7 +151,7 @@ def test_minimal_analysis_renders():
 
     minimal = validate({"study": "s", "title": None, "settings": {"tolerance_pp": 3}, "notes": [], "parity": [],
                         "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}, "a.json")
-    html, figures = render.render_report(minimal, audit={"status": "error", "problems": [], "message": "the audit could not run: x"}, files={})
+    html, _, figures = render.render_report(minimal, audit={"status": "error", "problems": [], "message": "the audit could not run: x"}, files={})
     assert figures == []
     for sid, _ in render.SECTIONS:
         assert f'<section id="{sid}">' in html
@@ -146,8 +164,8 @@ def test_paper_std_and_unchecked_source_are_shown(analysis):
     v.update(paper_std=0.021, source="Table 1", checked=False)
     html = render.render_html(render.build_context(analysis, figures=[], audit=PASSED, files={}))
     row = html[html.index(f"<td>{v['method']}</td>"):]
-    row = row[:row.index("</tr>")]
-    assert f"{100 * v['paper']:.1f}% ± 2.1%" in row and "Table 1" in row and "not checked in the paper" in row
+    row = visible(row[:row.index("</tr>")])
+    assert f"{100 * v['paper']:.1f}% ± 2.1%" in row and "Table 1" in row and "not checked against its source" in row
 
 
 def test_plain_tables_follow_the_contract(analysis):
@@ -159,11 +177,14 @@ def test_plain_tables_follow_the_contract(analysis):
     for name in ("overhead", "convergence"):
         section = html[html.index(f'<section id="{name}">'):]
         head = section[section.index("<thead>"):section.index("</thead>")]
-        assert re.findall(r"<th>(.*?)</th>", head) == [c.header for c in contract.BY_NAME[name].required]
+        headers = [re.sub(r" \((ms|s|min|h)\)$", "", h) for h in re.findall(r"<th>(.*?)</th>", head)]
+        assert headers == [c.header for c in contract.BY_NAME[name].required]
     section = html[html.index('<section id="convergence">'):]
+    assert "<th>Wall time (min)</th>" in section   # one unit for the whole column
     body = section[section.index("<tbody>"):]
-    first = body[:body.index("</tr>")]
-    assert "<td>not reached</td>" in first and "<td>45.7%</td>" in first and "<td>66.7\u00a0min</td>" in first
+    first = visible(body[:body.index("</tr>")])
+    assert "not reached" in first and "45.7%" in first and "66.7\u00a0min" in first
+    assert "35.0\u00a0min" in visible(body[body.index("</tr>") + 5:])   # 2100 s, in the column's unit
 
 
 def test_equivalence_claim_rows_shown_with_their_verdicts(page, analysis_template):
@@ -175,7 +196,7 @@ def test_equivalence_claim_rows_shown_with_their_verdicts(page, analysis_templat
     assert [c["seed"] for c in rows][-1] == "all" and len(rows) == 4
     assert section.index("all (task-clustered)") < section.index("<td>0</td>")
     for c in rows:
-        assert c["statement"][:60] in section
+        assert c["statement"][:60] in visible(section).replace("&gt;", ">")
     assert section.count('<tr class="') == len(rows)
     claims = html[html.index('<section id="claims">'):html.index('<section id="methods">')]
     assert "graphgpo &gt; gigpo" in claims and "±" not in claims.split("<table>")[1]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from agentrepro.report import render
 from agentrepro.report.summary import reviewer_summary
 
-QUESTIONS = ["Exact commits and images", "Evaluation set and its size", "How checkpoints were chosen",
-             "Per-seed raw values, mean ± std", "Paired deltas with intervals", "Per-category results",
-             "Deviations from the official recipe", "Randomness the seed reaches",
+QUESTIONS = ["Exact commits and images", "Tokenizer", "Evaluation set and its size", "How checkpoints were chosen",
+             "Per-seed raw values, mean ± std", "Did each method improve on its starting policy?", "Paired deltas with intervals",
+             "Per-category results", "Deviations from the official recipe", "Randomness the seed reaches",
              "Parity of the backend's advantages with the reference estimator",
-             "Overhead p50 / p95 and its share of a step"]
+             "Restarts and the CPUs each run had", "Overhead p50 / p95 and its share of a step"]
 
 
 def answers(analysis, step=150) -> dict:
@@ -17,7 +17,7 @@ def answers(analysis, step=150) -> dict:
 
 
 def test_every_question_in_order_with_values_from_the_analysis(analysis):
-    """The ten questions come in order; identifiers, panel size, per-seed rates and paired deltas are the analysis' own."""
+    """The questions come in order; identifiers, panel size, per-seed rates and paired deltas are the analysis' own."""
     got = reviewer_summary(analysis, 150)
     assert [a.question for a in got] == QUESTIONS
     by = {a.question: a for a in got}
@@ -83,4 +83,25 @@ def test_summary_is_at_the_top_of_the_page(analysis):
     section = html[html.index('<section id="summary">'):html.index('<section id="equivalence">')]
     assert html.index('<section id="summary">') == html.index("<section")
     assert all(q.replace("'", "&#39;") in section for q in QUESTIONS)
-    assert section.count("<strong>not provided</strong>") == 3   # identifiers (no resolved block), deviations, seed streams
+    assert section.count("<strong>not provided</strong>") == 4   # identifiers and tokenizer (no resolved block), deviations, seed streams
+
+
+def test_tokenizer_restarts_cpus_and_learning_are_answered(analysis):
+    """The tokenizer as the lock names it and as every run sealed it; a killed run that resumed; the CPUs attempts had;
+    each method against its step 0 with its family's Holm p."""
+    runs = analysis["provenance"]["runs"]
+    for r in runs:
+        r["outputs"]["runs/x/checkpoints/tokenizer/tokenizer.json"] = "ab" * 32
+    runs[0]["attempts"] = [{"stage": "train", "status": "killed", "start": "2026-01-01T10:00:00+00:00", "end": None, "cpus": 2},
+                           {"stage": "train", "status": "ok", "how_started": "resumed from the checkpoints of an earlier attempt",
+                            "start": "2026-01-01T10:10:00+00:00", "end": "2026-01-01T10:20:00+00:00", "cpu_s": 300.0, "cpus": 2}]
+    by = answers(analysis)
+    tokenizer = by["Tokenizer"].lines
+    assert tokenizer[0].startswith("lock: ") and tokenizer[1] == f"tokenizer.json: sha256 {'ab' * 8} in every run's seal"
+    restarts = by["Restarts and the CPUs each run had"]
+    assert f"{runs[0]['method']} seed {runs[0]['seed']}: 1 attempt(s) killed; the last resumed from the checkpoints" in restarts.lines[0]
+    assert any("graphgpo seed 1: 1 attempt(s) failed" in line for line in restarts.lines)   # the synthetic study's retried run
+    assert "0.50 to 0.50 CPUs (machine: 2 CPUs" in restarts.lines[-1]
+    learning = by["Did each method improve on its starting policy?"]
+    pooled = [r for r in analysis["tables"]["learning"] if r["seed"] == "all"]
+    assert len(learning.lines) == len(pooled) and all("in family learning@150/all" in line for line in learning.lines)

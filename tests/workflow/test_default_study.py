@@ -80,3 +80,18 @@ def test_the_report_prints_whole_with_each_engine(study, engine, tmp_path):
         require_executable("chromium", "chromium")
     pdf = html_to_pdf(study / "reports" / STUDY / "report.html", tmp_path / "report.pdf", choose_engine(engine))
     assert broken_values(pdf, json.loads((study / "analysis" / STUDY / "analysis.json").read_text())) == []
+
+
+def test_the_default_study_certifies_its_advantages_and_says_its_bottom_line(study):
+    """The default study dumps its step rows, so the report's parity certificate passes for every method whose
+    advantages come from step rows (PPO's come from a critic: not run); page 1 carries the bottom line, whose
+    reference is named as an earlier run."""
+    analysis = json.loads((study / "analysis" / STUDY / "analysis.json").read_text())
+    cert = {(e["method"], e["seed"], e["step"]): e["status"] for e in analysis["certificate"]}
+    assert len(cert) == 4 * 3 * 2
+    assert all(status == ("not_run" if method == "ppo" else "pass") for (method, _, _), status in cert.items()), cert
+    compared, held, failed, unchecked = analysis["bottom_line"]
+    assert "against an earlier run" in compared and "matched the reference estimator in 18 dumped batch(es)" in held
+    assert "the reference is an earlier run, not a paper" in unchecked
+    html = (study / "reports" / STUDY / "report.html").read_text()
+    assert html.index('id="bottom-line"') < html.index('<section id="summary">')

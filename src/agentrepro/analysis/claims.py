@@ -2,7 +2,7 @@
 
 * Ordering ("a > b", "a < b"): one row (`seed` = all). The claim holds when the task-clustered paired
   difference (the `all` row of paired.csv) points the claimed way and its two-sided p-value,
-  Holm-adjusted over the declared ordering claims, is below alpha.
+  Holm-adjusted over the declared ordering claims (the `claims` family, agentrepro.analysis.families), is below alpha.
 * Equivalence ("a == b ± 3pp"): on the tasks both methods were scored on, one row per seed (when there
   are several) and one `all` row clustered by task across seeds, each with the TOST verdict of
   agentrepro.analysis.equivalence; the claim's verdict is the `all` row's, and it holds when reproduced.
@@ -16,7 +16,9 @@ import pandas as pd
 from agentrepro.analysis import contract
 from agentrepro.analysis.claim_text import EQUIVALENCE, Claim, check_methods, parse_claim_text
 from agentrepro.analysis.equivalence import equivalence, statement
+from agentrepro.analysis.families import CLAIMS as CLAIMS_FAMILY
 from agentrepro.analysis.paired import holm
+from agentrepro.analysis.verdicts import needed_words
 from agentrepro.errors import BadInput
 
 CLAIMS = contract.names("claims")
@@ -62,7 +64,8 @@ def _equivalence_rows(claim: Claim, final: pd.DataFrame, where: str, path: objec
                      "ci_lo": e.ci95[0], "ci_hi": e.ci95[1], "p": e.p, "p_holm": None, "holds": e.verdict == "reproduced",
                      "statement": statement(e, claim.a, claim.b, claim.margin), "kind": EQUIVALENCE, "seed": seed,
                      "margin": claim.margin, "n_tasks": e.n_tasks, "seeds": e.seeds, "ci90_lo": e.ci90[0], "ci90_hi": e.ci90[1],
-                     "verdict": e.verdict, "tasks_needed": e.tasks_needed, "test": e.test})
+                     "verdict": e.verdict, "tasks_needed": e.tasks_needed, "test": e.test, "family": None,
+                     "needed": needed_words(e.verdict, e.tasks_needed, "tasks", "on the margin")})
     return rows
 
 
@@ -79,7 +82,7 @@ def _ordering_row(claim: Claim, pooled: pd.DataFrame, final: pd.DataFrame, final
     return {"claim": claim.text, "method_a": better, "method_b": worse, "delta": sign * r["delta"], "ci_lo": lo, "ci_hi": hi,
             "p": r["p"], "kind": claim.kind, "seed": "all", "margin": None, "n_tasks": int(r["n_tasks"]),
             "seeds": int(final.loc[final["method"] == better, "seed"].nunique()), "ci90_lo": None, "ci90_hi": None,
-            "verdict": None, "tasks_needed": None, "test": r.get("test")}
+            "verdict": None, "tasks_needed": None, "test": r.get("test"), "family": CLAIMS_FAMILY, "needed": None}
 
 
 def _ordering_statement(r) -> str:

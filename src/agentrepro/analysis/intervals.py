@@ -6,6 +6,9 @@
 * `clustered_interval(y, alpha)`: `y` has shape (seeds, tasks) of per-task success (or per-task
   differences); the mean over all cells with a task-clustered SE: the sd (ddof=1) of the per-task means
   over seeds divided by sqrt(tasks), and t with tasks − 1 degrees of freedom.
+* `clustered_wilson(success, alpha)`: a rate pooled over seeds and episodes of the same tasks: the Wilson
+  interval at the effective number of trials the task clustering leaves (Kish's design effect), so that
+  3 seeds × 128 tasks count as fewer than 384 independent trials whenever a task's outcomes agree across seeds.
 """
 
 from __future__ import annotations
@@ -51,3 +54,31 @@ def clustered_interval(y, alpha: float = 0.05) -> tuple[float, float, float, flo
         return mean, se, float("nan"), float("nan")
     half = stats.t.ppf(1 - alpha / 2, y.shape[1] - 1) * se
     return mean, se, mean - half, mean + half
+
+
+CLUSTERED_WILSON = "wilson_task_clustered"   # the test name of `clustered_wilson` where clustering applies
+
+
+def clustered_wilson(success, alpha: float = 0.05) -> tuple[float, float, float, str]:
+    """(lo, hi, n_eff, test) of the pooled rate of `success`, 0/1 of shape (seeds, tasks, episodes).
+
+    n_eff = p(1 − p) / SE², SE the task-clustered standard error of the pooled rate (`clustered_se` of the
+    per-task means), kept within [tasks, trials]: never more than the trials themselves, never fewer than one
+    trial per task (a task's outcomes all alike). Then Wilson at k = p·n_eff of n_eff. A rate of 0 or 1 has no
+    spread to measure the clustering by and gets n_eff = tasks. With one seed and one episode per task there is
+    nothing to cluster: the plain Wilson interval (`test` "wilson").
+    """
+    success = np.asarray(success, dtype=float)
+    if success.ndim != 3 or success.size == 0:
+        raise ValueError(f"expected 0/1 success of shape (seeds, tasks, episodes), got shape {success.shape}")
+    seeds, tasks, episodes = success.shape
+    trials, rate = success.size, float(success.mean())
+    if seeds * episodes == 1:
+        lo, hi = wilson(success.sum(), trials, alpha)
+        return float(lo), float(hi), float(trials), "wilson"
+    se = clustered_se(success.mean(axis=2))
+    spread = rate * (1 - rate)
+    n_eff = float(tasks) if spread == 0 else float(trials) if se == 0 or not np.isfinite(se) else spread / se ** 2
+    n_eff = min(max(n_eff, float(tasks)), float(trials))
+    lo, hi = wilson(rate * n_eff, n_eff, alpha)
+    return float(lo), float(hi), n_eff, CLUSTERED_WILSON

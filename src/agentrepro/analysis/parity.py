@@ -52,10 +52,16 @@ def _names(run: Path) -> tuple[str, str | int]:
     return run.parent.name, int(seed) if seed.isdigit() else run.name
 
 
-def _entry(run: Path, step: int, status: str, detail: str, **more) -> dict:
+def _shown(path: Path, root: Path | None) -> str:
+    """`path` as analysis.json records it: relative to the study's root, so that the analysis of a study does not
+    depend on where its root lies (an audit recomputes it in another folder)."""
+    return (path.relative_to(root) if root is not None and path.is_relative_to(root) else path).as_posix()
+
+
+def _entry(run: Path, step: int, status: str, detail: str, root: Path | None, **more) -> dict:
     method, seed = _names(run)
     return {"method": method, "seed": seed, "step": step, "status": status, "detail": detail,
-            "dump": batch_dump(run, step).as_posix(), "tolerance": TOLERANCE, **more}
+            "dump": _shown(batch_dump(run, step), root), "tolerance": TOLERANCE, **more}
 
 
 def float32_artefact_rows(batch, result) -> np.ndarray:
@@ -87,32 +93,32 @@ def _mode_fit(ours: np.ndarray, theirs: np.ndarray, rows: list[dict], artefact: 
             "worst": {"traj": rows[worst]["traj"], "turn": rows[worst]["turn"], "framework": float(theirs[worst]), "ours": float(ours[worst])}}
 
 
-def certify_dump(run: Path, step: int, train: dict) -> dict:
-    """The certificate entry of one dump (see the module docstring)."""
+def certify_dump(run: Path, step: int, train: dict, root: Path | None = None) -> dict:
+    """The certificate entry of one dump (see the module docstring); paths in it are relative to `root`."""
     dump = batch_dump(run, step)
     estimator = train.get("estimator")
     if estimator is None:
-        return _entry(run, step, "not_run", f"{run / RunFiles.RESOLVED_CONFIG} names no train.estimator")
+        return _entry(run, step, "not_run", f"{_shown(run / RunFiles.RESOLVED_CONFIG, root)} names no train.estimator", root)
     spec = algorithms.ESTIMATORS.spec(estimator) if estimator in algorithms.ESTIMATORS else None
     if spec is None or not spec.step_rows:
-        return _entry(run, step, "not_run", f"{estimator}'s advantages are not computed from step rows (GAE over a critic's values)")
+        return _entry(run, step, "not_run", f"{estimator}'s advantages are not computed from step rows (GAE over a critic's values)", root)
     rows = [row for _, row in iter_jsonl(dump)]
     if not rows:
-        return _entry(run, step, "not_run", "the dump has no rows")
+        return _entry(run, step, "not_run", "the dump has no rows", root)
     missing = sum(not isinstance(r.get("advantage"), (int, float)) or isinstance(r.get("advantage"), bool) for r in rows)
     if missing:
-        return _entry(run, step, "not_run", f"{missing} of {len(rows)} rows carry no framework `advantage`")
+        return _entry(run, step, "not_run", f"{missing} of {len(rows)} rows carry no framework `advantage`", root)
     accepted = algorithms.ESTIMATORS.defaults(estimator)
     options = {k: train[k] for k in OPTION_KEYS if k in train and k in accepted and k != "episode_stats"}
     declared = train.get("episode_stats", "rows")
     theirs = np.array([r["advantage"] for r in rows], dtype=float)
     try:
-        batch = algorithms.StepBatch.from_rows(rows, source=dump.as_posix())
+        batch = algorithms.StepBatch.from_rows(rows, source=_shown(dump, root))
         results = {mode: algorithms.estimate(batch, estimator, **options, episode_stats=mode) for mode in MODES}
         artefact = float32_artefact_rows(batch, results["rows"])
         fits = {mode: _mode_fit(np.asarray(results[mode].advantage, dtype=float), theirs, rows, artefact) for mode in MODES}
     except (BadInput, ValueError) as exc:
-        return _entry(run, step, "not_run", f"the rows could not be recomputed: {exc}")
+        return _entry(run, step, "not_run", f"the rows could not be recomputed: {exc}", root)
     implements = next((mode for mode in MODES if fits[mode]["within"]), None)
     measured = "; ".join(f"{mode}: largest |difference| {fits[mode]['max_abs_difference']:.3g}" for mode in MODES)
     head = f"{estimator} {options}, {len(rows)} rows, {batch.n_trajs} trajectories"
@@ -128,15 +134,16 @@ def certify_dump(run: Path, step: int, train: dict) -> dict:
         w = fits[declared]["worst"]
         status, verdict = "fail", (f"within tolerance in neither mode; in the declared mode ({declared}) the largest difference is at "
                                    f"trajectory {w['traj']!r} turn {w['turn']}: framework {w['framework']:.6g}, recomputed {w['ours']:.6g}")
-    return _entry(run, step, status, f"{verdict} ({measured}; {head}; tolerance {TOLERANCE_TEXT})", estimator=estimator,
+    return _entry(run, step, status, f"{verdict} ({measured}; {head}; tolerance {TOLERANCE_TEXT})", root, estimator=estimator,
                   options=options, declared=declared, implements=implements, rows=len(rows), trajectories=batch.n_trajs,
                   max_abs_difference={mode: fits[mode]["max_abs_difference"] for mode in MODES},
                   float32_artefacts={mode: fits[mode]["float32_artefacts"] for mode in MODES},
                   worst={mode: fits[mode]["worst"] for mode in MODES})
 
 
-def certificate(run_dirs: list[Path]) -> list[dict]:
-    """One entry per dump and per step named in `train.step_rows` without a dump, by run then step."""
+def certificate(run_dirs: list[Path], root: Path | None = None) -> list[dict]:
+    """One entry per dump and per step named in `train.step_rows` without a dump, by run then step; paths in the
+    entries are relative to `root` (the study's root) when given."""
     entries = []
     for run in run_dirs:
         run, train = Path(run), _train(Path(run))
@@ -146,11 +153,11 @@ def certificate(run_dirs: list[Path]) -> list[dict]:
             error = Path(f"{batch_dump(run, step)}.error")
             if error.is_file():   # hooks/agentrepro_step_rows.py write_error: the rows could not be taken from the batch
                 entries.append(_entry(run, step, "not_run", f"the integration could not write the step rows: "
-                                                            f"{error.read_text(encoding='utf-8', errors='replace').strip()[:300]}"))
+                                                            f"{error.read_text(encoding='utf-8', errors='replace').strip()[:300]}", root))
             elif step not in found:
-                entries.append(_entry(run, step, "not_run", f"train.step_rows names step {step}, but the run wrote no step rows for it"))
+                entries.append(_entry(run, step, "not_run", f"train.step_rows names step {step}, but the run wrote no step rows for it", root))
             else:
-                entries.append(certify_dump(run, step, train))
+                entries.append(certify_dump(run, step, train, root))
     return entries
 
 

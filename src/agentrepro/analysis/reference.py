@@ -1,6 +1,7 @@
 """Paper values (docs/design.md §3.6.1) and the verdicts table comparing our final-step rates with them.
 
-`load_reference(path)` validates the YAML (unknown keys are errors naming the key path).
+`load_reference(path)` validates the YAML (unknown keys are errors naming the key path); its `kind` (a paper, a
+reference implementation or an earlier run, default paper) says what the values come from.
 `verdicts_table(runs, success, reference, tolerance, final_step)` returns the §3.6 verdicts rows, each
 with a plain-language `reason`, and the notes the report must show.
 """
@@ -21,13 +22,16 @@ from agentrepro.analysis.verdicts import (
     REPRODUCED,
     Verdict,
     fixed_value_verdict,
+    needed_words,
     welch_verdict,
 )
 from agentrepro.errors import BadInput
 from agentrepro.reading import load_yaml
 
 VERDICTS = contract.names("verdicts")
-_TOP = {"paper", "metric", "values"}
+_TOP = {"paper", "kind", "metric", "values"}
+# What the reference is (its `kind`; default paper): the report names it so in titles and text.
+KINDS = ("paper", "reference implementation", "earlier run")
 _VALUE = {"value", "std", "seeds", "source", "checked"}
 
 
@@ -46,6 +50,9 @@ def load_reference(path: str | os.PathLike) -> dict:
     for key in ("paper", "metric"):
         if not isinstance(ref[key], str) or not ref[key].strip():
             raise BadInput(f"expected a non-empty string, got {ref[key]!r}", path=path, where=key)
+    kind = ref.setdefault("kind", KINDS[0])
+    if kind not in KINDS:
+        raise BadInput(f"expected one of {', '.join(map(repr, KINDS))}, got {kind!r}", path=path, where="kind")
     if not isinstance(ref["values"], dict) or not ref["values"]:
         raise BadInput("expected a non-empty mapping from method to value", path=path, where="values")
     for method, entry in ref["values"].items():
@@ -77,17 +84,17 @@ def _pp(x: float) -> str:
     return f"{100 * x:+.1f} pp"
 
 
-def _reason(v: Verdict, tolerance: float, seeds: int, n_tasks: int, half90: float) -> str:
+def _reason(v: Verdict, tolerance: float, seeds: int, n_tasks: int, half90: float, kind: str) -> str:
     tol = f"±{100 * tolerance:g} pp"
     ci90 = f"[{_pp(v.ci90[0])}, {_pp(v.ci90[1])}]"
     ci95 = f"[{_pp(v.ci95[0])}, {_pp(v.ci95[1])}]"
     if v.test == "welch_tost" and not np.isfinite(v.ci90[0]):
-        return "the paper gives mean ± std, but the Welch TOST needs at least 2 seeds on each side; no verdict is possible"
+        return f"the {kind} gives mean ± std, but the Welch TOST needs at least 2 seeds on each side; no verdict is possible"
     if v.verdict == REPRODUCED:
-        return f"the 90% CI of ours − paper {ci90} lies within {tol} (TOST at 5%, {v.test})"
+        return f"the 90% CI of ours − {kind} {ci90} lies within {tol} (TOST at 5%, {v.test})"
     if v.verdict == NOT_REPRODUCED:
         side = "below" if v.ci95[1] < 0 else "above"
-        return f"the 95% CI of ours − paper {ci95} lies entirely {side} the {tol} tolerance ({v.test})"
+        return f"the 95% CI of ours − {kind} {ci95} lies entirely {side} the {tol} tolerance ({v.test})"
     parts = [f"the 90% CI {ci90} is not inside {tol} and the 95% CI {ci95} is not outside it ({v.test})"]
     if np.isfinite(half90) and half90 > tolerance:
         who = f"one run of {n_tasks} tasks" if seeds == 1 else f"{seeds} seeds of {n_tasks} tasks"
@@ -98,8 +105,17 @@ def _reason(v: Verdict, tolerance: float, seeds: int, n_tasks: int, half90: floa
     elif abs(abs(v.delta) - tolerance) < 1e-12:
         parts.append("the estimate sits on the tolerance boundary, so no amount of data decides it")
     elif v.test == "welch_tost":
-        parts.append("no number of our seeds would decide it at this estimate: the paper's own spread over its seeds dominates")
+        parts.append(f"no number of our seeds would decide it at this estimate: the {kind}'s own spread over its seeds dominates")
     return "; ".join(parts)
+
+
+def _undecidable(v: Verdict, tolerance: float) -> str:
+    """Why no amount of data would decide an inconclusive verdict (the words after "undecidable")."""
+    if v.test == "welch_tost" and not np.isfinite(v.ci90[0]):
+        return "with fewer than 2 seeds on a side (the Welch TOST needs them)"
+    if abs(abs(v.delta) - tolerance) < 1e-12:
+        return "on the tolerance boundary"
+    return "at this reference spread" if v.test == "welch_tost" else "at this estimate"
 
 
 def verdicts_table(runs: pd.DataFrame, success: dict[str, np.ndarray], reference: dict, tolerance: float,
@@ -110,11 +126,12 @@ def verdicts_table(runs: pd.DataFrame, success: dict[str, np.ndarray], reference
     averaged), used for the task-clustered interval when there are several seeds.
     """
     rows, notes = [], []
+    kind = reference.get("kind", KINDS[0])
     at_final = runs[runs["step"] == final_step]
     for method, entry in reference["values"].items():
         mine = at_final[at_final["method"] == method]
         if mine.empty:
-            notes.append(f"The reference gives a value for {method!r}, which this study did not evaluate at step {final_step}; no verdict.")
+            notes.append(f"The {kind} gives a value for {method!r}, which this study did not evaluate at step {final_step}; no verdict.")
             continue
         paper, paper_std, paper_seeds = float(entry["value"]), entry.get("std"), entry.get("seeds")
         seeds, n_tasks = len(mine), int(success[method].shape[1])
@@ -148,18 +165,20 @@ def verdicts_table(runs: pd.DataFrame, success: dict[str, np.ndarray], reference
             else:
                 v = fixed_value_verdict(ours, (clo90, chi90), (clo95, chi95), paper, tolerance, n_tasks, "tasks", "task_clustered")
                 half90 = (chi90 - clo90) / 2
-        reason = _reason(v, tolerance, seeds, n_tasks, half90)
+        reason = _reason(v, tolerance, seeds, n_tasks, half90, kind)
+        needed = needed_words(v.verdict, v.needed, v.needed_unit, _undecidable(v, tolerance))
         if v.verdict == INCONCLUSIVE:
-            notes.append(f"{method}: inconclusive against the paper's {100 * paper:.2f}% — {reason}.")
+            notes.append(f"{method}: inconclusive against the {kind}'s {100 * paper:.2f}% — {reason}.")
         if not entry.get("checked", False):
-            notes.append(f"{method}: the paper value {100 * paper:.2f}% ({entry.get('source', 'no source given')}) was not checked "
-                         "against the paper itself (checked: false).")
+            notes.append(f"{method}: the {kind}'s value {100 * paper:.2f}% ({entry.get('source', 'no source given')}) was not checked "
+                         "against its source itself (checked: false).")
         rows.append({
             "method": method, "paper": paper, "paper_std": paper_std, "ours": paper + v.delta, "delta": v.delta,
             "ci90_lo": v.ci90[0], "ci90_hi": v.ci90[1], "ci95_lo": v.ci95[0], "ci95_hi": v.ci95[1], "tolerance": tolerance,
             "verdict": v.verdict, "tasks_needed": v.needed if v.needed_unit == "tasks" else None, "reason": reason,
             "seeds_needed": v.needed if v.needed_unit == "seeds" else None, "test": v.test, "seeds": seeds, "n_tasks": n_tasks,
             "paper_seeds": paper_seeds, "source": entry.get("source"), "checked": bool(entry.get("checked", False)),
+            "needed": needed,
         })
     table = pd.DataFrame(rows, columns=VERDICTS)
     for column in ("tasks_needed", "seeds_needed", "paper_seeds", "seeds", "n_tasks"):

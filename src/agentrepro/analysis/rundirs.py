@@ -5,6 +5,10 @@
 * `run_provenance(run_dir, method, seed, root)`: the run's entry in analysis.json's `provenance.runs`
   (command, resolved-config hash, attempts, status, every sealed output).
 * `check_paths(df)`: each outcome row agrees with the directory it was read from (study, method, seed, step).
+* `task_seed_check(lock, run_dirs)`: the parity check that the task seeds training drew from (resolved_config.yaml)
+  and the evaluation panel's seeds (the lock) are disjoint, or by how many they overlap.
+* `overlapping_runs(runs)`: a note when training attempts ran at the same time on the same host (their step and
+  wall times then compare across methods only roughly), or None.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from agentrepro.analysis.load import read_steps_jsonl
 from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
 from agentrepro.layout import RUNS, RunFiles, evaluations_on_disk
-from agentrepro.reading import read_text
+from agentrepro.reading import load_yaml, read_text
 from agentrepro.runconfig import config_file_sha256
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
@@ -43,6 +47,8 @@ def run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
         prefix = seal.parent.relative_to(root).as_posix()
         outputs.update({f"{prefix}/{rel}": digest for rel, digest in read_outputs_manifest(seal).items()})
     prov = read_provenance(run_dir)
+    if not isinstance(prov, dict):
+        raise BadInput(f"expected a JSON object, got {type(prov).__name__}", path=run_dir / RunFiles.PROVENANCE)
     return {"method": method, "seed": seed, "path": run_dir.relative_to(root).as_posix(),
             "command": read_text(command).strip() if command.is_file() else None,
             # the hash provenance.json carries and audit checks
@@ -61,3 +67,57 @@ def check_paths(df: pd.DataFrame) -> None:
             row = df[bad].iloc[0]
             raise BadInput(f"key {column!r} is {row[column]!r} but the file sits under {column} {want[bad].iloc[0]!r}",
                            path=row["_file"], where=f"line {row['_line']}")
+
+
+def _seed_range(first, count) -> range | None:
+    return range(first, first + count) if isinstance(first, int) and isinstance(count, int) and count > 0 else None
+
+
+def _span(seeds) -> str:
+    seeds = sorted(seeds)
+    return f"{seeds[0]}–{seeds[-1]}" if seeds else "none"
+
+
+def task_seed_check(lock: dict | None, run_dirs: list[Path]) -> dict:
+    """Whether training and evaluation used disjoint task seeds (see the module docstring), as a parity check."""
+    check = "training and evaluation task seeds are disjoint"
+    panel = [t.get("seed") for t in (lock or {}).get("task_panel") or []]
+    evaluated = {s for s in panel if isinstance(s, int)}
+    if not evaluated:
+        return {"check": check, "status": "not_run", "detail": "the evaluation tasks are not numbered by seed (or there is no lock)"}
+    drawn, unknown = set(), []
+    for run in run_dirs:
+        config = load_yaml(run / RunFiles.RESOLVED_CONFIG) if (run / RunFiles.RESOLVED_CONFIG).is_file() else {}
+        train = (config or {}).get("train") or {}
+        seeds = _seed_range(train.get("train_first_seed"), train.get("train_num_seeds"))
+        if ((config or {}).get("backend") or {}).get("name") != "builtin" or seeds is None:
+            unknown.append(f"{run.parent.name}/{run.name}")
+            continue
+        drawn.add((seeds.start, seeds.stop))
+        validation = _seed_range(train.get("warmstart_val_first_seed"), train.get("warmstart_val_seeds"))
+        if train.get("warmstart") and validation is not None:
+            drawn.add((validation.start, validation.stop))
+    if unknown:
+        return {"check": check, "status": "not_run", "detail": f"the training tasks of {', '.join(unknown)} are drawn by the backend "
+                                                               "itself and not recorded as seeds"}
+    overlap = {s for lo, hi in drawn for s in evaluated if lo <= s < hi}
+    ranges = ", ".join(f"{lo}–{hi - 1}" for lo, hi in sorted(drawn))
+    detail = (f"training (with the warm start's demonstrations and validation) draws from seeds {ranges}; "
+              f"the {len(evaluated)} evaluation tasks are seeds {_span(evaluated)}")
+    if overlap:
+        return {"check": check, "status": "fail", "detail": f"{detail}: {len(overlap)} evaluation seed(s) could also be trained on ({_span(overlap)})"}
+    return {"check": check, "status": "pass", "detail": f"{detail}: disjoint"}
+
+
+def overlapping_runs(runs: list[dict]) -> str | None:
+    """A note naming the training attempts that overlapped in time on one host (see the module docstring)."""
+    spans = [(a.get("host"), a["start"], a["end"], f"{r['method']} seed {r['seed']}", a.get("cpus"))
+             for r in runs for a in r.get("attempts") or [] if a.get("stage") == "train" and a.get("start") and a.get("end")]
+    shared = sorted({name for host, start, end, name, _ in spans for h2, s2, e2, other, _ in spans
+                     if other != name and h2 == host and start < e2 and s2 < end})
+    if not shared:
+        return None
+    cpus = sorted({c for *_, c in spans if isinstance(c, int)})
+    return (f"{len(shared)} of {len(runs)} runs trained at the same time as another on the same host"
+            + (f" ({'/'.join(map(str, cpus))} CPUs)" if cpus else "") + f": {', '.join(shared)}. Their step and wall times "
+            "depend on what else ran beside them and compare across methods only roughly (each attempt's CPU use is in the appendix).")

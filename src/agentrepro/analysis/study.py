@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agentrepro.analysis import contract
+from agentrepro.analysis import contract, families
 from agentrepro.analysis import tables as T
+from agentrepro.analysis.bottom_line import bottom_line
 from agentrepro.analysis.claim_text import parse_claim_text
 from agentrepro.analysis.claims import claims_table
 from agentrepro.analysis.convergence import convergence_table
@@ -32,7 +33,7 @@ from agentrepro.analysis.load import COLUMNS, read_outcomes
 from agentrepro.analysis.overhead import overhead_table
 from agentrepro.analysis.parity import certificate, parity_checks
 from agentrepro.analysis.reference import load_reference, verdicts_table
-from agentrepro.analysis.rundirs import check_paths, read_run, run_provenance
+from agentrepro.analysis.rundirs import check_paths, overlapping_runs, read_run, run_provenance, task_seed_check
 from agentrepro.analysis.validate import validate_outcomes
 from agentrepro.backends.sources import check_lock_form, study_rows
 from agentrepro.errors import BadInput
@@ -41,6 +42,7 @@ from agentrepro.layout import locate
 from agentrepro.reading import load_json, load_yaml
 from agentrepro.seal import write_outputs_manifest
 
+ANALYSIS_JSON, OUTCOMES_PARQUET = "analysis.json", "outcomes.parquet"
 BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
 N_BOOT = 2000
 
@@ -53,7 +55,7 @@ class Settings:
     alpha: float = 0.05
     final_step: int | None = None
     claims: list[str] = field(default_factory=list)
-    reference: dict | None = None        # {"paper", "metric", "path"}
+    reference: dict | None = None        # {"paper", "kind", "metric", "path"}
     threshold: float | None = None       # convergence threshold (a fraction); None: 0.9 × best final mean
     n_boot: int = N_BOOT
     bootstrap_seed: int = BOOTSTRAP_SEED
@@ -90,7 +92,7 @@ def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference:
     rng = np.random.default_rng(settings.bootstrap_seed)
     out = {
         "runs": runs,
-        "methods": T.methods_table(runs, alpha),
+        "methods": T.methods_table(runs, df, alpha),
         "categories": T.categories_table(df, alpha),
         "paired": T.paired_table(df, methods, alpha, rng=rng, n_boot=settings.n_boot),
     }
@@ -105,8 +107,11 @@ def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference:
     else:
         out["verdicts"] = contract.empty("verdicts")
         notes.append("No reference values were given, so nothing was compared with the paper.")
+    out["learning"] = T.learning_table(df, methods, settings.final_step, alpha, rng=rng, n_boot=settings.n_boot)
     out["claims"] = claims_table(settings.claims, out["paired"], final, methods, settings.final_step, alpha,
                                  field=claim_field, path=claim_path)
+    out["paired"] = families.join_claims(out["paired"], out["claims"], settings.final_step)
+    out["families"] = families.families_table(out, settings.final_step)
     methods_final = out["methods"][out["methods"]["step"] == settings.final_step]
     if settings.threshold is None:
         settings.threshold = float(0.9 * methods_final["mean"].max())
@@ -139,22 +144,52 @@ def records(frame: pd.DataFrame) -> list[dict]:
     return json.loads(frame.to_json(orient="records", double_precision=15)) if len(frame) else []
 
 
-def write_analysis(out_dir: Path, header: dict, tables: dict[str, pd.DataFrame], notes: list[str], parity: list[dict],
-                   provenance: dict, outcomes: pd.DataFrame, certificate: list[dict] | None = None) -> Path:
-    """Write every CSV, outcomes.parquet and analysis.json atomically, then the OUTPUTS.sha256 seal.
-    `certificate`: the parity certificate's entries (analysis/parity.py), in analysis.json as `certificate`."""
+@dataclass
+class Analysis:
+    """Everything `analyze` writes, computed and not yet written: `files()` gives each file's bytes."""
+
+    header: dict
+    tables: dict[str, pd.DataFrame]
+    notes: list[str]
+    parity: list[dict]
+    provenance: dict
+    outcomes: pd.DataFrame
+    certificate: list[dict] = field(default_factory=list)   # the parity certificate's entries (analysis/parity.py)
+    _document: dict | None = field(default=None, init=False, repr=False)
+
+    def document(self) -> dict:
+        """analysis.json's object: header, bottom line, every table as row objects, notes, parity, certificate, provenance."""
+        if self._document is None:
+            self._document = self._assemble()
+        return self._document
+
+    def _assemble(self) -> dict:
+        doc = {**self.header, "tables": {name: records(self.tables[name]) for name in contract.TABLE_NAMES}, "notes": self.notes,
+               "parity": self.parity, "certificate": self.certificate, "provenance": self.provenance}
+        return {**self.header, "bottom_line": bottom_line(doc), **{k: v for k, v in doc.items() if k not in self.header}}
+
+    def files(self) -> dict[str, bytes]:
+        """{file name: bytes} of every file of analysis/<study>/ but the seal: the CSVs, outcomes.parquet, analysis.json."""
+        payloads: dict[str, bytes] = {}
+        for table in contract.TABLES:
+            contract.check_frame(table.name, self.tables[table.name])
+            payloads[table.file] = csv_bytes(self.tables[table.name])
+        buffer = io.BytesIO()
+        self.outcomes[COLUMNS].to_parquet(buffer, index=False)
+        payloads[OUTCOMES_PARQUET] = buffer.getvalue()
+        payloads[ANALYSIS_JSON] = (json.dumps(self.document(), indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
+        return payloads
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A table as its CSV file holds it (JSON text for object cells such as histograms)."""
+    return _csv_frame(frame).to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+def write_analysis(out_dir: Path, analysis: Analysis) -> Path:
+    """Write every file of `analysis` atomically, then the OUTPUTS.sha256 seal."""
     out_dir = Path(out_dir)
-    payloads: dict[str, bytes] = {}
-    for table in contract.TABLES:
-        contract.check_frame(table.name, tables[table.name])
-        payloads[table.file] = _csv_frame(tables[table.name]).to_csv(index=False, lineterminator="\n").encode("utf-8")
-    buffer = io.BytesIO()
-    outcomes[COLUMNS].to_parquet(buffer, index=False)
-    payloads["outcomes.parquet"] = buffer.getvalue()
-    analysis = {**header, "tables": {name: records(tables[name]) for name in contract.TABLE_NAMES}, "notes": notes,
-                "parity": parity, "certificate": certificate or [], "provenance": provenance}
-    payloads["analysis.json"] = (json.dumps(analysis, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
-    for name, data in payloads.items():
+    for name, data in analysis.files().items():
         atomic_write_bytes(out_dir / name, data)
     write_outputs_manifest(out_dir)
     return out_dir
@@ -182,20 +217,27 @@ def analyze_outcomes(paths: list[str | os.PathLike], out: str | os.PathLike, *, 
     settings = Settings(tolerance_pp=float(tolerance_pp), alpha=alpha, claims=list(claims))
     settings.final_step = _final_step(df, final_step, "--outcomes")
     if ref:
-        settings.reference = {"paper": ref["paper"], "metric": ref["metric"], "path": str(reference)}
+        settings.reference = {"paper": ref["paper"], "kind": ref["kind"], "metric": ref["metric"], "path": str(reference)}
     tables, notes = compute(df, methods, settings, ref, RunInputs(), "--claim")
     notes.insert(0, "Outcome files were analysed without a lock: task sets were checked between methods, not against a frozen panel.")
     studies = sorted(set(df["study"]))
     header = {"study": studies[0] if len(studies) == 1 else "+".join(studies), "title": None, "settings": asdict(settings)}
     provenance = {"lock": None, "lock_sha256": None, "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in paths], "runs": []}
-    return write_analysis(Path(out), header, tables, notes, [{"check": "advantages recomputed from batch dumps", "status": "not_run",
-                          "detail": "outcome files only: no run directories with batch dumps were given"}], provenance, df)
+    parity = [{"check": "advantages recomputed from batch dumps", "status": "not_run",
+               "detail": "outcome files only: no run directories with batch dumps were given"}]
+    return write_analysis(Path(out), Analysis(header, tables, notes, parity, provenance, df))
 
 
 # --- study mode ---------------------------------------------------------------------------------------
 
 def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     """Analyse runs/<study>/ into analysis/<study>/ (see the module docstring)."""
+    return write_analysis(locate(study, Path(root)).analysis, study_analysis(study, root))
+
+
+def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
+    """The analysis of runs/<study>/, computed from the lock and the run directories and not written; the same
+    whatever the root's path (paths in it are relative to the root)."""
     root = Path(root)
     home = locate(study, root)
     study, lock_path, manifest_path = home.name, home.lock, home.manifest
@@ -203,11 +245,11 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     if lock_path.is_file():
         lock = load_json(lock_path)
         check_lock_form(lock, lock_path)
-        manifest, source = lock.get("manifest"), str(lock_path)
+        manifest, source = lock.get("manifest"), _shown(lock_path, root)
         if not isinstance(manifest, dict):
             raise BadInput("missing key (the canonical manifest)", path=lock_path, where="manifest")
     elif manifest_path.is_file():
-        manifest, source = load_yaml(manifest_path), str(manifest_path)
+        manifest, source = load_yaml(manifest_path), _shown(manifest_path, root)
     else:
         raise BadInput(f"neither {lock_path} nor {manifest_path} exists", where=f"study {study!r}")
     for key in ("methods", "seeds"):
@@ -223,7 +265,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
                      "which was not fixed before running.")
     panel = lock.get("task_panel") if lock else None
     if lock is None:
-        notes.append(f"No lock ({lock_path}): settings come from the manifest and task hashes are checked between methods only.")
+        notes.append(f"No lock ({_shown(lock_path, root)}): settings come from the manifest and task hashes are checked between methods only.")
     elif not panel:
         raise BadInput("missing or empty task_panel", path=lock_path, where="task_panel")
     files, inputs, run_dirs = [], RunInputs(), []
@@ -250,7 +292,7 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     if ref_path:
         ref_file = home.reference(ref_path)
         ref = load_reference(ref_file)
-        settings.reference = {"paper": ref["paper"], "metric": ref["metric"], "path": _shown(ref_file, root)}
+        settings.reference = {"paper": ref["paper"], "kind": ref["kind"], "metric": ref["metric"], "path": _shown(ref_file, root)}
     settings.final_step = _final_step(df, analysis.get("final_step"), source)
     train_steps = (manifest.get("train") or {}).get("steps")
     if train_steps is not None and train_steps != settings.final_step:
@@ -261,8 +303,11 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
                   "runs": [run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}
     if lock:   # the backend files each run ran against its placement's pinned ones, per method (backends/sources.py)
         provenance["source_parity"] = study_rows(lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])])
-    entries = certificate(run_dirs)
+    entries = certificate(run_dirs, root)
     parity = parity_checks(run_dirs, entries)
+    overlap = overlapping_runs(provenance["runs"])
+    if overlap:
+        more.append(overlap)
     if panel:
         parity.append({"check": "every method and seed scored on the frozen task panel", "status": "pass",
                        "detail": f"{len(panel)} tasks of {lock_path.name}: every (task_id, task_hash) present exactly once per "
@@ -270,7 +315,8 @@ def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     else:
         parity.append({"check": "every method and seed scored on the frozen task panel", "status": "not_run",
                        "detail": "no lock with a task panel: task sets were only compared between methods"})
-    return write_analysis(home.analysis, header, tables, notes + more, parity, provenance, df, entries)
+    parity.append(task_seed_check(lock, run_dirs))
+    return Analysis(header, tables, notes + more, parity, provenance, df, entries)
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -30,6 +30,13 @@ def decide(ci90: tuple[float, float], ci95: tuple[float, float], tolerance: floa
     return INCONCLUSIVE
 
 
+def needed_words(verdict: str, needed: int | None, unit: str, undecidable: str) -> str:
+    """What a "tasks needed" cell says: "decided", "about N tasks" (or seeds), or why no amount of data decides it."""
+    if verdict != INCONCLUSIVE:
+        return "decided"
+    return f"about {needed:,} {unit}" if needed is not None else f"undecidable {undecidable}"
+
+
 def units_needed(units: int, delta: float, half90: float, half95: float, tolerance: float) -> int | None:
     """How many units (tasks or seeds) would make the verdict decidable, if the estimate stayed the same.
 

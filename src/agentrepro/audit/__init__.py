@@ -7,6 +7,6 @@ these runs, the report shows this analysis), bundle.py (pack and verify); cli.py
 """
 
 from agentrepro.audit.bundle import audit_bundle, write_bundle
-from agentrepro.audit.study import audit_study
+from agentrepro.audit.study import audit_study, coverage
 
-__all__ = ["audit_bundle", "audit_study", "write_bundle"]
+__all__ = ["audit_bundle", "audit_study", "coverage", "write_bundle"]

@@ -2,9 +2,12 @@
 
 Members keep their paths relative to the root (manifests/..., runs/<study>/..., analysis/<study>/...,
 reports/<study>/...), so that `audit --bundle` can extract into an empty directory and run the very same
-`audit_study` there. Added at the top: BUNDLE.json (study slug, the manifest's root-relative path, lock hash,
-files left out and why, the audit result at bundling time) and BUNDLE.sha256 (sha256sum lines of every other
-member, in the seal's format: seal.sums_text, read back with seal.read_sums).
+`audit_study` there (the recount included). Added at the top: BUNDLE.json (study slug, the manifest's
+root-relative path, lock hash, files left out and why, the audit result at bundling time), BUNDLE.sha256
+(sha256sum lines of every other member, in the seal's format: seal.sums_text, read back with seal.read_sums) and,
+when the author signs it (`--sign KEY`), BUNDLE.sha256.sig: an OpenSSH signature of BUNDLE.sha256 (audit/sign.py),
+checked by every audit of the bundle, against an allowed-signers file when the reviewer gives one. The bundle's
+short digest (`sign.digest`, of BUNDLE.sha256) names its content in a paper or a review thread.
 
 Verification stays inside the archive. Each member's header is checked before the member is extracted: a
 regular file with a relative path that stays inside, given once, at most `max_file_bytes` (`--max-file-mb`, the
@@ -14,8 +17,9 @@ the archive (never a path on the verifier's disk); only the members the lock pla
 manifest, the lock, the files it hashed, BUNDLE.*, and the study's runs/, analysis/ and reports/ folders);
 a file the lock hashed under a path outside the archive is never read (listed as left out, or reported).
 
-Left out: checkpoints/ and wandb/ directories, and any file over `max_file_bytes`; they are listed in
-BUNDLE.json with their size, and the audit of a bundle does not count their absence as a problem.
+Left out: the weights and training state in checkpoints/ (its small text files stay: tokenizers, model and
+generation configs), wandb/ directories, and any file over `max_file_bytes`; they are listed in BUNDLE.json
+with their size and why, and the audit of a bundle does not count their absence as a problem.
 Symbolic links (and anything reached through one) are never followed: they are left out and listed too,
 and `audit --bundle` reports each as a problem, as the audit of the study does.
 The archive is deterministic: members sorted, mtime 0, uid/gid 0, no user names, gzip header without a
@@ -33,9 +37,11 @@ import shutil
 import tarfile
 import tempfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentrepro.audit import sign
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.bounds import number
@@ -48,7 +54,10 @@ from agentrepro.seal import read_sums, sums_text
 
 BUNDLE_JSON = "BUNDLE.json"
 BUNDLE_SHA256 = "BUNDLE.sha256"
-LEFT_OUT_DIRS = {RunFiles.CHECKPOINTS, "wandb"}
+BUNDLE_SIG = "BUNDLE.sha256.sig"
+TRACKER_DIRS = {"wandb"}
+# Files of checkpoints/ that are shipped: a tokenizer and the model's configs, text a reviewer can read and hash.
+CHECKPOINT_TEXT = {".json", ".txt", ".model", ".jinja", ".yaml", ".yml"}
 MAX_FILE_BYTES = 64 << 20       # a member, packed or accepted (bundle and audit --bundle: --max-file-mb)
 MAX_BUNDLE_BYTES = 16 << 30     # all members of a bundle together, extracted
 MAX_MEMBERS = 1_000_000         # members of a bundle
@@ -89,8 +98,10 @@ def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = 
         parts = PurePosixPath(rel).parts
         if not safe_entry(rel):
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": OUTSIDE_REASON})
-        elif any(part in LEFT_OUT_DIRS for part in parts[:-1]):
-            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": "checkpoint/tracker directory (too large to ship)"})
+        elif any(part in TRACKER_DIRS for part in parts[:-1]):
+            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": "an experiment tracker's directory (its numbers are in the run's own files)"})
+        elif RunFiles.CHECKPOINTS in parts[:-1] and PurePosixPath(rel).suffix not in CHECKPOINT_TEXT:
+            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": "checkpoint weights or training state (its hash is in the run's seal)"})
         elif path.stat().st_size > max_file_bytes:
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": f"larger than {max_file_bytes} bytes"})
         else:
@@ -124,8 +135,10 @@ def _add(tar: tarfile.TarFile, name: str, fileobj, size: int) -> None:
     tar.addfile(info, fileobj)
 
 
-def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES) -> dict[str, Any]:
-    """Write the bundle atomically; return BUNDLE.json's content (with the archive's SHA-256 added)."""
+def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES,
+                 key: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Write the bundle atomically, signed with the SSH `key` when given; return BUNDLE.json's content with the
+    archive's SHA-256, the bundle's short `digest` and, when signed, the key's fingerprint (`signed_by`) added."""
     root = Path(root)
     packed, left_out, lock = collect(study, root, max_file_bytes=max_file_bytes)
     home = locate(study, root)
@@ -135,19 +148,23 @@ def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = "
     info_bytes = (json.dumps(info, indent=2, sort_keys=True) + "\n").encode("utf-8")
     digests = {rel: sha256_file(root / rel) for rel in packed}
     digests[BUNDLE_JSON] = sha256_bytes(info_bytes)
-    sums = sums_text(digests)
+    sums = sums_text(digests).encode("utf-8")
+    signature = sign.sign(sums, key) if key is not None else None   # before anything is written: a refused key costs nothing
     out = Path(out)
     with atomic_binary(out) as raw:  # streamed file by file, then renamed: a killed bundle never looks complete
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
             with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
-                _add(tar, BUNDLE_SHA256, io.BytesIO(sums.encode("utf-8")), len(sums.encode("utf-8")))
+                _add(tar, BUNDLE_SHA256, io.BytesIO(sums), len(sums))
+                if signature is not None:
+                    _add(tar, BUNDLE_SIG, io.BytesIO(signature), len(signature))
                 for name in sorted(digests):
                     if name == BUNDLE_JSON:
                         _add(tar, name, io.BytesIO(info_bytes), len(info_bytes))
                         continue
                     with open(root / name, "rb") as fh:
                         _add(tar, name, fh, os.fstat(fh.fileno()).st_size)
-    return {**info, "files": len(digests), "sha256": sha256_file(out)}
+    return {**info, "files": len(digests), "sha256": sha256_file(out), "digest": sign.digest(sums),
+            "signed_by": sign.fingerprint(key) if key is not None else None}
 
 
 def _extract(bundle: Path, into: Path, max_file_bytes: int) -> list[str]:
@@ -203,16 +220,42 @@ def _planned(root: Path, info: dict[str, Any], lock: dict[str, Any] | None) -> t
     """(member names, folder prefixes) the lock plans: BUNDLE.*, the manifest, the lock, the files the lock hashed,
     and everything under the study's runs/, analysis/ and reports/ (the audit checks what lies there)."""
     home = locate(root / info["manifest"], root)
-    names = {BUNDLE_JSON, BUNDLE_SHA256, info["manifest"], home.lock.relative_to(root).as_posix()}
+    names = {BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG, info["manifest"], home.lock.relative_to(root).as_posix()}
     files = ((lock or {}).get("resolved") or {}).get("files") or {}
     names |= {rel for rel in (files if isinstance(files, dict) else {}) if isinstance(rel, str)}
     folders = tuple(f"{top.relative_to(root).as_posix()}/" for top in (home.runs, home.analysis, home.reports))
     return names, folders
 
 
-def audit_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file_bytes: int = MAX_FILE_BYTES) -> list[str]:
-    """Verify a bundle offline: every member against BUNDLE.sha256 and the lock's plan, then `audit_study` on the
-    extracted copy. Nothing outside the archive is read."""
+@dataclass
+class Verification:
+    """What `verify_bundle` found: problems (one line each), the bundle's short digest, and its signature in words."""
+
+    problems: list[str]
+    digest: str | None = None
+    signature: str = "not signed"
+
+
+def _signature(bundle: Path, root: Path, sums: bytes, allowed_signers) -> tuple[list[str], str]:
+    """(problems, words) of the bundle's signature: checked whenever present; required when an allowed-signers file is given."""
+    sig = root / BUNDLE_SIG
+    if not sig.is_file():
+        return ([f"{bundle}: not signed, but an allowed-signers file was given: a signed bundle was expected"]
+                if allowed_signers is not None else []), "not signed"
+    problem, words = sign.check(sums, sig.read_bytes(), allowed_signers)
+    return ([f"{bundle}:{BUNDLE_SIG}: {problem}"] if problem else []), words
+
+
+def audit_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file_bytes: int = MAX_FILE_BYTES,
+                 allowed_signers: str | os.PathLike | None = None) -> list[str]:
+    """The problems `verify_bundle` finds (an empty list: the bundle is intact)."""
+    return verify_bundle(bundle, require=require, max_file_bytes=max_file_bytes, allowed_signers=allowed_signers).problems
+
+
+def verify_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file_bytes: int = MAX_FILE_BYTES,
+                  allowed_signers: str | os.PathLike | None = None) -> Verification:
+    """Verify a bundle offline: every member against BUNDLE.sha256 and the lock's plan, its signature (when present,
+    or required by `allowed_signers`), then `audit_study` on the extracted copy. Nothing outside the archive is read."""
     bundle = Path(bundle)
     if not bundle.is_file():
         raise BadInput("bundle not found", path=bundle)
@@ -220,13 +263,17 @@ def audit_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file
         root = Path(tmp)
         found = _extract(bundle, root, max_file_bytes)
         if found:
-            return found
-        if not (root / BUNDLE_SHA256).is_file():
-            return [f"{bundle}: no {BUNDLE_SHA256}: not an agentrepro bundle"]
+            return Verification(found)
+        sums = root / BUNDLE_SHA256
+        if not sums.is_file():
+            return Verification([f"{bundle}: no {BUNDLE_SHA256}: not an agentrepro bundle"])
         try:
-            listed = read_sums(root / BUNDLE_SHA256)
+            listed = read_sums(sums)
         except BadInput as exc:
-            return [f"{bundle}: {BUNDLE_SHA256}: unreadable ({exc})"]
+            return Verification([f"{bundle}: {BUNDLE_SHA256}: unreadable ({exc})"])
+        result = Verification(found, sign.digest(sums.read_bytes()))   # `found` is result.problems from here on
+        problems, result.signature = _signature(bundle, root, sums.read_bytes(), allowed_signers)
+        found += problems
         for name, digest in sorted(listed.items()):
             path = root / name
             if not safe_entry(name):
@@ -236,18 +283,19 @@ def audit_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file
             elif sha256_file(path) != digest:
                 found.append(f"{bundle}:{name}: changed (its hash differs from {BUNDLE_SHA256})")
         members = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-        for name in sorted(members - set(listed) - {BUNDLE_SHA256}):
+        for name in sorted(members - set(listed) - {BUNDLE_SHA256, BUNDLE_SIG}):
             found.append(f"{bundle}:{name}: not listed in {BUNDLE_SHA256}")
         info, problem = _bundle_info(bundle, root)
         if problem:
-            return found + [problem]
+            found.append(problem)
+            return result
         lock, _ = load_object(locate(root / info["manifest"], root).lock)   # an unreadable lock is audit_study's to report
         names, folders = _planned(root, info, lock)
         found += [f"{bundle}:{name}: not a file the lock plans: refused" for name in sorted(members)
                   if name not in names and not name.startswith(folders)]
         left_out = {entry["path"]: entry.get("reason") for entry in info["left_out"]}
         not_bundled = set(left_out)
-        for rel in sorted(names - {BUNDLE_JSON, BUNDLE_SHA256}):
+        for rel in sorted(names - {BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG}):
             if not safe_entry(rel):   # a path the lock hashed outside the archive: never read
                 not_bundled.add(rel)
                 if left_out.get(rel) != OUTSIDE_REASON:
@@ -256,4 +304,4 @@ def audit_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file
         prefix = str(root) + os.sep
         for problem in audit_study(str(root / info["manifest"]), root, require=require, not_bundled=not_bundled):
             found.append(problem.replace(prefix, f"{bundle}:"))
-        return found
+        return result

@@ -1,7 +1,9 @@
-"""`agentrepro audit STUDY [--root DIR] [--require STAGE]` or `agentrepro audit --bundle FILE.tar.gz [--require STAGE]`.
+"""`agentrepro audit STUDY [--root DIR] [--require STAGE]` or `agentrepro audit --bundle FILE.tar.gz [--require STAGE]
+[--allowed-signers FILE]`.
 
 Prints one line per problem (each naming its path) and exits 1 if there is any; prints one summary
-line and exits 0 when everything matches the lock. `--require` says how far the study must have got
+line and what was checked, and exits 0 when everything matches the lock. A bundle's short digest and its
+signature (verified whenever present; against `--allowed-signers` when given, which then requires one) are printed too. `--require` says how far the study must have got
 (default `report`: every planned run and evaluation, the analysis and the report); a study audited before
 its analysis exists says so explicitly with `--require runs`.
 """
@@ -12,14 +14,17 @@ import argparse
 
 from agentrepro.errors import BadInput
 from agentrepro.layout import STUDY_HELP, locate
-from agentrepro.audit.study import STAGES, audit_study
-from agentrepro.audit.bundle import add_max_file_option, audit_bundle, max_file_bytes
+from agentrepro.audit.study import STAGES, audit_study, coverage
+from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", nargs="?", help=STUDY_HELP)
     parser.add_argument("--root", default=".", help="root directory holding manifests/, runs/, analysis/, reports/ (default: .)")
     parser.add_argument("--bundle", metavar="FILE", help="verify a bundle written by `agentrepro bundle`, offline")
+    parser.add_argument("--allowed-signers", metavar="FILE",
+                        help="with --bundle: the bundle must be signed by a principal of this OpenSSH allowed-signers file "
+                             "(`ssh-keygen -Y verify`); without it a signature is checked only for the key it names")
     parser.add_argument("--require", choices=STAGES, default="report",
                         help="the last stage whose outputs must all exist: lock, runs (every planned run and evaluation), "
                              "analysis, report (default); outputs of later stages are checked whenever they exist")
@@ -29,8 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if (args.study is None) == (args.bundle is None):
         raise BadInput("give either a STUDY or --bundle FILE", where="arguments")
+    if args.allowed_signers and not args.bundle:
+        raise BadInput("--allowed-signers goes with --bundle FILE", where="arguments")
     if args.bundle:
-        subject, problems = args.bundle, audit_bundle(args.bundle, require=args.require, max_file_bytes=max_file_bytes(args))
+        verified = verify_bundle(args.bundle, require=args.require, max_file_bytes=max_file_bytes(args),
+                                 allowed_signers=args.allowed_signers)
+        subject, problems = args.bundle, verified.problems
+        if verified.digest:
+            print(f"bundle digest {verified.digest}; {verified.signature}")
     else:
         home = locate(args.study, args.root)
         if not home.manifest.is_file() and not home.lock.is_file():
@@ -43,4 +54,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     scope = "" if args.require == "report" else f" (required up to: {args.require})"
     print(f"audit {subject}: OK: the lock, the manifest and every planned and sealed output match{scope}")
+    print(f"checked: {coverage(args.require)}")
     return 0

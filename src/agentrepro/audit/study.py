@@ -16,6 +16,9 @@
   sources were pinned per placement is BadInput: freeze again);
 * the analysis records the hash of every sealed file of every run it read, equal to the seals now; the
   report records the analysis files it was rendered from, equal to them now (audit/chain.py);
+* the recount (audit/recount.py): every evaluation's recorded counts equal its outcomes, and the analysis, recomputed
+  from the outcomes by the code `analyze` runs, equals every file of analysis/<study>/, value by value;
+* every value the report prints from the analysis, formatted again from the recomputation (audit/report.py);
 * no symbolic link anywhere in these trees (none is followed; `bundle` never ships one).
 
 `require` says how far the study must have got: `lock`, `runs`, `analysis` or `report` (the default). What
@@ -35,6 +38,8 @@ from agentrepro.backends.checkpoints import pruned_files
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.audit.chain import check_analysis, check_report
+from agentrepro.audit.recount import check_analysis_files, check_counts, recompute
+from agentrepro.audit.report import REPORT_HTML, check_report_values
 from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.audit.warmstart import check_warmstarts
@@ -47,9 +52,23 @@ from agentrepro.seal import OUTPUTS
 from agentrepro.backends.sources import check_lock_form
 
 STAGES = ("lock", "runs", "analysis", "report")
+COVERED = {  # what each stage's audit checks, in words (`coverage`: the report's audit badge says it)
+    "lock": "the lock and the manifest, and the files the lock hashed",
+    "runs": "every planned run, evaluation and warm start with its seals and provenance, the outcomes against the frozen "
+            "task panel, and each evaluation's counts against its outcomes",
+    "analysis": "the analysis recomputed from the outcomes and compared value by value",
+    "report": "every value the report prints from the analysis, against the recomputation (not its figures or report.pdf)",
+}
 _SEED_DIR = SEED_DIR_RE
 _STEP_DIR = STEP_DIR_RE
-__all__ = ["STAGES", "audit_study"]
+__all__ = ["STAGES", "audit_study", "coverage"]
+
+
+def coverage(require: str = "report", *, check_reports: bool = True) -> str:
+    """What `audit_study(require=..., check_reports=...)` checks, in words, for a study complete up to `require`."""
+    stages = STAGES[: STAGES.index(require) + 1] if check_reports else [s for s in STAGES[: STAGES.index(require) + 1] if s != "report"]
+    said = "; ".join(COVERED[s] for s in stages)
+    return said + ("" if check_reports and require == "report" else "; not the report itself (`agentrepro audit` checks it afterwards)")
 
 
 def _pruned(run: Path, lock: dict[str, Any] | None, method: str) -> tuple[set[Path], list[str]]:
@@ -196,6 +215,12 @@ def _check_top(top: Path, stage: str, require: str) -> tuple[list[str], Tree | N
     return [link_problem(p) for p in sorted(tree.links)] + check_seal(top, tree, nested=lambda rel: False), tree
 
 
+def _links_in_inputs(home, lock: dict, run_tree: Tree, analysis_tree: Tree) -> bool:
+    """Whether anything the analysis reads is a symbolic link (the recount would follow it, so it does not run)."""
+    files = [home.root / rel for rel in ((lock.get("resolved") or {}).get("files") or {})]
+    return bool(run_tree.links or analysis_tree.links or any(p.is_symlink() for p in [home.manifest, home.lock, home.runs, *files]))
+
+
 def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "report",
                 not_bundled: set[str] | frozenset = frozenset(), check_reports: bool = True) -> list[str]:
     """Every problem found, one string each naming its path; empty when the study is intact.
@@ -213,18 +238,28 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
     lock, found = _check_lock(study, root, skipped)
     home = locate(study, root)
     problems, run_tree, runs = _check_runs(home.name, root, lock, require=require, not_bundled=skipped)
-    found += problems
+    found += problems + check_counts(run_tree)
     analysis_dir = home.analysis
     problems, analysis_tree = _check_top(analysis_dir, "analysis", require)
     found += problems
+    recomputed = None
     if analysis_tree is not None and lock is not None:
         methods, seeds, _, _ = _plan(lock)
         found += check_analysis(analysis_dir, root=root, lock_hash=lock_sha256(lock), planned={(m, s) for m in methods for s in seeds},
                                 runs=runs, tree=run_tree)
+        if _links_in_inputs(home, lock, run_tree, analysis_tree):
+            found.append(f"{analysis_dir}: not recomputed from the outcomes: the study holds symbolic links (reported above), "
+                         "which the audit never follows")
+        else:
+            recomputed, problems = recompute(study, root, analysis_dir)
+            found += problems + (check_analysis_files(analysis_dir, recomputed) if recomputed is not None else [])
     if check_reports:
         report_dir = home.reports
         problems, report_tree = _check_top(report_dir, "report", require)
         found += problems
         if report_tree is not None and analysis_tree is not None:  # a missing analysis is reported once, above
             found += check_report(report_dir, analysis_dir, root=root)
+        page = report_dir / REPORT_HTML
+        if recomputed is not None and report_tree is not None and page in report_tree.files:
+            found += check_report_values(page, recomputed.document())
     return found

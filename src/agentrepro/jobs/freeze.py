@@ -78,6 +78,10 @@ def _resolve_file(where: str, spec: dict[str, Any], path: Path, root: Path, prob
     files[_rel(path, root)] = actual
 
 
+TOKENIZER_BUILT = ("built at train time from the environment's vocabulary (word level, agentrepro.trainer.tokenizer); "
+                   "every run seals it in checkpoints/tokenizer/")
+
+
 def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Path) -> dict[str, Any]:
     """The lock's `resolved` block; BadInput listing every refused identifier, each with its key path."""
     problems = _Problems()
@@ -95,8 +99,10 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
         tokenizer = {"name": model["name"], "revision": model["tokenizer_revision"]}
     elif "config" in model:  # built from a config: the config is the identity
         resolved_model = {"name": model["name"], "config_sha256": sha256_json(model["config"])}
+        tokenizer = {"from": TOKENIZER_BUILT}
     else:  # a local directory
         resolved_model = {"name": model.get("name"), "path": model["path"]}
+        tokenizer = {"from": "the model directory's own tokenizer files, hashed with it (resolved.model.files)"}
         directory = root / model["path"]
         if is_placeholder(model["path"]):
             problems.add("model.path", f"placeholder {model['path']!r}: give the local model directory")

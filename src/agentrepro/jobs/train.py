@@ -41,6 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start from the shared warm start in DIR (written by `agentrepro warmstart`; builtin backend)")
 
 
+def _how_it_starts(out: Path, *, resume: bool, from_warmstart: bool) -> str:
+    """The attempt's start in words, as the report shows it: resumed, started over, or started afresh."""
+    if bookkeeping.has_checkpoints(out):
+        return "resumed from the checkpoints of an earlier attempt" if resume else "started over (--no-resume: earlier outputs removed)"
+    return "started from the shared warm start's step 0" if from_warmstart else "started from scratch"
+
+
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
     config = runconfig.load_run_config(args.config)
@@ -52,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     out: Path = make_dir(check_output_dir(args.out, option="--out"))
 
     resume = not args.no_resume
+    start = _how_it_starts(out, resume=resume, from_warmstart=args.from_warmstart is not None)
     if args.from_warmstart is not None and not backend.shares_warmstart:
         raise BadInput(f"only the builtin backend starts from a shared warm start, this run's is {backend.name!r}",
                        path=args.config, where="backend.name")
@@ -70,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     runconfig.write_resolved_config(out, resolved)
     bookkeeping.write_command(out, command)
     base = bookkeeping.provenance_base(config, resolved_sha)
-    attempts.start_attempt(out, stage="train", command=command, base=base)
+    attempts.start_attempt(out, stage="train", command=command, base=base, extra={"how_started": start})
     containers.clear_records(out)   # this attempt's programs record which image they ran in (agentrepro.containers)
     with attempts.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:

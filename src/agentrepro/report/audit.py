@@ -9,17 +9,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentrepro.audit import audit_study
+from agentrepro.audit import audit_study, coverage
 from agentrepro.errors import BadInput, Failure
+
+REQUIRE = "analysis"   # the report being written cannot vouch for itself: audited up to the analysis, reports/ left out
+COVERS = coverage(REQUIRE, check_reports=False)
 
 
 def audit_result(study: str, root: str | Path = ".") -> dict:
-    """{"status": passed|problems|error, "problems": [str], "message": str}."""
+    """{"status": passed|problems|error, "problems": [str], "message": str, "covers": what the audit checked, in words}."""
     try:
-        problems = list(audit_study(study, root=str(root), require="analysis", check_reports=False))  # the report being written cannot vouch for itself
+        problems = list(audit_study(study, root=str(root), require=REQUIRE, check_reports=False))
     except (BadInput, Failure, OSError) as exc:
         return {"status": "error", "problems": [], "message": f"the audit could not run: {exc}"}
     if problems:
-        return {"status": "problems", "problems": [str(p) for p in problems],
+        return {"status": "problems", "problems": [str(p) for p in problems], "covers": COVERS,
                 "message": f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found"}
-    return {"status": "passed", "problems": [], "message": "the lock, every run, evaluation and analysis output match (the report itself is checked by `agentrepro audit`)"}
+    return {"status": "passed", "problems": [], "covers": COVERS,
+            "message": "the lock, every run, evaluation and analysis output match (the report itself is checked by `agentrepro audit`)"}

@@ -1,4 +1,5 @@
-"""`agentrepro report STUDY [--root DIR]`: reports/STUDY/report.html, report.pdf, figures/*.png, sealed.
+"""`agentrepro report STUDY [--root DIR]`: reports/STUDY/report.html, report.pdf, provenance.html (every hash and the
+whole lock, linked from the report and left out of its printed pages), figures/*.png, sealed.
 
 Reads analysis/STUDY/analysis.json only (plus the hashes of the files beside it), embeds the result of
 `agentrepro audit`, records the hash of every analysis file it was rendered from (analysis.sha256, the link
@@ -25,7 +26,7 @@ from agentrepro.report.audit import audit_result
 from agentrepro.report.load import load_analysis
 from agentrepro.report.paged import PAPERS
 from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
-from agentrepro.report.render import render_report
+from agentrepro.report.render import PROVENANCE_PAGE, render_report
 from agentrepro.seal import OUTPUTS, sums_text, write_outputs_manifest
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,13 +61,14 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
     if analysis["study"] != home.name:
         raise BadInput(f"expected study {home.name!r}, found {analysis['study']!r}", path=source / "analysis.json", where="study")
     files = analysis_files(source)
-    html, figures = render_report(analysis, audit=audit_result(study, root), files=files, paper=paper,
-                                  pdf_engine=printer.version if printer else None)
+    html, provenance, figures = render_report(analysis, audit=audit_result(study, root), files=files, paper=paper,
+                                              pdf_engine=printer.version if printer else None)
 
     out = home.reports
     staging = make_temp_dir(out.parent, prefix=f".{home.name}.")
     try:
         atomic_write_text(staging / "report.html", html)
+        atomic_write_text(staging / PROVENANCE_PAGE, provenance)   # every hash and the whole lock, linked from the report
         # the analysis this report shows, sealed with it: `agentrepro audit` checks the analysis still hashes so
         atomic_write_text(staging / layout.REPORT_ANALYSIS_RECORD, sums_text(files))
         make_dir(staging / "figures")  # always there (a Snakemake directory() output), even with no figure

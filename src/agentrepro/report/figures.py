@@ -49,32 +49,44 @@ def _at_step(rows: Sequence[dict], step) -> list[dict]:
     return [r for r in rows if r.get("step") == step]
 
 
+def interval(row: dict) -> tuple[float, float]:
+    """A pooled rate's 95% interval: the task-clustered one (ci_lo, ci_hi) where the analysis has it, else Wilson's."""
+    return (row["ci_lo"], row["ci_hi"]) if row.get("ci_lo") is not None and row.get("ci_hi") is not None else (row["wilson_lo"], row["wilson_hi"])
+
+
+def _below(ax: Axes, rows: int, ncols: int = 3) -> None:
+    """The legend below the axes, where it never covers a point or an interval."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if rows < 4 else -0.22), ncols=ncols, frameon=False)
+
+
 def forest_plot(methods_rows: Sequence[dict], runs_rows: Sequence[dict], verdicts: Sequence[dict], step: int,
-                ax: Axes | None = None, colors: dict | None = None) -> Axes:
-    """Methods at `step`: pooled rate with its Wilson 95% CI (bar), each seed's rate (dots), paper value (◆)."""
+                ax: Axes | None = None, colors: dict | None = None, reference: str = "paper") -> Axes:
+    """Methods at `step`: pooled rate with its 95% CI (bar; `interval`), each seed's rate (dots), the reference's value (◆)."""
     rows = _at_step(methods_rows, step)
     ax = _axes(ax, (6.4, 1.1 + 0.45 * max(len(rows), 1)))
     colors = colors or method_colors(r["method"] for r in rows)
     paper = {v["method"]: v["paper"] for v in verdicts}
     for y, r in enumerate(rows):
         c = colors.get(r["method"], "k")
-        ax.errorbar(100 * r["pooled_rate"], y, xerr=[[100 * (r["pooled_rate"] - r["wilson_lo"])], [100 * (r["wilson_hi"] - r["pooled_rate"])]],
-                    fmt="o", color=c, capsize=3, ms=6, label="pooled, Wilson 95% CI" if y == 0 else None)
+        lo, hi = interval(r)
+        ax.errorbar(100 * r["pooled_rate"], y, xerr=[[100 * (r["pooled_rate"] - lo)], [100 * (hi - r["pooled_rate"])]],
+                    fmt="o", color=c, capsize=3, ms=6, label="pooled, 95% CI" if y == 0 else None)
         seeds = [100 * s["rate"] for s in runs_rows if s["method"] == r["method"] and s["step"] == step]
         ax.scatter(seeds, [y + 0.18] * len(seeds), s=12, color=c, alpha=0.6, label="per seed" if y == 0 else None)
         if r["method"] in paper:
-            ax.scatter([100 * paper[r["method"]]], [y - 0.18], marker="D", s=24, color="k", label="paper" if not ax.get_legend_handles_labels()[1].count("paper") else None)
+            ax.scatter([100 * paper[r["method"]]], [y - 0.18], marker="D", s=24, color="k",
+                       label=reference if not ax.get_legend_handles_labels()[1].count(reference) else None)
     ax.set_yticks(range(len(rows)), [r["method"] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel(f"success rate at step {step} (%)")
     ax.grid(axis="x", alpha=0.3)
-    if rows:  # below the axes, so it never covers a method's interval
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(rows) < 4 else -0.22), ncols=3, frameon=False)
+    if rows:
+        _below(ax, len(rows))
     return ax
 
 
 def learning_curves(methods_rows: Sequence[dict], ax: Axes | None = None, colors: dict | None = None) -> Axes:
-    """Evaluation success over checkpoints: mean over seeds (line) and pooled Wilson 95% band, per method."""
+    """Evaluation success over checkpoints: mean over seeds (line) and the pooled rate's 95% band (`interval`), per method."""
     ax = _axes(ax)
     by_method: dict[str, list[dict]] = defaultdict(list)
     for r in methods_rows:
@@ -84,7 +96,7 @@ def learning_curves(methods_rows: Sequence[dict], ax: Axes | None = None, colors
         rows = sorted(rows, key=lambda r: r["step"])
         x = [r["step"] for r in rows]
         ax.plot(x, [100 * r["mean"] for r in rows], marker="o", ms=3, color=colors.get(m), label=m)
-        ax.fill_between(x, [100 * r["wilson_lo"] for r in rows], [100 * r["wilson_hi"] for r in rows], color=colors.get(m), alpha=0.15)
+        ax.fill_between(x, [100 * interval(r)[0] for r in rows], [100 * interval(r)[1] for r in rows], color=colors.get(m), alpha=0.15)
     ax.set_xlabel("training step (evaluated checkpoint)")
     ax.set_ylabel("success rate (%)")
     ax.grid(alpha=0.3)
@@ -121,21 +133,22 @@ def _dodged(rows: Sequence[dict], lane_key: str, lanes: list, methods: list) -> 
 
 
 def per_category(category_rows: Sequence[dict], step: int, ax: Axes | None = None, colors: dict | None = None) -> Axes:
-    """Success per task category at `step`: one dot per method with its Wilson 95% CI."""
+    """Success per task category at `step`: one dot per method with its 95% CI (`interval`); the legend below the axes."""
     rows = _at_step(category_rows, step)
     cats = list(dict.fromkeys(r["category"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     ax = _axes(ax, (6.4, 0.6 + 0.5 * max(len(cats), 1)))
     colors = colors or method_colors(methods)
     for m, r, y in _dodged(rows, "category", cats, methods):
-        ax.errorbar(100 * r["rate"], y, xerr=[[100 * (r["rate"] - r["wilson_lo"])], [100 * (r["wilson_hi"] - r["rate"])]],
+        lo, hi = interval(r)
+        ax.errorbar(100 * r["rate"], y, xerr=[[100 * (r["rate"] - lo)], [100 * (hi - r["rate"])]],
                     fmt="o", ms=4, capsize=2, color=colors.get(m), label=m if r["category"] == cats[0] else None)
     ax.set_yticks(range(len(cats)), cats)
     ax.invert_yaxis()
     ax.set_xlabel(f"success rate at step {step} (%)")
     ax.grid(axis="x", alpha=0.3)
     if methods:
-        ax.legend(frameon=False, loc="best")
+        _below(ax, len(cats), ncols=min(len(methods), 4))
     return ax
 
 

@@ -2,17 +2,26 @@
 from analysis.json (its tables, parity checks and the lock it carries) with its evidence, or "not provided".
 
 Nothing here computes a statistic: every value is selected from the analysis or the lock. `reviewer_summary`
-returns one `Answer` per question, in the order the page shows them.
+returns one `Answer` per question, in the order the page shows them. Values of a sourced analysis
+(agentrepro.report.marks) are printed marked, so each line is Markup built with `Markup.format`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from agentrepro.report.format import ci, pct, pp, pvalue, seconds, share
+from markupsafe import Markup
+
+from agentrepro.analysis.format import unit_for
+from agentrepro.report.glossary import Glossary
+from agentrepro.report.marks import ci, number, pct, pp, pvalue, said, seconds, share
 
 NOT_PROVIDED = "not provided"
+TASK_SEEDS_CHECK = "training and evaluation task seeds are disjoint"   # agentrepro.analysis.rundirs.task_seed_check
 STEP_TOTAL = "step_total"   # the whole step in timings.jsonl (agentrepro.analysis.overhead)
+JOIN = Markup("; ")
+HOW_STARTED = "how_started"   # a training attempt's start in words (agentrepro.backends.cli_train)
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,25 @@ def identifiers(lock: dict | None) -> Answer:
     return Answer(q, lines, "the lock's resolved identifiers", flags)
 
 
+def tokenizer(analysis: dict) -> Answer:
+    """The tokenizer the runs used: as the lock names it, and as every run sealed it (checkpoints/tokenizer/)."""
+    q = "Tokenizer"
+    lock = analysis["provenance"].get("lock") or {}
+    named = (lock.get("resolved") or {}).get("tokenizer")
+    sealed: dict[str, set[str]] = {}
+    for run in analysis["provenance"].get("runs") or []:
+        for path, digest in (run.get("outputs") or {}).items():
+            if "/checkpoints/tokenizer/" in path:
+                sealed.setdefault(path.rsplit("/", 1)[1], set()).add(digest)
+    lines = [("lock: " + "; ".join(_flat(named))) if isinstance(named, dict) else "the lock names none"]
+    lines += [f"{name}: sha256 {next(iter(d))[:16]} in every run's seal" if len(d) == 1 else f"{name}: {len(d)} different hashes across the runs"
+              for name, d in sorted(sealed.items())]
+    flags = [f"{name} differs between runs" for name, d in sorted(sealed.items()) if len(d) > 1]
+    if not named and not sealed:
+        return Answer(q, [], "neither the lock nor the runs' seals name a tokenizer")
+    return Answer(q, lines, "the lock's resolved.tokenizer and the runs' sealed checkpoints/tokenizer/ files", flags)
+
+
 def evaluation_set(analysis: dict, step) -> Answer:
     q = "Evaluation set and its size"
     lock = analysis["provenance"].get("lock") or {}
@@ -88,7 +116,11 @@ def evaluation_set(analysis: dict, step) -> Answer:
         if ev.get("episodes_per_task"):
             words.append(f"{ev['episodes_per_task']} episode(s) per task")
         words.append(f"{len(categories)} categor{'y' if len(categories) == 1 else 'ies'}")
-        return Answer(q, ["; ".join(words)], "lock: task_panel (every run was checked against it)")
+        lines, flags = ["; ".join(words)], []
+        for check in (p for p in analysis["parity"] if p["check"] == TASK_SEEDS_CHECK):
+            lines.append(Markup("training vs evaluation seeds: {} ({})").format(check["status"].replace("_", " "), said(check.get("detail") or "")))
+            flags += [f"training and evaluation seeds overlap"] if check["status"] == "fail" else []
+        return Answer(q, lines, "lock: task_panel (every run was checked against it); runs' resolved configs (training seeds)", flags)
     runs = [r for r in analysis["tables"]["runs"] if r["step"] == step]
     if runs:
         sizes = sorted({r["n"] for r in runs})
@@ -114,23 +146,74 @@ def checkpoints(analysis: dict, step) -> Answer:
     return Answer(q, [line], "lock: manifest eval.checkpoint and analysis.final_step", flags)
 
 
-def per_seed(analysis: dict, step) -> Answer:
+def per_seed(analysis: dict, step, glossary: Glossary) -> Answer:
     q = "Per-seed raw values, mean ± std"
     t = analysis["tables"]
     lines = []
     for m in (r for r in t["methods"] if r["step"] == step):
         seeds = sorted((r for r in t["runs"] if r["method"] == m["method"] and r["step"] == step), key=lambda r: str(r["seed"]))
-        raw = ", ".join(f"seed {r['seed']} {pct(r['rate'])} ({r['successes']}/{r['n']})" for r in seeds)
-        lines.append(f"{m['method']}: {raw} → {pct(m['mean'])} ± {pct(m['std'])}")
-    return Answer(q, lines, f"runs.csv and methods.csv at step {step} (std over seeds, ddof = 1)" if lines else "no runs at the final step")
+        raw = Markup(", ").join(Markup("seed {} {} ({}/{})").format(r["seed"], pct(r["rate"]), number(r["successes"]), number(r["n"])) for r in seeds)
+        lines.append(Markup("{}: {} → {} ± {}").format(m["method"], raw, pct(m["mean"]), pct(m["std"])))
+    evidence = Markup("runs.csv and methods.csv at step {} (std over seeds, {} = 1)").format(step, glossary.term("ddof"))
+    return Answer(q, lines, evidence if lines else "no runs at the final step")
 
 
-def paired_deltas(analysis: dict, step) -> Answer:
+def _comparison(r: dict, glossary: Glossary) -> Markup:
+    """'+1.2 pp [−3.0, 5.1] pp (95% CI, test; Holm p 0.479 in family F; 128 tasks)' of a paired or learning row."""
+    family = r.get("family")
+    return Markup("{} {} pp (95% CI, {}; {} p {}{}; {} tasks)").format(
+        pp(r["delta"]), ci(r["ci_lo"], r["ci_hi"]), glossary.term(r.get("test") or "paired"), glossary.term("Holm"), pvalue(r["p_holm"]),
+        Markup(" in family {}").format(said(family)) if family else "", number(r["n_tasks"]))
+
+
+def paired_deltas(analysis: dict, step, glossary: Glossary) -> Answer:
     q = "Paired deltas with intervals"
     rows = [r for r in analysis["tables"]["paired"] if r["seed"] == "all" and r["step"] == step]
-    lines = [f"{r['method_a']} − {r['method_b']}: {pp(r['delta'])} {ci(r['ci_lo'], r['ci_hi'])} pp (95% CI, "
-             f"{r.get('test') or 'paired'}; Holm p {pvalue(r['p_holm'])}; {r['n_tasks']} tasks)" for r in rows]
+    lines = [Markup("{} − {}: {}").format(r["method_a"], r["method_b"], _comparison(r, glossary)) for r in rows]
     return Answer(q, lines, f"paired.csv at step {step}: seeds pooled by task" if lines else "fewer than two methods")
+
+
+def learning(analysis: dict, step, glossary: Glossary) -> Answer:
+    q = "Did each method improve on its starting policy?"
+    rows = [r for r in analysis["tables"].get("learning") or [] if r["seed"] == "all" and r["step"] == step]
+    alpha = analysis["settings"].get("alpha") or 0.05
+    lines = [Markup("{} vs its step {}: {}").format(r["method"], r["baseline_step"], _comparison(r, glossary)) for r in rows]
+    flags = [f"{r['method']} did not beat its step {r['baseline_step']} (Holm p ≥ {alpha:g} or a loss)" for r in rows
+             if not (r["delta"] > 0 and r["p_holm"] is not None and r["p_holm"] < alpha)]
+    return Answer(q, lines, f"learning.csv at step {step}: the same tasks and seeds at step 0 and step {step}" if lines
+                  else "no step 0 to compare with", flags)
+
+
+def restarts(analysis: dict) -> Answer:
+    """Killed and retried training attempts (resumed or started over), and the CPUs each attempt actually had."""
+    q = "Restarts and the CPUs each run had"
+    lines, flags = [], []
+    for run in analysis["provenance"].get("runs") or []:
+        attempts = [a for a in run.get("attempts") or [] if a.get("stage") == "train"]
+        killed = [a for a in attempts if a.get("status") in ("killed", "failed")]
+        if killed:
+            last = attempts[-1]
+            lines.append(f"{run['method']} seed {run['seed']}: {len(killed)} attempt(s) {', '.join(sorted({a['status'] for a in killed}))}; "
+                         f"the last {last.get(HOW_STARTED) or 'did not record how it started (resumed or started over)'}")
+            flags.append(f"{run['method']} seed {run['seed']} was restarted")
+    used = [u for run in analysis["provenance"].get("runs") or [] for a in run.get("attempts") or [] if (u := cpu_use(a)) is not None]
+    if used:
+        cpus = sorted({a.get("cpus") for run in analysis["provenance"].get("runs") or [] for a in run.get("attempts") or [] if a.get("cpus")})
+        lines.append(f"CPU time over wall time of the attempts: {min(used):.2f} to {max(used):.2f} CPUs "
+                     f"(machine: {'/'.join(map(str, cpus)) or '?'} CPUs; the appendix lists each attempt)")
+    if not lines:
+        return Answer(q, [], "no attempt was restarted, and none recorded its CPU time")
+    return Answer(q, lines, "provenance.json of every run: its attempts (start, end, cpu_s, cpus)", flags)
+
+
+def cpu_use(attempt: dict) -> float | None:
+    """CPU time over wall time of a finished attempt: how many CPUs it had on average (None if not recorded)."""
+    from_, to = attempt.get("start"), attempt.get("end")
+    cpu = attempt.get("cpu_s")
+    if not (isinstance(cpu, (int, float)) and from_ and to):
+        return None
+    wall = (datetime.fromisoformat(to) - datetime.fromisoformat(from_)).total_seconds()
+    return cpu / wall if wall > 0 else None
 
 
 def categories(analysis: dict, step) -> Answer:
@@ -195,15 +278,19 @@ def overhead(analysis: dict) -> Answer:
     for method in dict.fromkeys(r["method"] for r in rows):
         mine = [r for r in rows if r["method"] == method]
         total = next((r for r in mine if r["component"] == STEP_TOTAL), None)
-        parts = [f"{r['component']} {seconds(r['p50_s'])} / {seconds(r['p95_s'])} ({share(r['share_of_step'])})"
+        parts = [Markup("{} {} / {} ({})").format(r["component"], seconds(r["p50_s"]), seconds(r["p95_s"]), share(r["share_of_step"]))
                  for r in sorted(mine, key=lambda r: -(r["share_of_step"] or 0)) if r["component"] != STEP_TOTAL]
-        head = f"step {seconds(total['p50_s'])} / {seconds(total['p95_s'])}; " if total else ""
-        lines.append(f"{method}: {head}" + "; ".join(parts))
+        head = Markup("step {} / {}; ").format(seconds(total["p50_s"]), seconds(total["p95_s"])) if total else ""
+        lines.append(Markup("{}: {}{}").format(method, head, JOIN.join(parts)))
     return Answer(q, lines, "overhead.csv (timings.jsonl of every run)" if lines else "no timings were recorded")
 
 
-def reviewer_summary(analysis: dict, step) -> list[Answer]:
-    """Every question of the summary, answered from `analysis` (validated analysis.json) at the final `step`."""
-    return [identifiers(analysis["provenance"].get("lock")), evaluation_set(analysis, step), checkpoints(analysis, step),
-            per_seed(analysis, step), paired_deltas(analysis, step), categories(analysis, step), deviations(analysis),
-            seed_streams(analysis), advantage_parity(analysis), overhead(analysis)]
+def reviewer_summary(analysis: dict, step, glossary: Glossary | None = None) -> list[Answer]:
+    """Every question of the summary, answered from `analysis` (validated analysis.json) at the final `step`;
+    `glossary` glosses the jargon where the page first uses it."""
+    glossary = glossary or Glossary()
+    return [identifiers(analysis["provenance"].get("lock")), tokenizer(analysis), evaluation_set(analysis, step),
+            checkpoints(analysis, step), per_seed(analysis, step, glossary), learning(analysis, step, glossary),
+            paired_deltas(analysis, step, glossary), categories(analysis, step), deviations(analysis),
+            seed_streams(analysis), advantage_parity(analysis),
+            restarts(analysis), overhead(analysis)]

@@ -1,6 +1,6 @@
 """Fractions in the data are shown as percentages; missing values are visibly missing."""
 
-from agentrepro.report import format as fmt
+from agentrepro.analysis import format as fmt
 
 
 def test_percentages_and_points():
@@ -13,8 +13,8 @@ def test_percentages_and_points():
 
 def test_missing_values_show_a_dash():
     """None and NaN print an em dash in every formatter, never 'nan' or 'None'."""
-    for name, f in fmt.FILTERS.items():
-        if name == "ci":
+    for name, f in fmt.FORMATS.items():
+        if name in ("ci", "text", "verdict", "status"):
             continue
         assert f(None) == fmt.DASH
         assert f(float("nan")) == fmt.DASH
@@ -50,3 +50,13 @@ def test_a_value_has_no_breakable_space():
     """Intervals, signed differences and durations hold no-break spaces only, so a line never splits them."""
     values = [fmt.ci(-0.129, 0.031), fmt.pp(-0.15), fmt.seconds(0.0012), fmt.seconds(4000), fmt.seconds(50000)]
     assert all(" " not in v and fmt.NBSP in v for v in values), values
+
+
+def test_a_column_of_durations_has_one_unit():
+    """Durations of one column are shown in the unit of its largest value: never '472 s' beside '15.0 min'."""
+    column = [472.0, 900.0, 61.0]
+    unit = fmt.unit_for(column)
+    assert unit == "min"
+    assert [fmt.seconds(s, unit) for s in column] == ["7.9\u00a0min", "15.0\u00a0min", "1.0\u00a0min"]
+    assert fmt.unit_for([0.002, 0.5]) == "ms" and fmt.seconds(0.5, "ms") == "500\u00a0ms"
+    assert fmt.unit_for([None, 3.0]) == "s" and fmt.unit_for([]) == "ms"
