@@ -200,3 +200,24 @@ def test_equivalence_claim_rows_shown_with_their_verdicts(page, analysis_templat
     assert section.count('<tr class="') == len(rows)
     claims = html[html.index('<section id="claims">'):html.index('<section id="methods">')]
     assert "graphgpo &gt; gigpo" in claims and "±" not in claims.split("<table>")[1]
+
+
+def test_appendix_shows_each_methods_pinned_image_and_what_its_runs_ran_in(analysis):
+    """The images table names the lock's pin per method and the runtime, version and digest its attempts recorded;
+    a method whose runs recorded nothing shows no resolved digest."""
+    pin = {"runtime": "podman", "ref": "ghcr.io/x/trainer:1", "digest": "sha256:" + "a" * 64}
+    analysis["provenance"]["lock"]["manifest"].update(backend={"name": "command"}, image=pin)
+    runs = analysis["provenance"]["runs"]
+    recorded = runs[0]["method"]
+    for r in runs:
+        if r["method"] == recorded:
+            r["attempts"][-1]["containers"] = [{"label": "train", "runtime": "podman", "version": "4.3.1", "requested": pin,
+                                                "resolved": {"image_id": "sha256:" + "9" * 64, "digests": [pin["digest"]]}}]
+    html = render.render_html(render.build_context(analysis, figures=[], audit=PASSED, files={}))
+    table = html[html.index('id="images"'):html.index('id="runs"')]
+    rows = {cells[0]: cells for cells in ([visible(c) for c in re.findall(r"<td>(.*?)</td>", row)] for row in table.split("<tr>")[2:])}
+    seeds = sum(1 for r in runs if r["method"] == recorded)
+    assert rows[recorded] == [recorded, f"ghcr.io/x/trainer:1 @ {pin['digest']}", "podman 4.3.1", pin["digest"],
+                              str(seeds), f"{seeds} of {seeds}"]
+    other = next(m for m in rows if m != recorded)
+    assert rows[other][2:5] == ["—", "—", "0"]

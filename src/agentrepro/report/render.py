@@ -22,6 +22,9 @@ import matplotlib.pyplot as plt
 
 from agentrepro.analysis import contract
 from agentrepro.analysis.format import NBSP, unit_for
+from agentrepro.containers.proof import KEY as CONTAINERS
+from agentrepro.errors import BadInput
+from agentrepro.placement import method_placement
 from agentrepro.report import figures as F
 from agentrepro.report.glossary import Glossary
 from agentrepro.report.marks import FILTERS, sourced
@@ -191,6 +194,37 @@ def _attempt_rows(runs: Sequence[dict]) -> list[dict]:
     return out
 
 
+def _pinned(image: dict) -> str:
+    """A placement's image block in words: `ref@digest`, `file (sha256 ...)`, or `none: why`."""
+    if "none" in image:
+        return f"none: {image['none']}"
+    if "file" in image:
+        return f"{image['file']} (sha256 {image.get('sha256')})"
+    return f"{image.get('ref')} @ {image.get('digest')}"
+
+
+def image_rows(analysis: dict, runs: Sequence[dict]) -> list[dict]:
+    """Per method: the image its placement pins (from the lock) and what its training attempts' programs ran in, as
+    the container runtime reported it (agentrepro.containers.proof); the audit checks one against the other."""
+    manifest = ((analysis["provenance"].get("lock") or {}).get("manifest")) or {}
+    out = []
+    for method in dict.fromkeys(r["method"] for r in runs):
+        try:
+            image = method_placement(manifest, method).image if manifest else None
+        except (BadInput, KeyError, TypeError):
+            image = None
+        mine = [r for r in runs if r["method"] == method]
+        records = [c for r in mine for at in r.get("attempts") or [] for c in at.get(CONTAINERS) or [] if isinstance(c, dict)]
+        ran = dict.fromkeys(f"{c.get('runtime')} {c.get('version') or ''}".strip() for c in records)
+        resolved = dict.fromkeys(d for c in records for d in ((c.get("resolved") or {}).get("digests") or [])
+                                 + [(c.get("resolved") or {}).get("file_sha256")] if d)
+        with_records = sum(1 for r in mine if any(at.get(CONTAINERS) for at in r.get("attempts") or []))
+        out.append({"method": method, "pinned": _pinned(image) if isinstance(image, dict) else "not in the lock",
+                    "runtime": ", ".join(ran) or "—", "resolved": list(resolved), "programs": len(records),
+                    "runs": f"{with_records} of {len(mine)}"})
+    return out
+
+
 def lock_summary(lock: dict | None) -> list[str]:
     """A few lines that stand for the whole lock in the printed report (the whole lock is on the provenance page)."""
     if not lock:
@@ -252,7 +286,7 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
         "audit": audit, "files": files, "pdf_engine": pdf_engine, "provenance_page": PROVENANCE_PAGE,
         "page_css": page_css(analysis["study"], prov.get("lock_sha256"), paper),
         "lock_json": compact_json(prov.get("lock", {})), "lock_summary": lock_summary(prov.get("lock")),
-        "runs": runs, "attempts": _attempt_rows(runs),
+        "runs": runs, "attempts": _attempt_rows(runs), "images": image_rows(analysis, runs),
         "run_files": sum(len(r.get("outputs") or {}) for r in runs),
         "source_parity": prov.get("source_parity"),   # backends.sources.study_rows: per method and placement
         "counts": {v: sum(1 for r in t["verdicts"] if r["verdict"] == v) for v in ("reproduced", "not_reproduced", "inconclusive")},
