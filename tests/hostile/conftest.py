@@ -24,7 +24,7 @@ from hostile_kit import COUNTS  # noqa: E402
 
 @pytest.fixture(scope="session")
 def frozen_study(tmp_path_factory) -> Path:
-    """study_kit's demo study, frozen in-process, with two sealed runs, analysis and report (do not modify: copy)."""
+    """study_kit's demo study, frozen in-process, with its four sealed runs, analysis and report (do not modify: copy)."""
     from study_kit import fake_outputs, fake_run, git_commit_all, write_study
 
     from agentrepro.jobs.freeze import freeze
@@ -34,9 +34,10 @@ def frozen_study(tmp_path_factory) -> Path:
     write_study(root)
     git_commit_all(root)
     lock, _, _ = freeze(root / "manifests" / "demo.yaml", root=root)
-    fake_run(root, lock, "grpo", 0)
-    fake_run(root, lock, "gigpo", 1)
-    fake_outputs(root)
+    for method in ("grpo", "gigpo"):
+        for seed in (0, 1):
+            fake_run(root, lock, method, seed)
+    fake_outputs(root)   # the real analysis and report: they need every planned run
     return root
 
 
