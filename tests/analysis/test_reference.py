@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentrepro.analysis.reference import load_reference, verdicts_table
+from agentrepro.analysis.reference import load_reference
+from agentrepro.analysis.verdicts import verdicts_table
 from agentrepro.errors import BadInput
 
 GOOD = "paper: P\nmetric: success_rate\nvalues:\n  a: {value: 0.88, std: null, seeds: 1, source: 'Table 1', checked: true}\n"

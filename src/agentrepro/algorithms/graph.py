@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from agentrepro.algorithms.batch import GOAL, StepBatch
 
@@ -70,6 +68,9 @@ def goal_distances(graph: StateGraph) -> Distances:
     if goals.size == 0 or graph.n_nodes == 0:
         d = np.full(graph.n_nodes, np.inf)
     else:
+        from scipy.sparse import csr_matrix  # heavy: loaded here, verbs that only name the estimators (freeze, command) skip it
+        from scipy.sparse.csgraph import dijkstra  # heavy: as above
+
         # reversed adjacency: an edge u → v becomes v → u, so distances from the goals are distances *to* them
         reverse = csr_matrix((np.ones(graph.n_edges), (graph.edge_dst, graph.edge_src)), shape=(graph.n_nodes,) * 2)
         d = dijkstra(reverse, directed=True, indices=goals, unweighted=True, min_only=True)

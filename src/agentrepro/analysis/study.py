@@ -32,7 +32,8 @@ from agentrepro.analysis.diagnostics import DIAGNOSTICS, TRAINING, per_step_tabl
 from agentrepro.analysis.load import COLUMNS, read_outcomes
 from agentrepro.analysis.overhead import overhead_table
 from agentrepro.analysis.parity import certificate, parity_checks
-from agentrepro.analysis.reference import load_reference, verdicts_table
+from agentrepro.analysis.reference import load_reference
+from agentrepro.analysis.verdicts import verdicts_table
 from agentrepro.analysis.rundirs import check_paths, overlapping_runs, read_run, run_provenance, task_seed_check
 from agentrepro.analysis.validate import validate_outcomes
 from agentrepro.backends.sources import check_lock_form, study_rows
