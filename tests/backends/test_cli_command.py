@@ -10,7 +10,7 @@ import pytest
 
 from helpers import run_cli
 
-from agentrepro.backends import ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_launch
 
 REPO = Path(__file__).parents[2]
 

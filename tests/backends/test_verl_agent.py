@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrepro.backends import ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import outputs
 from agentrepro.backends.verl_agent import integration
@@ -38,12 +39,12 @@ def config(tmp_path, **block):
 def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     """Train = data preparation + the method's official script (GiGPO: examples/gigpo_trainer/run_alfworld.sh) with
     only the harness's keys and the manifest values that differ appended; argv lists, never shell strings."""
-    prepare, train = verl_agent.job_launches(config(tmp_path), tmp_path / "run")
+    prepare, train = verl_agent.programs(config(tmp_path), tmp_path / "run")
     run = (tmp_path / "run").resolve()
     assert prepare.argv[:3] == ("python3", "-m", "examples.data_preprocess.prepare") and prepare.cwd == tmp_path
     assert prepare.argv[-2:] == ("--local_dir", str(run / "verl_data"))
     head, script = train.argv[:train.argv.index("--")], train.argv[train.argv.index("--") + 1:]
-    assert head[1:3] == ("-m", "agentrepro.backends.ray_job") and head[head.index("--num-gpus") + 1] == "2"
+    assert head[:2] == ("python3", str(ray_head.SCRIPT)) and head[head.index("--num-gpus") + 1] == "2"
     assert script[:3] == ("bash", "examples/gigpo_trainer/run_alfworld.sh", "") and train.cwd == tmp_path  # "": ENGINE=vllm, gone from $@
     args = dict(a.split("=", 1) for a in script[3:])
     assert args["trainer.total_epochs"] == "2" and "trainer.total_training_steps" not in args
@@ -56,8 +57,8 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     assert train.env["VLLM_ATTENTION_BACKEND"] == "XFORMERS" == verl_agent.scripts.SCRIPTS["gigpo"].exports["VLLM_ATTENTION_BACKEND"][0]
     cfg = config(tmp_path)
     cfg["data"] = {"eval": {"path": "data/alfworld"}}
-    assert verl_agent.job_launches(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
-    *_, evaluate = verl_agent.job_launches(config(tmp_path), tmp_path / "run", eval_step=1)
+    assert verl_agent.programs(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
+    *_, evaluate = verl_agent.programs(config(tmp_path), tmp_path / "run", eval_step=1)
     assert evaluate.argv[-4:] == ("trainer.val_only=true", "trainer.val_before_train=true", "trainer.resume_mode=resume_path",
                                   f"trainer.resume_from_path={run / 'checkpoints' / 'global_step_1'}")
 
