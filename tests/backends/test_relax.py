@@ -200,7 +200,7 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
     words = relax_recipe.submitted_argv(recipe_line(knobs, expand.cwd), source=Path("expanded"))
     relax_flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     outside = {e["flag"] for e in RECIPE["flags"] if not e["defined_in"].startswith("relax/")}
-    n = len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY)
+    n = len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY)
     pairs = flag_pairs(words[n:])
     for flag, values in pairs:
         assert flag in relax_flags or flag in outside, flag
@@ -229,7 +229,7 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     _, expand, submit = relax.programs(config, tmp_path / "run")
     replace = submitted(submit)
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=replace)
-    given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
+    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY):]))
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     assert flags["--save-interval"]["type"] == "int" and flags["--save-hf"]["type"] == "str"
     assert given["--save-interval"] == ["5"] and given["--save-hf"] == [str(relax.save_dir(tmp_path / "run") / "hf" / "{rollout_id}")]
@@ -258,7 +258,7 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
     config["eval"]["keep_checkpoints"] = keep
     _, expand, submit = relax.programs(config, tmp_path / "run")
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=submitted(submit))
-    given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
+    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY):]))
     recipe = {f["flag"]: f["value"] for f in RECIPE["flags"]}
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     assert recipe[relax_recipe.KEEP_FLAG] == str(relax_recipe.RECIPE_KEEP) and flags[relax_recipe.KEEP_FLAG]["type"] == "int"
@@ -458,6 +458,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     make_checkout, make_ray = standin.make_checkout, standin.make_ray
 
     config = copy.deepcopy(resolved(study, "gigpo", seed=1))
+    config.pop("image")   # on the host: the stand-ins need the harness's Python and bash, which no test image holds
     checkout = make_checkout(tmp_path / "relax")
     data = tmp_path / "alfworld"
     for task in config["eval"]["task_panel"]:
@@ -478,7 +479,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
     assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "0")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
-    assert submitted[:4] == list(relax_recipe.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
+    assert submitted[:4] == list(submit_hook.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
     assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"   # eval.keep_checkpoints hf (the default)
     assert submitted[submitted.index(relax_recipe.SEED_FLAG) + 1] == "1"   # the run's seed orders the training prompts
     assert sorted(p.name for p in save.glob("iter_*")) == ["iter_0000004", "iter_0000009"]   # rotated before each save
@@ -521,7 +522,7 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.getcwd()); sys.exit(int(sys.argv[1]))"
     results = [subprocess.run([sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", key, "--dashboard", "--ray", ray,
                                "--num-cpus", "1", "--num-gpus", "0", "--no-client", "--",
-                               ray, "job", "submit", *relax_recipe.LAUNCHER[3:], "python3", "-c", probe, code],
+                               ray, "job", "submit", *submit_hook.LAUNCHER[3:], "python3", "-c", probe, code],
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
     assert results[0].returncode == 0 and f"JOB gigpo {tmp_path}" in results[0].stdout, results[0].stderr[-2000:]
     assert results[1].returncode != 0
