@@ -610,3 +610,27 @@ def test_the_seed_orders_the_training_prompts(study, tmp_path):
         assert {"key": relax_recipe.SEED_FLAG, "value": seed} in [{k: d[k] for k in ("key", "value")}
                                                                   for d in relax.RelaxBackend().deviations(config, tmp_path)]
     assert seeds == ["0", "1", "2"]
+
+
+def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, monkeypatch):
+    """With apptainer, each of the three programs is `apptainer exec --cleanenv --contain --nv ... SIF env -- NAME=VALUE
+    ... PROGRAM` of exactly what the image runs (no host PYTHONPATH), the block's data and model paths and the hooks
+    bound read-only, and only the head-plus-submit program gets the Ray port reservations bound read-write."""
+    monkeypatch.setenv("AGENTREPRO_RAY_PORTS_DIR", str(tmp_path / "ports"))
+    monkeypatch.setenv("AGENTREPRO_IMAGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYTHONPATH", "/host/only")
+    config = resolved(study, "gigpo")
+    assert config["image"]["runtime"] == "apptainer"
+    sif = str(tmp_path / "cache" / "apptainer" / (config["image"]["digest"].removeprefix("sha256:") + ".sif"))
+    programs, launches = relax.programs(config, tmp_path / "run"), relax.job_launches(config, tmp_path / "run")
+    assert [launch.contained.label for launch in launches] == ["prepare", "expand", "train"]
+    for program, launch in zip(programs, launches):
+        words = list(launch.argv)
+        assert words[:5] == ["apptainer", "exec", "--cleanenv", "--contain", "--nv"]
+        after = words[words.index(sif) + 1:]
+        env = [f"{k}={v}" for k, v in sorted(program.env.items())]
+        assert after == (["env", "--", *env] if env else []) + list(program.argv)
+        binds = [words[i + 1] for i, w in enumerate(words) if w == "--bind"]
+        assert f"{relax.HOOKS}:{relax.HOOKS}:ro" in binds and words[words.index("--pwd") + 1] == config["backend"]["workdir"]
+        assert (f"{tmp_path / 'ports'}:{tmp_path / 'ports'}" in binds) == (program is programs[2])
+    assert "/host/only" not in programs[2].env["PYTHONPATH"]

@@ -228,3 +228,29 @@ def test_validate_config_refuses_what_verl_cannot_run(tmp_path):
     cfg["train"]["entropy_coef"] = 0.01
     with pytest.raises(BadInput, match="train.entropy_coef"):
         backend.validate_config(cfg)
+
+
+def test_each_program_runs_in_the_placements_podman_image(tmp_path, monkeypatch):
+    """With a podman image, data preparation and the head-plus-script launch are `podman run ... IMAGE@digest` of exactly
+    the program the image runs (its env one --env word each, its cwd the checkout); only the head's launch gets the Ray
+    port reservations mounted read-write; an evaluation keeps its container's ID and proof in eval/step<N>/."""
+    monkeypatch.setenv("AGENTREPRO_RAY_PORTS_DIR", str(tmp_path / "ports"))
+    cfg = config(tmp_path / "checkout")   # the checkout, like the study root, is mounted read-write: ports lie outside both
+    cfg["image"] = {"runtime": "podman", "ref": "ghcr.io/org/verl:1", "digest": "sha256:" + "c" * 64}
+    run = (tmp_path / "run").resolve()
+    ports, reference = f"{tmp_path / 'ports'}:{tmp_path / 'ports'}", "ghcr.io/org/verl@sha256:" + "c" * 64
+    for eval_step, job_dir in ((None, run), (1, run / "eval" / "step1")):
+        programs = verl_agent.programs(cfg, run, eval_step=eval_step)
+        launches = verl_agent.job_launches(cfg, run, eval_step=eval_step)
+        for program, launch in zip(programs, launches):
+            words = list(launch.argv)
+            assert words[:4] == ["podman", "run", "--cidfile", str(job_dir / "logs" / f"{launch.contained.label}.cid")]
+            assert words[words.index(reference) + 1:] == list(program.argv) and launch.job_dir == job_dir
+            assert words[words.index("--workdir") + 1] == str(tmp_path / "checkout") and launch.cwd is None
+            assert [words[i + 1] for i, w in enumerate(words) if w == "--env" and "=" in words[i + 1]] == \
+                [f"{k}={v}" for k, v in sorted(program.env.items())]
+            volumes = [words[i + 1] for i, w in enumerate(words) if w == "--volume"]
+            assert f"{integration.HOOKS}:{integration.HOOKS}:ro" in volumes
+            assert (ports in volumes) == (program is programs[1])
+        assert [launch.contained.label for launch in launches] == (["prepare_data", "train"] if eval_step is None
+                                                                   else ["eval_step1_prepare", "eval_step1_evaluate"])
