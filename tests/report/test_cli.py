@@ -66,7 +66,7 @@ def test_letter_paper_and_named_engine_from_the_command_line(tmp_path):
     PATH is exit 1 with the way to install it (before anything is rendered)."""
     from agentrepro.report.load import COLUMNS
 
-    analysis = {"study": "s", "title": "Letter study", "settings": {"tolerance_pp": 3}, "notes": [], "parity": [],
+    analysis = {"study": "s", "title": "Letter study", "settings": {"tolerance_pp": 3, "alpha": 0.05}, "notes": [], "parity": [],
                 "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}
     write_analysis_dir(tmp_path, analysis)
     result = run_cli("report", "s", "--root", tmp_path, "--pdf-engine", "weasyprint", "--paper", "letter")
@@ -96,7 +96,7 @@ def test_figures_directory_exists_without_figures(tmp_path):
     """A study with nothing to draw still gets reports/<study>/figures/ (Snakemake declares it as output)."""
     from agentrepro.report.load import COLUMNS
 
-    analysis = {"study": "s", "title": None, "settings": {"tolerance_pp": 3}, "notes": [], "parity": [],
+    analysis = {"study": "s", "title": None, "settings": {"tolerance_pp": 3, "alpha": 0.05}, "notes": [], "parity": [],
                 "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}
     write_analysis_dir(tmp_path, analysis)
     out, engine = write_report("s", tmp_path, pdf=False)

@@ -40,7 +40,7 @@ def test_learning_curves_follow_the_means(ax, analysis):
 def test_paired_deltas_use_pooled_rows_only(ax, analysis):
     """Only the seeds-pooled ('all') rows of the final step are drawn, one per pair."""
     rows = analysis["tables"]["paired"]
-    F.paired_deltas(rows, 150, ax=ax)
+    F.paired_deltas(rows, 150, 0.05, ax=ax)
     expected = [r for r in rows if r["seed"] == "all" and r["step"] == 150]
     assert len(ax.get_yticklabels()) == len(expected)
     assert ax.get_yticklabels()[0].get_text() == f"{expected[0]['method_a']} − {expected[0]['method_b']}"

@@ -149,7 +149,7 @@ def test_minimal_analysis_renders():
     """An analysis with every table empty, no lock and no title still renders every section, with no figure."""
     from agentrepro.report.load import COLUMNS, validate
 
-    minimal = validate({"study": "s", "title": None, "settings": {"tolerance_pp": 3}, "notes": [], "parity": [],
+    minimal = validate({"study": "s", "title": None, "settings": {"tolerance_pp": 3, "alpha": 0.05}, "notes": [], "parity": [],
                         "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}, "a.json")
     html, _, figures = render.render_report(minimal, audit={"status": "error", "problems": [], "message": "the audit could not run: x"}, files={})
     assert figures == []

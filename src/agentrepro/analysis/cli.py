@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentrepro.analysis.study import analyze_outcomes, analyze_study
+from agentrepro.analysis.study import Settings, analyze_outcomes, analyze_study
 from agentrepro.bounds import STEP, number
 from agentrepro.errors import BadInput
 from agentrepro.fileio import check_output_dir
@@ -17,8 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default=".", help="directory holding manifests/, runs/ and analysis/ (default: .)")
     parser.add_argument("--outcomes", nargs="+", metavar="FILE", help="analyse these outcomes.jsonl files instead of a study")
     parser.add_argument("--reference", metavar="REF.yaml", help="paper values to compare with (with --outcomes)")
-    parser.add_argument("--tolerance-pp", type=number(0, 100, low_open=True), default=3.0, help="equivalence margin in percentage points (default 3)")
-    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.05, help="significance level (default 0.05)")
+    parser.add_argument("--tolerance-pp", type=number(0, 100, low_open=True), default=Settings.tolerance_pp,
+                        help="equivalence margin in percentage points (default %(default)s)")
+    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=Settings.alpha,
+                        help="significance level (default %(default)s)")
     parser.add_argument("--claim", action="append", default=[], metavar='"a > b"',
                         help='declared claim, repeatable: "a > b", "a < b", or an equivalence "a == b ± 3pp" (also "+- 3 pp"); '
                              'method names may carry @backend')

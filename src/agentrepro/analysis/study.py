@@ -4,7 +4,7 @@
   under runs/<study>/<method>/seed<k>/ (`study`: a slug or a manifest path, `agentrepro.layout.locate`) (outcomes of
   each eval/step<N>/, metrics, timings, graph diagnostics, provenance, command, resolved config, seals: read by
   analysis/rundirs.py) and writes analysis/<study>/, sealed.
-* `analyze_outcomes(paths, out, reference=None, tolerance_pp=3, claims=(), alpha=0.05)` does the same for
+* `analyze_outcomes(paths, out, reference=None, tolerance_pp=, claims=(), alpha=)` does the same for
   outcome files from anywhere (no lock: task sets are checked between methods instead of a panel).
 
 Everything is computed before the first file is written; each file is written atomically; the
@@ -49,7 +49,8 @@ N_BOOT = 2000
 
 @dataclass
 class Settings:
-    """What the analysis was told before it ran; `analysis.json` records it."""
+    """What the analysis was told before it ran; `analysis.json` records it. The defaults here are the only ones:
+    `analyze --outcomes`, a manifest's `analysis` block and `analyze_outcomes` fall back to them."""
 
     tolerance_pp: float = 3.0
     alpha: float = 0.05
@@ -203,7 +204,7 @@ def _ordered_methods(df: pd.DataFrame, preferred: list[str] | None = None) -> li
 
 
 def analyze_outcomes(paths: list[str | os.PathLike], out: str | os.PathLike, *, reference: str | os.PathLike | None = None,
-                     tolerance_pp: float = 3.0, claims: list[str] | tuple = (), alpha: float = 0.05,
+                     tolerance_pp: float = Settings.tolerance_pp, claims: list[str] | tuple = (), alpha: float = Settings.alpha,
                      final_step: int | None = None) -> Path:
     """Analyse outcome files from anywhere into `out` (see the module docstring)."""
     if tolerance_pp <= 0:
@@ -257,7 +258,7 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
             raise BadInput("missing key", path=source, where=key)
     methods, seeds = list(manifest["methods"]), list(manifest["seeds"])
     analysis = manifest.get("analysis") or {}
-    settings = Settings(tolerance_pp=float(analysis.get("tolerance_pp", 3.0)), alpha=float(analysis.get("alpha", 0.05)),
+    settings = Settings(tolerance_pp=float(analysis.get("tolerance_pp", Settings.tolerance_pp)), alpha=float(analysis.get("alpha", Settings.alpha)),
                         claims=list(analysis.get("claims", [])), threshold=analysis.get("threshold"))
     notes = []
     if "tolerance_pp" not in analysis:

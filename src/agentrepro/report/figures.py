@@ -105,20 +105,20 @@ def learning_curves(methods_rows: Sequence[dict], ax: Axes | None = None, colors
     return ax
 
 
-def paired_deltas(paired_rows: Sequence[dict], step: int, ax: Axes | None = None) -> Axes:
-    """Paired differences a − b at `step`, seeds pooled by task (`all` rows), with their CIs and Holm p."""
+def paired_deltas(paired_rows: Sequence[dict], step: int, alpha: float, ax: Axes | None = None) -> Axes:
+    """Paired differences a − b at `step`, seeds pooled by task (`all` rows), with their CIs; blue where Holm p < `alpha`."""
     rows = [r for r in _at_step(paired_rows, step) if r["seed"] == "all"]
     ax = _axes(ax, (6.4, 0.6 + 0.4 * max(len(rows), 1)))
     for y, r in enumerate(rows):
         lo, hi = r.get("ci_lo"), r.get("ci_hi")
-        significant = r.get("p_holm") is not None and r["p_holm"] < 0.05
+        significant = r.get("p_holm") is not None and r["p_holm"] < alpha
         color = "#0969da" if significant else "#57606a"
         xerr = None if lo is None or hi is None else [[100 * (r["delta"] - lo)], [100 * (hi - r["delta"])]]
         ax.errorbar(100 * r["delta"], y, xerr=xerr, fmt="o", color=color, capsize=3)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(rows)), [f"{r['method_a']} − {r['method_b']}" for r in rows])
     ax.invert_yaxis()
-    ax.set_xlabel(f"paired difference at step {step} (pp); blue: Holm-adjusted p < 0.05")
+    ax.set_xlabel(f"paired difference at step {step} (pp); blue: Holm-adjusted p < {alpha:g}")
     ax.grid(axis="x", alpha=0.3)
     return ax
 

@@ -73,6 +73,8 @@ def validate(analysis: Any, path: str | Path) -> dict:
     settings = analysis["settings"]
     if not _is_num(settings.get("tolerance_pp")):
         raise bad("settings.tolerance_pp", "a number (percentage points)")
+    if not _is_num(settings.get("alpha")) or not 0 < settings["alpha"] < 1:
+        raise bad("settings.alpha", "a number between 0 and 1 (the significance level)")
     if "final_step" in settings and settings["final_step"] is not None and not isinstance(settings["final_step"], int):
         raise bad("settings.final_step", "an integer step")
     tables = analysis["tables"]

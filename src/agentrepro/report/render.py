@@ -115,7 +115,7 @@ def _left_out(zero: Sequence[str]) -> str:
 def build_figures(analysis: dict) -> list[Figure]:
     """Every figure the data supports; a section without data gets no figure (and the page says why)."""
     t = analysis["tables"]
-    step = final_step(analysis)
+    step, alpha = final_step(analysis), analysis["settings"]["alpha"]
     colors = F.method_colors([r["method"] for r in t["methods"]] + [r["method"] for name in ("training", "diagnostics", "overhead", "convergence") for r in t[name]])
     out: list[Figure] = []
 
@@ -132,7 +132,7 @@ def build_figures(analysis: dict) -> list[Figure]:
         if any(r["seed"] == "all" and r["step"] == step for r in t["paired"]):
             add("paired", "paired", "Paired differences",
                 f"Differences a − b at step {step} over the same tasks, seeds pooled by task, with task-clustered CIs; "
-                "blue where the Holm-adjusted McNemar p < 0.05.", F.paired_deltas(t["paired"], step))
+                f"blue where the Holm-adjusted McNemar p < {alpha:g}.", F.paired_deltas(t["paired"], step, alpha))
         if any(r["step"] == step for r in t["categories"]):
             add("categories", "categories", "Per-category success",
                 f"Success rate per task category at step {step}, pooled over seeds, with 95% CIs (task-clustered where seeds repeat "

@@ -176,7 +176,7 @@ def paired_deltas(analysis: dict, step, glossary: Glossary) -> Answer:
 def learning(analysis: dict, step, glossary: Glossary) -> Answer:
     q = "Did each method improve on its starting policy?"
     rows = [r for r in analysis["tables"].get("learning") or [] if r["seed"] == "all" and r["step"] == step]
-    alpha = analysis["settings"].get("alpha") or 0.05
+    alpha = analysis["settings"]["alpha"]
     lines = [Markup("{} vs its step {}: {}").format(r["method"], r["baseline_step"], _comparison(r, glossary)) for r in rows]
     flags = [f"{r['method']} did not beat its step {r['baseline_step']} (Holm p ≥ {alpha:g} or a loss)" for r in rows
              if not (r["delta"] > 0 and r["p_holm"] is not None and r["p_holm"] < alpha)]
