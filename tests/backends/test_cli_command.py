@@ -10,23 +10,28 @@ import pytest
 
 from helpers import run_cli
 
-from agentrepro.backends import ray_launch
+from agentrepro.backends import ray_head
+from agentrepro.hooks import agentrepro_ray_head as ray_launch
 
 REPO = Path(__file__).parents[2]
 
 
 def test_command_shows_the_official_script_of_a_manifest_with_placeholders():
     """On graphgpo-alfworld (placeholders not filled) it prints data preparation then the recipe's script with the
-    appended overrides, each line a shell command whose words are the Launch's argv."""
+    appended overrides under the job's Ray head, each inside the study's apptainer image in the checkout, each line a
+    command whose words are the Launch's argv."""
     result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graph_only", "--seed", "1", cwd=REPO)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[1] == "# 1. prepare data" and lines[3] == "# 2. train"
-    words = shlex.split(lines[4].split(" && ", 1)[1])
+    words = shlex.split(lines[4])
+    assert words[:4] == ["apptainer", "exec", "--cleanenv", "--contain"]
+    assert words[words.index("--pwd") + 1] == str(REPO / "external" / "verl-agent")
+    head = words.index(str(ray_head.SCRIPT))
+    assert words[head - 1] == "python3" and words[words.index("--", head) + 1] == "bash"   # the head, then the script, in the image
     script = words.index("recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh")
     assert words[script - 1] == "bash" and words[script + 1] == ""
     assert "algorithm.graphgpo.episode_advantage_w=0" in words and "env.seed=1128" in words   # seed 1 x stride 1000 + 128
-    assert lines[4].startswith(f"cd {shlex.quote(str(REPO / 'external' / 'verl-agent'))} && ")
 
 
 def test_command_eval_step_and_refusals():
@@ -51,7 +56,8 @@ def test_command_of_a_backend_without_external_programs():
 
 def test_backends_page_shows_the_current_output():
     """docs/backends.md's `agentrepro command` example is what the command prints today (run from /srv/agentrepro with its .venv)."""
-    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO)
+    result = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=REPO,
+                     env={"AGENTREPRO_IMAGE_CACHE": "/scratch/images", "AGENTREPRO_RAY_PORTS_DIR": "/tmp/agentrepro-ray"})
     assert result.returncode == 0, result.stderr
     run = Path("runs/graphgpo-alfworld/graphgpo/seed0")   # the job's Ray key hashes its absolute run directory
     shown = (result.stdout.replace(ray_launch.job_key(REPO / run, {}), ray_launch.job_key("/srv/agentrepro" / run, {}))

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from agentrepro.backends import ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_launch
 from agentrepro.backends.verl_agent import backend as verl_agent
 
 
@@ -42,7 +42,7 @@ def wrapped(run_dir, program: list[str], **ray) -> list[str]:
     config = gigpo_config()
     config["backend"]["ray"] = ray
     config["resources"] = {**config["resources"], "gpus": ray.pop("gpus", 2), **({"cpus": ray.pop("cpus")} if "cpus" in ray else {})}
-    return [*verl_agent.ray_head(config, run_dir), *program]
+    return [*verl_agent.head_words(config, run_dir), *program]
 
 
 def gigpo_config() -> dict:
@@ -113,7 +113,7 @@ def test_a_hard_coded_port_in_use_refuses_to_start(tmp_path, fake_ray):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        argv = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", "k", "--ray", str(fake_ray),
+        argv = [sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", "k", "--ray", str(fake_ray),
                 "--fixed-port", str(s.getsockname()[1]), "--", "true"]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60,
                                 env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_launch.PORTS_ENV: str(tmp_path)})

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from agentrepro.backends import ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_launch
 
 
 def test_job_key_is_stable_and_distinct(tmp_path):
@@ -60,7 +60,7 @@ def test_two_reservations_starting_at_the_same_place_are_disjoint(tmp_path):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from agentrepro.backends import ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_launch
 held = ray_launch.reserve(20, fixed=(int(sys.argv[2]),), directory=Path(sys.argv[1]))
 print(held.ports.base, held.ports.size, flush=True)
 time.sleep(300)
@@ -124,12 +124,10 @@ def free_port() -> int:
 
 
 def test_the_wait_for_a_head_is_bounded(tmp_path):
-    """A head that never listens is refused after the wait with a Failure naming the port."""
-    from agentrepro.errors import Failure
-
+    """A head that never listens is refused after the wait with HeadFailed naming the port."""
     held = ray_launch.reserve(0, directory=tmp_path)
     try:
-        with pytest.raises(Failure, match="did not listen"):
+        with pytest.raises(ray_launch.HeadFailed, match="did not listen"):
             with ray_launch.running_head(["sleep", "60"], held, wait_for=(held.ports.head,), wait_s=1):
                 pass
     finally:

@@ -24,7 +24,7 @@ import pytest
 from helpers import REPO, require
 
 from agentrepro import preflight
-from agentrepro.backends import ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_launch
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import demands
 from agentrepro.manifest.loading import load_manifest
@@ -57,13 +57,13 @@ def train_launch(tmp_path, method: str = "graphgpo", seed: int = 0):
     config["backend"]["workdir"] = str(tmp_path)
     run_dir = tmp_path / f"{method}-{seed}"
     run_dir.mkdir()   # the train job's, which agentrepro train creates
-    return config, verl_agent.job_launches(config, run_dir)[-1]
+    return config, verl_agent.programs(config, run_dir)[-1]
 
 
 def run_head(launch, program: list[str], ray: str, tmp_path, **env) -> subprocess.Popen:
     """The launch's head words (ray_job and its options, `--ray` the real one) around `program`, with its environment."""
     head = list(launch.argv[:launch.argv.index("--")])
-    return subprocess.Popen([*head[:3], "--ray", ray, *head[3:], "--", *program], cwd=tmp_path,
+    return subprocess.Popen([*head[:2], "--ray", ray, *head[2:], "--", *program], cwd=tmp_path,
                             env={**os.environ, **launch.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -20,11 +20,13 @@ import yaml
 from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_games
 
 from agentrepro import runconfig
-from agentrepro.backends import checkpoints, ray_launch
+from agentrepro.backends import checkpoints, ray_head
+from agentrepro.hooks import agentrepro_ray_head as ray_launch
 from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.errors import BadInput
 from agentrepro.backends.relax.hooks import agentrepro_relax_eval as hook
+from agentrepro.backends.relax.hooks import agentrepro_relax_submit as submit_hook
 from agentrepro.jobs.freeze import freeze
 from agentrepro.manifest.resolve import run_config
 from agentrepro.outcomes import check_rows
@@ -115,7 +117,7 @@ def test_step_rows_offset_follows_relax_resume(study, tmp_path):
     when Relax will resume from it (relax_recipe.policy_version_offset)."""
     config = resolved(study, "graphgpo")
     run = tmp_path / "run"
-    offset = lambda: relax.job_launches(config, run)[2].env["AGENTREPRO_POLICY_VERSION_OFFSET"]  # noqa: E731 - the head's
+    offset = lambda: relax.programs(config, run)[2].env["AGENTREPRO_POLICY_VERSION_OFFSET"]  # noqa: E731 - the head's
     assert config["train"]["step_rows"] and offset() == "0"
     tracker = relax_recipe.checkpoint_dir(relax.save_dir(run), config) / relax_recipe.TRACKER
     tracker.parent.mkdir(parents=True)
@@ -151,7 +153,7 @@ def recipe_line(knobs: dict[str, str], workdir: Path) -> str:
 def submitted(launch) -> list[str]:
     """The `--flag value` words the job's submit step sets in the recipe's command (after `submit EXPANDED_FILE`)."""
     program = list(launch.argv[launch.argv.index("--") + 1:])
-    return program[program.index("agentrepro.backends.relax.submit") + 2:]
+    return program[program.index(str(relax.SUBMIT)) + 2:]
 
 
 def flag_pairs(words: list[str]) -> list[tuple[str, list[str]]]:
@@ -172,7 +174,7 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
     """Each method: the recipe's required knobs set within its choices, GRAPHGPO_* on the head, and every submitted
     flag a flag of Relax's parser (or of Megatron/SGLang as the recipe passes it) with a value of its type and choices."""
     config = resolved(study, method)
-    prepare, expand, head = relax.RelaxBackend().launches(config, tmp_path / "run")
+    prepare, expand, head = relax.programs(config, tmp_path / "run")
     assert all(isinstance(w, str) for launch in (prepare, expand, head) for w in launch.argv)
     knobs = expand.env
     assert expand.argv == ("bash", relax_recipe.RECIPE) and knobs["DRY_RUN"] == "1" and expand.cwd == Path(config["backend"]["workdir"])
@@ -198,7 +200,7 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
     words = relax_recipe.submitted_argv(recipe_line(knobs, expand.cwd), source=Path("expanded"))
     relax_flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     outside = {e["flag"] for e in RECIPE["flags"] if not e["defined_in"].startswith("relax/")}
-    n = len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY)
+    n = len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY)
     pairs = flag_pairs(words[n:])
     for flag, values in pairs:
         assert flag in relax_flags or flag in outside, flag
@@ -224,10 +226,10 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     under Relax's save rule ((r + 1) % interval == 0 or the last rollout) the copies are the evaluated steps."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["backend"]["export_hf"] = True
-    _, expand, submit = relax.job_launches(config, tmp_path / "run")
+    _, expand, submit = relax.programs(config, tmp_path / "run")
     replace = submitted(submit)
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=replace)
-    given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
+    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY):]))
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     assert flags["--save-interval"]["type"] == "int" and flags["--save-hf"]["type"] == "str"
     assert given["--save-interval"] == ["5"] and given["--save-hf"] == [str(relax.save_dir(tmp_path / "run") / "hf" / "{rollout_id}")]
@@ -238,12 +240,12 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     assert [relax_recipe.step_of_rollout(r) for r in saved] == planned[1:]
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 0) == Path(config["backend"]["model_path"])
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 5).name == "4"
-    assert relax.job_launches(resolved(study, "graphgpo"), tmp_path / "run")[2].argv == submit.argv   # the default
+    assert relax.programs(resolved(study, "graphgpo"), tmp_path / "run")[2].argv == submit.argv   # the default
     config["backend"]["export_hf"] = False
-    plain = relax.job_launches(config, tmp_path / "run")[2]
+    plain = relax.programs(config, tmp_path / "run")[2]
     assert submitted(plain) == [relax_recipe.KEEP_FLAG, "1", relax_recipe.SEED_FLAG, "0", relax_recipe.ADVANTAGE_FLAG,
                                 relax_recipe.ADVANTAGE_HOOK]   # no export flags
-    with pytest.raises(BadInput, match="expected --seed at most once"):
+    with pytest.raises(submit_hook.Refused, match="expected --seed at most once"):
         relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
 
 
@@ -254,9 +256,9 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
     and the --save-hf copies live outside it (relax.pin.json `retention`). `all`: the recipe's value, no deviation."""
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["eval"]["keep_checkpoints"] = keep
-    _, expand, submit = relax.job_launches(config, tmp_path / "run")
+    _, expand, submit = relax.programs(config, tmp_path / "run")
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=submitted(submit))
-    given = dict(flag_pairs(words[len(relax_recipe.LAUNCHER) + len(relax_recipe.ENTRY):]))
+    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY):]))
     recipe = {f["flag"]: f["value"] for f in RECIPE["flags"]}
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     assert recipe[relax_recipe.KEEP_FLAG] == str(relax_recipe.RECIPE_KEEP) and flags[relax_recipe.KEEP_FLAG]["type"] == "int"
@@ -279,10 +281,10 @@ def test_ray_serve_stays_on_the_port_relax_reads_and_is_reserved(study, tmp_path
     assert "relax/utils/utils.py@fork:558" in serve["fork_hardcoded_src"]
     config = resolved(study, "graphgpo")
     monkeypatch.setenv("SLURM_JOB_ID", "1001")
-    launches = relax.job_launches(config, tmp_path / "run")
+    launches = relax.programs(config, tmp_path / "run")
     assert not any(name.startswith("RELAX_SERVE") for launch in launches for name in launch.env)
     head = launches[2].argv[:launches[2].argv.index("--")]
-    assert head[1:3] == ("-m", "agentrepro.backends.ray_job") and "--dashboard" in head
+    assert head[:2] == ("python3", str(ray_head.SCRIPT)) and "--dashboard" in head
     assert head[head.index("--fixed-port") + 1] == "8000" and head[head.index("--key") + 1] == "slurm-1001"
     assert "RAY_ADDRESS" not in launches[2].env and not any("8265" in w for w in launches[2].argv)
     assert launches[2].env["RELAX_ENTRYPOINT_MODE"] and launches[2].env["GRAPHGPO_METHOD"] == "graphgpo"
@@ -456,6 +458,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     make_checkout, make_ray = standin.make_checkout, standin.make_ray
 
     config = copy.deepcopy(resolved(study, "gigpo", seed=1))
+    config.pop("image")   # on the host: the stand-ins need the harness's Python and bash, which no test image holds
     checkout = make_checkout(tmp_path / "relax")
     data = tmp_path / "alfworld"
     for task in config["eval"]["task_panel"]:
@@ -476,7 +479,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
     assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "0")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
-    assert submitted[:4] == list(relax_recipe.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
+    assert submitted[:4] == list(submit_hook.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
     assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"   # eval.keep_checkpoints hf (the default)
     assert submitted[submitted.index(relax_recipe.SEED_FLAG) + 1] == "1"   # the run's seed orders the training prompts
     assert sorted(p.name for p in save.glob("iter_*")) == ["iter_0000004", "iter_0000009"]   # rotated before each save
@@ -517,9 +520,9 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     env = {**os.environ, "GRAPHGPO_METHOD": "gigpo", "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}",
            ray_launch.PORTS_ENV: str(tmp_path / "ports")}
     probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.getcwd()); sys.exit(int(sys.argv[1]))"
-    results = [subprocess.run([sys.executable, "-m", "agentrepro.backends.ray_job", "--key", key, "--dashboard", "--ray", ray,
+    results = [subprocess.run([sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", key, "--dashboard", "--ray", ray,
                                "--num-cpus", "1", "--num-gpus", "0", "--no-client", "--",
-                               ray, "job", "submit", *relax_recipe.LAUNCHER[3:], "python3", "-c", probe, code],
+                               ray, "job", "submit", *submit_hook.LAUNCHER[3:], "python3", "-c", probe, code],
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
     assert results[0].returncode == 0 and f"JOB gigpo {tmp_path}" in results[0].stdout, results[0].stderr[-2000:]
     assert results[1].returncode != 0
@@ -602,8 +605,32 @@ def test_the_seed_orders_the_training_prompts(study, tmp_path):
     seeds = []
     for seed in (0, 1, 2):
         config = resolved(study, "gigpo", seed=seed)
-        words = submitted(relax.job_launches(config, tmp_path / f"run{seed}")[2])
+        words = submitted(relax.programs(config, tmp_path / f"run{seed}")[2])
         seeds.append(words[words.index(relax_recipe.SEED_FLAG) + 1])
         assert {"key": relax_recipe.SEED_FLAG, "value": seed} in [{k: d[k] for k in ("key", "value")}
                                                                   for d in relax.RelaxBackend().deviations(config, tmp_path)]
     assert seeds == ["0", "1", "2"]
+
+
+def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, monkeypatch):
+    """With apptainer, each of the three programs is `apptainer exec --cleanenv --contain --nv ... SIF env -- NAME=VALUE
+    ... PROGRAM` of exactly what the image runs (no host PYTHONPATH), the block's data and model paths and the hooks
+    bound read-only, and only the head-plus-submit program gets the Ray port reservations bound read-write."""
+    monkeypatch.setenv("AGENTREPRO_RAY_PORTS_DIR", str(tmp_path / "ports"))
+    monkeypatch.setenv("AGENTREPRO_IMAGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYTHONPATH", "/host/only")
+    config = resolved(study, "gigpo")
+    assert config["image"]["runtime"] == "apptainer"
+    sif = str(tmp_path / "cache" / "apptainer" / (config["image"]["digest"].removeprefix("sha256:") + ".sif"))
+    programs, launches = relax.programs(config, tmp_path / "run"), relax.job_launches(config, tmp_path / "run")
+    assert [launch.contained.label for launch in launches] == ["prepare", "expand", "train"]
+    for program, launch in zip(programs, launches):
+        words = list(launch.argv)
+        assert words[:5] == ["apptainer", "exec", "--cleanenv", "--contain", "--nv"]
+        after = words[words.index(sif) + 1:]
+        env = [f"{k}={v}" for k, v in sorted(program.env.items())]
+        assert after == (["env", "--", *env] if env else []) + list(program.argv)
+        binds = [words[i + 1] for i, w in enumerate(words) if w == "--bind"]
+        assert f"{relax.HOOKS}:{relax.HOOKS}:ro" in binds and words[words.index("--pwd") + 1] == config["backend"]["workdir"]
+        assert (f"{tmp_path / 'ports'}:{tmp_path / 'ports'}" in binds) == (program is programs[2])
+    assert "/host/only" not in programs[2].env["PYTHONPATH"]

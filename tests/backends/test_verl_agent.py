@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrepro.backends import ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import outputs
 from agentrepro.backends.verl_agent import integration
@@ -38,12 +39,12 @@ def config(tmp_path, **block):
 def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     """Train = data preparation + the method's official script (GiGPO: examples/gigpo_trainer/run_alfworld.sh) with
     only the harness's keys and the manifest values that differ appended; argv lists, never shell strings."""
-    prepare, train = verl_agent.job_launches(config(tmp_path), tmp_path / "run")
+    prepare, train = verl_agent.programs(config(tmp_path), tmp_path / "run")
     run = (tmp_path / "run").resolve()
     assert prepare.argv[:3] == ("python3", "-m", "examples.data_preprocess.prepare") and prepare.cwd == tmp_path
     assert prepare.argv[-2:] == ("--local_dir", str(run / "verl_data"))
     head, script = train.argv[:train.argv.index("--")], train.argv[train.argv.index("--") + 1:]
-    assert head[1:3] == ("-m", "agentrepro.backends.ray_job") and head[head.index("--num-gpus") + 1] == "2"
+    assert head[:2] == ("python3", str(ray_head.SCRIPT)) and head[head.index("--num-gpus") + 1] == "2"
     assert script[:3] == ("bash", "examples/gigpo_trainer/run_alfworld.sh", "") and train.cwd == tmp_path  # "": ENGINE=vllm, gone from $@
     args = dict(a.split("=", 1) for a in script[3:])
     assert args["trainer.total_epochs"] == "2" and "trainer.total_training_steps" not in args
@@ -56,8 +57,8 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     assert train.env["VLLM_ATTENTION_BACKEND"] == "XFORMERS" == verl_agent.scripts.SCRIPTS["gigpo"].exports["VLLM_ATTENTION_BACKEND"][0]
     cfg = config(tmp_path)
     cfg["data"] = {"eval": {"path": "data/alfworld"}}
-    assert verl_agent.job_launches(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
-    *_, evaluate = verl_agent.job_launches(config(tmp_path), tmp_path / "run", eval_step=1)
+    assert verl_agent.programs(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
+    *_, evaluate = verl_agent.programs(config(tmp_path), tmp_path / "run", eval_step=1)
     assert evaluate.argv[-4:] == ("trainer.val_only=true", "trainer.val_before_train=true", "trainer.resume_mode=resume_path",
                                   f"trainer.resume_from_path={run / 'checkpoints' / 'global_step_1'}")
 
@@ -227,3 +228,29 @@ def test_validate_config_refuses_what_verl_cannot_run(tmp_path):
     cfg["train"]["entropy_coef"] = 0.01
     with pytest.raises(BadInput, match="train.entropy_coef"):
         backend.validate_config(cfg)
+
+
+def test_each_program_runs_in_the_placements_podman_image(tmp_path, monkeypatch):
+    """With a podman image, data preparation and the head-plus-script launch are `podman run ... IMAGE@digest` of exactly
+    the program the image runs (its env one --env word each, its cwd the checkout); only the head's launch gets the Ray
+    port reservations mounted read-write; an evaluation keeps its container's ID and proof in eval/step<N>/."""
+    monkeypatch.setenv("AGENTREPRO_RAY_PORTS_DIR", str(tmp_path / "ports"))
+    cfg = config(tmp_path / "checkout")   # the checkout, like the study root, is mounted read-write: ports lie outside both
+    cfg["image"] = {"runtime": "podman", "ref": "ghcr.io/org/verl:1", "digest": "sha256:" + "c" * 64}
+    run = (tmp_path / "run").resolve()
+    ports, reference = f"{tmp_path / 'ports'}:{tmp_path / 'ports'}", "ghcr.io/org/verl@sha256:" + "c" * 64
+    for eval_step, job_dir in ((None, run), (1, run / "eval" / "step1")):
+        programs = verl_agent.programs(cfg, run, eval_step=eval_step)
+        launches = verl_agent.job_launches(cfg, run, eval_step=eval_step)
+        for program, launch in zip(programs, launches):
+            words = list(launch.argv)
+            assert words[:4] == ["podman", "run", "--cidfile", str(job_dir / "logs" / f"{launch.contained.label}.cid")]
+            assert words[words.index(reference) + 1:] == list(program.argv) and launch.job_dir == job_dir
+            assert words[words.index("--workdir") + 1] == str(tmp_path / "checkout") and launch.cwd is None
+            assert [words[i + 1] for i, w in enumerate(words) if w == "--env" and "=" in words[i + 1]] == \
+                [f"{k}={v}" for k, v in sorted(program.env.items())]
+            volumes = [words[i + 1] for i, w in enumerate(words) if w == "--volume"]
+            assert f"{integration.HOOKS}:{integration.HOOKS}:ro" in volumes
+            assert (ports in volumes) == (program is programs[1])
+        assert [launch.contained.label for launch in launches] == (["prepare_data", "train"] if eval_step is None
+                                                                   else ["eval_step1_prepare", "eval_step1_evaluate"])

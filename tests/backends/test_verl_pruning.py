@@ -43,7 +43,7 @@ def save(tmp_path: Path, cfg: dict, *steps: int) -> subprocess.CompletedProcess:
         tree.mkdir()
         standin.stand_in_tree(tree)
     run.mkdir(exist_ok=True)
-    env = {**verl_agent.job_launches(cfg, run)[1].env, "PATH": "/usr/bin:/bin"}
+    env = {**verl_agent.programs(cfg, run)[1].env, "PATH": "/usr/bin:/bin"}
     env["PYTHONPATH"] += f":{tree}"
     root = verl_agent.step_dir(run, 0).parent
     return subprocess.run([sys.executable, "save_driver.py", str(root), *map(str, steps)], cwd=tree, env=env,
@@ -107,9 +107,9 @@ def test_keep_all_removes_nothing(tmp_path):
 def test_none_prunes_training_state_like_hf_and_only_training_launches_carry_the_setting(tmp_path):
     """`none` removes the HF copies only after their evaluation (`prune`); during training it is `hf`."""
     cfg, run = config(tmp_path, keep_checkpoints="none"), (tmp_path / "run").resolve()
-    assert verl_agent.job_launches(cfg, run)[1].env[verl_prune.PRUNE_ENV] == "1"
-    assert verl_agent.job_launches(config(tmp_path, keep_checkpoints="all"), run)[1].env[verl_prune.PRUNE_ENV] == "0"
-    assert verl_prune.PRUNE_ENV not in verl_agent.job_launches(cfg, run, eval_step=5)[1].env
+    assert verl_agent.programs(cfg, run)[1].env[verl_prune.PRUNE_ENV] == "1"
+    assert verl_agent.programs(config(tmp_path, keep_checkpoints="all"), run)[1].env[verl_prune.PRUNE_ENV] == "0"
+    assert verl_prune.PRUNE_ENV not in verl_agent.programs(cfg, run, eval_step=5)[1].env
     result = save(tmp_path, cfg, 5, 10)
     assert result.returncode == 0, result.stderr
     assert on_disk(run, 5) == {n for n in standin.SAVED if n.startswith("actor/huggingface/")} and on_disk(run, 10) == set(standin.SAVED)

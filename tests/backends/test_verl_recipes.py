@@ -103,7 +103,7 @@ def test_every_appended_key_exists_with_its_type(tmp_path):
     for method, config in study_configs(tmp_path):
         script = verl_recipes.script_for(config)
         keys = composed(script)
-        *_, evaluate = verl_agent.job_launches(config, tmp_path / "run", eval_step=5)
+        *_, evaluate = verl_agent.programs(config, tmp_path / "run", eval_step=5)
         program = evaluate.argv[evaluate.argv.index("--") + 1:]
         words = program[3:]
         assert program[:3] == ("bash", script.path, "")
@@ -252,13 +252,13 @@ def test_a_resumed_job_does_not_validate_its_resumed_step_again(tmp_path):
     step N's outcomes are not overwritten by a second validation; a fresh run and an evaluation validate as before."""
     _, config = next(study_configs(tmp_path))
     run = tmp_path / "run"
-    train = lambda: verl_agent.job_launches(config, run)[-1].argv  # noqa: E731
+    train = lambda: verl_agent.programs(config, run)[-1].argv  # noqa: E731
     assert not any(w.startswith("trainer.val_before_train") for w in train())
     tracker = run / "checkpoints" / verl_recipes.TRACKER
     tracker.parent.mkdir(parents=True)
     tracker.write_text("5\n")
     assert "trainer.val_before_train=false" in train()
-    evaluation = verl_agent.job_launches(config, run, eval_step=5)[-1].argv
+    evaluation = verl_agent.programs(config, run, eval_step=5)[-1].argv
     assert evaluation[-4:][0] == "trainer.val_before_train=true" or "trainer.val_before_train=true" in evaluation[-4:]
     assert RAY["resume"]["tracker"]["graphgpo"].endswith(":959") and "latest_checkpointed_iteration.txt" in RAY["resume"]["tracker"]["fact"]
 
@@ -285,7 +285,7 @@ def test_a_list_word_that_bash_would_expand_in_the_checkout_is_refused(tmp_path)
     """`trainer.logger=[console]` reaches the script's unquoted $@, where bash replaces a [...] pattern by the files it
     matches: with a file `trainer.logger=c` in the checkout the launch is refused naming backend.workdir; without, it runs."""
     _, config = next(study_configs(tmp_path))
-    assert "trainer.logger=[console]" in verl_agent.job_launches(config, tmp_path / "run")[-1].argv
+    assert "trainer.logger=[console]" in verl_agent.programs(config, tmp_path / "run")[-1].argv
     (tmp_path / "trainer.logger=c").write_text("")
     with pytest.raises(BadInput, match=r"backend.workdir: the official script passes 'trainer.logger=\[console\]' unquoted"):
-        verl_agent.job_launches(config, tmp_path / "run")
+        verl_agent.programs(config, tmp_path / "run")

@@ -4,15 +4,23 @@ A backend that drives an external framework lists its programs with `Backend.lau
 preparation, the training launch, an evaluation. `agentrepro command` prints them for review before a
 study is frozen, the job runs them (`run_launch`, the one place a job's programs start), and nothing here is ever
 joined into shell syntax except `shown()`, which quotes each word for a person to read or copy.
+
+`contain(...)` puts a launch into the container of the job's placement (agentrepro.containers): the launch then
+holds the runtime's command line, exactly what runs and what `agentrepro command` prints, and `run_launch` records
+its proof (`containers.proven`) in the job's directory: the run's, or an evaluation's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from agentrepro import containers
 from agentrepro.layout import RunFiles
 from agentrepro.process import run_logged
 
@@ -25,6 +33,8 @@ class Launch:
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: Path | None = None
+    contained: containers.Program | None = None   # the program in its container (contain), whose proof run_launch records
+    job_dir: Path | None = None                   # where that proof goes: the run's directory or the evaluation's
 
     def shown(self) -> str:
         """The command as a person would type it: `cd DIR && NAME=value ... argv`, every word quoted."""
@@ -34,7 +44,26 @@ class Launch:
         return prefix + " ".join(words)
 
 
+def contain(launch: Launch, config: dict[str, Any], *, run_dir: Path, job_dir: Path, label: str,
+            extra: Iterable[Path] = (), shared: Iterable[Path] = ()) -> Launch:
+    """`launch` as it runs in the container of the run config's placement (containers.program: the run directory,
+    study root, checkout, data and model mounted, with `extra` read-only and `shared` read-write), its container's ID
+    and proof kept under `job_dir` as `label`; unchanged when the placement runs without a container."""
+    program = containers.program(config, launch.argv, launch.env, launch.cwd, run_dir=Path(run_dir), job_dir=Path(job_dir),
+                                 label=label, extra=extra, shared=shared)
+    if program.container is None:
+        return launch
+    return Launch(launch.purpose, program.argv, dict(program.env), program.cwd, program, Path(job_dir))
+
+
+def proven(launch: Launch, run_dir: Path) -> contextlib.AbstractContextManager:
+    """Around the run of `launch`: its image prepared and its proof recorded (containers.proven) when it is contained."""
+    return contextlib.nullcontext() if launch.contained is None else containers.proven(launch.contained, Path(launch.job_dir or run_dir))
+
+
 def run_launch(launch: Launch, run_dir: Path, label: str) -> None:
     """Run one launch, no shell, with its output appended to RUN_DIR/logs/<label>.stdout.log and .stderr.log;
-    Failure names the exit status and the last line of stderr (process.run_logged)."""
-    run_logged(list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=dict(launch.env))
+    Failure names the exit status and the last line of stderr (process.run_logged). A contained launch runs with
+    its image prepared and its proof recorded (containers.proven)."""
+    with proven(launch, run_dir):
+        run_logged(list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=dict(launch.env))

@@ -3,8 +3,10 @@
 `container_for(config, run_dir=)` reads the run config's `image` block (the method's placement, as the lock pins
 it) and what the job must see: the run directory and the study root (the harness's working directory, where the
 workflow runs: read-write), the framework checkout `backend.workdir` (read-write: frameworks write into it), the
-data files or folders and a local model directory (read-only), and any folder the caller adds (the harness's
-stdlib-only hooks, read-only), each mounted at its own path. Nothing else of the host is there.
+data files or folders and a local model directory (read-only), any folder the caller adds (`extra`, read-only: the
+harness's stdlib-only hooks, a backend's own data paths) and any folder the job shares with the node's other jobs
+(`shared`, read-write: the Ray heads' port reservations), each mounted at its own path. Nothing else of the host is
+there.
 `program(...)` wraps one program (argv, env, cwd: a backend's `Launch`) for it; without a container
 (`image: {none: ...}`) the program is returned as it is. Its working directory `cwd`, when relative, is under the
 study root; an absolute one outside every mount is a directory of the image (where an image holds its checkout).
@@ -72,7 +74,8 @@ class Program:
     label: str = ""
 
 
-def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = ()) -> Container | None:
+def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = (),
+                  shared: Iterable[Path] = ()) -> Container | None:
     """The container of a job of this run config, or None when its placement runs without one (or the config, written
     by hand outside a study, names no image); BadInput naming the field for an image block or a path that cannot be used."""
     image = image_of(config["image"]) if "image" in config else None
@@ -86,15 +89,16 @@ def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path
     if (config.get("model") or {}).get("path"):
         mounts.append(Mount(Path(config["model"]["path"]).resolve()))
     mounts += [Mount(Path(path).resolve()) for path in extra]
+    mounts += [Mount(Path(path).resolve(), read_only=False) for path in shared]
     gpus = int((config.get("resources") or {}).get("gpus") or 0) > 0
     return Container(image, merged_mounts(mounts), gpus=gpus)
 
 
 def program(config: dict[str, Any], argv: Iterable[str], env: Mapping[str, str], cwd: str | Path | None, *,
-            run_dir: Path, job_dir: Path, label: str, extra: Iterable[Path] = ()) -> Program:
+            run_dir: Path, job_dir: Path, label: str, extra: Iterable[Path] = (), shared: Iterable[Path] = ()) -> Program:
     """One program of a job as it runs: inside the job's container (its command line from the runtime, the container's
     ID written to `job_dir/logs/<label>.cid`), or unchanged when the placement has no container."""
-    container = container_for(config, run_dir=run_dir, extra=extra)
+    container = container_for(config, run_dir=run_dir, extra=extra, shared=shared)
     if container is None:
         return Program(tuple(argv), dict(env), Path(cwd) if cwd else None, label=label)
     workdir = Path.cwd() / cwd if cwd else Path.cwd()   # relative: under the mounted study root; absolute elsewhere: in the image

@@ -1,6 +1,7 @@
 """What every framework integration shares inside the framework's processes (standard library only, no import of the
-rest of agentrepro): the step-row dump of the parity certificate (agentrepro_step_rows.py) and the pinned-signature
-check of a patched function (agentrepro_signature.py). Each backend's own integration lives in its folder's hooks/.
+rest of agentrepro): the step-row dump of the parity certificate (agentrepro_step_rows.py), the pinned-signature
+check of a patched function (agentrepro_signature.py), and the job's own Ray head (agentrepro_ray_head.py, a script
+run with the image's Python). Each backend's own integration lives in its folder's hooks/.
 
 The directory itself goes on that framework's PYTHONPATH, so its modules are imported there by their own
 names, without agentrepro's dependencies or its site-packages.

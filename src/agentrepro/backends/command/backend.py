@@ -21,7 +21,7 @@ Placeholders are any key path of the resolved config (`{train.lr}`, `{seed}`), p
 `{config}` (resolved_config.yaml), `{resume}` (true/false), `{python}` (this interpreter), and for
 `eval_command` `{step}`, `{eval_dir}` and `{outcomes}` (= eval_dir/raw/outcomes.jsonl). stdout and stderr go
 to RUN_DIR/logs/; the filled command, shell-quoted, is kept in RUN_DIR/external_command.txt.
-With a container image (`image: {runtime, ...}`), each command runs inside it (`template_program`, agentrepro.containers), with
+With a container image (`image: {runtime, ...}`), each command runs inside it (`template_launch`, agentrepro.containers), with
 the run directory and the study root mounted, and the job records which image the runtime ran; `{python}` is then the
 harness's interpreter on the host, not the image's: name the image's own (`python3`).
 
@@ -42,10 +42,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import containers, layout, runconfig
+from agentrepro import layout, runconfig
 from agentrepro.backends.base import BUILTIN_FORM, COMMON, HUB_FORM, Adapter, Backend, Block, text
 from agentrepro.backends.command import code_words, template
-from agentrepro.backends.launch import Launch, run_launch
+from agentrepro.backends.launch import Launch, contain, run_launch
 from agentrepro.backends.registry import REGISTRY, BackendRegistry
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text
@@ -95,31 +95,24 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     return argv, env
 
 
-def template_program(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str) -> containers.Program:
-    """backend.<key> filled with `ctx`, as the program it runs: in backend.cwd when given, inside the placement's
-    container when it has one (agentrepro.containers; its records kept by the job it belongs to: the evaluation's
-    directory, or the run's)."""
-    argv, env = prepare(block, key, ctx)
-    return containers.program(ctx, argv, env, block.get("cwd"), run_dir=Path(run_dir),
-                              job_dir=Path(ctx.get("eval_dir", run_dir)), label=label)
-
-
 def template_launch(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str, purpose: str) -> Launch:
-    """backend.<key> as `agentrepro command` shows it: exactly what `run_template` runs under the same label."""
-    run = template_program(block, key, ctx, run_dir, label)
-    return Launch(purpose, run.argv, dict(run.env), run.cwd)
+    """backend.<key> filled with `ctx`, as the program it runs and `agentrepro command` shows: in backend.cwd when
+    given, inside the placement's container when it has one (launch.contain; its proof kept by the job it belongs to:
+    the evaluation's directory, or the run's)."""
+    argv, env = prepare(block, key, ctx)
+    launch = Launch(purpose, tuple(argv), env, Path(block["cwd"]) if block.get("cwd") else None)
+    return contain(launch, ctx, run_dir=Path(run_dir), job_dir=Path(ctx.get("eval_dir", run_dir)), label=label)
 
 
 def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str,
                  *, record: Path | None = None) -> list[str]:
     """Run backend.<key> (no shell) with its logs in run_dir/logs/, first writing it shell-quoted to `record`
     if given; returns the argv it ran (with its container's command line, when it has one)."""
-    run = template_program(block, key, ctx, run_dir, label)
+    launch = template_launch(block, key, ctx, run_dir, label, label)
     if record is not None:
-        atomic_write_text(record, shlex.join(run.argv) + "\n")
-    with containers.proven(run, Path(ctx.get("eval_dir", run_dir))):
-        run_launch(Launch(label, run.argv, dict(run.env), run.cwd), run_dir, label)
-    return list(run.argv)
+        atomic_write_text(record, shlex.join(launch.argv) + "\n")
+    run_launch(launch, run_dir, label)
+    return list(launch.argv)
 
 
 def eval_paths(run_dir: Path, step: int) -> tuple[Path, Path]:

@@ -6,15 +6,19 @@ Programs (`launches`, in order; backends/launch.py), all run in the Relax checko
 2. the recipe itself with DRY_RUN=1 and its knobs (recipe.py): it checks its inputs, runs its
    preflight, and prints the expanded `ray job submit ... -- python3 relax/entrypoints/train.py <flags>`,
    kept as RUN_DIR/relax/expanded_command.txt;
-3. `python -m agentrepro.backends.ray_job --dashboard --fixed-port 8000 -- python -m agentrepro.backends.relax.submit
-   ...`: this job's own Ray head (ray_launch.py: ports reserved on the node, the dashboard's job API among them),
+3. `python3 <hooks>/agentrepro_ray_head.py --dashboard --fixed-port 8000 ... -- python3 <hooks>/agentrepro_relax_submit.py
+   ...`: this job's own Ray head (backends/ray_head.py: ports reserved on the node, the dashboard's job API among them),
    with the recipe's exports, which Ray's workers inherit from the head, and PYTHONPATH = the checkout, this
-   backend's hooks/, the shared agentrepro/hooks/, backend.pythonpath, then the PYTHONPATH it inherits; then the
+   backend's hooks/, the shared agentrepro/hooks/, backend.pythonpath, then (on the host) the PYTHONPATH it inherits; then the
    printed command with the values recipe.replaced_args sets (the eval-log hook, backends/relax/hooks/
    agentrepro_relax_eval.py, the save cadence, the rollout seed), submitted with RAY_ADDRESS naming this job's
    dashboard, which `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
    Ray Serve stays on the port Relax hard-codes, 8000 (recipe.SERVE_PORT): every reader of it agrees on 8000, so
    the job reserves that port on the node instead of moving it, and a second Relax job on the node waits (exit 75).
+Each of the three runs inside the container of the placement (launch.contain: the run directory, the study root, the
+checkout, the data, the block's paths, the hooks folders and the node's Ray port reservations mounted) and records
+its proof; the head and the submission run in one container, with the image's Ray. In a container the host's
+PYTHONPATH is not inherited: name the image's own entries in backend.pythonpath.
 RELAX_ENTRYPOINT_MODE is set so the recipe never sources scripts/entrypoint/local.sh (which kills every
 python and ray process of the node and starts a head on the shared port 8265).
 
@@ -46,14 +50,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import runconfig, schema
-from agentrepro.backends import checkpoints, convert, ray_launch, step_rows
+from agentrepro import containers, runconfig, schema
+from agentrepro.backends import checkpoints, convert, ray_head, step_rows
 from agentrepro.backends.base import COMMON, DIVIDES, EQUALS, FIXED, Backend, Block, Demand, SeedStream, StepCheckpoint, text
-from agentrepro.backends.launch import Launch, run_launch
+from agentrepro.backends.launch import Launch, contain, proven, run_launch
 from agentrepro.backends.relax import recipe, results
 from agentrepro.backends.relax.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
 from agentrepro.environments.alfworld_data import task_id_of_game_file
@@ -62,6 +65,7 @@ from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
 from agentrepro.layout import RunFiles
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
+SUBMIT = HOOKS / "agentrepro_relax_submit.py"   # run with the image's python3, under the job's Ray head
 SAVE, EXPANDED = "relax", "expanded_command.txt"
 TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats")
 BLOCK = COMMON | Block({
@@ -83,7 +87,15 @@ def save_dir(run_dir: Path) -> Path:
 
 
 def job_launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
-    """The train job's three programs (module docstring), in order."""
+    """The train job's three programs (`programs`), each as it runs: in the placement's container, its proof kept in
+    the run directory."""
+    labelled = zip(("prepare", "expand", "train"), programs(config, run_dir))
+    return [contain(launch, config, run_dir=Path(run_dir), job_dir=Path(run_dir), label=label, extra=mounts(config),
+                    shared=ray_head.shared() if label == "train" else ()) for label, launch in labelled]
+
+
+def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
+    """The train job's three programs (module docstring), in order, as the image runs them (before `contain`)."""
     block, save = config["backend"], save_dir(run_dir)
     workdir, data = Path(block["workdir"]), save / "data"
     knobs = recipe.recipe_env(config, save, data)
@@ -92,28 +104,36 @@ def job_launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
                "--output-dir", str(data), "--max-steps", knobs["MAX_STEPS"]]
     if tasks:
         prepare += ["--limit", f"eval_in_distribution={tasks}"]
-    inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []  # e.g. the image's Megatron-LM
+    contained = containers.container_for(config, run_dir=Path(run_dir)) is not None
+    inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") and not contained else []  # the host's: not in an image
     pythonpath = os.pathsep.join([str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or []), *inherited])
     ray = block.get("ray") or {}
     rows_env = step_rows.hook_env(config, run_dir)   # train.step_rows: the advantage wrapper dumps these steps
     if rows_env:
         rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(recipe.policy_version_offset(recipe.checkpoint_dir(save, config)))
-    head_env = {**recipe.head_env(knobs), **rows_env, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1",
+    head_env = {**recipe.head_env(knobs), **rows_env, **ray_head.env(), "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1",
                 "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline", "RELAX_ENTRYPOINT_MODE": "agentrepro"}
     gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
-    head = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", ray_launch.job_key(run_dir), "--dashboard",
-            "--fixed-port", str(recipe.SERVE_PORT), "--pid-file", str(Path(run_dir) / "ray_head.pid"),
-            "--ray", ray.get("executable", "ray"), *(["--num-cpus", str(ray["num_cpus"])] if ray.get("num_cpus") is not None else []),
-            *(["--num-gpus", str(gpus)] if gpus is not None else []), "--"]
-    submit = [sys.executable, "-m", "agentrepro.backends.relax.submit", str(save / EXPANDED), *recipe.replaced_args(config, save),
+    head = ray_head.words(run_dir, ray=ray.get("executable", "ray"), num_cpus=ray.get("num_cpus"), num_gpus=gpus, dashboard=True,
+                          fixed_ports=(recipe.SERVE_PORT,))
+    submit = ["python3", str(SUBMIT), str(save / EXPANDED), *recipe.replaced_args(config, save),
               *((recipe.ADVANTAGE_FLAG, recipe.ADVANTAGE_HOOK) if rows_env else ())]
     return [
         Launch("prepare the recipe's ALFWorld prompt rows and manifests", tuple(prepare), {}, workdir),
         Launch(f"check the inputs and print the expanded command (the recipe with DRY_RUN=1) into {save / EXPANDED}",
                ("bash", recipe.RECIPE), {**knobs, "DRY_RUN": "1", "RELAX_ENTRYPOINT_MODE": "agentrepro"}, workdir),
-        Launch(f"this job's own Ray head (dashboard, Ray Serve's port {recipe.SERVE_PORT} reserved), then the expanded command "
-               f"(eval hook {recipe.HOOK}) submitted to it", (*head, *submit), head_env, workdir),
+        Launch(f"this job's own Ray head (dashboard, Ray Serve's port {recipe.SERVE_PORT} reserved), then the expanded "
+               f"command (eval hook {recipe.HOOK}) submitted to it", (*head, *submit), head_env, workdir),
     ]
+
+
+def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
+    """What the job's container sees besides the run directory, the study root, the checkout and the data
+    (containers.container_for), read-only: the integration's hooks, and the block's data and model paths (ALFWorld's
+    data, the model snapshot, the recipe's model lock, extra PYTHONPATH entries)."""
+    block = config["backend"]
+    named = [block.get(key) for key in ("alfworld_data", "model_path", "model_lock")] + list(block.get("pythonpath") or [])
+    return (HOOKS, SHARED_HOOKS, *(Path(path).absolute() for path in named if path))
 
 
 def outcome_file(run_dir: Path, config: dict[str, Any], step: int) -> Path:
@@ -224,6 +244,7 @@ class RelaxBackend(Backend):
         logs, save = run_dir / RunFiles.LOGS, save_dir(run_dir)
         prepare, expand, submit = job_launches(config, run_dir)
         save.mkdir(parents=True, exist_ok=True)
+        ray_head.ready()
         run_launch(prepare, run_dir, "prepare")
         _expand(expand, save / EXPANDED, logs)
         run_launch(submit, run_dir, "train")
@@ -243,9 +264,10 @@ def start_afresh(run_dir: Path, config: dict[str, Any]) -> None:
 
 
 def _expand(launch: Launch, out: Path, logs: Path) -> None:
-    """Run the recipe's dry run; its stdout (the expanded command) goes to `out`, its stderr to the logs."""
+    """Run the recipe's dry run (in its container, proven like every launch); its stdout (the expanded command) goes to
+    `out`, its stderr to the logs."""
     logs.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as stdout, open(logs / "expand.stderr.log", "a", encoding="utf-8") as stderr:
+    with open(out, "w", encoding="utf-8") as stdout, open(logs / "expand.stderr.log", "a", encoding="utf-8") as stderr, proven(launch, logs.parent):
         status = subprocess.run(list(launch.argv), cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=stdout,
                                 stderr=stderr, stdin=subprocess.DEVNULL, check=False).returncode
     if status != 0:

@@ -17,7 +17,8 @@ lines) are in tests/fixtures/frameworks/relax.args.json.
   task, ...) cannot be changed through it: a run config asking otherwise is refused, naming the key.
 * Exports (`head_env`): the recipe exports GRAPHGPO_* and RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE before it
   starts its Ray head, so Ray's workers inherit them; the job's own head gets the same values.
-* The expanded command (`submitted_argv`): the recipe's DRY_RUN=1 line, with its eval hook replaced:
+* The expanded command (`submitted_argv`, owned by hooks/agentrepro_relax_submit.py, which submits it inside the
+  image): the recipe's DRY_RUN=1 line, with its eval hook replaced:
   `--custom-eval-rollout-log-function-path` names agentrepro's hook (backends/relax/hooks/agentrepro_relax_eval.py), which writes one
   outcome per trajectory and then calls the recipe's own logger, so Relax's metrics are unchanged; and the
   `replaced_args` pairs set.
@@ -36,19 +37,14 @@ lines) are in tests/fixtures/frameworks/relax.args.json.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
 from agentrepro.backends.checkpoints import prunes_during_training
+from agentrepro.backends.relax.hooks.agentrepro_relax_submit import HOOK, HOOK_FLAG, RECIPE_HOOK, submitted_argv  # noqa: F401
 from agentrepro.errors import BadInput
 
 RECIPE = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
-LAUNCHER = ("ray", "job", "submit", "--address=http://127.0.0.1:8265", "--")
-ENTRY = ("python3", "relax/entrypoints/train.py")
-HOOK_FLAG = "--custom-eval-rollout-log-function-path"
-RECIPE_HOOK = "examples.graphgpo.eval_logger.log_eval_rollout_data"
-HOOK = "agentrepro_relax_eval.log_eval_rollout_data"  # hooks/, on the PYTHONPATH of Ray's workers
 ADVANTAGE_FLAG = "--agentic-custom-advantage-path"   # the recipe's examples.graphgpo.custom_advantage.compute_custom_advantage
 ADVANTAGE_HOOK = "agentrepro_relax_advantage.compute_custom_advantage"   # calls it, and dumps the step rows of train.step_rows
 METHODS = ("grpo", "gigpo", "graphgpo")
@@ -215,30 +211,6 @@ def hf_checkpoint(save_dir: Path, config: dict[str, Any], step: int) -> Path:
     if step == 0:
         return Path(config["backend"]["model_path"])
     return Path(save_dir) / "hf" / str(rollout_of_step(step))
-
-
-def submitted_argv(printed: str, *, source: Path, replace: list[str] | None = None) -> list[str]:
-    """The recipe's DRY_RUN=1 line -> the command to submit: the same words, the eval hook replaced by HOOK,
-    and the value of each `--flag value` pair in `replace` set (appended when the recipe lacks the flag)."""
-    words = shlex.split(printed)
-    n = len(LAUNCHER)
-    if tuple(words[:n]) != LAUNCHER or tuple(words[n:n + len(ENTRY)]) != ENTRY:
-        raise BadInput(f"expected the recipe to print `{shlex.join(LAUNCHER + ENTRY)} ...`, got {printed[:120]!r}", path=source)
-    hooks = [i for i, word in enumerate(words) if word == HOOK_FLAG]
-    if len(hooks) != 1 or hooks[0] + 1 >= len(words) or words[hooks[0] + 1] != RECIPE_HOOK:
-        raise BadInput(f"expected one {HOOK_FLAG} {RECIPE_HOOK} (the recipe's eval logger, which agentrepro's hook hands over to)",
-                       path=source)
-    words[hooks[0] + 1] = HOOK
-    pairs = list(replace or [])
-    for flag, value in zip(pairs[0::2], pairs[1::2]):
-        where = [i for i, word in enumerate(words) if word == flag]
-        if len(where) > 1 or (where and (where[0] + 1 >= len(words) or words[where[0] + 1].startswith("--"))):
-            raise BadInput(f"expected {flag} at most once, with one value", path=source)
-        if where:
-            words[where[0] + 1] = value
-        else:
-            words += [flag, value]
-    return words
 
 
 def evaluated_rollouts(steps: int, interval: int = EVAL_INTERVAL) -> list[int]:

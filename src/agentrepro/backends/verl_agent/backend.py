@@ -9,7 +9,9 @@ Launch (recipes.py). Each job runs, from the checkout in `backend.workdir`:
 3. for an evaluation, the same script in verl's validate-only mode (`trainer.val_only=true`) from the
    checkpoint `global_step_<N>` (step 0: the base model).
 `Backend.launches()` lists these programs as data (backends/launch.py); nothing is joined into a shell
-string. The integration (hooks/: startup/sitecustomize.py imports hooks/agentrepro_verl_hook.py) reaches every
+string. Each runs inside the container of the placement (launch.contain: the run directory, the study root, the
+checkout, the data, the hooks folders and the node's Ray port reservations mounted) and records its proof; the
+script runs under the job's own Ray head, started inside the same container (backends/ray_head.py). The integration (hooks/: startup/sitecustomize.py imports hooks/agentrepro_verl_hook.py) reaches every
 process through PYTHONPATH and is switched on by AGENTREPRO_VERL_OUT (integration.py); for training,
 AGENTREPRO_VERL_PRUNE says whether older checkpoints lose their training state after each save
 (checkpoints.prunes_during_training decides; hooks/agentrepro_verl_prune.py acts and records each file in
@@ -40,20 +42,21 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agentrepro import runconfig
-from agentrepro.backends import checkpoints, ray_launch, step_rows
+from agentrepro.backends import checkpoints, ray_head, step_rows
 from agentrepro.backends.base import COMMON, Backend, Block, Demand, PrunedInTraining, SeedStream, StepCheckpoint, text
-from agentrepro.backends.launch import Launch, run_launch
+from agentrepro.backends.launch import Launch, contain, run_launch
 from agentrepro.backends.verl_agent import demands, integration, outputs, recipes, scripts
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as prune_hook
 from agentrepro.bounds import MAX_SEED
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
-from agentrepro.layout import checkpoint_dir
+from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
+from agentrepro.layout import checkpoint_dir, eval_dir
 from agentrepro.reading import iter_jsonl
 
 DEVIATIONS = "verl_deviations.json"
@@ -85,24 +88,40 @@ def validated_steps(config: dict[str, Any]) -> list[int]:
     return sorted({0} | (set(range(every, steps + 1, every)) | {steps} if every else set()))
 
 
-def ray_head(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> tuple[str, ...]:
-    """The words that run a program against this job's own Ray head (ray_job.py): as many worker ports as the job's
-    Ray worker processes and Ray's idle pool need (demands.worker_ports), the CPUs the job asks for (backend.ray.num_cpus,
-    else resources.cpus), the GPUs (backend.ray.num_gpus, else resources.gpus), the executable from backend.ray."""
+def head_words(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> tuple[str, ...]:
+    """The words that run a program against this job's own Ray head (backends/ray_head.py): as many worker ports as the
+    job's Ray worker processes and Ray's idle pool need (demands.worker_ports), the CPUs the job asks for
+    (backend.ray.num_cpus, else resources.cpus), the GPUs (backend.ray.num_gpus, else resources.gpus), the executable
+    from backend.ray."""
     ray = (config.get("backend") or {}).get("ray") or {}
     gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
     _, ports = demands.worker_ports(config, recipes.composed(config, run_dir, resume=resume))
-    words = [sys.executable, "-m", "agentrepro.backends.ray_job", "--key", ray_launch.job_key(run_dir),
-             "--pid-file", str(Path(run_dir) / "ray_head.pid"), "--worker-ports", str(ports),
-             "--num-cpus", str(demands.head_cpus(config)[1])]
-    words += ["--ray", ray["executable"]] if "executable" in ray else []
-    words += ["--num-gpus", str(gpus)] if gpus is not None else []
-    return (*words, *(["--no-client"] if ray.get("client") is False else []), "--")
+    return ray_head.words(run_dir, ray=ray.get("executable"), num_cpus=demands.head_cpus(config)[1], num_gpus=gpus,
+                          client=ray.get("client") is not False, worker_ports=ports)
+
+
+def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
+    """What the job's container sees besides the run directory, the study root, the checkout and the data
+    (containers.container_for): the integration's hooks (read-only), and a local model snapshot (backend.model_path)."""
+    model = (config.get("backend") or {}).get("model_path")
+    return (integration.HOOKS, SHARED_HOOKS, *([Path(model).absolute()] if model else []))
 
 
 def job_launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None) -> list[Launch]:
+    """The job's programs (`programs`) as they run: in the placement's container, the Ray head's reservations folder
+    mounted for the launch that starts it, the proof kept in the run directory (training) or the evaluation's."""
+    run_dir = Path(run_dir).resolve()
+    job_dir = run_dir if eval_step is None else eval_dir(run_dir, eval_step).resolve()
+    prepare, launch = programs(config, run_dir, resume=resume, eval_step=eval_step)
+    return [contain(prepare, config, run_dir=run_dir, job_dir=job_dir, label=label(prepare, eval_step), extra=mounts(config)),
+            contain(launch, config, run_dir=run_dir, job_dir=job_dir, label=label(launch, eval_step), extra=mounts(config),
+                    shared=ray_head.shared())]
+
+
+def programs(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None) -> list[Launch]:
     """Data preparation, then the official script with the appended overrides (recipes.appended); with
-    `eval_step`, the script in validate-only mode from that step's checkpoint instead of training."""
+    `eval_step`, the script in validate-only mode from that step's checkpoint instead of training; as the image runs
+    them (before `contain`)."""
     script, cwd, run_dir = recipes.script_for(config), workdir(config), Path(run_dir).resolve()
     prepare = Launch("prepare data", ("python3", "-m", "examples.data_preprocess.prepare",
                                       *recipes.prepare_args(config, run_dir)), {}, cwd)
@@ -118,7 +137,8 @@ def job_launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, 
     data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
     if (config.get("env") or {}).get("name") == "alfworld" and data_path:
         env["ALFWORLD_DATA"] = str(Path(data_path).absolute())   # the frozen panel's data directory, for verl's envs too
-    head = ray_head(config, run_dir, resume=resume)
+    env.update(ray_head.env())
+    head = head_words(config, run_dir, resume=resume)
     if eval_step is None:   # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
         env.update(step_rows.hook_env(config, run_dir))
         env[prune_hook.PRUNE_ENV] = "1" if checkpoints.prunes_during_training(config) else "0"
@@ -129,12 +149,19 @@ def job_launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, 
     return [prepare, Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, scripts.ENGINE, *words, *validate), env, cwd)]
 
 
+def label(launch: Launch, eval_step: int | None) -> str:
+    """The name of a launch's logs (and its container's record): prepare_data and train; eval_step<N>_prepare and
+    eval_step<N>_evaluate."""
+    return launch.purpose.replace(" ", "_") if eval_step is None else f"eval_step{eval_step}_{launch.purpose.split()[0]}"
+
+
 def run(launch: Launch, run_dir: Path, label: str) -> None:
-    """Run one launch; a PYTHONPATH the job already has stays, after the integration's."""
-    env = dict(launch.env)
-    if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
-    run_launch(Launch(launch.purpose, launch.argv, env, launch.cwd), run_dir, label)
+    """Run one launch. On the host, a PYTHONPATH the job already has stays, after the integration's; in a container
+    the host's PYTHONPATH means nothing and the program sees the job's."""
+    ray_head.ready()
+    if launch.contained is None and "PYTHONPATH" in launch.env and os.environ.get("PYTHONPATH"):
+        launch = replace(launch, env={**launch.env, "PYTHONPATH": launch.env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]})
+    run_launch(launch, run_dir, label)
 
 
 class VerlAgentBackend(Backend):
@@ -231,7 +258,7 @@ class VerlAgentBackend(Backend):
         atomic_write_text(run_dir / DEVIATIONS, json.dumps(record, indent=1) + "\n")
         integration.write_panel(config, run_dir)
         for launch in job_launches(config, run_dir, resume=resume):
-            run(launch, run_dir, launch.purpose.replace(" ", "_"))
+            run(launch, run_dir, label(launch, None))
         outputs.convert_training(run_dir, config)
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
@@ -246,5 +273,5 @@ class VerlAgentBackend(Backend):
                                "or never saved); its Hugging Face copy can be served (eval.engine: served)", path=actor)
             integration.write_panel(config, run_dir)
             for launch in job_launches(config, run_dir, eval_step=step):
-                run(launch, run_dir, f"eval_step{step}_{launch.purpose.split()[0]}")
+                run(launch, run_dir, label(launch, step))
         return outputs.convert_eval(run_dir, step, config)

@@ -1,29 +1,39 @@
-"""A Ray head per job: ports reserved on the node when it starts, its own temp dir, stopped by its own PID.
+"""A Ray head per job: `python3 agentrepro_ray_head.py --key KEY [options] -- PROGRAM ARG...` runs PROGRAM against it.
+
+Standard library only, no import of the rest of agentrepro: it runs where the framework runs, inside the job's
+image with the image's Python and the image's Ray (the backends run this file from the mounted hooks folder), and
+the harness imports it for the names it shares (`job_key`, `ports_dir`).
 
 verl-agent and Relax both run on Ray. On a shared node several jobs run at once, and the usual recipes
 (`ray stop --force`, `pkill -f ray`, a fixed port 6379/8265) kill or hijack the other jobs' clusters. Here
-every job starts `ray start --head --block` in its own session with a private `--temp-dir`, points the
-trainer at it through RAY_ADDRESS (verl's `ray.init()` and Ray's job CLI both read it), and on exit, normal,
-failure or SIGTERM, signals only that session's process group.
+every job starts `ray start --head --block` in its own session with a private `--temp-dir`, points PROGRAM at
+it through RAY_ADDRESS (verl's `ray.init()` and Ray's job CLI both read it): the head's GCS address
+127.0.0.1:<port>, or with `--dashboard` the job API http://127.0.0.1:<dashboard port> (Ray's job CLI prefers it to
+any --address). On exit, normal, failure or SIGTERM, only that head's process group is signalled, never
+`ray stop` or pkill, and the reservation goes with the head. Exit status: PROGRAM's; 75 (EX_TEMPFAIL) when no
+ports could be reserved (a hard-coded port in use: another job's); 1 if the head does not come up. Arguments are
+a list from start to end: no shell is involved.
 
 Ports: picked when the job starts, never derived from its name, so two jobs on one node cannot collide.
-`reserve(...)` takes a node-wide lock (`PORTS_DIR`/agentrepro-ray.lock), skips every block that a live
+`reserve(...)` takes a node-wide lock (`ports_dir()`/agentrepro-ray.lock), skips every block that a live
 reservation of another job holds and every port that something listens on, and records its block as a file
 (`agentrepro-ray-<base>.ports`) that stays locked (flock) while the job's head lives: a reservation is live
 exactly as long as that lock is held, which the kernel releases when the last holder exits, whatever its PID
-namespace. Blocks lie in [PORT_LOW, the kernel's ephemeral range): no worker binding port 0 and no outgoing
-connection is given one by the kernel, and Ray's own defaults (6379, 8265, 10001, 10002-19999, 52365) are
-outside it. A block is HEAD_PORTS head ports (`RayPorts`), then, when the job states how many Ray worker
+namespace or container. Blocks lie in [PORT_LOW, the kernel's ephemeral range): no worker binding port 0 and no
+outgoing connection is given one by the kernel, and Ray's own defaults (6379, 8265, 10001, 10002-19999, 52365)
+are outside it. A block is HEAD_PORTS head ports (`RayPorts`), then, when the job states how many Ray worker
 processes it creates, that many worker ports (`--min/--max-worker-port`); otherwise each worker binds a free
 port the kernel picks (`--min-worker-port=0 --max-worker-port=0`). Ports a framework hard-codes (Relax's
 Ray Serve on 8000) are reserved the same way, so a second job needing one waits for the first (EX_TEMPFAIL).
 
-On a cluster whose jobs each get a private /tmp, set AGENTREPRO_RAY_PORTS_DIR to a node-local directory every
-job sees: the reservations must be visible to every job of the node to exclude each other.
+The reservations live in AGENTREPRO_RAY_PORTS_DIR (default /tmp/agentrepro-ray): a folder every job of the node
+must see, so a job in a container gets it mounted read-write (set it to a node-local folder on a cluster whose
+jobs each get a private /tmp).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -32,17 +42,19 @@ import random
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from agentrepro.errors import Failure
 
 PORT_LOW = 20000          # above Ray's default worker range (10002-19999) and client port (10001)
 HEAD_PORTS = 10           # RayPorts below: the head's own ports, the first ten of a block
 PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
+PORTS_DEFAULT = "/tmp/agentrepro-ray"
+EX_TEMPFAIL = 75
 EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
@@ -116,8 +128,12 @@ class PortsTaken(Exception):
     """No block could be reserved, or a hard-coded port is held by another job or listened on."""
 
 
+class HeadFailed(RuntimeError):
+    """The head exited, or did not listen in time."""
+
+
 def ports_dir(environ: Mapping[str, str] | None = None) -> Path:
-    return Path((os.environ if environ is None else environ).get(PORTS_ENV) or "/tmp")
+    return Path((os.environ if environ is None else environ).get(PORTS_ENV) or PORTS_DEFAULT)
 
 
 def ephemeral_low() -> int:
@@ -224,7 +240,7 @@ def running_head(argv: list[str], reservation: Reservation, *, wait_for: tuple[i
                  cwd: Path | None = None, stdout: IO | None = None, stderr: IO | None = None,
                  wait_s: float = 120, pid_file: Path | None = None) -> Iterator[subprocess.Popen]:
     """Run the head in its own session while the block runs, holding the reservation's lock (the head inherits it,
-    so it lasts as long as the head does); Failure when it exits or does not listen on `wait_for` in time; stop
+    so it lasts as long as the head does); HeadFailed when it exits or does not listen on `wait_for` in time; stop
     only that session's process group afterwards (TERM, then KILL after 30 s)."""
     proc = subprocess.Popen(argv, cwd=cwd, env=None if env is None else dict(env), stdout=stdout, stderr=stderr,
                             stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(reservation.handle.fileno(),))
@@ -234,9 +250,9 @@ def running_head(argv: list[str], reservation: Reservation, *, wait_for: tuple[i
         deadline = time.monotonic() + wait_s
         while not all(listening(port) for port in wait_for):
             if proc.poll() is not None:
-                raise Failure(f"the Ray head exited with status {proc.returncode} before listening on {', '.join(map(str, wait_for))}")
+                raise HeadFailed(f"the Ray head exited with status {proc.returncode} before listening on {', '.join(map(str, wait_for))}")
             if time.monotonic() > deadline:
-                raise Failure(f"the Ray head did not listen on {', '.join(map(str, wait_for))} within {wait_s:.0f} s")
+                raise HeadFailed(f"the Ray head did not listen on {', '.join(map(str, wait_for))} within {wait_s:.0f} s")
             time.sleep(0.5)
         yield proc
     finally:
@@ -256,5 +272,69 @@ def stop_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-__all__ = ["HEAD_PORTS", "PortsTaken", "RayPorts", "Reservation", "head_argv", "job_key", "listening", "reserve",
-           "running_head", "stop_group", "temp_dir"]
+# --- the job: a head, then the program against it ------------------------------------------------------------
+
+
+def run(program: list[str], *, key: str, ray: str = "ray", num_cpus: int | None = None, num_gpus: int | None = None,
+        client: bool = True, dashboard: bool = False, worker_ports: int = 0, fixed_ports: tuple[int, ...] = (),
+        pid_file: Path | None = None, wait_s: float = 120.0) -> int:
+    try:
+        reservation = reserve(worker_ports, fixed=fixed_ports)
+    except PortsTaken as exc:
+        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
+        return EX_TEMPFAIL
+    ports = reservation.ports
+    argv = head_argv(key, ports, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard, client=client)
+    address = f"http://127.0.0.1:{ports.dashboard}" if dashboard else f"127.0.0.1:{ports.head}"
+    print(f"agentrepro: Ray head of job {key} on ports {ports.base}-{ports.base + ports.size - 1}, RAY_ADDRESS={address}",
+          file=sys.stderr, flush=True)
+    child: subprocess.Popen | None = None
+
+    def terminate(signum, frame):  # noqa: ARG001 - the finally blocks below stop the program and the head
+        raise SystemExit(143)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        wait_for = (ports.head, ports.dashboard) if dashboard else (ports.head,)
+        with running_head(argv, reservation, wait_for=wait_for, wait_s=wait_s, pid_file=pid_file):
+            child = subprocess.Popen(program, env={**os.environ, "RAY_ADDRESS": address})
+            try:
+                return child.wait()
+            finally:
+                if child.poll() is None:
+                    child.terminate()
+                    child.wait()
+    except HeadFailed as exc:
+        print(f"agentrepro: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        reservation.release()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agentrepro_ray_head.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--ray", default="ray")
+    parser.add_argument("--num-cpus", type=int)
+    parser.add_argument("--num-gpus", type=int)
+    parser.add_argument("--no-client", action="store_true")
+    parser.add_argument("--dashboard", action="store_true", help="start the dashboard (job API); RAY_ADDRESS names it")
+    parser.add_argument("--worker-ports", type=int, default=0, help="ports reserved for Ray's workers (0: the kernel picks each)")
+    parser.add_argument("--fixed-port", type=int, action="append", default=[], help="a port the framework hard-codes")
+    parser.add_argument("--pid-file", type=Path)
+    parser.add_argument("program", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        parser.error("give the program after --")
+    return run(program, key=args.key, ray=args.ray, num_cpus=args.num_cpus, num_gpus=args.num_gpus, client=not args.no_client,
+               dashboard=args.dashboard, worker_ports=args.worker_ports, fixed_ports=tuple(args.fixed_port), pid_file=args.pid_file)
+
+
+__all__ = ["EX_TEMPFAIL", "HEAD_PORTS", "HeadFailed", "PortsTaken", "RayPorts", "Reservation", "head_argv", "job_key",
+           "listening", "main", "ports_dir", "reserve", "run", "running_head", "stop_group", "temp_dir"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

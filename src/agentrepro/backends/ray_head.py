@@ -1,0 +1,48 @@
+"""The job's own Ray head as the framework backends run it: inside the job's image, around the framework's program.
+
+The head and the program that connects to it run as one program (`python3 <hooks>/agentrepro_ray_head.py ... --
+PROGRAM ...`, agentrepro/hooks/agentrepro_ray_head.py, standard library only), so both are the image's: its
+Python, its Ray, one PID namespace and one /tmp for Ray's sockets and temp dir. `words` writes that prefix, `env`
+and `shared` what it needs of the host: the node's port reservations folder (AGENTREPRO_RAY_PORTS_DIR), mounted
+read-write so that jobs in other containers see each other's reservations; `ready` creates it before a job runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentrepro.hooks import HOOKS_DIR
+from agentrepro.hooks import agentrepro_ray_head as head
+
+SCRIPT = HOOKS_DIR / "agentrepro_ray_head.py"
+
+
+def words(run_dir: Path, *, ray: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
+          client: bool = True, dashboard: bool = False, worker_ports: int | None = None,
+          fixed_ports: tuple[int, ...] = ()) -> tuple[str, ...]:
+    """The words before `--` that run a program against this job's own head, with the image's `python3`."""
+    out = ["python3", str(SCRIPT), "--key", head.job_key(run_dir)]
+    out += ["--dashboard"] if dashboard else []
+    for port in fixed_ports:
+        out += ["--fixed-port", str(port)]
+    out += ["--pid-file", str(Path(run_dir).resolve() / "ray_head.pid")]
+    out += ["--worker-ports", str(worker_ports)] if worker_ports is not None else []
+    out += ["--num-cpus", str(num_cpus)] if num_cpus is not None else []
+    out += ["--ray", ray] if ray is not None else []
+    out += ["--num-gpus", str(num_gpus)] if num_gpus is not None else []
+    return (*out, *([] if client else ["--no-client"]), "--")
+
+
+def shared() -> tuple[Path, ...]:
+    """Host folders the head shares with the node's other jobs: the port reservations."""
+    return (head.ports_dir().resolve(),)
+
+
+def env() -> dict[str, str]:
+    """The head's view of the reservations folder: the host's path, mounted at the same path."""
+    return {head.PORTS_ENV: str(head.ports_dir().resolve())}
+
+
+def ready() -> None:
+    """Create the reservations folder (a mount must exist before the container starts)."""
+    head.ports_dir().resolve().mkdir(parents=True, exist_ok=True)
