@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_ray_heads.py [--actors N] [--ray PATH] [--two]
 
 Builds the graphgpo job's train launch as the verl-agent backend does (planning.draft_config, job_launches), runs its
-head part (`python -m agentrepro.backends.ray_job` with the preflight's worker ports and resources.cpus) around
+head part (`src/agentrepro/hooks/agentrepro_ray_head.py` with the preflight's worker ports and resources.cpus) around
 tests/backends/ray_actors.py, which starts N actors of env.resources_per_worker.num_cpus each (default: the recipe's
 env workers, 16 x 8 + 128 = 256) and waits until every one has answered, and prints one JSON line: actors, alive,
 seconds until the last answered (from the program's start, ray.init included), the head's worker ports and CPUs, the

@@ -1,5 +1,5 @@
 """Real Ray at the scale of the official GraphGPO recipe: the head of a graphgpo-alfworld job, started exactly as the
-verl-agent backend starts it (its train launch: `python -m agentrepro.backends.ray_job ...` with the launch's
+verl-agent backend starts it (its train launch: `agentrepro_ray_head.py ...` with the launch's
 environment), holds one actor per environment worker the recipe creates, every one alive, with the script's driver-only
 export in each; two jobs on one machine at once get disjoint ports and both finish.
 
@@ -24,7 +24,7 @@ import pytest
 from helpers import REPO, require
 
 from agentrepro import preflight
-from agentrepro.hooks import agentrepro_ray_head as ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import demands
 from agentrepro.manifest.loading import load_manifest
@@ -61,7 +61,7 @@ def train_launch(tmp_path, method: str = "graphgpo", seed: int = 0):
 
 
 def run_head(launch, program: list[str], ray: str, tmp_path, **env) -> subprocess.Popen:
-    """The launch's head words (ray_job and its options, `--ray` the real one) around `program`, with its environment."""
+    """The launch's head words (agentrepro_ray_head.py and its options, `--ray` the real one) around `program`, with its environment."""
     head = list(launch.argv[:launch.argv.index("--")])
     return subprocess.Popen([*head[:2], "--ray", ray, *head[2:], "--", *program], cwd=tmp_path,
                             env={**os.environ, **launch.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -85,14 +85,14 @@ def test_a_jobs_head_holds_every_env_worker_of_the_graphgpo_recipe(tmp_path):
     assert count > 80, f"this machine holds {count} Ray workers: fewer than the old fixed block of 80 ports, proving nothing"
     out = tmp_path / "actors.json"
     proc = run_head(launch, [sys.executable, str(ACTORS), str(count), str(values["env.resources_per_worker.num_cpus"]), str(out)],
-                    ray, tmp_path, **{ray_launch.PORTS_ENV: str(tmp_path / "ports")})
+                    ray, tmp_path, **{ray_head.PORTS_ENV: str(tmp_path / "ports")})
     stdout, stderr = proc.communicate(timeout=1500)
     assert proc.returncode == 0, stderr[-3000:]
     report = json.loads(out.read_text())
     block = next(line for line in stderr.splitlines() if "agentrepro: Ray head of job" in line)
     low, high = (int(p) for p in block.split(" on ports ")[1].split(",")[0].split("-"))
     assert report["alive"] == report["distinct_pids"] == count and report["env"] == ["XFORMERS"]
-    assert len(report["ports"]) == count and all(low + ray_launch.HEAD_PORTS <= port <= high for port in report["ports"])
+    assert len(report["ports"]) == count and all(low + ray_head.HEAD_PORTS <= port <= high for port in report["ports"])
     assert report["node_cpus"] == config["resources"]["cpus"]
     print(f"\nRAY_SCALE actors={count} of {envs} env workers, all alive after {report['seconds']} s "
           f"(head: {ports.need} worker ports, {config['resources']['cpus']} CPUs)")
@@ -103,7 +103,7 @@ def test_two_jobs_on_one_machine_at_once_do_not_collide(tmp_path):
     """Two graphgpo jobs' heads started at the same moment on one machine (each as the backend starts it, with the
     node's shared reservations) reserve disjoint blocks, each runs its actors to the end, and no reservation is left."""
     ray = real_ray()
-    shared = {ray_launch.PORTS_ENV: str(tmp_path / "ports")}
+    shared = {ray_head.PORTS_ENV: str(tmp_path / "ports")}
     procs, outs = [], []
     for seed in (0, 1):
         config, launch = train_launch(tmp_path, seed=seed)
@@ -121,5 +121,5 @@ def test_two_jobs_on_one_machine_at_once_do_not_collide(tmp_path):
     for out, block in zip(outs, blocks):
         report = json.loads(out.read_text())
         assert report["alive"] == 12 and len(report["ports"]) == 12
-        assert all(min(block) + ray_launch.HEAD_PORTS <= port <= max(block) for port in report["ports"])   # each worker's in its job's
+        assert all(min(block) + ray_head.HEAD_PORTS <= port <= max(block) for port in report["ports"])   # each worker's in its job's
     assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))

@@ -21,7 +21,7 @@ from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_gam
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_head
-from agentrepro.hooks import agentrepro_ray_head as ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_head
 from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.errors import BadInput
@@ -273,9 +273,9 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
 
 def test_ray_serve_stays_on_the_port_relax_reads_and_is_reserved(study, tmp_path, monkeypatch):
     """Relax builds every Serve URL with port 8000 (get_serve_url, relax.outputs.json `services_and_ports`), so no launch
-    moves the port (no RELAX_SERVE_PORT/HOST, which only train.py would read); the job's head is started by ray_job with
+    moves the port (no RELAX_SERVE_PORT/HOST, which only train.py would read); the job's head is started by the head script with
     its dashboard and port 8000 reserved on the node (a second Relax job there waits: exit 75), and the submit goes to
-    that head's dashboard (RAY_ADDRESS from ray_job), never the recipe's 8265."""
+    that head's dashboard (RAY_ADDRESS from the head script), never the recipe's 8265."""
     serve = OUTPUTS["services_and_ports"]["ray_serve"]
     assert serve["env"]["RELAX_SERVE_PORT"] == str(relax_recipe.SERVE_PORT)
     assert "relax/utils/utils.py@fork:558" in serve["fork_hardcoded_src"]
@@ -486,7 +486,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]
     assert [c["rollout_id"] for c in calls] == [0, 4, 9] and all(c["rows"] > 128 for c in calls)
     assert not (run_dir / "ray_head.pid").exists()
-    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_launch.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_head.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])]
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 11))
     for step in (0, 5, 10):
@@ -505,8 +505,8 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
 
 @pytest.mark.slow
 def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
-    """With real Ray, as the job runs it (ray_job --dashboard around the submit): `ray job submit --address=...:8265` (the
-    recipe's launcher) under the RAY_ADDRESS ray_job sets reaches this job's dashboard; the driver inherits the head's
+    """With real Ray, as the job runs it (the head script with --dashboard around the submit): `ray job submit --address=...:8265` (the
+    recipe's launcher) under the RAY_ADDRESS the head script sets reaches this job's dashboard; the driver inherits the head's
     GRAPHGPO_* and directory; a failing job fails the submit; nothing of the head, nor its reservation, is left."""
     import shutil
     import subprocess
@@ -518,7 +518,7 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     require("ray", bool(ray), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)")
     key = f"relax-real-{tmp_path.name}"
     env = {**os.environ, "GRAPHGPO_METHOD": "gigpo", "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}",
-           ray_launch.PORTS_ENV: str(tmp_path / "ports")}
+           ray_head.PORTS_ENV: str(tmp_path / "ports")}
     probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.getcwd()); sys.exit(int(sys.argv[1]))"
     results = [subprocess.run([sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", key, "--dashboard", "--ray", ray,
                                "--num-cpus", "1", "--num-gpus", "0", "--no-client", "--",
@@ -526,7 +526,7 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
     assert results[0].returncode == 0 and f"JOB gigpo {tmp_path}" in results[0].stdout, results[0].stderr[-2000:]
     assert results[1].returncode != 0
-    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_launch.temp_dir(key) in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_head.temp_dir(key) in " ".join(p.info["cmdline"] or [])]
     assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))
 
 

@@ -1,4 +1,4 @@
-"""ray_job, as the verl-agent backend runs it (`verl_agent.ray_head` + the program): the program against this job's own
+"""The per-job Ray head script (hooks/agentrepro_ray_head.py), as the verl-agent backend runs it (`verl_agent.head_words` + the program): the program against this job's own
 Ray head (a stand-in `ray`, or the real one when installed), its exit status, SIGTERM, and only that head stopped."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from agentrepro.hooks import agentrepro_ray_head as ray_launch
+from agentrepro.hooks import agentrepro_ray_head as ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
 
 
@@ -70,19 +70,19 @@ def test_program_gets_its_head_and_only_that_head_is_stopped(tmp_path, fake_ray)
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    key = ray_launch.job_key(run_dir)
+    key = ray_head.job_key(run_dir)
     decoy = subprocess.Popen(["sleep", "300"], start_new_session=True)
     ports_dir = tmp_path / "ports"
     try:
         program = [sys.executable, "-c", "import os, sys; print(os.environ['RAY_ADDRESS'], os.environ['EXTRA']); sys.exit(5)"]
         result = subprocess.run(wrapped(run_dir, program, executable=str(fake_ray), cpus=55), capture_output=True, text=True,
                                 timeout=120, env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), "EXTRA": "a b",
-                                                  ray_launch.PORTS_ENV: str(ports_dir)})
+                                                  ray_head.PORTS_ENV: str(ports_dir)})
         assert result.returncode == 5, result.stderr
         head = json.loads((tmp_path / "ray.json").read_text())
         port = int(flag(head["args"], "port"))
         assert result.stdout.strip() == f"127.0.0.1:{port} a b"
-        assert f"--temp-dir={ray_launch.temp_dir(key)}" in head["args"] and "--num-gpus=2" in head["args"]
+        assert f"--temp-dir={ray_head.temp_dir(key)}" in head["args"] and "--num-gpus=2" in head["args"]
         assert "--num-cpus=55" in head["args"]
         workers = int(flag(head["args"], "max-worker-port")) - int(flag(head["args"], "min-worker-port")) + 1
         demand = next(d for d in preflight.job_demands(yaml_manifest(REPO, cpus=55), "m.yaml", "gigpo", 0).demands
@@ -116,7 +116,7 @@ def test_a_hard_coded_port_in_use_refuses_to_start(tmp_path, fake_ray):
         argv = [sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", "k", "--ray", str(fake_ray),
                 "--fixed-port", str(s.getsockname()[1]), "--", "true"]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                                env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_launch.PORTS_ENV: str(tmp_path)})
+                                env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)})
     assert result.returncode == 75 and "in use on this node" in result.stderr
     assert not (tmp_path / "ray.json").exists()
 
@@ -127,7 +127,7 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
     run_dir.mkdir()
     program = [sys.executable, "-c", f"import os, time; open({str(tmp_path / 'program.pid')!r}, 'w').write(str(os.getpid())); time.sleep(300)"]
     proc = subprocess.Popen(wrapped(run_dir, program, executable=str(fake_ray)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_launch.PORTS_ENV: str(tmp_path)})
+                            env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)})
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "program.pid").is_file() or not (tmp_path / "program.pid").read_text():
@@ -165,14 +165,14 @@ def test_real_ray_private_head(tmp_path):
     ray, python = real_ray()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    key = ray_launch.job_key(run_dir)
+    key = ray_head.job_key(run_dir)
     probe = ("import ray; ray.init(); ctx = ray._private.worker._global_node; "
              "print(int(ray.cluster_resources()['CPU']), ctx.get_session_dir_path())")
     argv = wrapped(run_dir, [python, "-c", probe], executable=ray, num_cpus=1, gpus=0, client=False, worker_ports=20)  # minimal Ray: no client server
     result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     cpus, session = result.stdout.split()[-2:]
-    assert cpus == "1" and session.startswith(ray_launch.temp_dir(key) + "/")
+    assert cpus == "1" and session.startswith(ray_head.temp_dir(key) + "/")
     leftovers = [proc.pid for proc in psutil.process_iter(["cmdline", "status"])
-                 if proc.info["status"] != psutil.STATUS_ZOMBIE and ray_launch.temp_dir(key) in " ".join(proc.info["cmdline"] or [])]
+                 if proc.info["status"] != psutil.STATUS_ZOMBIE and ray_head.temp_dir(key) in " ".join(proc.info["cmdline"] or [])]
     assert leftovers == []
