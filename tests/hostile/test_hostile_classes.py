@@ -84,7 +84,7 @@ def test_argument_that_is_not_utf8_is_refused():
 @pytest.mark.parametrize("seed, shown", [(10**30, "outside the 64-bit range"), (1e30, "expected an integer"),
                                          (2**32, "expected a value <= 4294967295")])
 def test_huge_seed_is_refused_at_freeze_naming_the_field(tmp_path, seed, shown):
-    """A seed of 1e30 (as an integer or a float) or 2**32 is refused by freeze, naming seeds[1] (it used to freeze and fail in train)."""
+    """A seed of 1e30 (as an integer or a float) or 2**32 is refused by freeze, naming seeds[1], before any run could fail on it in train."""
     manifest = _demo(tmp_path, seeds=[0, seed])
     _one_line(_freeze(manifest), str(manifest), "seeds[1]", shown)
     record("nesting_and_huge_numbers", "verb:freeze")
@@ -195,7 +195,7 @@ def test_json_writer_names_a_computed_nan(tmp_path):
 
 
 def test_duplicate_yaml_key_is_refused_naming_both_lines(tmp_path):
-    """A manifest with `seeds:` twice is refused naming the line of the second and the first (the last used to win)."""
+    """A manifest with `seeds:` twice is refused naming the line of the second and the first (a YAML loader would let the last win silently)."""
     manifest = _demo(tmp_path)
     text = manifest.read_text()
     manifest.write_text(text + "seeds: [5]\n")
