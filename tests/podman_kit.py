@@ -2,9 +2,10 @@
 
 No registry is reachable from the test machines, so the images are made locally: `python_rootfs` writes a root
 file system holding Debian's /usr/bin/python3, the shared libraries it and its extension modules load (as
-`ldd` lists them) and its standard library, plus /etc/agentrepro-image naming the variant; `podman import`
-turns it into an image whose digest the tests pin. Two variants differ in that one file, so they are two
-images with two digests.
+`ldd` lists them) and its standard library, Debian's bash (/usr/bin/bash with its libraries, and /bin a link to
+usr/bin as in Debian, so /bin/bash too) for the framework backends' scripts, plus /etc/agentrepro-image naming the
+variant; `podman import` turns it into an image whose digest the tests pin. Two variants differ in that one file,
+so they are two images with two digests.
 
 Podman runs as root with runc, the cgroupfs manager and explicit ulimits (crun refuses these machines' cgroup
 layout and podman's default limits exceed what they allow): a containers.conf says so, and a storage.conf
@@ -30,6 +31,7 @@ import pytest
 from helpers import require
 
 PYTHON = Path("/usr/bin/python3")
+BASH = Path("/usr/bin/bash")
 SKIP_DIRS = {"__pycache__", "test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data",
              "site-packages", "dist-packages"}
 CONTAINERS_CONF = """[containers]
@@ -58,10 +60,11 @@ def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def require_podman() -> None:
-    """Skip (or under AGENTREPRO_REQUIRE=podman fail) unless podman, runc and Debian's python3 are here."""
+    """Skip (or under AGENTREPRO_REQUIRE=podman fail) unless podman, runc and Debian's python3 and bash are here."""
     for tool in ("podman", "runc"):
         require("podman", shutil.which(tool) is not None, f"`{tool}` is not on PATH (scripts/system-deps.sh installs it)")
-    require("podman", PYTHON.is_file(), f"{PYTHON} (the test image's Python) is missing")
+    for program in (PYTHON, BASH):
+        require("podman", program.is_file(), f"{program} (the test image's) is missing")
 
 
 def _libraries(paths: list[Path]) -> set[Path]:
@@ -73,21 +76,23 @@ def _libraries(paths: list[Path]) -> set[Path]:
 
 
 def python_rootfs(target: Path, variant: str) -> Path:
-    """A tar of a root file system that runs `python3` (this machine's Debian Python) and names `variant`."""
+    """A tar of a root file system that runs `python3` (this machine's Debian Python) and `bash`, and names `variant`."""
     stdlib = Path(subprocess.run([str(PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
                                  capture_output=True, text=True, check=True).stdout.strip())
     dynload = sorted((stdlib / "lib-dynload").glob("*.so"))
-    binary = PYTHON.resolve()
+    binary, bash = PYTHON.resolve(), BASH.resolve()
 
     members: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
 
-    def add(name: str, data: bytes | None = None, mode: int = 0o755) -> None:
+    def add(name: str, data: bytes | None = None, mode: int = 0o755, link: str | None = None) -> None:
         for parent in reversed(Path(name).parents[:-1]):
             if str(parent) not in members:
                 add(str(parent))
         info = tarfile.TarInfo(name.lstrip("/"))
         info.mode, info.mtime = (0o1777 if name == "/tmp" else mode), 0
-        if data is None:
+        if link is not None:
+            info.type, info.linkname = tarfile.SYMTYPE, link
+        elif data is None:
             info.type = tarfile.DIRTYPE
         else:
             info.size = len(data)
@@ -99,7 +104,9 @@ def python_rootfs(target: Path, variant: str) -> Path:
     for directory in ("/tmp", "/etc", "/root"):
         add(directory)
     add_file(binary, "/usr/bin/python3", 0o755)
-    for library in _libraries([binary, *dynload]):
+    add_file(bash, "/usr/bin/bash", 0o755)
+    add("/bin", link="usr/bin")
+    for library in _libraries([binary, bash, *dynload]):
         add_file(library.resolve(), str(library), 0o755)
     for root, dirs, files in os.walk(stdlib):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
@@ -162,5 +169,5 @@ def leftover_containers() -> list[str]:
     return podman("ps", "--all", "--quiet").stdout.split()
 
 
-__all__ = ["PYTHON", "TestImage", "build", "configure", "leftover_containers", "podman", "podman_images",
+__all__ = ["BASH", "PYTHON", "TestImage", "build", "configure", "leftover_containers", "podman", "podman_images",
            "python_rootfs", "require_podman"]
