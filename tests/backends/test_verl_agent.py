@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agentrepro import containers
@@ -255,7 +256,9 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     start, stop = jsonl(workdir / "bin" / "ray.jsonl")
     assert start["event"] == "start" and "--num-cpus=1" in start["args"] and stop == {"event": "stop", "signal": 15, "pid": start["pid"]}
     assert not (run_dir / "ray_head.pid").exists()   # the head's launcher stopped its head (and only it) and cleared its PID
-    if image is None:   # a PID of the host: that head is gone (in a container its PID namespace went with it)
+    temp_dir = ray_head.head.temp_dir(ray_head.head.job_key(run_dir))   # the host sees a container's processes too
+    assert f"--temp-dir={temp_dir}" in start["args"] and not [p for p in psutil.process_iter(["cmdline"]) if temp_dir in " ".join(p.info["cmdline"] or [])]
+    if image is None:   # a PID of the host's namespace: that head is gone (a container's PIDs are its own namespace's)
         assert subprocess.run(["kill", "-0", str(start["pid"])], capture_output=True).returncode != 0
     (run_dir / "verl_validation" / "1.jsonl").unlink()   # as for a re-evaluated checkpoint: verl's validate-only run
     result = run_cli("eval", "--run", run_dir, "--step", 1)
