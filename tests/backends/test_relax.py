@@ -458,7 +458,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     make_checkout, make_ray = standin.make_checkout, standin.make_ray
 
     config = copy.deepcopy(resolved(study, "gigpo", seed=1))
-    config.pop("image")   # on the host: the stand-ins need the harness's Python and bash, which no test image holds
+    config.pop("image")   # on the host: Relax asks podman for GPUs (resources.gpus), which no test machine has
     checkout = make_checkout(tmp_path / "relax")
     data = tmp_path / "alfworld"
     for task in config["eval"]["task_panel"]:
