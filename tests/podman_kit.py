@@ -13,6 +13,13 @@ keeps the tests' images and containers in a temporary store, both named through 
 CONTAINERS_STORAGE_CONF, which every podman started by the tests (through agentrepro and Snakemake too) reads.
 Debian's `podman` and `runc` are installed by scripts/system-deps.sh; without them the tests are skipped,
 or fail under AGENTREPRO_REQUIRE=podman (CI).
+
+`derive` builds an image on one of them (`podman build`, FROM it, COPY files in), as a framework's image adds its
+framework to a base. `stand_in_gpus` is how a job that asks for GPUs (`--device nvidia.com/gpu=all`, CDI) runs on
+these machines, which have none: the command runs in a private mount namespace whose /etc (an overlay of the host's,
+which stays as it is) holds a CDI specification of `nvidia.com/gpu=all` that gives the container no device, only
+AGENTREPRO_STAND_IN_GPU=all in its environment; podman 4.3 reads CDI specifications from /etc/cdi and /var/run/cdi
+only, as a GPU node's `nvidia-ctk cdi generate` writes them.
 """
 
 from __future__ import annotations
@@ -41,6 +48,16 @@ default_ulimits = ["nofile=20000:20000", "nproc=20000:20000"]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
 """
+
+
+STAND_IN_GPU_SPEC = """cdiVersion: "0.3.0"
+kind: nvidia.com/gpu
+devices:
+  - name: all
+    containerEdits:
+      env: ["AGENTREPRO_STAND_IN_GPU=all"]
+"""
+OVERLAY_ETC = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"'
 
 
 @dataclass(frozen=True)
@@ -143,6 +160,37 @@ def build(directory: Path, variant: str) -> TestImage:
     return TestImage(ref, digest, f"sha256:{image_id.removeprefix('sha256:')}", variant)
 
 
+def derive(base: TestImage, directory: Path, variant: str, files: dict[str, Path]) -> TestImage:
+    """An image built FROM `base` with each host file copied to its path in the image (`files`: image path -> file)."""
+    context = directory / f"context-{variant}"
+    context.mkdir(parents=True)
+    lines = [f"FROM {base.ref}"]
+    for number, (target, source) in enumerate(sorted(files.items())):
+        shutil.copy2(source, context / f"file{number}")
+        lines.append(f"COPY file{number} {target}")
+    (context / "Containerfile").write_text("\n".join(lines) + "\n")
+    ref = f"localhost/agentrepro-test/python:{variant}"
+    podman("build", "--pull=never", "--tag", ref, str(context))
+    digest, image_id = podman("image", "inspect", "--format", "{{.Digest}} {{.Id}}", ref).stdout.split()
+    return TestImage(ref, digest, f"sha256:{image_id.removeprefix('sha256:')}", variant)
+
+
+def stand_in_gpus(directory: Path) -> tuple[str, ...]:
+    """The words that run a command where podman resolves `--device nvidia.com/gpu=all` to the stand-in CDI
+    specification (module docstring); skip (or under AGENTREPRO_REQUIRE=podman fail) where no private mount
+    namespace with an overlay can be made."""
+    upper, work = directory / "etc-upper", directory / "etc-work"
+    (upper / "cdi").mkdir(parents=True)
+    work.mkdir()
+    (upper / "cdi" / "stand-in-gpu.yaml").write_text(STAND_IN_GPU_SPEC)
+    words = ("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", OVERLAY_ETC, "sh", str(upper), str(work))
+    probe = subprocess.run([*words, "test", "-f", "/etc/cdi/stand-in-gpu.yaml"], capture_output=True, text=True) \
+        if shutil.which("unshare") else None
+    require("podman", probe is not None and probe.returncode == 0,
+            f"no private mount namespace with /etc overlaid (unshare, mount -t overlay): {probe and probe.stderr.strip()}")
+    return words
+
+
 @pytest.fixture(scope="session")
 def podman_images(tmp_path_factory):
     """Two images (variants `a` and `b`) in a private podman store, with the environment that selects that store set
@@ -169,5 +217,5 @@ def leftover_containers() -> list[str]:
     return podman("ps", "--all", "--quiet").stdout.split()
 
 
-__all__ = ["BASH", "PYTHON", "TestImage", "build", "configure", "leftover_containers", "podman", "podman_images",
-           "python_rootfs", "require_podman"]
+__all__ = ["BASH", "PYTHON", "TestImage", "build", "configure", "derive", "leftover_containers", "podman", "podman_images",
+           "python_rootfs", "require_podman", "stand_in_gpus"]

@@ -27,7 +27,7 @@ from agentrepro.backends.verl_agent import outputs
 from agentrepro.backends.verl_agent import integration
 from agentrepro.errors import BadInput
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
-from podman_kit import leftover_containers
+from podman_kit import leftover_containers, stand_in_gpus
 
 HASH = "b" * 64
 
@@ -149,7 +149,7 @@ RAN_IN = """\
 import json, os, sys
 IMAGE = "/etc/agentrepro-image"   # the test image's marker (tests/podman_kit.py); no such file on the host
 with open("ran_in.jsonl", "a") as fh:   # in the checkout, the working directory
-    fh.write(json.dumps({"program": os.path.basename(sys.argv[0]), "python": sys.executable,
+    fh.write(json.dumps({"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get("AGENTREPRO_STAND_IN_GPU"),
                          "image": open(IMAGE).read() if os.path.exists(IMAGE) else None}) + "\\n")
 """
 
@@ -241,11 +241,12 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     ray = stand_in_checkout(workdir, str(PYTHON_IN_IMAGE) if image else sys.executable)
     cfg = config(workdir, ray={"executable": str(ray), "num_cpus": 1})
     cfg["backend"].update(repo="langfengQ/verl-agent", commit="20bd331bdbc9026a5668e11362178e10ab7400c8")
+    prefix = ()
     if image:
         cfg["image"] = image.block()
-        cfg["resources"] = {}   # no GPU here to hand to the container; the head is told of none either
+        prefix = stand_in_gpus(tmp_path / "gpus")   # podman resolves the job's GPUs (resources.gpus 2) to a stand-in CDI device
     run_dir = tmp_path / "run"
-    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir)
+    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, prefix=prefix)
     assert result.returncode == 0, result.stderr + "".join(p.read_text() for p in (run_dir / "logs").glob("*.stderr.log"))
     metrics = jsonl(run_dir / "metrics.jsonl")
     assert [(m["step"], m["reward_mean"], m["val_success_rate"], m["wall_s"]) for m in metrics] == [(1, 1, 0.5, 2.0), (2, 2, 1.0, 4.0)]
@@ -261,15 +262,15 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     if image is None:   # a PID of the host's namespace: that head is gone (a container's PIDs are its own namespace's)
         assert subprocess.run(["kill", "-0", str(start["pid"])], capture_output=True).returncode != 0
     (run_dir / "verl_validation" / "1.jsonl").unlink()   # as for a re-evaluated checkpoint: verl's validate-only run
-    result = run_cli("eval", "--run", run_dir, "--step", 1)
+    result = run_cli("eval", "--run", run_dir, "--step", 1, prefix=prefix)
     assert result.returncode == 0, result.stderr
     rows = jsonl(run_dir / "eval" / "step1" / "outcomes.jsonl")
     assert [(r["task_id"], r["success"]) for r in rows] == [("alf-0", 1), ("alf-1", 0), ("alf-2", 0)]
     assert [e["event"] for e in jsonl(workdir / "bin" / "ray.jsonl")] == ["start", "stop"] * 2
     ran_in = jsonl(workdir / "ran_in.jsonl")
     assert [r["program"] for r in ran_in] == ["prepare.py", "fake_trainer.py"] * 2
-    ran_by = (str(PYTHON_IN_IMAGE), f"{image.variant}\n") if image else (shutil.which("python3"), None)   # the image's, or the host's PATH's
-    assert {(r["python"], r["image"]) for r in ran_in} == {ran_by}
+    ran_by = (str(PYTHON_IN_IMAGE), f"{image.variant}\n", "all") if image else (shutil.which("python3"), None, None)   # the image's, or the host's PATH's
+    assert {(r["python"], r["image"], r["gpu"]) for r in ran_in} == {ran_by}
     if image:
         proven_in_image(run_dir, image, request.getfixturevalue("podman_images")["b"])
 
