@@ -25,6 +25,7 @@ only, as a GPU node's `nvidia-ctk cdi generate` writes them.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrepro import containers
 from helpers import require
 
 PYTHON = Path("/usr/bin/python3")
@@ -212,10 +214,24 @@ def podman_images(tmp_path_factory):
                 os.environ[name] = value
 
 
+def check_proof(path: Path, labels: list[str], image: TestImage, other: TestImage, *, must_run: bool) -> None:
+    """The last attempt in provenance.json `path` recorded the programs `labels`, each run in `image` as podman resolved
+    it; the audit's container rule (containers.problems) finds nothing, and finds every record another image's once
+    the pin is `other`'s."""
+    provenance = json.loads(path.read_text())
+    records = provenance["attempts"][-1]["containers"]
+    assert [r["label"] for r in records] == labels
+    assert all(r["runtime"] == "podman" and image.digest in r["resolved"]["digests"] and
+               r["resolved"]["image_id"] == image.image_id for r in records), records
+    assert containers.problems(path, provenance, image.block(), must_run=must_run) == []
+    swapped = containers.problems(path, provenance, other.block(), must_run=must_run)
+    assert len(swapped) == len(labels) and all(f"not the lock's {other.digest}" in p and image.digest in p for p in swapped), swapped
+
+
 def leftover_containers() -> list[str]:
     """IDs of containers in the test store (every job removes its own)."""
     return podman("ps", "--all", "--quiet").stdout.split()
 
 
-__all__ = ["BASH", "PYTHON", "TestImage", "build", "configure", "derive", "leftover_containers", "podman", "podman_images",
+__all__ = ["BASH", "PYTHON", "TestImage", "build", "check_proof", "configure", "derive", "leftover_containers", "podman", "podman_images",
            "python_rootfs", "require_podman", "stand_in_gpus"]

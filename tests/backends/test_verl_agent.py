@@ -20,14 +20,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agentrepro import containers
 from agentrepro.backends import ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import outputs
 from agentrepro.backends.verl_agent import integration
 from agentrepro.errors import BadInput
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
-from podman_kit import leftover_containers, stand_in_gpus
+from podman_kit import check_proof, leftover_containers, stand_in_gpus
 
 HASH = "b" * 64
 
@@ -272,24 +271,11 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     ran_by = (str(PYTHON_IN_IMAGE), f"{image.variant}\n", "all") if image else (shutil.which("python3"), None, None)   # the image's, or the host's PATH's
     assert {(r["python"], r["image"], r["gpu"]) for r in ran_in} == {ran_by}
     if image:
-        proven_in_image(run_dir, image, request.getfixturevalue("podman_images")["b"])
-
-
-def proven_in_image(run_dir: Path, image, other) -> None:
-    """Each program of the training and of the evaluation recorded the test image's digest, as podman resolved it; the
-    audit's rule finds nothing, and finds every record another image's once the pin is `other`'s; no container is left."""
-    jobs = {run_dir / "provenance.json": (["prepare_data", "train"], True),
-            run_dir / "eval" / "step1" / "provenance.json": (["eval_step1_prepare", "eval_step1_evaluate"], False)}
-    for path, (labels, must_run) in jobs.items():
-        provenance = json.loads(path.read_text())
-        records = provenance["attempts"][-1]["containers"]
-        assert [r["label"] for r in records] == labels
-        assert all(r["runtime"] == "podman" and image.digest in r["resolved"]["digests"] and
-                   r["resolved"]["image_id"] == image.image_id for r in records)
-        assert containers.problems(path, provenance, image.block(), must_run=must_run) == []
-        swapped = containers.problems(path, provenance, {**image.block(), "digest": other.digest}, must_run=must_run)
-        assert len(swapped) == 2 and all(f"not the lock's {other.digest}" in p and image.digest in p for p in swapped), swapped
-    assert leftover_containers() == []
+        other = request.getfixturevalue("podman_images")["b"]
+        check_proof(run_dir / "provenance.json", ["prepare_data", "train"], image, other, must_run=True)
+        check_proof(run_dir / "eval" / "step1" / "provenance.json", ["eval_step1_prepare", "eval_step1_evaluate"], image, other,
+                    must_run=False)
+        assert leftover_containers() == []
 
 
 def test_panel_game_files(tmp_path):
