@@ -52,12 +52,13 @@ cgroup_manager = "cgroupfs"
 """
 
 
-STAND_IN_GPU_SPEC = """cdiVersion: "0.3.0"
+STAND_IN_GPU_ENV = "AGENTREPRO_STAND_IN_GPU"   # what the stand-in GPU device puts into a container: its only effect
+STAND_IN_GPU_SPEC = f"""cdiVersion: "0.3.0"
 kind: nvidia.com/gpu
 devices:
   - name: all
     containerEdits:
-      env: ["AGENTREPRO_STAND_IN_GPU=all"]
+      env: ["{STAND_IN_GPU_ENV}=all"]
 """
 OVERLAY_ETC = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"'
 
@@ -158,6 +159,11 @@ def build(directory: Path, variant: str) -> TestImage:
     ref = f"localhost/agentrepro-test/python:{variant}"
     tar = python_rootfs(directory / f"rootfs-{variant}.tar", variant)
     podman("import", str(tar), ref)
+    return pinned(ref, variant)
+
+
+def pinned(ref: str, variant: str) -> TestImage:
+    """The identity of the image `ref` in the store, as the tests pin it."""
     digest, image_id = podman("image", "inspect", "--format", "{{.Digest}} {{.Id}}", ref).stdout.split()
     return TestImage(ref, digest, f"sha256:{image_id.removeprefix('sha256:')}", variant)
 
@@ -173,8 +179,7 @@ def derive(base: TestImage, directory: Path, variant: str, files: dict[str, Path
     (context / "Containerfile").write_text("\n".join(lines) + "\n")
     ref = f"localhost/agentrepro-test/python:{variant}"
     podman("build", "--pull=never", "--tag", ref, str(context))
-    digest, image_id = podman("image", "inspect", "--format", "{{.Digest}} {{.Id}}", ref).stdout.split()
-    return TestImage(ref, digest, f"sha256:{image_id.removeprefix('sha256:')}", variant)
+    return pinned(ref, variant)
 
 
 def stand_in_gpus(directory: Path) -> tuple[str, ...]:
@@ -185,11 +190,10 @@ def stand_in_gpus(directory: Path) -> tuple[str, ...]:
     (upper / "cdi").mkdir(parents=True)
     work.mkdir()
     (upper / "cdi" / "stand-in-gpu.yaml").write_text(STAND_IN_GPU_SPEC)
+    require("podman", shutil.which("unshare") is not None, "`unshare` (util-linux) is not on PATH")
     words = ("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", OVERLAY_ETC, "sh", str(upper), str(work))
-    probe = subprocess.run([*words, "test", "-f", "/etc/cdi/stand-in-gpu.yaml"], capture_output=True, text=True) \
-        if shutil.which("unshare") else None
-    require("podman", probe is not None and probe.returncode == 0,
-            f"no private mount namespace with /etc overlaid (unshare, mount -t overlay): {probe and probe.stderr.strip()}")
+    probe = subprocess.run([*words, "test", "-f", "/etc/cdi/stand-in-gpu.yaml"], capture_output=True, text=True)
+    require("podman", probe.returncode == 0, f"no private mount namespace with /etc overlaid: {probe.stderr.strip()}")
     return words
 
 
@@ -233,5 +237,5 @@ def leftover_containers() -> list[str]:
     return podman("ps", "--all", "--quiet").stdout.split()
 
 
-__all__ = ["BASH", "PYTHON", "TestImage", "build", "check_proof", "configure", "derive", "leftover_containers", "podman", "podman_images",
-           "python_rootfs", "require_podman", "stand_in_gpus"]
+__all__ = ["BASH", "PYTHON", "STAND_IN_GPU_ENV", "TestImage", "build", "check_proof", "configure", "derive", "leftover_containers",
+           "pinned", "podman", "podman_images", "python_rootfs", "require_podman", "stand_in_gpus"]

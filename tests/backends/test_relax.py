@@ -19,7 +19,7 @@ import pytest
 import yaml
 from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_games
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
-from podman_kit import check_proof, derive, leftover_containers, stand_in_gpus
+from podman_kit import STAND_IN_GPU_ENV, check_proof, derive, leftover_containers, stand_in_gpus
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_head
@@ -488,7 +488,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     driver = json.loads((save / "driver.json").read_text())
     assert "RELAX_SERVE_PORT" not in driver["env"] and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
-    assert (driver["env"].get("container"), driver["env"].get("AGENTREPRO_STAND_IN_GPU")) == (("podman", "all") if image else (None, None))
+    assert (driver["env"].get("container"), driver["env"].get(STAND_IN_GPU_ENV)) == (("podman", "all") if image else (None, None))
     assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "0")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
     assert submitted[:4] == list(submit_hook.LAUNCHER[:4]) and relax_recipe.HOOK in submitted

@@ -26,7 +26,7 @@ from agentrepro.backends.verl_agent import outputs
 from agentrepro.backends.verl_agent import integration
 from agentrepro.errors import BadInput
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
-from podman_kit import check_proof, leftover_containers, stand_in_gpus
+from podman_kit import STAND_IN_GPU_ENV, check_proof, leftover_containers, stand_in_gpus
 
 HASH = "b" * 64
 
@@ -148,9 +148,9 @@ RAN_IN = """\
 import json, os, sys
 IMAGE = "/etc/agentrepro-image"   # the test image's marker (tests/podman_kit.py); no such file on the host
 with open("ran_in.jsonl", "a") as fh:   # in the checkout, the working directory
-    fh.write(json.dumps({"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get("AGENTREPRO_STAND_IN_GPU"),
+    fh.write(json.dumps({"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get(%r),
                          "image": open(IMAGE).read() if os.path.exists(IMAGE) else None}) + "\\n")
-"""
+""" % STAND_IN_GPU_ENV
 
 FAKE_PREPARE = RAN_IN + """\
 import argparse
