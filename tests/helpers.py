@@ -41,10 +41,12 @@ def require_alfworld() -> None:
     require("alfworld", installed, "the alfworld package is not installed (pip install '.[alfworld]')")
 
 
-def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None, env: dict | None = None, timeout: float = 600):
-    """Run `python -m agentrepro ARGS` as a subprocess, as a user would; returns CompletedProcess."""
+def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None, env: dict | None = None, timeout: float = 600,
+            prefix: tuple[str, ...] = ()):
+    """Run `python -m agentrepro ARGS` as a subprocess, as a user would (after the words of `prefix`, a command that
+    runs it, as podman_kit.stand_in_gpus); returns CompletedProcess."""
     return subprocess.run(
-        [sys.executable, "-m", "agentrepro", *map(str, args)],
+        [*prefix, sys.executable, "-m", "agentrepro", *map(str, args)],
         cwd=cwd, input=input, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, **(env or {})},
     )

@@ -2,9 +2,10 @@
 
 No registry is reachable from the test machines, so the images are made locally: `python_rootfs` writes a root
 file system holding Debian's /usr/bin/python3, the shared libraries it and its extension modules load (as
-`ldd` lists them) and its standard library, plus /etc/agentrepro-image naming the variant; `podman import`
-turns it into an image whose digest the tests pin. Two variants differ in that one file, so they are two
-images with two digests.
+`ldd` lists them) and its standard library, Debian's bash (/usr/bin/bash with its libraries, and /bin a link to
+usr/bin as in Debian, so /bin/bash too) for the framework backends' scripts, plus /etc/agentrepro-image naming the
+variant; `podman import` turns it into an image whose digest the tests pin. Two variants differ in that one file,
+so they are two images with two digests.
 
 Podman runs as root with runc, the cgroupfs manager and explicit ulimits (crun refuses these machines' cgroup
 layout and podman's default limits exceed what they allow): a containers.conf says so, and a storage.conf
@@ -12,11 +13,19 @@ keeps the tests' images and containers in a temporary store, both named through 
 CONTAINERS_STORAGE_CONF, which every podman started by the tests (through agentrepro and Snakemake too) reads.
 Debian's `podman` and `runc` are installed by scripts/system-deps.sh; without them the tests are skipped,
 or fail under AGENTREPRO_REQUIRE=podman (CI).
+
+`derive` builds an image on one of them (`podman build`, FROM it, COPY files in), as a framework's image adds its
+framework to a base. `stand_in_gpus` is how a job that asks for GPUs (`--device nvidia.com/gpu=all`, CDI) runs on
+these machines, which have none: the command runs in a private mount namespace whose /etc (an overlay of the host's,
+which stays as it is) holds a CDI specification of `nvidia.com/gpu=all` that gives the container no device, only
+AGENTREPRO_STAND_IN_GPU=all in its environment; podman 4.3 reads CDI specifications from /etc/cdi and /var/run/cdi
+only, as a GPU node's `nvidia-ctk cdi generate` writes them.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -27,9 +36,11 @@ from pathlib import Path
 
 import pytest
 
+from agentrepro import containers
 from helpers import require
 
 PYTHON = Path("/usr/bin/python3")
+BASH = Path("/usr/bin/bash")
 SKIP_DIRS = {"__pycache__", "test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data",
              "site-packages", "dist-packages"}
 CONTAINERS_CONF = """[containers]
@@ -39,6 +50,17 @@ default_ulimits = ["nofile=20000:20000", "nproc=20000:20000"]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
 """
+
+
+STAND_IN_GPU_ENV = "AGENTREPRO_STAND_IN_GPU"   # what the stand-in GPU device puts into a container: its only effect
+STAND_IN_GPU_SPEC = f"""cdiVersion: "0.3.0"
+kind: nvidia.com/gpu
+devices:
+  - name: all
+    containerEdits:
+      env: ["{STAND_IN_GPU_ENV}=all"]
+"""
+OVERLAY_ETC = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"'
 
 
 @dataclass(frozen=True)
@@ -58,10 +80,11 @@ def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def require_podman() -> None:
-    """Skip (or under AGENTREPRO_REQUIRE=podman fail) unless podman, runc and Debian's python3 are here."""
+    """Skip (or under AGENTREPRO_REQUIRE=podman fail) unless podman, runc and Debian's python3 and bash are here."""
     for tool in ("podman", "runc"):
         require("podman", shutil.which(tool) is not None, f"`{tool}` is not on PATH (scripts/system-deps.sh installs it)")
-    require("podman", PYTHON.is_file(), f"{PYTHON} (the test image's Python) is missing")
+    for program in (PYTHON, BASH):
+        require("podman", program.is_file(), f"{program} (the test image's) is missing")
 
 
 def _libraries(paths: list[Path]) -> set[Path]:
@@ -73,21 +96,23 @@ def _libraries(paths: list[Path]) -> set[Path]:
 
 
 def python_rootfs(target: Path, variant: str) -> Path:
-    """A tar of a root file system that runs `python3` (this machine's Debian Python) and names `variant`."""
+    """A tar of a root file system that runs `python3` (this machine's Debian Python) and `bash`, and names `variant`."""
     stdlib = Path(subprocess.run([str(PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
                                  capture_output=True, text=True, check=True).stdout.strip())
     dynload = sorted((stdlib / "lib-dynload").glob("*.so"))
-    binary = PYTHON.resolve()
+    binary, bash = PYTHON.resolve(), BASH.resolve()
 
     members: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
 
-    def add(name: str, data: bytes | None = None, mode: int = 0o755) -> None:
+    def add(name: str, data: bytes | None = None, mode: int = 0o755, link: str | None = None) -> None:
         for parent in reversed(Path(name).parents[:-1]):
             if str(parent) not in members:
                 add(str(parent))
         info = tarfile.TarInfo(name.lstrip("/"))
         info.mode, info.mtime = (0o1777 if name == "/tmp" else mode), 0
-        if data is None:
+        if link is not None:
+            info.type, info.linkname = tarfile.SYMTYPE, link
+        elif data is None:
             info.type = tarfile.DIRTYPE
         else:
             info.size = len(data)
@@ -99,7 +124,9 @@ def python_rootfs(target: Path, variant: str) -> Path:
     for directory in ("/tmp", "/etc", "/root"):
         add(directory)
     add_file(binary, "/usr/bin/python3", 0o755)
-    for library in _libraries([binary, *dynload]):
+    add_file(bash, "/usr/bin/bash", 0o755)
+    add("/bin", link="usr/bin")
+    for library in _libraries([binary, bash, *dynload]):
         add_file(library.resolve(), str(library), 0o755)
     for root, dirs, files in os.walk(stdlib):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
@@ -132,8 +159,42 @@ def build(directory: Path, variant: str) -> TestImage:
     ref = f"localhost/agentrepro-test/python:{variant}"
     tar = python_rootfs(directory / f"rootfs-{variant}.tar", variant)
     podman("import", str(tar), ref)
+    return pinned(ref, variant)
+
+
+def pinned(ref: str, variant: str) -> TestImage:
+    """The identity of the image `ref` in the store, as the tests pin it."""
     digest, image_id = podman("image", "inspect", "--format", "{{.Digest}} {{.Id}}", ref).stdout.split()
     return TestImage(ref, digest, f"sha256:{image_id.removeprefix('sha256:')}", variant)
+
+
+def derive(base: TestImage, directory: Path, variant: str, files: dict[str, Path]) -> TestImage:
+    """An image built FROM `base` with each host file copied to its path in the image (`files`: image path -> file)."""
+    context = directory / f"context-{variant}"
+    context.mkdir(parents=True)
+    lines = [f"FROM {base.ref}"]
+    for number, (target, source) in enumerate(sorted(files.items())):
+        shutil.copy2(source, context / f"file{number}")
+        lines.append(f"COPY file{number} {target}")
+    (context / "Containerfile").write_text("\n".join(lines) + "\n")
+    ref = f"localhost/agentrepro-test/python:{variant}"
+    podman("build", "--pull=never", "--tag", ref, str(context))
+    return pinned(ref, variant)
+
+
+def stand_in_gpus(directory: Path) -> tuple[str, ...]:
+    """The words that run a command where podman resolves `--device nvidia.com/gpu=all` to the stand-in CDI
+    specification (module docstring); skip (or under AGENTREPRO_REQUIRE=podman fail) where no private mount
+    namespace with an overlay can be made."""
+    upper, work = directory / "etc-upper", directory / "etc-work"
+    (upper / "cdi").mkdir(parents=True)
+    work.mkdir()
+    (upper / "cdi" / "stand-in-gpu.yaml").write_text(STAND_IN_GPU_SPEC)
+    require("podman", shutil.which("unshare") is not None, "`unshare` (util-linux) is not on PATH")
+    words = ("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", OVERLAY_ETC, "sh", str(upper), str(work))
+    probe = subprocess.run([*words, "test", "-f", "/etc/cdi/stand-in-gpu.yaml"], capture_output=True, text=True)
+    require("podman", probe.returncode == 0, f"no private mount namespace with /etc overlaid: {probe.stderr.strip()}")
+    return words
 
 
 @pytest.fixture(scope="session")
@@ -157,10 +218,24 @@ def podman_images(tmp_path_factory):
                 os.environ[name] = value
 
 
+def check_proof(path: Path, labels: list[str], image: TestImage, other: TestImage, *, must_run: bool) -> None:
+    """The last attempt in provenance.json `path` recorded the programs `labels`, each run in `image` as podman resolved
+    it; the audit's container rule (containers.problems) finds nothing, and finds every record another image's once
+    the pin is `other`'s."""
+    provenance = json.loads(path.read_text())
+    records = provenance["attempts"][-1]["containers"]
+    assert [r["label"] for r in records] == labels
+    assert all(r["runtime"] == "podman" and image.digest in r["resolved"]["digests"] and
+               r["resolved"]["image_id"] == image.image_id for r in records), records
+    assert containers.problems(path, provenance, image.block(), must_run=must_run) == []
+    swapped = containers.problems(path, provenance, other.block(), must_run=must_run)
+    assert len(swapped) == len(labels) and all(f"not the lock's {other.digest}" in p and image.digest in p for p in swapped), swapped
+
+
 def leftover_containers() -> list[str]:
     """IDs of containers in the test store (every job removes its own)."""
     return podman("ps", "--all", "--quiet").stdout.split()
 
 
-__all__ = ["PYTHON", "TestImage", "build", "configure", "leftover_containers", "podman", "podman_images",
-           "python_rootfs", "require_podman"]
+__all__ = ["BASH", "PYTHON", "STAND_IN_GPU_ENV", "TestImage", "build", "check_proof", "configure", "derive", "leftover_containers",
+           "pinned", "podman", "podman_images", "python_rootfs", "require_podman", "stand_in_gpus"]

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_games
+from podman_kit import PYTHON as PYTHON_IN_IMAGE
+from podman_kit import STAND_IN_GPU_ENV, check_proof, derive, leftover_containers, stand_in_gpus
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_head
@@ -444,10 +446,13 @@ def test_shipped_manifest_placeholders_are_refused(tmp_path):
     assert not (tmp_path / "x.lock.json").exists()
 
 
-def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_config):
+@pytest.mark.parametrize("where", ["host", "podman"])
+def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_config, where, request):
     """`agentrepro train` then `eval` (subprocesses) against a stand-in Relax and `ray`: the recipe's dry run is
     submitted to this job's head (not 8265), the driver inherits the head's GRAPHGPO_* (Serve's port is Relax's own),
-    the hook's trajectories become the outcomes of steps 0, 5, 10, the recipe's logger still runs, the head is gone."""
+    the hook's trajectories become the outcomes of steps 0, 5, 10, the recipe's logger still runs, the head is gone;
+    on the host, and in a real podman image (the test image with the stand-in `ray` on its PATH) whose digest each
+    program's record proves."""
     import importlib.util
 
     import psutil
@@ -458,7 +463,6 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     make_checkout, make_ray = standin.make_checkout, standin.make_ray
 
     config = copy.deepcopy(resolved(study, "gigpo", seed=1))
-    config.pop("image")   # on the host: the stand-ins need the harness's Python and bash, which no test image holds
     checkout = make_checkout(tmp_path / "relax")
     data = tmp_path / "alfworld"
     for task in config["eval"]["task_panel"]:
@@ -468,15 +472,23 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     config["train"]["steps"] = 10
     config["train"]["step_rows"] = [1, 5]   # within the shortened run
     config["lock"]["path"] = str(study[1])
-    ray = make_ray(tmp_path / "bin", sys.executable)
-    env = {"PATH": f"{ray.parent}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": f"relax-e2e-{os.getpid()}"}
+    env, prefix, image = {"SLURM_JOB_ID": f"relax-e2e-{os.getpid()}-{where}"}, (), None
+    if where == "podman":   # the image's `ray` (on its PATH) runs the head and `ray job submit`, with the image's python3
+        images = request.getfixturevalue("podman_images")
+        image = derive(images["a"], tmp_path, "a-ray", {"/usr/local/bin/ray": make_ray(tmp_path / "bin", str(PYTHON_IN_IMAGE))})
+        config["image"] = image.block()
+        prefix = stand_in_gpus(tmp_path / "gpus")   # podman resolves the job's GPUs (resources.gpus) to a stand-in CDI device
+    else:
+        config.pop("image")
+        env["PATH"] = f"{make_ray(tmp_path / 'bin', sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     run_dir = tmp_path / "run"
-    result = run_cli("train", "--config", write_config(config), "--out", run_dir, env=env, timeout=300)
-    assert result.returncode == 0, result.stderr
+    result = run_cli("train", "--config", write_config(config), "--out", run_dir, env=env, timeout=300, cwd=study[2], prefix=prefix)
+    assert result.returncode == 0, result.stderr + "".join(p.read_text() for p in (run_dir / "logs").glob("*.stderr.log"))
     save = relax_recipe.checkpoint_dir(relax.save_dir(run_dir), config)
     driver = json.loads((save / "driver.json").read_text())
     assert "RELAX_SERVE_PORT" not in driver["env"] and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
+    assert (driver["env"].get("container"), driver["env"].get(STAND_IN_GPU_ENV)) == (("podman", "all") if image else (None, None))
     assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "0")   # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
     assert submitted[:4] == list(submit_hook.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
@@ -489,7 +501,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     assert not [p for p in psutil.process_iter(["cmdline"]) if ray_head.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])]
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 11))
-    for step in (0, 5, 10):
+    for step in (0, 5, 10):   # Relax evaluates inside training: an evaluation runs no program
         result = run_cli("eval", "--run", run_dir, "--step", step)
         assert result.returncode == 0, result.stderr
         rows = [json.loads(x) for x in (run_dir / f"eval/step{step}/outcomes.jsonl").read_text().splitlines()]
@@ -501,6 +513,9 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
             assert not ckpt.state[0].exists() and (ckpt.hf / "config.json").is_file()
     assert sorted(p.name for p in (relax.save_dir(run_dir) / "hf").iterdir()) == ["4", "9"]
     assert audit_runs_seal_problems(run_dir) == []
+    if image:
+        check_proof(run_dir / "provenance.json", ["prepare", "expand", "train"], image, images["b"], must_run=True)
+        assert leftover_containers() == []
 
 
 @pytest.mark.slow

@@ -12,9 +12,12 @@ Sample files below are shaped like the real ones:
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agentrepro.backends import ray_head
@@ -22,6 +25,8 @@ from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import outputs
 from agentrepro.backends.verl_agent import integration
 from agentrepro.errors import BadInput
+from podman_kit import PYTHON as PYTHON_IN_IMAGE
+from podman_kit import STAND_IN_GPU_ENV, check_proof, leftover_containers, stand_in_gpus
 
 HASH = "b" * 64
 
@@ -133,71 +138,144 @@ def test_train_without_checkout_is_bad_input(tmp_path):
         verl_agent.VerlAgentBackend().train(cfg, tmp_path / "run")
 
 
-FAKE_SCRIPT = '''\
+FAKE_SCRIPT = """\
 # Stand-in for examples/gigpo_trainer/run_alfworld.sh: like the real one, it passes "$@" on to the trainer.
 ENGINE=${1:-vllm}
 python3 fake_trainer.py actor_rollout_ref.rollout.name=$ENGINE $@
-'''
+"""
 
-FAKE_PREPARE = '''\
-import argparse, os
+RAN_IN = """\
+import json, os, sys
+IMAGE = "/etc/agentrepro-image"   # the test image's marker (tests/podman_kit.py); no such file on the host
+with open("ran_in.jsonl", "a") as fh:   # in the checkout, the working directory
+    fh.write(json.dumps({"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get(%r),
+                         "image": open(IMAGE).read() if os.path.exists(IMAGE) else None}) + "\\n")
+""" % STAND_IN_GPU_ENV
+
+FAKE_PREPARE = RAN_IN + """\
+import argparse
 p = argparse.ArgumentParser(); p.add_argument("--mode"); p.add_argument("--train_data_size"); p.add_argument("--val_data_size")
 p.add_argument("--local_dir"); a = p.parse_args()
 os.makedirs(os.path.join(a.local_dir, a.mode), exist_ok=True)
 open(os.path.join(a.local_dir, a.mode, "train.parquet"), "w").write(a.train_data_size)
-'''
+"""
 
-FAKE_TRAINER = '''\
-"""Stand-in trainer: reads the Hydra overrides and writes what verl plus the integration write."""
-import json, os, sys
+FAKE_TRAINER = RAN_IN + """\
+# Stand-in trainer: reads the Hydra overrides and writes what verl plus the integration write.
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 assert open(args["data.train_files"]).read() == "16"
 assert os.environ["RAY_ADDRESS"].startswith("127.0.0.1:"), "not run against the job's own Ray head"
 out = os.environ["AGENTREPRO_VERL_OUT"]
 steps, val_dir = int(args["trainer.total_epochs"]), os.path.join(out, "verl_validation")
-first, last = (0, 0) if args.get("trainer.val_only") == "true" else (0, steps)
 os.makedirs(val_dir, exist_ok=True)
+def validate(step):
+    with open(os.path.join(val_dir, f"{step}.jsonl"), "w") as dump:
+        for i in range(3):
+            dump.write(json.dumps({"task_id": i, "won": i < step, "reward": 10.0 * (i < step), "turns": 5, "tokens": 40}) + "\\n")
+if args.get("trainer.val_only") == "true":   # validate-only: the checkpoint it resumes from, its step's dump
+    validate(int(args["trainer.resume_from_path"].rsplit("global_step_", 1)[1]))
+    sys.exit(0)
 with open(os.path.join(out, "verl_metrics.jsonl"), "a") as log:
-    for step in range(first, last + 1):
+    for step in range(0, steps + 1):
         if step:
             log.write(json.dumps({"step": step, "data": {"episode/reward/mean": step, "actor/pg_loss": -step, "timing_s/step": 2.0}}) + "\\n")
+            actor = os.path.join(out, "checkpoints", f"global_step_{step}", "actor")   # verl's FSDP checkpoint, a shard
+            os.makedirs(actor, exist_ok=True)
+            open(os.path.join(actor, "model_world_size_1_rank_0.pt"), "w").write(str(step))
         log.write(json.dumps({"step": step, "data": {"val/success_rate": step / steps}}) + "\\n")
-        with open(os.path.join(val_dir, f"{step}.jsonl"), "w") as dump:
-            for i in range(3):
-                dump.write(json.dumps({"task_id": i, "won": i < step, "reward": 10.0 * (i < step), "turns": 5, "tokens": 40}) + "\\n")
-'''
+        validate(step)
+"""
+
+# A stand-in for `ray start --head --block` that needs nothing but its Python (the host's, or the image's, where a
+# program sees only the job's environment): listens on --port, spawns a child as the real head spawns raylet and
+# GCS, and appends to ray.jsonl beside itself its start (arguments, PIDs) and, once signalled, its stop.
+STANDIN_RAY = """\
+#!{python}
+import json, os, signal, socket, subprocess, sys, time
+LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray.jsonl")
+def note(**entry):
+    with open(LOG, "a") as fh:
+        fh.write(json.dumps(entry) + "\\n")
+def stop(signum, frame):
+    note(event="stop", signal=signum, pid=os.getpid())
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+args = sys.argv[1:]
+port = int(next(a for a in args if a.startswith("--port=")).split("=", 1)[1])
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port)); s.listen()
+note(event="start", args=args, pid=os.getpid(), child=child.pid)
+time.sleep(300)
+"""
 
 
-def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, fake_ray):
-    """`agentrepro train`/`eval` run the verl-agent backend end to end against a stand-in checkout (same script and
-    module paths as 20bd331): data preparation, the script with the appended overrides, conversion of the outputs."""
-    from helpers import run_cli
-
-    workdir = tmp_path / "verl-agent"
+def stand_in_checkout(workdir: Path, python: str) -> Path:
+    """A verl-agent checkout with the script and module paths of 20bd331, and a stand-in `ray` run by `python`."""
     (workdir / "examples" / "gigpo_trainer").mkdir(parents=True)
     (workdir / "examples" / "data_preprocess").mkdir()
     (workdir / "examples" / "gigpo_trainer" / "run_alfworld.sh").write_text(FAKE_SCRIPT)
     (workdir / "examples" / "data_preprocess" / "prepare.py").write_text(FAKE_PREPARE)
     (workdir / "fake_trainer.py").write_text(FAKE_TRAINER)
-    cfg = config(workdir, ray={"executable": str(fake_ray), "num_cpus": 1})
+    ray = workdir / "bin" / "ray"
+    ray.parent.mkdir()
+    ray.write_text(STANDIN_RAY.format(python=python))
+    ray.chmod(0o755)
+    return ray
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("where", ["host", "podman"])
+def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, where, request):
+    """`agentrepro train`/`eval` run the verl-agent backend end to end against a stand-in checkout: data preparation,
+    the script under the job's own Ray head with the appended overrides, conversion of the outputs; on the host, and
+    in a real podman image (its bash and python3 run every program) whose digest each program's record proves."""
+    from helpers import run_cli
+
+    workdir = tmp_path / "verl-agent"
+    image = request.getfixturevalue("podman_images")["a"] if where == "podman" else None
+    ray = stand_in_checkout(workdir, str(PYTHON_IN_IMAGE) if image else sys.executable)
+    cfg = config(workdir, ray={"executable": str(ray), "num_cpus": 1})
     cfg["backend"].update(repo="langfengQ/verl-agent", commit="20bd331bdbc9026a5668e11362178e10ab7400c8")
+    prefix = ()
+    if image:
+        cfg["image"] = image.block()
+        prefix = stand_in_gpus(tmp_path / "gpus")   # podman resolves the job's GPUs (resources.gpus 2) to a stand-in CDI device
     run_dir = tmp_path / "run"
-    env = {"FAKE_RAY_LOG": str(tmp_path / "ray.json")}
-    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, env=env)
-    assert result.returncode == 0, result.stderr + (run_dir / "logs" / "train.stderr.log").read_text()
-    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, prefix=prefix)
+    assert result.returncode == 0, result.stderr + "".join(p.read_text() for p in (run_dir / "logs").glob("*.stderr.log"))
+    metrics = jsonl(run_dir / "metrics.jsonl")
     assert [(m["step"], m["reward_mean"], m["val_success_rate"], m["wall_s"]) for m in metrics] == [(1, 1, 0.5, 2.0), (2, 2, 1.0, 4.0)]
     appended = json.loads((run_dir / "verl_deviations.json").read_text())["appended"]
     assert {"key": "trainer.save_freq", "value": 1, "official": "-1",
             "why": "checkpoint cadence: the evaluated steps (the script saves none)"} in appended
     assert [g["task_id"] for g in json.loads((run_dir / "verl_panel.json").read_text())] == ["alf-0", "alf-1", "alf-2"]
-    head = json.loads((tmp_path / "ray.json").read_text())
-    assert "--num-cpus=1" in head["args"] and not (run_dir / "ray_head.pid").exists()
-    assert subprocess.run(["kill", "-0", str(head["pid"])], capture_output=True).returncode != 0   # that head was stopped
-    result = run_cli("eval", "--run", run_dir, "--step", 1, env=env)
+    start, stop = jsonl(workdir / "bin" / "ray.jsonl")
+    assert start["event"] == "start" and "--num-cpus=1" in start["args"] and stop == {"event": "stop", "signal": 15, "pid": start["pid"]}
+    assert not (run_dir / "ray_head.pid").exists()   # the head's launcher stopped its head (and only it) and cleared its PID
+    temp_dir = ray_head.head.temp_dir(ray_head.head.job_key(run_dir))   # the host sees a container's processes too
+    assert f"--temp-dir={temp_dir}" in start["args"] and not [p for p in psutil.process_iter(["cmdline"]) if temp_dir in " ".join(p.info["cmdline"] or [])]
+    if image is None:   # a PID of the host's namespace: that head is gone (a container's PIDs are its own namespace's)
+        assert subprocess.run(["kill", "-0", str(start["pid"])], capture_output=True).returncode != 0
+    (run_dir / "verl_validation" / "1.jsonl").unlink()   # as for a re-evaluated checkpoint: verl's validate-only run
+    result = run_cli("eval", "--run", run_dir, "--step", 1, prefix=prefix)
     assert result.returncode == 0, result.stderr
-    rows = [json.loads(x) for x in (run_dir / "eval" / "step1" / "outcomes.jsonl").read_text().splitlines()]
+    rows = jsonl(run_dir / "eval" / "step1" / "outcomes.jsonl")
     assert [(r["task_id"], r["success"]) for r in rows] == [("alf-0", 1), ("alf-1", 0), ("alf-2", 0)]
+    assert [e["event"] for e in jsonl(workdir / "bin" / "ray.jsonl")] == ["start", "stop"] * 2
+    ran_in = jsonl(workdir / "ran_in.jsonl")
+    assert [r["program"] for r in ran_in] == ["prepare.py", "fake_trainer.py"] * 2
+    ran_by = (str(PYTHON_IN_IMAGE), f"{image.variant}\n", "all") if image else (shutil.which("python3"), None, None)   # the image's, or the host's PATH's
+    assert {(r["python"], r["image"], r["gpu"]) for r in ran_in} == {ran_by}
+    if image:
+        other = request.getfixturevalue("podman_images")["b"]
+        check_proof(run_dir / "provenance.json", ["prepare_data", "train"], image, other, must_run=True)
+        check_proof(run_dir / "eval" / "step1" / "provenance.json", ["eval_step1_prepare", "eval_step1_evaluate"], image, other,
+                    must_run=False)
+        assert leftover_containers() == []
 
 
 def test_panel_game_files(tmp_path):

@@ -17,7 +17,7 @@ from agentrepro.containers.proof import records_path
 from agentrepro.errors import Failure
 from agentrepro.fileio import sha256_file
 from helpers import REPO
-from podman_kit import leftover_containers, podman
+from podman_kit import build, leftover_containers, podman
 
 HOSTILE = {"NOTE": "$(touch /tmp/pwned) `id` ; | & 'q' \"dq\" \\ newline\nend", "EMPTY": "", "EQUALS": "a=b=c"}
 PROBE = """
@@ -77,12 +77,13 @@ def test_an_image_archive_is_loaded_once_and_proven_by_its_hash(podman_images, t
     """An OCI archive pinned by its sha256: the first job loads it (recorded), the next finds it present; the container
     ran the image ID the archive holds, and the record carries the file's hash."""
     monkeypatch.chdir(tmp_path)
-    archive = tmp_path / "images" / "python-a.tar"
+    image = build(tmp_path, "archive")   # an image of its own: the session's images stay in the store for other tests
+    archive = tmp_path / "images" / "python-archive.tar"
     archive.parent.mkdir()
-    podman("save", "--format", "oci-archive", "--output", str(archive), podman_images["a"].ref)
-    block = {"runtime": "podman", "file": "images/python-a.tar", "sha256": sha256_file(archive)}
+    podman("save", "--format", "oci-archive", "--output", str(archive), image.ref)
+    block = {"runtime": "podman", "file": "images/python-archive.tar", "sha256": sha256_file(archive)}
     held = containers.archive_image_id(archive)
-    assert held == podman_images["a"].image_id
+    assert held == image.image_id
     podman("rmi", "--force", held)   # not in the store: the first job must load it
     actions = []
     for job in ("first", "second"):

@@ -17,7 +17,7 @@ import yaml
 
 from agentrepro.manifest.lock import seal
 from helpers import run_cli
-from podman_kit import leftover_containers, podman_images  # noqa: F401 - a fixture
+from podman_kit import leftover_containers
 from wfkit import HERE, snakemake
 
 import image_trainer
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory, podman_images):  # noqa: F811 - the fixture imported above
+def finished(tmp_path_factory, podman_images):
     """A working directory where the container study ran to its report (`snakemake --cores 2`), with its dry run's output."""
     workdir = tmp_path_factory.mktemp(STUDY)
     manifest = yaml.safe_load((HERE / "manifests" / f"{STUDY}.yaml").read_text())
@@ -48,7 +48,7 @@ def _runs(workdir: Path):
     return sorted((workdir / "runs" / STUDY).glob("*/seed0"))
 
 
-def test_the_dry_run_shows_each_job_as_it_runs_in_the_image(finished, podman_images):  # noqa: F811
+def test_the_dry_run_shows_each_job_as_it_runs_in_the_image(finished, podman_images):
     """`snakemake -n -p` shows each train job's program inside podman, the image by digest, as `agentrepro command` does."""
     workdir, dry = finished
     pinned = f"localhost/agentrepro-test/python@{podman_images['a'].digest}"
@@ -60,7 +60,7 @@ def test_the_dry_run_shows_each_job_as_it_runs_in_the_image(finished, podman_ima
     assert line in dry
 
 
-def test_every_job_ran_in_the_pinned_image_and_recorded_its_digest(finished, podman_images):  # noqa: F811
+def test_every_job_ran_in_the_pinned_image_and_recorded_its_digest(finished, podman_images):
     """Each run's trainer read the image's own marker; each train and eval attempt recorded the pinned digest as
     resolved by podman; the outcomes are what the trainer computes; no container is left behind."""
     workdir, _ = finished
@@ -79,7 +79,7 @@ def test_every_job_ran_in_the_pinned_image_and_recorded_its_digest(finished, pod
     assert leftover_containers() == []
 
 
-def test_the_audit_passes_and_fails_once_the_lock_pins_another_image(finished, podman_images):  # noqa: F811
+def test_the_audit_passes_and_fails_once_the_lock_pins_another_image(finished, podman_images):
     """The audit passes on the study as run; with the lock re-sealed to pin image b's digest, it names every job's
     record as another image's."""
     workdir, _ = finished
