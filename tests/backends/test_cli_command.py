@@ -11,7 +11,7 @@ import pytest
 from helpers import run_cli
 
 from agentrepro.backends import ray_head
-from agentrepro.hooks import agentrepro_ray_head as ray_head
+from agentrepro.hooks import agentrepro_ray_head as head_script
 
 REPO = Path(__file__).parents[2]
 
@@ -60,7 +60,7 @@ def test_backends_page_shows_the_current_output():
                      env={"AGENTREPRO_IMAGE_CACHE": "/scratch/images", "AGENTREPRO_RAY_PORTS_DIR": "/tmp/agentrepro-ray"})
     assert result.returncode == 0, result.stderr
     run = Path("runs/graphgpo-alfworld/graphgpo/seed0")   # the job's Ray key hashes its absolute run directory
-    shown = (result.stdout.replace(ray_head.job_key(REPO / run, {}), ray_head.job_key("/srv/agentrepro" / run, {}))
+    shown = (result.stdout.replace(head_script.job_key(REPO / run, {}), head_script.job_key("/srv/agentrepro" / run, {}))
              .replace(sys.executable, "/srv/agentrepro/.venv/bin/python").replace(str(REPO), "/srv/agentrepro"))
     page = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
     command = "$ agentrepro command manifests/graphgpo-alfworld.yaml --method graphgpo --seed 0\n"

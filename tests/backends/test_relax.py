@@ -23,7 +23,7 @@ from podman_kit import STAND_IN_GPU_ENV, check_proof, derive, leftover_container
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_head
-from agentrepro.hooks import agentrepro_ray_head as ray_head
+from agentrepro.hooks import agentrepro_ray_head as head_script
 from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.errors import BadInput
@@ -498,7 +498,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]
     assert [c["rollout_id"] for c in calls] == [0, 4, 9] and all(c["rows"] > 128 for c in calls)
     assert not (run_dir / "ray_head.pid").exists()
-    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_head.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if head_script.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])]
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 11))
     for step in (0, 5, 10):   # Relax evaluates inside training: an evaluation runs no program
@@ -533,7 +533,7 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     require("ray", bool(ray), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)")
     key = f"relax-real-{tmp_path.name}"
     env = {**os.environ, "GRAPHGPO_METHOD": "gigpo", "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}",
-           ray_head.PORTS_ENV: str(tmp_path / "ports")}
+           head_script.PORTS_ENV: str(tmp_path / "ports")}
     probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.getcwd()); sys.exit(int(sys.argv[1]))"
     results = [subprocess.run([sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", key, "--dashboard", "--ray", ray,
                                "--num-cpus", "1", "--num-gpus", "0", "--no-client", "--",
@@ -541,7 +541,7 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
     assert results[0].returncode == 0 and f"JOB gigpo {tmp_path}" in results[0].stdout, results[0].stderr[-2000:]
     assert results[1].returncode != 0
-    assert not [p for p in psutil.process_iter(["cmdline"]) if ray_head.temp_dir(key) in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if head_script.temp_dir(key) in " ".join(p.info["cmdline"] or [])]
     assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))
 
 
