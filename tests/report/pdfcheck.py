@@ -20,11 +20,13 @@ def pdf_text(path, *options: str) -> str:
 
 
 def broken_values(pdf, analysis: dict) -> list[str]:
-    """What is not whole in the PDF: the title not on one line, or a row of the verdict or method table whose
-    values and intervals are not each whole on one line of that row (pdftotext -layout; a cell may wrap below its
-    first line, a value may not). Empty: all whole."""
+    """What is not whole in the PDF: the title not whole (on one line, or wrapped between words onto the next lines),
+    or a row of the verdict or method table whose values and intervals are not each whole on one line of that row
+    (pdftotext -layout; a cell may wrap below its first line, a value may not). Empty: all whole."""
     lines = pdf_text(pdf, "-layout").splitlines()
-    problems = [] if any((analysis.get("title") or analysis["study"]) in line for line in lines) else ["title"]
+    title = " ".join((analysis.get("title") or analysis["study"]).split())
+    runs = (" ".join(" ".join(lines[i:i + n]).split()) for n in (1, 2, 3) for i in range(len(lines)))
+    problems = [] if any(title in text for text in runs) else ["title"]
     step = final_step(analysis)
     wilson = {r["method"]: r for r in analysis["tables"]["methods"] if r["step"] == step}
 
