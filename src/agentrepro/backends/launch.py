@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-from collections.abc import Mapping
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
