@@ -1,6 +1,6 @@
 """The full default study as a background run shared by its tests (tests/workflow/test_default_study.py).
 
-`make test` with AGENTREPRO_FULL_STUDY=1 (CI) starts it when collection ends (tests/workflow/conftest.py), so
+`make test` with AGENTREPRO_FULL_STUDY=1 starts it when collection ends (tests/workflow/conftest.py), so
 Snakemake's 2-core run of the 12 training jobs overlaps the rest of the suite; the study's tests wait for it.
 A session that ends early (`-x`, Ctrl-C) stops it and everything it started, by PID.
 """

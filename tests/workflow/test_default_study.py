@@ -2,7 +2,7 @@
 
 `snakemake --cores 2` on manifests/frozenlake-cpu.yaml (3 shared warm starts, one per seed, each with its step-0
 evaluation; 12 runs of 150 RL steps from them, 3 more evaluated checkpoints each; analysis, report) takes about 25
-minutes on 2 cores, so it runs only when AGENTREPRO_FULL_STUDY=1 (CI sets it) and is skipped otherwise. It starts in
+minutes on 2 cores, so it runs only when AGENTREPRO_FULL_STUDY=1 (`AGENTREPRO_FULL_STUDY=1 .ci/run` before a release) and is skipped otherwise. It starts in
 the background when collection ends (default_study.py), so the rest of the suite runs beside it. The CPU path is deterministic (one torch
 thread per job), so the numbers are those of benchmarks/RESULTS.md.
 """
