@@ -23,10 +23,19 @@ import numpy as np
 from agentrepro.algorithms import StepBatch, estimate
 
 
-def make_batch_columns(groups: int, rng: np.random.Generator, trajs: int = 8, max_turns: int = 50,
-                       world: int = 120, out_degree: int = 3, invalid: float = 0.1) -> dict:
+def make_batch_columns(
+    groups: int,
+    rng: np.random.Generator,
+    trajs: int = 8,
+    max_turns: int = 50,
+    world: int = 120,
+    out_degree: int = 3,
+    invalid: float = 0.1,
+) -> dict:
     """Columns of a synthetic rollout batch with ALFWorld-like state reuse (see module docstring)."""
-    cols = {k: [] for k in ("group", "traj", "turn", "state", "next_state", "reward", "episode_reward", "valid", "success")}
+    cols = {
+        k: [] for k in ("group", "traj", "turn", "state", "next_state", "reward", "episode_reward", "valid", "success")
+    }
     for g in range(groups):
         succ = rng.integers(0, world, size=(world, out_degree))
         goal_from = set(rng.choice(world, size=3, replace=False).tolist())  # states with an action that wins
@@ -98,20 +107,28 @@ def main() -> None:
         cols = make_batch_columns(16 * scale, rng)
         results[scale] = m = measure(cols, args.repeats if scale == 1 else max(3, args.repeats // 3))
         d = m["diagnostics"]
-        print(f"\n{scale}x: {m['rows']} rows, {16 * scale} groups; nodes {d['nodes']}, edges {d['edges']}, "
-              f"shared_state_rate {d['shared_state_rate']:.2f}, duplicate_edge_ratio {d['duplicate_edge_ratio']:.2f}, "
-              f"all_fail_groups {d['all_fail_groups']}")
-        print(f"  StepBatch.from_arrays  {m['from_arrays'] * 1e3:8.2f} ms median, {m['min']['from_arrays'] * 1e3:8.2f} ms min")
+        print(
+            f"\n{scale}x: {m['rows']} rows, {16 * scale} groups; nodes {d['nodes']}, edges {d['edges']}, "
+            f"shared_state_rate {d['shared_state_rate']:.2f}, duplicate_edge_ratio {d['duplicate_edge_ratio']:.2f}, "
+            f"all_fail_groups {d['all_fail_groups']}"
+        )
+        print(
+            f"  StepBatch.from_arrays  {m['from_arrays'] * 1e3:8.2f} ms median, {m['min']['from_arrays'] * 1e3:8.2f} ms min"
+        )
         for name in ("grpo", "gigpo", "graphgpo"):
-            print(f"  estimate {name:<13} {m[name] * 1e3:8.2f} ms median, {m['min'][name] * 1e3:8.2f} ms min"
-                  f"   ({m[name] / m['grpo']:.1f}x grpo)")
+            print(
+                f"  estimate {name:<13} {m[name] * 1e3:8.2f} ms median, {m['min'][name] * 1e3:8.2f} ms min"
+                f"   ({m[name] / m['grpo']:.1f}x grpo)"
+            )
         print("  graphgpo components: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in m["components"].items()))
         print(f"  graphgpo per row: {m['graphgpo'] / m['rows'] * 1e6:.2f} us")
     r1, r10 = results[1], results[10]
     rows_ratio = r10["rows"] / r1["rows"]
-    print(f"\ngrowth 1x -> 10x: rows x{rows_ratio:.1f}; graphgpo time x{r10['graphgpo'] / r1['graphgpo']:.1f}; "
-          f"gigpo x{r10['gigpo'] / r1['gigpo']:.1f}; grpo x{r10['grpo'] / r1['grpo']:.1f}; "
-          f"from_arrays x{r10['from_arrays'] / r1['from_arrays']:.1f}")
+    print(
+        f"\ngrowth 1x -> 10x: rows x{rows_ratio:.1f}; graphgpo time x{r10['graphgpo'] / r1['graphgpo']:.1f}; "
+        f"gigpo x{r10['gigpo'] / r1['gigpo']:.1f}; grpo x{r10['grpo'] / r1['grpo']:.1f}; "
+        f"from_arrays x{r10['from_arrays'] / r1['from_arrays']:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,10 +38,28 @@ def write_files(root: Path, seeds: int, tasks: int) -> list[Path]:
         for s in range(seeds):
             succ = (rng.random(tasks) < 0.6 + 0.08 * i).astype(int)
             path = root / f"{m}-{s}.jsonl"
-            path.write_text("".join(
-                json.dumps({"study": "bench", "method": m, "seed": s, "step": 150, "task_id": f"t{t:04d}", "task_hash": hashes[t],
-                            "category": "c", "episode": 0, "success": int(succ[t]), "reward": float(succ[t]), "turns": 5,
-                            "tokens": 300}) + "\n" for t in range(tasks)))
+            path.write_text(
+                "".join(
+                    json.dumps(
+                        {
+                            "study": "bench",
+                            "method": m,
+                            "seed": s,
+                            "step": 150,
+                            "task_id": f"t{t:04d}",
+                            "task_hash": hashes[t],
+                            "category": "c",
+                            "episode": 0,
+                            "success": int(succ[t]),
+                            "reward": float(succ[t]),
+                            "turns": 5,
+                            "tokens": 300,
+                        }
+                    )
+                    + "\n"
+                    for t in range(tasks)
+                )
+            )
             paths.append(path)
     return paths
 
@@ -61,15 +79,18 @@ def main() -> None:
         root = Path(tmp)
         t_write, paths = timed(lambda: write_files(root, args.seeds, args.tasks))
         t_parse, _ = timed(lambda: sum(len([json.loads(line) for line in open(p)]) for p in paths))
-        t_full, out = timed(lambda: analyze_outcomes(paths, root / "out", tolerance_pp=3,
-                                                     claims=["graphgpo > grpo", "gigpo > grpo"]))
+        t_full, out = timed(
+            lambda: analyze_outcomes(paths, root / "out", tolerance_pp=3, claims=["graphgpo > grpo", "gigpo > grpo"])
+        )
         df = read_outcomes(paths)
         t_paired, _ = timed(lambda: paired_table(df, list(METHODS), rng=np.random.default_rng(0), n_boot=2000))
         d = np.random.default_rng(1).normal(size=(6, args.tasks))
         t_boot, _ = timed(lambda: bootstrap_means(d, np.random.default_rng(2), 2000))
         rng = np.random.default_rng(3)
-        t_naive, _ = timed(lambda: [[d[k, rng.integers(0, args.tasks, args.tasks)].mean() for _ in range(200)] for k in range(6)])
-        t_naive *= 2000 / 200   # scaled to the same 2,000 replicates
+        t_naive, _ = timed(
+            lambda: [[d[k, rng.integers(0, args.tasks, args.tasks)].mean() for _ in range(200)] for k in range(6)]
+        )
+        t_naive *= 2000 / 200  # scaled to the same 2,000 replicates
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     runs = len(METHODS) * args.seeds
     print(f"runs x tasks: {runs} x {args.tasks} ({runs * args.tasks:,} outcome rows)")
@@ -77,7 +98,9 @@ def main() -> None:
     print(f"baseline: json.loads of every line       {t_parse:8.2f} s")
     print(f"analyze_outcomes (everything, written)   {t_full:8.2f} s   = {t_full / t_parse:.1f} x baseline")
     print(f"paired table incl. bootstrap (in memory) {t_paired:8.2f} s")
-    print(f"bootstrap 6 pairs x 2000 reps            {t_boot:8.3f} s   naive loop {t_naive:.2f} s (x{t_naive / t_boot:.0f} slower)")
+    print(
+        f"bootstrap 6 pairs x 2000 reps            {t_boot:8.3f} s   naive loop {t_naive:.2f} s (x{t_naive / t_boot:.0f} slower)"
+    )
     print(f"peak RSS                                 {peak_mb:8.0f} MiB")
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}")
 

@@ -27,12 +27,22 @@ REPEATS, STEPS, TASKS = 5, 20, 128
 
 
 def config() -> dict:
-    panel = [{"task_id": f"t-{i}", "task_hash": hashlib.sha256(str(i).encode()).hexdigest(), "category": "c"} for i in range(TASKS)]
-    return {"study": "bench", "method": "grpo", "seed": 0,
-            "backend": {"name": "command",
-                        "command": f"{{python}} {MINI} train --run {{run_dir}} --steps {{train.steps}} --lr {{train.lr}} --resume {{resume}}",
-                        "eval_command": f"{{python}} {MINI} eval --run {{run_dir}} --step {{step}} --out {{outcomes}}"},
-            "train": {"steps": STEPS, "lr": 0.1}, "eval": {"episodes_per_task": 1, "task_panel": panel}}
+    panel = [
+        {"task_id": f"t-{i}", "task_hash": hashlib.sha256(str(i).encode()).hexdigest(), "category": "c"}
+        for i in range(TASKS)
+    ]
+    return {
+        "study": "bench",
+        "method": "grpo",
+        "seed": 0,
+        "backend": {
+            "name": "command",
+            "command": f"{{python}} {MINI} train --run {{run_dir}} --steps {{train.steps}} --lr {{train.lr}} --resume {{resume}}",
+            "eval_command": f"{{python}} {MINI} eval --run {{run_dir}} --step {{step}} --out {{outcomes}}",
+        },
+        "train": {"steps": STEPS, "lr": 0.1},
+        "eval": {"episodes_per_task": 1, "task_panel": panel},
+    }
 
 
 def timed(argv: list[str], cwd: Path) -> float:
@@ -50,11 +60,31 @@ def main() -> None:
             direct = tmp / "direct"
             direct.mkdir()
             (direct / "resolved_config.yaml").write_text(yaml.safe_dump(config()))
-            rows["train direct"].append(timed([sys.executable, str(MINI), "train", "--run", str(direct), "--steps", str(STEPS)], tmp))
-            rows["train verb"].append(timed([sys.executable, "-m", "agentrepro", "train", "--config", "config.yaml", "--out", "verb"], tmp))
-            rows["eval direct"].append(timed([sys.executable, str(MINI), "eval", "--run", str(direct), "--step", str(STEPS),
-                                              "--out", str(direct / "o.jsonl")], tmp))
-            rows["eval verb"].append(timed([sys.executable, "-m", "agentrepro", "eval", "--run", "verb", "--step", str(STEPS)], tmp))
+            rows["train direct"].append(
+                timed([sys.executable, str(MINI), "train", "--run", str(direct), "--steps", str(STEPS)], tmp)
+            )
+            rows["train verb"].append(
+                timed([sys.executable, "-m", "agentrepro", "train", "--config", "config.yaml", "--out", "verb"], tmp)
+            )
+            rows["eval direct"].append(
+                timed(
+                    [
+                        sys.executable,
+                        str(MINI),
+                        "eval",
+                        "--run",
+                        str(direct),
+                        "--step",
+                        str(STEPS),
+                        "--out",
+                        str(direct / "o.jsonl"),
+                    ],
+                    tmp,
+                )
+            )
+            rows["eval verb"].append(
+                timed([sys.executable, "-m", "agentrepro", "eval", "--run", "verb", "--step", str(STEPS)], tmp)
+            )
             shutil.rmtree(tmp / "verb")
             rows["python"].append(timed([sys.executable, "-c", "pass"], tmp))
             rows["torch"].append(timed([sys.executable, "-c", "import torch; torch.cuda.device_count()"], tmp))
@@ -64,8 +94,10 @@ def main() -> None:
     for stage in ("train", "eval"):
         d, v = med[f"{stage} direct"], med[f"{stage} verb"]
         print(f"| {stage} ({STEPS} steps / {TASKS} tasks) | {d:.2f} | {v:.2f} | {v / d:.2f} | {v - d:.2f} |")
-    print(f"\nFor scale: `import torch` + GPU count (provenance's GPU probe) takes {med['torch'] - med['python']:.2f} s "
-          f"over a bare interpreter start ({med['python']:.2f} s).")
+    print(
+        f"\nFor scale: `import torch` + GPU count (provenance's GPU probe) takes {med['torch'] - med['python']:.2f} s "
+        f"over a bare interpreter start ({med['python']:.2f} s)."
+    )
 
 
 if __name__ == "__main__":

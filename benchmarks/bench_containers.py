@@ -30,19 +30,29 @@ sys.path.insert(0, str(REPO / "tests"))
 import podman_kit  # noqa: E402
 
 from agentrepro import containers  # noqa: E402
-from agentrepro.containers.prepare import prepare  # noqa: E402
 from agentrepro.containers import running  # noqa: E402
+from agentrepro.containers.prepare import prepare  # noqa: E402
 from agentrepro.fileio import sha256_file  # noqa: E402
 
 REPEATS = 5
 TRAINER = REPO / "tests" / "workflow" / "image_trainer.py"
-PYTHON = podman_kit.PYTHON   # Debian's /usr/bin/python3, on the host and (the same binary) in the image
+PYTHON = podman_kit.PYTHON  # Debian's /usr/bin/python3, on the host and (the same binary) in the image
 
 
 def config(image: dict) -> dict:
-    return {"study": "bench", "method": "grpo", "seed": 0, "image": image, "resources": {"gpus": 0},
-            "backend": {"name": "command", "command": f"{PYTHON} image_trainer.py train --run {{run_dir}} --steps {{train.steps}}"},
-            "train": {"steps": 2}, "eval": {"episodes_per_task": 1}}
+    return {
+        "study": "bench",
+        "method": "grpo",
+        "seed": 0,
+        "image": image,
+        "resources": {"gpus": 0},
+        "backend": {
+            "name": "command",
+            "command": f"{PYTHON} image_trainer.py train --run {{run_dir}} --steps {{train.steps}}",
+        },
+        "train": {"steps": 2},
+        "eval": {"episodes_per_task": 1},
+    }
 
 
 def timed(fn) -> float:
@@ -65,15 +75,30 @@ def main() -> None:
     for name, block in (("host (image: none)", {"none": "on the host"}), ("podman", image.block())):
         path = work / f"{name.split()[0]}.yaml"
         path.write_text(yaml.safe_dump(config(block)))
-        run = lambda: subprocess.run([sys.executable, "-m", "agentrepro", "train", "--config", str(path), "--out",  # noqa: E731
-                                      str(work / "runs" / name.split()[0]), "--no-resume"], check=True, capture_output=True)
+        run = lambda: subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentrepro",
+                "train",
+                "--config",
+                str(path),
+                "--out",
+                str(work / "runs" / name.split()[0]),
+                "--no-resume",
+            ],
+            check=True,
+            capture_output=True,
+        )
         rows.append((name, median(run)))
     print(f"| job | agentrepro train (s, median of {REPEATS}) |\n|---|---|")
     for name, seconds in rows:
         print(f"| {name} | {seconds:.2f} |")
     print(f"\nadded per job by the container: {rows[1][1] - rows[0][1]:.2f} s\n")
 
-    program = containers.program(config(image.block()), [str(PYTHON), "-c", "pass"], {}, None, run_dir=work, job_dir=work, label="p")
+    program = containers.program(
+        config(image.block()), [str(PYTHON), "-c", "pass"], {}, None, run_dir=work, job_dir=work, label="p"
+    )
     container = program.container
     parts = {
         "prepare (image present)": median(lambda: prepare(container)),
@@ -98,7 +123,9 @@ def main() -> None:
         podman_kit.podman("rmi", "--force", image.image_id)
         file_container = containers.container_for(config(file_block), run_dir=work)
         loads.append(timed(lambda: prepare(file_container)))
-    parts[f"load a {archive.stat().st_size / 1e6:.0f} MB OCI archive (first job on a node; median of 3)"] = statistics.median(loads)
+    parts[f"load a {archive.stat().st_size / 1e6:.0f} MB OCI archive (first job on a node; median of 3)"] = (
+        statistics.median(loads)
+    )
     print("| part | seconds (median) |\n|---|---|")
     for name, seconds in parts.items():
         print(f"| {name} | {seconds:.3f} |")

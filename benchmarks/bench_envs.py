@@ -22,11 +22,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from agentrepro.environments import make_env  # noqa: E402
-from agentrepro.environments import sokoban_rooms as rooms  # noqa: E402
-from agentrepro.environments.parsing import REFERENCE_PATTERNS, parse_response  # noqa: E402
-from agentrepro.environments.quirks import reference_generators  # noqa: E402
-from agentrepro.environments.sokoban import generate_for_seed  # noqa: E402
+from agentrepro.environments import make_env
+from agentrepro.environments import sokoban_rooms as rooms
+from agentrepro.environments.parsing import REFERENCE_PATTERNS, parse_response
+from agentrepro.environments.quirks import reference_generators
+from agentrepro.environments.sokoban import generate_for_seed
 
 
 def best_of(fn, repeat: int) -> float:
@@ -44,7 +44,9 @@ def _np_reverse_playing(room_state: np.ndarray, room_structure: np.ndarray):
     changes = {0: (-1, 0), 1: (1, 0), 2: (0, -1), 3: (0, 1)}
     box_locations = np.where(room_structure == 2)
     num_boxes = len(box_locations[0])
-    mapping0 = {(box_locations[0][i], box_locations[1][i]): (box_locations[0][i], box_locations[1][i]) for i in range(num_boxes)}
+    mapping0 = {
+        (box_locations[0][i], box_locations[1][i]): (box_locations[0][i], box_locations[1][i]) for i in range(num_boxes)
+    }
     explored: set = set()
     best = {"room": None, "score": -1}
 
@@ -113,11 +115,16 @@ def _our_generate(seed: int):
 def bench_env(name: str, params: dict, seeds: list[int], repeat: int) -> dict:
     """Cold resets (empty room cache), cached resets (same seeds again), and steps of 5-turn episodes."""
     env = make_env(name, params)
-    wrap = ("<observation>o</observation><think>t</think><answer>{}</answer><prediction>p</prediction>"
-            if env.params["prompt_format"] != "free_think" else "<think>t</think><answer>{}</answer>")
+    wrap = (
+        "<observation>o</observation><think>t</think><answer>{}</answer><prediction>p</prediction>"
+        if env.params["prompt_format"] != "free_think"
+        else "<think>t</think><answer>{}</answer>"
+    )
     rng = random.Random(0)
-    scripts = [[wrap.format(", ".join(rng.choice(env.action_names) for _ in range(rng.randint(1, 3))))
-                for _ in range(5)] for _ in seeds]
+    scripts = [
+        [wrap.format(", ".join(rng.choice(env.action_names) for _ in range(rng.randint(1, 3)))) for _ in range(5)]
+        for _ in seeds
+    ]
 
     def cold():
         if name == "sokoban":
@@ -143,9 +150,14 @@ def bench_env(name: str, params: dict, seeds: list[int], repeat: int) -> dict:
     t_warm = best_of(warm, repeat)
     t_steps = min(steps() for _ in range(repeat))
     n_steps = 5 * len(seeds)
-    return {"resets_per_s": len(seeds) / t_cold, "cached_resets_per_s": len(seeds) / t_warm,
-            "steps_per_s": n_steps / t_steps, "reset_ms": 1000 * t_cold / len(seeds), "step_ms": 1000 * t_steps / n_steps,
-            "reset_over_step": (t_cold / len(seeds)) / (t_steps / n_steps)}
+    return {
+        "resets_per_s": len(seeds) / t_cold,
+        "cached_resets_per_s": len(seeds) / t_warm,
+        "steps_per_s": n_steps / t_steps,
+        "reset_ms": 1000 * t_cold / len(seeds),
+        "step_ms": 1000 * t_steps / n_steps,
+        "reset_over_step": (t_cold / len(seeds)) / (t_steps / n_steps),
+    }
 
 
 def main() -> int:
@@ -155,14 +167,20 @@ def main() -> int:
     args = ap.parse_args()
     seeds = list(range(10001, 10001 + args.seeds))
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {len(seeds)} seeds, best of {args.repeat}")
-    rows = [bench_env("sokoban", {"min_solution_steps": [1, 5]}, seeds, args.repeat),
-            bench_env("sokoban", {}, seeds, args.repeat),
-            bench_env("frozenlake", {}, seeds, args.repeat)]
+    rows = [
+        bench_env("sokoban", {"min_solution_steps": [1, 5]}, seeds, args.repeat),
+        bench_env("sokoban", {}, seeds, args.repeat),
+        bench_env("frozenlake", {}, seeds, args.repeat),
+    ]
     labels = ["sokoban min_solution_steps=[1,5]", "sokoban min_solution_steps=null", "frozenlake"]
-    print(f"{'environment':34s} {'resets/s':>9s} {'cached/s':>9s} {'steps/s':>9s} {'reset ms':>9s} {'step ms':>8s} {'reset/step':>10s}")
+    print(
+        f"{'environment':34s} {'resets/s':>9s} {'cached/s':>9s} {'steps/s':>9s} {'reset ms':>9s} {'step ms':>8s} {'reset/step':>10s}"
+    )
     for label, r in zip(labels, rows):
-        print(f"{label:34s} {r['resets_per_s']:9.0f} {r['cached_resets_per_s']:9.0f} {r['steps_per_s']:9.0f} "
-              f"{r['reset_ms']:9.3f} {r['step_ms']:8.4f} {r['reset_over_step']:10.1f}")
+        print(
+            f"{label:34s} {r['resets_per_s']:9.0f} {r['cached_resets_per_s']:9.0f} {r['steps_per_s']:9.0f} "
+            f"{r['reset_ms']:9.3f} {r['step_ms']:8.4f} {r['reset_over_step']:10.1f}"
+        )
 
     gen_seeds = seeds[: max(20, args.seeds // 5)]
     for s in gen_seeds:  # parity of the baseline port, so the comparison is like for like
@@ -174,19 +192,27 @@ def main() -> int:
         assert ours[1] == base[1].ravel().tolist() and ours[0] == base[0].ravel().tolist(), s
     t_ours = best_of(lambda: [_our_generate(s) for s in gen_seeds], args.repeat)
     t_base = best_of(lambda: [_np_generate(s) for s in gen_seeds], 1)
-    print(f"sokoban generate_room: ours {1000 * t_ours / len(gen_seeds):.3f} ms, reference-style numpy port "
-          f"{1000 * t_base / len(gen_seeds):.3f} ms per room -> speedup x{t_base / t_ours:.1f} ({len(gen_seeds)} seeds, identical rooms)")
+    print(
+        f"sokoban generate_room: ours {1000 * t_ours / len(gen_seeds):.3f} ms, reference-style numpy port "
+        f"{1000 * t_base / len(gen_seeds):.3f} ms per room -> speedup x{t_base / t_ours:.1f} ({len(gen_seeds)} seeds, identical rooms)"
+    )
 
-    texts = [f"<observation>box below</observation><think>{'push it ' * 20}</think><answer>Up, Left</answer><prediction>p</prediction>"] * 2000
+    texts = [
+        f"<observation>box below</observation><think>{'push it ' * 20}</think><answer>Up, Left</answer><prediction>p</prediction>"
+    ] * 2000
     t_lin = best_of(lambda: [parse_response(t, prompt_format="wm") for t in texts], args.repeat)
     t_re = best_of(lambda: [REFERENCE_PATTERNS["wm"].search(t).groups() for t in texts], args.repeat)
-    print(f"wm parse, well-formed responses: linear matcher {1e6 * t_lin / len(texts):.1f} us (whole parse) vs reference regex "
-          f"{1e6 * t_re / len(texts):.1f} us (search only) -> ratio x{t_lin / t_re:.2f}")
+    print(
+        f"wm parse, well-formed responses: linear matcher {1e6 * t_lin / len(texts):.1f} us (whole parse) vs reference regex "
+        f"{1e6 * t_re / len(texts):.1f} us (search only) -> ratio x{t_lin / t_re:.2f}"
+    )
     bad = "<observation></observation><think></think><answer>" * 40
     t_lin_bad = best_of(lambda: parse_response(bad, prompt_format="wm"), 1)
     t_re_bad = best_of(lambda: REFERENCE_PATTERNS["wm"].search(bad), 1)
-    print(f"wm parse, adversarial {len(bad)} chars: linear {1000 * t_lin_bad:.2f} ms vs reference regex {1000 * t_re_bad:.1f} ms "
-          f"-> speedup x{t_re_bad / t_lin_bad:.0f}")
+    print(
+        f"wm parse, adversarial {len(bad)} chars: linear {1000 * t_lin_bad:.2f} ms vs reference regex {1000 * t_re_bad:.1f} ms "
+        f"-> speedup x{t_re_bad / t_lin_bad:.0f}"
+    )
     return 0
 
 

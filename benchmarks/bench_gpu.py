@@ -40,15 +40,42 @@ import torch
 # Qwen2.5 configs: the values of config.json in Qwen/Qwen2.5-0.5B-Instruct and Qwen/Qwen2.5-1.5B-Instruct on
 # the Hugging Face hub (transcribed; no download). "smoke" is a small shape for a first check of a machine.
 SHAPES = {
-    "0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                 num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1000000.0,
-                 rms_norm_eps=1e-6, tie_word_embeddings=True),
-    "1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-                 num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1000000.0,
-                 rms_norm_eps=1e-6, tie_word_embeddings=True),
-    "smoke": dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, vocab_size=4096, max_position_embeddings=4096, rope_theta=1000000.0,
-                  rms_norm_eps=1e-6, tie_word_embeddings=True),
+    "0.5b": dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        max_position_embeddings=32768,
+        rope_theta=1000000.0,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+    ),
+    "1.5b": dict(
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        max_position_embeddings=32768,
+        rope_theta=1000000.0,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+    ),
+    "smoke": dict(
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=4096,
+        max_position_embeddings=4096,
+        rope_theta=1000000.0,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+    ),
 }
 H200_BF16_PEAK = 989e12
 EOS = "<|endoftext|>"
@@ -77,12 +104,17 @@ def build_model_dir(path: Path, shape: str, vocab: int) -> str:
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    core.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab, special_tokens=[EOS],
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    core.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=vocab, special_tokens=[EOS], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS, pad_token=EOS)
     tok.save_pretrained(path)
-    cfg = Qwen2Config(**SHAPES[shape], eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id,
-                      bos_token_id=tok.eos_token_id)
+    cfg = Qwen2Config(
+        **SHAPES[shape], eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id, bos_token_id=tok.eos_token_id
+    )
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(cfg).save_pretrained(path)
     return str(path)
@@ -122,13 +154,22 @@ def profile_update(run, device) -> dict:
         if t <= 0:
             continue
         name = e.key.lower()
-        kind = ("matmul" if any(k in name for k in GEMM_NAMES) else
-                "attention" if any(k in name for k in ("fmha", "attention", "flash", "sdpa")) else "other")
+        kind = (
+            "matmul"
+            if any(k in name for k in GEMM_NAMES)
+            else "attention"
+            if any(k in name for k in ("fmha", "attention", "flash", "sdpa"))
+            else "other"
+        )
         kinds[kind] = kinds.get(kind, 0.0) + t
         kernels.append((t, e.count, e.key[:90]))
     kernels.sort(reverse=True)
-    return {"wall_s_profiled": wall, "kernel_s": sum(kinds.values()), "kernel_s_by_kind": kinds,
-            "top_kernels": [{"s": round(t, 4), "calls": c, "name": k} for t, c, k in kernels[:12]]}
+    return {
+        "wall_s_profiled": wall,
+        "kernel_s": sum(kinds.values()),
+        "kernel_s_by_kind": kinds,
+        "top_kernels": [{"s": round(t, 4), "calls": c, "name": k} for t, c, k in kernels[:12]],
+    }
 
 
 @torch.no_grad()
@@ -146,9 +187,12 @@ def engine_check(engine, codec, device) -> dict:
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     ref = engine.lm(input_ids=ids, attention_mask=attn, position_ids=pos).logits.float()
     scale = float(ref.abs().max())
-    return {"max_abs_diff_prefill": float((first - ref[:, n - 2]).abs().max()),
-            "max_abs_diff_decode": float((second - ref[:, n - 1]).abs().max()), "max_abs_logit": scale,
-            "same_argmax": bool(torch.equal(second.argmax(-1), ref[:, n - 1].argmax(-1)))}
+    return {
+        "max_abs_diff_prefill": float((first - ref[:, n - 2]).abs().max()),
+        "max_abs_diff_decode": float((second - ref[:, n - 1]).abs().max()),
+        "max_abs_logit": scale,
+        "same_argmax": bool(torch.equal(second.argmax(-1), ref[:, n - 1].argmax(-1))),
+    }
 
 
 def main(argv=None) -> int:
@@ -163,11 +207,21 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-checkpointing", action="store_true", help="update without activation checkpointing")
     parser.add_argument("--skip-generate", action="store_true", help="no engine-vs-generate turn")
-    parser.add_argument("--update-kernels", default="eager", choices=("eager", "compiled"),
-                        help="train.update_kernels (trainer/kernels.py); the runs recorded before this option existed were eager")
-    parser.add_argument("--update-precision", default="fp32", choices=("fp32", "bf16-master"),
-                        help="train.update_precision (trainer/precision.py); the runs recorded before this option existed were fp32")
-    parser.add_argument("--profile", action="store_true", help="one more update under torch.profiler: kernel time by kind")
+    parser.add_argument(
+        "--update-kernels",
+        default="eager",
+        choices=("eager", "compiled"),
+        help="train.update_kernels (trainer/kernels.py); the runs recorded before this option existed were eager",
+    )
+    parser.add_argument(
+        "--update-precision",
+        default="fp32",
+        choices=("fp32", "bf16-master"),
+        help="train.update_precision (trainer/precision.py); the runs recorded before this option existed were fp32",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="one more update under torch.profiler: kernel time by kind"
+    )
     parser.add_argument("--device", default="cuda", help="cpu: a check of this script (no timings worth reading)")
     args = parser.parse_args(argv)
     import agentrepro.trainer.loop as loop
@@ -175,24 +229,48 @@ def main(argv=None) -> int:
 
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    out: dict = {"model": args.model, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-                 "torch": torch.__version__}
+    out: dict = {
+        "model": args.model,
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_model_dir(Path(tmp) / "model", args.model, args.vocab)
-        config = {"study": "bench", "method": "graphgpo", "seed": 0, "env": {"name": "sokoban", "params": {}},
-                  "model": {"name": "qwen2.5-" + args.model, "path": model_dir},
-                  "train": {"estimator": "graphgpo", "steps": 1000, "groups": args.groups, "group_size": 8,
-                            "max_turns": args.turns, "max_new_tokens": args.new_tokens, "device": args.device,
-                            "rollout_engine": "static", "update_kernels": args.update_kernels,
-                            "update_precision": args.update_precision,
-                            "warmstart": False, "progress": False, "micro_batch_tokens": args.micro_tokens,
-                            "grad_checkpointing": not args.no_checkpointing, "checkpoint_every": 1000, "lr": 1e-6},
-                  "eval": {"checkpoint": "last"}}  # saved at step 0 and 1000 only: no checkpoint inside the timed steps
+        config = {
+            "study": "bench",
+            "method": "graphgpo",
+            "seed": 0,
+            "env": {"name": "sokoban", "params": {}},
+            "model": {"name": "qwen2.5-" + args.model, "path": model_dir},
+            "train": {
+                "estimator": "graphgpo",
+                "steps": 1000,
+                "groups": args.groups,
+                "group_size": 8,
+                "max_turns": args.turns,
+                "max_new_tokens": args.new_tokens,
+                "device": args.device,
+                "rollout_engine": "static",
+                "update_kernels": args.update_kernels,
+                "update_precision": args.update_precision,
+                "warmstart": False,
+                "progress": False,
+                "micro_batch_tokens": args.micro_tokens,
+                "grad_checkpointing": not args.no_checkpointing,
+                "checkpoint_every": 1000,
+                "lr": 1e-6,
+            },
+            "eval": {"checkpoint": "last"},
+        }  # saved at step 0 and 1000 only: no checkpoint inside the timed steps
         trainer = loop.Trainer(config, Path(tmp) / "run", resume=False)
         system, _ = sokoban_texts(0)
         base = trainer.codec  # the policy reads VAGEN-Lite's system prompt before the first observation
-        trainer.codec = codec = Codec(base.tokenizer, lambda obs, info: f"{system}\n{obs}" if obs.startswith("[Initial") else obs,
-                                      base.render, base.demo)
+        trainer.codec = codec = Codec(
+            base.tokenizer,
+            lambda obs, info: f"{system}\n{obs}" if obs.startswith("[Initial") else obs,
+            base.render,
+            base.demo,
+        )
         captured = []
         real_update = loop.update
 
@@ -210,12 +288,21 @@ def main(argv=None) -> int:
         med = lambda key: statistics.median(t.get(key, 0.0) for t in timings)  # noqa: E731
         lm_cfg = trainer.policy.lm.config
         flops = statistics.median(update_flops(b.attention_mask, lm_cfg) for b in captured[1:])
-        flops_strict = statistics.median(update_flops(b.attention_mask, lm_cfg, float(b.mask.sum())) for b in captured[1:])
-        out["step"] = {k: med(k) for k in ("rollout", "graph_build", "shortest_paths", "advantage", "update", "step_total")}
+        flops_strict = statistics.median(
+            update_flops(b.attention_mask, lm_cfg, float(b.mask.sum())) for b in captured[1:]
+        )
+        out["step"] = {
+            k: med(k) for k in ("rollout", "graph_build", "shortest_paths", "advantage", "update", "step_total")
+        }
         out["step"]["advantage_total"] = sum(out["step"][k] for k in ("graph_build", "shortest_paths", "advantage"))
-        out["tokens_per_step"] = {"generated": metrics[-1]["tokens_generated"] - metrics[-2]["tokens_generated"] if len(metrics) > 1 else metrics[-1]["tokens_generated"] // (args.steps + 1),
-                                  "trained_rows_x_width": list(captured[-1].attention_mask.shape),
-                                  "attended": int(captured[-1].attention_mask.sum()), "trained": int(captured[-1].mask.sum())}
+        out["tokens_per_step"] = {
+            "generated": metrics[-1]["tokens_generated"] - metrics[-2]["tokens_generated"]
+            if len(metrics) > 1
+            else metrics[-1]["tokens_generated"] // (args.steps + 1),
+            "trained_rows_x_width": list(captured[-1].attention_mask.shape),
+            "attended": int(captured[-1].attention_mask.sum()),
+            "trained": int(captured[-1].mask.sum()),
+        }
         out["rollout_tokens_per_s"] = out["tokens_per_step"]["generated"] / out["step"]["rollout"]
         out["update_tflops"] = flops / out["step"]["update"] / 1e12
         out["update_mfu"] = flops / out["step"]["update"] / H200_BF16_PEAK
@@ -231,8 +318,18 @@ def main(argv=None) -> int:
         out["update_precision"] = args.update_precision
         if args.profile and device.type == "cuda":
             last = captured[-1]
-            out["update_profile"] = profile_update(lambda: real_update(trainer.update_model, trainer.optimizer, trainer.scheduler, last,
-                                                                       trainer.cfg, trainer.update_gen, device), device)
+            out["update_profile"] = profile_update(
+                lambda: real_update(
+                    trainer.update_model,
+                    trainer.optimizer,
+                    trainer.scheduler,
+                    last,
+                    trainer.cfg,
+                    trainer.update_gen,
+                    device,
+                ),
+                device,
+            )
         if args.skip_generate:
             print(json.dumps(out, indent=1))
             if args.json:
@@ -244,8 +341,19 @@ def main(argv=None) -> int:
         n_new = args.new_tokens
 
         def engine_turn():
-            return rollout(trainer.policy, envs, seeds, [0] * len(envs), codec, Sampler(1.0, torch.Generator().manual_seed(1)),
-                           mode="concat", max_turns=1, max_new_tokens=n_new, device=device, engine=trainer.engine)
+            return rollout(
+                trainer.policy,
+                envs,
+                seeds,
+                [0] * len(envs),
+                codec,
+                Sampler(1.0, torch.Generator().manual_seed(1)),
+                mode="concat",
+                max_turns=1,
+                max_new_tokens=n_new,
+                device=device,
+                engine=trainer.engine,
+            )
 
         engine_turn()
         sync()
@@ -268,12 +376,18 @@ def main(argv=None) -> int:
             gen = hf.generate(input_ids=ids, attention_mask=attn, max_new_tokens=n_new, min_new_tokens=n_new, **kw)
             sync()
             hf_s = time.perf_counter() - t0
-        out["turn"] = {"rows": len(envs), "prompt_tokens_max": width,
-                       "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts), "new_tokens": n_new,
-                       "engine_tokens": ro.generated_tokens(), "engine_s": engine_s,
-                       "engine_tokens_per_s": ro.generated_tokens() / engine_s,
-                       "generate_tokens": int((gen.shape[1] - width) * gen.shape[0]), "generate_s": hf_s,
-                       "generate_tokens_per_s": (gen.shape[1] - width) * gen.shape[0] / hf_s}
+        out["turn"] = {
+            "rows": len(envs),
+            "prompt_tokens_max": width,
+            "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
+            "new_tokens": n_new,
+            "engine_tokens": ro.generated_tokens(),
+            "engine_s": engine_s,
+            "engine_tokens_per_s": ro.generated_tokens() / engine_s,
+            "generate_tokens": int((gen.shape[1] - width) * gen.shape[0]),
+            "generate_s": hf_s,
+            "generate_tokens_per_s": (gen.shape[1] - width) * gen.shape[0] / hf_s,
+        }
         out["turn"]["speedup"] = out["turn"]["engine_tokens_per_s"] / out["turn"]["generate_tokens_per_s"]
     print(json.dumps(out, indent=1))
     if args.json:

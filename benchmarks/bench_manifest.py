@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "manifest"))
 
-from study_kit import BASE, fake_outputs, fake_run, set_key, write_study  # noqa: E402
+from study_kit import BASE, fake_outputs, fake_run, set_key, write_study
 
-from agentrepro.audit.study import audit_study  # noqa: E402
-from agentrepro.audit.bundle import write_bundle  # noqa: E402
-from agentrepro.jobs.freeze import freeze  # noqa: E402
+from agentrepro.audit.bundle import write_bundle
+from agentrepro.audit.study import audit_study
+from agentrepro.jobs.freeze import freeze
 
 
 def best_of(fn, repeat: int) -> float:
@@ -55,10 +55,20 @@ def main() -> None:
         lock, _, _ = freeze(root / "manifests" / "demo.yaml", root=root, allow_dirty=True)
         for method in methods:
             for seed in (0, 1, 2):
-                fake_run(root, lock, method, seed, steps=tuple(range(0, 10 * args.steps + 1, 10)),
-                         extra={"timings.jsonl": [{"step": s, "rollout": 0.1, "update": 0.2} for s in range(2000)]})
+                fake_run(
+                    root,
+                    lock,
+                    method,
+                    seed,
+                    steps=tuple(range(0, 10 * args.steps + 1, 10)),
+                    extra={"timings.jsonl": [{"step": s, "rollout": 0.1, "update": 0.2} for s in range(2000)]},
+                )
         fake_outputs(root)
-        sealed = sorted(p for p in (root / "runs").rglob("*") if p.is_file() and p.name != "OUTPUTS.sha256" and "logs" not in p.parts)
+        sealed = sorted(
+            p
+            for p in (root / "runs").rglob("*")
+            if p.is_file() and p.name != "OUTPUTS.sha256" and "logs" not in p.parts
+        )
         size = sum(p.stat().st_size for p in sealed)
 
         def baseline_hash():
@@ -78,7 +88,9 @@ def main() -> None:
         t_tar = best_of(baseline_tar, args.repeat)
         t_bundle = best_of(lambda: write_bundle("demo", root / "b.tar.gz", root), args.repeat)
         runs = len(methods) * 3
-        print(f"study: {runs} runs x {args.steps + 1} eval steps (0 and every 10 of {10 * args.steps}) x {args.tasks} tasks; {len(sealed)} sealed files, {size / 1e6:.1f} MB")
+        print(
+            f"study: {runs} runs x {args.steps + 1} eval steps (0 and every 10 of {10 * args.steps}) x {args.tasks} tasks; {len(sealed)} sealed files, {size / 1e6:.1f} MB"
+        )
         print(f"hash every sealed file once : {t_hash * 1e3:8.1f} ms (baseline)")
         print(f"audit_study                 : {t_audit * 1e3:8.1f} ms  ratio {t_audit / t_hash:5.2f}x")
         print(f"plain tar.gz of same files  : {t_tar * 1e3:8.1f} ms (baseline)")

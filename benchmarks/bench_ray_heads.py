@@ -39,16 +39,26 @@ def start(work: Path, seed: int, count: int, ray: str) -> tuple[subprocess.Popen
     run_dir.mkdir()
     launch = verl_agent.job_launches(config, run_dir)[-1]
     values = recipes.composed(config, run_dir)
-    head = list(launch.argv[:launch.argv.index("--")])
+    head = list(launch.argv[: launch.argv.index("--")])
     out = work / f"actors{seed}.json"
     program = [sys.executable, str(ACTORS), str(count), str(values["env.resources_per_worker.num_cpus"]), str(out)]
-    proc = subprocess.Popen([*head[:3], "--ray", ray, *head[3:], "--", *program], cwd=work, env={**os.environ, **launch.env},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*head[:3], "--ray", ray, *head[3:], "--", *program],
+        cwd=work,
+        env={**os.environ, **launch.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, out, config, values
 
 
 def block(stderr: str) -> str:
-    return next(line for line in stderr.splitlines() if "agentrepro: Ray head of job" in line).split(" on ports ")[1].split(",")[0]
+    return (
+        next(line for line in stderr.splitlines() if "agentrepro: Ray head of job" in line)
+        .split(" on ports ")[1]
+        .split(",")[0]
+    )
 
 
 def main() -> int:
@@ -74,10 +84,23 @@ def main() -> int:
         _, stderr = proc.communicate(timeout=3600)
         report = json.loads(out.read_text()) if proc.returncode == 0 else {"error": stderr[-2000:]}
         need, ports = demands.worker_ports(config, values)
-        print(json.dumps({"actors": count, "recipe_env_workers": envs, "recipe_processes": processes, "head_worker_ports": ports,
-                          "head_cpus": demands.head_cpus(config)[1], "status": proc.returncode, "head_block": block(stderr),
-                          **{k: v for k, v in report.items() if k != "ports"}, "worker_ports_used": len(report.get("ports", [])),
-                          "load_before": load, "load_after": os.getloadavg()}))
+        print(
+            json.dumps(
+                {
+                    "actors": count,
+                    "recipe_env_workers": envs,
+                    "recipe_processes": processes,
+                    "head_worker_ports": ports,
+                    "head_cpus": demands.head_cpus(config)[1],
+                    "status": proc.returncode,
+                    "head_block": block(stderr),
+                    **{k: v for k, v in report.items() if k != "ports"},
+                    "worker_ports_used": len(report.get("ports", [])),
+                    "load_before": load,
+                    "load_after": os.getloadavg(),
+                }
+            )
+        )
     return 0
 
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "report"))
 
-from report_synthetic import build_analysis  # noqa: E402
+from report_synthetic import build_analysis
 
-from agentrepro.report import render  # noqa: E402
-from agentrepro.report.load import validate  # noqa: E402
+from agentrepro.report import render
+from agentrepro.report.load import validate
 
 AUDIT = {"status": "passed", "problems": [], "message": "benchmark"}
 
@@ -89,8 +89,22 @@ def measure(analysis: dict, repeats: int, printers: list, png_dir: Path | None) 
             res[f"{engine.name} pages"], res[f"{engine.name} MB"] = pages(pdf), pdf.stat().st_size / 1e6
             if png_dir:
                 png_dir.mkdir(parents=True, exist_ok=True)
-                subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile", str(pdf),
-                                str(png_dir / f"{engine.name}-page1")], check=True)
+                subprocess.run(
+                    [
+                        "pdftoppm",
+                        "-png",
+                        "-r",
+                        "60",
+                        "-f",
+                        "1",
+                        "-l",
+                        "1",
+                        "-singlefile",
+                        str(pdf),
+                        str(png_dir / f"{engine.name}-page1"),
+                    ],
+                    check=True,
+                )
     return res
 
 
@@ -103,18 +117,27 @@ def main() -> None:
     printers = [] if args.no_pdf else engines()
     base = build_analysis()
     sizes = {"1x": base, "10x": widen_training(json.loads(json.dumps(base)), 10)}
-    results = {name: measure(a, args.repeats, printers, args.pages_png if name == "1x" else None) for name, a in sizes.items()}
+    results = {
+        name: measure(a, args.repeats, printers, args.pages_png if name == "1x" else None) for name, a in sizes.items()
+    }
     phases = ["validate", "figures", "template"] + [f"pdf {e.name}" for e in printers]
     print(f"{'phase':16s} " + " ".join(f"{n + ' s':>10s} {n + ' /tmpl':>10s}" for n in sizes) + f" {'10x/1x':>8s}")
     for ph in phases:
         cells = " ".join(f"{results[n][ph]:10.3f} {results[n][ph] / results[n]['template']:10.1f}" for n in sizes)
         print(f"{ph:16s} {cells} {results['10x'][ph] / results['1x'][ph]:8.2f}")
     for n in sizes:
-        print(f"{n}: training rows {len(sizes[n]['tables']['training'])}, html {results[n]['html_bytes'] / 1e6:.2f} MB"
-              + "".join(f", {e.version}: {results[n][e.name + ' pages']} pages, {results[n][e.name + ' MB']:.2f} MB" for e in printers))
+        print(
+            f"{n}: training rows {len(sizes[n]['tables']['training'])}, html {results[n]['html_bytes'] / 1e6:.2f} MB"
+            + "".join(
+                f", {e.version}: {results[n][e.name + ' pages']} pages, {results[n][e.name + ' MB']:.2f} MB"
+                for e in printers
+            )
+        )
     if len(printers) == 2:
         for n in sizes:
-            print(f"{n}: WeasyPrint / Chromium print time {results[n]['pdf weasyprint'] / results[n]['pdf chromium']:.2f}")
+            print(
+                f"{n}: WeasyPrint / Chromium print time {results[n]['pdf weasyprint'] / results[n]['pdf chromium']:.2f}"
+            )
 
 
 if __name__ == "__main__":

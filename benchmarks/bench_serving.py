@@ -55,14 +55,27 @@ def main() -> None:
     started = time.perf_counter()
     log_dir = args.log_dir or work / "logs"
     print(f"model {model}; server log in {log_dir}", flush=True)
-    report = {"model": str(model), "shape": None if args.model else args.shape, "device": args.device,
-              "server_args": args.server_arg, "episodes": args.episodes, "max_tokens": args.max_tokens,
-              "max_turns": args.max_turns, "levels": []}
+    report = {
+        "model": str(model),
+        "shape": None if args.model else args.shape,
+        "device": args.device,
+        "server_args": args.server_arg,
+        "episodes": args.episodes,
+        "max_tokens": args.max_tokens,
+        "max_turns": args.max_turns,
+        "levels": [],
+    }
     with serve(config, model, log_dir=log_dir) as server:
-        report.update(server=server.provenance.get("kind"), version=server.provenance.get("version"),
-                      ready_s=round(time.perf_counter() - started, 1))
-        print(f"server {report['server']} {report['version']} ready in {report['ready_s']} s; "
-              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        report.update(
+            server=server.provenance.get("kind"),
+            version=server.provenance.get("version"),
+            ready_s=round(time.perf_counter() - started, 1),
+        )
+        print(
+            f"server {report['server']} {report['version']} ready in {report['ready_s']} s; "
+            f"load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
 
         async def level(concurrency: int) -> tuple[float, int, int]:
             client = ChatClient(server.url, server.model, max_connections=concurrency)
@@ -73,12 +86,22 @@ def main() -> None:
                 nonlocal requests
                 requests += 1
                 return await chat(*a, **kw)
+
             client.chat = counted
             try:
                 t = time.perf_counter()
-                rows = await evaluate_panel(lambda: make_env("frozenlake"), panel, identity={"study": "b", "method": "b", "seed": 0},
-                                            step=0, client=client, sampling=sampling, mode="concat", max_turns=args.max_turns,
-                                            concurrency=concurrency, category="frozenlake")
+                rows = await evaluate_panel(
+                    lambda: make_env("frozenlake"),
+                    panel,
+                    identity={"study": "b", "method": "b", "seed": 0},
+                    step=0,
+                    client=client,
+                    sampling=sampling,
+                    mode="concat",
+                    max_turns=args.max_turns,
+                    concurrency=concurrency,
+                    category="frozenlake",
+                )
                 return time.perf_counter() - t, len(rows), requests
             finally:
                 await client.aclose()
@@ -91,11 +114,20 @@ def main() -> None:
             seconds, episodes, requests = asyncio.run(level(concurrency))
             rate = episodes / seconds
             base = base or rate
-            print(f"| {concurrency} | {episodes} | {requests} | {seconds:.1f} | {rate:.2f} | {requests / seconds:.2f} | {rate / base:.2f}x |",
-                  flush=True)
-            report["levels"].append({"concurrency": concurrency, "episodes": episodes, "requests": requests,
-                                     "seconds": round(seconds, 2), "episodes_per_s": round(rate, 3),
-                                     "vs_1": round(rate / base, 3)})
+            print(
+                f"| {concurrency} | {episodes} | {requests} | {seconds:.1f} | {rate:.2f} | {requests / seconds:.2f} | {rate / base:.2f}x |",
+                flush=True,
+            )
+            report["levels"].append(
+                {
+                    "concurrency": concurrency,
+                    "episodes": episodes,
+                    "requests": requests,
+                    "seconds": round(seconds, 2),
+                    "episodes_per_s": round(rate, 3),
+                    "vs_1": round(rate / base, 3),
+                }
+            )
             if args.json:
                 args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         print(f"load average {os.getloadavg()[0]:.1f}")

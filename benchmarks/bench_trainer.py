@@ -35,19 +35,24 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    import tempfile
+
+    from agentrepro.trainer.config import TrainConfig
     from agentrepro.trainer.context import RunSpec
     from agentrepro.trainer.loop import Trainer
     from agentrepro.trainer.policy import ModelSpec, build_policy
     from agentrepro.trainer.rollout import Sampler, rollout
-    import tempfile
-
-    from agentrepro.trainer.config import TrainConfig
     from agentrepro.trainer.update import TrainBatch, update
 
     groups = max(1, args.trajectories // 8)
-    config = {"study": "bench", "method": "grpo", "seed": 0, "env": {"name": "frozenlake", "params": {}},
-              "model": {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}},
-              "train": {"progress": False, "groups": groups, "group_size": 8, "warmstart_target": 0.3, "steps": 1000}}
+    config = {
+        "study": "bench",
+        "method": "grpo",
+        "seed": 0,
+        "env": {"name": "frozenlake", "params": {}},
+        "model": {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}},
+        "train": {"progress": False, "groups": groups, "group_size": 8, "warmstart_target": 0.3, "steps": 1000},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(config, tmp, resume=False)
         spec: RunSpec = trainer.spec
@@ -55,9 +60,19 @@ def main(argv=None) -> int:
         envs = [spec.make_env(training=True) for _ in seeds]
 
         def play(mode="concat", kv_cache=True, policy=None):
-            return rollout(policy or trainer.policy, envs, seeds, [i // 8 for i in range(len(seeds))], trainer.codec,
-                           Sampler(1.0, torch.Generator().manual_seed(0)), mode=mode, max_turns=5, max_new_tokens=6,
-                           device=torch.device("cpu"), kv_cache=kv_cache)
+            return rollout(
+                policy or trainer.policy,
+                envs,
+                seeds,
+                [i // 8 for i in range(len(seeds))],
+                trainer.codec,
+                Sampler(1.0, torch.Generator().manual_seed(0)),
+                mode=mode,
+                max_turns=5,
+                max_new_tokens=6,
+                device=torch.device("cpu"),
+                kv_cache=kv_cache,
+            )
 
         rows = []
         cached = _median_time(lambda: play(), args.repeats)
@@ -72,15 +87,30 @@ def main(argv=None) -> int:
 
         def one_update(policy):
             opt = torch.optim.AdamW(policy.parameters(), lr=1e-9)
-            update(policy, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0),
-                   TrainBatch(ro.input_ids, ro.attention_mask, ro.loss_mask.float(), adv, None), cfg,
-                   torch.Generator().manual_seed(0), torch.device("cpu"))
+            update(
+                policy,
+                opt,
+                torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0),
+                TrainBatch(ro.input_ids, ro.attention_mask, ro.loss_mask.float(), adv, None),
+                cfg,
+                torch.Generator().manual_seed(0),
+                torch.device("cpu"),
+            )
 
         qwen = build_policy(spec.model, trainer.tokenizer, 0)
-        gpt2 = build_policy(ModelSpec.from_dict({"name": "tiny-gpt2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}), trainer.tokenizer, 0)
+        gpt2 = build_policy(
+            ModelSpec.from_dict({"name": "tiny-gpt2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}),
+            trainer.tokenizer,
+            0,
+        )
         gpt2.lm.set_attn_implementation("eager")  # the baseline: transformers' eager attention
-        rows.append(("update: tiny-qwen2 SDPA vs tiny-gpt2 eager", _median_time(lambda: one_update(qwen), args.repeats),
-                     _median_time(lambda: one_update(gpt2), args.repeats)))
+        rows.append(
+            (
+                "update: tiny-qwen2 SDPA vs tiny-gpt2 eager",
+                _median_time(lambda: one_update(qwen), args.repeats),
+                _median_time(lambda: one_update(gpt2), args.repeats),
+            )
+        )
 
         before = dict(trainer.counters)
         t0 = time.perf_counter()
@@ -95,7 +125,9 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     for name, this, base in rows:
         print(f"| {name} | {this:.3f} | {base:.3f} | {base / this:.2f}x |")
-    print(f"\nfull RL step: {elapsed / steps:.2f} s/step, {env_steps / elapsed:.0f} env steps/s, {tokens / elapsed:.0f} generated tokens/s")
+    print(
+        f"\nfull RL step: {elapsed / steps:.2f} s/step, {env_steps / elapsed:.0f} env steps/s, {tokens / elapsed:.0f} generated tokens/s"
+    )
     return 0
 
 

@@ -34,9 +34,16 @@ def verb(*args) -> None:
 def config_of(manifest: dict, method: str, seed: int, steps: int | None, device: str | None) -> dict:
     train = {**manifest["train"], **(manifest["methods"][method] or {}), "progress": False}
     train.update({k: v for k, v in (("steps", steps), ("device", device)) if v is not None})
-    return {"study": manifest["study"], "method": method, "seed": seed, "backend": manifest["backend"],
-            "model": manifest["model"], "env": manifest["env"], "train": train,
-            "eval": {k: v for k, v in manifest["eval"].items() if k != "every"}}
+    return {
+        "study": manifest["study"],
+        "method": method,
+        "seed": seed,
+        "backend": manifest["backend"],
+        "model": manifest["model"],
+        "env": manifest["env"],
+        "train": train,
+        "eval": {k: v for k, v in manifest["eval"].items() if k != "every"},
+    }
 
 
 def successes(path: Path) -> list[int]:
@@ -59,7 +66,9 @@ def main(argv=None) -> int:
     methods = args.methods.split(",")
     args.out.mkdir(parents=True, exist_ok=True)
     for method in methods:
-        (args.out / f"{method}.yaml").write_text(yaml.safe_dump(config_of(manifest, method, args.seed, args.steps, args.device)))
+        (args.out / f"{method}.yaml").write_text(
+            yaml.safe_dump(config_of(manifest, method, args.seed, args.steps, args.device))
+        )
     warm = args.out / "_warmstart" / f"seed{args.seed}"
     started = time.perf_counter()
     verb("warmstart", "--config", args.out / f"{methods[0]}.yaml", "--out", warm)
@@ -73,16 +82,30 @@ def main(argv=None) -> int:
         train_s = time.perf_counter() - t0
         for step in (0, steps):
             verb("eval", "--run", run_dir, "--step", step)
-        a, b = successes(run_dir / "eval" / "step0" / "outcomes.jsonl"), successes(run_dir / "eval" / f"step{steps}" / "outcomes.jsonl")
+        a, b = (
+            successes(run_dir / "eval" / "step0" / "outcomes.jsonl"),
+            successes(run_dir / "eval" / f"step{steps}" / "outcomes.jsonl"),
+        )
         up, down = sum(y > x for x, y in zip(a, b)), sum(x > y for x, y in zip(a, b))
         record = json.loads((run_dir / "warmstart.json").read_text())
         digest = [hashlib.sha256((d / "checkpoints" / "step0.pt").read_bytes()).hexdigest() for d in (run_dir, warm)]
-        return {"method": method, "seed": args.seed, "device": args.device or manifest["train"].get("device", "cpu"),
-                "warmstart_steps": record["steps"], "warmstart_val": record.get("val_success"), "warmstart_s": round(warm_s, 1),
-                "step0": sum(a), "final": sum(b), "n": len(a), "up": up, "down": down,
-                "mcnemar_p": binomtest(up, up + down).pvalue if up + down else 1.0, "train_s": round(train_s, 1),
-                "step0_checkpoint_is_the_warm_starts": digest[0] == digest[1],
-                "step0_outcomes_are_the_warm_starts": a == successes(warm / "eval" / "step0" / "outcomes.jsonl")}
+        return {
+            "method": method,
+            "seed": args.seed,
+            "device": args.device or manifest["train"].get("device", "cpu"),
+            "warmstart_steps": record["steps"],
+            "warmstart_val": record.get("val_success"),
+            "warmstart_s": round(warm_s, 1),
+            "step0": sum(a),
+            "final": sum(b),
+            "n": len(a),
+            "up": up,
+            "down": down,
+            "mcnemar_p": binomtest(up, up + down).pvalue if up + down else 1.0,
+            "train_s": round(train_s, 1),
+            "step0_checkpoint_is_the_warm_starts": digest[0] == digest[1],
+            "step0_outcomes_are_the_warm_starts": a == successes(warm / "eval" / "step0" / "outcomes.jsonl"),
+        }
 
     with ThreadPoolExecutor(args.workers) as pool:
         for row in pool.map(run, methods):

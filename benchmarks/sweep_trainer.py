@@ -22,7 +22,9 @@ import yaml
 
 MANIFEST_TRAIN = {"progress": False}
 # The default study's model, read from its manifest so that a sweep measures what `make demo` runs.
-DEFAULT_MODEL = yaml.safe_load((Path(__file__).resolve().parents[1] / "manifests" / "frozenlake-cpu.yaml").read_text())["model"]
+DEFAULT_MODEL = yaml.safe_load((Path(__file__).resolve().parents[1] / "manifests" / "frozenlake-cpu.yaml").read_text())[
+    "model"
+]
 
 
 def run_one(spec: dict, out_dir: str) -> dict:
@@ -35,11 +37,15 @@ def run_one(spec: dict, out_dir: str) -> dict:
     from agentrepro.trainer.evaluate import evaluate_run
     from agentrepro.trainer.loop import train
 
-    config = {"study": "sweep", "method": spec["method"], "seed": spec["seed"],
-              "model": spec.get("model", DEFAULT_MODEL),
-              "env": {"name": "frozenlake", "params": {}},
-              "train": {**MANIFEST_TRAIN, **spec["train"]},
-              "eval": {"tasks": 128, "first_seed": 10001, "temperature": 0}}
+    config = {
+        "study": "sweep",
+        "method": spec["method"],
+        "seed": spec["seed"],
+        "model": spec.get("model", DEFAULT_MODEL),
+        "env": {"name": "frozenlake", "params": {}},
+        "train": {**MANIFEST_TRAIN, **spec["train"]},
+        "eval": {"tasks": 128, "first_seed": 10001, "temperature": 0},
+    }
     run_dir = Path(out_dir) / spec["name"]
     started = time.perf_counter()
     trainer = train(config, run_dir, resume=False)
@@ -55,14 +61,27 @@ def run_one(spec: dict, out_dir: str) -> dict:
     warm = json.loads((run_dir / "warmstart.json").read_text())
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     rl_s = metrics[-1]["wall_s"] - warm.get("wall_s", 0.0) if metrics else 0.0
-    return {"name": spec["name"], "method": spec["method"], "seed": spec["seed"], "train": spec["train"],
-            "step0": sum(a) / len(a), "final": sum(b) / len(b), "up": up, "down": down, "mcnemar_p": p,
-            "warmstart_steps": warm["steps"], "warmstart_val": warm.get("val_success"), "warmstart_s": warm.get("wall_s"),
-            "train_s": train_s, "eval_s": eval_s, "rl_s": rl_s,
-            "env_steps_per_s": metrics[-1]["env_steps"] / rl_s if rl_s else None,
-            "tokens_per_s": metrics[-1]["tokens_generated"] / rl_s if rl_s else None,
-            "train_success_last10": sum(m["train_success_rate"] for m in metrics[-10:]) / max(1, len(metrics[-10:])),
-            "valid_last": metrics[-1]["valid_action_ratio"] if metrics else None}
+    return {
+        "name": spec["name"],
+        "method": spec["method"],
+        "seed": spec["seed"],
+        "train": spec["train"],
+        "step0": sum(a) / len(a),
+        "final": sum(b) / len(b),
+        "up": up,
+        "down": down,
+        "mcnemar_p": p,
+        "warmstart_steps": warm["steps"],
+        "warmstart_val": warm.get("val_success"),
+        "warmstart_s": warm.get("wall_s"),
+        "train_s": train_s,
+        "eval_s": eval_s,
+        "rl_s": rl_s,
+        "env_steps_per_s": metrics[-1]["env_steps"] / rl_s if rl_s else None,
+        "tokens_per_s": metrics[-1]["tokens_generated"] / rl_s if rl_s else None,
+        "train_success_last10": sum(m["train_success_rate"] for m in metrics[-10:]) / max(1, len(metrics[-10:])),
+        "valid_last": metrics[-1]["valid_action_ratio"] if metrics else None,
+    }
 
 
 def main(argv=None) -> int:
@@ -78,7 +97,7 @@ def main(argv=None) -> int:
         for future in as_completed(futures):
             try:
                 row = future.result()
-            except Exception as exc:  # noqa: BLE001 - a failed configuration is recorded, the others go on
+            except Exception as exc:
                 row = {"name": futures[future]["name"], "error": f"{type(exc).__name__}: {exc}"}
             print(json.dumps(row), flush=True)
             fh.write(json.dumps(row) + "\n")

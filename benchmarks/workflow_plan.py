@@ -26,9 +26,24 @@ BASELINE = REPO / "tests" / "workflow" / "manifests" / "wf-tiny.yaml"
 
 def plan(workdir: Path, manifest: str) -> tuple[float, int]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "-n", "--nolock",
-                           "--config", f"manifest={manifest}"], capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(workdir),
+            "-n",
+            "--nolock",
+            "--config",
+            f"manifest={manifest}",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"snakemake -n failed for {manifest}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")

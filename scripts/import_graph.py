@@ -45,11 +45,11 @@ RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 
 @dataclass(frozen=True)
 class Import:
-    source: str        # the importing module (agentrepro.x.y)
-    target: str        # the imported agentrepro module, or a third-party module name
+    source: str  # the importing module (agentrepro.x.y)
+    target: str  # the imported agentrepro module, or a third-party module name
     line: int
-    inside: bool       # inside a function body
-    text: str          # the source line
+    inside: bool  # inside a function body
+    text: str  # the source line
 
 
 def layer_line() -> str:
@@ -100,6 +100,7 @@ def imports(src: Path) -> list[Import]:
                     while name.startswith("agentrepro.") and name not in known and "." in name:
                         name = name.rpartition(".")[0]
                     found.append(Import(module, name, child.lineno, inside, lines[child.lineno - 1]))
+
         visit(ast.parse(source), False)
     return found
 
@@ -160,19 +161,27 @@ def part_edges(edges: list[Import], known: dict[str, Path]) -> dict[tuple[str, s
 def upward(edges: list[Import], known: dict[str, Path]) -> list[Import]:
     """Imports of a part of the importer's own layer or above (parts not in LAYERS count as going up; the package's
     own __init__, which holds only its version, is below everything)."""
-    return [e for e in own(edges, known) if part(e.target) != part(e.source) and "agentrepro" not in (e.source, e.target)
-            and RANK.get(part(e.target), len(LAYERS)) >= RANK.get(part(e.source), -1)]
+    return [
+        e
+        for e in own(edges, known)
+        if part(e.target) != part(e.source)
+        and "agentrepro" not in (e.source, e.target)
+        and RANK.get(part(e.target), len(LAYERS)) >= RANK.get(part(e.source), -1)
+    ]
 
 
 def summary(src: Path) -> dict[str, object]:
     known = modules(src)
     edges = imports(src)
     pairs = part_edges(edges, known)
-    return {"modules": len(known), "cycles": cycles(edges, known),
-            "mutual_parts": sorted({tuple(sorted(k)) for k in pairs if (k[1], k[0]) in pairs}),
-            "function_body_imports": sum(1 for e in edges if e.inside),
-            "own_function_body_imports": sum(1 for e in own(edges, known) if e.inside),
-            "upward": [f"{e.source}:{e.line} -> {e.target}" for e in upward(edges, known)]}
+    return {
+        "modules": len(known),
+        "cycles": cycles(edges, known),
+        "mutual_parts": sorted({tuple(sorted(k)) for k in pairs if (k[1], k[0]) in pairs}),
+        "function_body_imports": sum(1 for e in edges if e.inside),
+        "own_function_body_imports": sum(1 for e in own(edges, known) if e.inside),
+        "upward": [f"{e.source}:{e.line} -> {e.target}" for e in upward(edges, known)],
+    }
 
 
 def draw(src: Path, png: Path, title: str) -> None:
@@ -196,16 +205,39 @@ def draw(src: Path, png: Path, title: str) -> None:
     for (a, b), n in sorted(pairs.items()):
         (xa, ya), (xb, yb) = where[a], where[b]
         bad = RANK.get(b, len(LAYERS)) >= RANK.get(a, -1)
-        ax.annotate("", xy=(xb, yb), xytext=(xa, ya), zorder=1,
-                    arrowprops={"arrowstyle": "-|>", "lw": 0.6 + 0.15 * min(n, 10), "color": "#c62828" if bad else "#9e9e9e",
-                                "alpha": 0.9 if bad else 0.5, "shrinkA": 9, "shrinkB": 9, "connectionstyle": "arc3,rad=0.08"})
+        ax.annotate(
+            "",
+            xy=(xb, yb),
+            xytext=(xa, ya),
+            zorder=1,
+            arrowprops={
+                "arrowstyle": "-|>",
+                "lw": 0.6 + 0.15 * min(n, 10),
+                "color": "#c62828" if bad else "#9e9e9e",
+                "alpha": 0.9 if bad else 0.5,
+                "shrinkA": 9,
+                "shrinkB": 9,
+                "connectionstyle": "arc3,rad=0.08",
+            },
+        )
     for name, (x, y) in where.items():
-        ax.text(x, y, name, ha="center", va="center", fontsize=8, zorder=2,
-                bbox={"boxstyle": "round,pad=0.3", "fc": "#e3f2fd" if name in RANK else "#fff3e0", "ec": "#546e7a"})
+        ax.text(
+            x,
+            y,
+            name,
+            ha="center",
+            va="center",
+            fontsize=8,
+            zorder=2,
+            bbox={"boxstyle": "round,pad=0.3", "fc": "#e3f2fd" if name in RANK else "#fff3e0", "ec": "#546e7a"},
+        )
     facts = summary(src)
-    ax.set_title(f"{title}\n{facts['modules']} modules, {len(facts['cycles'])} cycles, {len(facts['mutual_parts'])} parts importing "
-                 f"each other, {len(facts['upward'])} imports going up (red), {facts['own_function_body_imports']} of its own "
-                 "modules imported inside functions", fontsize=8)
+    ax.set_title(
+        f"{title}\n{facts['modules']} modules, {len(facts['cycles'])} cycles, {len(facts['mutual_parts'])} parts importing "
+        f"each other, {len(facts['upward'])} imports going up (red), {facts['own_function_body_imports']} of its own "
+        "modules imported inside functions",
+        fontsize=8,
+    )
     ax.set_xlim(0, 1)
     ax.set_ylim(-1, max(rows) + 1)
     ax.axis("off")
@@ -215,14 +247,18 @@ def draw(src: Path, png: Path, title: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, default=HERE.parent / "src", help="the folder holding the agentrepro package")
+    parser.add_argument(
+        "--src", type=Path, default=HERE.parent / "src", help="the folder holding the agentrepro package"
+    )
     parser.add_argument("--png", type=Path, help="draw the graph of parts into this file")
     parser.add_argument("--title", default="agentrepro: imports between parts")
     args = parser.parse_args(argv)
     facts = summary(args.src)
-    print(f"modules {facts['modules']}; cycles {len(facts['cycles'])}; parts importing each other {len(facts['mutual_parts'])}; "
-          f"imports inside functions {facts['function_body_imports']} ({facts['own_function_body_imports']} of agentrepro's own); "
-          f"imports going up the layers {len(facts['upward'])}")
+    print(
+        f"modules {facts['modules']}; cycles {len(facts['cycles'])}; parts importing each other {len(facts['mutual_parts'])}; "
+        f"imports inside functions {facts['function_body_imports']} ({facts['own_function_body_imports']} of agentrepro's own); "
+        f"imports going up the layers {len(facts['upward'])}"
+    )
     if args.png:
         draw(args.src, args.png, args.title)
     return 0

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from helpers import FIXTURES
 from podman_kit import podman_images  # noqa: F401 - a fixture: one build of the test images per session, for every folder
 

@@ -41,13 +41,23 @@ def require_alfworld() -> None:
     require("alfworld", installed, "the alfworld package is not installed (pip install '.[alfworld]')")
 
 
-def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None, env: dict | None = None, timeout: float = 600,
-            prefix: tuple[str, ...] = ()):
+def run_cli(
+    *args: str,
+    cwd: str | os.PathLike | None = None,
+    input: str | None = None,
+    env: dict | None = None,
+    timeout: float = 600,
+    prefix: tuple[str, ...] = (),
+):
     """Run `python -m agentrepro ARGS` as a subprocess, as a user would (after the words of `prefix`, a command that
     runs it, as podman_kit.stand_in_gpus); returns CompletedProcess."""
     return subprocess.run(
         [*prefix, sys.executable, "-m", "agentrepro", *map(str, args)],
-        cwd=cwd, input=input, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
     )
 
@@ -77,6 +87,8 @@ def write_alfworld_games(root: Path, names: list[str], *, split_dir: str = "vali
         trial = Path(root) / "json_2.1.1" / split_dir / name / "trial_T20190907_000000_000000"
         trial.mkdir(parents=True)
         (trial / "traj_data.json").write_text(json.dumps({"task_type": name.split("-")[0]}))
-        (trial / "game.tw-pddl").write_text(json.dumps({"solvable": True, "pddl_domain": "d", "grammar": "g", "pddl_problem": "p"}))
+        (trial / "game.tw-pddl").write_text(
+            json.dumps({"solvable": True, "pddl_domain": "d", "grammar": "g", "pddl_problem": "p"})
+        )
         ids.append(trial.relative_to(root).as_posix())
     return sorted(ids)

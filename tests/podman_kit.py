@@ -35,14 +35,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import require
 
 from agentrepro import containers
-from helpers import require
 
 PYTHON = Path("/usr/bin/python3")
 BASH = Path("/usr/bin/bash")
-SKIP_DIRS = {"__pycache__", "test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data",
-             "site-packages", "dist-packages"}
+SKIP_DIRS = {
+    "__pycache__",
+    "test",
+    "tests",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "pydoc_data",
+    "site-packages",
+    "dist-packages",
+}
 CONTAINERS_CONF = """[containers]
 default_ulimits = ["nofile=20000:20000", "nproc=20000:20000"]
 
@@ -52,7 +63,7 @@ cgroup_manager = "cgroupfs"
 """
 
 
-STAND_IN_GPU_ENV = "AGENTREPRO_STAND_IN_GPU"   # what the stand-in GPU device puts into a container: its only effect
+STAND_IN_GPU_ENV = "AGENTREPRO_STAND_IN_GPU"  # what the stand-in GPU device puts into a container: its only effect
 STAND_IN_GPU_SPEC = f"""cdiVersion: "0.3.0"
 kind: nvidia.com/gpu
 devices:
@@ -65,9 +76,9 @@ OVERLAY_ETC = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2
 
 @dataclass(frozen=True)
 class TestImage:
-    ref: str        # localhost/agentrepro-test/python:<variant>
-    digest: str     # sha256:<64 hex>, as `podman image inspect` gives it
-    image_id: str   # sha256:<64 hex>
+    ref: str  # localhost/agentrepro-test/python:<variant>
+    digest: str  # sha256:<64 hex>, as `podman image inspect` gives it
+    image_id: str  # sha256:<64 hex>
     variant: str
 
     def block(self, **extra) -> dict:
@@ -82,7 +93,9 @@ def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def require_podman() -> None:
     """Skip (or under AGENTREPRO_REQUIRE=podman fail) unless podman, runc and Debian's python3 and bash are here."""
     for tool in ("podman", "runc"):
-        require("podman", shutil.which(tool) is not None, f"`{tool}` is not on PATH (scripts/system-deps.sh installs it)")
+        require(
+            "podman", shutil.which(tool) is not None, f"`{tool}` is not on PATH (scripts/system-deps.sh installs it)"
+        )
     for program in (PYTHON, BASH):
         require("podman", program.is_file(), f"{program} (the test image's) is missing")
 
@@ -97,8 +110,14 @@ def _libraries(paths: list[Path]) -> set[Path]:
 
 def python_rootfs(target: Path, variant: str) -> Path:
     """A tar of a root file system that runs `python3` (this machine's Debian Python) and `bash`, and names `variant`."""
-    stdlib = Path(subprocess.run([str(PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
-                                 capture_output=True, text=True, check=True).stdout.strip())
+    stdlib = Path(
+        subprocess.run(
+            [str(PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     dynload = sorted((stdlib / "lib-dynload").glob("*.so"))
     binary, bash = PYTHON.resolve(), BASH.resolve()
 
@@ -147,11 +166,14 @@ def configure(directory: Path) -> dict[str, str]:
     image cache of agentrepro (AGENTREPRO_IMAGE_CACHE) in the same place."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "containers.conf").write_text(CONTAINERS_CONF)
-    (directory / "storage.conf").write_text(f'[storage]\ndriver = "overlay"\ngraphroot = "{directory / "graph"}"\n'
-                                            f'runroot = "{directory / "run"}"\n')
-    return {"CONTAINERS_CONF": str(directory / "containers.conf"),
-            "CONTAINERS_STORAGE_CONF": str(directory / "storage.conf"),
-            "AGENTREPRO_IMAGE_CACHE": str(directory / "cache")}
+    (directory / "storage.conf").write_text(
+        f'[storage]\ndriver = "overlay"\ngraphroot = "{directory / "graph"}"\nrunroot = "{directory / "run"}"\n'
+    )
+    return {
+        "CONTAINERS_CONF": str(directory / "containers.conf"),
+        "CONTAINERS_STORAGE_CONF": str(directory / "storage.conf"),
+        "AGENTREPRO_IMAGE_CACHE": str(directory / "cache"),
+    }
 
 
 def build(directory: Path, variant: str) -> TestImage:
@@ -191,7 +213,19 @@ def stand_in_gpus(directory: Path) -> tuple[str, ...]:
     work.mkdir()
     (upper / "cdi" / "stand-in-gpu.yaml").write_text(STAND_IN_GPU_SPEC)
     require("podman", shutil.which("unshare") is not None, "`unshare` (util-linux) is not on PATH")
-    words = ("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", OVERLAY_ETC, "sh", str(upper), str(work))
+    words = (
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "sh",
+        "-c",
+        OVERLAY_ETC,
+        "sh",
+        str(upper),
+        str(work),
+    )
     probe = subprocess.run([*words, "test", "-f", "/etc/cdi/stand-in-gpu.yaml"], capture_output=True, text=True)
     require("podman", probe.returncode == 0, f"no private mount namespace with /etc overlaid: {probe.stderr.strip()}")
     return words
@@ -225,11 +259,17 @@ def check_proof(path: Path, labels: list[str], image: TestImage, other: TestImag
     provenance = json.loads(path.read_text())
     records = provenance["attempts"][-1]["containers"]
     assert [r["label"] for r in records] == labels
-    assert all(r["runtime"] == "podman" and image.digest in r["resolved"]["digests"] and
-               r["resolved"]["image_id"] == image.image_id for r in records), records
+    assert all(
+        r["runtime"] == "podman"
+        and image.digest in r["resolved"]["digests"]
+        and r["resolved"]["image_id"] == image.image_id
+        for r in records
+    ), records
     assert containers.problems(path, provenance, image.block(), must_run=must_run) == []
     swapped = containers.problems(path, provenance, other.block(), must_run=must_run)
-    assert len(swapped) == len(labels) and all(f"not the lock's {other.digest}" in p and image.digest in p for p in swapped), swapped
+    assert len(swapped) == len(labels) and all(
+        f"not the lock's {other.digest}" in p and image.digest in p for p in swapped
+    ), swapped
 
 
 def leftover_containers() -> list[str]:
@@ -237,5 +277,20 @@ def leftover_containers() -> list[str]:
     return podman("ps", "--all", "--quiet").stdout.split()
 
 
-__all__ = ["BASH", "PYTHON", "STAND_IN_GPU_ENV", "TestImage", "build", "check_proof", "configure", "derive", "leftover_containers",
-           "pinned", "podman", "podman_images", "python_rootfs", "require_podman", "stand_in_gpus"]
+__all__ = [
+    "BASH",
+    "PYTHON",
+    "STAND_IN_GPU_ENV",
+    "TestImage",
+    "build",
+    "check_proof",
+    "configure",
+    "derive",
+    "leftover_containers",
+    "pinned",
+    "podman",
+    "podman_images",
+    "python_rootfs",
+    "require_podman",
+    "stand_in_gpus",
+]

@@ -19,7 +19,7 @@ import yaml
 from agentrepro import containers
 from agentrepro.backends.sources import record_run
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, atomic_write_yaml, sha256_file, sha256_json
-from agentrepro.seal import read_outputs_manifest, write_outputs_manifest
+from agentrepro.seal import write_outputs_manifest
 
 COMMIT_A = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 COMMIT_B = "0123456789abcdef0123456789abcdef01234567"
@@ -38,7 +38,10 @@ BASE: dict[str, Any] = {
     "seeds": [0, 1],
     "train": {"steps": 10, "groups": 2, "group_size": 4, "lr": 1.0e-6},
     "eval": {"tasks": 4, "episodes_per_task": 1, "temperature": 0.4, "every": 5},
-    "resources": {"gpus": 2, "cpus": 5},   # GRPO's script reserves 0.1 CPU x 12 env workers + 3 in Ray (agentrepro preflight)
+    "resources": {
+        "gpus": 2,
+        "cpus": 5,
+    },  # GRPO's script reserves 0.1 CPU x 12 env workers + 3 in Ray (agentrepro preflight)
     "reference": "references/demo.yaml",
     "analysis": {"tolerance_pp": 3, "alpha": 0.05, "claims": ["gigpo > grpo"]},
 }
@@ -65,8 +68,14 @@ def write_study(root: Path, manifest: dict | None = None, *, tasks: list[dict] =
     """Write manifests/demo.yaml, its reference and data/eval.jsonl under root; return the manifest path."""
     manifest = BASE if manifest is None else manifest
     (root / "manifests" / "references").mkdir(parents=True, exist_ok=True)
-    atomic_write_yaml(root / "manifests" / "references" / "demo.yaml",
-                      {"paper": "test", "metric": "success_rate", "values": {"gigpo": {"value": 0.5, "std": None, "seeds": 2, "source": "none", "checked": False}}})
+    atomic_write_yaml(
+        root / "manifests" / "references" / "demo.yaml",
+        {
+            "paper": "test",
+            "metric": "success_rate",
+            "values": {"gigpo": {"value": 0.5, "std": None, "seeds": 2, "source": "none", "checked": False}},
+        },
+    )
     atomic_write_jsonl(root / "data" / "eval.jsonl", tasks)
     path = root / "manifests" / f"{manifest['study']}.yaml"
     atomic_write_yaml(path, manifest)
@@ -96,12 +105,30 @@ def ran_in_image(block: dict) -> dict:
     if image is None:
         return {}
     resolved = {"file_sha256": image.sha256} if image.is_file else {"digests": [image.digest]}
-    return {"containers": [containers.record(label="train", image=image, reference=image.pinned, version="1.3.4",
-                                             resolved=resolved, obtained="the test kit", prepared={"action": "present", "seconds": 0.0})]}
+    return {
+        "containers": [
+            containers.record(
+                label="train",
+                image=image,
+                reference=image.pinned,
+                version="1.3.4",
+                resolved=resolved,
+                obtained="the test kit",
+                prepared={"action": "present", "seconds": 0.0},
+            )
+        ]
+    }
 
 
-def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int, ...] = (0, 5, 10),
-             extra: dict[str, list] | None = None) -> Path:
+def fake_run(
+    root: Path,
+    lock: dict,
+    method: str,
+    seed: int,
+    *,
+    steps: tuple[int, ...] = (0, 5, 10),
+    extra: dict[str, list] | None = None,
+) -> Path:
     """A sealed run directory as train and eval would leave it (no torch, no training); `extra`: more JSONL files
     of the run ({name: rows}), written before the seal."""
     from agentrepro.manifest import run_config
@@ -116,23 +143,51 @@ def fake_run(root: Path, lock: dict, method: str, seed: int, *, steps: tuple[int
     (run / "checkpoints" / "last.pt").write_bytes(b"\x00" * 1000)
     (run / "logs").mkdir()
     (run / "logs" / "train.log").write_text("live log, never sealed\n")
-    base = {"study": lock["study"], "method": method, "seed": seed,
-            "lock_sha256": config["lock"]["sha256"], "resolved_config_sha256": sha256_json(config),
-            "status": "ok", "attempts": [{"stage": "train", "number": 1, "status": "ok", **ran_in_image(config["image"])}]}
+    base = {
+        "study": lock["study"],
+        "method": method,
+        "seed": seed,
+        "lock_sha256": config["lock"]["sha256"],
+        "resolved_config_sha256": sha256_json(config),
+        "status": "ok",
+        "attempts": [{"stage": "train", "number": 1, "status": "ok", **ran_in_image(config["image"])}],
+    }
     atomic_write_json(run / "provenance.json", base)
     for name, rows in (extra or {}).items():
         atomic_write_jsonl(run / name, rows)
-    record_run(config, run, root)   # as `agentrepro train` does: its backend's sources as they are now
+    record_run(config, run, root)  # as `agentrepro train` does: its backend's sources as they are now
     write_outputs_manifest(run)
     for step in steps:
         ev = run / "eval" / f"step{step}"
-        rows = [{"study": lock["study"], "method": method, "seed": seed, "step": step, "task_id": t["task_id"],
-                 "task_hash": t["task_hash"], "category": t["category"], "episode": 0, "success": i % 2,
-                 "reward": float(i % 2), "turns": 3, "tokens": 40} for i, t in enumerate(lock["task_panel"])]
+        rows = [
+            {
+                "study": lock["study"],
+                "method": method,
+                "seed": seed,
+                "step": step,
+                "task_id": t["task_id"],
+                "task_hash": t["task_hash"],
+                "category": t["category"],
+                "episode": 0,
+                "success": i % 2,
+                "reward": float(i % 2),
+                "turns": 3,
+                "tokens": 40,
+            }
+            for i, t in enumerate(lock["task_panel"])
+        ]
         atomic_write_jsonl(ev / "outcomes.jsonl", rows)
-        atomic_write_json(ev / "provenance.json", {"lock_sha256": config["lock"]["sha256"], "resolved_config_sha256": sha256_json(config),
-                                                   "run_outputs_sha256": sha256_file(run / "OUTPUTS.sha256"), "status": "ok", "attempts": []})
-        record_run(config, ev, root)   # as `agentrepro eval` by the backend itself does
+        atomic_write_json(
+            ev / "provenance.json",
+            {
+                "lock_sha256": config["lock"]["sha256"],
+                "resolved_config_sha256": sha256_json(config),
+                "run_outputs_sha256": sha256_file(run / "OUTPUTS.sha256"),
+                "status": "ok",
+                "attempts": [],
+            },
+        )
+        record_run(config, ev, root)  # as `agentrepro eval` by the backend itself does
         write_outputs_manifest(ev)
     return run
 

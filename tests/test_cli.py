@@ -4,9 +4,9 @@ import shutil
 import subprocess
 
 import pytest
+from helpers import run_cli
 
 from agentrepro.cli import VERBS
-from helpers import run_cli
 
 
 def test_python_m_and_console_script_agree():

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -15,7 +14,7 @@ README_MAX_LINES = 160
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 CODE_SPAN = re.compile(r"`[^`\n]*`")
-EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)   # http:, https:, mailto:
+EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)  # http:, https:, mailto:
 
 
 def _outside_fences(text: str):
@@ -46,8 +45,11 @@ def anchors(page: Path) -> set[str]:
 
 def links(page: Path) -> list[str]:
     """The link and image targets of a page's prose (fenced code blocks and code spans hold none)."""
-    return [m.group(1) for line in _outside_fences(page.read_text(encoding="utf-8"))
-            for m in LINK.finditer(CODE_SPAN.sub("``", line))]
+    return [
+        m.group(1)
+        for line in _outside_fences(page.read_text(encoding="utf-8"))
+        for m in LINK.finditer(CODE_SPAN.sub("``", line))
+    ]
 
 
 def broken_links(page: Path) -> list[str]:
@@ -75,9 +77,11 @@ def test_the_link_check_finds_a_broken_link(tmp_path):
     """The check reports a missing file, a missing heading and a link to an existing heading as it should."""
     (tmp_path / "other.md").write_text("# Title\n\n## A `code` heading (with: punctuation)\n", encoding="utf-8")
     page = tmp_path / "page.md"
-    page.write_text("[ok](other.md#a-code-heading-with-punctuation) [gone](missing.md) [bad](other.md#nope)\n"
-                    "`[in code](missing2.md)` [web](https://example.org/x)\n```\n[fenced](missing3.md)\n```\n",
-                    encoding="utf-8")
+    page.write_text(
+        "[ok](other.md#a-code-heading-with-punctuation) [gone](missing.md) [bad](other.md#nope)\n"
+        "`[in code](missing2.md)` [web](https://example.org/x)\n```\n[fenced](missing3.md)\n```\n",
+        encoding="utf-8",
+    )
     problems = broken_links(page)
     assert len(problems) == 2
     assert problems[0].startswith("missing.md: no file") and problems[1].startswith("other.md#nope: no heading")

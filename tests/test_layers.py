@@ -14,7 +14,7 @@ from helpers import REPO
 
 _spec = importlib.util.spec_from_file_location("import_graph", REPO / "scripts" / "import_graph.py")
 graph = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = graph   # dataclasses look their module up there
+sys.modules[_spec.name] = graph  # dataclasses look their module up there
 _spec.loader.exec_module(graph)
 
 SRC = REPO / "src"
@@ -53,7 +53,9 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path):
     (package / "errors").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "errors" / "__init__.py").write_text("from agentrepro.errors import b\n")
-    (package / "errors" / "b.py").write_text("def f():\n    from agentrepro import reading  # heavy\n    from agentrepro.errors import c\n")
+    (package / "errors" / "b.py").write_text(
+        "def f():\n    from agentrepro import reading  # heavy\n    from agentrepro.errors import c\n"
+    )
     (package / "errors" / "c.py").write_text("from agentrepro.errors import b\n")
     (package / "reading.py").write_text("")
     edges, known = graph.imports(tmp_path), graph.modules(tmp_path)
@@ -64,8 +66,15 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path):
 def test_function_body_imports_are_heavy_or_optional_with_a_reason():
     """An import inside a function is of a heavy or optional dependency (or the builtin backend's trainer), and says
     why on its line; the framework integrations are exempt (they import each other by their own names)."""
-    wrong = [f"{e.source}:{e.line}: {e.text.strip()}" for e in EDGES if e.inside and not integration(e.source)
-             and not ((e.target.split(".")[0] in HEAVY or e.target.startswith(HEAVY_OWN.get(e.source, "\0"))) and "#" in e.text)]
+    wrong = [
+        f"{e.source}:{e.line}: {e.text.strip()}"
+        for e in EDGES
+        if e.inside
+        and not integration(e.source)
+        and not (
+            (e.target.split(".")[0] in HEAVY or e.target.startswith(HEAVY_OWN.get(e.source, "\0"))) and "#" in e.text
+        )
+    ]
     assert wrong == []
 
 
@@ -76,23 +85,38 @@ def test_the_design_states_the_same_layers():
 
 def test_the_script_prints_the_counts():
     """`python scripts/import_graph.py` prints the counts the design page quotes: no cycle, nothing going up."""
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "import_graph.py")], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "import_graph.py")], capture_output=True, text=True, check=True
+    )
     assert "cycles 0;" in result.stdout and "parts importing each other 0;" in result.stdout
     assert result.stdout.rstrip().endswith("imports going up the layers 0")
 
 
-@pytest.mark.parametrize("hook", sorted(p.relative_to(SRC).as_posix() for p in (SRC / "agentrepro").rglob("agentrepro_*.py")))
+@pytest.mark.parametrize(
+    "hook", sorted(p.relative_to(SRC).as_posix() for p in (SRC / "agentrepro").rglob("agentrepro_*.py"))
+)
 def test_integrations_import_only_the_standard_library_and_each_other(hook):
     """A framework integration imports the standard library and other integrations; agentrepro itself only in the
     fallback used when the harness imports it as part of the package."""
     tree = ast.parse((SRC / hook).read_text(encoding="utf-8"))
-    fallback = {n.lineno for t in ast.walk(tree) if isinstance(t, ast.Try)
-                for h in t.handlers for n in ast.walk(h) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    fallback = {
+        n.lineno
+        for t in ast.walk(tree)
+        if isinstance(t, ast.Try)
+        for h in t.handlers
+        for n in ast.walk(h)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+    }
     foreign = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in fallback:
-            for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]):
+            for name in [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]:
                 top = name.split(".")[0]
-                if top and top not in sys.stdlib_module_names and not top.startswith("agentrepro_") and top != "__future__":
+                if (
+                    top
+                    and top not in sys.stdlib_module_names
+                    and not top.startswith("agentrepro_")
+                    and top != "__future__"
+                ):
                     foreign.append(f"{node.lineno}: {name}")
     assert foreign == []

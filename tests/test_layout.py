@@ -18,7 +18,10 @@ def test_a_slug_lives_in_manifests_under_the_root(tmp_path):
     assert study.reference("references/p.yaml") == tmp_path / "manifests" / "references" / "p.yaml"
     assert study.run_dir("grpo", 2) == tmp_path / "runs" / "s1" / "grpo" / "seed2"
     assert (study.analysis, study.reports, study.log("analyze.log")) == (
-        tmp_path / "analysis" / "s1", tmp_path / "reports" / "s1", tmp_path / "logs" / "s1" / "analyze.log")
+        tmp_path / "analysis" / "s1",
+        tmp_path / "reports" / "s1",
+        tmp_path / "logs" / "s1" / "analyze.log",
+    )
 
 
 def test_a_manifest_path_is_the_study_home(tmp_path):
@@ -42,7 +45,9 @@ def test_run_paths_carry_the_step(tmp_path):
     run = tmp_path / "run"
     assert layout.outcomes_path(run, 7) == run / "eval" / "step7" / "outcomes.jsonl"
     assert layout.batch_dump(run, 3) == run / "batches" / "step3.jsonl"
-    assert layout.outcomes_path("runs/s/{method}/seed{seed}", "{step}") == Path("runs/s/{method}/seed{seed}/eval/step{step}/outcomes.jsonl")
+    assert layout.outcomes_path("runs/s/{method}/seed{seed}", "{step}") == Path(
+        "runs/s/{method}/seed{seed}/eval/step{step}/outcomes.jsonl"
+    )
     for step in (10, 2, 0):
         layout.eval_dir(run, step).mkdir(parents=True)
     (run / "eval" / "stepx").mkdir()

@@ -14,8 +14,8 @@ import yaml
 from helpers import FIXTURES, REPO, run_cli
 
 from agentrepro import preflight
-from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.backends.base import AT_LEAST, DIVIDES, DIVISOR, Demand
+from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.backends.verl_agent import demands
 from agentrepro.errors import BadInput
 from agentrepro.manifest.loading import load_manifest
@@ -50,40 +50,68 @@ def test_the_shipped_studies_pass_with_the_numbers_of_the_recipes(tmp_path):
     (16 x 8 training + 128 validation env workers) + the TaskRunner's 1 + one per GPU worker = 54.2, which its
     resources.cpus (55) covers; GiGPO's script has 0.1 (28.6); the worker ports cover 256 env workers, the TaskRunner,
     2 GPU workers and the driver plus Ray's idle pool of num_cpus."""
-    jobs = preflight.check(load_manifest(REPO / "manifests" / "graphgpo-alfworld.yaml"), REPO / "manifests" / "graphgpo-alfworld.yaml")
+    jobs = preflight.check(
+        load_manifest(REPO / "manifests" / "graphgpo-alfworld.yaml"), REPO / "manifests" / "graphgpo-alfworld.yaml"
+    )
     by = {(j.method, d.what): d for j in jobs for d in j.demands}
     graphgpo = float(script_variable("recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh", "num_cpus_per_env_worker"))
     gigpo = float(script_variable("examples/gigpo_trainer/run_alfworld.sh", "num_cpus_per_env_worker"))
     envs = 16 * 8 + 128
     gpus = 2
-    assert by[("graphgpo", "CPUs the recipe reserves in Ray")].need == pytest.approx(envs * graphgpo + RAY["task_runner"]["num_cpus"]
-                                                                                      + gpus * RAY["gpu_workers"]["bundle_cpus"]) == 54.2
+    assert (
+        by[("graphgpo", "CPUs the recipe reserves in Ray")].need
+        == pytest.approx(envs * graphgpo + RAY["task_runner"]["num_cpus"] + gpus * RAY["gpu_workers"]["bundle_cpus"])
+        == 54.2
+    )
     assert by[("gigpo", "CPUs the recipe reserves in Ray")].need == pytest.approx(envs * gigpo + 1 + gpus) == 28.6
-    assert (demands.TASK_RUNNER_CPUS, demands.BUNDLE_CPUS) == (RAY["task_runner"]["num_cpus"], RAY["gpu_workers"]["bundle_cpus"])
+    assert (demands.TASK_RUNNER_CPUS, demands.BUNDLE_CPUS) == (
+        RAY["task_runner"]["num_cpus"],
+        RAY["gpu_workers"]["bundle_cpus"],
+    )
     cpus = load_manifest(REPO / "manifests" / "graphgpo-alfworld.yaml")["resources"]["cpus"]
     assert cpus == math.ceil(max(d.need for (m, w), d in by.items() if w == "CPUs the recipe reserves in Ray"))
     assert by[("graphgpo", "Ray worker ports")].need == envs + 1 + gpus + 1 + cpus
-    jobs = preflight.check(load_manifest(REPO / "manifests" / "graphgpo-alfworld-relax.yaml"), REPO / "manifests" / "graphgpo-alfworld-relax.yaml")
+    jobs = preflight.check(
+        load_manifest(REPO / "manifests" / "graphgpo-alfworld-relax.yaml"),
+        REPO / "manifests" / "graphgpo-alfworld-relax.yaml",
+    )
     assert {j.backend for j in jobs} == {"relax"}
 
 
-@pytest.mark.parametrize("changes, line", [
-    # Ray worker processes against the head's worker ports
-    ({"backend.ray": {"worker_ports": 80}},
-     "backend.ray.worker_ports = 80: 260 Ray worker processes (256 env workers"),
-    # CPUs the recipe reserves in Ray against resources.cpus
-    ({"resources.cpus": 8}, "resources.cpus = 8: env.resources_per_worker.num_cpus 0.2 x 256 env workers + 1 TaskRunner + 1 x 2 GPU "
-                            "workers = 54.2 exceeds it"),
-    ({"backend.ray": {"num_cpus": 40}}, "backend.ray.num_cpus = 40: env.resources_per_worker.num_cpus 0.2 x 256"),
-    # GPUs against the rollout's tensor-parallel size
-    ({"resources.gpus": 3}, "resources.gpus -> trainer.n_gpus_per_node x trainer.nnodes = 3: "
-                            "actor_rollout_ref.rollout.tensor_model_parallel_size = 2 does not divide it"),
-    # a batch that must divide by the data-parallel size
-    ({"resources.gpus": 3}, "resources.gpus -> trainer.n_gpus_per_node x trainer.nnodes = 3: data.train_batch_size x "
-                            "actor_rollout_ref.rollout.n = 16 is not a multiple of it"),
-    ({"resources.gpus": 16}, "resources.gpus -> 16 GPUs x actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu 32 = 512: "
-                             "actor_rollout_ref.actor.ppo_mini_batch_size x actor_rollout_ref.rollout.n = 256 is not a multiple of it"),
-])
+@pytest.mark.parametrize(
+    "changes, line",
+    [
+        # Ray worker processes against the head's worker ports
+        (
+            {"backend.ray": {"worker_ports": 80}},
+            "backend.ray.worker_ports = 80: 260 Ray worker processes (256 env workers",
+        ),
+        # CPUs the recipe reserves in Ray against resources.cpus
+        (
+            {"resources.cpus": 8},
+            "resources.cpus = 8: env.resources_per_worker.num_cpus 0.2 x 256 env workers + 1 TaskRunner + 1 x 2 GPU "
+            "workers = 54.2 exceeds it",
+        ),
+        ({"backend.ray": {"num_cpus": 40}}, "backend.ray.num_cpus = 40: env.resources_per_worker.num_cpus 0.2 x 256"),
+        # GPUs against the rollout's tensor-parallel size
+        (
+            {"resources.gpus": 3},
+            "resources.gpus -> trainer.n_gpus_per_node x trainer.nnodes = 3: "
+            "actor_rollout_ref.rollout.tensor_model_parallel_size = 2 does not divide it",
+        ),
+        # a batch that must divide by the data-parallel size
+        (
+            {"resources.gpus": 3},
+            "resources.gpus -> trainer.n_gpus_per_node x trainer.nnodes = 3: data.train_batch_size x "
+            "actor_rollout_ref.rollout.n = 16 is not a multiple of it",
+        ),
+        (
+            {"resources.gpus": 16},
+            "resources.gpus -> 16 GPUs x actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu 32 = 512: "
+            "actor_rollout_ref.actor.ppo_mini_batch_size x actor_rollout_ref.rollout.n = 256 is not a multiple of it",
+        ),
+    ],
+)
 def test_each_violation_is_one_line_naming_both_sides(tmp_path, changes, line):
     """A manifest asking less than its jobs demand: `agentrepro preflight` prints the demand tables and one line per
     violation (the field, the framework's key, both numbers), exit 2; freeze stops at the first with the same line."""
@@ -102,31 +130,50 @@ def test_the_rollouts_heads_from_the_models_config(tmp_path):
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"num_attention_heads": 12, "num_key_value_heads": 2}))
-    path = study(tmp_path, **{"backend.model_path": str(model), "resources.gpus": 6,
-                              "backend.overrides": {"actor_rollout_ref.rollout.tensor_model_parallel_size": 3}})
+    path = study(
+        tmp_path,
+        **{
+            "backend.model_path": str(model),
+            "resources.gpus": 6,
+            "backend.overrides": {"actor_rollout_ref.rollout.tensor_model_parallel_size": 3},
+        },
+    )
     result = run_cli("preflight", path, "--method", "gigpo", "--seed", "1", cwd=tmp_path)
     assert result.returncode == 2
-    assert ("backend.overrides.actor_rollout_ref.rollout.tensor_model_parallel_size = 3: num_key_value_heads (model config.json) "
-            "= 2 does not divide it") in result.stderr
-    assert "num_attention_heads" not in result.stderr   # 12 heads split over 3
+    assert (
+        "backend.overrides.actor_rollout_ref.rollout.tensor_model_parallel_size = 3: num_key_value_heads (model config.json) "
+        "= 2 does not divide it"
+    ) in result.stderr
+    assert "num_attention_heads" not in result.stderr  # 12 heads split over 3
 
 
 def test_relax_tensor_parallel_must_divide_the_query_groups(tmp_path):
     """The Relax recipe makes NUM_GPUS its tensor-parallel size (line 257) over a model with --num-query-groups 2 (line
     170): resources.gpus 4 is refused naming both; the study's own backends.relax.resources is named when it sets gpus."""
     flags = {f["flag"]: f for f in RELAX["flags"]}
-    assert (flags["--num-query-groups"]["value"], flags["--tensor-model-parallel-size"]["src"].rsplit(":", 1)[1]) == ("2", "257")
-    assert (int(flags["--num-query-groups"]["value"]), int(flags["--num-attention-heads"]["value"])) == (relax_recipe.QUERY_GROUPS,
-                                                                                                       relax_recipe.ATTENTION_HEADS)
-    assert (int(flags["--micro-batch-size"]["value"]), int(flags["--global-batch-size"]["value"])) == (relax_recipe.MICRO_BATCH_SIZE,
-                                                                                                     relax_recipe.GLOBAL_BATCH_SIZE)
+    assert (flags["--num-query-groups"]["value"], flags["--tensor-model-parallel-size"]["src"].rsplit(":", 1)[1]) == (
+        "2",
+        "257",
+    )
+    assert (int(flags["--num-query-groups"]["value"]), int(flags["--num-attention-heads"]["value"])) == (
+        relax_recipe.QUERY_GROUPS,
+        relax_recipe.ATTENTION_HEADS,
+    )
+    assert (int(flags["--micro-batch-size"]["value"]), int(flags["--global-batch-size"]["value"])) == (
+        relax_recipe.MICRO_BATCH_SIZE,
+        relax_recipe.GLOBAL_BATCH_SIZE,
+    )
     knobs = {k["name"]: k["default"] for k in RELAX["input_env_knobs"]}
-    assert knobs["MODEL_REVISION"] == relax_recipe.PINNED_MODEL_REVISION   # the script's default is the prepare lock's pin
+    assert (
+        knobs["MODEL_REVISION"] == relax_recipe.PINNED_MODEL_REVISION
+    )  # the script's default is the prepare lock's pin
     path = study(tmp_path, "graphgpo-alfworld-relax", **{"resources.gpus": 4})
     result = run_cli("preflight", path, "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
     assert result.returncode == 2
-    assert ("resources.gpus -> NUM_GPUS -> --tensor-model-parallel-size = 4: --num-query-groups = 2 is not a multiple of it"
-            in result.stderr)
+    assert (
+        "resources.gpus -> NUM_GPUS -> --tensor-model-parallel-size = 4: --num-query-groups = 2 is not a multiple of it"
+        in result.stderr
+    )
     path = study(tmp_path, "graphgpo-alfworld", **{"backends.relax.resources": {"gpus": 4}})
     with pytest.raises(BadInput, match=r"gigpo@relax seed 0: backends\.relax\.resources\.gpus -> NUM_GPUS"):
         preflight.check(load_manifest(path), path)
@@ -137,7 +184,11 @@ def test_the_hard_coded_port_is_shown_and_reserved_not_compared():
     path = REPO / "manifests" / "graphgpo-alfworld-relax.yaml"
     job = preflight.job_demands(load_manifest(path), path, "grpo", 0)
     serve = next(d for d in job.demands if d.what == "Ray Serve's HTTP port")
-    assert serve.need == 8000 and serve.holds() and "| Ray Serve's HTTP port | serve.start port, get_serve_url = 8000 | reserved" in preflight.table(job)
+    assert (
+        serve.need == 8000
+        and serve.holds()
+        and "| Ray Serve's HTTP port | serve.start port, get_serve_url = 8000 | reserved" in preflight.table(job)
+    )
 
 
 def test_demand_rules_and_their_lines():
@@ -146,13 +197,20 @@ def test_demand_rules_and_their_lines():
     assert Demand("w", "k", 16, "f", 4, DIVIDES, "s").holds() and not Demand("w", "k", 16, "f", 3, DIVIDES, "s").holds()
     assert Demand("w", "k", 2, "f", 4, DIVISOR, "s").holds() and not Demand("w", "k", 2, "f", 3, DIVISOR, "s").holds()
     assert Demand("w", "k", 1, "f", None, AT_LEAST, "s").holds()
-    assert Demand("CPUs", "key", 54.2, "resources.cpus", 1, AT_LEAST, "src").violation() == "resources.cpus = 1: key = 54.2 exceeds it (CPUs; src)"
+    assert (
+        Demand("CPUs", "key", 54.2, "resources.cpus", 1, AT_LEAST, "src").violation()
+        == "resources.cpus = 1: key = 54.2 exceeds it (CPUs; src)"
+    )
 
 
 def test_unknown_method_or_seed_is_one_line(tmp_path):
     """--method and --seed must name the study's: BadInput, one line, exit 2."""
     result = run_cli("preflight", REPO / "manifests" / "graphgpo-alfworld.yaml", "--method", "ppo", cwd=tmp_path)
-    assert result.returncode == 2 and "--method: not a method of the study" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert (
+        result.returncode == 2
+        and "--method: not a method of the study" in result.stderr
+        and len(result.stderr.splitlines()) == 1
+    )
     result = run_cli("preflight", REPO / "manifests" / "graphgpo-alfworld.yaml", "--seed", "7", cwd=tmp_path)
     assert result.returncode == 2 and "--seed: not a seed of the study" in result.stderr
 

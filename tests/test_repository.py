@@ -14,15 +14,24 @@ def _tracked_text_files():
     names = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     for name in names:
         path = REPO / name
-        if path.suffix in {".py", ".smk", ".yaml", ".json", ".j2", ".toml", ".cfg", ".sh", ".md"} or name in {"Snakefile", "Makefile", ".ci/run"}:
+        if path.suffix in {".py", ".smk", ".yaml", ".json", ".j2", ".toml", ".cfg", ".sh", ".md"} or name in {
+            "Snakefile",
+            "Makefile",
+            ".ci/run",
+        }:
             if not path.is_relative_to(FIXTURES) and path != Path(__file__):
                 yield name, path
 
 
 def test_no_file_refers_to_a_folder_beside_the_checkout():
     """Code, workflow, tests and docs never name a folder beside the checkout (a user's clone has nothing beside it)."""
-    hits = [f"{name}: {needle}" for name, path in _tracked_text_files() if path.is_file()
-            for needle in OUTSIDE if needle in path.read_text(encoding="utf-8", errors="replace")]
+    hits = [
+        f"{name}: {needle}"
+        for name, path in _tracked_text_files()
+        if path.is_file()
+        for needle in OUTSIDE
+        if needle in path.read_text(encoding="utf-8", errors="replace")
+    ]
     assert hits == [], "\n".join(hits)
 
 

@@ -15,15 +15,18 @@ def base_config():
     return {"study": "s", "method": "m", "seed": 0, "backend": {"name": "command"}, "train": {"steps": 2}}
 
 
-@pytest.mark.parametrize("mutate, where", [
-    (lambda c: c.update(extra=1), "extra"),
-    (lambda c: c.update(seed=True), "seed"),
-    (lambda c: c.update(study="a b"), "study"),
-    (lambda c: c["backend"].pop("name"), "backend.name"),
-    (lambda c: c.update(train=[1]), "train"),
-    (lambda c: c.update(lock={"path": "x", "sha256": "short"}), "lock.sha256"),
-    (lambda c: c["train"].update(steps=-1), "train.steps"),
-])
+@pytest.mark.parametrize(
+    "mutate, where",
+    [
+        (lambda c: c.update(extra=1), "extra"),
+        (lambda c: c.update(seed=True), "seed"),
+        (lambda c: c.update(study="a b"), "study"),
+        (lambda c: c["backend"].pop("name"), "backend.name"),
+        (lambda c: c.update(train=[1]), "train"),
+        (lambda c: c.update(lock={"path": "x", "sha256": "short"}), "lock.sha256"),
+        (lambda c: c["train"].update(steps=-1), "train.steps"),
+    ],
+)
 def test_bad_run_config_names_the_key(tmp_path, mutate, where):
     """Each malformed part of a run config is BadInput naming the file and the key path."""
     config = base_config()
@@ -69,10 +72,15 @@ def test_evaluated_steps_fixed_checkpoint_and_all():
     assert runconfig.evaluated_steps(0, {"every": 5}) == [0]
 
 
-@pytest.mark.parametrize("block, where", [({"checkpoint": 11}, "eval.checkpoint"), ({"checkpoint": "best"}, "eval.checkpoint"),
-                                          ({"every": 0}, "eval.every"), ({"every": True}, "eval.every")])
-
-
+@pytest.mark.parametrize(
+    "block, where",
+    [
+        ({"checkpoint": 11}, "eval.checkpoint"),
+        ({"checkpoint": "best"}, "eval.checkpoint"),
+        ({"every": 0}, "eval.every"),
+        ({"every": True}, "eval.every"),
+    ],
+)
 def test_evaluated_steps_rejects_bad_values(block, where):
     """A checkpoint beyond training, an unknown name or a non-positive period is an error naming the key."""
     with pytest.raises(BadInput, match=rf"m\.yaml: {where}"):

@@ -67,7 +67,10 @@ def test_sums_read_back_exactly_the_names_written(tmp_path):
     path.write_text(sums_text(entries), encoding="utf-8")
     assert read_sums(path) == entries
     lines = path.read_text(encoding="utf-8").split("\n")
-    assert f"\\{entries['line' + chr(10) + 'feed']}  line\\nfeed" in lines and f"\\{entries['back' + chr(92) + 'slash']}  back\\\\slash" in lines
+    assert (
+        f"\\{entries['line' + chr(10) + 'feed']}  line\\nfeed" in lines
+        and f"\\{entries['back' + chr(92) + 'slash']}  back\\\\slash" in lines
+    )
     assert f"{entries['a' + chr(0x2028) + 'b']}  a\u2028b" in lines
 
 
@@ -87,7 +90,7 @@ def test_an_attempt_records_the_cpus_it_could_use_and_the_cpu_time_it_used(tmp_p
 
     run = tmp_path / "run"
     run.mkdir()
-    sum(i * i for i in range(2_000_000))   # CPU spent before the attempt: not its own
+    sum(i * i for i in range(2_000_000))  # CPU spent before the attempt: not its own
     start_attempt(run, stage="eval", command="agentrepro eval", base={}, extra={"how_started": "started from scratch"})
     start_attempt(run, stage="eval", command="agentrepro eval", base={})
     sum(i * i for i in range(300_000))

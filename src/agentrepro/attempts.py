@@ -30,8 +30,19 @@ from agentrepro.process import Terminated, now
 from agentrepro.reading import load_json
 
 PROVENANCE = RunFiles.PROVENANCE
-PACKAGES = ("agentrepro", "numpy", "scipy", "torch", "transformers", "tokenizers", "statsmodels", "pandas",
-            "pyyaml", "jsonschema", "snakemake")
+PACKAGES = (
+    "agentrepro",
+    "numpy",
+    "scipy",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "statsmodels",
+    "pandas",
+    "pyyaml",
+    "jsonschema",
+    "snakemake",
+)
 
 
 def read_provenance(run_dir: str | os.PathLike) -> dict[str, Any]:
@@ -62,7 +73,11 @@ def visible_gpus() -> list[str] | str:
     """
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
-        return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+        return (
+            [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            if torch.cuda.is_available()
+            else []
+        )
     if shutil.which("nvidia-smi") is None:
         return []
     try:
@@ -81,11 +96,15 @@ def visible_gpus() -> list[str] | str:
 
 def cpu_seconds() -> float:
     """User and system CPU seconds of this process and of the children it waited for, so far."""
-    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
 
 
-def start_attempt(run_dir: str | os.PathLike, *, stage: str, command: str, base: dict[str, Any],
-                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def start_attempt(
+    run_dir: str | os.PathLike, *, stage: str, command: str, base: dict[str, Any], extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Open a new attempt in provenance.json; an earlier attempt that never closed is recorded as killed.
 
     `base` holds the run's identity (lock hash, resolved-config hash, study, method, seed, versions); it
@@ -97,10 +116,23 @@ def start_attempt(run_dir: str | os.PathLike, *, stage: str, command: str, base:
     attempts = prov.get("attempts", [])
     for attempt in attempts:
         if attempt.get("end") is None:
-            attempt.pop("cpu_s_at_start", None)   # its CPU time died with its process
-            attempt.update(end=None, status="killed", reason="the attempt ended without closing (job killed, node lost or timed out)")
-    attempt = {"stage": stage, "number": len(attempts) + 1, "start": now(), "end": None, "status": "running", "command": command,
-               **host_info(), **(extra or {}), "cpu_s_at_start": round(cpu_seconds(), 3)}
+            attempt.pop("cpu_s_at_start", None)  # its CPU time died with its process
+            attempt.update(
+                end=None,
+                status="killed",
+                reason="the attempt ended without closing (job killed, node lost or timed out)",
+            )
+    attempt = {
+        "stage": stage,
+        "number": len(attempts) + 1,
+        "start": now(),
+        "end": None,
+        "status": "running",
+        "command": command,
+        **host_info(),
+        **(extra or {}),
+        "cpu_s_at_start": round(cpu_seconds(), 3),
+    }
     attempts.append(attempt)
     prov.update(base)
     prov["attempts"] = attempts
@@ -108,7 +140,9 @@ def start_attempt(run_dir: str | os.PathLike, *, stage: str, command: str, base:
     return prov
 
 
-def finish_attempt(run_dir: str | os.PathLike, *, status: str, reason: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def finish_attempt(
+    run_dir: str | os.PathLike, *, status: str, reason: str | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Close the newest open attempt with its exit status ("ok" or "failed") and reason."""
     run_dir = Path(run_dir)
     prov = read_provenance(run_dir)
@@ -158,6 +192,6 @@ def attempt_closed_on_error(directory: Path, *, verb: str, backend_name: str):
     except (BadInput, Failure) as exc:
         finish_attempt(directory, status="failed", reason=str(exc))
         raise
-    except Exception as exc:  # noqa: BLE001 - a backend crash is a failed attempt, recorded with its reason
+    except Exception as exc:
         finish_attempt(directory, status="failed", reason=f"{type(exc).__name__}: {exc}")
         raise Failure(f"{backend_name} backend raised {type(exc).__name__}: {exc}") from exc

@@ -14,16 +14,18 @@ from collections.abc import Callable
 
 from agentrepro.reading import INT64_MAX
 
-MAX_SEED = 2**32 - 1            # numpy's legacy RandomState (the reference environments) takes seeds below 2**32
-MAX_TASKS = 100_000             # eval.tasks and any seed list expanded from ranges (a panel is built task by task)
-MAX_MAGNITUDE = 1e100           # rewards and values: squares and sums of a million of them stay finite
+MAX_SEED = 2**32 - 1  # numpy's legacy RandomState (the reference environments) takes seeds below 2**32
+MAX_TASKS = 100_000  # eval.tasks and any seed list expanded from ranges (a panel is built task by task)
+MAX_MAGNITUDE = 1e100  # rewards and values: squares and sums of a million of them stay finite
 MAX_STEP = INT64_MAX
-MAX_TRAIN_STEPS = 1_000_000     # train.steps, and every step a manifest names (eval.every, eval.checkpoint, analysis.final_step)
+MAX_TRAIN_STEPS = (
+    1_000_000  # train.steps, and every step a manifest names (eval.every, eval.checkpoint, analysis.final_step)
+)
 # A job's resources (`resources`, `backends.<name>.resources`): what a scheduler could be asked for, no more.
 MAX_GPUS = 1_024
 MAX_CPUS = 4_096
-MAX_RUNTIME_MIN = 525_600       # a year
-MAX_MEM_MB = 64 << 20           # 64 TiB
+MAX_RUNTIME_MIN = 525_600  # a year
+MAX_MEM_MB = 64 << 20  # 64 TiB
 
 
 def check_magnitude(value: float) -> bool:
@@ -31,7 +33,9 @@ def check_magnitude(value: float) -> bool:
     return math.isfinite(value) and abs(value) <= MAX_MAGNITUDE
 
 
-def number(low: float = -math.inf, high: float = math.inf, *, low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
+def number(
+    low: float = -math.inf, high: float = math.inf, *, low_open: bool = False, high_open: bool = False
+) -> Callable[[str], float]:
     """An argparse `type`: a finite float in the given interval (open ends where said); the error names the range."""
     left, right = "(" if low_open else "[", ")" if high_open else "]"
     span = f"{left}{low:g}, {high:g}{right}"

@@ -25,7 +25,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "train": ("agentrepro.jobs.train", "train one method x seed into a run directory"),
     "eval": ("agentrepro.jobs.evaluate", "evaluate one checkpoint of a run on the frozen task panel"),
     "command": ("agentrepro.jobs.command", "show the programs a job would run (before or after freezing)"),
-    "preflight": ("agentrepro.preflight", "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing"),
+    "preflight": (
+        "agentrepro.preflight",
+        "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",
+    ),
     "analyze": ("agentrepro.analysis.cli", "paired statistics, verdicts, diagnostics and overhead"),
     "report": ("agentrepro.report.cli", "render the HTML and PDF report of a study"),
     "advantages": ("agentrepro.algorithms.cli_advantages", "add advantages to step rows (JSONL)"),
@@ -51,8 +54,12 @@ def build_parser(verbs: dict[str, tuple[str, str]] = VERBS, argv: list[str] | No
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    for i, arg in enumerate(argv, start=1):   # bytes that are not UTF-8 arrive as lone surrogates (surrogate escapes)
-        option = arg.split("=", 1)[0] if arg.startswith("-") else (argv[i - 2] if i > 1 and argv[i - 2].startswith("-") else None)
+    for i, arg in enumerate(argv, start=1):  # bytes that are not UTF-8 arrive as lone surrogates (surrogate escapes)
+        option = (
+            arg.split("=", 1)[0]
+            if arg.startswith("-")
+            else (argv[i - 2] if i > 1 and argv[i - 2].startswith("-") else None)
+        )
         try:
             check_string(arg, where=f"argument {i}" + (f" ({option[:40]})" if option else ""))
         except BadInput as exc:

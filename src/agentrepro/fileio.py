@@ -55,8 +55,22 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 # Errors that say the path cannot hold an output as given: the user's to change (exit 2). Any other error while
 # writing (ENOSPC, EDQUOT, EIO, ...) is the machine's (exit 1).
-_PATH_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
-                          errno.ENAMETOOLONG, errno.ELOOP, errno.EEXIST, errno.EINVAL, errno.ENXIO, errno.ENODEV})
+_PATH_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EEXIST,
+        errno.EINVAL,
+        errno.ENXIO,
+        errno.ENODEV,
+    }
+)
 
 
 def write_error(exc: OSError, path: str | os.PathLike) -> BadInput | Failure:
@@ -130,8 +144,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     try:
         data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:   # a lone surrogate (from a surrogate-escaped argument, say) cannot be UTF-8
-        raise Failure(f"{path}: character {exc.start + 1} is a lone surrogate and cannot be written as UTF-8; nothing was written") from None
+    except UnicodeEncodeError as exc:  # a lone surrogate (from a surrogate-escaped argument, say) cannot be UTF-8
+        raise Failure(
+            f"{path}: character {exc.start + 1} is a lone surrogate and cannot be written as UTF-8; nothing was written"
+        ) from None
     return atomic_write_bytes(path, data)
 
 
@@ -162,8 +178,10 @@ def json_text(obj: Any, *, path: object, indent: int | None = None, sort_keys: b
     except ValueError:
         found = _first_non_finite(obj)
         where, value = found if found else ("(unknown field)", None)
-        raise Failure(f"{path}: {where}: computed value {value!r} is not a finite number; nothing was written "
-                      "(please report this with the input that produced it)") from None
+        raise Failure(
+            f"{path}: {where}: computed value {value!r} is not a finite number; nothing was written "
+            "(please report this with the input that produced it)"
+        ) from None
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:

@@ -41,21 +41,21 @@ STUDY_HELP = "the study: its slug (manifest manifests/STUDY.yaml under --root) o
 class RunFiles:
     """The names inside a run directory (docs/design.md §3.3)."""
 
-    CONFIG = "config.yaml"                  # written by `agentrepro resolve`
+    CONFIG = "config.yaml"  # written by `agentrepro resolve`
     RESOLVED_CONFIG = "resolved_config.yaml"
     COMMAND = "command.txt"
-    PROVENANCE = "provenance.json"          # also inside every eval/step<N>/
-    OUTPUTS = "OUTPUTS.sha256"              # the seal, written last (also inside every eval/step<N>/)
+    PROVENANCE = "provenance.json"  # also inside every eval/step<N>/
+    OUTPUTS = "OUTPUTS.sha256"  # the seal, written last (also inside every eval/step<N>/)
     METRICS = "metrics.jsonl"
     TIMINGS = "timings.jsonl"
     GRAPH_DIAGNOSTICS = "graph_diagnostics.jsonl"
     WARMSTART = "warmstart.json"
-    BATCHES = "batches"                     # batches/step<N>.jsonl
+    BATCHES = "batches"  # batches/step<N>.jsonl
     CHECKPOINTS = "checkpoints"
-    EVAL = "eval"                           # eval/step<N>/outcomes.jsonl
+    EVAL = "eval"  # eval/step<N>/outcomes.jsonl
     OUTCOMES = "outcomes.jsonl"
-    PRUNED = "pruned.json"                  # eval/step<N>/pruned.json: checkpoint files removed once N was evaluated
-    LOGS = "logs"                           # live logs: never sealed
+    PRUNED = "pruned.json"  # eval/step<N>/pruned.json: checkpoint files removed once N was evaluated
+    LOGS = "logs"  # live logs: never sealed
     STEP_LOGS = (METRICS, TIMINGS, GRAPH_DIAGNOSTICS)
 
 
@@ -102,8 +102,11 @@ def run_log(run_dir: str | os.PathLike, name: str) -> Path:
 
 def evaluations_on_disk(run_dir: str | os.PathLike) -> list[tuple[int, Path]]:
     """(step, eval/step<N>/) of every evaluation directory present, by step."""
-    found = [(int(m.group(1)), p) for p in (Path(run_dir) / RunFiles.EVAL).glob("step*")
-             if p.is_dir() and (m := STEP_DIR_RE.match(p.name))]
+    found = [
+        (int(m.group(1)), p)
+        for p in (Path(run_dir) / RunFiles.EVAL).glob("step*")
+        if p.is_dir() and (m := STEP_DIR_RE.match(p.name))
+    ]
     return sorted(found)
 
 
@@ -147,10 +150,12 @@ class Study:
         """(method, seed, runs/<study>/<method>/seed<k>/) of every run directory present, sorted."""
         if not self.runs.is_dir():
             return []
-        return [(method_dir.name, int(m.group(1)), seed_dir)
-                for method_dir in sorted(p for p in self.runs.iterdir() if p.is_dir())
-                for seed_dir in sorted(p for p in method_dir.iterdir() if p.is_dir())
-                if (m := SEED_DIR_RE.match(seed_dir.name))]
+        return [
+            (method_dir.name, int(m.group(1)), seed_dir)
+            for method_dir in sorted(p for p in self.runs.iterdir() if p.is_dir())
+            for seed_dir in sorted(p for p in method_dir.iterdir() if p.is_dir())
+            if (m := SEED_DIR_RE.match(seed_dir.name))
+        ]
 
     @property
     def analysis(self) -> Path:
@@ -198,6 +203,8 @@ def locate(study: str | os.PathLike, root: str | os.PathLike = ".") -> Study:
     else:
         name, manifest = text, root / MANIFESTS / f"{text}.yaml"
     if not SLUG_RE.match(name):
-        raise BadInput(f"expected a study slug (letters, digits, '.', '_', '-') or the path of its manifest, got {text!r}",
-                       where="STUDY")
+        raise BadInput(
+            f"expected a study slug (letters, digits, '.', '_', '-') or the path of its manifest, got {text!r}",
+            where="STUDY",
+        )
     return Study(name=name, manifest=manifest, root=root)

@@ -24,17 +24,50 @@ from agentrepro.errors import BadInput, Failure
 OUTCOMES_SCHEMA = "outcomes.schema.json"
 
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-FIELDS = ("study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success",
-          "reward", "turns", "tokens")
+FIELDS = (
+    "study",
+    "method",
+    "seed",
+    "step",
+    "task_id",
+    "task_hash",
+    "category",
+    "episode",
+    "success",
+    "reward",
+    "turns",
+    "tokens",
+)
 
 
-def row(identity: dict[str, Any], step: int, task: dict[str, Any], *, episode: int, success: bool, reward: float,
-        turns: int, tokens: int, category: str) -> dict[str, Any]:
+def row(
+    identity: dict[str, Any],
+    step: int,
+    task: dict[str, Any],
+    *,
+    episode: int,
+    success: bool,
+    reward: float,
+    turns: int,
+    tokens: int,
+    category: str,
+) -> dict[str, Any]:
     """One outcome row of an episode the harness played itself (`identity`: the run's study, method, seed;
     `category`: used when the panel's task has none)."""
-    return {"study": identity["study"], "method": identity["method"], "seed": identity["seed"], "step": step,
-            "task_id": task["task_id"], "task_hash": task["task_hash"], "category": task.get("category", category),
-            "episode": episode, "success": int(success), "reward": float(reward), "turns": int(turns), "tokens": int(tokens)}
+    return {
+        "study": identity["study"],
+        "method": identity["method"],
+        "seed": identity["seed"],
+        "step": step,
+        "task_id": task["task_id"],
+        "task_hash": task["task_hash"],
+        "category": task.get("category", category),
+        "episode": episode,
+        "success": int(success),
+        "reward": float(reward),
+        "turns": int(turns),
+        "tokens": int(tokens),
+    }
 
 
 def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -46,8 +79,10 @@ def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: dict[str
         for k, task in enumerate(panel):
             mine = fresh.get(task.get("task_id"))
             if mine is None or mine["task_hash"] != task.get("task_hash"):
-                raise Failure(f"eval.task_panel[{k}] ({task.get('task_id')}): the environment now describes this task "
-                              f"differently (hash {None if mine is None else mine['task_hash'][:12]} vs frozen {str(task.get('task_hash'))[:12]})")
+                raise Failure(
+                    f"eval.task_panel[{k}] ({task.get('task_id')}): the environment now describes this task "
+                    f"differently (hash {None if mine is None else mine['task_hash'][:12]} vs frozen {str(task.get('task_hash'))[:12]})"
+                )
         return panel
     tasks, first = evaluation.get("tasks"), evaluation.get("first_seed")
     if tasks is None or first is None:
@@ -91,7 +126,11 @@ def check_rows(rows: list[Any], *, config: dict[str, Any], step: int, source: st
                 raise BadInput(f"{problem}, got {row[field]!r}", path=source, where=f"{where}: {field}")
         for field, value in expected.items():
             if row[field] != value:
-                raise BadInput(f"expected {value!r} (this run and checkpoint), got {row[field]!r}", path=source, where=f"{where}: {field}")
+                raise BadInput(
+                    f"expected {value!r} (this run and checkpoint), got {row[field]!r}",
+                    path=source,
+                    where=f"{where}: {field}",
+                )
         error = next(iter(validator.iter_errors(row)), None)
         if error is not None:
             key = ".".join(str(p) for p in error.absolute_path) or "(row)"
@@ -117,15 +156,32 @@ def _check_panel(rows: list[dict[str, Any]], config: dict[str, Any], source: str
         task = by_id.get(row["task_id"])
         where = f"row {number}"
         if task is None:
-            raise BadInput(f"task {row['task_id']!r} is not in the frozen task panel (eval.task_panel)", path=source, where=f"{where}: task_id")
+            raise BadInput(
+                f"task {row['task_id']!r} is not in the frozen task panel (eval.task_panel)",
+                path=source,
+                where=f"{where}: task_id",
+            )
         if row["task_hash"] != task["task_hash"]:
-            raise BadInput(f"task {row['task_id']!r} was played with content {row['task_hash']}, the lock froze {task['task_hash']}",
-                           path=source, where=f"{where}: task_hash")
+            raise BadInput(
+                f"task {row['task_id']!r} was played with content {row['task_hash']}, the lock froze {task['task_hash']}",
+                path=source,
+                where=f"{where}: task_hash",
+            )
         if "category" in task and row["category"] != task["category"]:
-            raise BadInput(f"expected category {task['category']!r}, got {row['category']!r}", path=source, where=f"{where}: category")
+            raise BadInput(
+                f"expected category {task['category']!r}, got {row['category']!r}",
+                path=source,
+                where=f"{where}: category",
+            )
         if row["episode"] >= episodes:
-            raise BadInput(f"episode {row['episode']} but eval.episodes_per_task = {episodes}", path=source, where=f"{where}: episode")
+            raise BadInput(
+                f"episode {row['episode']} but eval.episodes_per_task = {episodes}",
+                path=source,
+                where=f"{where}: episode",
+            )
         played[row["task_id"]] += 1
     missing = [t for t in by_id if played[t] != episodes]
     if missing:
-        raise BadInput(f"{len(missing)} task(s) of the panel not played {episodes} time(s), first {missing[0]!r}", path=source)
+        raise BadInput(
+            f"{len(missing)} task(s) of the panel not played {episodes} time(s), first {missing[0]!r}", path=source
+        )

@@ -37,7 +37,7 @@ BASE_NAME, LABEL = r"[a-z][a-z0-9_]*", r"[a-z][a-z0-9-]*"
 METHOD_NAME = rf"{BASE_NAME}(?:@{LABEL})?"  # manifest.schema.json says the same (a test keeps them equal)
 _METHOD = re.compile(rf"^({BASE_NAME})(?:@({LABEL}))?$")
 
-HUB_FORM, BUILTIN_FORM = "hub", "builtin"   # the model forms (Backend.model_forms)
+HUB_FORM, BUILTIN_FORM = "hub", "builtin"  # the model forms (Backend.model_forms)
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Placement:
     backend: dict[str, Any]
     image: dict[str, Any]
     resources: dict[str, Any] = field(default_factory=dict)
-    where: str = ""          # "" for the study's default blocks, "backends.<label>." otherwise
+    where: str = ""  # "" for the study's default blocks, "backends.<label>." otherwise
     label: str | None = None  # None for the default backend
 
     @property
@@ -72,9 +72,13 @@ def declared(manifest: dict[str, Any]) -> dict[str, Placement]:
     default = default_placement(manifest)
     out = {default.name: default}
     for label, entry in (manifest.get("backends") or {}).items():
-        out[label] = Placement(backend=entry["backend"], image=entry["image"],
-                               resources={**default.resources, **(entry.get("resources") or {})},
-                               where=f"backends.{label}.", label=label)
+        out[label] = Placement(
+            backend=entry["backend"],
+            image=entry["image"],
+            resources={**default.resources, **(entry.get("resources") or {})},
+            where=f"backends.{label}.",
+            label=label,
+        )
     return out
 
 
@@ -85,8 +89,12 @@ def method_placement(manifest: dict[str, Any], method: str, *, path: object = "m
     if label is None:
         return backends[manifest["backend"]["name"]]
     if label not in backends:
-        raise BadInput(f"{label!r} is neither the study's backend ({manifest['backend']['name']}) nor declared under "
-                       f"backends: (declared: {', '.join(backends)})", path=path, where=f"methods.{method}")
+        raise BadInput(
+            f"{label!r} is neither the study's backend ({manifest['backend']['name']}) nor declared under "
+            f"backends: (declared: {', '.join(backends)})",
+            path=path,
+            where=f"methods.{method}",
+        )
     return backends[label]
 
 
@@ -100,5 +108,15 @@ def model_form(model: dict[str, Any]) -> str:
     return HUB_FORM if "revision" in model or "tokenizer_revision" in model else BUILTIN_FORM
 
 
-__all__ = ["BUILTIN_FORM", "HUB_FORM", "METHOD_NAME", "Placement", "declared", "default_placement", "method_placement",
-           "model_form", "placements", "split_method"]
+__all__ = [
+    "BUILTIN_FORM",
+    "HUB_FORM",
+    "METHOD_NAME",
+    "Placement",
+    "declared",
+    "default_placement",
+    "method_placement",
+    "model_form",
+    "placements",
+    "split_method",
+]

@@ -38,8 +38,8 @@ from agentrepro.backends.launch import Launch
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import sha256_json
 from agentrepro.manifest.loading import load_manifest
-from agentrepro.placement import placements
 from agentrepro.manifest.resolve import run_config
+from agentrepro.placement import placements
 from agentrepro.reading import load_json
 from agentrepro.trainer.shared_warmstart import identity, uses_warmstart, warmstart_config
 
@@ -53,8 +53,9 @@ class LockMismatch(BadInput):
 # --- each job's config -----------------------------------------------------------------------------------------
 
 
-def draft_config(manifest: dict[str, Any], manifest_file: str | os.PathLike, method: str, seed: int, *,
-                 check: bool = True) -> tuple[Backend, dict[str, Any]]:
+def draft_config(
+    manifest: dict[str, Any], manifest_file: str | os.PathLike, method: str, seed: int, *, check: bool = True
+) -> tuple[Backend, dict[str, Any]]:
     """(backend, resolved run config) of method x seed, checked by the backend unless `check` is false;
     BadInput names the manifest."""
     draft = {"manifest": manifest, "study": manifest["study"], "resolved": {"files": {}}, "task_panel": []}
@@ -83,8 +84,12 @@ def planned_steps(manifest: dict[str, Any], *, path: object = "manifest") -> lis
         per_method[method] = runconfig.checkpoint_steps(config, path=path)
         saved = backend.checkpoint_steps(config)
         if saved != per_method[method]:
-            raise BadInput(f"the {backend.name} backend would save steps {saved} of {method}, but the study evaluates "
-                           f"{per_method[method]}", path=path, where="eval")
+            raise BadInput(
+                f"the {backend.name} backend would save steps {saved} of {method}, but the study evaluates "
+                f"{per_method[method]}",
+                path=path,
+                where="eval",
+            )
     if len({tuple(steps) for steps in per_method.values()}) != 1:
         raise BadInput(f"every method must evaluate the same steps, got {per_method}", path=path, where="methods")
     return next(iter(per_method.values()))
@@ -122,7 +127,7 @@ class StudyPlan:
     def job_resources(self) -> dict[str, Any]:
         """The `resources:` of a train or eval job: values when every method's backend asks the same, else one
         function of the job's wildcards per resource (a resource a backend does not set is None: unset)."""
-        per_method = self.method_resources or {m: (self.resources, self.threads) for m in self.methods}
+        per_method = self.method_resources or dict.fromkeys(self.methods, (self.resources, self.threads))
         if all(res == self.resources for res, _ in per_method.values()):
             return dict(self.resources)
         keys = dict.fromkeys(k for res, _ in per_method.values() for k in res)
@@ -130,7 +135,7 @@ class StudyPlan:
 
     def job_threads(self) -> int | Any:
         """The `threads:` of a train or eval job: a number, or a function of the wildcards when backends differ."""
-        per_method = self.method_resources or {m: (self.resources, self.threads) for m in self.methods}
+        per_method = self.method_resources or dict.fromkeys(self.methods, (self.resources, self.threads))
         if all(threads == self.threads for _, threads in per_method.values()):
             return self.threads
         return lambda wildcards: per_method[wildcards.method][1]
@@ -151,6 +156,7 @@ class StudyPlan:
 def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tuple[dict[str, Any], int]:
     """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task,
     and, when the manifest names them, slurm_partition and constraint (SLURM only)."""
+
     def number(key: str, default: int) -> int:
         value = resources.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -158,12 +164,18 @@ def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tu
         return value
 
     cpus = max(1, number("cpus", 1))
-    out: dict[str, Any] = {"gpu": number("gpus", 0), "runtime": max(1, number("runtime_min", 60)),
-                           "mem_mb": max(1, number("mem_mb", 4000)), "cpus_per_task": cpus}
+    out: dict[str, Any] = {
+        "gpu": number("gpus", 0),
+        "runtime": max(1, number("runtime_min", 60)),
+        "mem_mb": max(1, number("mem_mb", 4000)),
+        "cpus_per_task": cpus,
+    }
     for key, resource in (("partition", "slurm_partition"), ("constraint", "constraint")):
         if resources.get(key) is not None:
             if not isinstance(resources[key], str) or not resources[key]:
-                raise BadInput(f"expected a non-empty string, got {resources[key]!r}", path=path, where=f"resources.{key}")
+                raise BadInput(
+                    f"expected a non-empty string, got {resources[key]!r}", path=path, where=f"resources.{key}"
+                )
             out[resource] = resources[key]
     return out, cpus
 
@@ -178,11 +190,21 @@ def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:
     if train_steps is None:
         raise BadInput("missing key `steps` (the workflow needs it)", path=path, where="train")
     resources, threads = job_resources(manifest.get("resources") or {}, path=path)
-    per_method = {method: job_resources(placement.resources, path=path)  # the schema has checked each block
-                  for method, placement in placements(manifest, path=path).items()}
-    return StudyPlan(layout=layout.locate(path), methods=tuple(methods), seeds=tuple(seeds), train_steps=train_steps,
-                     steps=tuple(planned_steps(manifest, path=path)), resources=resources, threads=threads,
-                     method_resources=per_method, warmstarts=planned_warmstarts(manifest, path=path))
+    per_method = {
+        method: job_resources(placement.resources, path=path)  # the schema has checked each block
+        for method, placement in placements(manifest, path=path).items()
+    }
+    return StudyPlan(
+        layout=layout.locate(path),
+        methods=tuple(methods),
+        seeds=tuple(seeds),
+        train_steps=train_steps,
+        steps=tuple(planned_steps(manifest, path=path)),
+        resources=resources,
+        threads=threads,
+        method_resources=per_method,
+        warmstarts=planned_warmstarts(manifest, path=path),
+    )
 
 
 def lock_state(manifest_path: str | os.PathLike, lock_file: str | os.PathLike | None = None) -> str:
@@ -193,15 +215,20 @@ def lock_state(manifest_path: str | os.PathLike, lock_file: str | os.PathLike | 
     try:
         lock = load_json(lock_file)
     except BadInput as exc:
-        raise LockMismatch(f"{exc.message}; run `agentrepro freeze {manifest_path}` to freeze it again", path=lock_file,
-                           where=exc.where) from None
+        raise LockMismatch(
+            f"{exc.message}; run `agentrepro freeze {manifest_path}` to freeze it again",
+            path=lock_file,
+            where=exc.where,
+        ) from None
     recorded = lock.get("manifest_sha256") if isinstance(lock, dict) else None
     current = sha256_json(load_manifest(manifest_path))
     if recorded != current:
         raise LockMismatch(
             f"frozen from a different manifest (manifest_sha256 {str(recorded)[:12]}…, {manifest_path} is now {current[:12]}…); "
             f"the workflow never re-freezes silently: review the change, then run `agentrepro freeze {manifest_path}`",
-            path=lock_file, where="manifest_sha256")
+            path=lock_file,
+            where="manifest_sha256",
+        )
     return "ok"
 
 
@@ -213,29 +240,48 @@ def all_manifests(directory: str | os.PathLike = layout.MANIFESTS) -> list[str]:
 # --- what each job runs ----------------------------------------------------------------------------------------
 
 
-def planned_launches(manifest: dict[str, Any], manifest_file: str | os.PathLike, method: str, seed: int,
-                     eval_step: int | None = None, *, check: bool = True) -> tuple[str, Path, list[Launch]]:
+def planned_launches(
+    manifest: dict[str, Any],
+    manifest_file: str | os.PathLike,
+    method: str,
+    seed: int,
+    eval_step: int | None = None,
+    *,
+    check: bool = True,
+) -> tuple[str, Path, list[Launch]]:
     """(backend name, run directory, launches) of one job, as `train` (or `eval` of `eval_step`) would run it;
     `check=False` skips the backend's config check (the workflow's dry run, which plans before freeze checks)."""
     backend, config = draft_config(manifest, manifest_file, method, seed, check=check)
     steps = backend.checkpoint_steps(config)
     if eval_step is not None and eval_step not in steps:
-        raise BadInput(f"step {eval_step} is not an evaluated step of this study ({', '.join(map(str, steps))})",
-                       path=manifest_file, where="--eval-step")
+        raise BadInput(
+            f"step {eval_step} is not an evaluated step of this study ({', '.join(map(str, steps))})",
+            path=manifest_file,
+            where="--eval-step",
+        )
     where = run_dir(manifest, manifest_file, method, seed)
     return backend.name, where, backend.launches(config, where, eval_step=eval_step)
 
 
-def shown(manifest: dict[str, Any], manifest_file: str | os.PathLike, method: str, seed: int,
-          eval_step: int | None = None, *, check: bool = True) -> str:
+def shown(
+    manifest: dict[str, Any],
+    manifest_file: str | os.PathLike,
+    method: str,
+    seed: int,
+    eval_step: int | None = None,
+    *,
+    check: bool = True,
+) -> str:
     """What `agentrepro command` prints for one job (and the workflow's train job message shows under
     `snakemake -n -p`, with `check=False`): a header line, then each launch's purpose and its `Launch.shown()`."""
     name, where, launches = planned_launches(manifest, manifest_file, method, seed, eval_step, check=check)
     job = f"the evaluation of step {eval_step}" if eval_step is not None else "the train job"
     lines = [f"# {manifest_file}: {method} seed {seed}, {job} (backend {name}, run directory {where})"]
     if not launches:
-        lines.append(f"# the {name} backend lists no external program for this job (Backend.launches is empty): "
-                     f"`agentrepro {'eval' if eval_step is not None else 'train'}` does the work itself")
+        lines.append(
+            f"# the {name} backend lists no external program for this job (Backend.launches is empty): "
+            f"`agentrepro {'eval' if eval_step is not None else 'train'}` does the work itself"
+        )
     for number, launch in enumerate(launches, start=1):
         lines += [f"# {number}. {launch.purpose}", launch.shown()]
     return "\n".join(lines)
@@ -265,13 +311,15 @@ def deviations(manifest: dict[str, Any], manifest_file: str | os.PathLike) -> li
             with read_from(manifest_file):
                 found = backend.deviations(config, run_dir(manifest, manifest_file, method, seed))
             for record in found:
-                entry = seen.setdefault((record["key"], str(record["official"]), record["why"]), {"values": [], "methods": []})
+                entry = seen.setdefault(
+                    (record["key"], str(record["official"]), record["why"]), {"values": [], "methods": []}
+                )
                 entry["values"].append(json.dumps(record["value"]))
                 if method not in entry["methods"]:
                     entry["methods"].append(method)
     sentences = []
     for (key, official, why), entry in seen.items():
-        values = set(entry["values"])   # one value, set by every job of its methods: shown; else it varies by run
+        values = set(entry["values"])  # one value, set by every job of its methods: shown; else it varies by run
         every = len(entry["values"]) == len(entry["methods"]) * len(manifest["seeds"])
         value = values.pop() if len(values) == 1 and every else "per run"
         official = "not set by the script" if official == "None" else f"the script sets {official}"

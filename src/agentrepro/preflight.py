@@ -41,7 +41,9 @@ class JobDemands:
     demands: tuple[Demand, ...]
 
     def violations(self, manifest_file: object) -> list[str]:
-        return [f"{manifest_file}: {self.method} seed {self.seed}: {d.violation()}" for d in self.demands if not d.holds()]
+        return [
+            f"{manifest_file}: {self.method} seed {self.seed}: {d.violation()}" for d in self.demands if not d.holds()
+        ]
 
 
 def _in_manifest(manifest: dict[str, Any], method: str, field: str, *, path: object) -> str:
@@ -49,7 +51,7 @@ def _in_manifest(manifest: dict[str, Any], method: str, field: str, *, path: obj
     placement = method_placement(manifest, method, path=path)
     if not placement.label:
         return field
-    own = ((manifest.get("backends") or {}).get(placement.label) or {})
+    own = (manifest.get("backends") or {}).get(placement.label) or {}
     block, _, key = field.partition(".")
     if block == "backend" or (block == "resources" and key.split(".")[0] in (own.get("resources") or {})):
         return placement.where + field
@@ -62,15 +64,34 @@ def job_demands(manifest: dict[str, Any], manifest_file: str | os.PathLike, meth
     backend, config = planning.draft_config(manifest, manifest_file, method, seed, check=False)
     with read_from(manifest_file):
         found = backend.demands(config, planning.run_dir(manifest, manifest_file, method, seed))
-    named = tuple(Demand(d.what, d.key, d.need, _in_manifest(manifest, method, d.field, path=manifest_file), d.have, d.rule,
-                         d.source, d.via) for d in found)
+    named = tuple(
+        Demand(
+            d.what,
+            d.key,
+            d.need,
+            _in_manifest(manifest, method, d.field, path=manifest_file),
+            d.have,
+            d.rule,
+            d.source,
+            d.via,
+        )
+        for d in found
+    )
     return JobDemands(method, seed, backend.name, named)
 
 
-def study_demands(manifest: dict[str, Any], manifest_file: str | os.PathLike, *, methods: list[str] | None = None,
-                  seeds: list[int] | None = None) -> list[JobDemands]:
-    return [job_demands(manifest, manifest_file, method, seed)
-            for method in (methods or list(manifest["methods"])) for seed in (seeds or list(manifest["seeds"]))]
+def study_demands(
+    manifest: dict[str, Any],
+    manifest_file: str | os.PathLike,
+    *,
+    methods: list[str] | None = None,
+    seeds: list[int] | None = None,
+) -> list[JobDemands]:
+    return [
+        job_demands(manifest, manifest_file, method, seed)
+        for method in (methods or list(manifest["methods"]))
+        for seed in (seeds or list(manifest["seeds"]))
+    ]
 
 
 def check(manifest: dict[str, Any], manifest_file: str | os.PathLike) -> list[JobDemands]:
@@ -94,7 +115,12 @@ def table(job: JobDemands, *, seeds: str | None = None) -> str:
     head = f"{job.method} ({job.backend}), seed {seeds or job.seed}"
     if not job.demands:
         return f"{head}: the {job.backend} backend states no demands (it runs inside agentrepro, or its command's are its own)"
-    lines = [head, "", "| demand | framework: key = need | manifest: field = have | rule | holds |", "|---|---|---|---|---|"]
+    lines = [
+        head,
+        "",
+        "| demand | framework: key = need | manifest: field = have | rule | holds |",
+        "|---|---|---|---|---|",
+    ]
     for d in job.demands:
         have = "reserved on the node when the job starts" if d.rule == FIXED else d.job_side()
         holds = "-" if d.rule == FIXED else ("yes" if d.holds() else "**no**")
@@ -126,10 +152,18 @@ def run(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.manifest)
     for method in args.method or []:
         if method not in manifest["methods"]:
-            raise BadInput(f"not a method of the study (methods: {', '.join(manifest['methods'])})", path=args.manifest, where="--method")
+            raise BadInput(
+                f"not a method of the study (methods: {', '.join(manifest['methods'])})",
+                path=args.manifest,
+                where="--method",
+            )
     for seed in args.seed or []:
         if seed not in manifest["seeds"]:
-            raise BadInput(f"not a seed of the study (seeds: {', '.join(map(str, manifest['seeds']))})", path=args.manifest, where="--seed")
+            raise BadInput(
+                f"not a seed of the study (seeds: {', '.join(map(str, manifest['seeds']))})",
+                path=args.manifest,
+                where="--seed",
+            )
     jobs = study_demands(manifest, args.manifest, methods=args.method, seeds=args.seed)
     print("\n\n".join(tables(jobs)))
     lines = [line for job in jobs for line in job.violations(args.manifest)]

@@ -36,7 +36,7 @@ class Terminated(BaseException):
 
 
 def install_sigterm_handler() -> None:
-    def _raise(signum, frame):  # noqa: ARG001
+    def _raise(signum, frame):
         raise Terminated(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, _raise)
@@ -75,8 +75,9 @@ def last_line(path: Path, limit: int = 300) -> str:
     return lines[-1][:limit] if lines else ""
 
 
-def run_logged(argv: list[str], *, log_dir: Path, label: str, cwd: str | Path | None = None,
-               env: dict[str, str] | None = None) -> None:
+def run_logged(
+    argv: list[str], *, log_dir: Path, label: str, cwd: str | Path | None = None, env: dict[str, str] | None = None
+) -> None:
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / f"{label}.stdout.log", log_dir / f"{label}.stderr.log"
@@ -87,8 +88,9 @@ def run_logged(argv: list[str], *, log_dir: Path, label: str, cwd: str | Path | 
         out.flush()
         err.flush()
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err, stdin=subprocess.DEVNULL
+            )
         except OSError as exc:
             raise Failure(f"cannot start {argv[0]!r}: {exc}") from exc
         try:
@@ -99,4 +101,7 @@ def run_logged(argv: list[str], *, log_dir: Path, label: str, cwd: str | Path | 
     if status != 0:
         reason = f"signal {-status}" if status < 0 else f"exit status {status}"
         tail = last_line(err_path)
-        raise Failure(f"{label}: external command failed with {reason}; see {err_path}" + (f" (last line: {tail})" if tail else ""))
+        raise Failure(
+            f"{label}: external command failed with {reason}; see {err_path}"
+            + (f" (last line: {tail})" if tail else "")
+        )

@@ -31,8 +31,23 @@ from agentrepro.reading import load_yaml
 RESOLVED = RunFiles.RESOLVED_CONFIG
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 # Top-level keys of a run config (internals.md "Manifest -> lock -> run config").
-RUN_CONFIG_KEYS = {"study", "title", "method", "seed", "lock", "backend", "image", "model", "env", "data",
-                   "train", "eval", "resources", "reference", "analysis"}
+RUN_CONFIG_KEYS = {
+    "study",
+    "title",
+    "method",
+    "seed",
+    "lock",
+    "backend",
+    "image",
+    "model",
+    "env",
+    "data",
+    "train",
+    "eval",
+    "resources",
+    "reference",
+    "analysis",
+}
 MAPPING_KEYS = ("backend", "image", "model", "env", "data", "train", "eval", "resources", "analysis")
 
 
@@ -49,11 +64,15 @@ def validate_run_config(config: Any, path: str | Path) -> None:
         raise BadInput(f"expected a mapping at the top level, got {type(config).__name__}", path=path)
     unknown = sorted(set(config) - RUN_CONFIG_KEYS)
     if unknown:
-        raise BadInput(f"unknown key (expected one of {', '.join(sorted(RUN_CONFIG_KEYS))})", path=path, where=unknown[0])
+        raise BadInput(
+            f"unknown key (expected one of {', '.join(sorted(RUN_CONFIG_KEYS))})", path=path, where=unknown[0]
+        )
     for key, pattern, what in (("study", SLUG_RE, ""), ("method", METHOD_RE, ", optionally @ its backend")):
         value = config.get(key)
         if not isinstance(value, str) or not pattern.match(value):
-            raise BadInput(f"expected a slug (letters, digits, '.', '_', '-'){what}, got {value!r}", path=path, where=key)
+            raise BadInput(
+                f"expected a slug (letters, digits, '.', '_', '-'){what}, got {value!r}", path=path, where=key
+            )
     seed = config.get("seed")
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
         raise BadInput(f"expected an integer in [0, {MAX_SEED}], got {seed!r}", path=path, where="seed")
@@ -62,13 +81,19 @@ def validate_run_config(config: Any, path: str | Path) -> None:
             raise BadInput(f"expected a mapping, got {type(config[key]).__name__}", path=path, where=key)
     backend = config.get("backend")
     if not isinstance(backend, dict) or not isinstance(backend.get("name"), str):
-        raise BadInput("expected a mapping with a string `name`", path=path, where="backend" if not isinstance(backend, dict) else "backend.name")
+        raise BadInput(
+            "expected a mapping with a string `name`",
+            path=path,
+            where="backend" if not isinstance(backend, dict) else "backend.name",
+        )
     if "lock" in config:
         lock = config["lock"]
         if not isinstance(lock, dict) or set(lock) - {"path", "sha256"}:
             raise BadInput("expected {path, sha256}", path=path, where="lock")
         if not isinstance(lock.get("sha256"), str) or not SHA256_RE.match(lock["sha256"]):
-            raise BadInput(f"expected 64 lowercase hex digits, got {lock.get('sha256')!r}", path=path, where="lock.sha256")
+            raise BadInput(
+                f"expected 64 lowercase hex digits, got {lock.get('sha256')!r}", path=path, where="lock.sha256"
+            )
         if not isinstance(lock.get("path"), str):
             raise BadInput("expected a path string", path=path, where="lock.path")
     if "train" in config and "steps" in config["train"]:
@@ -95,8 +120,9 @@ def resolve_config(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str
 def write_resolved_config(run_dir: Path, resolved: dict[str, Any]) -> str:
     """Write resolved_config.yaml atomically; returns its config_sha256."""
     digest = config_sha256(resolved)
-    header = (f"# config_sha256: {digest}\n"
-              "# (SHA-256 of the canonical JSON of this document: sorted keys, no whitespace)\n")
+    header = (
+        f"# config_sha256: {digest}\n# (SHA-256 of the canonical JSON of this document: sorted keys, no whitespace)\n"
+    )
     atomic_write_text(run_dir / RESOLVED, header + yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
     return digest
 
@@ -127,8 +153,9 @@ def _positive_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def evaluated_steps(train_steps: int, eval_block: dict[str, Any], *, checkpoint_every: int | None = None,
-                    path: object = "manifest") -> list[int]:
+def evaluated_steps(
+    train_steps: int, eval_block: dict[str, Any], *, checkpoint_every: int | None = None, path: object = "manifest"
+) -> list[int]:
     """The evaluated steps, which are also the saved checkpoints: 0 (the policy before RL), every `eval.every`
     steps, and `eval.checkpoint`: `last` (the default: train_steps), `all` (every `checkpoint_every` steps, else
     every step, and the last), one step, or a list of steps. Sorted, unique, none beyond `train_steps`.
@@ -140,7 +167,9 @@ def evaluated_steps(train_steps: int, eval_block: dict[str, Any], *, checkpoint_
             raise BadInput(f"expected a positive integer, got {every!r}", path=path, where="eval.every")
         steps.update(range(every, train_steps + 1, every))
     if checkpoint_every is not None and not _positive_int(checkpoint_every):
-        raise BadInput(f"expected a positive integer, got {checkpoint_every!r}", path=path, where="train.checkpoint_every")
+        raise BadInput(
+            f"expected a positive integer, got {checkpoint_every!r}", path=path, where="train.checkpoint_every"
+        )
     checkpoint = eval_block.get("checkpoint", "last")
     for value in checkpoint if isinstance(checkpoint, list) else [checkpoint]:
         if value == "last":
@@ -151,7 +180,11 @@ def evaluated_steps(train_steps: int, eval_block: dict[str, Any], *, checkpoint_
         elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= train_steps:
             steps.add(value)
         else:
-            raise BadInput(f"expected `last`, `all` or a step in [0, {train_steps}], got {value!r}", path=path, where="eval.checkpoint")
+            raise BadInput(
+                f"expected `last`, `all` or a step in [0, {train_steps}], got {value!r}",
+                path=path,
+                where="eval.checkpoint",
+            )
     return sorted(steps)
 
 
@@ -185,9 +218,13 @@ def config_file_sha256(path: str | os.PathLike) -> str:
 
 
 def step_rows_problem(step_rows, steps) -> str | None:
-    if not isinstance(step_rows, (list, tuple)) or any(isinstance(s, bool) or not isinstance(s, int) for s in step_rows):
+    if not isinstance(step_rows, (list, tuple)) or any(
+        isinstance(s, bool) or not isinstance(s, int) for s in step_rows
+    ):
         return f"expected a list of training steps, got {step_rows!r}"
-    if isinstance(steps, int) and any(not 1 <= s <= steps for s in step_rows) or len(set(step_rows)) != len(step_rows):
+    if (isinstance(steps, int) and any(not 1 <= s <= steps for s in step_rows)) or len(set(step_rows)) != len(
+        step_rows
+    ):
         return f"expected distinct training steps in [1, steps = {steps}], got {list(step_rows)}"
     return None
 

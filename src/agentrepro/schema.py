@@ -36,21 +36,31 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 # JSON Schema counts 1.0e30 as an integer; our integers (seeds, counts, steps) must be written as integers.
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, value: type(value) is int))
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, value: type(value) is int),
+)
 
-_TYPE_NAMES = {"number": "a number", "integer": "an integer", "string": "a string", "object": "a mapping",
-               "array": "a list", "boolean": "true or false", "null": "null"}
+_TYPE_NAMES = {
+    "number": "a number",
+    "integer": "an integer",
+    "string": "a string",
+    "object": "a mapping",
+    "array": "a list",
+    "boolean": "true or false",
+    "null": "null",
+}
 
 
 def schema_path(name: str) -> Path:
     """workflow/schemas/<name> as the package sees it; a missing schema is a broken installation (exit 1)."""
     path = SCHEMA_DIR / name
     if not path.is_file():
-        raise Failure(f"{path}: schema not found (the package's schemas folder links to workflow/schemas/; reinstall the package)")
+        raise Failure(
+            f"{path}: schema not found (the package's schemas folder links to workflow/schemas/; reinstall the package)"
+        )
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(schema_name: str) -> dict[str, Any]:
     """The schema document `schema_name` (read once)."""
     return load_json(schema_path(schema_name))
@@ -67,17 +77,19 @@ def rewrite(path: str | Path, render: Callable[[dict[str, Any]], dict[str, Any]]
     path.write_text(dump(render(load_json(path))), encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def registry() -> Registry:
     """Every schema in SCHEMA_DIR, addressable by its `$id` (its file name)."""
     resources = []
     for file in sorted(SCHEMA_DIR.glob("*.schema.json")):
         contents = load(file.name)
-        resources.append((contents.get("$id", file.name), Resource.from_contents(contents, default_specification=DRAFT202012)))
+        resources.append(
+            (contents.get("$id", file.name), Resource.from_contents(contents, default_specification=DRAFT202012))
+        )
     return Registry().with_resources(resources)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def validator(schema_name: str) -> jsonschema.protocols.Validator:
     return _Validator(load(schema_name), registry=registry())
 

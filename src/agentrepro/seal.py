@@ -30,7 +30,7 @@ def _sealable(root: Path, exclude_dirs: set[str]) -> list[Path]:
         rel = path.relative_to(root)
         if rel.name == OUTPUTS and rel.parent != Path("."):
             continue  # a nested seal (eval/step<N>/) belongs to its own directory
-        if rel.name == OUTPUTS or rel.name.startswith(".") and rel.name.endswith(".tmp"):
+        if rel.name == OUTPUTS or (rel.name.startswith(".") and rel.name.endswith(".tmp")):
             continue
         if rel.parts[0] in exclude_dirs:
             continue
@@ -74,10 +74,12 @@ def write_outputs_manifest(root: str | os.PathLike, *, exclude_dirs: set[str] | 
     """Hash every file under `root` into `root`/OUTPUTS.sha256 (`sums_text`)."""
     root = Path(root)
     exclude = _UNSEALED_DIRS | set(exclude_dirs or ())
-    return atomic_write_text(root / OUTPUTS, sums_text({p.relative_to(root).as_posix(): sha256_file(p) for p in _sealable(root, exclude)}))
+    return atomic_write_text(
+        root / OUTPUTS, sums_text({p.relative_to(root).as_posix(): sha256_file(p) for p in _sealable(root, exclude)})
+    )
 
 
-read_outputs_manifest = read_sums   # an OUTPUTS.sha256 is one such file
+read_outputs_manifest = read_sums  # an OUTPUTS.sha256 is one such file
 
 
 def verify_outputs(seal: str | os.PathLike) -> list[str]:

@@ -27,7 +27,7 @@ def norm_group(x, members, norm, eps, singleton):
             out[i] = x[i] / (1 + eps) if norm == "std" else x[i]
         return out
     if all(v == vals[0] for v in vals):
-        return {i: 0.0 for i in members}
+        return dict.fromkeys(members, 0.0)
     m, s = mean_std(vals)
     for i in members:
         out[i] = (x[i] - m) / (s + eps) if norm == "std" else x[i] - m
@@ -114,8 +114,19 @@ def distances(rows):
     return out
 
 
-def estimate(rows, name, norm="std", gamma=0.95, omega=0.1, step_weight=1.0, episode_weight=1.0,
-             invalid_penalty=0.1, episode_stats="rows", epsilon=1e-6, reward_form="code"):
+def estimate(
+    rows,
+    name,
+    norm="std",
+    gamma=0.95,
+    omega=0.1,
+    step_weight=1.0,
+    episode_weight=1.0,
+    invalid_penalty=0.1,
+    episode_stats="rows",
+    epsilon=1e-6,
+    reward_form="code",
+):
     """Dict of per-row lists, like AdvantageResult.row_fields()."""
     pen = [invalid_penalty * (not r["valid"]) for r in rows]
     scores = [r["episode_reward"] - p for r, p in zip(rows, pen)]
@@ -129,15 +140,23 @@ def estimate(rows, name, norm="std", gamma=0.95, omega=0.1, step_weight=1.0, epi
     if name == "gigpo":
         ret = [g - p for g, p in zip(step_returns(rows, gamma), pen)]
         a_step = step_term(rows, ret, norm, epsilon)
-        out.update(step_return=ret, advantage_episode=a_ep, advantage_step=a_step,
-                   advantage=[episode_weight * e + step_weight * s for e, s in zip(a_ep, a_step)])
+        out.update(
+            step_return=ret,
+            advantage_episode=a_ep,
+            advantage_step=a_step,
+            advantage=[episode_weight * e + step_weight * s for e, s in zip(a_ep, a_step)],
+        )
         return out
     d = distances(rows)
     shift = 0.0 if reward_form == "code" else 1.0
     gr = [10.0 * omega ** (x + shift) - p for x, p in zip(d, pen)]
     a_step = step_term(rows, gr, norm, epsilon)
-    out.update(distance=d, graph_reward=gr, advantage_step=a_step,
-               advantage=[step_weight * s + episode_weight * e for e, s in zip(a_ep, a_step)])
+    out.update(
+        distance=d,
+        graph_reward=gr,
+        advantage_step=a_step,
+        advantage=[step_weight * s + episode_weight * e for e, s in zip(a_ep, a_step)],
+    )
     if episode_weight != 0.0:
         out["advantage_episode"] = a_ep
     return out

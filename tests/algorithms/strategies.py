@@ -24,9 +24,19 @@ def step_rows(draw, max_groups: int = 4, max_trajs: int = 5, max_turns: int = 6,
                 last = k == n - 1
                 valid = True if (won and last) else draw(st.booleans() | st.just(True))
                 nxt = "success" if (won and last) else (state if not valid else draw(st.sampled_from(pool)))
-                rows.append({"group": f"g{g}", "traj": f"g{g}t{t}", "turn": k, "state": state, "next_state": nxt,
-                             "reward": big_reward if (won and last) else 0.0,
-                             "episode_reward": big_reward if won else 0.0, "valid": valid, "success": won})
+                rows.append(
+                    {
+                        "group": f"g{g}",
+                        "traj": f"g{g}t{t}",
+                        "turn": k,
+                        "state": state,
+                        "next_state": nxt,
+                        "reward": big_reward if (won and last) else 0.0,
+                        "episode_reward": big_reward if won else 0.0,
+                        "valid": valid,
+                        "success": won,
+                    }
+                )
                 state = nxt
     if shuffle:
         rows = draw(st.permutations(rows))

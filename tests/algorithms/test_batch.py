@@ -10,8 +10,17 @@ from agentrepro.errors import BadInput
 
 
 def _row(**over):
-    row = {"group": "g", "traj": "t", "turn": 0, "state": "a", "next_state": "b", "reward": 0.0,
-           "episode_reward": 0.0, "valid": True, "success": False}
+    row = {
+        "group": "g",
+        "traj": "t",
+        "turn": 0,
+        "state": "a",
+        "next_state": "b",
+        "reward": 0.0,
+        "episode_reward": 0.0,
+        "valid": True,
+        "success": False,
+    }
     row.update(over)
     return row
 
@@ -26,15 +35,18 @@ def test_round_trip_and_codes():
     assert n == 4 and codes[0] == codes[2] != codes[1]  # node ids over g2/a, g2/b, g1/a, g1/b
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"turn": -1}, "field 'turn' must be a non-negative integer"),
-    ({"turn": True}, "field 'turn'"),
-    ({"reward": float("nan")}, "field 'reward' must be a finite number"),
-    ({"episode_reward": "10"}, "field 'episode_reward'"),
-    ({"valid": 1}, "field 'valid' must be true or false"),
-    ({"state": 3}, "field 'state' must be a string"),
-    ({"group": None}, "field 'group'"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"turn": -1}, "field 'turn' must be a non-negative integer"),
+        ({"turn": True}, "field 'turn'"),
+        ({"reward": float("nan")}, "field 'reward' must be a finite number"),
+        ({"episode_reward": "10"}, "field 'episode_reward'"),
+        ({"valid": 1}, "field 'valid' must be true or false"),
+        ({"state": 3}, "field 'state' must be a string"),
+        ({"group": None}, "field 'group'"),
+    ],
+)
 def test_bad_field_names_line_and_field(bad, message):
     """A bad value raises BadInput naming the source, the line and the field."""
     rows = [(1, _row()), (7, _row(traj="u", **bad))]
@@ -57,7 +69,9 @@ def test_trajectory_consistency_is_checked():
     """A repeated (traj, turn) or a trajectory that changes group or episode_reward is refused with both lines."""
     with pytest.raises(BadInput, match=r"line 2: trajectory 't' has turn 0 twice \(also at line 1\)"):
         StepBatch.from_rows([(1, _row()), (2, _row())])
-    with pytest.raises(BadInput, match=r"line 2: field 'episode_reward' changes within trajectory 't' \(first row at line 1\)"):
+    with pytest.raises(
+        BadInput, match=r"line 2: field 'episode_reward' changes within trajectory 't' \(first row at line 1\)"
+    ):
         StepBatch.from_rows([(1, _row()), (2, _row(turn=1, episode_reward=10.0))])
     with pytest.raises(BadInput, match="field 'group' changes"):
         StepBatch.from_rows([(1, _row()), (2, _row(turn=1, group="h"))])

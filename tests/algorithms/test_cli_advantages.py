@@ -10,10 +10,31 @@ from parity_fixtures import STEP_FILES, compare_case, load_cases
 
 # success in 1 turn against failure in 3 turns, episode rewards [10, 0] (the review's counterexample)
 COUNTER = [
-    {"group": "g", "traj": "win", "turn": 0, "state": "s0", "next_state": "success", "reward": 10.0,
-     "episode_reward": 10.0, "valid": True, "success": True},
-    *({"group": "g", "traj": "lose", "turn": k, "state": f"s{k}", "next_state": f"s{k + 1}", "reward": 0.0,
-       "episode_reward": 0.0, "valid": True, "success": False} for k in range(3)),
+    {
+        "group": "g",
+        "traj": "win",
+        "turn": 0,
+        "state": "s0",
+        "next_state": "success",
+        "reward": 10.0,
+        "episode_reward": 10.0,
+        "valid": True,
+        "success": True,
+    },
+    *(
+        {
+            "group": "g",
+            "traj": "lose",
+            "turn": k,
+            "state": f"s{k}",
+            "next_state": f"s{k + 1}",
+            "reward": 0.0,
+            "episode_reward": 0.0,
+            "valid": True,
+            "success": False,
+        }
+        for k in range(3)
+    ),
 ]
 
 
@@ -58,7 +79,7 @@ def test_cli_episode_stats_rows_vs_trajectories(tmp_path):
     # rows: scores [10, 0, 0, 0], mean 2.5, sample std 5 -> (10 − 2.5)/5 = 1.5 and −0.5
     assert results["rows"] == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-5)
     # trajectories: values [10, 0], mean 5, std 7.0711 -> ±0.7071 whatever the trajectory lengths
-    assert results["trajectories"] == pytest.approx([0.5 ** 0.5, -(0.5 ** 0.5)] + [-(0.5 ** 0.5)] * 2, rel=1e-5)
+    assert results["trajectories"] == pytest.approx([0.5**0.5, -(0.5**0.5)] + [-(0.5**0.5)] * 2, rel=1e-5)
 
 
 def test_cli_preserves_row_order_and_input_fields(tmp_path):
@@ -107,7 +128,9 @@ def test_cli_reads_stdin_writes_stdout():
     text = "".join(json.dumps(r) + "\n" for r in COUNTER)
     proc = run_cli("advantages", "--estimator", "grpo", "-", "-o", "-", input=text)
     assert proc.returncode == 0, proc.stderr
-    assert [json.loads(x)["advantage"] for x in proc.stdout.splitlines()] == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-5)
+    assert [json.loads(x)["advantage"] for x in proc.stdout.splitlines()] == pytest.approx(
+        [1.5, -0.5, -0.5, -0.5], rel=1e-5
+    )
 
 
 def test_cli_missing_file_and_help(tmp_path):
@@ -117,8 +140,17 @@ def test_cli_missing_file_and_help(tmp_path):
     assert proc.returncode == 2 and str(missing) in proc.stderr
     proc = run_cli("advantages", "--help")
     assert proc.returncode == 0
-    for flag in ("--norm", "--gamma", "--omega", "--step-weight", "--episode-weight", "--invalid-penalty",
-                 "--episode-stats", "--reward-form", "--cases"):
+    for flag in (
+        "--norm",
+        "--gamma",
+        "--omega",
+        "--step-weight",
+        "--episode-weight",
+        "--invalid-penalty",
+        "--episode-stats",
+        "--reward-form",
+        "--cases",
+    ):
         assert flag in proc.stdout
 
 

@@ -35,8 +35,10 @@ def test_cli_matches_fixture_file(fixtures_dir, tmp_path):
 
 def test_cli_whitens_the_whole_file_together(tmp_path):
     """--whiten (file scope) equals masked_whiten over all sequences' masked tokens at once, not per sequence."""
-    seqs = [{"id": "a", "rewards": [0, 0, 1], "values": [0.1, 0.2, 0.3], "mask": [1, 0, 1]},
-            {"id": "b", "rewards": [0, 2, 0, 0, -1], "values": [0.5, 0.0, 0.2, 0.2, 0.1], "mask": [1, 1, 0, 1, 1]}]
+    seqs = [
+        {"id": "a", "rewards": [0, 0, 1], "values": [0.1, 0.2, 0.3], "mask": [1, 0, 1]},
+        {"id": "b", "rewards": [0, 2, 0, 0, -1], "values": [0.5, 0.0, 0.2, 0.2, 0.1], "mask": [1, 1, 0, 1, 1]},
+    ]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(s) + "\n" for s in seqs))
     raw, white = tmp_path / "raw.jsonl", tmp_path / "white.jsonl"
@@ -45,9 +47,13 @@ def test_cli_whitens_the_whole_file_together(tmp_path):
     assert proc.returncode == 0, proc.stderr
     raw_rows, white_rows = _read(raw), _read(white)
     for s, r in zip(seqs, raw_rows):
-        a, ret = masked_gae(np.array([s["rewards"]], float), np.array([s["values"]], float), np.array([s["mask"]]), 0.99, 0.95)
+        a, ret = masked_gae(
+            np.array([s["rewards"]], float), np.array([s["values"]], float), np.array([s["mask"]]), 0.99, 0.95
+        )
         assert np.allclose(r["advantages"], a[0]) and np.allclose(r["returns"], ret[0])
-    flat = masked_whiten(np.array([sum((r["advantages"] for r in raw_rows), [])]), np.array([sum((s["mask"] for s in seqs), [])]))
+    flat = masked_whiten(
+        np.array([sum((r["advantages"] for r in raw_rows), [])]), np.array([sum((s["mask"] for s in seqs), [])])
+    )
     assert np.allclose(sum((w["advantages"] for w in white_rows), []), flat[0])
     assert [w["returns"] for w in white_rows] == [r["returns"] for r in raw_rows]  # returns are never whitened
     alone = masked_whiten(np.array([raw_rows[0]["advantages"]]), np.array([seqs[0]["mask"]]))[0]
@@ -68,8 +74,11 @@ def test_cli_bad_lines_exit_2_naming_the_line(tmp_path):
     """Unequal lengths, a non-binary mask, or a missing γ stop the command with the line number and no output."""
     good = {"id": "a", "rewards": [0, 1], "values": [0, 0], "mask": [1, 1]}
     out = tmp_path / "out.jsonl"
-    for bad, message in (({"values": [0]}, "lengths 2, 1, 2"), ({"mask": [1, 2]}, "mask[1] must be 0 or 1"),
-                         ({"rewards": [0, "x"]}, "rewards[1] must be a finite number")):
+    for bad, message in (
+        ({"values": [0]}, "lengths 2, 1, 2"),
+        ({"mask": [1, 2]}, "mask[1] must be 0 or 1"),
+        ({"rewards": [0, "x"]}, "rewards[1] must be a finite number"),
+    ):
         src = tmp_path / "in.jsonl"
         src.write_text(json.dumps(good) + "\n" + json.dumps({**good, **bad}) + "\n")
         proc = run_cli("gae", "--gamma", "1", "--lam", "1", src, "-o", out)

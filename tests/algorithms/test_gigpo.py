@@ -17,9 +17,20 @@ def _traj(rewards, valid=None, traj="t", group="g", states=None):
     n = len(rewards)
     valid = valid or [True] * n
     states = states or [f"s{k}" for k in range(n + 1)]
-    return [{"group": group, "traj": traj, "turn": k, "state": states[k], "next_state": states[k + 1],
-             "reward": rewards[k], "episode_reward": sum(rewards), "valid": valid[k], "success": sum(rewards) > 0}
-            for k in range(n)]
+    return [
+        {
+            "group": group,
+            "traj": traj,
+            "turn": k,
+            "state": states[k],
+            "next_state": states[k + 1],
+            "reward": rewards[k],
+            "episode_reward": sum(rewards),
+            "valid": valid[k],
+            "success": sum(rewards) > 0,
+        }
+        for k in range(n)
+    ]
 
 
 def test_step_return_discounts_and_penalises_own_row_only():
@@ -43,20 +54,27 @@ def test_returns_follow_turns_not_row_order():
 def test_discounted_returns_equal_slow(rows, gamma):
     """The position-vectorised returns equal a per-trajectory backwards loop."""
     batch = StepBatch.from_rows(rows)
-    assert np.allclose(discounted_returns(batch, batch.reward, gamma), slow.step_returns(rows, gamma), rtol=1e-12, atol=1e-12)
+    assert np.allclose(
+        discounted_returns(batch, batch.reward, gamma), slow.step_returns(rows, gamma), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_step_groups_are_per_group_and_state():
     """The same state name in two groups forms two step groups (no sharing across groups)."""
-    rows = (_traj([0.0, 10.0], traj="a", group="g1", states=["S", "X", "success"])
-            + _traj([0.0, 0.0], traj="b", group="g1", states=["S", "Y", "Z"])
-            + _traj([0.0], traj="c", group="g2", states=["S", "Y"]))
+    rows = (
+        _traj([0.0, 10.0], traj="a", group="g1", states=["S", "X", "success"])
+        + _traj([0.0, 0.0], traj="b", group="g1", states=["S", "Y", "Z"])
+        + _traj([0.0], traj="c", group="g2", states=["S", "Y"])
+    )
     res = estimate(StepBatch.from_rows(rows), "gigpo")
     # g1/S has two rows with returns 9.5 and 0 -> ±0.7071; g2/S is a singleton -> 0
-    assert res.advantage_step[[0, 2]] == pytest.approx([2 ** -0.5, -(2 ** -0.5)], rel=1e-5)
+    assert res.advantage_step[[0, 2]] == pytest.approx([2**-0.5, -(2**-0.5)], rel=1e-5)
     assert res.advantage_step[4] == 0.0
     assert res.advantage == pytest.approx(res.advantage_episode + res.advantage_step)
-    assert res.diagnostics["groups"] == 2 and res.diagnostics["step_group_size_hist"] == {"1": 3, "2": 1}  # g1/S; g1/X, g1/Y, g2/S
+    assert res.diagnostics["groups"] == 2 and res.diagnostics["step_group_size_hist"] == {
+        "1": 3,
+        "2": 1,
+    }  # g1/S; g1/X, g1/Y, g2/S
 
 
 def test_turn_gaps_use_the_sorting_path():

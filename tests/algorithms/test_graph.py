@@ -12,7 +12,12 @@ from agentrepro.algorithms import StepBatch
 from agentrepro.algorithms.graph import build_graph, goal_distances, graph_rewards
 
 ORACLE = [  # S → success; S → X → success; S → Y → X → Z (fail)
-    ("t0", "S", "success"), ("t1", "S", "X"), ("t1", "X", "success"), ("t2", "S", "Y"), ("t2", "Y", "X"), ("t2", "X", "Z"),
+    ("t0", "S", "success"),
+    ("t1", "S", "X"),
+    ("t1", "X", "success"),
+    ("t2", "S", "Y"),
+    ("t2", "Y", "X"),
+    ("t2", "X", "Z"),
 ]
 
 
@@ -21,9 +26,19 @@ def _rows(edges, group="g"):
     won = {t for t, _, ns in edges if ns == "success"}
     for t, s, ns in edges:
         k = turns[t] = turns.get(t, -1) + 1
-        out.append({"group": group, "traj": f"{group}{t}", "turn": k, "state": s, "next_state": ns,
-                    "reward": 10.0 * (ns == "success"), "episode_reward": 10.0 * (t in won), "valid": True,
-                    "success": t in won})
+        out.append(
+            {
+                "group": group,
+                "traj": f"{group}{t}",
+                "turn": k,
+                "state": s,
+                "next_state": ns,
+                "reward": 10.0 * (ns == "success"),
+                "episode_reward": 10.0 * (t in won),
+                "valid": True,
+                "success": t in won,
+            }
+        )
     return out
 
 

@@ -32,8 +32,13 @@ def test_sample_std_and_epsilon():
 
 
 @settings(max_examples=100, deadline=None)
-@given(values=st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0.0, 1.0, 9.9, 10.0, -0.1, 0.9, 3.3])), min_size=1, max_size=40),
-       norm=st.sampled_from(["std", "mean"]), singleton=st.sampled_from(["passthrough", "zero"]))
+@given(
+    values=st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from([0.0, 1.0, 9.9, 10.0, -0.1, 0.9, 3.3])), min_size=1, max_size=40
+    ),
+    norm=st.sampled_from(["std", "mean"]),
+    singleton=st.sampled_from(["passthrough", "zero"]),
+)
 def test_normalize_equals_slow(values, norm, singleton):
     """Vectorised group normalisation equals the per-group loop, including singleton and equal-valued groups."""
     codes = np.array([c for c, _ in values])
@@ -57,12 +62,16 @@ def test_episode_stats_counterexample_numbers():
     rows = episode_advantage(score, group, 1, traj, 2, norm="std", epsilon=1e-6, episode_stats="rows")
     trajs = episode_advantage(score, group, 1, traj, 2, norm="std", epsilon=1e-6, episode_stats="trajectories")
     assert rows == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-6)
-    assert trajs == pytest.approx([2 ** -0.5, -(2 ** -0.5), -(2 ** -0.5), -(2 ** -0.5)], rel=1e-6)
+    assert trajs == pytest.approx([2**-0.5, -(2**-0.5), -(2**-0.5), -(2**-0.5)], rel=1e-6)
     # and a 10-turn failure changes `rows` but not `trajectories`
     score10, traj10 = np.r_[10.0, np.zeros(10)], np.r_[0, np.ones(10, dtype=np.int64)]
     g10 = np.zeros(11, dtype=np.int64)
-    assert episode_advantage(score10, g10, 1, traj10, 2, norm="std", epsilon=1e-6, episode_stats="trajectories")[:2] == pytest.approx(trajs[:2])
-    assert episode_advantage(score10, g10, 1, traj10, 2, norm="std", epsilon=1e-6, episode_stats="rows")[0] != pytest.approx(rows[0])
+    assert episode_advantage(score10, g10, 1, traj10, 2, norm="std", epsilon=1e-6, episode_stats="trajectories")[
+        :2
+    ] == pytest.approx(trajs[:2])
+    assert episode_advantage(score10, g10, 1, traj10, 2, norm="std", epsilon=1e-6, episode_stats="rows")[
+        0
+    ] != pytest.approx(rows[0])
 
 
 def test_unknown_modes_are_errors():

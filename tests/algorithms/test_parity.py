@@ -57,9 +57,13 @@ def test_fp32_artifact_rows_are_exact_zero_in_float64(fixtures_dir):
 
 def test_fp32_artifact_is_reproduced_by_float32_torch(fixtures_dir):
     """The reference's −0.4664 on `zero_variance_fp32_artifact` is float32 arithmetic: torch.float32 gives it, float64 gives 0."""
-    case = next(c for c in load_cases(fixtures_dir, "edge_cases.jsonl")
-                if c["case"] == "zero_variance_fp32_artifact" and c["params"]["estimator"] == "grpo"
-                and c["params"]["norm"] == "std")
+    case = next(
+        c
+        for c in load_cases(fixtures_dir, "edge_cases.jsonl")
+        if c["case"] == "zero_variance_fp32_artifact"
+        and c["params"]["estimator"] == "grpo"
+        and c["params"]["norm"] == "std"
+    )
     scores = [r["episode_reward"] - 0.1 * (not r["valid"]) for r in case["rows"]]
     assert len(set(scores)) == 1 and len(scores) == 6
     x32 = torch.tensor(scores, dtype=torch.float32)

@@ -22,10 +22,16 @@ def _close(ours, ref):
 
 
 @SETTINGS
-@given(rows=step_rows(), name=st.sampled_from(["grpo", "gigpo", "graphgpo", "graph_only"]),
-       norm=st.sampled_from(["std", "mean"]), stats=st.sampled_from(["rows", "trajectories"]),
-       form=st.sampled_from(["code", "paper"]), omega=st.sampled_from([0.1, 0.5, 0.8]),
-       gamma=st.sampled_from([0.9, 0.95, 1.0]), penalty=st.sampled_from([0.0, 0.1, 1.0]))
+@given(
+    rows=step_rows(),
+    name=st.sampled_from(["grpo", "gigpo", "graphgpo", "graph_only"]),
+    norm=st.sampled_from(["std", "mean"]),
+    stats=st.sampled_from(["rows", "trajectories"]),
+    form=st.sampled_from(["code", "paper"]),
+    omega=st.sampled_from([0.1, 0.5, 0.8]),
+    gamma=st.sampled_from([0.9, 0.95, 1.0]),
+    penalty=st.sampled_from([0.0, 0.1, 1.0]),
+)
 def test_estimators_equal_slow_implementation(rows, name, norm, stats, form, omega, gamma, penalty):
     """Every per-row field of every estimator equals the loop-and-dict implementation, in row order."""
     opts = {"norm": norm, "episode_stats": stats, "invalid_penalty": penalty}
@@ -78,13 +84,28 @@ def test_one_turn_trajectories_make_episode_stats_irrelevant(rows):
 @pytest.mark.parametrize("kind", ["singleton", "all_fail", "all_success", "zero_variance"])
 def test_no_nan_or_inf_in_degenerate_groups(name, kind):
     """Singleton, all-fail, all-success and zero-variance groups give finite values (and 0 where no contrast exists)."""
+
     def row(t, k, s, ns, won, valid=True):
-        return {"group": "g", "traj": t, "turn": k, "state": s, "next_state": ns, "reward": 10.0 * (ns == "success"),
-                "episode_reward": 10.0 * won, "valid": valid, "success": won}
+        return {
+            "group": "g",
+            "traj": t,
+            "turn": k,
+            "state": s,
+            "next_state": ns,
+            "reward": 10.0 * (ns == "success"),
+            "episode_reward": 10.0 * won,
+            "valid": valid,
+            "success": won,
+        }
+
     rows = {
         "singleton": [row("a", 0, "s", "success", True)],
         "all_fail": [row("a", 0, "s", "x", False), row("a", 1, "x", "x", False, False), row("b", 0, "s", "y", False)],
-        "all_success": [row("a", 0, "s", "success", True), row("b", 0, "s", "x", True), row("b", 1, "x", "success", True)],
+        "all_success": [
+            row("a", 0, "s", "success", True),
+            row("b", 0, "s", "x", True),
+            row("b", 1, "x", "success", True),
+        ],
         "zero_variance": [row(t, 0, "s", "x", False, False) for t in "abcdef"],
     }[kind]
     for norm in ("std", "mean"):

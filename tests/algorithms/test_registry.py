@@ -4,11 +4,29 @@ from __future__ import annotations
 
 import pytest
 
-from agentrepro.algorithms import ESTIMATORS, EstimatorSpec, Option, Registry, StepBatch, UnknownEstimator, default_registry, estimate
+from agentrepro.algorithms import (
+    ESTIMATORS,
+    EstimatorSpec,
+    Option,
+    Registry,
+    StepBatch,
+    UnknownEstimator,
+    default_registry,
+    estimate,
+)
 from agentrepro.algorithms.result import AdvantageResult
 
-ROW = {"group": "g", "traj": "t", "turn": 0, "state": "s", "next_state": "success", "reward": 10.0,
-       "episode_reward": 10.0, "valid": True, "success": True}
+ROW = {
+    "group": "g",
+    "traj": "t",
+    "turn": 0,
+    "state": "s",
+    "next_state": "success",
+    "reward": 10.0,
+    "episode_reward": 10.0,
+    "valid": True,
+    "success": True,
+}
 
 
 def test_default_names():
@@ -18,12 +36,19 @@ def test_default_names():
     assert ESTIMATORS.defaults("gigpo")["gamma"] == 0.95 and ESTIMATORS.defaults("graphgpo")["omega"] == 0.1
     assert ESTIMATORS.defaults("ppo") == {"gamma": 0.95, "lam": 1.0, "value_coef": 0.5}
     assert {n: ESTIMATORS.defaults(n).get("norm") for n in ESTIMATORS.names()} == {
-        "gigpo": "std", "graph_only": "std", "graphgpo": "std", "grpo": "std", "ppo": None}
+        "gigpo": "std",
+        "graph_only": "std",
+        "graphgpo": "std",
+        "grpo": "std",
+        "ppo": None,
+    }
 
 
 def test_unknown_name_lists_known_ones():
     """An unknown estimator raises UnknownEstimator (a KeyError and ValueError) listing the registered names."""
-    with pytest.raises(UnknownEstimator, match="unknown estimator 'dqn'; known: gigpo, graph_only, graphgpo, grpo, ppo"):
+    with pytest.raises(
+        UnknownEstimator, match="unknown estimator 'dqn'; known: gigpo, graph_only, graphgpo, grpo, ppo"
+    ):
         estimate(StepBatch.from_rows([ROW]), "dqn")
 
 
@@ -41,6 +66,7 @@ def test_duplicate_registration_is_an_error_and_registries_are_separate():
 
     def const(batch, *, value: float = 1.0):
         import numpy as np
+
         return AdvantageResult("const", {}, advantage=np.full(len(batch), value))
 
     spec = EstimatorSpec("const", "a constant advantage", (Option("value", float, 1.0, "the advantage"),), fn=const)
@@ -64,8 +90,17 @@ def test_options_are_checked_and_none_means_default():
     assert res.options["gamma"] == 0.95 and "omega" not in res.options
 
 
-@pytest.mark.parametrize("option, value", [("gamma", 1.5), ("omega", -0.1), ("epsilon", float("nan")),
-                                           ("invalid_penalty", "0.1"), ("step_weight", float("inf")), ("gamma", True)])
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("gamma", 1.5),
+        ("omega", -0.1),
+        ("epsilon", float("nan")),
+        ("invalid_penalty", "0.1"),
+        ("step_weight", float("inf")),
+        ("gamma", True),
+    ],
+)
 def test_numeric_options_are_range_checked(option, value):
     """Out-of-range, non-finite, boolean or string numeric options are refused, naming the option."""
     name = "gigpo" if option == "gamma" else "graphgpo"

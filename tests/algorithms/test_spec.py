@@ -26,7 +26,9 @@ def _bad_value(option: Option):
     """A value the option refuses."""
     if option.choices:
         return "nope"
-    return option.high + 1 if math.isfinite(option.high) else (option.low - 1 if math.isfinite(option.low) else math.nan)
+    return (
+        option.high + 1 if math.isfinite(option.high) else (option.low - 1 if math.isfinite(option.low) else math.nan)
+    )
 
 
 def test_every_estimator_is_registered_and_ppo_needs_a_critic():
@@ -40,8 +42,11 @@ def test_every_estimator_is_registered_and_ppo_needs_a_critic():
 def test_reference_functions_default_to_the_spec():
     """Each step-row function's keyword options and defaults are the spec's (norm std everywhere, verl-agent's)."""
     for spec in SPECS:
-        params = {k: p.default for k, p in inspect.signature(spec.fn).parameters.items()
-                  if p.kind is p.KEYWORD_ONLY} if spec.fn else {}
+        params = (
+            {k: p.default for k, p in inspect.signature(spec.fn).parameters.items() if p.kind is p.KEYWORD_ONLY}
+            if spec.fn
+            else {}
+        )
         if spec.variant_of:  # graph_only forwards to its parent with the pinned options
             parent = ESTIMATORS.spec(spec.variant_of)
             assert spec.defaults() == {**parent.defaults(), **spec.fixed}, spec.name
@@ -73,13 +78,18 @@ def test_options_check_choices_ranges_and_finiteness():
 
 def test_train_config_fields_are_the_trainer_estimators_options():
     """TrainConfig has one field per option (type and default from the spec) and names exactly the trainer estimators."""
-    from agentrepro.trainer.config import ESTIMATORS as CONFIG_ESTIMATORS, TrainConfig
+    from agentrepro.trainer.config import ESTIMATORS as CONFIG_ESTIMATORS
+    from agentrepro.trainer.config import TrainConfig
 
     fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     hints = typing.get_type_hints(TrainConfig)
     for option in TRAINER_OPTIONS:
         assert fields[option.name] == option.default and hints[option.name] is option.type, option.name
-    assert CONFIG_ESTIMATORS == tuple(s.name for s in SPECS if s.variant_of is None) == ("grpo", "gigpo", "graphgpo", "ppo")
+    assert (
+        CONFIG_ESTIMATORS
+        == tuple(s.name for s in SPECS if s.variant_of is None)
+        == ("grpo", "gigpo", "graphgpo", "ppo")
+    )
     for spec in TRAINER:
         cfg = TrainConfig(estimator=spec.name)
         assert cfg.estimator_options == {o.name: o.default for o in spec.options}

@@ -29,7 +29,9 @@ def test_rejects_anything_but_a_generator():
 @pytest.mark.parametrize("tasks", [1, 2, 37, 300])
 def test_fast_equals_the_obvious_loop(tasks):
     """With the same seed, the count-matrix replicates equal resampling task indices one replicate at a time."""
-    d = (np.random.default_rng(1).binomial(1, 0.3, tasks) - np.random.default_rng(2).binomial(1, 0.5, tasks)).astype(float)
+    d = (np.random.default_rng(1).binomial(1, 0.3, tasks) - np.random.default_rng(2).binomial(1, 0.5, tasks)).astype(
+        float
+    )
     fast = bootstrap_means(d, np.random.default_rng(3), 500)
     slow = slow_bootstrap_means(d, np.random.default_rng(3), 500)
     assert np.allclose(fast, slow, atol=1e-12)

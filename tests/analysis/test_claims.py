@@ -7,14 +7,46 @@ import pytest
 from agentrepro.analysis.claims import claims_table, parse_claim, shared_arrays
 from agentrepro.errors import BadInput
 
-PAIRED = pd.DataFrame([
-    {"method_a": "x", "method_b": "y", "seed": "all", "step": 5, "n_tasks": 10, "delta": 0.10, "ci_lo": 0.05, "ci_hi": 0.15,
-     "p": 0.001, "test": "task_clustered_t"},
-    {"method_a": "x", "method_b": "z", "seed": "all", "step": 5, "n_tasks": 10, "delta": 0.02, "ci_lo": -0.01, "ci_hi": 0.05,
-     "p": 0.20, "test": "task_clustered_t"},
-    {"method_a": "x", "method_b": "y", "seed": "0", "step": 5, "n_tasks": 10, "delta": 0.5, "ci_lo": 0.4, "ci_hi": 0.6, "p": 1e-9,
-     "test": "newcombe10+mcnemar_exact"},
-])
+PAIRED = pd.DataFrame(
+    [
+        {
+            "method_a": "x",
+            "method_b": "y",
+            "seed": "all",
+            "step": 5,
+            "n_tasks": 10,
+            "delta": 0.10,
+            "ci_lo": 0.05,
+            "ci_hi": 0.15,
+            "p": 0.001,
+            "test": "task_clustered_t",
+        },
+        {
+            "method_a": "x",
+            "method_b": "z",
+            "seed": "all",
+            "step": 5,
+            "n_tasks": 10,
+            "delta": 0.02,
+            "ci_lo": -0.01,
+            "ci_hi": 0.05,
+            "p": 0.20,
+            "test": "task_clustered_t",
+        },
+        {
+            "method_a": "x",
+            "method_b": "y",
+            "seed": "0",
+            "step": 5,
+            "n_tasks": 10,
+            "delta": 0.5,
+            "ci_lo": 0.4,
+            "ci_hi": 0.6,
+            "p": 1e-9,
+            "test": "newcombe10+mcnemar_exact",
+        },
+    ]
+)
 
 
 def final_rows(per_method: dict[str, np.ndarray], tasks=None) -> pd.DataFrame:
@@ -25,7 +57,9 @@ def final_rows(per_method: dict[str, np.ndarray], tasks=None) -> pd.DataFrame:
             for t in range(success.shape[1]):
                 if tasks and method in tasks and t not in tasks[method]:
                     continue
-                rows.append({"method": method, "seed": s, "task_id": f"t{t:04d}", "episode": 0, "success": int(success[s, t])})
+                rows.append(
+                    {"method": method, "seed": s, "task_id": f"t{t:04d}", "episode": 0, "success": int(success[s, t])}
+                )
     return pd.DataFrame(rows)
 
 
@@ -57,8 +91,15 @@ def test_equivalence_rows_per_seed_and_all_only_over_shared_tasks():
     final = final_rows({"m@relax": a, "m@verl-agent": a}, tasks={"m@verl-agent": set(range(25))})
     left, right, seeds = shared_arrays(final, "m@relax", "m@verl-agent")
     assert left.shape == right.shape == (2, 25, 1) and seeds == [0, 1]
-    out = claims_table(["m@relax == m@verl-agent +- 3 pp"], PAIRED.iloc[:0], final, ["m@relax", "m@verl-agent"], 5, 0.05,
-                       field="--claim")
+    out = claims_table(
+        ["m@relax == m@verl-agent +- 3 pp"],
+        PAIRED.iloc[:0],
+        final,
+        ["m@relax", "m@verl-agent"],
+        5,
+        0.05,
+        field="--claim",
+    )
     assert out["seed"].tolist() == ["0", "1", "all"] and out["n_tasks"].tolist() == [25, 25, 25]
     assert out["seeds"].tolist() == [1, 1, 2] and out["margin"].tolist() == pytest.approx([0.03] * 3)
     assert out["p_holm"].isna().all() and set(out["kind"]) == {"equivalence"}

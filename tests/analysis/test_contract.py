@@ -37,7 +37,10 @@ def test_study_outputs_follow_the_contract(tmp_path):
 
 def test_empty_tables_follow_the_contract(tmp_path):
     """Without reference, claims or run side files, the empty tables still carry every declared column."""
-    paths = [write_jsonl(tmp_path / f"{m}.jsonl", outcome_rows("x", m, 0, 5, np.arange(20) % k == 0)) for m, k in (("a", 2), ("b", 3))]
+    paths = [
+        write_jsonl(tmp_path / f"{m}.jsonl", outcome_rows("x", m, 0, 5, np.arange(20) % k == 0))
+        for m, k in (("a", 2), ("b", 3))
+    ]
     out = analyze_outcomes(paths, tmp_path / "out")
     _assert_follows_contract(out)
     for name in ("verdicts", "claims", "diagnostics", "overhead", "training"):
@@ -61,7 +64,9 @@ def test_docs_are_generated_from_the_declaration():
     """docs/formats.md and docs/internals.md hold the table lists the declaration generates (else: run --write)."""
     for rel, kinds in contract_docs.DOCS.items():
         text = (REPO / rel).read_text(encoding="utf-8")
-        assert contract_docs.update(text, kinds, rel) == text, f"{rel} is stale: run python -m agentrepro.analysis.contract_docs --write"
+        assert contract_docs.update(text, kinds, rel) == text, (
+            f"{rel} is stale: run python -m agentrepro.analysis.contract_docs --write"
+        )
         for table in contract.TABLES:
             assert f"`{table.file if not kinds else table.name}`" in text
 
@@ -80,14 +85,23 @@ def test_write_rewrites_a_stale_block(tmp_path):
     """`python -m agentrepro.analysis.contract_docs --write` replaces an out-of-date block and keeps the text around it."""
     for rel in contract_docs.DOCS:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(f"before\n{contract_docs.BEGIN}\n| old |\n{contract_docs.END}\nafter\n", encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)], check=True)
+        (tmp_path / rel).write_text(
+            f"before\n{contract_docs.BEGIN}\n| old |\n{contract_docs.END}\nafter\n", encoding="utf-8"
+        )
+    subprocess.run(
+        [sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)], check=True
+    )
     formats = (tmp_path / "docs/formats.md").read_text(encoding="utf-8")
     assert formats.startswith("before\n") and formats.endswith("after\n") and "| old |" not in formats
-    assert "| `paired.csv` |" in formats and "mcnemar_p (p?)" in (tmp_path / "docs/internals.md").read_text(encoding="utf-8")
+    assert "| `paired.csv` |" in formats and "mcnemar_p (p?)" in (tmp_path / "docs/internals.md").read_text(
+        encoding="utf-8"
+    )
     (tmp_path / "docs/formats.md").write_text("no block\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "agentrepro.analysis.contract_docs", "--write", "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0 and "docs/formats.md: no generated block" in result.stderr
 
 
@@ -96,7 +110,7 @@ def test_report_knows_every_kind_and_column_it_selects():
     for table in contract.TABLES:
         for column in table.columns:
             assert column.kind.rstrip("?") in contract.KINDS
-            _check(column.kind, None)   # an unknown kind would raise
+            _check(column.kind, None)  # an unknown kind would raise
     assert set(render.TRAINING_METRICS) <= set(contract.names("training"))
     assert set(render.CONVERGENCE_METRICS) <= set(contract.names("convergence"))
     assert set(figures.DIAGNOSTIC_METRICS) <= set(contract.names("diagnostics"))

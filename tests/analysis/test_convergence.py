@@ -15,8 +15,12 @@ def test_auc_is_the_normalised_trapezoid():
 def test_steps_and_env_steps_to_threshold_and_costs():
     """The first step reaching the threshold, its env steps, and the last cumulative costs."""
     runs = pd.DataFrame({"method": ["m"] * 3, "seed": [0] * 3, "step": [10, 20, 30], "rate": [0.2, 0.7, 0.9]})
-    metrics = {("m", 0): [{"step": s, "env_steps": 100 * s, "tokens_generated": 7 * s, "wall_s": s / 2, "gpu_hours": 0}
-                          for s in range(1, 31)]}
+    metrics = {
+        ("m", 0): [
+            {"step": s, "env_steps": 100 * s, "tokens_generated": 7 * s, "wall_s": s / 2, "gpu_hours": 0}
+            for s in range(1, 31)
+        ]
+    }
     row = convergence_table(runs, metrics, 0.6).iloc[0]
     assert row["steps_to_threshold"] == 20 and row["env_steps_to_threshold"] == 2000
     assert row["tokens_generated"] == 210 and row["wall_s"] == 15

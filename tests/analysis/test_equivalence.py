@@ -52,7 +52,7 @@ def test_tasks_needed_is_the_smallest_count_with_80_percent_power():
     assert _tost_power(n, 0.005, 0.2, 0.03) >= 0.8 > _tost_power(n - 1, 0.005, 0.2, 0.03)
     assert tasks_needed(0.005, 0.3, 0.03) > n
     assert tasks_needed(0.03, 0.2, 0.03) is None
-    far = tasks_needed(0.08, 0.3, 0.03)   # outside the margin: power of the one-sided test at 2.5%
+    far = tasks_needed(0.08, 0.3, 0.03)  # outside the margin: power of the one-sided test at 2.5%
     df = far - 1
     assert stats.nct.sf(stats.t.ppf(0.975, df), df, 0.05 / (0.3 / np.sqrt(far))) >= 0.8
 

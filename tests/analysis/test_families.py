@@ -12,7 +12,9 @@ from agentrepro.analysis.paired import holm
 
 
 def _tables(claims):
-    spec = random_spec(np.random.default_rng(5), methods=("a", "b", "c", "d"), steps=(0, 10), items=40, p=(0.8, 0.6, 0.5, 0.45))
+    spec = random_spec(
+        np.random.default_rng(5), methods=("a", "b", "c", "d"), steps=(0, 10), items=40, p=(0.8, 0.6, 0.5, 0.45)
+    )
     df = frame(spec)
     paired = T.paired_table(df, ["a", "b", "c", "d"], rng=np.random.default_rng(0), n_boot=100)
     learning = T.learning_table(df, ["a", "b", "c", "d"], 10, rng=np.random.default_rng(0), n_boot=100)

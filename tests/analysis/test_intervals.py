@@ -5,7 +5,14 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 
-from agentrepro.analysis.intervals import CLUSTERED_WILSON, clustered_interval, clustered_se, clustered_wilson, t_interval, wilson
+from agentrepro.analysis.intervals import (
+    CLUSTERED_WILSON,
+    clustered_interval,
+    clustered_se,
+    clustered_wilson,
+    t_interval,
+    wilson,
+)
 
 
 def wilson_by_hand(k, n, z=1.959963984540054):
@@ -42,7 +49,7 @@ def test_t_interval_matches_scipy():
 def test_clustered_se_equals_statsmodels_cluster_robust_se():
     """The task-clustered SE of the grand mean equals OLS-on-a-constant with cluster-robust SE by task."""
     rng = np.random.default_rng(3)
-    y = (rng.random((3, 40)) < np.linspace(0.2, 0.9, 40)).astype(float)   # (seeds, tasks)
+    y = (rng.random((3, 40)) < np.linspace(0.2, 0.9, 40)).astype(float)  # (seeds, tasks)
     groups = np.tile(np.arange(40), 3)
     fit = sm.OLS(y.ravel(), np.ones(y.size)).fit(cov_type="cluster", cov_kwds={"groups": groups})
     assert clustered_se(y) == pytest.approx(float(fit.bse[0]), rel=1e-10)
@@ -82,7 +89,7 @@ def test_repeated_identical_seeds_count_once():
     assert test == CLUSTERED_WILSON and n_eff == 40
     assert (lo, hi) == pytest.approx(wilson_by_hand(one.sum(), 40), abs=1e-12)
     wide = wilson(3 * one.sum(), 120)
-    assert hi - lo > float(wide[1] - wide[0])   # wider than counting 120 independent trials
+    assert hi - lo > float(wide[1] - wide[0])  # wider than counting 120 independent trials
 
 
 @pytest.mark.parametrize("shape", [(3, 30, 1), (2, 17, 4), (5, 2, 1), (3, 64, 2)])
@@ -91,7 +98,9 @@ def test_clustered_wilson_matches_the_design_effect_by_hand(shape):
     rng = np.random.default_rng(sum(shape))
     for p in (0.0, 0.2, 0.5, 0.9, 1.0):
         difficulty = rng.random(shape[1])[None, :, None]
-        success = (rng.random(shape) < np.clip(p + difficulty - 0.5, 0, 1)).astype(float) if 0 < p < 1 else np.full(shape, p)
+        success = (
+            (rng.random(shape) < np.clip(p + difficulty - 0.5, 0, 1)).astype(float) if 0 < p < 1 else np.full(shape, p)
+        )
         lo, hi, n_eff, _ = clustered_wilson(success)
         elo, ehi, en = clustered_wilson_by_hand(success)
         assert n_eff == pytest.approx(en) and (lo, hi) == pytest.approx((elo, ehi), abs=1e-12)

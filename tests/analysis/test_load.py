@@ -30,10 +30,17 @@ def test_empty_file_is_an_error(tmp_path):
     assert str(path) in str(err.value)
 
 
-@pytest.mark.parametrize("key,value,message", [
-    ("success", 2, "'success'"), ("success", True, "'success'"), ("seed", "0", "'seed'"),
-    ("task_hash", "abc", "'task_hash'"), ("reward", "x", "'reward'"), ("episode", -1, "'episode'"),
-])
+@pytest.mark.parametrize(
+    "key,value,message",
+    [
+        ("success", 2, "'success'"),
+        ("success", True, "'success'"),
+        ("seed", "0", "'seed'"),
+        ("task_hash", "abc", "'task_hash'"),
+        ("reward", "x", "'reward'"),
+        ("episode", -1, "'episode'"),
+    ],
+)
 def test_schema_errors_name_line_and_key(tmp_path, key, value, message):
     """A bad value on line 2 is reported with the file, 'line 2' and the key."""
     data = rows()

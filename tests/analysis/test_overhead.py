@@ -9,7 +9,7 @@ from agentrepro.analysis.overhead import overhead_table
 def test_percentiles_share_and_absent_components():
     """p50/p95 equal numpy's; share is Σcomponent/Σstep_total over rows where it ran; absent is not zero."""
     rows0 = [{"step": i, "rollout": 1.0 + i, "graph_build": 0.01 * i, "step_total": 2.0 + i} for i in range(1, 11)]
-    rows1 = [{"step": i, "rollout": 3.0, "step_total": 4.0} for i in range(1, 6)]   # graph_build did not run
+    rows1 = [{"step": i, "rollout": 3.0, "step_total": 4.0} for i in range(1, 6)]  # graph_build did not run
     out = overhead_table({("g", 0): rows0, ("g", 1): rows1}).set_index("component")
     gb = np.array([0.01 * i for i in range(1, 11)])
     assert out.loc["graph_build", "n"] == 10

@@ -64,7 +64,7 @@ def test_holm_matches_statsmodels_and_keeps_nan():
     finite = ~np.isnan(p)
     assert np.allclose(out[finite], multipletests(p[finite], method="holm")[1])
     assert np.isnan(out[2])
-    assert out[0] == pytest.approx(0.04)   # 4 tests: 0.01 × 4
+    assert out[0] == pytest.approx(0.04)  # 4 tests: 0.01 × 4
 
 
 def test_vectorised_mcnemar_and_newcombe_equal_the_scalar_ones():

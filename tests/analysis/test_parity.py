@@ -13,9 +13,19 @@ def step_rows():
         for traj, (success, turns) in enumerate([(1, 1), (0, 3), (1, 2)]):
             for turn in range(turns):
                 last = turn == turns - 1
-                rows.append({"group": group, "traj": f"{group}-{traj}", "turn": turn, "state": f"s{turn}",
-                             "next_state": "success" if (last and success) else f"s{turn + 1}", "reward": 10.0 * success * last,
-                             "episode_reward": 10.0 * success, "valid": True, "success": bool(success)})
+                rows.append(
+                    {
+                        "group": group,
+                        "traj": f"{group}-{traj}",
+                        "turn": turn,
+                        "state": f"s{turn}",
+                        "next_state": "success" if (last and success) else f"s{turn + 1}",
+                        "reward": 10.0 * success * last,
+                        "episode_reward": 10.0 * success,
+                        "valid": True,
+                        "success": bool(success),
+                    }
+                )
     return rows
 
 
@@ -31,7 +41,9 @@ def make_run(tmp_path, estimator="grpo", perturb=False):
     if perturb:
         rows[0]["advantage"] += 0.01
     (run / "batches" / "step3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (run / "resolved_config.yaml").write_text(yaml.safe_dump({"train": {"estimator": estimator, "gamma": 0.95, "omega": 0.1}}))
+    (run / "resolved_config.yaml").write_text(
+        yaml.safe_dump({"train": {"estimator": estimator, "gamma": 0.95, "omega": 0.1}})
+    )
     return run
 
 
@@ -69,8 +81,13 @@ def test_float32_artefacts_of_the_reference_are_set_apart_and_reported(tmp_path)
     from agentrepro.analysis.parity import certificate
 
     fixtures = Path(__file__).parents[1] / "fixtures" / "advantages" / "edge_cases.jsonl"
-    case = next(c for c in map(json.loads, fixtures.read_text().splitlines())
-                if c["case"] == "zero_variance_fp32_artifact" and c["params"]["estimator"] == "grpo" and c["params"]["norm"] == "std")
+    case = next(
+        c
+        for c in map(json.loads, fixtures.read_text().splitlines())
+        if c["case"] == "zero_variance_fp32_artifact"
+        and c["params"]["estimator"] == "grpo"
+        and c["params"]["norm"] == "std"
+    )
     assert all(e.get("fp32_artifact") for e in case["expected"])
     run = tmp_path / "runs" / "s" / "grpo" / "seed0"
     (run / "batches").mkdir(parents=True)

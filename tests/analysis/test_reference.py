@@ -17,14 +17,17 @@ def write(tmp_path, text):
     return path
 
 
-@pytest.mark.parametrize("text,where", [
-    (GOOD.replace("metric", "metrik"), "metrik"),
-    (GOOD.replace("0.88", "88"), "values.a.value"),
-    (GOOD.replace("checked: true", "checked: true, extra: 1"), "values.a.extra"),
-    (GOOD.replace("std: null", "std: -1"), "values.a.std"),
-    (GOOD.replace("seeds: 1", "seeds: 1.5"), "values.a.seeds"),
-    ("kind: a blog post\n" + GOOD, "kind"),
-])
+@pytest.mark.parametrize(
+    "text,where",
+    [
+        (GOOD.replace("metric", "metrik"), "metrik"),
+        (GOOD.replace("0.88", "88"), "values.a.value"),
+        (GOOD.replace("checked: true", "checked: true, extra: 1"), "values.a.extra"),
+        (GOOD.replace("std: null", "std: -1"), "values.a.std"),
+        (GOOD.replace("seeds: 1", "seeds: 1.5"), "values.a.seeds"),
+        ("kind: a blog post\n" + GOOD, "kind"),
+    ],
+)
 def test_bad_reference_names_the_key(tmp_path, text, where):
     """Every malformed field is an error naming the file and the key path."""
     path = write(tmp_path, text)
@@ -34,8 +37,12 @@ def test_bad_reference_names_the_key(tmp_path, text, where):
 
 
 def runs_frame(method, seed_counts, n=128, step=10):
-    return pd.DataFrame([{"method": method, "seed": s, "step": step, "n": n, "successes": k, "rate": k / n}
-                         for s, k in enumerate(seed_counts)])
+    return pd.DataFrame(
+        [
+            {"method": method, "seed": s, "step": step, "n": n, "successes": k, "rate": k / n}
+            for s, k in enumerate(seed_counts)
+        ]
+    )
 
 
 def test_single_run_at_88_percent_says_it_cannot_show_equivalence(tmp_path):
@@ -72,7 +79,9 @@ def test_tasks_needed_says_when_no_number_decides(tmp_path):
     row = table.iloc[0]
     assert row["test"] == "welch_tost" and row["verdict"] == "inconclusive"
     assert row["needed"] == "undecidable at this reference spread"
-    decided = verdicts_table(runs_frame("a", [60, 61, 59]), {"a": np.zeros((3, 128))}, load_reference(write(tmp_path, GOOD)), 0.03, 10)[0]
+    decided = verdicts_table(
+        runs_frame("a", [60, 61, 59]), {"a": np.zeros((3, 128))}, load_reference(write(tmp_path, GOOD)), 0.03, 10
+    )[0]
     assert decided.iloc[0]["verdict"] == "not_reproduced" and decided.iloc[0]["needed"] == "decided"
 
 
@@ -89,7 +98,10 @@ def test_many_tasks_and_seeds_reproduce(tmp_path):
 
 def test_unchecked_value_and_missing_method_are_noted(tmp_path):
     """checked: false and a reference method we did not run both produce notes, not silent skips."""
-    text = GOOD.replace("checked: true", "checked: false") + "  b: {value: 0.5, std: null, seeds: null, source: x, checked: true}\n"
+    text = (
+        GOOD.replace("checked: true", "checked: false")
+        + "  b: {value: 0.5, std: null, seeds: null, source: x, checked: true}\n"
+    )
     ref = load_reference(write(tmp_path, text))
     success = np.r_[np.ones(113), np.zeros(15)][None, :]
     table, notes = verdicts_table(runs_frame("a", [113]), {"a": success}, ref, 0.03, 10)

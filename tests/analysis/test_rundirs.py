@@ -10,8 +10,17 @@ PANEL = {"task_panel": [{"task_id": f"frozenlake-{s}", "seed": s} for s in range
 def run_dir(tmp_path, name, backend="builtin", **train):
     run = tmp_path / name / "seed0"
     run.mkdir(parents=True)
-    config = {"backend": {"name": backend}, "train": {"train_first_seed": 0, "train_num_seeds": 10000, "warmstart": True,
-                                                     "warmstart_val_first_seed": 20001, "warmstart_val_seeds": 128, **train}}
+    config = {
+        "backend": {"name": backend},
+        "train": {
+            "train_first_seed": 0,
+            "train_num_seeds": 10000,
+            "warmstart": True,
+            "warmstart_val_first_seed": 20001,
+            "warmstart_val_seeds": 128,
+            **train,
+        },
+    }
     (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))
     return run
 
@@ -26,7 +35,9 @@ def test_disjoint_seeds_pass_and_name_the_ranges(tmp_path):
 def test_overlapping_seeds_fail_with_their_count(tmp_path):
     """A training range that covers evaluation seeds fails and says how many could have been trained on."""
     check = task_seed_check(PANEL, [run_dir(tmp_path, "grpo", train_num_seeds=10050)])
-    assert check["status"] == "fail" and "49 evaluation seed(s) could also be trained on (10001–10049)" in check["detail"]
+    assert (
+        check["status"] == "fail" and "49 evaluation seed(s) could also be trained on (10001–10049)" in check["detail"]
+    )
 
 
 def test_backends_that_draw_their_own_tasks_are_not_checked(tmp_path):
@@ -38,12 +49,22 @@ def test_backends_that_draw_their_own_tasks_are_not_checked(tmp_path):
 
 def test_training_attempts_that_overlapped_on_one_host_are_named():
     """Two training attempts on the same host at the same time are named; one on another host, or later, is not."""
+
     def run(method, host, start, end):
-        return {"method": method, "seed": 0, "attempts": [{"stage": "train", "host": host, "cpus": 2, "start": start, "end": end}]}
-    runs = [run("grpo", "a", "2026-01-01T10:00:00+00:00", "2026-01-01T10:30:00+00:00"),
-            run("gigpo", "a", "2026-01-01T10:20:00+00:00", "2026-01-01T10:50:00+00:00"),
-            run("ppo", "b", "2026-01-01T10:00:00+00:00", "2026-01-01T10:50:00+00:00"),
-            run("graphgpo", "a", "2026-01-01T11:00:00+00:00", "2026-01-01T11:30:00+00:00")]
+        return {
+            "method": method,
+            "seed": 0,
+            "attempts": [{"stage": "train", "host": host, "cpus": 2, "start": start, "end": end}],
+        }
+
+    runs = [
+        run("grpo", "a", "2026-01-01T10:00:00+00:00", "2026-01-01T10:30:00+00:00"),
+        run("gigpo", "a", "2026-01-01T10:20:00+00:00", "2026-01-01T10:50:00+00:00"),
+        run("ppo", "b", "2026-01-01T10:00:00+00:00", "2026-01-01T10:50:00+00:00"),
+        run("graphgpo", "a", "2026-01-01T11:00:00+00:00", "2026-01-01T11:30:00+00:00"),
+    ]
     note = overlapping_runs(runs)
-    assert note.startswith("2 of 4 runs trained at the same time as another on the same host (2 CPUs): gigpo seed 0, grpo seed 0.")
+    assert note.startswith(
+        "2 of 4 runs trained at the same time as another on the same host (2 CPUs): gigpo seed 0, grpo seed 0."
+    )
     assert overlapping_runs(runs[2:]) is None

@@ -18,14 +18,39 @@ def test_study_writes_every_output_sealed(tmp_path):
     make_study(tmp_path, reference=REF)
     out = analyze_study("toy", root=tmp_path)
     names = {p.name for p in out.iterdir()}
-    assert {"runs.csv", "methods.csv", "paired.csv", "categories.csv", "verdicts.csv", "claims.csv", "outcomes.parquet",
-            "diagnostics.csv", "overhead.csv", "convergence.csv", "training.csv", "analysis.json", "OUTPUTS.sha256"} <= names
+    assert {
+        "runs.csv",
+        "methods.csv",
+        "paired.csv",
+        "categories.csv",
+        "verdicts.csv",
+        "claims.csv",
+        "outcomes.parquet",
+        "diagnostics.csv",
+        "overhead.csv",
+        "convergence.csv",
+        "training.csv",
+        "analysis.json",
+        "OUTPUTS.sha256",
+    } <= names
     assert verify_outputs(out / "OUTPUTS.sha256") == []
     analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["settings"]["final_step"] == 10 and analysis["settings"]["tolerance_pp"] == 3
     assert analysis["settings"]["reference"]["path"] == "manifests/references/ref.yaml"
-    assert set(analysis["tables"]) == {"runs", "methods", "paired", "learning", "categories", "verdicts", "claims", "families",
-                                       "diagnostics", "overhead", "convergence", "training"}
+    assert set(analysis["tables"]) == {
+        "runs",
+        "methods",
+        "paired",
+        "learning",
+        "categories",
+        "verdicts",
+        "claims",
+        "families",
+        "diagnostics",
+        "overhead",
+        "convergence",
+        "training",
+    }
     runs_csv = pd.read_csv(out / "runs.csv")
     assert len(analysis["tables"]["runs"]) == len(runs_csv) == 2 * 2 * 2
     assert analysis["tables"]["verdicts"][0]["method"] == "graphgpo"
@@ -51,6 +76,7 @@ def test_missing_seed_directory_is_an_error_and_writes_nothing(tmp_path):
     """A manifest seed without a run directory stops the analysis before anything is written."""
     make_study(tmp_path)
     import shutil
+
     shutil.rmtree(tmp_path / "runs" / "toy" / "grpo" / "seed1")
     with pytest.raises(BadInput, match="seed 1 missing for method 'grpo'"):
         analyze_study("toy", root=tmp_path)
@@ -108,7 +134,9 @@ def test_analysis_json_passes_the_report_contract_check(tmp_path):
 def test_study_equivalence_claim_from_the_lock(tmp_path):
     """An equivalence claim declared in the lock's manifest is tested per seed and across seeds; a 30 pp gap is not reproduced,
     and a malformed claim in the lock names the lock file and the claim's index."""
-    make_study(tmp_path, methods=("grpo", "graphgpo"), n_tasks=120, claims=("graphgpo > grpo", "graphgpo == grpo ± 3pp"))
+    make_study(
+        tmp_path, methods=("grpo", "graphgpo"), n_tasks=120, claims=("graphgpo > grpo", "graphgpo == grpo ± 3pp")
+    )
     analysis = json.loads((analyze_study("toy", root=tmp_path) / "analysis.json").read_text())
     rows = [c for c in analysis["tables"]["claims"] if c["kind"] == "equivalence"]
     assert [c["seed"] for c in rows] == ["0", "1", "all"] and {c["n_tasks"] for c in rows} == {120}

@@ -7,8 +7,8 @@ from analysis_synth import outcome_rows
 from scipy import stats
 
 from agentrepro.analysis import tables as T
-from agentrepro.analysis.paired import mcnemar_exact, newcombe_paired_ci
 from agentrepro.analysis.intervals import wilson
+from agentrepro.analysis.paired import mcnemar_exact, newcombe_paired_ci
 
 
 def frame(spec, episodes=1):
@@ -18,7 +18,9 @@ def frame(spec, episodes=1):
 
 
 def random_spec(rng, methods=("a", "b", "c"), seeds=(0, 1, 2), steps=(5, 10), items=30, p=(0.8, 0.6, 0.5)):
-    return {(m, s, st): (rng.random(items) < p[i]).astype(int) for i, m in enumerate(methods) for s in seeds for st in steps}
+    return {
+        (m, s, st): (rng.random(items) < p[i]).astype(int) for i, m in enumerate(methods) for s in seeds for st in steps
+    }
 
 
 def test_runs_and_methods_tables_follow_the_contract():
@@ -28,8 +30,18 @@ def test_runs_and_methods_tables_follow_the_contract():
     runs = T.runs_table(df)
     methods = T.methods_table(runs, df)
     assert list(runs.columns) == ["method", "seed", "step", "n", "successes", "rate", "wilson_lo", "wilson_hi"]
-    assert list(methods.columns[:10]) == ["method", "step", "seeds", "mean", "std", "pooled_n", "pooled_successes",
-                                          "pooled_rate", "wilson_lo", "wilson_hi"]
+    assert list(methods.columns[:10]) == [
+        "method",
+        "step",
+        "seeds",
+        "mean",
+        "std",
+        "pooled_n",
+        "pooled_successes",
+        "pooled_rate",
+        "wilson_lo",
+        "wilson_hi",
+    ]
     rates = [spec[("b", s, 10)].mean() for s in (0, 1, 2)]
     row = methods[(methods["method"] == "b") & (methods["step"] == 10)].iloc[0]
     assert row["std"] == pytest.approx(np.std(rates, ddof=1)) and row["mean"] == pytest.approx(np.mean(rates))
@@ -46,8 +58,8 @@ def test_paired_table_matches_slow_loops(episodes):
     spec = random_spec(rng, items=24 * episodes)
     df = frame(spec, episodes=episodes)
     out = T.paired_table(df, ["a", "b", "c"], rng=np.random.default_rng(0), n_boot=200)
-    assert len(out) == 2 * 3 * 4   # steps × pairs × (3 seeds + all)
-    for (ma, mb) in [("a", "b"), ("a", "c"), ("b", "c")]:
+    assert len(out) == 2 * 3 * 4  # steps × pairs × (3 seeds + all)
+    for ma, mb in [("a", "b"), ("a", "c"), ("b", "c")]:
         diffs = []
         for s in (0, 1, 2):
             a, b = spec[(ma, s, 10)].astype(bool), spec[(mb, s, 10)].astype(bool)
@@ -56,7 +68,7 @@ def test_paired_table_matches_slow_loops(episodes):
             assert tuple(row[["both", "a_only", "b_only", "neither"]]) == cells
             assert (row.delta, row.ci_lo, row.ci_hi) == pytest.approx(newcombe_paired_ci(*cells))
             assert row.mcnemar_p == pytest.approx(mcnemar_exact(*cells))
-            diffs.append((a.astype(float) - b).reshape(-1, episodes).mean(1))   # per task
+            diffs.append((a.astype(float) - b).reshape(-1, episodes).mean(1))  # per task
         d = np.mean(diffs, axis=0)
         row = out[(out.method_a == ma) & (out.method_b == mb) & (out.seed == "all") & (out.step == 10)].iloc[0]
         se = d.std(ddof=1) / np.sqrt(d.size)
@@ -85,7 +97,8 @@ def test_single_seed_all_row_is_the_exact_analysis():
     seed_row, all_row = out.iloc[0], out.iloc[1]
     assert all_row.seed == "all" and all_row.test == "newcombe10+mcnemar_exact"
     assert (all_row.delta, all_row.ci_lo, all_row.ci_hi, all_row.p) == pytest.approx(
-        (seed_row.delta, seed_row.ci_lo, seed_row.ci_hi, seed_row.mcnemar_p))
+        (seed_row.delta, seed_row.ci_lo, seed_row.ci_hi, seed_row.mcnemar_p)
+    )
 
 
 def test_learning_table_matches_slow_loops():
@@ -99,7 +112,12 @@ def test_learning_table_matches_slow_loops():
         diffs = []
         for s in (0, 1, 2):
             now, then = spec[(m, s, 10)].astype(bool), spec[(m, s, 0)].astype(bool)
-            cells = (int((now & then).sum()), int((now & ~then).sum()), int((~now & then).sum()), int((~now & ~then).sum()))
+            cells = (
+                int((now & then).sum()),
+                int((now & ~then).sum()),
+                int((~now & then).sum()),
+                int((~now & ~then).sum()),
+            )
             row = out[(out.method == m) & (out.seed == str(s))].iloc[0]
             assert tuple(row[["both", "gained", "lost", "neither"]]) == cells
             assert (row.delta, row.ci_lo, row.ci_hi) == pytest.approx(newcombe_paired_ci(*cells))

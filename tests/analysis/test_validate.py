@@ -11,7 +11,10 @@ PANEL = [{"task_id": f"t{i:03d}", "task_hash": task_hash(f"t{i:03d}"), "seed": i
 
 
 def frame(tmp_path, runs):
-    paths = [write_jsonl(tmp_path / f"{m}-{s}-{st}-{i}.jsonl", outcome_rows("s", m, s, st, succ)) for i, (m, s, st, succ) in enumerate(runs)]
+    paths = [
+        write_jsonl(tmp_path / f"{m}-{s}-{st}-{i}.jsonl", outcome_rows("s", m, s, st, succ))
+        for i, (m, s, st, succ) in enumerate(runs)
+    ]
     return read_outcomes(paths), paths
 
 
@@ -33,7 +36,9 @@ def test_duplicate_key_names_both_lines(tmp_path):
 def test_missing_task_vs_panel(tmp_path):
     """A run lacking a panel task is an error naming the run, the file and the task."""
     df, paths = frame(tmp_path, [("a", 0, 5, [1, 0, 1, 1]), ("b", 0, 5, [1, 0, 1])])
-    with pytest.raises(BadInput, match=r"method 'b' seed 0 step 5: 1 task\(s\) of the panel in lock.json missing: t003") as err:
+    with pytest.raises(
+        BadInput, match=r"method 'b' seed 0 step 5: 1 task\(s\) of the panel in lock.json missing: t003"
+    ) as err:
         validate_outcomes(df, PANEL, panel_source="lock.json")
     assert str(paths[1]) in str(err.value)
 
@@ -70,7 +75,7 @@ def test_task_hash_not_matching_the_panel(tmp_path):
 
 def test_task_outside_the_panel_and_hash_drift_between_methods(tmp_path):
     """An unknown task_id (with a panel) and a task_hash that differs between methods (without) are errors."""
-    data = outcome_rows("s", "a", 0, 5, [1, 0, 1, 1, 1])      # t004 is not in the panel
+    data = outcome_rows("s", "a", 0, 5, [1, 0, 1, 1, 1])  # t004 is not in the panel
     with pytest.raises(BadInput, match="t004' is not in the task panel"):
         validate_outcomes(read_outcomes([write_jsonl(tmp_path / "x.jsonl", data)]), PANEL, panel_source="lock.json")
     b = outcome_rows("s", "b", 0, 5, [1, 0, 1, 1, 1])

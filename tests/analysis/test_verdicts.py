@@ -8,24 +8,36 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from agentrepro.analysis.intervals import wilson
-from agentrepro.analysis.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, decide, fixed_value_verdict, units_needed,
-                                          welch_ci, welch_tost_p, welch_verdict)
+from agentrepro.analysis.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    decide,
+    fixed_value_verdict,
+    units_needed,
+    welch_ci,
+    welch_tost_p,
+    welch_verdict,
+)
 
 D = 0.03
 WIDE = (-0.5, 0.5)
 
 
-@pytest.mark.parametrize("ci90,ci95,expected", [
-    ((-0.03, 0.03), WIDE, REPRODUCED),              # 90% CI touching both ends: inside
-    ((-0.0301, 0.02), WIDE, INCONCLUSIVE),          # just past the lower end
-    ((-0.02, 0.0301), WIDE, INCONCLUSIVE),          # just past the upper end
-    ((-0.029, 0.029), (-0.04, 0.04), REPRODUCED),   # the 95% CI does not matter when the 90% one is inside
-    ((-0.2, -0.1), (-0.25, -0.0301), NOT_REPRODUCED),  # 95% CI entirely below −δ
-    ((-0.2, -0.1), (-0.25, -0.03), INCONCLUSIVE),   # touching −δ is not outside
-    ((0.1, 0.2), (0.0301, 0.25), NOT_REPRODUCED),   # entirely above +δ
-    ((0.1, 0.2), (0.03, 0.25), INCONCLUSIVE),       # touching +δ is not outside
-    ((np.nan, np.nan), (np.nan, np.nan), INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "ci90,ci95,expected",
+    [
+        ((-0.03, 0.03), WIDE, REPRODUCED),  # 90% CI touching both ends: inside
+        ((-0.0301, 0.02), WIDE, INCONCLUSIVE),  # just past the lower end
+        ((-0.02, 0.0301), WIDE, INCONCLUSIVE),  # just past the upper end
+        ((-0.029, 0.029), (-0.04, 0.04), REPRODUCED),  # the 95% CI does not matter when the 90% one is inside
+        ((-0.2, -0.1), (-0.25, -0.0301), NOT_REPRODUCED),  # 95% CI entirely below −δ
+        ((-0.2, -0.1), (-0.25, -0.03), INCONCLUSIVE),  # touching −δ is not outside
+        ((0.1, 0.2), (0.0301, 0.25), NOT_REPRODUCED),  # entirely above +δ
+        ((0.1, 0.2), (0.03, 0.25), INCONCLUSIVE),  # touching +δ is not outside
+        ((np.nan, np.nan), (np.nan, np.nan), INCONCLUSIVE),
+    ],
+)
 def test_decide_on_both_sides_of_each_boundary(ci90, ci95, expected):
     """The TOST rule of docs/design.md §7 at δ = 3 pp, case by case around each boundary."""
     assert decide(ci90, ci95, D) == expected
@@ -43,7 +55,7 @@ def test_one_run_of_128_tasks_at_88_percent_cannot_show_equivalence_within_3pp()
     assert (hi90 - lo90) / 2 > D
     # the tasks needed: the first count at which the Wilson 90% CI (statsmodels, same rate) fits inside ±3 pp;
     # the normal approximation z²·p(1−p)/δ² ≈ 311 is a lower bound because Wilson's lower side is longer here
-    approx = stats.norm.ppf(0.95) ** 2 * paper * (1 - paper) / D ** 2
+    approx = stats.norm.ppf(0.95) ** 2 * paper * (1 - paper) / D**2
     m = v.needed
     assert m > approx > n
     lo, hi = proportion_confint(paper * m, m, alpha=0.10, method="wilson")
@@ -54,17 +66,17 @@ def test_one_run_of_128_tasks_at_88_percent_cannot_show_equivalence_within_3pp()
 
 def test_units_needed_directions():
     """More units are asked for towards 'reproduced' inside the margin and towards 'not_reproduced' outside."""
-    assert units_needed(100, 0.0, 0.06, 0.07, D) == 400              # (0.06/0.03)² × 100
-    assert units_needed(100, 0.05, 0.03, 0.04, D) == 400             # (0.04/0.02)² × 100
-    assert units_needed(100, 0.03, 0.03, 0.04, D) is None            # on the boundary: never decidable
-    assert units_needed(100, 0.0, 0.01, 0.02, D) == 100              # never fewer than we have
+    assert units_needed(100, 0.0, 0.06, 0.07, D) == 400  # (0.06/0.03)² × 100
+    assert units_needed(100, 0.05, 0.03, 0.04, D) == 400  # (0.04/0.02)² × 100
+    assert units_needed(100, 0.03, 0.03, 0.04, D) is None  # on the boundary: never decidable
+    assert units_needed(100, 0.0, 0.01, 0.02, D) == 100  # never fewer than we have
 
 
 def test_welch_ci_and_tost_p_agree_with_scipy():
     """Welch CI and TOST p-values equal those from scipy's ttest_ind_from_stats (shifted one-sided tests)."""
     m1, s1, n1, m2, s2, n2 = 0.84, 0.02, 3, 0.85, 0.015, 5
     delta, lo, hi, df = welch_ci(m1, s1, n1, m2, s2, n2, 0.10)
-    se = math.sqrt(s1 ** 2 / n1 + s2 ** 2 / n2)
+    se = math.sqrt(s1**2 / n1 + s2**2 / n2)
     t, _ = stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False)
     assert delta / se == pytest.approx(t)
     assert hi - delta == pytest.approx(stats.t.ppf(0.95, df) * se)
@@ -73,9 +85,14 @@ def test_welch_ci_and_tost_p_agree_with_scipy():
     assert welch_tost_p(m1, s1, n1, m2, s2, n2, D) == pytest.approx(max(p_low, p_up))
 
 
-@pytest.mark.parametrize("ours,sd,expected", [
-    (0.850, 0.005, REPRODUCED), (0.845, 0.03, INCONCLUSIVE), (0.70, 0.01, NOT_REPRODUCED),
-])
+@pytest.mark.parametrize(
+    "ours,sd,expected",
+    [
+        (0.850, 0.005, REPRODUCED),
+        (0.845, 0.03, INCONCLUSIVE),
+        (0.70, 0.01, NOT_REPRODUCED),
+    ],
+)
 def test_welch_verdict_is_consistent_with_the_tost_p(ours, sd, expected):
     """Welch verdicts follow the 90%/95% CIs and 'reproduced' coincides with TOST p < 0.05."""
     v = welch_verdict(ours, sd, 5, 0.85, 0.01, 5, D)

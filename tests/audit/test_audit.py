@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from helpers import run_cli
-from study_kit import fake_run
 
 from agentrepro.audit import audit_study
 from agentrepro.fileio import atomic_write_jsonl, sha256_json
@@ -64,7 +63,9 @@ def test_frozen_data_file_changed_is_detected(frozen):
     """A data file hashed in the lock and changed afterwards is reported."""
     root, _ = frozen
     (root / "data" / "eval.jsonl").write_text("{}\n")
-    assert f"{root / 'data' / 'eval.jsonl'}: changed since it was frozen (hash differs from the lock)" in audit_study("demo", root)
+    assert f"{root / 'data' / 'eval.jsonl'}: changed since it was frozen (hash differs from the lock)" in audit_study(
+        "demo", root
+    )
 
 
 def test_run_from_another_lock_or_config_is_detected(frozen):
@@ -107,7 +108,9 @@ def test_unsealed_run_and_files_added_after_sealing_are_detected(frozen):
     (sealed / "extra.csv").write_text("a,b\n")
     (root / "runs" / "demo" / "gigpo" / "seed1" / "logs" / "more.log").write_text("still writing")
     (sealed / "figures").mkdir(exist_ok=True)
-    (sealed / "figures" / ".snakemake_timestamp").write_text("")  # Snakemake's directory() marker, touched after the job
+    (sealed / "figures" / ".snakemake_timestamp").write_text(
+        ""
+    )  # Snakemake's directory() marker, touched after the job
     problems = audit_study("demo", root)
     assert f"{run}: no OUTPUTS.sha256: unfinished or never sealed, so its files cannot be vouched for" in problems
     assert any(p.startswith(f"{sealed}: 1 file(s) not listed") and "extra.csv" in p for p in problems)
@@ -173,5 +176,7 @@ def test_run_trained_on_another_backend_is_detected(frozen):
     (run / "provenance.json").write_text(json.dumps(prov))
     write_outputs_manifest(run)
     problems = audit_study("demo", root)
-    assert any(f"{config}: backend 'relax/redai-infra/Relax/{'1' * 40}' differs from the lock's backend of gigpo" in p
-               for p in problems), problems
+    assert any(
+        f"{config}: backend 'relax/redai-infra/Relax/{'1' * 40}' differs from the lock's backend of gigpo" in p
+        for p in problems
+    ), problems

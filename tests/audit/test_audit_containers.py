@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+from helpers import run_cli
 from study_kit import COMMIT_B, DIGEST
 
 from agentrepro.audit import audit_study
 from agentrepro.seal import write_outputs_manifest
-from helpers import run_cli
 
 OTHER = "sha256:" + "cd" * 32
 
@@ -29,8 +29,10 @@ def test_a_run_that_ran_another_image_fails_the_audit(frozen):
     _edit_attempt(run, lambda attempt: attempt["containers"][0]["resolved"].update(digests=[OTHER]))
     result = run_cli("audit", "demo", "--root", root)
     assert result.returncode == 1
-    assert (f"{run / 'provenance.json'}: attempt 1, program 'train': the runtime resolved {OTHER}, not the lock's "
-            f"{lock['resolved']['image']['digest']}") in result.stdout, result.stdout
+    assert (
+        f"{run / 'provenance.json'}: attempt 1, program 'train': the runtime resolved {OTHER}, not the lock's "
+        f"{lock['resolved']['image']['digest']}"
+    ) in result.stdout, result.stdout
 
 
 def test_a_run_that_recorded_no_container_fails_the_audit(frozen):
@@ -39,9 +41,13 @@ def test_a_run_that_recorded_no_container_fails_the_audit(frozen):
     run = root / "runs" / "demo" / "gigpo" / "seed1"
     _edit_attempt(run, lambda attempt: attempt.pop("containers"))
     problems = audit_study("demo", root)
-    assert any(p.startswith(f"{run / 'provenance.json'}: the lock runs this method in apptainer image "
-                            "example.org/verl-agent@sha256:") and "recorded no program run in a container" in p
-               for p in problems), problems
+    assert any(
+        p.startswith(
+            f"{run / 'provenance.json'}: the lock runs this method in apptainer image example.org/verl-agent@sha256:"
+        )
+        and "recorded no program run in a container" in p
+        for p in problems
+    ), problems
 
 
 def test_a_run_that_asked_for_another_runtime_or_pin_fails_the_audit(frozen):
@@ -50,8 +56,16 @@ def test_a_run_that_asked_for_another_runtime_or_pin_fails_the_audit(frozen):
     run = root / "runs" / "demo" / "grpo" / "seed1"
     _edit_attempt(run, lambda attempt: attempt["containers"][0].update(runtime="podman"))
     run2 = root / "runs" / "demo" / "gigpo" / "seed0"
-    _edit_attempt(run2, lambda attempt: attempt["containers"][0]["requested"].update(ref=f"example.org/other:{COMMIT_B[:6]}"))
+    _edit_attempt(
+        run2, lambda attempt: attempt["containers"][0]["requested"].update(ref=f"example.org/other:{COMMIT_B[:6]}")
+    )
     problems = audit_study("demo", root)
-    assert f"{run / 'provenance.json'}: attempt 1, program 'train': ran with 'podman', the lock pins runtime 'apptainer'" in problems
-    assert any(p.startswith(f"{run2 / 'provenance.json'}: attempt 1, program 'train': asked for apptainer example.org/other:")
-               and p.endswith(f"the lock pins apptainer example.org/verl-agent:1.0 ({DIGEST})") for p in problems), problems
+    assert (
+        f"{run / 'provenance.json'}: attempt 1, program 'train': ran with 'podman', the lock pins runtime 'apptainer'"
+        in problems
+    )
+    assert any(
+        p.startswith(f"{run2 / 'provenance.json'}: attempt 1, program 'train': asked for apptainer example.org/other:")
+        and p.endswith(f"the lock pins apptainer example.org/verl-agent:1.0 ({DIGEST})")
+        for p in problems
+    ), problems

@@ -10,24 +10,34 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import run_cli
+from study_kit import git_commit_all
 
 from agentrepro.audit.study import audit_study
 from agentrepro.seal import write_outputs_manifest
-from helpers import run_cli
-from study_kit import git_commit_all
 
 pytestmark = pytest.mark.slow
 STUDY = "ws-tiny"
 METHODS = ("grpo", "graphgpo")
 MANIFEST = {
-    "study": STUDY, "title": "shared warm start audit", "backend": {"name": "builtin"},
+    "study": STUDY,
+    "title": "shared warm start audit",
+    "backend": {"name": "builtin"},
     "image": {"none": "builtin backend on the CPU"},
     "model": {"name": "tiny-gpt2", "config": {"d_model": 16, "n_layers": 1, "n_heads": 2}},
     "env": {"name": "frozenlake", "split": "eval", "params": {}},
     "methods": {"grpo": {"estimator": "grpo"}, "graphgpo": {"estimator": "graphgpo", "omega": 0.1}},
     "seeds": [0],
-    "train": {"steps": 1, "groups": 2, "group_size": 2, "warmstart_target": 1.0, "warmstart_max_steps": 2,
-              "warmstart_eval_every": 1, "warmstart_val_seeds": 4, "progress": False},
+    "train": {
+        "steps": 1,
+        "groups": 2,
+        "group_size": 2,
+        "warmstart_target": 1.0,
+        "warmstart_max_steps": 2,
+        "warmstart_eval_every": 1,
+        "warmstart_val_seeds": 4,
+        "progress": False,
+    },
     "eval": {"tasks": 4, "first_seed": 10001, "episodes_per_task": 1, "temperature": 0, "checkpoint": "last"},
     "resources": {"gpus": 0},
 }
@@ -56,7 +66,16 @@ def built(tmp_path_factory) -> Path:
     try:
         _cli("freeze", f"manifests/{STUDY}.yaml")
         for method in METHODS:
-            _cli("resolve", f"manifests/{STUDY}.lock.json", "--method", method, "--seed", 0, "-o", _run(method) / "config.yaml")
+            _cli(
+                "resolve",
+                f"manifests/{STUDY}.lock.json",
+                "--method",
+                method,
+                "--seed",
+                0,
+                "-o",
+                _run(method) / "config.yaml",
+            )
         from agentrepro.layout import locate
         from agentrepro.planning import planned_warmstarts
 
@@ -99,7 +118,10 @@ def test_a_run_from_other_weights_fails_the_audit(built, tmp_path):
     shutil.copyfile(root / _run("graphgpo") / "checkpoints" / "step1.pt", run / "checkpoints" / "step0.pt")
     write_outputs_manifest(run, exclude_dirs={"eval", "logs"})
     problems = audit_study(STUDY, root, require="runs")
-    assert any("grpo/seed0/checkpoints/step0.pt" in p and "did not start from the shared warm start's weights" in p for p in problems), problems
+    assert any(
+        "grpo/seed0/checkpoints/step0.pt" in p and "did not start from the shared warm start's weights" in p
+        for p in problems
+    ), problems
 
 
 def test_a_run_that_warm_started_itself_fails_the_audit(built, tmp_path):
@@ -128,5 +150,7 @@ def test_other_step_zero_outcomes_or_a_stray_warm_start_fail_the_audit(built, tm
     write_outputs_manifest(outcomes.parent)
     (root / "runs" / STUDY / "_warmstart" / "seed0-000000000000").mkdir()
     problems = audit_study(STUDY, root, require="runs")
-    assert any(str(outcomes) in p and "1 row(s) differ from the shared warm start's step-0 outcomes" in p for p in problems), problems
+    assert any(
+        str(outcomes) in p and "1 row(s) differ from the shared warm start's step-0 outcomes" in p for p in problems
+    ), problems
     assert any("seed0-000000000000: not a warm start of the lock" in p for p in problems), problems

@@ -10,9 +10,10 @@ import shutil
 import subprocess
 import tarfile
 
+from helpers import require_executable, run_cli
+
 from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG, audit_bundle, write_bundle
 from agentrepro.audit.sign import sign
-from helpers import require_executable, run_cli
 
 
 def _members(path) -> dict[str, bytes]:
@@ -51,14 +52,29 @@ def test_bundle_contents(frozen, tmp_path):
     info = write_bundle("demo", tmp_path / "b.tar.gz", root)
     members = _members(tmp_path / "b.tar.gz")
     run = "runs/demo/grpo/seed0/"
-    for name in ["manifests/demo.yaml", "manifests/demo.lock.json", "manifests/references/demo.yaml", "data/eval.jsonl",
-                 run + "resolved_config.yaml", run + "command.txt", run + "provenance.json", run + "metrics.jsonl",
-                 run + "OUTPUTS.sha256", run + "eval/step10/outcomes.jsonl", run + "eval/step10/OUTPUTS.sha256",
-                 "analysis/demo/runs.csv", "analysis/demo/OUTPUTS.sha256", "reports/demo/report.html", BUNDLE_JSON]:
+    for name in [
+        "manifests/demo.yaml",
+        "manifests/demo.lock.json",
+        "manifests/references/demo.yaml",
+        "data/eval.jsonl",
+        run + "resolved_config.yaml",
+        run + "command.txt",
+        run + "provenance.json",
+        run + "metrics.jsonl",
+        run + "OUTPUTS.sha256",
+        run + "eval/step10/outcomes.jsonl",
+        run + "eval/step10/OUTPUTS.sha256",
+        "analysis/demo/runs.csv",
+        "analysis/demo/OUTPUTS.sha256",
+        "reports/demo/report.html",
+        BUNDLE_JSON,
+    ]:
         assert name in members, name
     assert run + "checkpoints/last.pt" not in members
     bundle_info = json.loads(members[BUNDLE_JSON])
-    assert {e["path"] for e in bundle_info["left_out"]} == {f"runs/demo/{m}/seed{s}/checkpoints/last.pt" for m in ("grpo", "gigpo") for s in (0, 1)}
+    assert {e["path"] for e in bundle_info["left_out"]} == {
+        f"runs/demo/{m}/seed{s}/checkpoints/last.pt" for m in ("grpo", "gigpo") for s in (0, 1)
+    }
     assert bundle_info["audit_at_bundling"] == [] and info["files"] == len(members) - 1
     listed = {line.split("  ", 1)[1] for line in members[BUNDLE_SHA256].decode().splitlines()}
     assert listed == set(members) - {BUNDLE_SHA256}
@@ -158,7 +174,9 @@ def test_signed_bundle_verifies_against_allowed_signers(frozen, tmp_path):
     allowed.write_text(line)
     made = run_cli("bundle", "demo", "-o", tmp_path / "b.tar.gz", "--sign", key, cwd=root)
     assert made.returncode == 0, made.stderr
-    assert "signed (namespace agentrepro-bundle) by 256 SHA256:" in made.stdout and BUNDLE_SIG in _members(tmp_path / "b.tar.gz")
+    assert "signed (namespace agentrepro-bundle) by 256 SHA256:" in made.stdout and BUNDLE_SIG in _members(
+        tmp_path / "b.tar.gz"
+    )
     checked = run_cli("audit", "--bundle", tmp_path / "b.tar.gz", "--allowed-signers", allowed)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"signed by author@example.org, verified against {allowed}" in checked.stdout
@@ -177,14 +195,20 @@ def test_a_bad_signature_fails_the_audit(frozen, tmp_path):
     allowed.write_text(stranger)
     write_bundle("demo", tmp_path / "b.tar.gz", root, key=author)
     result = run_cli("audit", "--bundle", tmp_path / "b.tar.gz", "--allowed-signers", allowed)
-    assert result.returncode == 1 and f"{BUNDLE_SIG}: the signing key is not in {allowed}" in result.stdout, result.stdout
+    assert result.returncode == 1 and f"{BUNDLE_SIG}: the signing key is not in {allowed}" in result.stdout, (
+        result.stdout
+    )
     members = _members(tmp_path / "b.tar.gz")
-    for case, signature in [("other content", sign(b"another bundle's BUNDLE.sha256\n", author)),
-                            ("damaged", members[BUNDLE_SIG].replace(b"\n", b"\nAAAA", 2))]:
+    for case, signature in [
+        ("other content", sign(b"another bundle's BUNDLE.sha256\n", author)),
+        ("damaged", members[BUNDLE_SIG].replace(b"\n", b"\nAAAA", 2)),
+    ]:
         _repack({**members, BUNDLE_SIG: signature}, tmp_path / "forged.tar.gz")
         result = run_cli("audit", "--bundle", tmp_path / "forged.tar.gz")
         assert result.returncode == 1, f"{case}: {result.stdout}"
-        assert any(BUNDLE_SIG in line and "the signature does not verify" in line for line in result.stdout.splitlines()), case
+        assert any(
+            BUNDLE_SIG in line and "the signature does not verify" in line for line in result.stdout.splitlines()
+        ), case
 
 
 def test_an_unsigned_bundle_fails_when_a_signer_is_required(frozen, tmp_path):
@@ -206,9 +230,13 @@ def test_the_digest_names_the_content(frozen, tmp_path):
     key, _ = _key(tmp_path, "author")
     plain = write_bundle("demo", tmp_path / "a.tar.gz", root)
     signed = write_bundle("demo", tmp_path / "b.tar.gz", root, key=key)
-    assert plain["digest"] == signed["digest"] and plain["digest"].startswith("sha256:") and len(plain["digest"]) == 7 + 16
+    assert (
+        plain["digest"] == signed["digest"] and plain["digest"].startswith("sha256:") and len(plain["digest"]) == 7 + 16
+    )
     assert write_bundle("demo", tmp_path / "c.tar.gz", root)["digest"] == plain["digest"]
-    (root / "manifests/references/demo.yaml").write_text((root / "manifests/references/demo.yaml").read_text() + "# note\n")
+    (root / "manifests/references/demo.yaml").write_text(
+        (root / "manifests/references/demo.yaml").read_text() + "# note\n"
+    )
     assert write_bundle("demo", tmp_path / "d.tar.gz", root)["digest"] != plain["digest"]
 
 
@@ -224,4 +252,7 @@ def test_a_checkpoint_folder_ships_its_tokenizer_and_leaves_out_weights(frozen, 
     info = write_bundle("demo", tmp_path / "b.tar.gz", root)
     assert "runs/demo/grpo/seed0/checkpoints/tokenizer/tokenizer.json" in _members(tmp_path / "b.tar.gz")
     reasons = {e["path"]: e["reason"] for e in info["left_out"]}
-    assert reasons["runs/demo/grpo/seed0/checkpoints/last.pt"] == "checkpoint weights or training state (its hash is in the run's seal)"
+    assert (
+        reasons["runs/demo/grpo/seed0/checkpoints/last.pt"]
+        == "checkpoint weights or training state (its hash is in the run's seal)"
+    )

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from helpers import REPO, run_cli
 
+from agentrepro.audit.study import audit_study
 from agentrepro.cli import main
 from agentrepro.fileio import atomic_write_jsonl, sha256_file, sha256_json
-from agentrepro.audit.study import audit_study
 from agentrepro.layout import locate
 from agentrepro.manifest.lock import seal as seal_lock
 from agentrepro.planning import planned_warmstarts
@@ -31,9 +31,11 @@ from agentrepro.seal import write_outputs_manifest
 
 STUDY = "wf-tiny"
 MANIFEST = REPO / "tests" / "workflow" / "manifests" / f"{STUDY}.yaml"
-REFERENCE = ("kind: earlier run\npaper: 'none: a made-up earlier run'\nmetric: success_rate\nvalues:\n"
-             "  grpo: {value: 0.5, std: null, seeds: null, source: made up, checked: false}\n"
-             "  graphgpo: {value: 0.5, std: null, seeds: null, source: made up, checked: false}\n")
+REFERENCE = (
+    "kind: earlier run\npaper: 'none: a made-up earlier run'\nmetric: success_rate\nvalues:\n"
+    "  grpo: {value: 0.5, std: null, seeds: null, source: made up, checked: false}\n"
+    "  graphgpo: {value: 0.5, std: null, seeds: null, source: made up, checked: false}\n"
+)
 pytestmark = pytest.mark.slow
 
 
@@ -44,12 +46,28 @@ def finished(tmp_path_factory) -> Path:
     (root / "manifests" / "references").mkdir(parents=True)
     (root / "manifests" / MANIFEST.name).write_text(MANIFEST.read_text() + "reference: references/earlier.yaml\n")
     (root / "manifests" / "references" / "earlier.yaml").write_text(REFERENCE)
-    warm = str(locate(STUDY).warmstart_dir(0, planned_warmstarts(load_yaml(root / "manifests" / MANIFEST.name))[("grpo", 0)]))
+    warm = str(
+        locate(STUDY).warmstart_dir(0, planned_warmstarts(load_yaml(root / "manifests" / MANIFEST.name))[("grpo", 0)])
+    )
     with contextlib.chdir(root):
         assert main(["freeze", f"manifests/{STUDY}.yaml", "--allow-dirty"]) == 0
         for method in ("grpo", "graphgpo"):
             run = f"runs/{STUDY}/{method}/seed0"
-            assert main(["resolve", f"manifests/{STUDY}.lock.json", "--method", method, "--seed", "0", "-o", f"{run}/config.yaml"]) == 0
+            assert (
+                main(
+                    [
+                        "resolve",
+                        f"manifests/{STUDY}.lock.json",
+                        "--method",
+                        method,
+                        "--seed",
+                        "0",
+                        "-o",
+                        f"{run}/config.yaml",
+                    ]
+                )
+                == 0
+            )
             if method == "grpo":
                 assert main(["warmstart", "--config", f"{run}/config.yaml", "--out", warm]) == 0
             assert main(["train", "--config", f"{run}/config.yaml", "--out", run, "--from-warmstart", warm]) == 0
@@ -159,7 +177,9 @@ def _rechain(root: Path) -> None:
     above the runs made consistent, as a careful forger would."""
     write_outputs_manifest(root / ANALYSIS)
     files = sorted(p for p in (root / ANALYSIS).iterdir() if p.is_file())
-    (root / REPORT / "analysis.sha256").write_text("".join(f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in files))
+    (root / REPORT / "analysis.sha256").write_text(
+        "".join(f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in files)
+    )
     write_outputs_manifest(root / REPORT)
 
 
@@ -177,7 +197,9 @@ def _edit_csv(root: Path, name: str, change) -> None:
 def _forge_outcome(root: Path) -> None:
     """One failed episode made a success, its evaluation sealed again, the hash analysis.json records for it replaced,
     and the analysis and report sealed again: every seal and recorded hash agrees; only the counts do not."""
-    _edit_jsonl(root / EVAL / "outcomes.jsonl", lambda rows: next(r for r in rows if r["success"] == 0).update(success=1))
+    _edit_jsonl(
+        root / EVAL / "outcomes.jsonl", lambda rows: next(r for r in rows if r["success"] == 0).update(success=1)
+    )
     write_outputs_manifest(root / EVAL)
     path = root / ANALYSIS / "analysis.json"
     doc = json.loads(path.read_text())
@@ -236,56 +258,197 @@ CASES = [
     ("eval-deleted", lambda r: shutil.rmtree(r / EVAL), EVAL, "missing"),
     ("analysis-deleted", lambda r: shutil.rmtree(r / "analysis"), f"analysis/{STUDY}", "missing"),
     ("reports-deleted", lambda r: shutil.rmtree(r / "reports"), f"reports/{STUDY}", "missing"),
-    ("stray-file-beside-seeds", lambda r: _write(r / f"runs/{STUDY}/grpo/notes.txt", "x"), f"runs/{STUDY}/grpo/notes.txt", "stray"),
+    (
+        "stray-file-beside-seeds",
+        lambda r: _write(r / f"runs/{STUDY}/grpo/notes.txt", "x"),
+        f"runs/{STUDY}/grpo/notes.txt",
+        "stray",
+    ),
     ("stray-folder-beside-seeds", lambda r: shutil.copytree(r / RUN, r / f"{RUN}.bak"), f"{RUN}.bak", "stray"),
     ("stray-file-beside-methods", lambda r: _write(r / f"runs/{STUDY}/README", "x"), f"runs/{STUDY}/README", "stray"),
     ("stray-file-beside-evals", lambda r: _write(r / f"{RUN}/eval/notes.txt", "x"), f"{RUN}/eval/notes.txt", "stray"),
     ("stray-file-in-a-run", lambda r: _write(r / f"{RUN}/extra/more.jsonl", "{}"), RUN, "extra/more.jsonl"),
-    ("stray-file-in-analysis", lambda r: _write(r / f"analysis/{STUDY}/extra.csv", "a\n"), f"analysis/{STUDY}", "extra.csv"),
-    ("stray-file-in-reports", lambda r: _write(r / f"reports/{STUDY}/figures/extra.png", "x"), f"reports/{STUDY}", "figures/extra.png"),
-    ("method-not-in-lock", lambda r: shutil.copytree(r / f"runs/{STUDY}/grpo", r / f"runs/{STUDY}/ppo"), f"runs/{STUDY}/ppo", "not a method"),
-    ("seed-not-in-lock", lambda r: shutil.copytree(r / RUN, r / f"runs/{STUDY}/grpo/seed1"), f"runs/{STUDY}/grpo/seed1", "not a seed"),
-    ("extra-eval-step", lambda r: shutil.copytree(r / EVAL, r / f"{RUN}/eval/step1"), f"{RUN}/eval/step1", "not an evaluated step"),
+    (
+        "stray-file-in-analysis",
+        lambda r: _write(r / f"analysis/{STUDY}/extra.csv", "a\n"),
+        f"analysis/{STUDY}",
+        "extra.csv",
+    ),
+    (
+        "stray-file-in-reports",
+        lambda r: _write(r / f"reports/{STUDY}/figures/extra.png", "x"),
+        f"reports/{STUDY}",
+        "figures/extra.png",
+    ),
+    (
+        "method-not-in-lock",
+        lambda r: shutil.copytree(r / f"runs/{STUDY}/grpo", r / f"runs/{STUDY}/ppo"),
+        f"runs/{STUDY}/ppo",
+        "not a method",
+    ),
+    (
+        "seed-not-in-lock",
+        lambda r: shutil.copytree(r / RUN, r / f"runs/{STUDY}/grpo/seed1"),
+        f"runs/{STUDY}/grpo/seed1",
+        "not a seed",
+    ),
+    (
+        "extra-eval-step",
+        lambda r: shutil.copytree(r / EVAL, r / f"{RUN}/eval/step1"),
+        f"{RUN}/eval/step1",
+        "not an evaluated step",
+    ),
     ("outcomes-edited", _flip_outcome, f"{EVAL}/outcomes.jsonl", "changed"),
-    ("outcomes-edited-and-resealed", lambda r: (_flip_outcome(r), write_outputs_manifest(r / EVAL)), f"{EVAL}/outcomes.jsonl", "re-sealed"),
-    ("metrics-edited-and-resealed", lambda r: (_edit_jsonl(r / RUN / "metrics.jsonl", lambda rows: rows[0].update(reward_mean=9.0)),
-                                               write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"})), f"{RUN}/metrics.jsonl", "re-sealed"),
+    (
+        "outcomes-edited-and-resealed",
+        lambda r: (_flip_outcome(r), write_outputs_manifest(r / EVAL)),
+        f"{EVAL}/outcomes.jsonl",
+        "re-sealed",
+    ),
+    (
+        "metrics-edited-and-resealed",
+        lambda r: (
+            _edit_jsonl(r / RUN / "metrics.jsonl", lambda rows: rows[0].update(reward_mean=9.0)),
+            write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"}),
+        ),
+        f"{RUN}/metrics.jsonl",
+        "re-sealed",
+    ),
     ("checkpoint-swapped", lambda r: _swap_checkpoint(r, reseal=False), f"{RUN}/checkpoints/step2.pt", "changed"),
-    ("checkpoint-swapped-and-resealed", lambda r: _swap_checkpoint(r, reseal=True), f"{EVAL}/provenance.json", "re-sealed"),
+    (
+        "checkpoint-swapped-and-resealed",
+        lambda r: _swap_checkpoint(r, reseal=True),
+        f"{EVAL}/provenance.json",
+        "re-sealed",
+    ),
     ("task-hash-changed-and-resealed", _change_task_hash, f"{EVAL}/outcomes.jsonl", "task_hash"),
     ("run-seal-removed", lambda r: (r / RUN / "OUTPUTS.sha256").unlink(), RUN, "no OUTPUTS.sha256"),
     ("eval-seal-removed", lambda r: (r / EVAL / "OUTPUTS.sha256").unlink(), EVAL, "no OUTPUTS.sha256"),
-    ("analysis-seal-removed", lambda r: (r / f"analysis/{STUDY}/OUTPUTS.sha256").unlink(), f"analysis/{STUDY}", "no OUTPUTS.sha256"),
-    ("report-seal-removed", lambda r: (r / f"reports/{STUDY}/OUTPUTS.sha256").unlink(), f"reports/{STUDY}", "no OUTPUTS.sha256"),
-    ("seal-lists-outside-path", lambda r: _write(r / EVAL / "OUTPUTS.sha256", (r / EVAL / "OUTPUTS.sha256").read_text() + "0" * 64 + "  ../../../../../../x\n"),
-     f"{EVAL}/OUTPUTS.sha256", "outside"),
-    ("seal-malformed", lambda r: (r / RUN / "OUTPUTS.sha256").write_bytes(b"\xff\xfe not a seal\n"), f"{RUN}/OUTPUTS.sha256", "UTF-8"),
+    (
+        "analysis-seal-removed",
+        lambda r: (r / f"analysis/{STUDY}/OUTPUTS.sha256").unlink(),
+        f"analysis/{STUDY}",
+        "no OUTPUTS.sha256",
+    ),
+    (
+        "report-seal-removed",
+        lambda r: (r / f"reports/{STUDY}/OUTPUTS.sha256").unlink(),
+        f"reports/{STUDY}",
+        "no OUTPUTS.sha256",
+    ),
+    (
+        "seal-lists-outside-path",
+        lambda r: _write(
+            r / EVAL / "OUTPUTS.sha256",
+            (r / EVAL / "OUTPUTS.sha256").read_text() + "0" * 64 + "  ../../../../../../x\n",
+        ),
+        f"{EVAL}/OUTPUTS.sha256",
+        "outside",
+    ),
+    (
+        "seal-malformed",
+        lambda r: (r / RUN / "OUTPUTS.sha256").write_bytes(b"\xff\xfe not a seal\n"),
+        f"{RUN}/OUTPUTS.sha256",
+        "UTF-8",
+    ),
     ("analysis-resealed-after-report", _reseal_analysis, f"analysis/{STUDY}/verdicts.csv", "after the report"),
     ("analysis-missing-a-run", _drop_run_from_analysis, f"analysis/{STUDY}/analysis.json", "graphgpo"),
     ("report-record-removed-and-resealed", _drop_report_record, f"reports/{STUDY}/analysis.sha256", "missing"),
-    ("lock-hand-edited", lambda r: _write(r / f"manifests/{STUDY}.lock.json", (r / f"manifests/{STUDY}.lock.json").read_text().replace('"frozenlake"', '"sokoban"', 1)),
-     f"manifests/{STUDY}.lock.json", "lock_self_sha256"),
+    (
+        "lock-hand-edited",
+        lambda r: _write(
+            r / f"manifests/{STUDY}.lock.json",
+            (r / f"manifests/{STUDY}.lock.json").read_text().replace('"frozenlake"', '"sokoban"', 1),
+        ),
+        f"manifests/{STUDY}.lock.json",
+        "lock_self_sha256",
+    ),
     ("lock-edited-and-self-hash-recomputed", _relock, f"{RUN}/provenance.json", "lock_sha256"),
-    ("manifest-edited", lambda r: _write(r / f"manifests/{STUDY}.yaml", (r / f"manifests/{STUDY}.yaml").read_text().replace("lr: 1.0e-3", "lr: 2.0e-3")),
-     f"manifests/{STUDY}.yaml", "changed since it was frozen"),
-    ("run-provenance-not-an-object", lambda r: (_write(r / RUN / "provenance.json", "[1, 2]"), write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"})),
-     f"{RUN}/provenance.json", "expected a JSON object"),
-    ("eval-provenance-not-an-object", lambda r: (_write(r / EVAL / "provenance.json", "null"), write_outputs_manifest(r / EVAL)),
-     f"{EVAL}/provenance.json", "expected a JSON object"),
-    ("analysis-json-not-an-object", lambda r: (_write(r / f"analysis/{STUDY}/analysis.json", '"text"'), write_outputs_manifest(r / f"analysis/{STUDY}")),
-     f"analysis/{STUDY}/analysis.json", "expected a JSON object"),
-    ("sealed-link-out-of-the-study", lambda r: _link(r / EVAL / "outcomes.jsonl", r.parent / "elsewhere" / "outcomes.jsonl"), f"{EVAL}/outcomes.jsonl", "symbolic link"),
-    ("link-within-the-study", lambda r: _link(r / f"analysis/{STUDY}/runs.csv", r / f"analysis/{STUDY}/.runs.csv"), f"analysis/{STUDY}/runs.csv", "symbolic link"),
-    ("run-directory-linked-elsewhere", lambda r: _link(r / RUN, r.parent / "elsewhere" / "seed0"), RUN, "symbolic link"),
-    ("outcome-forged-with-every-hash-recomputed", _forge_outcome, f"{ANALYSIS}/runs.csv", "recomputed from the outcomes"),
+    (
+        "manifest-edited",
+        lambda r: _write(
+            r / f"manifests/{STUDY}.yaml",
+            (r / f"manifests/{STUDY}.yaml").read_text().replace("lr: 1.0e-3", "lr: 2.0e-3"),
+        ),
+        f"manifests/{STUDY}.yaml",
+        "changed since it was frozen",
+    ),
+    (
+        "run-provenance-not-an-object",
+        lambda r: (
+            _write(r / RUN / "provenance.json", "[1, 2]"),
+            write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"}),
+        ),
+        f"{RUN}/provenance.json",
+        "expected a JSON object",
+    ),
+    (
+        "eval-provenance-not-an-object",
+        lambda r: (_write(r / EVAL / "provenance.json", "null"), write_outputs_manifest(r / EVAL)),
+        f"{EVAL}/provenance.json",
+        "expected a JSON object",
+    ),
+    (
+        "analysis-json-not-an-object",
+        lambda r: (
+            _write(r / f"analysis/{STUDY}/analysis.json", '"text"'),
+            write_outputs_manifest(r / f"analysis/{STUDY}"),
+        ),
+        f"analysis/{STUDY}/analysis.json",
+        "expected a JSON object",
+    ),
+    (
+        "sealed-link-out-of-the-study",
+        lambda r: _link(r / EVAL / "outcomes.jsonl", r.parent / "elsewhere" / "outcomes.jsonl"),
+        f"{EVAL}/outcomes.jsonl",
+        "symbolic link",
+    ),
+    (
+        "link-within-the-study",
+        lambda r: _link(r / f"analysis/{STUDY}/runs.csv", r / f"analysis/{STUDY}/.runs.csv"),
+        f"analysis/{STUDY}/runs.csv",
+        "symbolic link",
+    ),
+    (
+        "run-directory-linked-elsewhere",
+        lambda r: _link(r / RUN, r.parent / "elsewhere" / "seed0"),
+        RUN,
+        "symbolic link",
+    ),
+    (
+        "outcome-forged-with-every-hash-recomputed",
+        _forge_outcome,
+        f"{ANALYSIS}/runs.csv",
+        "recomputed from the outcomes",
+    ),
     ("outcome-forged-provenance-counts", _forge_outcome, f"{EVAL}/provenance.json", "outcomes.jsonl holds"),
     ("methods-csv-forged-and-rehashed", _forge_methods_csv, f"{ANALYSIS}/methods.csv", "mean is"),
-    ("verdicts-csv-forged-and-rehashed", lambda r: _forge_verdict(r, everywhere=False), f"{ANALYSIS}/verdicts.csv", "verdict is reproduced"),
-    ("verdict-forged-everywhere", lambda r: _forge_verdict(r, everywhere=True), f"{ANALYSIS}/analysis.json", "tables.verdicts[0].verdict (method grpo) is 'reproduced'"),
-    ("verdict-forged-in-the-report", lambda r: _forge_verdict(r, everywhere=True), f"{REPORT}/report.html", "tables/verdicts/0/verdict"),
+    (
+        "verdicts-csv-forged-and-rehashed",
+        lambda r: _forge_verdict(r, everywhere=False),
+        f"{ANALYSIS}/verdicts.csv",
+        "verdict is reproduced",
+    ),
+    (
+        "verdict-forged-everywhere",
+        lambda r: _forge_verdict(r, everywhere=True),
+        f"{ANALYSIS}/analysis.json",
+        "tables.verdicts[0].verdict (method grpo) is 'reproduced'",
+    ),
+    (
+        "verdict-forged-in-the-report",
+        lambda r: _forge_verdict(r, everywhere=True),
+        f"{REPORT}/report.html",
+        "tables/verdicts/0/verdict",
+    ),
     ("printed-rate-edited-and-report-resealed", _forge_printed_rate, f"{REPORT}/report.html", "prints '74.4%'"),
     ("report-marks-stripped-and-resealed", _strip_marks, f"{REPORT}/report.html", "does not show bottom_line/0"),
-    ("unsealed-link-beside-seeds", lambda r: os.symlink("/etc/hostname", r / f"runs/{STUDY}/grpo/hostname"), f"runs/{STUDY}/grpo/hostname", "symbolic link"),
+    (
+        "unsealed-link-beside-seeds",
+        lambda r: os.symlink("/etc/hostname", r / f"runs/{STUDY}/grpo/hostname"),
+        f"runs/{STUDY}/grpo/hostname",
+        "symbolic link",
+    ),
 ]
 
 
@@ -301,7 +464,9 @@ def test_tampering_is_caught(study, case, tamper, path, word):
     tamper(study)
     lines = problems(study)
     assert lines, f"{case}: the audit found nothing"
-    assert any(line.startswith(str(study / path)) and word in line for line in lines), f"{case}: no line names {path} with {word!r}:\n" + "\n".join(lines)
+    assert any(line.startswith(str(study / path)) and word in line for line in lines), (
+        f"{case}: no line names {path} with {word!r}:\n" + "\n".join(lines)
+    )
 
 
 def test_a_forged_outcome_passes_every_hash_and_fails_only_the_recount(study):
@@ -309,7 +474,7 @@ def test_a_forged_outcome_passes_every_hash_and_fails_only_the_recount(study):
     find: every problem the audit reports is the recount's (recounted counts, recomputed tables), none a hash's."""
     _forge_outcome(study)
     result = audit(study)
-    lines = result.stdout.splitlines()[:-1]   # the last line counts the problems
+    lines = result.stdout.splitlines()[:-1]  # the last line counts the problems
     assert result.returncode == 1 and lines, result.stdout
     recount = ("recomputed from the outcomes", "differ from the recomputation", "outcomes.jsonl holds")
     assert all(any(words in p for words in recount) for p in lines), result.stdout

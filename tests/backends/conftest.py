@@ -15,13 +15,22 @@ MINI = Path(__file__).with_name("mini_trainer.py")
 
 
 def panel(n: int = 8) -> list[dict]:
-    return [{"task_id": f"frozenlake-{i}", "task_hash": hashlib.sha256(f"task {i}".encode()).hexdigest(),
-             "seed": i, "category": "frozenlake"} for i in range(n)]
+    return [
+        {
+            "task_id": f"frozenlake-{i}",
+            "task_hash": hashlib.sha256(f"task {i}".encode()).hexdigest(),
+            "seed": i,
+            "category": "frozenlake",
+        }
+        for i in range(n)
+    ]
 
 
 def command_config(**train) -> dict:
     return {
-        "study": "mini-study", "method": "grpo", "seed": 0,
+        "study": "mini-study",
+        "method": "grpo",
+        "seed": 0,
         "backend": {
             "name": "command",
             "command": f"{{python}} {shlex.quote(str(MINI))} train --run {{run_dir}} --steps {{train.steps}} --lr {{train.lr}} --resume {{resume}}",
@@ -91,7 +100,6 @@ FAKE_RAY = textwrap.dedent("""\
         json.dump({{"args": args, "pid": os.getpid(), "child": child.pid, "pgid": os.getpgid(0)}}, fh)
     time.sleep(300)
     """)
-
 
 
 @pytest.fixture

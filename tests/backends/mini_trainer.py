@@ -58,11 +58,24 @@ def train(args) -> int:
             return 3
         time.sleep(sleep)
         weight += args.lr
-        metrics.append({"step": step, "env_steps": 10 * step, "episodes": 4 * step, "reward_mean": weight,
-                        "train_success_rate": min(1.0, step / args.steps), "lr": args.lr})
+        metrics.append(
+            {
+                "step": step,
+                "env_steps": 10 * step,
+                "episodes": 4 * step,
+                "reward_mean": weight,
+                "train_success_rate": min(1.0, step / args.steps),
+                "lr": args.lr,
+            }
+        )
         atomic_write(run / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in metrics))
-        atomic_write(run / "timings.jsonl", "".join(json.dumps({"step": m["step"], "rollout": 0.01, "update": 0.01,
-                                                                "step_total": 0.02}) + "\n" for m in metrics))
+        atomic_write(
+            run / "timings.jsonl",
+            "".join(
+                json.dumps({"step": m["step"], "rollout": 0.01, "update": 0.01, "step_total": 0.02}) + "\n"
+                for m in metrics
+            ),
+        )
         atomic_write(run / "checkpoints" / f"step{step}.json", json.dumps({"step": step, "weight": weight}))
     return 0
 
@@ -78,9 +91,22 @@ def evaluate(args) -> int:
     for task in config["eval"]["task_panel"]:
         draw = int(hashlib.sha256(f"{task['task_id']}/{config['seed']}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
         success = int(draw < 0.2 + 0.6 * args.step / steps)
-        rows.append({"study": config["study"], "method": config["method"], "seed": config["seed"], "step": args.step,
-                     "task_id": task["task_id"], "task_hash": task["task_hash"], "category": task["category"],
-                     "episode": 0, "success": success, "reward": float(success), "turns": 3, "tokens": 42})
+        rows.append(
+            {
+                "study": config["study"],
+                "method": config["method"],
+                "seed": config["seed"],
+                "step": args.step,
+                "task_id": task["task_id"],
+                "task_hash": task["task_hash"],
+                "category": task["category"],
+                "episode": 0,
+                "success": success,
+                "reward": float(success),
+                "turns": 3,
+                "tokens": 42,
+            }
+        )
     if os.environ.get("MINI_BAD_ROW"):
         rows[0]["success"] = 2
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

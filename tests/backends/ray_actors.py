@@ -17,7 +17,7 @@ import time
 import psutil
 import ray
 
-BOUND = 900   # seconds for every actor to answer: a hang detector, far above what the slowest machine needs
+BOUND = 900  # seconds for every actor to answer: a hang detector, far above what the slowest machine needs
 
 
 @ray.remote
@@ -33,9 +33,15 @@ def main(count: int, cpus: float, out: str) -> int:
     workers = [EnvWorker.options(num_cpus=cpus).remote() for _ in range(count)]
     seen = ray.get([w.describe.remote() for w in workers], timeout=BOUND)
     elapsed = time.monotonic() - started
-    report = {"actors": count, "alive": len(seen), "distinct_pids": len({s["pid"] for s in seen}),
-              "ports": sorted({p for s in seen for p in s["ports"]}), "env": sorted({str(s["env"]) for s in seen}),
-              "seconds": round(elapsed, 1), "node_cpus": ray.cluster_resources().get("CPU")}
+    report = {
+        "actors": count,
+        "alive": len(seen),
+        "distinct_pids": len({s["pid"] for s in seen}),
+        "ports": sorted({p for s in seen for p in s["ports"]}),
+        "env": sorted({str(s["env"]) for s in seen}),
+        "seconds": round(elapsed, 1),
+        "node_cpus": ray.cluster_resources().get("CPU"),
+    }
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(report, fh)
     return 0

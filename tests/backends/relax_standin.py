@@ -144,9 +144,14 @@ sys.exit(f"stand-in ray: unsupported {args}")
 
 
 def make_checkout(root: Path) -> Path:
-    files = {"examples/__init__.py": "", "examples/graphgpo/__init__.py": "",
-             "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh": RECIPE, "examples/graphgpo/prepare_alfworld.py": PREPARE,
-             "examples/graphgpo/eval_logger.py": LOGGER, "relax/entrypoints/train.py": TRAIN}
+    files = {
+        "examples/__init__.py": "",
+        "examples/graphgpo/__init__.py": "",
+        "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh": RECIPE,
+        "examples/graphgpo/prepare_alfworld.py": PREPARE,
+        "examples/graphgpo/eval_logger.py": LOGGER,
+        "relax/entrypoints/train.py": TRAIN,
+    }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(textwrap.dedent(text).lstrip("\n"))

@@ -57,7 +57,12 @@ def test_global_registry_names():
 
 def test_a_backend_checkpoints_the_evaluated_steps():
     """By default a backend's checkpoint steps are the layout's evaluated steps (0, every `eval.every`, the last)."""
-    assert Tiny().checkpoint_steps({"train": {"steps": 12}, "eval": {"every": 5, "checkpoint": "last"}}) == [0, 5, 10, 12]
+    assert Tiny().checkpoint_steps({"train": {"steps": 12}, "eval": {"every": 5, "checkpoint": "last"}}) == [
+        0,
+        5,
+        10,
+        12,
+    ]
     assert Tiny().checkpoint_steps({"train": {"steps": 4}}) == [0, 4]
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 import yaml
+from helpers import run_cli
 
 from agentrepro.seal import verify_outputs
-from helpers import run_cli
 
 
 @pytest.mark.slow
@@ -18,10 +18,21 @@ def test_builtin_two_steps_train_and_eval(tmp_path):
 
     panel = task_panel("frozenlake", {}, range(10001, 10005))
     config = {
-        "study": "tiny", "method": "grpo", "seed": 0, "backend": {"name": "builtin"},
+        "study": "tiny",
+        "method": "grpo",
+        "seed": 0,
+        "backend": {"name": "builtin"},
         "env": {"name": "frozenlake", "params": {}},
-        "train": {"estimator": "grpo", "steps": 2, "groups": 2, "group_size": 2, "warmstart": False,
-                  "checkpoint_every": 1, "progress": False, "max_turns": 2},
+        "train": {
+            "estimator": "grpo",
+            "steps": 2,
+            "groups": 2,
+            "group_size": 2,
+            "warmstart": False,
+            "checkpoint_every": 1,
+            "progress": False,
+            "max_turns": 2,
+        },
         "eval": {"episodes_per_task": 1, "temperature": 0, "every": 1, "task_panel": panel},
     }
     path = tmp_path / "config.yaml"

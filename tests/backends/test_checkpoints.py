@@ -30,19 +30,33 @@ HASH = "b" * 64
 
 
 def verl_config(tmp_path, steps=10, every=5, **evaluation):
-    return {"study": "graphgpo-alfworld", "method": "gigpo", "seed": 1,
-            "backend": {"name": "verl-agent", "workdir": str(tmp_path)},
-            "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"}, "env": {"name": "alfworld"},
-            "train": {"estimator": "gigpo", "steps": steps, "groups": 16, "group_size": 8},
-            "eval": {"every": every, "tasks": 3, **evaluation,
-                     "task_panel": [{"task_id": f"alf-{i}", "task_hash": HASH, "category": "pick_and_place"} for i in range(3)]},
-            "resources": {"gpus": 2}}
+    return {
+        "study": "graphgpo-alfworld",
+        "method": "gigpo",
+        "seed": 1,
+        "backend": {"name": "verl-agent", "workdir": str(tmp_path)},
+        "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"},
+        "env": {"name": "alfworld"},
+        "train": {"estimator": "gigpo", "steps": steps, "groups": 16, "group_size": 8},
+        "eval": {
+            "every": every,
+            "tasks": 3,
+            **evaluation,
+            "task_panel": [{"task_id": f"alf-{i}", "task_hash": HASH, "category": "pick_and_place"} for i in range(3)],
+        },
+        "resources": {"gpus": 2},
+    }
 
 
 def relax_config(tmp_path):
-    return {"study": "s", "method": "graphgpo@relax", "seed": 0,
-            "backend": {"name": "relax", "workdir": str(tmp_path), "model_path": str(tmp_path / "base")},
-            "train": {"estimator": "graphgpo", "steps": 10}, "eval": {"every": 5}}
+    return {
+        "study": "s",
+        "method": "graphgpo@relax",
+        "seed": 0,
+        "backend": {"name": "relax", "workdir": str(tmp_path), "model_path": str(tmp_path / "base")},
+        "train": {"estimator": "graphgpo", "steps": 10},
+        "eval": {"every": 5},
+    }
 
 
 def verl_root(run_dir: Path) -> Path:
@@ -86,13 +100,23 @@ def facts_rule(freq: int, step: int, last: int) -> bool:
     rule = VERL["checkpoint"]["enabled_when"]["rule"]
     assert rule == "trainer.save_freq > 0 and (last step or global_steps % save_freq == 0)"
     expression = rule.replace("trainer.save_freq", "save_freq").replace("last step", "last_step")
-    return eval(expression, {}, {"save_freq": freq, "global_steps": step, "last_step": step == last})  # noqa: S307
+    return eval(expression, {}, {"save_freq": freq, "global_steps": step, "last_step": step == last})
 
 
-@pytest.mark.parametrize(("steps", "every", "evaluation"), [
-    (150, 5, {}), (12, 5, {}), (10, 1, {}), (30, 5, {"checkpoint": "all"}),
-    (150, 5, {"checkpoint": "all"}),   # train.checkpoint_every below: 10, which once became save_freq and missed 5, 15, ...
-])
+@pytest.mark.parametrize(
+    ("steps", "every", "evaluation"),
+    [
+        (150, 5, {}),
+        (12, 5, {}),
+        (10, 1, {}),
+        (30, 5, {"checkpoint": "all"}),
+        (
+            150,
+            5,
+            {"checkpoint": "all"},
+        ),  # train.checkpoint_every below: 10, which once became save_freq and missed 5, 15, ...
+    ],
+)
 def test_verl_saves_exactly_the_evaluated_steps(tmp_path, steps, every, evaluation):
     """trainer.save_freq (appended) makes verl-agent save, by the facts' rule, exactly the evaluated steps after 0."""
     config = verl_config(tmp_path, steps=steps, every=every, **evaluation)
@@ -102,7 +126,7 @@ def test_verl_saves_exactly_the_evaluated_steps(tmp_path, steps, every, evaluati
     assert saved == verl_recipes.saved_steps(freq, steps) == [s for s in checkpoint_steps(config) if s > 0]
     from agentrepro.backends.verl_agent.backend import VerlAgentBackend
 
-    VerlAgentBackend().validate_config(config)   # the same check, where a study is refused
+    VerlAgentBackend().validate_config(config)  # the same check, where a study is refused
 
 
 def test_relax_saves_the_evaluated_steps_by_its_own_rule(tmp_path):
@@ -123,8 +147,12 @@ def test_hf_dir_follows_each_framework_layout(tmp_path):
     Megatron iter_{rollout_id:07d} under --save as the state; step 0 the base model; builtin checkpoints/hf/step<N>/."""
     run = tmp_path / "run"
     hf_layout = next(e["path"] for e in VERL["checkpoint"]["layout"] if e["path"].endswith("huggingface/"))
-    assert "hf_model" in {o.key: o.value for o in verl_recipes.appended(verl_config(tmp_path), run, resume=True)}[
-        "actor_rollout_ref.actor.checkpoint.contents"]
+    assert (
+        "hf_model"
+        in {o.key: o.value for o in verl_recipes.appended(verl_config(tmp_path), run, resume=True)}[
+            "actor_rollout_ref.actor.checkpoint.contents"
+        ]
+    )
     expected = Path(hf_layout.replace("<root>", str(verl_root(run))).replace("{N}", "5"))
     assert step_checkpoint(verl_config(tmp_path), run, 5).hf == expected
     assert step_checkpoint(verl_config(tmp_path), run, 5).state == (expected.parent.parent,)
@@ -137,7 +165,9 @@ def test_hf_dir_follows_each_framework_layout(tmp_path):
     template = args[args.index("--save-hf") + 1]
     assert RELAX["checkpoint"]["hf_export"]["flag"] == "--save-hf" and "{rollout_id}" in template
     assert step_checkpoint(config, run, 10).hf == Path(template.format(rollout_id=9))
-    megatron = RELAX["checkpoint"]["layout"][0].replace("<save>", str(relax_recipe.checkpoint_dir(relax.save_dir(run), config)))
+    megatron = RELAX["checkpoint"]["layout"][0].replace(
+        "<save>", str(relax_recipe.checkpoint_dir(relax.save_dir(run), config))
+    )
     assert step_checkpoint(config, run, 10).state == (Path(megatron.format(rollout_id=9)),)
     assert step_checkpoint(config, run, 0).hf == tmp_path / "base" and not step_checkpoint(config, run, 0).state
 
@@ -160,15 +190,21 @@ def test_prune_keeps_the_hf_copy_by_default(tmp_path):
     record = checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     step5 = verl_root(run) / "global_step_5"
     left = sorted(p.relative_to(step5).as_posix() for p in step5.rglob("*") if p.is_file())
-    assert left == ["actor/huggingface/config.json", "actor/huggingface/model.safetensors", "actor/huggingface/tokenizer.json"]
+    assert left == [
+        "actor/huggingface/config.json",
+        "actor/huggingface/model.safetensors",
+        "actor/huggingface/tokenizer.json",
+    ]
     assert any(re.search(r"optim_world_size_2_rank_1\.pt$", p) for p in record["removed"])
-    assert record["removed"] == {p: d for p, d in sealed.items() if p.startswith("checkpoints/global_step_5/") and "/huggingface/" not in p}
+    assert record["removed"] == {
+        p: d for p, d in sealed.items() if p.startswith("checkpoints/global_step_5/") and "/huggingface/" not in p
+    }
     assert set(record["kept"]) == {f"checkpoints/global_step_5/{name}" for name in left}
     assert record["outcomes_sha256"] == sha256_file(outcomes_path(run, 5)) and record["removed_bytes"] > 0
     assert json.loads((outcomes_path(run, 5).parent / "pruned.json").read_text()) == record
     assert (verl_root(run) / "global_step_10" / "actor" / "optim_world_size_2_rank_0.pt").is_file()
     assert (verl_root(run) / "latest_checkpointed_iteration.txt").is_file()
-    pruned, problems = checkpoints.pruned_files(run, get_backend(config['backend']['name']).pruned_in_training(run))
+    pruned, problems = checkpoints.pruned_files(run, get_backend(config["backend"]["name"]).pruned_in_training(run))
     assert problems == [] and pruned == {run / rel for rel in record["removed"]}
     with pytest.raises(BadInput, match="cannot resume"):
         checkpoints.refuse_resume(run)
@@ -188,8 +224,10 @@ def test_prune_none_and_all(tmp_path):
     fake_verl_step(run2, 5)
     sealed_run(run2, config, [5])
     assert checkpoints.prune(config, run2, step_checkpoint(config, run2, 5), outcomes=outcomes_path(run2, 5)) is None
-    assert (verl_root(run2) / "global_step_5" / "data.pt").is_file() and not (outcomes_path(run2, 5).parent / "pruned.json").exists()
-    checkpoints.refuse_resume(run2)   # nothing pruned: resuming is allowed
+    assert (verl_root(run2) / "global_step_5" / "data.pt").is_file() and not (
+        outcomes_path(run2, 5).parent / "pruned.json"
+    ).exists()
+    checkpoints.refuse_resume(run2)  # nothing pruned: resuming is allowed
 
 
 def test_prune_relax_and_builtin(tmp_path):
@@ -212,7 +250,9 @@ def test_prune_relax_and_builtin(tmp_path):
     sealed_run(run, config, [5])
     assert checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5)) is None
     config["eval"]["keep_checkpoints"] = "none"
-    assert list(checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))["removed"]) == ["checkpoints/step5.pt"]
+    assert list(
+        checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))["removed"]
+    ) == ["checkpoints/step5.pt"]
 
 
 def test_prune_refuses_a_changed_or_unsealed_checkpoint(tmp_path):
@@ -232,8 +272,11 @@ def test_prune_refuses_a_changed_or_unsealed_checkpoint(tmp_path):
     with pytest.raises(Failure, match="not listed in"):
         checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5))
     assert shard.is_file()
-    (run / "OUTPUTS.sha256").unlink()   # not sealed: nothing can be checked, nothing is pruned
-    assert checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5)) is None and shard.is_file()
+    (run / "OUTPUTS.sha256").unlink()  # not sealed: nothing can be checked, nothing is pruned
+    assert (
+        checkpoints.prune(config, run, step_checkpoint(config, run, 5), outcomes=outcomes_path(run, 5)) is None
+        and shard.is_file()
+    )
 
 
 def test_pruned_files_reports_a_record_that_disagrees_with_the_seal(tmp_path):
@@ -247,7 +290,7 @@ def test_pruned_files_reports_a_record_that_disagrees_with_the_seal(tmp_path):
     rel = sorted(forged["removed"])[0]
     forged["removed"][rel] = "0" * 64
     (outcomes_path(run, 5).parent / "pruned.json").write_text(json.dumps(forged))
-    pruned, problems = checkpoints.pruned_files(run, get_backend(config['backend']['name']).pruned_in_training(run))
+    pruned, problems = checkpoints.pruned_files(run, get_backend(config["backend"]["name"]).pruned_in_training(run))
     assert run / rel not in pruned and len(problems) == 1 and rel in problems[0]
 
 
@@ -265,24 +308,32 @@ def test_eval_verb_prunes_after_the_outcomes_and_never_after_a_failure(tmp_path,
     fake_verl_step(run, 5)
     runconfig.write_resolved_config(run, config)
     (run / "verl_validation").mkdir()
-    (run / "verl_validation" / "5.jsonl").write_text('{"task_id": "alf-0", "won": true}\n')   # no reward, no turns: bad input
+    (run / "verl_validation" / "5.jsonl").write_text(
+        '{"task_id": "alf-0", "won": true}\n'
+    )  # no reward, no turns: bad input
     seal.write_outputs_manifest(run, exclude_dirs={"eval", "logs"})
     optim = verl_root(run) / "global_step_5" / "actor" / "optim_world_size_2_rank_0.pt"
     result = run_cli("eval", "--run", run, "--step", 5)
     assert result.returncode == 2 and "5.jsonl: line 1" in result.stderr and optim.is_file()
-    lines = [{"task_id": f"alf-{i}", "won": i == 0, "reward": 10.0 * (i == 0), "turns": 3, "tokens": 30} for i in range(3)]
+    lines = [
+        {"task_id": f"alf-{i}", "won": i == 0, "reward": 10.0 * (i == 0), "turns": 3, "tokens": 30} for i in range(3)
+    ]
     (run / "verl_validation" / "5.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     seal.write_outputs_manifest(run, exclude_dirs={"eval", "logs"})
     result = run_cli("eval", "--run", run, "--step", 5)
     assert result.returncode == 0, result.stderr
     assert not optim.exists() and (optim.parent / "huggingface" / "model.safetensors").is_file()
     step_dir = outcomes_path(run, 5).parent
-    assert "pruned.json" in seal.read_outputs_manifest(step_dir / "OUTPUTS.sha256") and seal.verify_outputs(step_dir / "OUTPUTS.sha256") == []
+    assert (
+        "pruned.json" in seal.read_outputs_manifest(step_dir / "OUTPUTS.sha256")
+        and seal.verify_outputs(step_dir / "OUTPUTS.sha256") == []
+    )
     attempt = json.loads((step_dir / "provenance.json").read_text())["attempts"][-1]
-    assert attempt["pruned"]["keep"] == "hf" and attempt["pruned"]["files"] == 8   # 3 kinds x 2 ranks, config.json, data.pt
+    assert (
+        attempt["pruned"]["keep"] == "hf" and attempt["pruned"]["files"] == 8
+    )  # 3 kinds x 2 ranks, config.json, data.pt
     result = run_cli("train", "--config", write_config(config), "--out", run)
     assert result.returncode == 2 and "cannot resume" in result.stderr
-
 
 
 def test_relax_export_is_a_recorded_deviation_beside_verl_agents(tmp_path):
@@ -296,8 +347,14 @@ def test_relax_export_is_a_recorded_deviation_beside_verl_agents(tmp_path):
     args = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
     recipe = {f["flag"]: f.get("value") for f in args["graphgpo_recipe"]["flags"]}
     records = {r["key"]: r for r in relax_recipe.deviations(relax_config(tmp_path), tmp_path)}
-    assert records["--save-interval"]["official"] == recipe["--save-interval"] == "10" and records["--save-interval"]["value"] == 5
-    assert records[relax_recipe.HOOK_FLAG]["official"] == recipe[relax_recipe.HOOK_FLAG] and records["--save-hf"]["official"] is None
+    assert (
+        records["--save-interval"]["official"] == recipe["--save-interval"] == "10"
+        and records["--save-interval"]["value"] == 5
+    )
+    assert (
+        records[relax_recipe.HOOK_FLAG]["official"] == recipe[relax_recipe.HOOK_FLAG]
+        and records["--save-hf"]["official"] is None
+    )
     manifest_file = REPO / "manifests" / "graphgpo-alfworld.yaml"
     sentences = jobs.deviations(load_manifest(manifest_file), manifest_file)
     assert any(s.startswith("--save-interval = 5 (the script sets 10;") and "@relax" in s for s in sentences), sentences

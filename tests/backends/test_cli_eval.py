@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from agentrepro.seal import verify_outputs
 from helpers import run_cli
+
+from agentrepro.seal import verify_outputs
 
 
 def test_eval_writes_sealed_outcomes(trained_run):

@@ -11,10 +11,10 @@ import time
 
 import pytest
 import yaml
+from helpers import run_cli
 
 from agentrepro.fileio import sha256_json
 from agentrepro.seal import verify_outputs
-from helpers import run_cli
 
 
 def provenance(run_dir):
@@ -85,7 +85,10 @@ def test_resume_with_a_different_config_is_refused(tmp_path, make_config, write_
     assert metrics[-1]["reward_mean"] == 1.5  # 3 steps of lr 0.5 from zero: the old checkpoints were not resumed
     attempts = provenance(run_dir)["attempts"]
     assert [a["status"] for a in attempts] == ["ok", "ok"]
-    assert [a["how_started"] for a in attempts] == ["started from scratch", "started over (--no-resume: earlier outputs removed)"]
+    assert [a["how_started"] for a in attempts] == [
+        "started from scratch",
+        "started over (--no-resume: earlier outputs removed)",
+    ]
 
 
 @pytest.mark.slow
@@ -93,9 +96,13 @@ def test_killed_attempt_then_retry(tmp_path, make_config, write_config):
     """SIGKILL of the job mid-training leaves no seal and only complete files; the retry resumes and records the first attempt as killed."""
     config = write_config(make_config(steps=12))
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "agentrepro", "train", "--config", str(config), "--out", str(run_dir)],
-                            env={**os.environ, "MINI_SLEEP": "0.3"}, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentrepro", "train", "--config", str(config), "--out", str(run_dir)],
+        env={**os.environ, "MINI_SLEEP": "0.3"},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not (run_dir / "checkpoints" / "step2.json").exists():
         assert proc.poll() is None and time.monotonic() < deadline, "trainer did not reach step 2"
@@ -117,7 +124,9 @@ def test_killed_attempt_then_retry(tmp_path, make_config, write_config):
     attempts = provenance(run_dir)["attempts"]
     assert [a["status"] for a in attempts] == ["killed", "ok"]
     assert attempts[0]["end"] is None and "killed" in attempts[0]["reason"]
-    assert attempts[1]["how_started"] == "resumed from the checkpoints of an earlier attempt" and attempts[1]["cpu_s"] > 0
+    assert (
+        attempts[1]["how_started"] == "resumed from the checkpoints of an earlier attempt" and attempts[1]["cpu_s"] > 0
+    )
     steps = [json.loads(x)["step"] for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 13))
     # resumed, not restarted: the train log shows the second attempt started after the kill, with the same command
@@ -129,9 +138,9 @@ def test_backend_exception_is_a_failed_attempt(tmp_path, make_config, write_conf
     """A Python exception inside a backend becomes Failure (exit 1) and a failed attempt carrying its message."""
     import argparse
 
-    from agentrepro.jobs import train as cli_train
     from agentrepro.backends.command.backend import CommandBackend
     from agentrepro.errors import Failure
+    from agentrepro.jobs import train as cli_train
 
     class Crashing(CommandBackend):
         def train(self, config, run_dir, *, resume=True):
@@ -139,7 +148,9 @@ def test_backend_exception_is_a_failed_attempt(tmp_path, make_config, write_conf
 
     monkeypatch.setattr(cli_train, "get_backend", lambda name: Crashing())
     monkeypatch.setattr(cli_train, "install_sigterm_handler", lambda: None)  # keep pytest's own SIGTERM handling
-    args = argparse.Namespace(config=write_config(make_config()), out=tmp_path / "run", no_resume=False, from_warmstart=None)
+    args = argparse.Namespace(
+        config=write_config(make_config()), out=tmp_path / "run", no_resume=False, from_warmstart=None
+    )
     with pytest.raises(Failure, match="ZeroDivisionError: loss is 1/0"):
         cli_train.run(args)
     attempt = provenance(tmp_path / "run")["attempts"][-1]

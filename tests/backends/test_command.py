@@ -16,7 +16,7 @@ from agentrepro.backends import get_backend
 from agentrepro.backends.command.backend import CommandBackend, context, run_template
 from agentrepro.errors import BadInput
 
-validate_block = get_backend("command").check_block   # the block alone, with the registry's adapters
+validate_block = get_backend("command").check_block  # the block alone, with the registry's adapters
 NASTY = "a b'c\"d; touch PWNED $(touch PWNED2) `touch PWNED3` $HOME"
 
 
@@ -53,7 +53,9 @@ def test_block_checks():
         validate_block({"name": "command", "command": "x", "adapter": "ray"})
     with pytest.raises(BadInput, match="backend.env: 'BASH_FUNC_f%%' is not a variable name"):
         validate_block({"name": "command", "command": "x", "env": {"BASH_FUNC_f%%": "() { {x}; }"}})
-    with pytest.raises(BadInput, match="backend.env.AGENTREPRO_RUN_DIR: names starting with AGENTREPRO_ are the harness's"):
+    with pytest.raises(
+        BadInput, match="backend.env.AGENTREPRO_RUN_DIR: names starting with AGENTREPRO_ are the harness's"
+    ):
         validate_block({"name": "command", "command": "x", "env": {"AGENTREPRO_RUN_DIR": "/elsewhere"}})
     with pytest.raises(BadInput, match="backend.eval_command: shell syntax '>'"):
         validate_block({"name": "command", "command": "x", "eval_command": "x > {outcomes}"})
@@ -81,8 +83,21 @@ def test_eval_without_eval_command(trained_run):
     assert yaml.safe_load((trained_run / "resolved_config.yaml").read_text())["backend"].get("eval_command") is None
 
 
-HOSTILE = ["$(touch PWNED)", "`touch PWNED`", "x; touch PWNED", "x\ntouch PWNED\n", "it's", 'say "hi" \\',
-           "--flag", "-c", "$HOME ${HOME}", "{x}", "", "~ * #", "é" + "x" * 60_000]
+HOSTILE = [
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "x; touch PWNED",
+    "x\ntouch PWNED\n",
+    "it's",
+    'say "hi" \\',
+    "--flag",
+    "-c",
+    "$HOME ${HOME}",
+    "{x}",
+    "",
+    "~ * #",
+    "é" + "x" * 60_000,
+]
 DUMP = "import json, os, sys; json.dump({'argv': sys.argv[2:], 'env': os.environ['NOTE']}, open(sys.argv[1], 'w'))"
 
 
@@ -95,11 +110,15 @@ def test_hostile_value_in_every_accepted_placement_is_delivered_and_runs_nothing
     run_dir.mkdir()
     (work / "dump.py").write_text(DUMP)
     config = {"train": {"note": value}, "backend": {}}
-    block = {"name": "command", "cwd": str(work), "env": {"NOTE": "{train.note}"},
-             "command": "{python} dump.py {run_dir}/argv.json {train.note} --note={train.note} a{train.note}b "
-                        "'{train.note}' \"{train.note}\" 'pre-'{train.note}",
-             "eval_command": "sh -c 'printf %s \"$1\" > \"$AGENTREPRO_RUN_DIR/pos.txt\"; "
-                             "printf %s \"$NOTE\" > \"$AGENTREPRO_RUN_DIR/env.txt\"' sh {train.note}"}
+    block = {
+        "name": "command",
+        "cwd": str(work),
+        "env": {"NOTE": "{train.note}"},
+        "command": "{python} dump.py {run_dir}/argv.json {train.note} --note={train.note} a{train.note}b "
+        "'{train.note}' \"{train.note}\" 'pre-'{train.note}",
+        "eval_command": 'sh -c \'printf %s "$1" > "$AGENTREPRO_RUN_DIR/pos.txt"; '
+        'printf %s "$NOTE" > "$AGENTREPRO_RUN_DIR/env.txt"\' sh {train.note}',
+    }
     validate_block(block)
     ctx = context(config, run_dir)
     argv = run_template(block, "command", ctx, run_dir, "train")
@@ -113,9 +132,12 @@ def test_hostile_value_in_every_accepted_placement_is_delivered_and_runs_nothing
     assert not list(tmp_path.rglob("PWNED"))
 
 
-SHELL_ROUTE = {"name": "command", "env": {"NOTE": "{v}"},
-               "command": "sh -c 'printf %s \"$1\" > \"$AGENTREPRO_RUN_DIR/pos\"; printf %s \"$NOTE\" > \"$AGENTREPRO_RUN_DIR/env\"; "
-                          "printf %s \"$2\" > \"$AGENTREPRO_RUN_DIR/word\"' sh {v} --v={v}"}
+SHELL_ROUTE = {
+    "name": "command",
+    "env": {"NOTE": "{v}"},
+    "command": 'sh -c \'printf %s "$1" > "$AGENTREPRO_RUN_DIR/pos"; printf %s "$NOTE" > "$AGENTREPRO_RUN_DIR/env"; '
+    'printf %s "$2" > "$AGENTREPRO_RUN_DIR/word"\' sh {v} --v={v}',
+}
 
 
 @settings(max_examples=80, deadline=None)
@@ -125,10 +147,24 @@ def test_any_value_reaches_an_inline_shell_script_as_data(value):
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         run_dir.mkdir()
-        run_template(SHELL_ROUTE, "command", context({"v": value}, run_dir), run_dir, "train", record=run_dir / "cmd.txt")
-        assert [(run_dir / name).read_bytes().decode() for name in ("pos", "env", "word")] == [value, value, "--v=" + value]
-        assert sorted(p.name for p in Path(tmp).rglob("*")) == ["cmd.txt", "env", "logs", "pos", "run", "train.stderr.log",
-                                                                "train.stdout.log", "word"]
+        run_template(
+            SHELL_ROUTE, "command", context({"v": value}, run_dir), run_dir, "train", record=run_dir / "cmd.txt"
+        )
+        assert [(run_dir / name).read_bytes().decode() for name in ("pos", "env", "word")] == [
+            value,
+            value,
+            "--v=" + value,
+        ]
+        assert sorted(p.name for p in Path(tmp).rglob("*")) == [
+            "cmd.txt",
+            "env",
+            "logs",
+            "pos",
+            "run",
+            "train.stderr.log",
+            "train.stdout.log",
+            "word",
+        ]
 
 
 REFUSED = [
@@ -144,7 +180,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("key, template, message", REFUSED, ids=[r[1] for r in REFUSED])
-def test_re_evaluating_templates_are_exit_2_before_anything_runs(key, template, message, tmp_path, make_config, write_config):
+def test_re_evaluating_templates_are_exit_2_before_anything_runs(
+    key, template, message, tmp_path, make_config, write_config
+):
     """`agentrepro train` refuses each re-evaluating form with exit 2 and one line naming the file and the field; nothing runs."""
     config = make_config()
     config["train"]["note"] = "$(touch PWNED)"
@@ -154,15 +192,22 @@ def test_re_evaluating_templates_are_exit_2_before_anything_runs(key, template, 
     result = run_cli("train", "--config", path, "--out", tmp_path / "run", cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"agentrepro train: error: {path}: backend.{key}: ") and message in lines[0], lines
+    assert (
+        len(lines) == 1
+        and lines[0].startswith(f"agentrepro train: error: {path}: backend.{key}: ")
+        and message in lines[0]
+    ), lines
     assert not (tmp_path / "run").exists() and not list(tmp_path.rglob("PWNED"))
 
 
-@pytest.mark.parametrize("value, message", [
-    # A NUL never reaches the template: the reading layer refuses it in the config file, naming the field.
-    ("a\0; touch PWNED", "train.note: control character U+0000"),
-    ("x" * 200_000, "over Linux's limit of 131071"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        # A NUL never reaches the template: the reading layer refuses it in the config file, naming the field.
+        ("a\0; touch PWNED", "train.note: control character U+0000"),
+        ("x" * 200_000, "over Linux's limit of 131071"),
+    ],
+)
 def test_values_no_argument_can_carry_are_exit_2(value, message, tmp_path, make_config, write_config):
     """A NUL character or a value over the one-argument limit is exit 2 naming the field, not a traceback."""
     config = make_config()
@@ -181,9 +226,10 @@ def test_inline_shell_script_reads_values_from_the_environment(tmp_path, mini_tr
     config["train"]["note"] = NASTY
     config["backend"]["env"] = {"NOTE": "{train.note}", "MINI": str(mini_trainer)}
     config["backend"]["command"] = (
-        "sh -c 'printf %s \"$1\" > \"$AGENTREPRO_RUN_DIR/pos.txt\"; printf %s \"$NOTE\" | cat > \"$AGENTREPRO_RUN_DIR/env.txt\"; "
-        "exec \"$AGENTREPRO_PYTHON\" \"$MINI\" train --run \"$AGENTREPRO_RUN_DIR\" --steps 3 --lr 0.25 --resume \"$AGENTREPRO_RESUME\"' "
-        "sh {train.note}")
+        'sh -c \'printf %s "$1" > "$AGENTREPRO_RUN_DIR/pos.txt"; printf %s "$NOTE" | cat > "$AGENTREPRO_RUN_DIR/env.txt"; '
+        'exec "$AGENTREPRO_PYTHON" "$MINI" train --run "$AGENTREPRO_RUN_DIR" --steps 3 --lr 0.25 --resume "$AGENTREPRO_RESUME"\' '
+        "sh {train.note}"
+    )
     work = tmp_path / "work"
     work.mkdir()
     result = run_cli("train", "--config", write_config(config), "--out", tmp_path / "run", cwd=work)

@@ -26,8 +26,12 @@ def test_train_and_eval_each_record_what_they_ran(tmp_path, make_config, write_c
     git(checkout, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "pinned")
     config = make_config()
     for key in ("command", "eval_command"):
-        config["backend"][key] = config["backend"][key].replace(shlex.quote(str(mini_trainer)), shlex.quote(str(checkout / "mini_trainer.py")))
-    config["backend"].update(commit=git(checkout, "rev-parse", "HEAD"), workdir=str(checkout), sources=["mini_trainer.py"])
+        config["backend"][key] = config["backend"][key].replace(
+            shlex.quote(str(mini_trainer)), shlex.quote(str(checkout / "mini_trainer.py"))
+        )
+    config["backend"].update(
+        commit=git(checkout, "rev-parse", "HEAD"), workdir=str(checkout), sources=["mini_trainer.py"]
+    )
     run = tmp_path / "run"
     result = run_cli("train", "--config", write_config(config), "--out", run)
     assert result.returncode == 0, result.stderr
@@ -40,6 +44,8 @@ def test_train_and_eval_each_record_what_they_ran(tmp_path, make_config, write_c
     result = run_cli("eval", "--run", run, "--step", 3)
     assert result.returncode == 0, result.stderr
     evaluated = json.loads((run / "eval" / "step3" / "backend_sources.json").read_text())
-    assert evaluated["files"] == {"mini_trainer.py": git(checkout, "hash-object", "mini_trainer.py")} != trained["files"]
+    assert (
+        evaluated["files"] == {"mini_trainer.py": git(checkout, "hash-object", "mini_trainer.py")} != trained["files"]
+    )
     assert "backend_sources.json" in (run / "eval" / "step3" / "OUTPUTS.sha256").read_text()
     assert json.loads((run / "backend_sources.json").read_text()) == trained

@@ -13,14 +13,35 @@ HASH = "a" * 64
 
 
 def config(n=2, episodes=1):
-    return {"study": "s", "method": "m", "seed": 1,
-            "eval": {"episodes_per_task": episodes,
-                     "task_panel": [{"task_id": f"t{i}", "task_hash": HASH, "category": "c"} for i in range(n)]}}
+    return {
+        "study": "s",
+        "method": "m",
+        "seed": 1,
+        "eval": {
+            "episodes_per_task": episodes,
+            "task_panel": [{"task_id": f"t{i}", "task_hash": HASH, "category": "c"} for i in range(n)],
+        },
+    }
 
 
 def rows(n=2, step=5):
-    return [{"study": "s", "method": "m", "seed": 1, "step": step, "task_id": f"t{i}", "task_hash": HASH, "category": "c",
-             "episode": 0, "success": i % 2, "reward": 0.5, "turns": 2, "tokens": 9} for i in range(n)]
+    return [
+        {
+            "study": "s",
+            "method": "m",
+            "seed": 1,
+            "step": step,
+            "task_id": f"t{i}",
+            "task_hash": HASH,
+            "category": "c",
+            "episode": 0,
+            "success": i % 2,
+            "reward": 0.5,
+            "turns": 2,
+            "tokens": 9,
+        }
+        for i in range(n)
+    ]
 
 
 def test_valid_rows_pass():
@@ -28,17 +49,20 @@ def test_valid_rows_pass():
     check_rows(rows(), config=config(), step=5, source="src")
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("success", True, "row 1: success"),
-    ("success", 2, "row 1: success"),
-    ("reward", float("nan"), "row 1: reward"),
-    ("task_hash", "abc", "row 1: task_hash"),
-    ("turns", -1, "row 1: turns"),
-    ("seed", 2, "row 1: seed"),
-    ("step", 4, "row 1: step"),
-    ("task_id", "t9", "not in the frozen task panel"),
-    ("category", "d", "row 1: category"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("success", True, "row 1: success"),
+        ("success", 2, "row 1: success"),
+        ("reward", float("nan"), "row 1: reward"),
+        ("task_hash", "abc", "row 1: task_hash"),
+        ("turns", -1, "row 1: turns"),
+        ("seed", 2, "row 1: seed"),
+        ("step", 4, "row 1: step"),
+        ("task_id", "t9", "not in the frozen task panel"),
+        ("category", "d", "row 1: category"),
+    ],
+)
 def test_bad_field_is_named(field, value, message):
     """Each wrong type, wrong run identity or panel mismatch is BadInput naming the source, row and field."""
     bad = rows()

@@ -21,7 +21,11 @@ def test_logs_accumulate_per_attempt_and_failure_names_the_reason(tmp_path):
     """Each call appends a header and the output; a non-zero exit is a Failure with the status and the last stderr line."""
     run_logged([sys.executable, "-c", "print('first')"], log_dir=tmp_path, label="job")
     with pytest.raises(Failure, match=r"exit status 7; see .*job.stderr.log \(last line: boom\)"):
-        run_logged([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(7)"], log_dir=tmp_path, label="job")
+        run_logged(
+            [sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(7)"],
+            log_dir=tmp_path,
+            label="job",
+        )
     out = (tmp_path / "job.stdout.log").read_text()
     assert out.count("=== agentrepro") == 2 and "first" in out
     with pytest.raises(Failure, match="cannot start"):
@@ -33,8 +37,13 @@ def test_sigterm_to_train_stops_the_trainer_and_records_killed(tmp_path, make_co
     """SIGTERM to `agentrepro train` alone (not its group) terminates the trainer under /bin/sh, exits 143, attempt 'killed'."""
     config = write_config(make_config(steps=200))
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "agentrepro", "train", "--config", str(config), "--out", str(run_dir)],
-                            env={**os.environ, "MINI_SLEEP": "0.2"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentrepro", "train", "--config", str(config), "--out", str(run_dir)],
+        env={**os.environ, "MINI_SLEEP": "0.2"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     log = run_dir / "logs" / "train.stdout.log"
     deadline = time.monotonic() + 60
     while not (log.exists() and "mini_trainer pid" in log.read_text()):

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from agentrepro.hooks import agentrepro_ray_head as ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
+from agentrepro.hooks import agentrepro_ray_head as ray_head
 
 
 def alive(pid: int) -> bool:
@@ -41,7 +41,11 @@ def wrapped(run_dir, program: list[str], **ray) -> list[str]:
     settings) around `program`."""
     config = gigpo_config()
     config["backend"]["ray"] = ray
-    config["resources"] = {**config["resources"], "gpus": ray.pop("gpus", 2), **({"cpus": ray.pop("cpus")} if "cpus" in ray else {})}
+    config["resources"] = {
+        **config["resources"],
+        "gpus": ray.pop("gpus", 2),
+        **({"cpus": ray.pop("cpus")} if "cpus" in ray else {}),
+    }
     return [*verl_agent.head_words(config, run_dir), *program]
 
 
@@ -65,8 +69,9 @@ def test_program_gets_its_head_and_only_that_head_is_stopped(tmp_path, fake_ray)
     temp dir, resources.cpus and .gpus, and as many worker ports as the preflight's demand (315 for gigpo with 55 CPUs);
     its exit status passes through; the head and its child die after, the pid file and the reservation go, and
     another job's process lives."""
-    from agentrepro import preflight
     from helpers import REPO
+
+    from agentrepro import preflight
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -74,10 +79,23 @@ def test_program_gets_its_head_and_only_that_head_is_stopped(tmp_path, fake_ray)
     decoy = subprocess.Popen(["sleep", "300"], start_new_session=True)
     ports_dir = tmp_path / "ports"
     try:
-        program = [sys.executable, "-c", "import os, sys; print(os.environ['RAY_ADDRESS'], os.environ['EXTRA']); sys.exit(5)"]
-        result = subprocess.run(wrapped(run_dir, program, executable=str(fake_ray), cpus=55), capture_output=True, text=True,
-                                timeout=120, env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), "EXTRA": "a b",
-                                                  ray_head.PORTS_ENV: str(ports_dir)})
+        program = [
+            sys.executable,
+            "-c",
+            "import os, sys; print(os.environ['RAY_ADDRESS'], os.environ['EXTRA']); sys.exit(5)",
+        ]
+        result = subprocess.run(
+            wrapped(run_dir, program, executable=str(fake_ray), cpus=55),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={
+                **os.environ,
+                "FAKE_RAY_LOG": str(tmp_path / "ray.json"),
+                "EXTRA": "a b",
+                ray_head.PORTS_ENV: str(ports_dir),
+            },
+        )
         assert result.returncode == 5, result.stderr
         head = json.loads((tmp_path / "ray.json").read_text())
         port = int(flag(head["args"], "port"))
@@ -85,8 +103,11 @@ def test_program_gets_its_head_and_only_that_head_is_stopped(tmp_path, fake_ray)
         assert f"--temp-dir={ray_head.temp_dir(key)}" in head["args"] and "--num-gpus=2" in head["args"]
         assert "--num-cpus=55" in head["args"]
         workers = int(flag(head["args"], "max-worker-port")) - int(flag(head["args"], "min-worker-port")) + 1
-        demand = next(d for d in preflight.job_demands(yaml_manifest(REPO, cpus=55), "m.yaml", "gigpo", 0).demands
-                      if d.what == "Ray worker ports")
+        demand = next(
+            d
+            for d in preflight.job_demands(yaml_manifest(REPO, cpus=55), "m.yaml", "gigpo", 0).demands
+            if d.what == "Ray worker ports"
+        )
         assert workers == demand.need == 260 + 55
         wait_dead(head["pid"], head["child"])
         assert not alive(head["pid"]) and not alive(head["child"])
@@ -113,10 +134,26 @@ def test_a_hard_coded_port_in_use_refuses_to_start(tmp_path, fake_ray):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        argv = [sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", "k", "--ray", str(fake_ray),
-                "--fixed-port", str(s.getsockname()[1]), "--", "true"]
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                                env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)})
+        argv = [
+            sys.executable,
+            "-m",
+            "agentrepro.hooks.agentrepro_ray_head",
+            "--key",
+            "k",
+            "--ray",
+            str(fake_ray),
+            "--fixed-port",
+            str(s.getsockname()[1]),
+            "--",
+            "true",
+        ]
+        result = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)},
+        )
     assert result.returncode == 75 and "in use on this node" in result.stderr
     assert not (tmp_path / "ray.json").exists()
 
@@ -125,9 +162,17 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
     """SIGTERM to the wrapper (a scheduler's time limit) stops the program and this job's head and its child; exit 143."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    program = [sys.executable, "-c", f"import os, time; open({str(tmp_path / 'program.pid')!r}, 'w').write(str(os.getpid())); time.sleep(300)"]
-    proc = subprocess.Popen(wrapped(run_dir, program, executable=str(fake_ray)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)})
+    program = [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(tmp_path / 'program.pid')!r}, 'w').write(str(os.getpid())); time.sleep(300)",
+    ]
+    proc = subprocess.Popen(
+        wrapped(run_dir, program, executable=str(fake_ray)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)},
+    )
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "program.pid").is_file() or not (tmp_path / "program.pid").read_text():
@@ -153,7 +198,9 @@ def real_ray() -> tuple[str, str]:
 
     ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")
     python = Path(ray).with_name("python") if ray else None
-    require("ray", bool(ray) and python.exists(), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)")
+    require(
+        "ray", bool(ray) and python.exists(), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)"
+    )
     return ray, str(python)
 
 
@@ -166,13 +213,21 @@ def test_real_ray_private_head(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     key = ray_head.job_key(run_dir)
-    probe = ("import ray; ray.init(); ctx = ray._private.worker._global_node; "
-             "print(int(ray.cluster_resources()['CPU']), ctx.get_session_dir_path())")
-    argv = wrapped(run_dir, [python, "-c", probe], executable=ray, num_cpus=1, gpus=0, client=False, worker_ports=20)  # minimal Ray: no client server
+    probe = (
+        "import ray; ray.init(); ctx = ray._private.worker._global_node; "
+        "print(int(ray.cluster_resources()['CPU']), ctx.get_session_dir_path())"
+    )
+    argv = wrapped(
+        run_dir, [python, "-c", probe], executable=ray, num_cpus=1, gpus=0, client=False, worker_ports=20
+    )  # minimal Ray: no client server
     result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     cpus, session = result.stdout.split()[-2:]
     assert cpus == "1" and session.startswith(ray_head.temp_dir(key) + "/")
-    leftovers = [proc.pid for proc in psutil.process_iter(["cmdline", "status"])
-                 if proc.info["status"] != psutil.STATUS_ZOMBIE and ray_head.temp_dir(key) in " ".join(proc.info["cmdline"] or [])]
+    leftovers = [
+        proc.pid
+        for proc in psutil.process_iter(["cmdline", "status"])
+        if proc.info["status"] != psutil.STATUS_ZOMBIE
+        and ray_head.temp_dir(key) in " ".join(proc.info["cmdline"] or [])
+    ]
     assert leftovers == []

@@ -71,7 +71,9 @@ def test_a_live_reservation_of_another_process_is_respected_and_reclaimed_when_i
     """Another process's reservation (its lock held) excludes its block and its hard-coded port: a second job asking
     for the same fixed port is refused (PortsTaken); after that process is killed, its record is reclaimed."""
     fixed = free_port()
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), str(fixed)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path), str(fixed)], stdout=subprocess.PIPE, text=True
+    )
     try:
         base, size = map(int, holder.stdout.readline().split())
         mine = ray_head.reserve(20, directory=tmp_path)
@@ -113,7 +115,7 @@ class FixedStart(random.Random):
         super().__init__(0)
         self.start = start
 
-    def randrange(self, *args, **kwargs):  # noqa: ARG002 - the start is fixed
+    def randrange(self, *args, **kwargs):
         return self.start
 
 
@@ -139,11 +141,12 @@ def test_a_head_is_stopped_when_anything_fails_after_it_started(tmp_path):
     import psutil
 
     held = ray_head.reserve(0, directory=tmp_path)
-    duration = f"{300 + random.random():.6f}"   # names this test's stand-in head among the machine's processes
+    duration = f"{300 + random.random():.6f}"  # names this test's stand-in head among the machine's processes
     try:
         with pytest.raises(FileNotFoundError):
-            with ray_head.running_head(["sleep", duration], held, wait_for=(held.ports.head,),
-                                         pid_file=tmp_path / "missing" / "ray_head.pid"):
+            with ray_head.running_head(
+                ["sleep", duration], held, wait_for=(held.ports.head,), pid_file=tmp_path / "missing" / "ray_head.pid"
+            ):
                 pass
     finally:
         held.release()

@@ -24,16 +24,16 @@ import pytest
 from helpers import REPO, require
 
 from agentrepro import preflight
-from agentrepro.hooks import agentrepro_ray_head as ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import demands
+from agentrepro.hooks import agentrepro_ray_head as ray_head
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.planning import draft_config
 
 MANIFEST = REPO / "manifests" / "graphgpo-alfworld.yaml"
 ACTORS = Path(__file__).with_name("ray_actors.py")
-OWN_MB = 64     # a Ray worker's own memory (measured PSS about 40 MB) with room for the raylet's bookkeeping
-PER_CORE = 64   # idle Ray workers one core carries: 256 on 2 cores kept the load above 150 for 14 minutes (RESULTS.md)
+OWN_MB = 64  # a Ray worker's own memory (measured PSS about 40 MB) with room for the raylet's bookkeeping
+PER_CORE = 64  # idle Ray workers one core carries: 256 on 2 cores kept the load above 150 for 14 minutes (RESULTS.md)
 
 
 def real_ray() -> str:
@@ -56,15 +56,21 @@ def train_launch(tmp_path, method: str = "graphgpo", seed: int = 0):
     _, config = draft_config(manifest, MANIFEST, method, seed)
     config["backend"]["workdir"] = str(tmp_path)
     run_dir = tmp_path / f"{method}-{seed}"
-    run_dir.mkdir()   # the train job's, which agentrepro train creates
+    run_dir.mkdir()  # the train job's, which agentrepro train creates
     return config, verl_agent.programs(config, run_dir)[-1]
 
 
 def run_head(launch, program: list[str], ray: str, tmp_path, **env) -> subprocess.Popen:
     """The launch's head words (agentrepro_ray_head.py and its options, `--ray` the real one) around `program`, with its environment."""
-    head = list(launch.argv[:launch.argv.index("--")])
-    return subprocess.Popen([*head[:2], "--ray", ray, *head[2:], "--", *program], cwd=tmp_path,
-                            env={**os.environ, **launch.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    head = list(launch.argv[: launch.argv.index("--")])
+    return subprocess.Popen(
+        [*head[:2], "--ray", ray, *head[2:], "--", *program],
+        cwd=tmp_path,
+        env={**os.environ, **launch.env, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.slow
@@ -79,13 +85,20 @@ def test_a_jobs_head_holds_every_env_worker_of_the_graphgpo_recipe(tmp_path):
     job = preflight.job_demands(load_manifest(MANIFEST), MANIFEST, "graphgpo", 0)
     ports = next(d for d in job.demands if d.what == "Ray worker ports")
     assert ports.holds() and ports.need == processes + config["resources"]["cpus"] and envs == 16 * 8 + 128
-    head = launch.argv[:launch.argv.index("--")]
+    head = launch.argv[: launch.argv.index("--")]
     assert head[head.index("--worker-ports") + 1] == str(ports.need)
     count = min(envs, available_mb() * 3 // 4 // OWN_MB, PER_CORE * len(os.sched_getaffinity(0)))
-    assert count > 80, f"this machine holds {count} Ray workers: fewer than the old fixed block of 80 ports, proving nothing"
+    assert count > 80, (
+        f"this machine holds {count} Ray workers: fewer than the old fixed block of 80 ports, proving nothing"
+    )
     out = tmp_path / "actors.json"
-    proc = run_head(launch, [sys.executable, str(ACTORS), str(count), str(values["env.resources_per_worker.num_cpus"]), str(out)],
-                    ray, tmp_path, **{ray_head.PORTS_ENV: str(tmp_path / "ports")})
+    proc = run_head(
+        launch,
+        [sys.executable, str(ACTORS), str(count), str(values["env.resources_per_worker.num_cpus"]), str(out)],
+        ray,
+        tmp_path,
+        **{ray_head.PORTS_ENV: str(tmp_path / "ports")},
+    )
     stdout, stderr = proc.communicate(timeout=1500)
     assert proc.returncode == 0, stderr[-3000:]
     report = json.loads(out.read_text())
@@ -94,8 +107,10 @@ def test_a_jobs_head_holds_every_env_worker_of_the_graphgpo_recipe(tmp_path):
     assert report["alive"] == report["distinct_pids"] == count and report["env"] == ["XFORMERS"]
     assert len(report["ports"]) == count and all(low + ray_head.HEAD_PORTS <= port <= high for port in report["ports"])
     assert report["node_cpus"] == config["resources"]["cpus"]
-    print(f"\nRAY_SCALE actors={count} of {envs} env workers, all alive after {report['seconds']} s "
-          f"(head: {ports.need} worker ports, {config['resources']['cpus']} CPUs)")
+    print(
+        f"\nRAY_SCALE actors={count} of {envs} env workers, all alive after {report['seconds']} s "
+        f"(head: {ports.need} worker ports, {config['resources']['cpus']} CPUs)"
+    )
 
 
 @pytest.mark.slow
@@ -121,5 +136,7 @@ def test_two_jobs_on_one_machine_at_once_do_not_collide(tmp_path):
     for out, block in zip(outs, blocks):
         report = json.loads(out.read_text())
         assert report["alive"] == 12 and len(report["ports"]) == 12
-        assert all(min(block) + ray_head.HEAD_PORTS <= port <= max(block) for port in report["ports"])   # each worker's in its job's
+        assert all(
+            min(block) + ray_head.HEAD_PORTS <= port <= max(block) for port in report["ports"]
+        )  # each worker's in its job's
     assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))

@@ -23,12 +23,12 @@ from podman_kit import STAND_IN_GPU_ENV, check_proof, derive, leftover_container
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_head
-from agentrepro.hooks import agentrepro_ray_head as head_script
 from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
-from agentrepro.errors import BadInput
 from agentrepro.backends.relax.hooks import agentrepro_relax_eval as hook
 from agentrepro.backends.relax.hooks import agentrepro_relax_submit as submit_hook
+from agentrepro.errors import BadInput
+from agentrepro.hooks import agentrepro_ray_head as head_script
 from agentrepro.jobs.freeze import freeze
 from agentrepro.manifest.resolve import run_config
 from agentrepro.outcomes import check_rows
@@ -38,12 +38,24 @@ OUTPUTS = json.loads((FIXTURES / "frameworks" / "relax.outputs.json").read_text(
 PIN = json.loads((FIXTURES / "frameworks" / "relax.pin.json").read_text())
 RECIPE = ARGS["graphgpo_recipe"]
 MANIFEST = REPO / "manifests" / "graphgpo-alfworld-relax.yaml"
-TYPES = ["pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
-         "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"]
+TYPES = [
+    "pick_and_place_simple",
+    "look_at_obj_in_light",
+    "pick_clean_then_place_in_recep",
+    "pick_heat_then_place_in_recep",
+    "pick_cool_then_place_in_recep",
+    "pick_two_obj_and_place",
+]
 # How the recipe's printed flags depend on its knobs (run_alfworld_qwen2_5_1_5b.sh lines 182, 215-223, 252-276).
-FLAG_KNOBS = {"--num-rollout": "OUTER_EPOCHS", "--rollout-batch-size": "TASK_GROUPS", "--n-samples-per-prompt": "GROUP_SIZE",
-              "--global-batch-size": "GLOBAL_BATCH_SIZE", "--seed": "SEED", "--rollout-num-gpus-per-engine": "NUM_GPUS",
-              "--tensor-model-parallel-size": "NUM_GPUS"}
+FLAG_KNOBS = {
+    "--num-rollout": "OUTER_EPOCHS",
+    "--rollout-batch-size": "TASK_GROUPS",
+    "--n-samples-per-prompt": "GROUP_SIZE",
+    "--global-batch-size": "GLOBAL_BATCH_SIZE",
+    "--seed": "SEED",
+    "--rollout-num-gpus-per-engine": "NUM_GPUS",
+    "--tensor-model-parallel-size": "NUM_GPUS",
+}
 
 
 def game(i: int) -> str:
@@ -64,7 +76,9 @@ def stand_in_checkout(workdir: Path, sources: list[str]) -> str:
     for path in {relax_recipe.RECIPE, *sources}:
         (workdir / path).parent.mkdir(parents=True, exist_ok=True)
         (workdir / path).write_text(f"# stand-in for {path}\n")
-    git = lambda *args: subprocess.run(["git", "-C", str(workdir), *args], check=True, capture_output=True, text=True).stdout.strip()  # noqa: E731
+    git = lambda *args: subprocess.run(
+        ["git", "-C", str(workdir), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
     git("init", "-q")
     git("-c", "user.email=t@example.org", "-c", "user.name=t", "add", "-A")
     git("-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-q", "-m", "stand-in recipe")
@@ -80,16 +94,28 @@ def study(tmp_path_factory):
     (root / "model.lock.json").write_text("{}\n")
     manifest = yaml.safe_load(MANIFEST.read_text())
     commit = stand_in_checkout(root / "relax", manifest["backend"]["sources"])
-    manifest["backend"].update(commit=commit, workdir=str(root / "relax"), alfworld_data=str(root / "alfworld"),
-                               alfworld_python="python3", model_path=str(root / "model"), model_lock=str(root / "model.lock.json"))
+    manifest["backend"].update(
+        commit=commit,
+        workdir=str(root / "relax"),
+        alfworld_data=str(root / "alfworld"),
+        alfworld_python="python3",
+        model_path=str(root / "model"),
+        model_lock=str(root / "model.lock.json"),
+    )
     manifest["image"] = {"runtime": "apptainer", "ref": "ghcr.io/redai-infra/relaxrl", "digest": "sha256:" + "3f" * 32}
-    manifest["model"].update(revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082", tokenizer_revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082")
-    manifest["data"]["eval"]["path"] = "data/alfworld/eval_in_distribution.jsonl"   # the directory panel's ids, as a task list
+    manifest["model"].update(
+        revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082",
+        tokenizer_revision="775b11afaf83e0dc75bd5abaf90133e47b3ec082",
+    )
+    manifest["data"]["eval"]["path"] = (
+        "data/alfworld/eval_in_distribution.jsonl"  # the directory panel's ids, as a task list
+    )
     (root / "manifests").mkdir()
     (root / "manifests" / MANIFEST.name).write_text(yaml.safe_dump(manifest, sort_keys=False))
     (root / "data" / "alfworld").mkdir(parents=True)
     (root / "data" / "alfworld" / "eval_in_distribution.jsonl").write_text(
-        "".join(json.dumps({"task_id": game(i), "category": TYPES[i % 6]}) + "\n" for i in range(128)))
+        "".join(json.dumps({"task_id": game(i), "category": TYPES[i % 6]}) + "\n" for i in range(128))
+    )
     lock, path, _ = freeze(root / "manifests" / MANIFEST.name, root=root, out=root / "lock.json", allow_dirty=True)
     return lock, path, root
 
@@ -101,15 +127,21 @@ def test_freeze_pins_the_recipe_sources_at_the_relax_commit(study):
     lock, _, root = study
     pinned = lock["backend_sources"]["relax"]
     sources = yaml.safe_load(MANIFEST.read_text())["backend"]["sources"]
-    blob = lambda path: subprocess.run(["git", "-C", str(root / "relax"), "hash-object", path], check=True,  # noqa: E731
-                                       capture_output=True, text=True).stdout.strip()
+    blob = lambda path: subprocess.run(
+        ["git", "-C", str(root / "relax"), "hash-object", path],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert pinned["commit"] == lock["manifest"]["backend"]["commit"] and sorted(pinned["files"]) == sorted(sources)
     assert pinned["files"] == {path: blob(path) for path in sources}
 
 
 def resolved(study, method: str, seed: int = 0) -> dict:
     lock, path, _ = study
-    config = runconfig.resolve_config(run_config(lock, method, seed, lock_path=path), relax.RelaxBackend().default_config())
+    config = runconfig.resolve_config(
+        run_config(lock, method, seed, lock_path=path), relax.RelaxBackend().default_config()
+    )
     relax.RelaxBackend().validate_config(config)
     return config
 
@@ -129,8 +161,13 @@ def test_step_rows_offset_follows_relax_resume(study, tmp_path):
 
 def recipe_line(knobs: dict[str, str], workdir: Path) -> str:
     """The recipe's DRY_RUN=1 line as the facts record it, with this run's knobs where the script puts them."""
-    paths = {"${SAVE_DIR}": knobs["SAVE_DIR"], "${DATA_ARTIFACT_DIR}": knobs["DATA_ARTIFACT_DIR"], "${PROJECT_ROOT}": str(workdir),
-             "${HF_CHECKPOINT}": knobs["HF_CHECKPOINT"], "${ALFWORLD_DATA}": knobs["ALFWORLD_DATA"]}
+    paths = {
+        "${SAVE_DIR}": knobs["SAVE_DIR"],
+        "${DATA_ARTIFACT_DIR}": knobs["DATA_ARTIFACT_DIR"],
+        "${PROJECT_ROOT}": str(workdir),
+        "${HF_CHECKPOINT}": knobs["HF_CHECKPOINT"],
+        "${ALFWORLD_DATA}": knobs["ALFWORLD_DATA"],
+    }
 
     def fill(value: str) -> str:
         for name, path in paths.items():
@@ -144,7 +181,12 @@ def recipe_line(knobs: dict[str, str], workdir: Path) -> str:
         if entry["flag"] in FLAG_KNOBS:
             words.append(knobs[FLAG_KNOBS[entry["flag"]]])
         elif entry["flag"] == "--resource":
-            words.append(json.dumps({"actor": [1, int(knobs["NUM_GPUS"])], "rollout": [1, int(knobs["NUM_GPUS"])]}, separators=(",", ":")))
+            words.append(
+                json.dumps(
+                    {"actor": [1, int(knobs["NUM_GPUS"])], "rollout": [1, int(knobs["NUM_GPUS"])]},
+                    separators=(",", ":"),
+                )
+            )
         elif isinstance(value, list):
             words += [fill(v) for v in value]
         elif value is not True:
@@ -154,8 +196,8 @@ def recipe_line(knobs: dict[str, str], workdir: Path) -> str:
 
 def submitted(launch) -> list[str]:
     """The `--flag value` words the job's submit step sets in the recipe's command (after `submit EXPANDED_FILE`)."""
-    program = list(launch.argv[launch.argv.index("--") + 1:])
-    return program[program.index(str(relax.SUBMIT)) + 2:]
+    program = list(launch.argv[launch.argv.index("--") + 1 :])
+    return program[program.index(str(relax.SUBMIT)) + 2 :]
 
 
 def flag_pairs(words: list[str]) -> list[tuple[str, list[str]]]:
@@ -179,9 +221,15 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
     prepare, expand, head = relax.programs(config, tmp_path / "run")
     assert all(isinstance(w, str) for launch in (prepare, expand, head) for w in launch.argv)
     knobs = expand.env
-    assert expand.argv == ("bash", relax_recipe.RECIPE) and knobs["DRY_RUN"] == "1" and expand.cwd == Path(config["backend"]["workdir"])
+    assert (
+        expand.argv == ("bash", relax_recipe.RECIPE)
+        and knobs["DRY_RUN"] == "1"
+        and expand.cwd == Path(config["backend"]["workdir"])
+    )
     required = [name for name in RECIPE["required_env"] if " " not in name]
-    derived = {name: "DATA_ARTIFACT_DIR" for name in ("TRAIN_DATA", "TRAIN_MANIFEST", "PREPARE_LOCK", "EVAL_DATA", "EVAL_MANIFEST")}
+    derived = dict.fromkeys(
+        ("TRAIN_DATA", "TRAIN_MANIFEST", "PREPARE_LOCK", "EVAL_DATA", "EVAL_MANIFEST"), "DATA_ARTIFACT_DIR"
+    )
     for name in required:
         assert knobs.get(name) or knobs.get(derived.get(name, name)), name
     choices = RECIPE["validated_choices"]
@@ -192,8 +240,13 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
     assert int(knobs["TASK_GROUPS"]) * int(knobs["GROUP_SIZE"]) % int(knobs["GLOBAL_BATCH_SIZE"]) == 0
     assert knobs["DEPENDENCY_LOCK"] == str(study[1].resolve())
     train = config["train"]
-    assert (knobs["METHOD"], float(knobs["OMEGA"]), float(knobs["GAMMA"]), float(knobs["BETA"]), float(knobs["BETA_EPISODE"])) == (
-        train["estimator"], train["omega"], train["gamma"], train["step_weight"], train["episode_weight"])
+    assert (
+        knobs["METHOD"],
+        float(knobs["OMEGA"]),
+        float(knobs["GAMMA"]),
+        float(knobs["BETA"]),
+        float(knobs["BETA_EPISODE"]),
+    ) == (train["estimator"], train["omega"], train["gamma"], train["step_weight"], train["episode_weight"])
     assert knobs["EPISODE_WEIGHTING"] == "trajectory_once" and (method != "graph_only" or knobs["BETA_EPISODE"] == "0")
     exported = {e["name"]: e["value_as_written"] for e in RECIPE["exported_env"] if e["value_as_written"]}
     for name, written in exported.items():  # "${OMEGA:-0.1}" -> the knob OMEGA
@@ -217,8 +270,12 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
             PARSERS[str(entry.get("type"))](value)
             assert "choices" not in entry or value in map(str, entry["choices"]), flag
     given = dict((flag, values) for flag, values in pairs)
-    assert given["--advantage-estimator"] == ["grpo"] and given["--custom-eval-rollout-log-function-path"] == [relax_recipe.HOOK]
-    assert given["--seed"] == [str(config["seed"])] and given["--save"] == [str(relax_recipe.checkpoint_dir(Path(knobs["SAVE_DIR"]), config))]
+    assert given["--advantage-estimator"] == ["grpo"] and given["--custom-eval-rollout-log-function-path"] == [
+        relax_recipe.HOOK
+    ]
+    assert given["--seed"] == [str(config["seed"])] and given["--save"] == [
+        str(relax_recipe.checkpoint_dir(Path(knobs["SAVE_DIR"]), config))
+    ]
     original = shlex.split(recipe_line(knobs, expand.cwd))
     assert [i for i, (a, b) in enumerate(zip(original, words)) if a != b] == [words.index(relax_recipe.HOOK)]
 
@@ -231,10 +288,12 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     _, expand, submit = relax.programs(config, tmp_path / "run")
     replace = submitted(submit)
     words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=replace)
-    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY):]))
+    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY) :]))
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
     assert flags["--save-interval"]["type"] == "int" and flags["--save-hf"]["type"] == "str"
-    assert given["--save-interval"] == ["5"] and given["--save-hf"] == [str(relax.save_dir(tmp_path / "run") / "hf" / "{rollout_id}")]
+    assert given["--save-interval"] == ["5"] and given["--save-hf"] == [
+        str(relax.save_dir(tmp_path / "run") / "hf" / "{rollout_id}")
+    ]
     assert words.count("--save-interval") == 1
     steps, interval = config["train"]["steps"], int(given["--save-interval"][0])
     saved = [r for r in range(steps) if (r + 1) % interval == 0 or r + 1 == steps]
@@ -242,13 +301,21 @@ def test_export_hf_saves_at_the_evaluated_steps_with_flags_the_parser_has(study,
     assert [relax_recipe.step_of_rollout(r) for r in saved] == planned[1:]
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 0) == Path(config["backend"]["model_path"])
     assert relax_recipe.hf_checkpoint(relax.save_dir(tmp_path), config, 5).name == "4"
-    assert relax.programs(resolved(study, "graphgpo"), tmp_path / "run")[2].argv == submit.argv   # the default
+    assert relax.programs(resolved(study, "graphgpo"), tmp_path / "run")[2].argv == submit.argv  # the default
     config["backend"]["export_hf"] = False
     plain = relax.programs(config, tmp_path / "run")[2]
-    assert submitted(plain) == [relax_recipe.KEEP_FLAG, "1", relax_recipe.SEED_FLAG, "0", relax_recipe.ADVANTAGE_FLAG,
-                                relax_recipe.ADVANTAGE_HOOK]   # no export flags
+    assert submitted(plain) == [
+        relax_recipe.KEEP_FLAG,
+        "1",
+        relax_recipe.SEED_FLAG,
+        "0",
+        relax_recipe.ADVANTAGE_FLAG,
+        relax_recipe.ADVANTAGE_HOOK,
+    ]  # no export flags
     with pytest.raises(submit_hook.Refused, match="expected --seed at most once"):
-        relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"])
+        relax_recipe.submitted_argv(
+            recipe_line(expand.env, expand.cwd) + " --seed 3", source=Path("e"), replace=["--seed", "1"]
+        )
 
 
 @pytest.mark.parametrize("keep, kept", [("hf", "1"), ("none", "1"), ("all", "2")])
@@ -259,18 +326,29 @@ def test_keep_checkpoints_sets_how_many_megatron_checkpoints_relax_keeps(study, 
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["eval"]["keep_checkpoints"] = keep
     _, expand, submit = relax.programs(config, tmp_path / "run")
-    words = relax_recipe.submitted_argv(recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=submitted(submit))
-    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY):]))
+    words = relax_recipe.submitted_argv(
+        recipe_line(expand.env, expand.cwd), source=Path("expanded"), replace=submitted(submit)
+    )
+    given = dict(flag_pairs(words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY) :]))
     recipe = {f["flag"]: f["value"] for f in RECIPE["flags"]}
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
-    assert recipe[relax_recipe.KEEP_FLAG] == str(relax_recipe.RECIPE_KEEP) and flags[relax_recipe.KEEP_FLAG]["type"] == "int"
+    assert (
+        recipe[relax_recipe.KEEP_FLAG] == str(relax_recipe.RECIPE_KEEP)
+        and flags[relax_recipe.KEEP_FLAG]["type"] == "int"
+    )
     assert given[relax_recipe.KEEP_FLAG] == [kept] and words.count(relax_recipe.KEEP_FLAG) == 1
     retention = PIN["retention"]
     assert OUTPUTS["checkpoint"]["retention"]["flag"] == retention["flag"]
     assert retention["flag"] == relax_recipe.KEEP_FLAG and "--save-hf copies are never touched" in retention["scope"]
-    assert not Path(given["--save-hf"][0]).is_relative_to(Path(given["--save"][0]))   # rotation globs iter_* under --save only
-    records = [r for r in relax.RelaxBackend().deviations(config, tmp_path / "run") if r["key"] == relax_recipe.KEEP_FLAG]
-    assert records == ([{"key": relax_recipe.KEEP_FLAG, "value": 1, "official": "2", "why": records[0]["why"]}] if kept == "1" else [])
+    assert not Path(given["--save-hf"][0]).is_relative_to(
+        Path(given["--save"][0])
+    )  # rotation globs iter_* under --save only
+    records = [
+        r for r in relax.RelaxBackend().deviations(config, tmp_path / "run") if r["key"] == relax_recipe.KEEP_FLAG
+    ]
+    assert records == (
+        [{"key": relax_recipe.KEEP_FLAG, "value": 1, "official": "2", "why": records[0]["why"]}] if kept == "1" else []
+    )
 
 
 def test_ray_serve_stays_on_the_port_relax_reads_and_is_reserved(study, tmp_path, monkeypatch):
@@ -285,23 +363,26 @@ def test_ray_serve_stays_on_the_port_relax_reads_and_is_reserved(study, tmp_path
     monkeypatch.setenv("SLURM_JOB_ID", "1001")
     launches = relax.programs(config, tmp_path / "run")
     assert not any(name.startswith("RELAX_SERVE") for launch in launches for name in launch.env)
-    head = launches[2].argv[:launches[2].argv.index("--")]
+    head = launches[2].argv[: launches[2].argv.index("--")]
     assert head[:2] == ("python3", str(ray_head.SCRIPT)) and "--dashboard" in head
     assert head[head.index("--fixed-port") + 1] == "8000" and head[head.index("--key") + 1] == "slurm-1001"
     assert "RAY_ADDRESS" not in launches[2].env and not any("8265" in w for w in launches[2].argv)
     assert launches[2].env["RELAX_ENTRYPOINT_MODE"] and launches[2].env["GRAPHGPO_METHOD"] == "graphgpo"
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("train.estimator", "ppo", "train.estimator: the Relax GraphGPO recipe runs grpo, gigpo, graphgpo"),
-    ("train.lr", 2e-6, "train.lr: the Relax GraphGPO recipe fixes this at 1e-06"),
-    ("eval.every", 10, "eval.every: the Relax GraphGPO recipe fixes this at 5"),
-    ("eval.temperature", 1.0, "eval.temperature: "),
-    ("train.group_size", 6, "train.group_size: groups x group_size = 96"),
-    ("backend.model_lock", None, "backend.model_lock: expected a path"),
-    ("resources.gpus", 0, "resources.gpus: expected a positive integer"),
-    ("backend.colour", "blue", "backend.colour: unknown key"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("train.estimator", "ppo", "train.estimator: the Relax GraphGPO recipe runs grpo, gigpo, graphgpo"),
+        ("train.lr", 2e-6, "train.lr: the Relax GraphGPO recipe fixes this at 1e-06"),
+        ("eval.every", 10, "eval.every: the Relax GraphGPO recipe fixes this at 5"),
+        ("eval.temperature", 1.0, "eval.temperature: "),
+        ("train.group_size", 6, "train.group_size: groups x group_size = 96"),
+        ("backend.model_lock", None, "backend.model_lock: expected a path"),
+        ("resources.gpus", 0, "resources.gpus: expected a positive integer"),
+        ("backend.colour", "blue", "backend.colour: unknown key"),
+    ],
+)
 def test_what_the_recipe_cannot_run_is_refused(study, key, value, message):
     """A value the recipe fixes, a method it lacks, a missing path: BadInput naming the key."""
     config = copy.deepcopy(resolved(study, "gigpo"))
@@ -311,12 +392,25 @@ def test_what_the_recipe_cannot_run_is_refused(study, key, value, message):
         relax.RelaxBackend().validate_config(config)
 
 
-def sample(trajectory: str, task: str, turn: int, *, success: bool, episode_return: float, tokens: int, truncated=False):
+def sample(
+    trajectory: str, task: str, turn: int, *, success: bool, episode_return: float, tokens: int, truncated=False
+):
     """A Relax Sample of one exported turn, with the metadata rollout_agent.py writes."""
-    metadata = {"task_id": task, "trajectory_id": trajectory, "rollout_group_id": f"g-{task}", "turn_index": turn,
-                "turn_id": f"turn_{turn:03d}", "state_key": "s", "action": "look", "next_state_key": "t",
-                "is_action_valid": True, "success": success, "terminal": False, "truncated": truncated,
-                "episode_return": episode_return}
+    metadata = {
+        "task_id": task,
+        "trajectory_id": trajectory,
+        "rollout_group_id": f"g-{task}",
+        "turn_index": turn,
+        "turn_id": f"turn_{turn:03d}",
+        "state_key": "s",
+        "action": "look",
+        "next_state_key": "t",
+        "is_action_valid": True,
+        "success": success,
+        "terminal": False,
+        "truncated": truncated,
+        "episode_return": episode_return,
+    }
     assert set(metadata) >= set(OUTPUTS["agent_export_record"]["fields"]["metadata"]) - {"row_id"}
     return types.SimpleNamespace(metadata=metadata, response_length=tokens, reward=episode_return)
 
@@ -327,8 +421,17 @@ def eval_samples(tasks: list[str]) -> list:
     rows = []
     for i, task in enumerate(tasks):
         turns, success = 1 + i % 3, i % 2 == 0
-        rows += [sample(f"traj-{i}", relax_task(task), t, success=success, episode_return=10.0 if success else -0.1 * i,
-                        tokens=5 + t) for t in range(turns)]
+        rows += [
+            sample(
+                f"traj-{i}",
+                relax_task(task),
+                t,
+                success=success,
+                episode_return=10.0 if success else -0.1 * i,
+                tokens=5 + t,
+            )
+            for t in range(turns)
+        ]
     return rows[1::2] + rows[0::2]
 
 
@@ -338,8 +441,11 @@ def recipe_logger(monkeypatch):
     calls = []
     module = types.ModuleType("examples.graphgpo.eval_logger")
     module.log_eval_rollout_data = lambda *args: calls.append(args) or True
-    for name, mod in (("examples", types.ModuleType("examples")), ("examples.graphgpo", types.ModuleType("examples.graphgpo")),
-                      ("examples.graphgpo.eval_logger", module)):
+    for name, mod in (
+        ("examples", types.ModuleType("examples")),
+        ("examples.graphgpo", types.ModuleType("examples.graphgpo")),
+        ("examples.graphgpo.eval_logger", module),
+    ):
         monkeypatch.setitem(sys.modules, name, mod)
     return calls
 
@@ -383,23 +489,31 @@ def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, t
     for rollout in range(10):  # Relax's loop: eval before training, train, eval when due
         if rollout == 0:
             evaluated.append(rollout)
-            hook.write_outcomes(rollout, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": eval_samples(tasks)}})
+            hook.write_outcomes(
+                rollout, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": eval_samples(tasks)}}
+            )
         path = save / "rollout_result" / "train" / f"{rollout}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"rollout_id": rollout, "reward": float(rollout), "response_length": 3}) + "\n")
         if (rollout + 1) % relax_recipe.EVAL_INTERVAL == 0:
             evaluated.append(rollout)
-            hook.write_outcomes(rollout, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": eval_samples(tasks)}})
+            hook.write_outcomes(
+                rollout, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": eval_samples(tasks)}}
+            )
     steps = relax.RelaxBackend().checkpoint_steps(config)
     assert steps == [0, 5, 10] and [relax_recipe.rollout_of_step(s) for s in steps] == evaluated == [0, 4, 9]
     relax.convert_training(run_dir, config)
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == list(range(1, 11)) and all(m["reward_mean"] == m["step"] - 1 for m in metrics)
+    assert [m["step"] for m in metrics] == list(range(1, 11)) and all(
+        m["reward_mean"] == m["step"] - 1 for m in metrics
+    )
     for step in steps:
         rows = relax.convert_eval(run_dir, step, config)
         assert {r["step"] for r in rows} == {step}
         file = relax.outcome_file(run_dir, config, step)
-        assert {json.loads(x)["rollout_id"] for x in file.read_text().splitlines()} == {relax_recipe.rollout_of_step(step)}
+        assert {json.loads(x)["rollout_id"] for x in file.read_text().splitlines()} == {
+            relax_recipe.rollout_of_step(step)
+        }
     with pytest.raises(BadInput, match="3.jsonl: file not found"):
         relax.convert_eval(run_dir, 4, config)
 
@@ -411,7 +525,10 @@ def test_a_study_whose_steps_relax_would_not_evaluate_is_refused():
     manifest = yaml.safe_load(MANIFEST.read_text())
     assert planned_steps(manifest) == list(range(0, 151, 5))
     manifest["train"]["steps"] = 12
-    with pytest.raises(BadInput, match=r"eval: the relax backend would save steps \[0, 5, 10\] of grpo, but the study evaluates \[0, 5, 10, 12\]"):
+    with pytest.raises(
+        BadInput,
+        match=r"eval: the relax backend would save steps \[0, 5, 10\] of grpo, but the study evaluates \[0, 5, 10, 12\]",
+    ):
         planned_steps(manifest)
 
 
@@ -419,8 +536,11 @@ def test_no_resume_removes_only_this_runs_relax_save(study, tmp_path):
     """Without resume the run's --save (where Relax would auto-resume) goes; the prepared data and others stay."""
     config = resolved(study, "grpo")
     save = relax_recipe.checkpoint_dir(relax.save_dir(tmp_path), config)
-    for path in (save / "latest_checkpointed_iteration.txt", relax.save_dir(tmp_path) / "data" / "prepare.lock.json",
-                 relax_recipe.checkpoint_dir(relax.save_dir(tmp_path), {**config, "seed": 1}) / "keep"):
+    for path in (
+        save / "latest_checkpointed_iteration.txt",
+        relax.save_dir(tmp_path) / "data" / "prepare.lock.json",
+        relax_recipe.checkpoint_dir(relax.save_dir(tmp_path), {**config, "seed": 1}) / "keep",
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
     relax.start_afresh(tmp_path, config)
@@ -442,7 +562,7 @@ def test_shipped_manifest_placeholders_are_refused(tmp_path):
     assert result.returncode == 2
     for field in ("image.ref", "image.digest", "data.eval.path"):
         assert f"{field}: " in result.stderr
-    assert "model.revision" not in result.stderr   # pinned: the revision the recipe's data preparation pins
+    assert "model.revision" not in result.stderr  # pinned: the revision the recipe's data preparation pins
     assert not (tmp_path / "x.lock.json").exists()
 
 
@@ -470,45 +590,64 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
         (data / relax_task(task["task_id"])).write_text("game\n")
     config["backend"].update(workdir=str(checkout), alfworld_data=str(data))
     config["train"]["steps"] = 10
-    config["train"]["step_rows"] = [1, 5]   # within the shortened run
+    config["train"]["step_rows"] = [1, 5]  # within the shortened run
     config["lock"]["path"] = str(study[1])
     env, prefix, image = {"SLURM_JOB_ID": f"relax-e2e-{os.getpid()}-{where}"}, (), None
-    if where == "podman":   # the image's `ray` (on its PATH) runs the head and `ray job submit`, with the image's python3
+    if (
+        where == "podman"
+    ):  # the image's `ray` (on its PATH) runs the head and `ray job submit`, with the image's python3
         images = request.getfixturevalue("podman_images")
-        image = derive(images["a"], tmp_path, "a-ray", {"/usr/local/bin/ray": make_ray(tmp_path / "bin", str(PYTHON_IN_IMAGE))})
+        image = derive(
+            images["a"], tmp_path, "a-ray", {"/usr/local/bin/ray": make_ray(tmp_path / "bin", str(PYTHON_IN_IMAGE))}
+        )
         config["image"] = image.block()
-        prefix = stand_in_gpus(tmp_path / "gpus")   # podman resolves the job's GPUs (resources.gpus) to a stand-in CDI device
+        prefix = stand_in_gpus(
+            tmp_path / "gpus"
+        )  # podman resolves the job's GPUs (resources.gpus) to a stand-in CDI device
     else:
         config.pop("image")
         env["PATH"] = f"{make_ray(tmp_path / 'bin', sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     run_dir = tmp_path / "run"
-    result = run_cli("train", "--config", write_config(config), "--out", run_dir, env=env, timeout=300, cwd=study[2], prefix=prefix)
-    assert result.returncode == 0, result.stderr + "".join(p.read_text() for p in (run_dir / "logs").glob("*.stderr.log"))
+    result = run_cli(
+        "train", "--config", write_config(config), "--out", run_dir, env=env, timeout=300, cwd=study[2], prefix=prefix
+    )
+    assert result.returncode == 0, result.stderr + "".join(
+        p.read_text() for p in (run_dir / "logs").glob("*.stderr.log")
+    )
     save = relax_recipe.checkpoint_dir(relax.save_dir(run_dir), config)
     driver = json.loads((save / "driver.json").read_text())
     assert "RELAX_SERVE_PORT" not in driver["env"] and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
-    assert (driver["env"].get("container"), driver["env"].get(STAND_IN_GPU_ENV)) == (("podman", "all") if image else (None, None))
-    assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == ("1,5", "0")   # the advantage wrapper's
+    assert (driver["env"].get("container"), driver["env"].get(STAND_IN_GPU_ENV)) == (
+        ("podman", "all") if image else (None, None)
+    )
+    assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == (
+        "1,5",
+        "0",
+    )  # the advantage wrapper's
     submitted = json.loads((relax.save_dir(run_dir) / "submitted_command.json").read_text())
     assert submitted[:4] == list(submit_hook.LAUNCHER[:4]) and relax_recipe.HOOK in submitted
-    assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"   # eval.keep_checkpoints hf (the default)
-    assert submitted[submitted.index(relax_recipe.SEED_FLAG) + 1] == "1"   # the run's seed orders the training prompts
-    assert sorted(p.name for p in save.glob("iter_*")) == ["iter_0000004", "iter_0000009"]   # rotated before each save
+    assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"  # eval.keep_checkpoints hf (the default)
+    assert submitted[submitted.index(relax_recipe.SEED_FLAG) + 1] == "1"  # the run's seed orders the training prompts
+    assert sorted(p.name for p in save.glob("iter_*")) == ["iter_0000004", "iter_0000009"]  # rotated before each save
     calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]
     assert [c["rollout_id"] for c in calls] == [0, 4, 9] and all(c["rows"] > 128 for c in calls)
     assert not (run_dir / "ray_head.pid").exists()
-    assert not [p for p in psutil.process_iter(["cmdline"]) if head_script.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])]
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if head_script.temp_dir(f"slurm-{env['SLURM_JOB_ID']}") in " ".join(p.info["cmdline"] or [])
+    ]
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 11))
-    for step in (0, 5, 10):   # Relax evaluates inside training: an evaluation runs no program
+    for step in (0, 5, 10):  # Relax evaluates inside training: an evaluation runs no program
         result = run_cli("eval", "--run", run_dir, "--step", step)
         assert result.returncode == 0, result.stderr
         rows = [json.loads(x) for x in (run_dir / f"eval/step{step}/outcomes.jsonl").read_text().splitlines()]
         rollout = relax_recipe.rollout_of_step(step)
         assert len(rows) == 128 and sum(r["success"] for r in rows) == sum((i + rollout) % 3 == 0 for i in range(128))
         assert {r["turns"] for r in rows} == {1, 2, 3, 4} and all(r["tokens"] == 7 * r["turns"] for r in rows)
-        if step:   # the evaluated step's Megatron checkpoint is pruned, its Hugging Face export stays for serving
+        if step:  # the evaluated step's Megatron checkpoint is pruned, its Hugging Face export stays for serving
             ckpt = step_checkpoint(config, run_dir, step)
             assert not ckpt.state[0].exists() and (ckpt.hf / "config.json").is_file()
     assert sorted(p.name for p in (relax.save_dir(run_dir) / "hf").iterdir()) == ["4", "9"]
@@ -532,16 +671,52 @@ def test_real_ray_job_goes_to_this_jobs_head_with_its_environment(tmp_path):
     ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")
     require("ray", bool(ray), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)")
     key = f"relax-real-{tmp_path.name}"
-    env = {**os.environ, "GRAPHGPO_METHOD": "gigpo", "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}",
-           head_script.PORTS_ENV: str(tmp_path / "ports")}
+    env = {
+        **os.environ,
+        "GRAPHGPO_METHOD": "gigpo",
+        "PATH": f"{Path(ray).parent}{os.pathsep}{os.environ['PATH']}",
+        head_script.PORTS_ENV: str(tmp_path / "ports"),
+    }
     probe = "import os, sys; print('JOB', os.environ['GRAPHGPO_METHOD'], os.getcwd()); sys.exit(int(sys.argv[1]))"
-    results = [subprocess.run([sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", key, "--dashboard", "--ray", ray,
-                               "--num-cpus", "1", "--num-gpus", "0", "--no-client", "--",
-                               ray, "job", "submit", *submit_hook.LAUNCHER[3:], "python3", "-c", probe, code],
-                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300) for code in ("0", "3")]
+    results = [
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentrepro.hooks.agentrepro_ray_head",
+                "--key",
+                key,
+                "--dashboard",
+                "--ray",
+                ray,
+                "--num-cpus",
+                "1",
+                "--num-gpus",
+                "0",
+                "--no-client",
+                "--",
+                ray,
+                "job",
+                "submit",
+                *submit_hook.LAUNCHER[3:],
+                "python3",
+                "-c",
+                probe,
+                code,
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        for code in ("0", "3")
+    ]
     assert results[0].returncode == 0 and f"JOB gigpo {tmp_path}" in results[0].stdout, results[0].stderr[-2000:]
     assert results[1].returncode != 0
-    assert not [p for p in psutil.process_iter(["cmdline"]) if head_script.temp_dir(key) in " ".join(p.info["cmdline"] or [])]
+    assert not [
+        p for p in psutil.process_iter(["cmdline"]) if head_script.temp_dir(key) in " ".join(p.info["cmdline"] or [])
+    ]
     assert not list((tmp_path / "ports").glob("agentrepro-ray-*.ports"))
 
 
@@ -558,11 +733,15 @@ def test_eval_task_ids_match_a_panel_frozen_from_a_data_directory(study, tmp_pat
     panel = [panel_entry(read_game(data, task_id), {}) for task_id in ids]
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["eval"].update(task_panel=panel, tasks=len(panel))
-    prompts = [{"metadata": {"task_id": Path(os.path.relpath(game, data)).as_posix(), "manifest_index": i}}
-               for i, game in enumerate(sorted(data.rglob("game.tw-pddl")))]   # prepare_alfworld.prompt_rows_bytes' ids
+    prompts = [
+        {"metadata": {"task_id": Path(os.path.relpath(game, data)).as_posix(), "manifest_index": i}}
+        for i, game in enumerate(sorted(data.rglob("game.tw-pddl")))
+    ]  # prepare_alfworld.prompt_rows_bytes' ids
     assert [p["metadata"]["task_id"] for p in prompts] == [f"{task_id}/game.tw-pddl" for task_id in ids]
-    samples = [sample(f"t{i}", p["metadata"]["task_id"], 0, success=i % 2 == 0, episode_return=10.0 * (i % 2 == 0), tokens=3)
-               for i, p in enumerate(prompts)]
+    samples = [
+        sample(f"t{i}", p["metadata"]["task_id"], 0, success=i % 2 == 0, episode_return=10.0 * (i % 2 == 0), tokens=3)
+        for i, p in enumerate(prompts)
+    ]
     save = relax_recipe.checkpoint_dir(relax.save_dir(tmp_path / "run"), config)
     hook.write_outcomes(4, types.SimpleNamespace(save=str(save)), {"alfworld": {"samples": samples}})
     rows = relax.convert_eval(tmp_path / "run", 5, config)
@@ -576,11 +755,17 @@ def test_freeze_refuses_what_relax_refuses_to_start_with(study, tmp_path):
     each naming the field and the constraint."""
     lock, _, root = study
     manifest = copy.deepcopy(lock["manifest"])
-    cases = [({"model": {**manifest["model"], "revision": "a" * 40}},
-              f"model.revision = {'a' * 40}: MODEL_REVISION pinned into prepare.lock.json = {relax_recipe.PINNED_MODEL_REVISION} "
-              "is the only value it takes (model revision; examples/graphgpo/prepare_alfworld.py:34"),
-             ({"resources": {**manifest["resources"], "gpus": 4}},
-              "resources.gpus -> NUM_GPUS -> --tensor-model-parallel-size = 4: --num-query-groups = 2 is not a multiple of it")]
+    cases = [
+        (
+            {"model": {**manifest["model"], "revision": "a" * 40}},
+            f"model.revision = {'a' * 40}: MODEL_REVISION pinned into prepare.lock.json = {relax_recipe.PINNED_MODEL_REVISION} "
+            "is the only value it takes (model revision; examples/graphgpo/prepare_alfworld.py:34",
+        ),
+        (
+            {"resources": {**manifest["resources"], "gpus": 4}},
+            "resources.gpus -> NUM_GPUS -> --tensor-model-parallel-size = 4: --num-query-groups = 2 is not a multiple of it",
+        ),
+    ]
     (tmp_path / "manifests").mkdir()
     target = tmp_path / "manifests" / MANIFEST.name
     for change, message in cases:
@@ -603,7 +788,10 @@ def test_episode_weighting_is_the_recipes_unless_stated_and_recorded_when_it_dif
     assert not [d for d in relax.RelaxBackend().deviations(config, tmp_path) if d["key"] == "EPISODE_WEIGHTING"]
     config["train"]["episode_stats"] = "rows"
     (record,) = [d for d in relax.RelaxBackend().deviations(config, tmp_path) if d["key"] == "EPISODE_WEIGHTING"]
-    assert (record["value"], record["official"]) == ("reference_cross_steps", "trajectory_once") and "train.episode_stats" in record["why"]
+    assert (record["value"], record["official"]) == (
+        "reference_cross_steps",
+        "trajectory_once",
+    ) and "train.episode_stats" in record["why"]
     for name in ("graphgpo-alfworld", "graphgpo-alfworld-relax"):
         shipped = yaml.safe_load((REPO / "manifests" / f"{name}.yaml").read_text())
         for method, block in shipped["methods"].items():
@@ -615,15 +803,19 @@ def test_the_seed_orders_the_training_prompts(study, tmp_path):
     """--rollout-seed (Relax's default 42, arguments.py:667, for every SEED) is set from the run's seed, so seeds 0, 1, 2
     submit different prompt orders; it is recorded among the deviations."""
     flags = {flag: entry for entry in ARGS["flags"] for flag in entry["flags"]}
-    assert flags[relax_recipe.SEED_FLAG]["default"] == relax_recipe.RECIPE_ROLLOUT_SEED and flags[relax_recipe.SEED_FLAG]["type"] == "int"
+    assert (
+        flags[relax_recipe.SEED_FLAG]["default"] == relax_recipe.RECIPE_ROLLOUT_SEED
+        and flags[relax_recipe.SEED_FLAG]["type"] == "int"
+    )
     assert relax_recipe.SEED_FLAG not in {f["flag"] for f in RECIPE["flags"]}
     seeds = []
     for seed in (0, 1, 2):
         config = resolved(study, "gigpo", seed=seed)
         words = submitted(relax.programs(config, tmp_path / f"run{seed}")[2])
         seeds.append(words[words.index(relax_recipe.SEED_FLAG) + 1])
-        assert {"key": relax_recipe.SEED_FLAG, "value": seed} in [{k: d[k] for k in ("key", "value")}
-                                                                  for d in relax.RelaxBackend().deviations(config, tmp_path)]
+        assert {"key": relax_recipe.SEED_FLAG, "value": seed} in [
+            {k: d[k] for k in ("key", "value")} for d in relax.RelaxBackend().deviations(config, tmp_path)
+        ]
     assert seeds == ["0", "1", "2"]
 
 
@@ -642,10 +834,13 @@ def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, mo
     for program, launch in zip(programs, launches):
         words = list(launch.argv)
         assert words[:5] == ["apptainer", "exec", "--cleanenv", "--contain", "--nv"]
-        after = words[words.index(sif) + 1:]
+        after = words[words.index(sif) + 1 :]
         env = [f"{k}={v}" for k, v in sorted(program.env.items())]
         assert after == (["env", "--", *env] if env else []) + list(program.argv)
         binds = [words[i + 1] for i, w in enumerate(words) if w == "--bind"]
-        assert f"{relax.HOOKS}:{relax.HOOKS}:ro" in binds and words[words.index("--pwd") + 1] == config["backend"]["workdir"]
+        assert (
+            f"{relax.HOOKS}:{relax.HOOKS}:ro" in binds
+            and words[words.index("--pwd") + 1] == config["backend"]["workdir"]
+        )
         assert (f"{tmp_path / 'ports'}:{tmp_path / 'ports'}" in binds) == (program is programs[2])
     assert "/host/only" not in programs[2].env["PYTHONPATH"]

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import FIXTURES, REPO, step_checkpoint
 
-from agentrepro.backends import checkpoints
 from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.placement import declared
-from helpers import FIXTURES, REPO, step_checkpoint
 
 PIN = json.loads((FIXTURES / "frameworks" / "relax.pin.json").read_text())
 ARGS = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
@@ -38,7 +37,10 @@ def test_shipped_relax_placement_pins_the_newest_commit_holding_the_recipe(study
     block = relax_block(study)
     files = PIN["recipe_files"]
     assert block["commit"] == PIN["pin"] and re.fullmatch(r"[0-9a-f]{40}", block["commit"])
-    assert set(files.values()) == {PIN["pin"], "eaf262ffe88a310759af255444176c1ad2a0a164"}   # one version each, two commits
+    assert set(files.values()) == {
+        PIN["pin"],
+        "eaf262ffe88a310759af255444176c1ad2a0a164",
+    }  # one version each, two commits
     assert PIN["readme_base"]["commit"] not in files.values() and block["commit"] != PIN["readme_base"]["commit"]
     assert block["sources"] == PIN["sources"]["files"] and set(block["sources"]) <= set(files)
     flags = {entry["flag"]: entry["value"] for entry in ARGS["graphgpo_recipe"]["flags"]}
@@ -58,13 +60,21 @@ def relax_rules(num_rollout: int, eval_interval: int, save_interval: int) -> dic
     rules = PIN["numbering"]
     assert "rollout_id = local_step" in rules["rollout_id"]["rule"]
     assert "compute_rollout_step(args, r) = r" in rules["train_metrics_step"]["rule"]
-    assert "(r+1) % eval_interval == 0" in rules["eval_after_training"]["rule"] and "rollout_id 0" in rules["eval_before_training"]["rule"]
+    assert (
+        "(r+1) % eval_interval == 0" in rules["eval_after_training"]["rule"]
+        and "rollout_id 0" in rules["eval_before_training"]["rule"]
+    )
     assert "eval/{rollout_id}.jsonl" in rules["eval_file"]["rule"]
-    assert "(r+1) % save_interval == 0 or r+1 == num_rollout" in rules["checkpoint"]["rule"] and "iter_{r:07d}" in rules["checkpoint"]["rule"]
+    assert (
+        "(r+1) % save_interval == 0 or r+1 == num_rollout" in rules["checkpoint"]["rule"]
+        and "iter_{r:07d}" in rules["checkpoint"]["rule"]
+    )
     rollouts = range(num_rollout)
-    return {"metrics": {r for r in rollouts},
-            "evaluated": {0} | {r for r in rollouts if (r + 1) % eval_interval == 0},
-            "saved": {r for r in rollouts if (r + 1) % save_interval == 0 or r + 1 == num_rollout}}
+    return {
+        "metrics": {r for r in rollouts},
+        "evaluated": {0} | {r for r in rollouts if (r + 1) % eval_interval == 0},
+        "saved": {r for r in rollouts if (r + 1) % save_interval == 0 or r + 1 == num_rollout},
+    }
 
 
 def test_metrics_evaluations_and_checkpoints_of_one_step_share_one_rollout_id(tmp_path):
@@ -77,7 +87,7 @@ def test_metrics_evaluations_and_checkpoints_of_one_step_share_one_rollout_id(tm
     steps = manifest["train"]["steps"]
     run = tmp_path / "run"
     save = relax.save_dir(run)
-    args = relax_recipe.hf_export_args(save)   # the --save-interval and --save-hf the job passes to Relax
+    args = relax_recipe.hf_export_args(save)  # the --save-interval and --save-hf the job passes to Relax
     save_interval = int(args[args.index("--save-interval") + 1])
     relax_side = relax_rules(steps, relax_recipe.EVAL_INTERVAL, save_interval)
     assert {relax_recipe.step_of_rollout(r) for r in relax_side["metrics"]} == set(range(1, steps + 1))
@@ -85,17 +95,25 @@ def test_metrics_evaluations_and_checkpoints_of_one_step_share_one_rollout_id(tm
     assert {relax_recipe.rollout_of_step(n) for n in evaluated} == relax_side["evaluated"]
     assert {relax_recipe.rollout_of_step(n) for n in evaluated if n} <= relax_side["saved"]
 
-    config = {"study": "s", "method": "graphgpo", "seed": 0, "train": {"estimator": "graphgpo", "steps": steps},
-              "backend": {"name": "relax", "workdir": str(tmp_path), "model_path": str(tmp_path / "base")}}
+    config = {
+        "study": "s",
+        "method": "graphgpo",
+        "seed": 0,
+        "train": {"estimator": "graphgpo", "steps": steps},
+        "backend": {"name": "relax", "workdir": str(tmp_path), "model_path": str(tmp_path / "base")},
+    }
     for n in evaluated[1:]:
         r = relax_recipe.rollout_of_step(n)
         point = step_checkpoint(config, run, n)
         assert point.state == (relax_recipe.checkpoint_dir(save, config) / f"iter_{r:07d}",)
         assert point.weights == (point.hf,) == (Path(args[args.index("--save-hf") + 1].format(rollout_id=r)),)
-        assert relax.outcome_file(run, config, n).name == f"{r}.jsonl"   # the eval hook is called with Relax's rollout_id
-        assert relax_recipe.step_of_rollout(r) == n   # the metrics row Relax logged at step r is harness step n
-    assert relax.outcome_file(run, config, 0).name == "0.jsonl" and step_checkpoint(config, run, 0).hf == tmp_path / "base"
-
+        assert (
+            relax.outcome_file(run, config, n).name == f"{r}.jsonl"
+        )  # the eval hook is called with Relax's rollout_id
+        assert relax_recipe.step_of_rollout(r) == n  # the metrics row Relax logged at step r is harness step n
+    assert (
+        relax.outcome_file(run, config, 0).name == "0.jsonl" and step_checkpoint(config, run, 0).hf == tmp_path / "base"
+    )
 
 
 def test_training_rows_are_named_by_the_step_their_update_reaches():
@@ -110,10 +128,10 @@ def test_training_rows_are_named_by_the_step_their_update_reaches():
     assert "starts at 0, adds 1 at every update_weights" in fact["weight_version"]["rule"]
     assert "before rollout 0" in fact["updates"]["rule"] and "one after each training step" in fact["updates"]["rule"]
     version, stamped = 0, {}
-    version += 1                                   # the sync when the rollout manager is attached
+    version += 1  # the sync when the rollout manager is attached
     for r in range(150):
-        stamped[r] = str(version)                  # rollout r is generated with these weights
-        version += 1                               # the update after training on rollout r
+        stamped[r] = str(version)  # rollout r is generated with these weights
+        version += 1  # the update after training on rollout r
     for r, value in stamped.items():
         assert value == str(relax_recipe.weight_version_of_rollout(r))
         assert wrapper.policy_version(value) + relax_recipe.POLICY_VERSION_OFFSET == relax_recipe.step_of_rollout(r)

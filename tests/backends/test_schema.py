@@ -6,6 +6,7 @@ import copy
 import json
 
 import pytest
+from helpers import REPO
 
 from agentrepro import schema
 from agentrepro.backends import REGISTRY
@@ -13,7 +14,6 @@ from agentrepro.backends import schema as generator
 from agentrepro.errors import BadInput
 from agentrepro.manifest.loading import check_manifest
 from agentrepro.schema import SCHEMA_DIR
-from helpers import REPO
 
 MANIFEST = SCHEMA_DIR / "manifest.schema.json"
 
@@ -33,8 +33,10 @@ def test_each_backend_takes_exactly_the_keys_it_declares():
     """For every registered backend the schema lists exactly its block's keys, and its image and model forms."""
     defs = schema.load("manifest.schema.json")["$defs"]
     rules = {rule["if"]["properties"]["name"]["const"]: rule["then"] for rule in defs["backend"]["allOf"]}
-    forms = {rule["if"]["properties"]["backend"]["properties"]["name"]["const"]: rule["then"]["properties"]
-             for rule in defs["backend_forms"]["allOf"]}
+    forms = {
+        rule["if"]["properties"]["backend"]["properties"]["name"]["const"]: rule["then"]["properties"]
+        for rule in defs["backend_forms"]["allOf"]
+    }
     assert sorted(rules) == REGISTRY.names() == sorted(forms)
     for name, cls in REGISTRY.classes().items():
         assert set(rules[name]["properties"]) == set(cls.block.keys) and rules[name]["additionalProperties"] is False
@@ -54,8 +56,16 @@ def test_a_stale_copy_is_rewritten(tmp_path):
     assert path.read_text(encoding="utf-8") == MANIFEST.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("key, value", [("python", "python3"), ("entry", "main"), ("env_name", "alfworld"),
-                                        ("alfworld_data", "/data"), ("command", "python x.py")])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("python", "python3"),
+        ("entry", "main"),
+        ("env_name", "alfworld"),
+        ("alfworld_data", "/data"),
+        ("command", "python x.py"),
+    ],
+)
 def test_a_key_verl_agent_does_not_declare_is_refused_at_load(key, value):
     """A verl-agent block with a key another backend takes (or that none takes) is refused when the manifest is
     loaded, naming backend.<key> and the keys verl-agent takes."""

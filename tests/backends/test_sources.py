@@ -8,8 +8,8 @@ import subprocess
 import pytest
 from study_kit import BASE, git_commit_all, set_key, write_study
 
-from agentrepro.backends import sources
 from agentrepro.audit.runs import source_problems
+from agentrepro.backends import sources
 from agentrepro.errors import BadInput
 from agentrepro.jobs.freeze import build_lock
 
@@ -40,7 +40,9 @@ def test_pinned_and_running_agree_until_a_file_is_edited(repo, tmp_path):
     assert sources.differences(pinned, sources.running(repo, paths)) == []
     (repo / "recipe" / "core_graph.py").write_text("def graph():\n    return 2\n")
     found = sources.differences(pinned, sources.running(repo, paths))
-    assert [d["path"] for d in found] == ["recipe/core_graph.py"] and found[0]["pinned"] == pinned["recipe/core_graph.py"]
+    assert [d["path"] for d in found] == ["recipe/core_graph.py"] and found[0]["pinned"] == pinned[
+        "recipe/core_graph.py"
+    ]
     (repo / "trainer.py").unlink()
     assert sources.running(repo, paths)["trainer.py"] is None
 
@@ -59,7 +61,11 @@ def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
     method's placement, and a run without the record."""
     commit = git(repo, "rev-parse", "HEAD")
     paths = ["recipe/core_graph.py", "trainer.py"]
-    manifest = {"backend": {"name": "verl-agent", "commit": commit, "workdir": str(repo), "sources": paths}, "image": {}, "methods": {"grpo": {}}}
+    manifest = {
+        "backend": {"name": "verl-agent", "commit": commit, "workdir": str(repo), "sources": paths},
+        "image": {},
+        "methods": {"grpo": {}},
+    }
     lock = {"manifest": manifest, "backend_sources": sources.pinned_sources(manifest, tmp_path)}
     run = tmp_path / "grpo" / "seed0"
     run.mkdir(parents=True)
@@ -69,9 +75,15 @@ def test_a_run_that_ran_an_edited_file_fails_the_audit(repo, tmp_path):
     (repo / "trainer.py").write_text("TRAIN = False  # patched locally\n")
     sources.record_run(manifest, run)
     problems = source_problems(run, lock)
-    assert len(problems) == 1 and "grpo on verl-agent: trainer.py ran as blob" in problems[0] and "not the pinned one" in problems[0]
-    assert json.loads((run / "backend_sources.json").read_text())["files"]["trainer.py"] == git(repo, "hash-object", "trainer.py")
-    assert source_problems(run, {"manifest": manifest}) == []   # a lock that pins no sources checks nothing
+    assert (
+        len(problems) == 1
+        and "grpo on verl-agent: trainer.py ran as blob" in problems[0]
+        and "not the pinned one" in problems[0]
+    )
+    assert json.loads((run / "backend_sources.json").read_text())["files"]["trainer.py"] == git(
+        repo, "hash-object", "trainer.py"
+    )
+    assert source_problems(run, {"manifest": manifest}) == []  # a lock that pins no sources checks nothing
 
 
 def test_freeze_records_sources_and_deviations(tmp_path, repo):
@@ -80,20 +92,38 @@ def test_freeze_records_sources_and_deviations(tmp_path, repo):
     root = tmp_path / "root"
     root.mkdir()
     commit = git(repo, "rev-parse", "HEAD")
-    manifest = set_key(set_key(set_key(BASE, "backend.commit", commit), "backend.workdir", str(repo)),
-                       "backend.sources", ["recipe/core_graph.py"])
+    manifest = set_key(
+        set_key(set_key(BASE, "backend.commit", commit), "backend.workdir", str(repo)),
+        "backend.sources",
+        ["recipe/core_graph.py"],
+    )
     path = write_study(root, manifest)
     git_commit_all(root)
     lock = build_lock(path, root=root)
-    assert lock["backend_sources"] == {"verl-agent": {"commit": commit, "workdir": str(repo),
-                                                      "files": {"recipe/core_graph.py": git(repo, "hash-object", "recipe/core_graph.py")}}}
-    seeds = [d for d in lock["deviations"] if d.startswith(("env.seed", "+actor_rollout_ref.rollout.seed", "+data.seed"))]
-    assert sorted(d.split(" (")[0] for d in seeds) == ["+actor_rollout_ref.rollout.seed = per run", "+data.seed = per run", "env.seed = per run"]
+    assert lock["backend_sources"] == {
+        "verl-agent": {
+            "commit": commit,
+            "workdir": str(repo),
+            "files": {"recipe/core_graph.py": git(repo, "hash-object", "recipe/core_graph.py")},
+        }
+    }
+    seeds = [
+        d for d in lock["deviations"] if d.startswith(("env.seed", "+actor_rollout_ref.rollout.seed", "+data.seed"))
+    ]
+    assert sorted(d.split(" (")[0] for d in seeds) == [
+        "+actor_rollout_ref.rollout.seed = per run",
+        "+data.seed = per run",
+        "env.seed = per run",
+    ]
     env_seed = next(d for d in seeds if d.startswith("env.seed"))
-    assert env_seed.startswith("env.seed = per run (the script sets 0; seed x 1004: ") and env_seed.endswith("; all methods)")
-    assert 'trainer.total_epochs = 10 (the script sets 150; manifest train.steps; all methods)' in lock["deviations"]
-    assert 'trainer.save_freq = 5 (the script sets -1; checkpoint cadence: the evaluated steps (the script saves none); all methods)' \
+    assert env_seed.startswith("env.seed = per run (the script sets 0; seed x 1004: ") and env_seed.endswith(
+        "; all methods)"
+    )
+    assert "trainer.total_epochs = 10 (the script sets 150; manifest train.steps; all methods)" in lock["deviations"]
+    assert (
+        "trainer.save_freq = 5 (the script sets -1; checkpoint cadence: the evaluated steps (the script saves none); all methods)"
         in lock["deviations"]
+    )
     write_study(root, set_key(manifest, "backend.sources", ["missing.py"]))
     git_commit_all(root)
     with pytest.raises(BadInput, match=r"demo.yaml: backend.sources: missing.py is not a file"):

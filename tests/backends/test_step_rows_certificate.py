@@ -27,7 +27,6 @@ from agentrepro.analysis.parity import certificate, parity_checks
 from agentrepro.backends import step_rows
 from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
-from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import integration
 from agentrepro.hooks import HOOKS_DIR
 from agentrepro.layout import batch_dump
@@ -37,7 +36,14 @@ SRC = Path(__file__).parents[2] / "src"
 _spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
 verl_standin = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(verl_standin)
-OPTIONS = {"estimator": "graphgpo", "omega": 0.1, "norm": "std", "invalid_penalty": 0.1, "step_weight": 1.0, "episode_weight": 1.0}
+OPTIONS = {
+    "estimator": "graphgpo",
+    "omega": 0.1,
+    "norm": "std",
+    "invalid_penalty": 0.1,
+    "step_weight": 1.0,
+    "episode_weight": 1.0,
+}
 
 
 def fixture_case(name: str) -> dict:
@@ -53,7 +59,12 @@ def advantages(case: dict, kind: str) -> list[float]:
     """The framework's advantages: the reference's, ours in `trajectories` mode, or the reference's with one perturbed."""
     if kind == "trajectories":
         options = {k: v for k, v in OPTIONS.items() if k != "estimator"}
-        return [float(a) for a in estimate(StepBatch.from_rows(case["rows"]), "graphgpo", episode_stats="trajectories", **options).advantage]
+        return [
+            float(a)
+            for a in estimate(
+                StepBatch.from_rows(case["rows"]), "graphgpo", episode_stats="trajectories", **options
+            ).advantage
+        ]
     values = [e["advantage"] for e in case["expected"]]
     if kind == "perturbed":
         values[7] += 0.01
@@ -63,34 +74,45 @@ def advantages(case: dict, kind: str) -> list[float]:
 def run_dir(tmp_path: Path, method: str, declared: str) -> tuple[Path, dict]:
     run = tmp_path / "runs" / "study" / method / "seed0"
     run.mkdir(parents=True)
-    config = {"study": "study", "method": method, "seed": 0,
-              "train": {**OPTIONS, "steps": 2, "step_rows": [1], "episode_stats": declared}}
+    config = {
+        "study": "study",
+        "method": method,
+        "seed": 0,
+        "train": {**OPTIONS, "steps": 2, "step_rows": [1], "episode_stats": declared},
+    }
     (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))
     return run, config
 
 
 def run_verl(tmp_path: Path, kind: str) -> tuple[Path, dict]:
     """The stand-in verl-agent trains two steps with train.step_rows [1]; returns the run directory and the case."""
-    case = fixture_case("random_batch_011_interleaved")   # round-robin row order: turns come from batch order
+    case = fixture_case("random_batch_011_interleaved")  # round-robin row order: turns come from batch order
     run, config = run_dir(tmp_path, "graphgpo", "rows")
     tree = tmp_path / "verl-agent"
     tree.mkdir()
     verl_standin.stand_in_tree(tree)
-    (tree / "fit.py").write_text(textwrap.dedent("""
+    (tree / "fit.py").write_text(
+        textwrap.dedent("""
         from recipe.GraphGPO.graphgpo_ray_trainer import RayPPOTrainer
         RayPPOTrainer(None).fit()
-    """))
+    """)
+    )
     (tmp_path / "batch.json").write_text(json.dumps(case["rows"]))
     (tmp_path / "advantages.json").write_text(json.dumps(advantages(case, kind)))
-    env = {**integration.env(run), **step_rows.hook_env(config, run), "PATH": "/usr/bin:/bin",
-           "STANDIN_BATCH": str(tmp_path / "batch.json"), "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
+    env = {
+        **integration.env(run),
+        **step_rows.hook_env(config, run),
+        "PATH": "/usr/bin:/bin",
+        "STANDIN_BATCH": str(tmp_path / "batch.json"),
+        "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json"),
+    }
     env["PYTHONPATH"] += f":{tree}"
     result = subprocess.run([sys.executable, "fit.py"], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return run, case
 
 
-CUSTOM_ADVANTAGE = '''
+CUSTOM_ADVANTAGE = """
 import json, os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -101,14 +123,14 @@ def compute_custom_advantage(
     values = json.loads(open(os.environ["STANDIN_ADVANTAGES"]).read())   # "traj/turn" -> the "framework's" advantage
     return [{unit: values["%s/%d" % (meta["trajectory_id"], meta["turn_index"])] for unit, meta in slot.items()}
             for slot in metadata_by_slot]
-'''
-DRIVER = '''
+"""
+DRIVER = """
 import json, sys
 import agentrepro_relax_advantage
 from agentrepro import runconfig
 for group in json.loads(open(sys.argv[1]).read()):
     agentrepro_relax_advantage.compute_custom_advantage(group)
-'''
+"""
 
 
 def relax_groups(rows: list[dict], policy_version: str) -> list[list[dict]]:
@@ -117,18 +139,28 @@ def relax_groups(rows: list[dict], policy_version: str) -> list[list[dict]]:
     for r in rows:
         slot = groups.setdefault(r["group"], {}).setdefault(r["traj"], {})
         slot[f"turn_{r['turn']:03d}"] = {
-            "row_id": f"{r['traj']}/{r['turn']}", "rollout_group_id": r["group"], "policy_version": policy_version,
-            "task_id": r["group"], "trajectory_id": r["traj"], "turn_index": r["turn"], "state_key": r["state"], "action": "go",
+            "row_id": f"{r['traj']}/{r['turn']}",
+            "rollout_group_id": r["group"],
+            "policy_version": policy_version,
+            "task_id": r["group"],
+            "trajectory_id": r["traj"],
+            "turn_index": r["turn"],
+            "state_key": r["state"],
+            "action": "go",
             "next_state_key": "__GRAPHGPO_SUCCESS__" if r["next_state"] == "success" else r["next_state"],
-            "is_action_valid": r["valid"], "success": r["success"], "terminal": False, "truncated": False,
-            "episode_return": r["episode_reward"]}
+            "is_action_valid": r["valid"],
+            "success": r["success"],
+            "terminal": False,
+            "truncated": False,
+            "episode_return": r["episode_reward"],
+        }
     return [list(slots.values()) for slots in groups.values()]
 
 
 def run_relax(tmp_path: Path, kind: str) -> tuple[Path, dict]:
     """Relax's advantage hook wrapped by the harness at the training rollout of step 1; returns the run and the case."""
     case = fixture_case("random_batch_014")
-    run, config = run_dir(tmp_path, "graphgpo@relax", "trajectories")   # the recipe's default: trajectory_once
+    run, config = run_dir(tmp_path, "graphgpo@relax", "trajectories")  # the recipe's default: trajectory_once
     tree = tmp_path / "relax"
     (tree / "examples" / "graphgpo").mkdir(parents=True)
     for name in ("examples/__init__.py", "examples/graphgpo/__init__.py"):
@@ -136,13 +168,24 @@ def run_relax(tmp_path: Path, kind: str) -> tuple[Path, dict]:
     (tree / "examples" / "graphgpo" / "custom_advantage.py").write_text(textwrap.dedent(CUSTOM_ADVANTAGE))
     (tree / "driver.py").write_text(textwrap.dedent(DRIVER))
     values = advantages(case, {"rows": "reference", "trajectories": "trajectories"}.get(kind, kind))
-    (tmp_path / "advantages.json").write_text(json.dumps({f"{r['traj']}/{r['turn']}": v for r, v in zip(case["rows"], values)}))
-    rollout = relax_recipe.rollout_of_step(1)   # rows stamped as Relax does: str(weight_version) of their rollout
+    (tmp_path / "advantages.json").write_text(
+        json.dumps({f"{r['traj']}/{r['turn']}": v for r, v in zip(case["rows"], values)})
+    )
+    rollout = relax_recipe.rollout_of_step(1)  # rows stamped as Relax does: str(weight_version) of their rollout
     versions = [str(relax_recipe.weight_version_of_rollout(r)) for r in (rollout, rollout + 1)]
-    (tmp_path / "groups.json").write_text(json.dumps(relax_groups(case["rows"], versions[0]) + relax_groups(case["rows"], versions[1])))
-    env = {**step_rows.hook_env(config, run), "AGENTREPRO_POLICY_VERSION_OFFSET": str(relax_recipe.POLICY_VERSION_OFFSET),
-           "PYTHONPATH": f"{relax.HOOKS}:{HOOKS_DIR}:{tree}", "PATH": "/usr/bin:/bin", "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
-    result = subprocess.run([sys.executable, "driver.py", str(tmp_path / "groups.json")], cwd=tree, env=env, capture_output=True, text=True)
+    (tmp_path / "groups.json").write_text(
+        json.dumps(relax_groups(case["rows"], versions[0]) + relax_groups(case["rows"], versions[1]))
+    )
+    env = {
+        **step_rows.hook_env(config, run),
+        "AGENTREPRO_POLICY_VERSION_OFFSET": str(relax_recipe.POLICY_VERSION_OFFSET),
+        "PYTHONPATH": f"{relax.HOOKS}:{HOOKS_DIR}:{tree}",
+        "PATH": "/usr/bin:/bin",
+        "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json"),
+    }
+    result = subprocess.run(
+        [sys.executable, "driver.py", str(tmp_path / "groups.json")], cwd=tree, env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     return run, case
 
@@ -192,10 +235,18 @@ def test_relax_wrapper_rows_pass_in_the_declared_mode(tmp_path):
     by_key = {(r["traj"], r["turn"]): r for r in rows}
     for r in case["rows"]:
         mine = by_key[(r["traj"], r["turn"])]
-        assert (mine["state"], mine["next_state"], mine["valid"], mine["success"], mine["reward"], mine["episode_reward"]) == (
-            r["state"], r["next_state"], r["valid"], r["success"], r["reward"], r["episode_reward"])
+        assert (
+            mine["state"],
+            mine["next_state"],
+            mine["valid"],
+            mine["success"],
+            mine["reward"],
+            mine["episode_reward"],
+        ) == (r["state"], r["next_state"], r["valid"], r["success"], r["reward"], r["episode_reward"])
     [entry] = certificate([run])
-    assert entry["status"] == "pass" and entry["implements"] == "trajectories" and entry["declared"] == "trajectories", entry
+    assert (
+        entry["status"] == "pass" and entry["implements"] == "trajectories" and entry["declared"] == "trajectories"
+    ), entry
 
 
 def test_relax_rows_mode_and_perturbation_fail(tmp_path):
@@ -212,7 +263,9 @@ def test_a_named_step_without_rows_is_reported_not_invented(tmp_path):
     """A step named in train.step_rows with no dump is a not_run entry saying so, with no difference reported."""
     run, _ = run_dir(tmp_path, "graphgpo", "rows")
     [entry] = certificate([run])
-    assert entry["status"] == "not_run" and "wrote no step rows" in entry["detail"] and "max_abs_difference" not in entry
+    assert (
+        entry["status"] == "not_run" and "wrote no step rows" in entry["detail"] and "max_abs_difference" not in entry
+    )
 
 
 def test_the_hooks_write_where_the_layout_says(monkeypatch):
@@ -234,7 +287,10 @@ def test_relax_wrapper_hands_over_to_the_function_the_recipe_names():
     facts = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "relax.args.json").read_text())
     [flag] = [f for f in facts["graphgpo_recipe"]["flags"] if f["flag"] == relax_recipe.ADVANTAGE_FLAG]
     assert flag["value"] == wrapper.HANDOVER
-    assert relax_recipe.ADVANTAGE_HOOK == f"{wrapper.__name__.rsplit('.', 1)[-1]}.{wrapper.compute_custom_advantage.__name__}"
+    assert (
+        relax_recipe.ADVANTAGE_HOOK
+        == f"{wrapper.__name__.rsplit('.', 1)[-1]}.{wrapper.compute_custom_advantage.__name__}"
+    )
 
 
 def test_step_rows_field_is_validated_naming_it():
@@ -265,12 +321,21 @@ def test_dumps_are_input_of_the_advantages_verb(tmp_path):
     theirs = [e["advantage"] for e in case["expected"]]
     for mode in ("rows", "trajectories"):
         out = tmp_path / f"{mode}.jsonl"
-        result = run_cli("advantages", "--estimator", "graphgpo", "--omega", "0.1", "--episode-stats", mode,
-                         batch_dump(run, 1), "-o", out)
+        result = run_cli(
+            "advantages",
+            "--estimator",
+            "graphgpo",
+            "--omega",
+            "0.1",
+            "--episode-stats",
+            mode,
+            batch_dump(run, 1),
+            "-o",
+            out,
+        )
         assert result.returncode == 0, result.stderr
         ours = [json.loads(x)["advantage"] for x in out.read_text().splitlines()]
         assert abs(max(abs(a - b) for a, b in zip(ours, theirs)) - entry["max_abs_difference"][mode]) < 1e-12
-
 
 
 def test_a_batch_without_the_recipe_columns_is_recorded_not_fatal(tmp_path):
@@ -283,13 +348,20 @@ def test_a_batch_without_the_recipe_columns_is_recorded_not_fatal(tmp_path):
     tree = tmp_path / "verl-agent"
     tree.mkdir()
     verl_standin.stand_in_tree(tree)
-    (tree / "fit.py").write_text("from recipe.GraphGPO.graphgpo_ray_trainer import RayPPOTrainer\nRayPPOTrainer(None).fit()\n")
+    (tree / "fit.py").write_text(
+        "from recipe.GraphGPO.graphgpo_ray_trainer import RayPPOTrainer\nRayPPOTrainer(None).fit()\n"
+    )
     trainer = tree / "recipe" / "GraphGPO" / "graphgpo_ray_trainer.py"
     trainer.write_text(trainer.read_text().replace('"episode_rewards": "episode_reward", ', ""))
     (tmp_path / "batch.json").write_text(json.dumps(case["rows"]))
     (tmp_path / "advantages.json").write_text(json.dumps([0.0] * len(case["rows"])))
-    env = {**integration.env(run), **step_rows.hook_env(config, run), "PATH": "/usr/bin:/bin",
-           "STANDIN_BATCH": str(tmp_path / "batch.json"), "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json")}
+    env = {
+        **integration.env(run),
+        **step_rows.hook_env(config, run),
+        "PATH": "/usr/bin:/bin",
+        "STANDIN_BATCH": str(tmp_path / "batch.json"),
+        "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json"),
+    }
     env["PYTHONPATH"] += f":{tree}"
     result = subprocess.run([sys.executable, "fit.py"], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -15,8 +15,25 @@ from hypothesis import strategies as st
 from agentrepro.backends.command.template import MAX_ARG_BYTES, Slot, fill, placeholders, split, text_parts
 from agentrepro.errors import BadInput
 
-HOSTILE = ["$(touch PWNED)", "`touch PWNED`", "x; touch PWNED", "a\ntouch PWNED", "it's", 'say "hi"', "a b",
-           "--flag", "-c", "$HOME", "\\", "{x}", "", "*", "~", "#", "é ✓"]
+HOSTILE = [
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "x; touch PWNED",
+    "a\ntouch PWNED",
+    "it's",
+    'say "hi"',
+    "a b",
+    "--flag",
+    "-c",
+    "$HOME",
+    "\\",
+    "{x}",
+    "",
+    "*",
+    "~",
+    "#",
+    "é ✓",
+]
 # Every place a placeholder may stand, and what the word becomes for a value v.
 PLACEMENTS = [
     ("{v}", lambda v: v),
@@ -56,7 +73,9 @@ def test_any_value_in_any_placement_is_one_intact_argument(value, placement):
 def test_a_real_program_receives_any_value_and_runs_nothing_from_it(value):
     """Property: `printf %s {v}` run for real prints the value exactly and creates no file (no shell in between)."""
     with tempfile.TemporaryDirectory() as work:
-        out = subprocess.run(fill(split("printf %s {v}"), {"v": value}), cwd=work, capture_output=True, check=True).stdout
+        out = subprocess.run(
+            fill(split("printf %s {v}"), {"v": value}), cwd=work, capture_output=True, check=True
+        ).stdout
         assert out.decode("utf-8") == value
         assert list(Path(work).iterdir()) == []
 
@@ -68,43 +87,49 @@ def test_hostile_values_in_every_placement(value, form, expected):
     assert fill(split(f"prog {form}"), {"v": value}) == ["prog", expected(value)]
 
 
-@pytest.mark.parametrize("template, words", [
-    ("a  b\tc", ["a", "b", "c"]),
-    ("a 'b c' \"d e\" f\\ g", ["a", "b c", "d e", "f g"]),
-    ("a '' \"\"", ["a", "", ""]),
-    ("a \\\n  b", ["a", "b"]),
-    ("a\n", ["a"]),
-    ('a "x\\"y\\\\z\\$w"', ["a", 'x"y\\z$w']),
-    ("a 'x\\y' x#y \\; '|' \"<\" '$(x)' 'BEGIN{{}}'", ["a", "x\\y", "x#y", ";", "|", "<", "$(x)", "BEGIN{}"]),
-])
+@pytest.mark.parametrize(
+    "template, words",
+    [
+        ("a  b\tc", ["a", "b", "c"]),
+        ("a 'b c' \"d e\" f\\ g", ["a", "b c", "d e", "f g"]),
+        ("a '' \"\"", ["a", "", ""]),
+        ("a \\\n  b", ["a", "b"]),
+        ("a\n", ["a"]),
+        ('a "x\\"y\\\\z\\$w"', ["a", 'x"y\\z$w']),
+        ("a 'x\\y' x#y \\; '|' \"<\" '$(x)' 'BEGIN{{}}'", ["a", "x\\y", "x#y", ";", "|", "<", "$(x)", "BEGIN{}"]),
+    ],
+)
 def test_split_examples(template, words):
     """Blanks, both quotes, backslashes, continuation lines and quoted shell characters split as a shell would."""
     assert split(template) == [(w,) for w in words]
 
 
-@pytest.mark.parametrize("template, message", [
-    ("prog a; touch PWNED", "shell syntax ';'"),
-    ("prog a && b", "shell syntax '&'"),
-    ("prog | tee log", "shell syntax '|'"),
-    ("prog > out", "shell syntax '>'"),
-    ("cat <<EOF", "shell syntax '<'"),
-    ("(prog)", "shell syntax '('"),
-    ("prog $(date)", "shell syntax '$'"),
-    ("prog $HOME", "shell syntax '$'"),
-    ("prog `date`", "shell syntax '`'"),
-    ('prog "$HOME"', "'$' inside double quotes"),
-    ('prog "`date`"', "'`' inside double quotes"),
-    ("prog *.json", "shell syntax '*'"),
-    ("prog ~/x", "shell syntax '~'"),
-    ("prog # comment", "shell syntax '#'"),
-    ("prog a\nprog b", "line break"),
-    ("prog 'open", "unterminated ' quote"),
-    ("prog \\", "lone backslash"),
-    ("prog {x:>5}", "format spec"),
-    ("prog {x", "unclosed"),
-    ("prog }", "single '}'"),
-    ("   ", "empty"),
-])
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("prog a; touch PWNED", "shell syntax ';'"),
+        ("prog a && b", "shell syntax '&'"),
+        ("prog | tee log", "shell syntax '|'"),
+        ("prog > out", "shell syntax '>'"),
+        ("cat <<EOF", "shell syntax '<'"),
+        ("(prog)", "shell syntax '('"),
+        ("prog $(date)", "shell syntax '$'"),
+        ("prog $HOME", "shell syntax '$'"),
+        ("prog `date`", "shell syntax '`'"),
+        ('prog "$HOME"', "'$' inside double quotes"),
+        ('prog "`date`"', "'`' inside double quotes"),
+        ("prog *.json", "shell syntax '*'"),
+        ("prog ~/x", "shell syntax '~'"),
+        ("prog # comment", "shell syntax '#'"),
+        ("prog a\nprog b", "line break"),
+        ("prog 'open", "unterminated ' quote"),
+        ("prog \\", "lone backslash"),
+        ("prog {x:>5}", "format spec"),
+        ("prog {x", "unclosed"),
+        ("prog }", "single '}'"),
+        ("   ", "empty"),
+    ],
+)
 def test_shell_syntax_and_broken_templates_are_refused(template, message):
     """Shell syntax (no shell runs the command), broken quotes and broken braces are BadInput naming the field."""
     with pytest.raises(BadInput, match=re.escape(message)) as info:
@@ -125,20 +150,33 @@ def test_unknown_null_and_nul_values_are_refused():
 
 def test_values_up_to_the_argument_limit_pass_and_longer_ones_are_refused():
     """A value that fills one argument to Linux's limit is passed whole; one byte more is BadInput naming the placeholder."""
-    assert fill(split("prog a{x}"), {"x": "é" * ((MAX_ARG_BYTES - 1) // 2)}) == ["prog", "a" + "é" * ((MAX_ARG_BYTES - 1) // 2)]
-    with pytest.raises(BadInput, match=rf"backend.command: filled with \{{x\}} this argument is {MAX_ARG_BYTES + 1} bytes"):
+    assert fill(split("prog a{x}"), {"x": "é" * ((MAX_ARG_BYTES - 1) // 2)}) == [
+        "prog",
+        "a" + "é" * ((MAX_ARG_BYTES - 1) // 2),
+    ]
+    with pytest.raises(
+        BadInput, match=rf"backend.command: filled with \{{x\}} this argument is {MAX_ARG_BYTES + 1} bytes"
+    ):
         fill(split("prog a{x}"), {"x": "x" * MAX_ARG_BYTES}, where="backend.command")
 
 
 def test_value_formats_and_braces():
     """Booleans are true/false, numbers by repr, lists and mappings canonical JSON; {{ and }} are literal braces."""
     ctx = {"b": True, "f": 1e-6, "i": 3, "l": [1, "a"], "m": {"z": 1, "a": 2}, "t": {"k": [5, 6]}}
-    assert fill(split("{b} {f} {i} {l} {m} {t.k.1} {{b}}"), ctx) == ["true", "1e-06", "3", '[1,"a"]', '{"a":2,"z":1}', "6", "{b}"]
+    assert fill(split("{b} {f} {i} {l} {m} {t.k.1} {{b}}"), ctx) == [
+        "true",
+        "1e-06",
+        "3",
+        '[1,"a"]',
+        '{"a":2,"z":1}',
+        "6",
+        "{b}",
+    ]
     assert placeholders(split("a {b.c} {{d}} x{e}y")) == ["b.c", "e"]
 
 
 def test_environment_values_are_plain_text():
     """An environment value is one text: blanks and quotes in it are literal, placeholders are filled as elsewhere."""
-    assert text_parts("it's {a.b} \"x\" {{y}}", where="backend.env.X") == ("it's ", Slot("a.b"), ' "x" {y}')
+    assert text_parts('it\'s {a.b} "x" {{y}}', where="backend.env.X") == ("it's ", Slot("a.b"), ' "x" {y}')
     with pytest.raises(BadInput, match="backend.env.X: unclosed"):
         text_parts("{a", where="backend.env.X")

@@ -19,26 +19,34 @@ from pathlib import Path
 
 import psutil
 import pytest
+from podman_kit import PYTHON as PYTHON_IN_IMAGE
+from podman_kit import STAND_IN_GPU_ENV, check_proof, leftover_containers, stand_in_gpus
 
 from agentrepro.backends import ray_head
 from agentrepro.backends.verl_agent import backend as verl_agent
-from agentrepro.backends.verl_agent import outputs
-from agentrepro.backends.verl_agent import integration
+from agentrepro.backends.verl_agent import integration, outputs
 from agentrepro.errors import BadInput
-from podman_kit import PYTHON as PYTHON_IN_IMAGE
-from podman_kit import STAND_IN_GPU_ENV, check_proof, leftover_containers, stand_in_gpus
 
 HASH = "b" * 64
 
 
 def config(tmp_path, **block):
-    return {"study": "graphgpo-alfworld", "method": "gigpo", "seed": 1,
-            "backend": {"name": "verl-agent", "workdir": str(tmp_path), **block},
-            "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"}, "env": {"name": "alfworld"},
-            "train": {"estimator": "gigpo", "steps": 2, "groups": 16, "group_size": 8, "lr": 1e-6, "gamma": 0.95},
-            "eval": {"every": 1, "temperature": 0.4, "tasks": 3,
-                     "task_panel": [{"task_id": f"alf-{i}", "task_hash": HASH, "category": "pick_and_place"} for i in range(3)]},
-            "resources": {"gpus": 2}}
+    return {
+        "study": "graphgpo-alfworld",
+        "method": "gigpo",
+        "seed": 1,
+        "backend": {"name": "verl-agent", "workdir": str(tmp_path), **block},
+        "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"},
+        "env": {"name": "alfworld"},
+        "train": {"estimator": "gigpo", "steps": 2, "groups": 16, "group_size": 8, "lr": 1e-6, "gamma": 0.95},
+        "eval": {
+            "every": 1,
+            "temperature": 0.4,
+            "tasks": 3,
+            "task_panel": [{"task_id": f"alf-{i}", "task_hash": HASH, "category": "pick_and_place"} for i in range(3)],
+        },
+        "resources": {"gpus": 2},
+    }
 
 
 def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
@@ -48,32 +56,56 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     run = (tmp_path / "run").resolve()
     assert prepare.argv[:3] == ("python3", "-m", "examples.data_preprocess.prepare") and prepare.cwd == tmp_path
     assert prepare.argv[-2:] == ("--local_dir", str(run / "verl_data"))
-    head, script = train.argv[:train.argv.index("--")], train.argv[train.argv.index("--") + 1:]
+    head, script = train.argv[: train.argv.index("--")], train.argv[train.argv.index("--") + 1 :]
     assert head[:2] == ("python3", str(ray_head.SCRIPT)) and head[head.index("--num-gpus") + 1] == "2"
-    assert script[:3] == ("bash", "examples/gigpo_trainer/run_alfworld.sh", "") and train.cwd == tmp_path  # "": ENGINE=vllm, gone from $@
+    assert (
+        script[:3] == ("bash", "examples/gigpo_trainer/run_alfworld.sh", "") and train.cwd == tmp_path
+    )  # "": ENGINE=vllm, gone from $@
     args = dict(a.split("=", 1) for a in script[3:])
     assert args["trainer.total_epochs"] == "2" and "trainer.total_training_steps" not in args
-    assert args["trainer.logger"] == "[console]" and args["trainer.save_freq"] == "1" and args["trainer.test_freq"] == "1"
-    assert args["env.seed"] == str(1 * max(16, 1000 + 3)) and args["data.val_batch_size"] == "3"   # seed x stride (recipes.seed_stride)
+    assert (
+        args["trainer.logger"] == "[console]" and args["trainer.save_freq"] == "1" and args["trainer.test_freq"] == "1"
+    )
+    assert (
+        args["env.seed"] == str(1 * max(16, 1000 + 3)) and args["data.val_batch_size"] == "3"
+    )  # seed x stride (recipes.seed_stride)
     assert args["+actor_rollout_ref.rollout.seed"] == "1" and args["+data.seed"] == "1"
-    assert "algorithm.gamma" not in args and "env.rollout.n" not in args   # equal to the script's own values
+    assert "algorithm.gamma" not in args and "env.rollout.n" not in args  # equal to the script's own values
     assert train.env["AGENTREPRO_VERL_OUT"] == str(run)
     # the script exports VLLM_ATTENTION_BACKEND to its driver only; the head's workers inherit the launch's environment
-    assert train.env["VLLM_ATTENTION_BACKEND"] == "XFORMERS" == verl_agent.scripts.SCRIPTS["gigpo"].exports["VLLM_ATTENTION_BACKEND"][0]
+    assert (
+        train.env["VLLM_ATTENTION_BACKEND"]
+        == "XFORMERS"
+        == verl_agent.scripts.SCRIPTS["gigpo"].exports["VLLM_ATTENTION_BACKEND"][0]
+    )
     cfg = config(tmp_path)
     cfg["data"] = {"eval": {"path": "data/alfworld"}}
     assert verl_agent.programs(cfg, tmp_path / "run")[1].env["ALFWORLD_DATA"] == str(Path("data/alfworld").absolute())
     *_, evaluate = verl_agent.programs(config(tmp_path), tmp_path / "run", eval_step=1)
-    assert evaluate.argv[-4:] == ("trainer.val_only=true", "trainer.val_before_train=true", "trainer.resume_mode=resume_path",
-                                  f"trainer.resume_from_path={run / 'checkpoints' / 'global_step_1'}")
+    assert evaluate.argv[-4:] == (
+        "trainer.val_only=true",
+        "trainer.val_before_train=true",
+        "trainer.resume_mode=resume_path",
+        f"trainer.resume_from_path={run / 'checkpoints' / 'global_step_1'}",
+    )
 
 
 def test_convert_training(tmp_path):
     """FileLogger lines merge per step into metrics.jsonl with docs/design.md names, cumulative wall_s, originals kept; timings too."""
     lines = [
         {"step": 0, "data": {"val/success_rate": 0.1}},
-        {"step": 1, "elapsed_seconds": 30.0, "data": {"episode/reward/mean": 2.5, "episode/success_rate": 0.25,
-                                                      "actor/pg_loss": -0.01, "actor/lr": 1e-6, "timing_s/step": 30.0, "timing_s/gen": 20.0}},
+        {
+            "step": 1,
+            "elapsed_seconds": 30.0,
+            "data": {
+                "episode/reward/mean": 2.5,
+                "episode/success_rate": 0.25,
+                "actor/pg_loss": -0.01,
+                "actor/lr": 1e-6,
+                "timing_s/step": 30.0,
+                "timing_s/gen": 20.0,
+            },
+        },
         {"step": 1, "data": {"val/success_rate": 0.2, "val/pick_and_place_success_rate": 0.3}},
         {"step": 2, "data": {"episode/reward/mean": 3.0, "timing_s/step": 31.0}},
     ]
@@ -81,7 +113,11 @@ def test_convert_training(tmp_path):
     outputs.convert_training(tmp_path, config(tmp_path))
     metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
-    assert metrics[0]["reward_mean"] == 2.5 and metrics[0]["train_success_rate"] == 0.25 and metrics[0]["loss_policy"] == -0.01
+    assert (
+        metrics[0]["reward_mean"] == 2.5
+        and metrics[0]["train_success_rate"] == 0.25
+        and metrics[0]["loss_policy"] == -0.01
+    )
     assert metrics[0]["val_success_rate"] == 0.2 and metrics[0]["val/pick_and_place_success_rate"] == 0.3
     assert metrics[1]["wall_s"] == 61.0 and "loss_policy" not in metrics[1]  # absent, not invented
     timings = [json.loads(x) for x in (tmp_path / "timings.jsonl").read_text().splitlines()]
@@ -103,14 +139,21 @@ def dump(tmp_path, step, records):
 
 def test_convert_eval(tmp_path):
     """The integration's lines become outcome rows: task by id or panel index, success from `won`, hash from the panel."""
-    dump(tmp_path, 5, [
-        {"task_id": "alf-0", "won": True, "reward": 10.0, "turns": 7, "tokens": 300, "category": "pick_and_place"},
-        {"task_id": 1, "won": False, "reward": 0.0, "turns": 50, "tokens": 900},
-        {"task_id": "alf-1", "won": False, "reward": 0.0, "turns": 50, "tokens": 800},
-    ])
+    dump(
+        tmp_path,
+        5,
+        [
+            {"task_id": "alf-0", "won": True, "reward": 10.0, "turns": 7, "tokens": 300, "category": "pick_and_place"},
+            {"task_id": 1, "won": False, "reward": 0.0, "turns": 50, "tokens": 900},
+            {"task_id": "alf-1", "won": False, "reward": 0.0, "turns": 50, "tokens": 800},
+        ],
+    )
     rows = outputs.convert_eval(tmp_path, 5, config(tmp_path))
     assert [(r["task_id"], r["episode"], r["success"], r["turns"], r["tokens"]) for r in rows] == [
-        ("alf-0", 0, 1, 7, 300), ("alf-1", 0, 0, 50, 900), ("alf-1", 1, 0, 50, 800)]
+        ("alf-0", 0, 1, 7, 300),
+        ("alf-1", 0, 0, 50, 900),
+        ("alf-1", 1, 0, 50, 800),
+    ]
     assert all(r["task_hash"] == HASH and r["task_hash_source"] == "panel" and r["step"] == 5 for r in rows)
     assert rows[0]["category"] == "pick_and_place"
 
@@ -144,23 +187,31 @@ ENGINE=${1:-vllm}
 python3 fake_trainer.py actor_rollout_ref.rollout.name=$ENGINE $@
 """
 
-RAN_IN = """\
+RAN_IN = (
+    """\
 import json, os, sys
 IMAGE = "/etc/agentrepro-image"   # the test image's marker (tests/podman_kit.py); no such file on the host
 with open("ran_in.jsonl", "a") as fh:   # in the checkout, the working directory
     fh.write(json.dumps({"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get(%r),
                          "image": open(IMAGE).read() if os.path.exists(IMAGE) else None}) + "\\n")
-""" % STAND_IN_GPU_ENV
+"""
+    % STAND_IN_GPU_ENV
+)
 
-FAKE_PREPARE = RAN_IN + """\
+FAKE_PREPARE = (
+    RAN_IN
+    + """\
 import argparse
 p = argparse.ArgumentParser(); p.add_argument("--mode"); p.add_argument("--train_data_size"); p.add_argument("--val_data_size")
 p.add_argument("--local_dir"); a = p.parse_args()
 os.makedirs(os.path.join(a.local_dir, a.mode), exist_ok=True)
 open(os.path.join(a.local_dir, a.mode, "train.parquet"), "w").write(a.train_data_size)
 """
+)
 
-FAKE_TRAINER = RAN_IN + """\
+FAKE_TRAINER = (
+    RAN_IN
+    + """\
 # Stand-in trainer: reads the Hydra overrides and writes what verl plus the integration write.
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 assert open(args["data.train_files"]).read() == "16"
@@ -185,6 +236,7 @@ with open(os.path.join(out, "verl_metrics.jsonl"), "a") as log:
         log.write(json.dumps({"step": step, "data": {"val/success_rate": step / steps}}) + "\\n")
         validate(step)
 """
+)
 
 # A stand-in for `ray start --head --block` that needs nothing but its Python (the host's, or the image's, where a
 # program sees only the job's environment): listens on --port, spawns a child as the real head spawns raylet and
@@ -243,24 +295,43 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     prefix = ()
     if image:
         cfg["image"] = image.block()
-        prefix = stand_in_gpus(tmp_path / "gpus")   # podman resolves the job's GPUs (resources.gpus 2) to a stand-in CDI device
+        prefix = stand_in_gpus(
+            tmp_path / "gpus"
+        )  # podman resolves the job's GPUs (resources.gpus 2) to a stand-in CDI device
     run_dir = tmp_path / "run"
     result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, prefix=prefix)
-    assert result.returncode == 0, result.stderr + "".join(p.read_text() for p in (run_dir / "logs").glob("*.stderr.log"))
+    assert result.returncode == 0, result.stderr + "".join(
+        p.read_text() for p in (run_dir / "logs").glob("*.stderr.log")
+    )
     metrics = jsonl(run_dir / "metrics.jsonl")
-    assert [(m["step"], m["reward_mean"], m["val_success_rate"], m["wall_s"]) for m in metrics] == [(1, 1, 0.5, 2.0), (2, 2, 1.0, 4.0)]
+    assert [(m["step"], m["reward_mean"], m["val_success_rate"], m["wall_s"]) for m in metrics] == [
+        (1, 1, 0.5, 2.0),
+        (2, 2, 1.0, 4.0),
+    ]
     appended = json.loads((run_dir / "verl_deviations.json").read_text())["appended"]
-    assert {"key": "trainer.save_freq", "value": 1, "official": "-1",
-            "why": "checkpoint cadence: the evaluated steps (the script saves none)"} in appended
+    assert {
+        "key": "trainer.save_freq",
+        "value": 1,
+        "official": "-1",
+        "why": "checkpoint cadence: the evaluated steps (the script saves none)",
+    } in appended
     assert [g["task_id"] for g in json.loads((run_dir / "verl_panel.json").read_text())] == ["alf-0", "alf-1", "alf-2"]
     start, stop = jsonl(workdir / "bin" / "ray.jsonl")
-    assert start["event"] == "start" and "--num-cpus=1" in start["args"] and stop == {"event": "stop", "signal": 15, "pid": start["pid"]}
-    assert not (run_dir / "ray_head.pid").exists()   # the head's launcher stopped its head (and only it) and cleared its PID
-    temp_dir = ray_head.head.temp_dir(ray_head.head.job_key(run_dir))   # the host sees a container's processes too
-    assert f"--temp-dir={temp_dir}" in start["args"] and not [p for p in psutil.process_iter(["cmdline"]) if temp_dir in " ".join(p.info["cmdline"] or [])]
-    if image is None:   # a PID of the host's namespace: that head is gone (a container's PIDs are its own namespace's)
+    assert (
+        start["event"] == "start"
+        and "--num-cpus=1" in start["args"]
+        and stop == {"event": "stop", "signal": 15, "pid": start["pid"]}
+    )
+    assert not (
+        run_dir / "ray_head.pid"
+    ).exists()  # the head's launcher stopped its head (and only it) and cleared its PID
+    temp_dir = ray_head.head.temp_dir(ray_head.head.job_key(run_dir))  # the host sees a container's processes too
+    assert f"--temp-dir={temp_dir}" in start["args"] and not [
+        p for p in psutil.process_iter(["cmdline"]) if temp_dir in " ".join(p.info["cmdline"] or [])
+    ]
+    if image is None:  # a PID of the host's namespace: that head is gone (a container's PIDs are its own namespace's)
         assert subprocess.run(["kill", "-0", str(start["pid"])], capture_output=True).returncode != 0
-    (run_dir / "verl_validation" / "1.jsonl").unlink()   # as for a re-evaluated checkpoint: verl's validate-only run
+    (run_dir / "verl_validation" / "1.jsonl").unlink()  # as for a re-evaluated checkpoint: verl's validate-only run
     result = run_cli("eval", "--run", run_dir, "--step", 1, prefix=prefix)
     assert result.returncode == 0, result.stderr
     rows = jsonl(run_dir / "eval" / "step1" / "outcomes.jsonl")
@@ -268,13 +339,20 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     assert [e["event"] for e in jsonl(workdir / "bin" / "ray.jsonl")] == ["start", "stop"] * 2
     ran_in = jsonl(workdir / "ran_in.jsonl")
     assert [r["program"] for r in ran_in] == ["prepare.py", "fake_trainer.py"] * 2
-    ran_by = (str(PYTHON_IN_IMAGE), f"{image.variant}\n", "all") if image else (shutil.which("python3"), None, None)   # the image's, or the host's PATH's
+    ran_by = (
+        (str(PYTHON_IN_IMAGE), f"{image.variant}\n", "all") if image else (shutil.which("python3"), None, None)
+    )  # the image's, or the host's PATH's
     assert {(r["python"], r["image"], r["gpu"]) for r in ran_in} == {ran_by}
     if image:
         other = request.getfixturevalue("podman_images")["b"]
         check_proof(run_dir / "provenance.json", ["prepare_data", "train"], image, other, must_run=True)
-        check_proof(run_dir / "eval" / "step1" / "provenance.json", ["eval_step1_prepare", "eval_step1_evaluate"], image, other,
-                    must_run=False)
+        check_proof(
+            run_dir / "eval" / "step1" / "provenance.json",
+            ["eval_step1_prepare", "eval_step1_evaluate"],
+            image,
+            other,
+            must_run=False,
+        )
         assert leftover_containers() == []
 
 
@@ -286,10 +364,16 @@ def test_panel_game_files(tmp_path):
     (tmp_path / "alfworld").mkdir()
     cfg["data"] = {"eval": {"path": str(tmp_path / "alfworld")}}
     games = json.loads(integration.write_panel(cfg, tmp_path).read_text())
-    assert [g["game_file"] for g in games] == ["/data/games/0.tw", str(tmp_path / "alfworld" / "alf-1" / "game.tw-pddl"),
-                                               str(tmp_path / "alfworld" / "alf-2" / "game.tw-pddl")]
+    assert [g["game_file"] for g in games] == [
+        "/data/games/0.tw",
+        str(tmp_path / "alfworld" / "alf-1" / "game.tw-pddl"),
+        str(tmp_path / "alfworld" / "alf-2" / "game.tw-pddl"),
+    ]
     cfg["data"] = {"eval": {"path": str(tmp_path / "panel.jsonl")}}
-    assert [g["game_file"] for g in json.loads(integration.write_panel(cfg, tmp_path).read_text())][1:] == ["alf-1", "alf-2"]
+    assert [g["game_file"] for g in json.loads(integration.write_panel(cfg, tmp_path).read_text())][1:] == [
+        "alf-1",
+        "alf-2",
+    ]
 
 
 def test_validate_config_refuses_what_verl_cannot_run(tmp_path):
@@ -313,7 +397,9 @@ def test_each_program_runs_in_the_placements_podman_image(tmp_path, monkeypatch)
     the program the image runs (its env one --env word each, its cwd the checkout); only the head's launch gets the Ray
     port reservations mounted read-write; an evaluation keeps its container's ID and proof in eval/step<N>/."""
     monkeypatch.setenv("AGENTREPRO_RAY_PORTS_DIR", str(tmp_path / "ports"))
-    cfg = config(tmp_path / "checkout")   # the checkout, like the study root, is mounted read-write: ports lie outside both
+    cfg = config(
+        tmp_path / "checkout"
+    )  # the checkout, like the study root, is mounted read-write: ports lie outside both
     cfg["image"] = {"runtime": "podman", "ref": "ghcr.io/org/verl:1", "digest": "sha256:" + "c" * 64}
     run = (tmp_path / "run").resolve()
     ports, reference = f"{tmp_path / 'ports'}:{tmp_path / 'ports'}", "ghcr.io/org/verl@sha256:" + "c" * 64
@@ -323,12 +409,14 @@ def test_each_program_runs_in_the_placements_podman_image(tmp_path, monkeypatch)
         for program, launch in zip(programs, launches):
             words = list(launch.argv)
             assert words[:4] == ["podman", "run", "--cidfile", str(job_dir / "logs" / f"{launch.contained.label}.cid")]
-            assert words[words.index(reference) + 1:] == list(program.argv) and launch.job_dir == job_dir
+            assert words[words.index(reference) + 1 :] == list(program.argv) and launch.job_dir == job_dir
             assert words[words.index("--workdir") + 1] == str(tmp_path / "checkout") and launch.cwd is None
-            assert [words[i + 1] for i, w in enumerate(words) if w == "--env" and "=" in words[i + 1]] == \
-                [f"{k}={v}" for k, v in sorted(program.env.items())]
+            assert [words[i + 1] for i, w in enumerate(words) if w == "--env" and "=" in words[i + 1]] == [
+                f"{k}={v}" for k, v in sorted(program.env.items())
+            ]
             volumes = [words[i + 1] for i, w in enumerate(words) if w == "--volume"]
             assert f"{integration.HOOKS}:{integration.HOOKS}:ro" in volumes
             assert (ports in volumes) == (program is programs[1])
-        assert [launch.contained.label for launch in launches] == (["prepare_data", "train"] if eval_step is None
-                                                                   else ["eval_step1_prepare", "eval_step1_evaluate"])
+        assert [launch.contained.label for launch in launches] == (
+            ["prepare_data", "train"] if eval_step is None else ["eval_step1_prepare", "eval_step1_evaluate"]
+        )

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 from agentrepro import outcomes
-from agentrepro.backends.verl_agent import backend as verl_agent
-from agentrepro.backends.verl_agent import outputs
-from agentrepro.backends.verl_agent import integration
+from agentrepro.backends.verl_agent import integration, outputs
 
-FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "frameworks" / "verl-agent-20bd331.patched.json").read_text())
+FACTS = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "frameworks" / "verl-agent-20bd331.patched.json").read_text()
+)
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_hook as hook  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
@@ -41,25 +41,48 @@ def test_outcome_lines_from_the_stand_in_tree(tmp_path):
     tree.mkdir()
     run.mkdir()
     stand_in_tree(tree)
-    games = ["valid_seen/pick_and_place_simple-1/trial_a/game.tw-pddl", "valid_seen/look_at_obj_in_light-2/trial_b/game.tw-pddl",
-             "valid_seen/pick_two_obj_and_place-3/trial_c/game.tw-pddl"]
-    split = [str(tmp_path / "data" / g) for g in reversed(games)] + [str(tmp_path / "data" / "valid_seen/other/game.tw-pddl")]
-    config = {"study": "graphgpo-alfworld", "method": "graphgpo", "seed": 0, "backend": {"name": "verl-agent"},
-              "eval": {"task_panel": [{"task_id": g, "task_hash": f"{i:064x}", "category": g.split("/")[1].split("-")[0]}
-                                      for i, g in enumerate(games)]}}
-    env = {**integration.env(run, panel_file=integration.write_panel(config, run)),
-           "ALFWORLD_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin"}
-    env["PYTHONPATH"] += f":{tree}"   # the job's PYTHONPATH is the integration; the stand-in tree plays the checkout
+    games = [
+        "valid_seen/pick_and_place_simple-1/trial_a/game.tw-pddl",
+        "valid_seen/look_at_obj_in_light-2/trial_b/game.tw-pddl",
+        "valid_seen/pick_two_obj_and_place-3/trial_c/game.tw-pddl",
+    ]
+    split = [str(tmp_path / "data" / g) for g in reversed(games)] + [
+        str(tmp_path / "data" / "valid_seen/other/game.tw-pddl")
+    ]
+    config = {
+        "study": "graphgpo-alfworld",
+        "method": "graphgpo",
+        "seed": 0,
+        "backend": {"name": "verl-agent"},
+        "eval": {
+            "task_panel": [
+                {"task_id": g, "task_hash": f"{i:064x}", "category": g.split("/")[1].split("-")[0]}
+                for i, g in enumerate(games)
+            ]
+        },
+    }
+    env = {
+        **integration.env(run, panel_file=integration.write_panel(config, run)),
+        "ALFWORLD_DATA": str(tmp_path / "data"),
+        "PATH": "/usr/bin:/bin",
+    }
+    env["PYTHONPATH"] += f":{tree}"  # the job's PYTHONPATH is the integration; the stand-in tree plays the checkout
     result = subprocess.run([sys.executable, "driver.py", *split], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(x) for x in (run / "verl_validation" / "5.jsonl").read_text().splitlines()]
     assert [(x["task_id"], x["won"], x["turns"], x["tokens"]) for x in lines] == [
-        (games[0], True, 1, 4), (games[1], False, 2, 8), (games[2], True, 3, 12)]
+        (games[0], True, 1, 4),
+        (games[1], False, 2, 8),
+        (games[2], True, 3, 12),
+    ]
     assert [x["gamefile"] for x in lines] == [str(tmp_path / "data" / g) for g in games]
     rows = outputs.convert_eval(run, 5, config)
     outcomes.check_rows(rows, config=config, step=5, source="5.jsonl")
     assert [(r["task_id"], r["success"], r["category"]) for r in rows] == [
-        (games[0], 1, "pick_and_place_simple"), (games[1], 0, "look_at_obj_in_light"), (games[2], 1, "pick_two_obj_and_place")]
+        (games[0], 1, "pick_and_place_simple"),
+        (games[1], 0, "look_at_obj_in_light"),
+        (games[2], 1, "pick_two_obj_and_place"),
+    ]
     metrics = [json.loads(x) for x in (run / "verl_metrics.jsonl").read_text().splitlines()]
     assert metrics == [{"step": 5, "data": {"val/success_rate": 2 / 3, "timing_s/step": 2.5}}]
 
@@ -71,8 +94,16 @@ def test_a_signature_other_than_20bd331_refuses_to_start(tmp_path):
     run.mkdir()
     stand_in_tree(tree)
     tracking = tree / "verl" / "utils" / "tracking.py"
-    tracking.write_text(tracking.read_text().replace("def log(self, data, step, backend=None)", "def log(self, data, step)"))
+    tracking.write_text(
+        tracking.read_text().replace("def log(self, data, step, backend=None)", "def log(self, data, step)")
+    )
     env = {**integration.env(run), "PATH": "/usr/bin:/bin"}
     env["PYTHONPATH"] += f":{tree}"
-    result = subprocess.run([sys.executable, "-c", "import verl.utils.tracking"], cwd=tree, env=env, capture_output=True, text=True)
-    assert result.returncode != 0 and "verl.utils.tracking.Tracking.log(self, data, step) is not (self, data, step, backend=None)" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-c", "import verl.utils.tracking"], cwd=tree, env=env, capture_output=True, text=True
+    )
+    assert (
+        result.returncode != 0
+        and "verl.utils.tracking.Tracking.log(self, data, step) is not (self, data, step, backend=None)"
+        in result.stderr
+    )

@@ -12,16 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import step_checkpoint
 
 from agentrepro import seal
-from agentrepro.backends import checkpoints
-from agentrepro.backends import get_backend
+from agentrepro.backends import checkpoints, get_backend
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import integration
-from agentrepro.errors import BadInput
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as verl_prune
+from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles
-from helpers import step_checkpoint
 
 VERL = get_backend("verl-agent")
 _spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
@@ -30,10 +29,17 @@ _spec.loader.exec_module(standin)
 
 
 def config(tmp_path: Path, **evaluation) -> dict:
-    return {"study": "graphgpo-alfworld", "method": "gigpo", "seed": 1,
-            "backend": {"name": "verl-agent", "workdir": str(tmp_path)}, "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"},
-            "env": {"name": "alfworld"}, "train": {"estimator": "gigpo", "steps": 15, "groups": 16, "group_size": 8},
-            "eval": {"every": 5, **evaluation}, "resources": {"gpus": 2}}
+    return {
+        "study": "graphgpo-alfworld",
+        "method": "gigpo",
+        "seed": 1,
+        "backend": {"name": "verl-agent", "workdir": str(tmp_path)},
+        "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"},
+        "env": {"name": "alfworld"},
+        "train": {"estimator": "gigpo", "steps": 15, "groups": 16, "group_size": 8},
+        "eval": {"every": 5, **evaluation},
+        "resources": {"gpus": 2},
+    }
 
 
 def save(tmp_path: Path, cfg: dict, *steps: int) -> subprocess.CompletedProcess:
@@ -46,8 +52,13 @@ def save(tmp_path: Path, cfg: dict, *steps: int) -> subprocess.CompletedProcess:
     env = {**verl_agent.programs(cfg, run)[1].env, "PATH": "/usr/bin:/bin"}
     env["PYTHONPATH"] += f":{tree}"
     root = verl_agent.step_dir(run, 0).parent
-    return subprocess.run([sys.executable, "save_driver.py", str(root), *map(str, steps)], cwd=tree, env=env,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "save_driver.py", str(root), *map(str, steps)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 def training_record(run: Path) -> Path:
@@ -79,18 +90,29 @@ def test_after_saves_at_5_10_15_only_the_latest_state_and_every_hf_copy_remain(t
         ckpt = step_checkpoint(cfg, run, step)
         for name in standin.SAVED:
             path = verl_agent.step_dir(run, step) / name
-            in_state, in_weights = (any(path.is_relative_to(t) for t in targets) for targets in (ckpt.state, ckpt.weights))
+            in_state, in_weights = (
+                any(path.is_relative_to(t) for t in targets) for targets in (ckpt.state, ckpt.weights)
+            )
             if in_state and not in_weights:
                 text = standin.saved_text(name, step).encode()
-                expected[path.relative_to(run).as_posix()] = {"step": step, "saved": saved, "path": path.relative_to(run).as_posix(),
-                                                               "sha256": hashlib.sha256(text).hexdigest(), "bytes": len(text)}
+                expected[path.relative_to(run).as_posix()] = {
+                    "step": step,
+                    "saved": saved,
+                    "path": path.relative_to(run).as_posix(),
+                    "sha256": hashlib.sha256(text).hexdigest(),
+                    "bytes": len(text),
+                }
     assert lines == expected and len(expected) == 2 * (len(standin.SAVED) - len(hf))
     assert not (verl_agent.step_dir(run, 5) / "critic").exists() and (verl_agent.step_dir(run, 5) / "actor").is_dir()
-    checkpoints.refuse_resume(run)   # the latest step's state, the one a resume loads, is all there
+    checkpoints.refuse_resume(run)  # the latest step's state, the one a resume loads, is all there
     assert (verl_agent.step_dir(run, 0).parent / "latest_checkpointed_iteration.txt").read_text() == "15"
     summary = checkpoints.training_summary(VERL.pruned_in_training(run))
-    assert summary == {"steps": [5, 10], "files": len(expected), "bytes": sum(x["bytes"] for x in expected.values()),
-                       "record": "pruned_in_training.jsonl"}
+    assert summary == {
+        "steps": [5, 10],
+        "files": len(expected),
+        "bytes": sum(x["bytes"] for x in expected.values()),
+        "record": "pruned_in_training.jsonl",
+    }
     seal.write_outputs_manifest(run, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     assert "checkpoints/pruned_in_training.jsonl" in seal.read_outputs_manifest(run / seal.OUTPUTS)
     assert checkpoints.pruned_files(run, VERL.pruned_in_training(run)) == (set(), [])
@@ -112,7 +134,9 @@ def test_none_prunes_training_state_like_hf_and_only_training_launches_carry_the
     assert verl_prune.PRUNE_ENV not in verl_agent.programs(cfg, run, eval_step=5)[1].env
     result = save(tmp_path, cfg, 5, 10)
     assert result.returncode == 0, result.stderr
-    assert on_disk(run, 5) == {n for n in standin.SAVED if n.startswith("actor/huggingface/")} and on_disk(run, 10) == set(standin.SAVED)
+    assert on_disk(run, 5) == {n for n in standin.SAVED if n.startswith("actor/huggingface/")} and on_disk(
+        run, 10
+    ) == set(standin.SAVED)
 
 
 def test_a_prune_value_the_hook_does_not_know_stops_at_import(tmp_path):
@@ -124,12 +148,18 @@ def test_a_prune_value_the_hook_does_not_know_stops_at_import(tmp_path):
     standin.stand_in_tree(tree)
     env = {**integration.env(tmp_path), verl_prune.PRUNE_ENV: "some", "PATH": "/usr/bin:/bin"}
     env["PYTHONPATH"] += f":{tree}"
-    result = subprocess.run([sys.executable, "-c", "import recipe.GraphGPO.graphgpo_ray_trainer"], cwd=tree, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", "import recipe.GraphGPO.graphgpo_ray_trainer"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0 and "AGENTREPRO_VERL_PRUNE='some' is neither 0 nor 1" in result.stderr
     assert checkpoints.keep_setting(cfg) == checkpoints.DEFAULT_KEEP
-    assert {keep: checkpoints.prunes_during_training(config(tmp_path, keep_checkpoints=keep)) for keep in checkpoints.KEEP} == {
-        "hf": True, "none": True, "all": False}
+    assert {
+        keep: checkpoints.prunes_during_training(config(tmp_path, keep_checkpoints=keep)) for keep in checkpoints.KEEP
+    } == {"hf": True, "none": True, "all": False}
 
 
 def test_the_record_is_on_disk_before_any_file_goes(tmp_path, monkeypatch):
@@ -164,17 +194,24 @@ def test_the_audit_refuses_a_record_that_the_seal_contradicts_or_that_is_malform
     training_record(run).write_text(json.dumps(line) + "\n")
     seal.write_outputs_manifest(run)
     _, problems = checkpoints.pruned_files(run, VERL.pruned_in_training(run))
-    assert problems == [f"{training_record(run)}: lists checkpoints/global_step_5/data.pt as removed during "
-                        f"training, but the run's seal {run / seal.OUTPUTS} lists it"]
+    assert problems == [
+        f"{training_record(run)}: lists checkpoints/global_step_5/data.pt as removed during "
+        f"training, but the run's seal {run / seal.OUTPUTS} lists it"
+    ]
     training_record(run).write_text(json.dumps({**line, "step": "5"}) + "\n")
     with pytest.raises(BadInput, match="line 1: expected {step, saved, path, sha256, bytes}"):
         VERL.pruned_in_training(run)
     from agentrepro.audit.study import _pruned
+
     lock = {"manifest": {"backend": {"name": "verl-agent"}, "image": {}, "methods": {"gigpo": {}}}}
-    assert _pruned(run, lock, "gigpo")[1][-1].endswith("line 1: expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)")
+    assert _pruned(run, lock, "gigpo")[1][-1].endswith(
+        "line 1: expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)"
+    )
 
 
-def test_the_train_verb_shows_and_records_what_went_during_training(tmp_path, make_config, write_config, monkeypatch, capsys):
+def test_the_train_verb_shows_and_records_what_went_during_training(
+    tmp_path, make_config, write_config, monkeypatch, capsys
+):
     """The train job (a command-backend run whose backend reads verl-agent's record, as a verl-agent resume's would hold
     one): the summary lands in the ok attempt and on stderr, and the record in the seal."""
     import argparse
@@ -186,8 +223,10 @@ def test_the_train_verb_shows_and_records_what_went_during_training(tmp_path, ma
         pruned_in_training = verl_agent.VerlAgentBackend.pruned_in_training
 
     run = tmp_path / "run"
-    lines = [{"step": 5, "saved": 10, "path": f"checkpoints/global_step_5/{n}", "sha256": "a" * 64, "bytes": 2_000_000_000}
-             for n in ("actor/optim_world_size_2_rank_0.pt", "data.pt")]
+    lines = [
+        {"step": 5, "saved": 10, "path": f"checkpoints/global_step_5/{n}", "sha256": "a" * 64, "bytes": 2_000_000_000}
+        for n in ("actor/optim_world_size_2_rank_0.pt", "data.pt")
+    ]
     training_record(run).parent.mkdir(parents=True)
     training_record(run).write_text("".join(json.dumps(x) + "\n" for x in lines))
     monkeypatch.setattr(train_job, "get_backend", lambda name: RecordingCommand())
@@ -197,6 +236,10 @@ def test_the_train_verb_shows_and_records_what_went_during_training(tmp_path, ma
     assert train_job.run(args) == 0
     attempt = json.loads((run / "provenance.json").read_text())["attempts"][-1]
     assert attempt["status"] == "ok" and attempt["pruned_in_training"] == {
-        "steps": [5], "files": 2, "bytes": 4_000_000_000, "record": "pruned_in_training.jsonl"}
+        "steps": [5],
+        "files": 2,
+        "bytes": 4_000_000_000,
+        "record": "pruned_in_training.jsonl",
+    }
     assert "training state of steps 5 pruned during training (2 files, 4.00 GB" in capsys.readouterr().err
     assert "checkpoints/pruned_in_training.jsonl" in seal.read_outputs_manifest(run / seal.OUTPUTS)

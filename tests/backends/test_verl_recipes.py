@@ -21,9 +21,16 @@ CONFIGS = json.loads((FACTS / "verl-agent-20bd331.config.json").read_text())
 RAY = json.loads((FACTS / "verl-agent-20bd331.ray.json").read_text())
 MANIFEST = Path(__file__).parents[2] / "manifests" / "graphgpo-alfworld.yaml"
 # The keys verl's config check (and the trainers' data loaders) need beyond their defaults: the issue's list.
-REQUIRED = ["data.train_files", "data.val_files", "data.val_batch_size", "data.max_prompt_length", "data.return_raw_chat",
-            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"]
+REQUIRED = [
+    "data.train_files",
+    "data.val_files",
+    "data.val_batch_size",
+    "data.max_prompt_length",
+    "data.return_raw_chat",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+]
 
 
 def recorded(script: str) -> dict:
@@ -42,7 +49,7 @@ def study_configs(tmp_path):
     for method in manifest["methods"]:
         config = run_config(lock, method, 1, lock_path=tmp_path / "lock.json")
         if config["backend"]["name"] != verl_agent.VerlAgentBackend.name:
-            continue   # the study's Relax port (tests/backends/test_relax.py)
+            continue  # the study's Relax port (tests/backends/test_relax.py)
         config["backend"]["workdir"] = str(tmp_path)
         yield method, config
 
@@ -104,14 +111,20 @@ def test_every_appended_key_exists_with_its_type(tmp_path):
         script = verl_recipes.script_for(config)
         keys = composed(script)
         *_, evaluate = verl_agent.programs(config, tmp_path / "run", eval_step=5)
-        program = evaluate.argv[evaluate.argv.index("--") + 1:]
+        program = evaluate.argv[evaluate.argv.index("--") + 1 :]
         words = program[3:]
         assert program[:3] == ("bash", script.path, "")
         for word in words:
             key, text = word.split("=", 1)
             if key.startswith("+"):
-                assert key[1:] not in keys and key[1:] in ("actor_rollout_ref.rollout.seed", "data.seed"), (method, word)
-                assert "config.get('seed'" in RAY["seeds"]["rollout"]["fact"] and "get('seed', 1)" in RAY["seeds"]["data"]["fact"]
+                assert key[1:] not in keys and key[1:] in ("actor_rollout_ref.rollout.seed", "data.seed"), (
+                    method,
+                    word,
+                )
+                assert (
+                    "config.get('seed'" in RAY["seeds"]["rollout"]["fact"]
+                    and "get('seed', 1)" in RAY["seeds"]["data"]["fact"]
+                )
                 continue
             assert key in keys, f"{method}: {key} is not a key of {script.entry}'s config"
             default = keys[key]["default"]
@@ -120,7 +133,7 @@ def test_every_appended_key_exists_with_its_type(tmp_path):
                 if isinstance(default, float):
                     assert isinstance(value, (int, float)) and not isinstance(value, bool), (method, word)
                 elif isinstance(default, str) and isinstance(value, (int, float)):
-                    pass   # a path or name made only of digits would still be text to Hydra's str-typed key
+                    pass  # a path or name made only of digits would still be text to Hydra's str-typed key
                 else:
                     assert type(value) is type(default), (method, word, default)
 
@@ -134,8 +147,12 @@ def test_methods_map_to_the_recipe_names(tmp_path):
             continue
         scripts[method] = verl_recipes.script_for(config).path
         appended[method] = {o.key: o for o in verl_recipes.appended(config, tmp_path / "run", resume=True)}
-    assert scripts == {"graphgpo": "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh", "graph_only": scripts["graphgpo"],
-                       "gigpo": "examples/gigpo_trainer/run_alfworld.sh", "grpo": "examples/grpo_trainer/run_alfworld.sh"}
+    assert scripts == {
+        "graphgpo": "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh",
+        "graph_only": scripts["graphgpo"],
+        "gigpo": "examples/gigpo_trainer/run_alfworld.sh",
+        "grpo": "examples/grpo_trainer/run_alfworld.sh",
+    }
     only = appended["graph_only"]["algorithm.graphgpo.episode_advantage_w"]
     assert (only.value, only.official, only.why) == (0, "1.0", "manifest train.episode_weight")
     assert "algorithm.graphgpo.episode_advantage_w" not in appended["graphgpo"]
@@ -151,7 +168,10 @@ def test_required_keys_are_set(tmp_path):
         facts = {o["key"]: o["value"] for o in recorded(script.path)["overrides"]}
         facts.update({o.key: o.value for o in verl_recipes.appended(config, tmp_path / "run", resume=True)})
         assert all(key in facts for key in REQUIRED), method
-        assert facts["actor_rollout_ref.actor.use_kl_loss"] == "True" and facts["actor_rollout_ref.actor.kl_loss_type"] == "low_var_kl"
+        assert (
+            facts["actor_rollout_ref.actor.use_kl_loss"] == "True"
+            and facts["actor_rollout_ref.actor.kl_loss_type"] == "low_var_kl"
+        )
         assert facts["actor_rollout_ref.rollout.val_kwargs.do_sample"] == "True"
 
 
@@ -171,11 +191,16 @@ def test_composed_configs_and_exports_are_the_recorded_facts():
     """The shipped composed configs (scripts.json `configs`) are config.json's keys with their resolved values, each
     script names its entry's config, and its literal exports are recipes.json's (VLLM_ATTENTION_BACKEND=XFORMERS)."""
     for name, config in CONFIGS["configs"].items():
-        assert verl_scripts._FACTS["configs"][name] == {k: v.get("resolved", v["default"]) for k, v in config["keys"].items()}
+        assert verl_scripts._FACTS["configs"][name] == {
+            k: v.get("resolved", v["default"]) for k, v in config["keys"].items()
+        }
     for script in verl_scripts.SCRIPTS.values():
         assert script.composed is verl_scripts._FACTS["configs"][composed_name(script)]
-        literal = {e["name"]: (e["value_as_written"], line(e["src"])) for e in recorded(script.path)["env_exports"]
-                   if "$" not in e["value_as_written"]}
+        literal = {
+            e["name"]: (e["value_as_written"], line(e["src"]))
+            for e in recorded(script.path)["env_exports"]
+            if "$" not in e["value_as_written"]
+        }
         assert script.exports == literal and script.exports["VLLM_ATTENTION_BACKEND"][0] == "XFORMERS"
 
 
@@ -183,22 +208,29 @@ def composed_name(script: verl_scripts.Script) -> str:
     return "graphgpo_trainer" if script.entry == "recipe.GraphGPO.main_graphgpo" else "ppo_trainer"
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("trainer.total_epochs=999", 1, "'trainer.total_epochs=999' is not a Hydra key"),
-    ("trainer.x;touch${IFS}pwned", 1, "is not a Hydra key"),
-    ("", 1, "'' is not a Hydra key"),
-    ("+trainer.total_epochs", 3, "is not a Hydra key"),
-    ("~trainer.logger", 1, "is not a Hydra key"),
-    ("trainer.no_such_key", 1, "composed config at 20bd331 has no the key 'trainer.no_such_key'"),
-    ("algorithm.gigpo.episode_advantage_w", 0.5, "has no the key"),   # graphgpo's config has it, ppo_trainer does not
-    ("trainer.project_name", "${oc.env:HOME}", "holds '$'"),
-    ("trainer.project_name", "a*", "holds '*'"),
-    ("trainer.project_name", "[a,b]", "holds '['"),
-    ("trainer.project_name", "it's", "holds \"'\""),
-    ("trainer.project_name", "two words", "holds ' '"),
-    ("trainer.logger", [["console"]], "a nested list"),
-    ("trainer.logger", {"a": 1}, "a mapping"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("trainer.total_epochs=999", 1, "'trainer.total_epochs=999' is not a Hydra key"),
+        ("trainer.x;touch${IFS}pwned", 1, "is not a Hydra key"),
+        ("", 1, "'' is not a Hydra key"),
+        ("+trainer.total_epochs", 3, "is not a Hydra key"),
+        ("~trainer.logger", 1, "is not a Hydra key"),
+        ("trainer.no_such_key", 1, "composed config at 20bd331 has no the key 'trainer.no_such_key'"),
+        (
+            "algorithm.gigpo.episode_advantage_w",
+            0.5,
+            "has no the key",
+        ),  # graphgpo's config has it, ppo_trainer does not
+        ("trainer.project_name", "${oc.env:HOME}", "holds '$'"),
+        ("trainer.project_name", "a*", "holds '*'"),
+        ("trainer.project_name", "[a,b]", "holds '['"),
+        ("trainer.project_name", "it's", 'holds "\'"'),
+        ("trainer.project_name", "two words", "holds ' '"),
+        ("trainer.logger", [["console"]], "a nested list"),
+        ("trainer.logger", {"a": 1}, "a mapping"),
+    ],
+)
 def test_hydra_shaped_override_keys_and_values_are_refused(tmp_path, key, value, message):
     """backend.overrides: a key must be a dotted identifier of the composed config; a value Hydra or the script's unquoted
     $@ would reinterpret (interpolation, glob, quote, blank, nested structure) is refused, naming backend.overrides.<key>."""
@@ -209,16 +241,19 @@ def test_hydra_shaped_override_keys_and_values_are_refused(tmp_path, key, value,
     assert f"backend.overrides.{key}:" in str(caught.value) and message in str(caught.value), str(caught.value)
 
 
-@pytest.mark.parametrize("value, word", [
-    ("a,b", "trainer.project_name='a,b'"),          # a comma would be a sweep or a list to Hydra
-    ("choice(a,b)", "trainer.project_name='choice(a,b)'"),
-    ("5", "trainer.project_name='5'"),              # text that Hydra would type as a number, a bool or null
-    ("true", "trainer.project_name='true'"),
-    ("null", "trainer.project_name='null'"),
-    ("", "trainer.project_name=''"),
-    ("run_1.x", "trainer.project_name=run_1.x"),    # a plain word stays as it is
-    (None, "trainer.project_name=null"),
-])
+@pytest.mark.parametrize(
+    "value, word",
+    [
+        ("a,b", "trainer.project_name='a,b'"),  # a comma would be a sweep or a list to Hydra
+        ("choice(a,b)", "trainer.project_name='choice(a,b)'"),
+        ("5", "trainer.project_name='5'"),  # text that Hydra would type as a number, a bool or null
+        ("true", "trainer.project_name='true'"),
+        ("null", "trainer.project_name='null'"),
+        ("", "trainer.project_name=''"),
+        ("run_1.x", "trainer.project_name=run_1.x"),  # a plain word stays as it is
+        (None, "trainer.project_name=null"),
+    ],
+)
 def test_override_values_are_quoted_for_hydra(tmp_path, value, word):
     """A text value Hydra would read as something else is single-quoted for Hydra (one word, no blank: it passes the
     script's unquoted $@ as it is), so it reaches the config as the manifest's text."""
@@ -244,7 +279,7 @@ def test_seeds_reach_disjoint_game_streams_and_the_samplers(tmp_path):
         streams[seed] = train | val
         assert (values["actor_rollout_ref.rollout.seed"], values["data.seed"]) == (seed, seed)
     assert not streams[0] & streams[1] and not streams[1] & streams[2] and not streams[0] & streams[2]
-    assert min(streams[0]) == 0   # seed 0 keeps the script's env.seed=0
+    assert min(streams[0]) == 0  # seed 0 keeps the script's env.seed=0
 
 
 def test_a_resumed_job_does_not_validate_its_resumed_step_again(tmp_path):
@@ -260,7 +295,10 @@ def test_a_resumed_job_does_not_validate_its_resumed_step_again(tmp_path):
     assert "trainer.val_before_train=false" in train()
     evaluation = verl_agent.programs(config, run, eval_step=5)[-1].argv
     assert evaluation[-4:][0] == "trainer.val_before_train=true" or "trainer.val_before_train=true" in evaluation[-4:]
-    assert RAY["resume"]["tracker"]["graphgpo"].endswith(":959") and "latest_checkpointed_iteration.txt" in RAY["resume"]["tracker"]["fact"]
+    assert (
+        RAY["resume"]["tracker"]["graphgpo"].endswith(":959")
+        and "latest_checkpointed_iteration.txt" in RAY["resume"]["tracker"]["fact"]
+    )
 
 
 def test_a_seed_whose_env_seeds_leave_the_seed_range_is_refused(tmp_path):
@@ -287,5 +325,7 @@ def test_a_list_word_that_bash_would_expand_in_the_checkout_is_refused(tmp_path)
     _, config = next(study_configs(tmp_path))
     assert "trainer.logger=[console]" in verl_agent.programs(config, tmp_path / "run")[-1].argv
     (tmp_path / "trainer.logger=c").write_text("")
-    with pytest.raises(BadInput, match=r"backend.workdir: the official script passes 'trainer.logger=\[console\]' unquoted"):
+    with pytest.raises(
+        BadInput, match=r"backend.workdir: the official script passes 'trainer.logger=\[console\]' unquoted"
+    ):
         verl_agent.programs(config, tmp_path / "run")

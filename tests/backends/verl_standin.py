@@ -14,11 +14,20 @@ from pathlib import Path
 
 # what verl-agent's _save_checkpoint leaves in global_step_<N>/ with two FSDP ranks, hf_model and a critic
 # (tests/fixtures/frameworks/verl-agent-20bd331.outputs.json, checkpoint.layout)
-SAVED = ["actor/model_world_size_2_rank_0.pt", "actor/model_world_size_2_rank_1.pt", "actor/optim_world_size_2_rank_0.pt",
-         "actor/optim_world_size_2_rank_1.pt", "actor/extra_state_world_size_2_rank_0.pt",
-         "actor/extra_state_world_size_2_rank_1.pt", "actor/config.json", "actor/huggingface/config.json",
-         "actor/huggingface/model.safetensors", "actor/huggingface/tokenizer.json", "critic/model_world_size_2_rank_0.pt",
-         "data.pt"]
+SAVED = [
+    "actor/model_world_size_2_rank_0.pt",
+    "actor/model_world_size_2_rank_1.pt",
+    "actor/optim_world_size_2_rank_0.pt",
+    "actor/optim_world_size_2_rank_1.pt",
+    "actor/extra_state_world_size_2_rank_0.pt",
+    "actor/extra_state_world_size_2_rank_1.pt",
+    "actor/config.json",
+    "actor/huggingface/config.json",
+    "actor/huggingface/model.safetensors",
+    "actor/huggingface/tokenizer.json",
+    "critic/model_world_size_2_rank_0.pt",
+    "data.pt",
+]
 
 
 def saved_text(name: str, step: int) -> str:
@@ -26,7 +35,7 @@ def saved_text(name: str, step: int) -> str:
     return f"{name} of step {step}"
 
 
-RAY = '''
+RAY = """
 import copy
 def remote(**resources):
     def wrap(cls):
@@ -36,8 +45,8 @@ def remote(**resources):
                 return cls(*copy.deepcopy(args))
         return Handle
     return wrap
-'''
-ENVS = '''
+"""
+ENVS = """
 import ray
 class BaseEnv:
     def __init__(self, games):
@@ -60,8 +69,8 @@ class AlfworldEnvs:
         base_env = BaseEnv(alf_config_path)
         env_worker = ray.remote(**resources_per_worker)(AlfworldWorker)
         self.workers = [env_worker.remote({}, seed + (i // group_n), base_env) for i in range(env_num * group_n)]
-'''
-MANAGER = '''
+"""
+MANAGER = """
 class AlfWorldEnvironmentManager:
     def __init__(self, envs):
         self.envs = envs
@@ -75,8 +84,8 @@ class AlfWorldEnvironmentManager:
             if total_batch_list[batch_idx][i]["active_masks"]:
                 success["success_rate"].append(float(total_infos[batch_idx][i]["won"]))
                 return
-'''
-TRAINER = '''
+"""
+TRAINER = """
 import json, os
 import numpy as np
 class DataProto:   # verl.protocol.DataProto: .batch holds tensors (numpy arrays here), .non_tensor_batch numpy object arrays
@@ -119,13 +128,13 @@ class RayPPOTrainer:
             infos.append([{"won": t == turns - 1 and i % 2 == 0, "extra.gamefile": worker.game()} for t in range(turns + 1)])
         success = self.val_envs.success_evaluator(total_infos=infos, total_batch_list=rows)
         return {"val/success_rate": float(np.mean(success["success_rate"]))}
-'''
-TRACKING = '''
+"""
+TRACKING = """
 class Tracking:
     def log(self, data, step, backend=None):
         print("step:%d" % step)
-'''
-DRIVER = '''
+"""
+DRIVER = """
 from recipe.GraphGPO.graphgpo_ray_trainer import RayPPOTrainer   # bound by name: the hook must patch before this
 from recipe.GraphGPO.alfworld_envs import AlfworldEnvs
 from recipe.GraphGPO.graphgpo_env_manager import AlfWorldEnvironmentManager
@@ -138,24 +147,33 @@ trainer = RayPPOTrainer(AlfWorldEnvironmentManager(AlfworldEnvs(split, 1000, 3, 
 trainer.global_steps = 5
 metrics = trainer._validate()
 Tracking().log(data={**metrics, "timing_s/step": 2.5, "note": "text"}, step=5)
-'''
+"""
 
 
-SAVE_DRIVER = '''
+SAVE_DRIVER = """
 from recipe.GraphGPO.graphgpo_ray_trainer import RayPPOTrainer
 import sys, types
 trainer = RayPPOTrainer(None, types.SimpleNamespace(trainer=types.SimpleNamespace(default_local_dir=sys.argv[1])))
 for step in sys.argv[2:]:
     trainer.global_steps = int(step)
     trainer._save_checkpoint()
-'''
+"""
 
 
 def stand_in_tree(root: Path) -> None:
-    files = {"ray.py": RAY, "recipe/__init__.py": "", "recipe/GraphGPO/__init__.py": "", "recipe/GraphGPO/alfworld_envs.py": ENVS,
-             "recipe/GraphGPO/graphgpo_env_manager.py": MANAGER, "recipe/GraphGPO/graphgpo_ray_trainer.py": TRAINER,
-             "verl/__init__.py": "", "verl/utils/__init__.py": "", "verl/utils/tracking.py": TRACKING, "driver.py": DRIVER,
-             "save_driver.py": SAVE_DRIVER}
+    files = {
+        "ray.py": RAY,
+        "recipe/__init__.py": "",
+        "recipe/GraphGPO/__init__.py": "",
+        "recipe/GraphGPO/alfworld_envs.py": ENVS,
+        "recipe/GraphGPO/graphgpo_env_manager.py": MANAGER,
+        "recipe/GraphGPO/graphgpo_ray_trainer.py": TRAINER,
+        "verl/__init__.py": "",
+        "verl/utils/__init__.py": "",
+        "verl/utils/tracking.py": TRACKING,
+        "driver.py": DRIVER,
+        "save_driver.py": SAVE_DRIVER,
+    }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(textwrap.dedent(text).replace("SAVED_NAMES", repr(SAVED)))

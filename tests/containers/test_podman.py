@@ -11,13 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import REPO
+from podman_kit import build, leftover_containers, podman
 
 from agentrepro import containers
 from agentrepro.containers.proof import records_path
 from agentrepro.errors import Failure
 from agentrepro.fileio import sha256_file
-from helpers import REPO
-from podman_kit import build, leftover_containers, podman
 
 HOSTILE = {"NOTE": "$(touch /tmp/pwned) `id` ; | & 'q' \"dq\" \\ newline\nend", "EMPTY": "", "EQUALS": "a=b=c"}
 PROBE = """
@@ -30,8 +30,14 @@ json.dump({"argv": sys.argv[1:], "env": {k: os.environ.get(k) for k in sys.argv[
 
 def _run(program: containers.Program, job: Path) -> None:
     with containers.proven(program, job):
-        subprocess.run(list(program.argv), cwd=program.cwd, env={**os.environ, **program.env}, check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(
+            list(program.argv),
+            cwd=program.cwd,
+            env={**os.environ, **program.env},
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
 
 
 def test_a_wrapped_program_runs_in_its_pinned_image_and_proves_it(podman_images, tmp_path, monkeypatch):
@@ -43,7 +49,7 @@ def test_a_wrapped_program_runs_in_its_pinned_image_and_proves_it(podman_images,
     run_dir.mkdir(parents=True)
     config = {"image": image.block(), "resources": {"gpus": 0}}
     env = {**HOSTILE, "OUT": str(run_dir)}
-    argv = ["python3", "-c", PROBE, *sorted(HOSTILE), str(REPO)]   # the checkout: on the host, not mounted
+    argv = ["python3", "-c", PROBE, *sorted(HOSTILE), str(REPO)]  # the checkout: on the host, not mounted
     program = containers.program(config, argv, env, None, run_dir=run_dir, job_dir=run_dir, label="train")
     assert program.argv[:2] == ("podman", "run") and f"{image.ref.split(':')[0]}@{image.digest}" in program.argv
     _run(program, run_dir)
@@ -55,7 +61,10 @@ def test_a_wrapped_program_runs_in_its_pinned_image_and_proves_it(podman_images,
     assert not Path("/tmp/pwned").exists()
     [record] = containers.attempt_extra(run_dir)["containers"]
     assert record["requested"] == image.block() and record["resolved"]["image_id"] == image.image_id
-    assert image.digest in record["resolved"]["digests"] and containers.mismatch(containers.image_of(image.block()), record) is None
+    assert (
+        image.digest in record["resolved"]["digests"]
+        and containers.mismatch(containers.image_of(image.block()), record) is None
+    )
     assert record["version"] == podman("version", "--format", "{{.Client.Version}}").stdout.strip()
     assert leftover_containers() == [] and not (run_dir / "logs" / "train.cid").exists()
 
@@ -64,11 +73,12 @@ def test_another_images_digest_is_detected(podman_images, tmp_path, monkeypatch)
     """A run proven for image `a` is no proof of image `b`: the mismatch names the digest the runtime resolved and b's."""
     a, b = podman_images["a"], podman_images["b"]
     monkeypatch.chdir(tmp_path)
-    program = containers.program({"image": a.block()}, ["python3", "-c", "pass"], {}, None, run_dir=tmp_path,
-                                 job_dir=tmp_path, label="train")
+    program = containers.program(
+        {"image": a.block()}, ["python3", "-c", "pass"], {}, None, run_dir=tmp_path, job_dir=tmp_path, label="train"
+    )
     _run(program, tmp_path)
     [record] = containers.attempt_extra(tmp_path)["containers"]
-    b_record = {**record, "requested": containers.image_of(b.block()).identity()}   # as if the lock had pinned b
+    b_record = {**record, "requested": containers.image_of(b.block()).identity()}  # as if the lock had pinned b
     why = containers.mismatch(containers.image_of(b.block()), b_record)
     assert why is not None and a.digest in why and why.endswith(f"not the lock's {b.digest}")
 
@@ -77,18 +87,25 @@ def test_an_image_archive_is_loaded_once_and_proven_by_its_hash(podman_images, t
     """An OCI archive pinned by its sha256: the first job loads it (recorded), the next finds it present; the container
     ran the image ID the archive holds, and the record carries the file's hash."""
     monkeypatch.chdir(tmp_path)
-    image = build(tmp_path, "archive")   # an image of its own: the session's images stay in the store for other tests
+    image = build(tmp_path, "archive")  # an image of its own: the session's images stay in the store for other tests
     archive = tmp_path / "images" / "python-archive.tar"
     archive.parent.mkdir()
     podman("save", "--format", "oci-archive", "--output", str(archive), image.ref)
     block = {"runtime": "podman", "file": "images/python-archive.tar", "sha256": sha256_file(archive)}
     held = containers.archive_image_id(archive)
     assert held == image.image_id
-    podman("rmi", "--force", held)   # not in the store: the first job must load it
+    podman("rmi", "--force", held)  # not in the store: the first job must load it
     actions = []
     for job in ("first", "second"):
-        program = containers.program({"image": block}, ["python3", "-c", "print(open('/etc/agentrepro-image').read())"],
-                                     {}, None, run_dir=tmp_path / job, job_dir=tmp_path / job, label="train")
+        program = containers.program(
+            {"image": block},
+            ["python3", "-c", "print(open('/etc/agentrepro-image').read())"],
+            {},
+            None,
+            run_dir=tmp_path / job,
+            job_dir=tmp_path / job,
+            label="train",
+        )
         assert held in program.argv
         (tmp_path / job).mkdir()
         _run(program, tmp_path / job)
@@ -98,15 +115,18 @@ def test_an_image_archive_is_loaded_once_and_proven_by_its_hash(podman_images, t
         assert containers.mismatch(containers.image_of(block), record) is None
     assert actions == ["loaded", "present"]
     changed = {**block, "sha256": "0" * 64}
-    assert "hashed to" in containers.mismatch(containers.image_of(changed), {**record, "requested": containers.image_of(changed).identity()})
+    assert "hashed to" in containers.mismatch(
+        containers.image_of(changed), {**record, "requested": containers.image_of(changed).identity()}
+    )
 
 
 def test_a_registry_image_that_is_not_here_fails_naming_the_pull(podman_images, tmp_path, monkeypatch):
     """No registry is reachable: an image that is not in the store fails before the program, naming the pull."""
     monkeypatch.chdir(tmp_path)
     block = {"runtime": "podman", "ref": "registry.invalid/nothing:1", "digest": "sha256:" + "1" * 64}
-    program = containers.program({"image": block}, ["python3", "-c", "pass"], {}, None, run_dir=tmp_path,
-                                 job_dir=tmp_path, label="train")
+    program = containers.program(
+        {"image": block}, ["python3", "-c", "pass"], {}, None, run_dir=tmp_path, job_dir=tmp_path, label="train"
+    )
     with pytest.raises(Failure, match=r"podman pull registry.invalid/nothing@sha256:1{64} failed"):
         with containers.proven(program, tmp_path):
             pytest.fail("the program must not run")
@@ -116,8 +136,15 @@ def test_a_registry_image_that_is_not_here_fails_naming_the_pull(podman_images, 
 def test_a_failing_program_is_still_proven_and_its_container_removed(podman_images, tmp_path, monkeypatch):
     """The program exits 3: the failure reaches the caller, the record of what ran is kept, no container is left."""
     monkeypatch.chdir(tmp_path)
-    program = containers.program({"image": podman_images["b"].block()}, ["python3", "-c", "raise SystemExit(3)"], {},
-                                 None, run_dir=tmp_path, job_dir=tmp_path, label="eval_step2")
+    program = containers.program(
+        {"image": podman_images["b"].block()},
+        ["python3", "-c", "raise SystemExit(3)"],
+        {},
+        None,
+        run_dir=tmp_path,
+        job_dir=tmp_path,
+        label="eval_step2",
+    )
     with pytest.raises(subprocess.CalledProcessError):
         _run(program, tmp_path)
     [record] = containers.attempt_extra(tmp_path)["containers"]

@@ -10,18 +10,29 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import FIXTURES, REPO, require
 
 from agentrepro import containers
 from agentrepro.containers.runtimes import APPTAINER, DOCKER, PODMAN, Mount, RunRequest, merged_mounts
 from agentrepro.errors import BadInput
 from agentrepro.reading import load_json
-from helpers import FIXTURES, REPO, require
 
 DIGEST = "sha256:" + "ab" * 32
-REQUEST = RunRequest("ghcr.io/org/trainer@" + DIGEST, ("python3", "-m", "train", "--lr", "$(x)"),
-                     {"NOTE": "a,b $PATH `id`", "WANDB_MODE": "offline"}, Path("/srv/study"),
-                     merged_mounts([Mount(Path("/srv/study"), read_only=False), Mount(Path("/srv/study/runs/s/m/seed0"), False),
-                                    Mount(Path("/data/alfworld"))]), gpus=True, cidfile=Path("/srv/study/runs/s/m/seed0/logs/train.cid"))
+REQUEST = RunRequest(
+    "ghcr.io/org/trainer@" + DIGEST,
+    ("python3", "-m", "train", "--lr", "$(x)"),
+    {"NOTE": "a,b $PATH `id`", "WANDB_MODE": "offline"},
+    Path("/srv/study"),
+    merged_mounts(
+        [
+            Mount(Path("/srv/study"), read_only=False),
+            Mount(Path("/srv/study/runs/s/m/seed0"), False),
+            Mount(Path("/data/alfworld")),
+        ]
+    ),
+    gpus=True,
+    cidfile=Path("/srv/study/runs/s/m/seed0/logs/train.cid"),
+)
 
 
 def _options(argv: list[str], image: str) -> list[str]:
@@ -37,9 +48,14 @@ def test_podman_renders_only_flags_its_help_documents():
     """Every option of the podman command line is one `podman run --help` lists (podman itself, when installed)."""
     require("podman", shutil.which("podman") is not None, "`podman` is not on PATH")
     argv, env = PODMAN.run_argv(REQUEST)
-    documented = _documented(subprocess.run(["podman", "run", "--help"], capture_output=True, text=True, check=True).stdout)
+    documented = _documented(
+        subprocess.run(["podman", "run", "--help"], capture_output=True, text=True, check=True).stdout
+    )
     assert set(_options(argv, REQUEST.reference)) <= documented and env == {}
-    assert argv[argv.index("--device") + 1] == "nvidia.com/gpu=all" and ["--env", "CUDA_VISIBLE_DEVICES"] == argv[argv.index("--env"):argv.index("--env") + 2]
+    assert (
+        argv[argv.index("--device") + 1] == "nvidia.com/gpu=all"
+        and ["--env", "CUDA_VISIBLE_DEVICES"] == argv[argv.index("--env") : argv.index("--env") + 2]
+    )
 
 
 def test_docker_renders_only_flags_its_help_documents():
@@ -55,11 +71,38 @@ def test_podman_and_docker_command_lines_in_full():
     """The whole podman line: cidfile, never pulling, host network and IPC, GPUs, mounts (parents first, read-only
     marked), working directory, each env value one `--env NAME=VALUE` word, the pinned image, then the argv as given."""
     argv, _ = PODMAN.run_argv(REQUEST)
-    assert argv == ["podman", "run", "--cidfile", "/srv/study/runs/s/m/seed0/logs/train.cid", "--pull", "never",
-                    "--network", "host", "--ipc", "host", "--device", "nvidia.com/gpu=all", "--env", "CUDA_VISIBLE_DEVICES",
-                    "--volume", "/data/alfworld:/data/alfworld:ro", "--volume", "/srv/study:/srv/study", "--workdir", "/srv/study",
-                    "--env", "NOTE=a,b $PATH `id`", "--env", "WANDB_MODE=offline", REQUEST.reference,
-                    "python3", "-m", "train", "--lr", "$(x)"]
+    assert argv == [
+        "podman",
+        "run",
+        "--cidfile",
+        "/srv/study/runs/s/m/seed0/logs/train.cid",
+        "--pull",
+        "never",
+        "--network",
+        "host",
+        "--ipc",
+        "host",
+        "--device",
+        "nvidia.com/gpu=all",
+        "--env",
+        "CUDA_VISIBLE_DEVICES",
+        "--volume",
+        "/data/alfworld:/data/alfworld:ro",
+        "--volume",
+        "/srv/study:/srv/study",
+        "--workdir",
+        "/srv/study",
+        "--env",
+        "NOTE=a,b $PATH `id`",
+        "--env",
+        "WANDB_MODE=offline",
+        REQUEST.reference,
+        "python3",
+        "-m",
+        "train",
+        "--lr",
+        "$(x)",
+    ]
 
 
 def test_apptainer_command_line_follows_its_documented_cli(monkeypatch):
@@ -67,15 +110,47 @@ def test_apptainer_command_line_follows_its_documented_cli(monkeypatch):
     environment set by `env --` inside the image (apptainer's own --env would split at commas and evaluate $NAME);
     each flag is one Apptainer documents."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    request = RunRequest("/cache/apptainer/" + "ab" * 32 + ".sif", *[getattr(REQUEST, k) for k in ("argv", "env", "cwd", "mounts", "gpus")])
+    request = RunRequest(
+        "/cache/apptainer/" + "ab" * 32 + ".sif",
+        *[getattr(REQUEST, k) for k in ("argv", "env", "cwd", "mounts", "gpus")],
+    )
     argv, env = APPTAINER.run_argv(request)
-    assert argv == ["apptainer", "exec", "--cleanenv", "--contain", "--nv", "--bind", "/data/alfworld:/data/alfworld:ro",
-                    "--bind", "/srv/study:/srv/study", "--pwd", "/srv/study", request.reference, "env", "--", "CUDA_VISIBLE_DEVICES=2,3",
-                    "NOTE=a,b $PATH `id`", "WANDB_MODE=offline", "python3", "-m", "train", "--lr", "$(x)"] and env == {}
+    assert (
+        argv
+        == [
+            "apptainer",
+            "exec",
+            "--cleanenv",
+            "--contain",
+            "--nv",
+            "--bind",
+            "/data/alfworld:/data/alfworld:ro",
+            "--bind",
+            "/srv/study:/srv/study",
+            "--pwd",
+            "/srv/study",
+            request.reference,
+            "env",
+            "--",
+            "CUDA_VISIBLE_DEVICES=2,3",
+            "NOTE=a,b $PATH `id`",
+            "WANDB_MODE=offline",
+            "python3",
+            "-m",
+            "train",
+            "--lr",
+            "$(x)",
+        ]
+        and env == {}
+    )
     facts = (FIXTURES / "containers" / "apptainer-cli.txt").read_text()
     documented = set(re.findall(r"(?m)^exec (--[a-z-]+)", facts))
     assert set(_options(argv, request.reference)) <= documented
-    assert APPTAINER.pull_argv(Path("/c/x.sif"), "docker://ghcr.io/org/t@" + DIGEST)[1:] == ["pull", "/c/x.sif", "docker://ghcr.io/org/t@" + DIGEST]
+    assert APPTAINER.pull_argv(Path("/c/x.sif"), "docker://ghcr.io/org/t@" + DIGEST)[1:] == [
+        "pull",
+        "/c/x.sif",
+        "docker://ghcr.io/org/t@" + DIGEST,
+    ]
     assert "inspect --deffile" in facts and APPTAINER.deffile_argv(Path("/c/x.sif"))[1:3] == ["inspect", "--deffile"]
 
 
@@ -90,15 +165,22 @@ def test_an_apptainer_registry_image_runs_as_its_converted_sif(tmp_path, monkeyp
     in the image cache; a study's own SIF runs by its absolute path."""
     monkeypatch.setenv("AGENTREPRO_IMAGE_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
-    config = {"image": {"runtime": "apptainer", "ref": "ghcr.io:443/org/verl:v1.2", "digest": DIGEST}, "resources": {"gpus": 2}}
-    program = containers.program(config, ["bash", "run.sh"], {}, None, run_dir=tmp_path / "run", job_dir=tmp_path / "run", label="train")
+    config = {
+        "image": {"runtime": "apptainer", "ref": "ghcr.io:443/org/verl:v1.2", "digest": DIGEST},
+        "resources": {"gpus": 2},
+    }
+    program = containers.program(
+        config, ["bash", "run.sh"], {}, None, run_dir=tmp_path / "run", job_dir=tmp_path / "run", label="train"
+    )
     container = program.container
     assert APPTAINER.source(container.image) == "docker://ghcr.io:443/org/verl@" + DIGEST
     assert program.argv[program.argv.index("--pwd") + 2] == str(tmp_path / "cache" / "apptainer" / ("ab" * 32 + ".sif"))
     assert "--nv" in program.argv and program.cidfile is None
     sif = {"image": {"runtime": "apptainer", "file": "images/t.sif", "sha256": "cd" * 32}}
-    hooks = REPO / "src" / "agentrepro" / "hooks"   # a folder a framework backend adds (its stdlib-only integrations)
-    program = containers.program(sif, ["true"], {}, None, run_dir=tmp_path, job_dir=tmp_path, label="train", extra=[hooks])
+    hooks = REPO / "src" / "agentrepro" / "hooks"  # a folder a framework backend adds (its stdlib-only integrations)
+    program = containers.program(
+        sif, ["true"], {}, None, run_dir=tmp_path, job_dir=tmp_path, label="train", extra=[hooks]
+    )
     assert str(tmp_path / "images" / "t.sif") in program.argv and "--nv" not in program.argv
     assert program.argv[program.argv.index(f"{hooks}:{hooks}:ro") - 1] == "--bind"
 
@@ -129,19 +211,36 @@ def test_a_path_no_runtime_could_mount_faithfully_is_refused(path):
 def test_one_mount_per_path_with_read_write_winning():
     """A path asked for read-only and read-write is mounted once, read-write; parents come before children; a path
     inside a mounted one is mounted again only to change its mode."""
-    mounts = merged_mounts([Mount(Path("/a/b")), Mount(Path("/a"), read_only=False), Mount(Path("/a/b"), read_only=False),
-                            Mount(Path("/a/c")), Mount(Path("/a/c/d"), read_only=False), Mount(Path("/a/c/e")), Mount(Path("/ab"))])
-    assert [(str(m.path), m.read_only) for m in mounts] == [("/a", False), ("/a/c", True), ("/a/c/d", False), ("/ab", True)]
+    mounts = merged_mounts(
+        [
+            Mount(Path("/a/b")),
+            Mount(Path("/a"), read_only=False),
+            Mount(Path("/a/b"), read_only=False),
+            Mount(Path("/a/c")),
+            Mount(Path("/a/c/d"), read_only=False),
+            Mount(Path("/a/c/e")),
+            Mount(Path("/ab")),
+        ]
+    )
+    assert [(str(m.path), m.read_only) for m in mounts] == [
+        ("/a", False),
+        ("/a/c", True),
+        ("/a/c/d", False),
+        ("/ab", True),
+    ]
 
 
-@pytest.mark.parametrize("block, where", [
-    ({"runtime": "singularity", "ref": "x/y:1", "digest": DIGEST}, "image.runtime"),
-    ({"runtime": "podman", "ref": "--privileged", "digest": DIGEST}, "image.ref"),
-    ({"runtime": "podman", "ref": "x/y:1"}, "image.digest"),
-    ({"runtime": "docker", "ref": "x/y:1", "digest": "sha256:ab/../c"}, "image.digest"),
-    ({"runtime": "apptainer", "file": "t.sif", "sha256": "ab cd"}, "image.sha256"),
-    ({"runtime": "podman", "none": "why"}, "image.runtime"),
-])
+@pytest.mark.parametrize(
+    "block, where",
+    [
+        ({"runtime": "singularity", "ref": "x/y:1", "digest": DIGEST}, "image.runtime"),
+        ({"runtime": "podman", "ref": "--privileged", "digest": DIGEST}, "image.ref"),
+        ({"runtime": "podman", "ref": "x/y:1"}, "image.digest"),
+        ({"runtime": "docker", "ref": "x/y:1", "digest": "sha256:ab/../c"}, "image.digest"),
+        ({"runtime": "apptainer", "file": "t.sif", "sha256": "ab cd"}, "image.sha256"),
+        ({"runtime": "podman", "none": "why"}, "image.runtime"),
+    ],
+)
 def test_an_image_block_that_cannot_run_names_its_field(block, where):
     """An unknown runtime, a reference that could be read as an option, a digest missing or not one word, a file
     hash that is not one word."""
@@ -162,5 +261,7 @@ def test_the_runtimes_are_the_schemas_runtimes():
     manifest = load_json(REPO / "workflow" / "schemas" / "manifest.schema.json")
     lock = load_json(REPO / "workflow" / "schemas" / "lock.schema.json")
     assert tuple(manifest["$defs"]["runtime"]["enum"]) == containers.RUNTIMES == tuple(containers.RUNTIME)
-    assert all(tuple(form["properties"]["runtime"]["enum"]) == containers.RUNTIMES
-               for form in lock["$defs"]["image"]["oneOf"][:2])
+    assert all(
+        tuple(form["properties"]["runtime"]["enum"]) == containers.RUNTIMES
+        for form in lock["$defs"]["image"]["oneOf"][:2]
+    )

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import require_alfworld, run_cli
 
 from agentrepro.environments import make_env
 from agentrepro.environments.alfworld import parse_action
 from agentrepro.environments.alfworld_data import CATEGORIES
 from agentrepro.errors import BadInput
-from helpers import require_alfworld, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +41,17 @@ def play(env, task_id, plan):
     return info, done, total
 
 
-@pytest.mark.parametrize("text, action, valid", [
-    ("<think>a</think><action>Go To Fridge 1</action>", "go to fridge 1", True),
-    ("<THINK>a</THINK><action>look</action>", "look", False),               # think tags are matched as written
-    ("<think>a</think><ACTION> look </ACTION>", "look", True),              # action tags after lower-casing
-    ("<action>look</action>", "look", False),                               # no think: invalid, still sent
-    ("<think>看</think><action>look</action>", "look", False),               # a CJK character
-    ("<think>a</think><action>look</action><action>x</action>", "look", True),  # the first pair counts
-])
+@pytest.mark.parametrize(
+    "text, action, valid",
+    [
+        ("<think>a</think><action>Go To Fridge 1</action>", "go to fridge 1", True),
+        ("<THINK>a</THINK><action>look</action>", "look", False),  # think tags are matched as written
+        ("<think>a</think><ACTION> look </ACTION>", "look", True),  # action tags after lower-casing
+        ("<action>look</action>", "look", False),  # no think: invalid, still sent
+        ("<think>看</think><action>look</action>", "look", False),  # a CJK character
+        ("<think>a</think><action>look</action><action>x</action>", "look", True),  # the first pair counts
+    ],
+)
 def test_projection_follows_verl_agent(text, action, valid):
     """The command and validity of a response follow verl-agent's ALFWorld projection rule."""
     parsed = parse_action(text)
@@ -85,10 +88,15 @@ def test_turn_limit_invalid_turns_and_observations(games):
     first, info = env.reset(task_id)
     assert "'go to fridge 1'" in first and "'help'" not in first and "help" in info["admissible_commands"]
     assert env.solve() == list(by_id[task_id].walkthrough)
-    _obs, _r, done, info = env.step("<action>go to countertop 1</action>")      # no think: invalid, but played
+    _obs, _r, done, info = env.step("<action>go to countertop 1</action>")  # no think: invalid, but played
     assert (info["valid"], info["effective"], done, info["admissible"]) == (False, True, False, True)
-    obs, _r, done, info = env.step(response("dance"))                            # valid format, unknown command
-    assert (info["valid"], info["effective"], info["admissible"], info["feedback"]) == (True, False, False, "Nothing happens.")
+    obs, _r, done, info = env.step(response("dance"))  # valid format, unknown command
+    assert (info["valid"], info["effective"], info["admissible"], info["feedback"]) == (
+        True,
+        False,
+        False,
+        "Nothing happens.",
+    )
     assert "Action 2: 'dance'" in obs and "already taken 2 step(s)" in obs and "step 3" in obs
     assert "Observation 1:" in obs and "put some apple in fridge" in obs
     _obs, _r, done, info = env.step(response("look"))
@@ -162,14 +170,20 @@ def test_test_game_writer_command(tmp_path):
     import sys
 
     require_alfworld()
-    done = subprocess.run([sys.executable, "-m", "agentrepro.environments.alfworld_testgames", str(tmp_path / "d")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentrepro.environments.alfworld_testgames", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     ids = done.stdout.split()
     assert len(ids) == 6 and all((tmp_path / "d" / i / "game.tw-pddl").is_file() for i in ids)
     (tmp_path / "file").write_text("x")
-    bad = subprocess.run([sys.executable, "-m", "agentrepro.environments.alfworld_testgames", str(tmp_path / "file")],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "agentrepro.environments.alfworld_testgames", str(tmp_path / "file")],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1
 
 
@@ -188,18 +202,22 @@ def test_notes_follow_the_graphgpo_recipe():
 
     notes = Notes()
     assert notes.text() == ("Location: middle of a room. Items in hand (status): nothing.", "")
-    for command, feedback in [("go to countertop 1", "You arrive at countertop 1. On it, you see a apple 1."),
-                              ("take apple 1 from countertop 1", "You pick up the apple 1 from the countertop 1."),
-                              ("go to sinkbasin 1", "You arrive at sinkbasin 1."),
-                              ("cool apple 1 with fridge 1", "Nothing happens."),
-                              ("clean apple 1 with sinkbasin 1", "You clean the apple 1 using the sinkbasin 1.")]:
+    for command, feedback in [
+        ("go to countertop 1", "You arrive at countertop 1. On it, you see a apple 1."),
+        ("take apple 1 from countertop 1", "You pick up the apple 1 from the countertop 1."),
+        ("go to sinkbasin 1", "You arrive at sinkbasin 1."),
+        ("cool apple 1 with fridge 1", "Nothing happens."),
+        ("clean apple 1 with sinkbasin 1", "You clean the apple 1 using the sinkbasin 1."),
+    ]:
         notes.follow(command, feedback, done=False)
     assert notes.text() == ("Location: sinkbasin 1. Items in hand (status): apple 1(cleaned).", "")
     notes.follow("go to fridge 1", "You arrive at fridge 1.", done=False)
     notes.follow("move apple 1 to fridge 1", "You move the apple 1 to the fridge 1.", done=True)
-    notes.follow("go to cabinet 1", "You arrive at cabinet 1.", done=False)        # after the end: not followed
-    assert notes.text() == ("Location: fridge 1. Items in hand (status): nothing.",
-                            "History moving list by you: apple 1(cleaned) from countertop 1 move to fridge 1;")
+    notes.follow("go to cabinet 1", "You arrive at cabinet 1.", done=False)  # after the end: not followed
+    assert notes.text() == (
+        "Location: fridge 1. Items in hand (status): nothing.",
+        "History moving list by you: apple 1(cleaned) from countertop 1 move to fridge 1;",
+    )
     with pytest.raises(Failure, match="while holding 'nothing'"):
         Notes().follow("move apple 1 to fridge 1", "You move the apple 1 to the fridge 1.", done=False)
 

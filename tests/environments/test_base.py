@@ -43,7 +43,14 @@ def test_malformed_responses_are_invalid_turns(name, kind):
     env, ok = fresh(name)
     before = env.render()
     obs, reward, done, info = env.step(MALFORMED[kind](ok))
-    assert (reward, done, info["valid"], info["actions"], info["success"], info["effective"]) == (0.0, False, False, [], False, False)
+    assert (reward, done, info["valid"], info["actions"], info["success"], info["effective"]) == (
+        0.0,
+        False,
+        False,
+        [],
+        False,
+        False,
+    )
     assert info["grid"] == before and "extracted valid action is []" in obs
 
 
@@ -78,7 +85,9 @@ def test_vocabulary_covers_everything_rendered(name):
     symbols = set()
     for seed in range(40):
         _, info = env.reset(seed)
-        symbols |= {cell.strip() for row in info["grid"].split("\n") for cell in (row[i:i + 3] for i in range(0, len(row), 3))}
+        symbols |= {
+            cell.strip() for row in info["grid"].split("\n") for cell in (row[i : i + 3] for i in range(0, len(row), 3))
+        }
     assert symbols <= set(env.grid_symbols) and len(symbols) >= 4
 
 
@@ -90,11 +99,26 @@ def test_reset_rejects_non_integer_seed():
             env.reset(bad)
 
 
-@pytest.mark.parametrize("name,fmt", [("sokoban", "wm"), ("sokoban", "free_wm"), ("sokoban", "free_think"),
-                                      ("frozenlake", "free_think"), ("frozenlake", "wm")])
+@pytest.mark.parametrize(
+    "name,fmt",
+    [
+        ("sokoban", "wm"),
+        ("sokoban", "free_wm"),
+        ("sokoban", "free_think"),
+        ("frozenlake", "free_think"),
+        ("frozenlake", "wm"),
+    ],
+)
 def test_format_actions_is_well_formed_in_every_format(name, fmt):
     """format_actions(solve()) is parsed as exactly those actions in the configured format, and wins."""
-    env = make_env(name, {"prompt_format": fmt, "max_actions_per_step": 20, **({"min_solution_steps": [1, 5]} if name == "sokoban" else {})})
+    env = make_env(
+        name,
+        {
+            "prompt_format": fmt,
+            "max_actions_per_step": 20,
+            **({"min_solution_steps": [1, 5]} if name == "sokoban" else {}),
+        },
+    )
     env.reset(3)
     plan = env.solve()
     assert env.parse(env.format_actions(plan))["actions"] == plan

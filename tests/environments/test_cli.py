@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import FIXTURES, run_cli
 
 
@@ -34,7 +33,12 @@ def test_show_json_matches_reference_map():
     rec = next(r for r in load("sokoban_maps_min1to5.jsonl") if r["retries"] >= 2)
     out = ok(run_cli("env", "show", "--env", "sokoban", "--seed", rec["seed"], *param_args(rec), "--json"))
     obj = json.loads(out)
-    assert (obj["seed"], obj["grid"], obj["observation"], obj["state_key"]) == (rec["seed"], rec["grid"], rec["obs_str"], rec["grid"])
+    assert (obj["seed"], obj["grid"], obj["observation"], obj["state_key"]) == (
+        rec["seed"],
+        rec["grid"],
+        rec["obs_str"],
+        rec["grid"],
+    )
     assert obj["solution"] == rec["bfs_solution"] and obj["task_id"] == f"sokoban-{rec['seed']}"
     assert len(obj["task_hash"]) == 64
 
@@ -63,31 +67,57 @@ def test_replay_responses_matches_reference(tmp_path):
     path = tmp_path / "responses.jsonl"
     extra = ["<observation>o</observation><think>t</think><answer>up</answer><prediction>p</prediction>"]
     path.write_text("".join(json.dumps(t["response"]) + "\n" for t in rec["turns"]) + json.dumps(extra[0]) + "\n")
-    out = ok(run_cli("env", "replay", "--env", "sokoban", "--seed", rec["seed"], *param_args(rec), "--responses", path, "--json"))
+    out = ok(
+        run_cli(
+            "env", "replay", "--env", "sokoban", "--seed", rec["seed"], *param_args(rec), "--responses", path, "--json"
+        )
+    )
     turns = [json.loads(line) for line in out.splitlines()]
     assert len(turns) == len(rec["turns"])  # the extra response after `done` is not played
     for got, want in zip(turns, rec["turns"]):
-        assert (got["grid"], got["observation"], got["reward"], got["done"], got["success"], got["actions"], got["valid"]) == \
-            (want["grid"], want["obs_str"], want["reward"], want["done"], want["success"], want["executed_actions"], want["action_is_valid"])
+        assert (
+            got["grid"],
+            got["observation"],
+            got["reward"],
+            got["done"],
+            got["success"],
+            got["actions"],
+            got["valid"],
+        ) == (
+            want["grid"],
+            want["obs_str"],
+            want["reward"],
+            want["done"],
+            want["success"],
+            want["executed_actions"],
+            want["action_is_valid"],
+        )
 
 
 def test_replay_episodes_in_one_call(tmp_path):
     """`env replay --episodes` replays many FrozenLake episodes in one process, one output line each."""
     recs = load("frozenlake_replays.jsonl")[:12]
     path = tmp_path / "episodes.jsonl"
-    path.write_text("".join(json.dumps({"seed": r["seed"], "responses": [t["response"] for t in r["turns"]]}) + "\n" for r in recs))
+    path.write_text(
+        "".join(json.dumps({"seed": r["seed"], "responses": [t["response"] for t in r["turns"]]}) + "\n" for r in recs)
+    )
     out = ok(run_cli("env", "replay", "--env", "frozenlake", "--episodes", path))
     results = [json.loads(line) for line in out.splitlines()]
     assert [r["seed"] for r in results] == [r["seed"] for r in recs]
     for got, rec in zip(results, recs):
-        assert [(t["reward"], t["done"], t["success"], t["actions"], t["valid"], t["grid"]) for t in got["turns"]] == \
-            [(t["reward"], t["done"], t["success"], t["executed_actions"], t["action_is_valid"], t["grid"]) for t in rec["turns"]]
+        assert [(t["reward"], t["done"], t["success"], t["actions"], t["valid"], t["grid"]) for t in got["turns"]] == [
+            (t["reward"], t["done"], t["success"], t["executed_actions"], t["action_is_valid"], t["grid"])
+            for t in rec["turns"]
+        ]
 
 
-@pytest.mark.parametrize("content,needle", [
-    ('"<think></think><answer>up</answer>"\n{"not": "a string"}\n', "line 2"),
-    ('"ok"\n[1, 2\n', "line 2"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ('"<think></think><answer>up</answer>"\n{"not": "a string"}\n', "line 2"),
+        ('"ok"\n[1, 2\n', "line 2"),
+    ],
+)
 def test_replay_bad_responses_file_is_exit_2_with_line_and_no_output(tmp_path, content, needle):
     """A malformed responses file stops with exit 2, naming the file and line, before printing any turn."""
     path = tmp_path / "bad.jsonl"
@@ -119,7 +149,7 @@ def test_play_reads_piped_stdin():
     """`env play` plays typed answers from stdin: a bare action list is wrapped, and solving ends the game."""
     rec = next(r for r in load("frozenlake_replays.jsonl") if r["kind"] == "bfs_solution")
     plan = rec["action_sequence"]
-    lines = ["Jump", *(", ".join(plan[i:i + 5]) for i in range(0, len(plan), 5)), "up"]
+    lines = ["Jump", *(", ".join(plan[i : i + 5]) for i in range(0, len(plan), 5)), "up"]
     proc = run_cli("env", "play", "--env", "frozenlake", "--seed", rec["seed"], input="\n".join(lines) + "\n")
     out = ok(proc)
     assert "You are a FrozenLake solver." in out

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import FIXTURES
 
 from agentrepro.environments import make_env
 from agentrepro.environments.frozenlake import generate_random_map, shortest_path
-from helpers import FIXTURES
 
 
 def load(name: str) -> list[dict]:
@@ -33,8 +33,12 @@ def test_every_fixture_map_is_reproduced():
         env = make_env("frozenlake", env_params(rec))
         obs, info = env.reset(rec["seed"])
         assert generate_random_map(4, 0.8, rec["seed"]) == rec["desc"], rec["seed"]
-        assert (obs, info["grid"], info["state_index"], info["player_pos"]) == \
-            (rec["obs_str"], rec["grid"], rec["state_index"], rec["player_pos"]), rec["seed"]
+        assert (obs, info["grid"], info["state_index"], info["player_pos"]) == (
+            rec["obs_str"],
+            rec["grid"],
+            rec["state_index"],
+            rec["player_pos"],
+        ), rec["seed"]
         assert info["state_key"] == rec["grid"]
 
 
@@ -73,7 +77,7 @@ def test_solve_matches_reference_solutions_and_reaches_goal():
         assert plan, rec["seed"]
         done = False
         for i in range(0, len(plan), 5):
-            _, reward, done, info = env.step(f"<think>t</think><answer>{','.join(plan[i:i + 5])}</answer>")
+            _, reward, done, info = env.step(f"<think>t</think><answer>{','.join(plan[i : i + 5])}</answer>")
         assert done and info["success"] and reward == pytest.approx(1.02)
         assert env.solve() == []
 
@@ -104,5 +108,7 @@ def test_wm_format_is_accepted_when_configured():
     env.reset(0)
     _, reward, _, info = env.step("<think>t</think><answer>right</answer>")
     assert (reward, info["valid"], info["actions"]) == (0.0, False, [])
-    _, reward, done, info = env.step("<observation>o</observation><think>t</think><answer>right,right</answer><prediction>p</prediction>")
+    _, reward, done, info = env.step(
+        "<observation>o</observation><think>t</think><answer>right,right</answer><prediction>p</prediction>"
+    )
     assert (reward, done, info["success"]) == (1.02, True, True)

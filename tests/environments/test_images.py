@@ -4,9 +4,8 @@ import json
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from helpers import FIXTURES, require_vision, run_cli
+from PIL import Image
 
 from agentrepro.environments.images import IMAGE_PLACEHOLDER, frozenlake_image, pixel_hash
 from agentrepro.environments.registry import make_env, task_panel
@@ -41,7 +40,9 @@ def test_pixels_and_texts_equal_the_reference(episode):
         pixels = env.render_image()
         reference = np.asarray(Image.open(REFERENCE / row["png"]).convert("RGB"))
         assert pixels.shape == reference.shape and pixels.dtype == np.uint8
-        assert np.array_equal(pixels, reference), f"{row['png']}: {int((pixels != reference).any(axis=2).sum())} pixels differ"
+        assert np.array_equal(pixels, reference), (
+            f"{row['png']}: {int((pixels != reference).any(axis=2).sum())} pixels differ"
+        )
         assert info["image_sha256"] == pixel_hash(pixels) == row["pixel_sha256"]
         assert observation == row["obs_str"] and IMAGE_PLACEHOLDER in observation
 
@@ -105,8 +106,10 @@ def test_env_show_image_writes_the_reference_picture(tmp_path):
 
 def test_env_show_image_refusals(tmp_path):
     """--image with --seeds or into a missing folder, and --images with --episodes, are one line naming the option (exit 2)."""
-    cases = [("--env", "sokoban", "--seeds", "0-2", "--image", tmp_path / "a.png"),
-             ("--env", "sokoban", "--seed", "0", "--image", tmp_path / "missing" / "a.png")]
+    cases = [
+        ("--env", "sokoban", "--seeds", "0-2", "--image", tmp_path / "a.png"),
+        ("--env", "sokoban", "--seed", "0", "--image", tmp_path / "missing" / "a.png"),
+    ]
     for args in cases:
         result = run_cli("env", "show", *args)
         assert result.returncode == 2 and "--image" in result.stderr and "Traceback" not in result.stderr, result.stderr
@@ -124,7 +127,9 @@ def test_missing_sprite_package_is_bad_input(monkeypatch):
     images.sokoban_tiles.cache_clear()
     monkeypatch.setattr(images.importlib.util, "find_spec", lambda name: None)
     try:
-        with pytest.raises(BadInput, match=r"render_mode: image observations need the gym-sokoban package .*agentrepro\[vision\]"):
+        with pytest.raises(
+            BadInput, match=r"render_mode: image observations need the gym-sokoban package .*agentrepro\[vision\]"
+        ):
             make_env("sokoban", {"render_mode": "vision"}).reset(0)
     finally:
         images.sokoban_tiles.cache_clear()
@@ -138,8 +143,20 @@ def test_env_replay_images_writes_every_state(tmp_path):
     responses = tmp_path / "responses.jsonl"
     responses.write_text("".join(json.dumps(r["response"]) + "\n" for r in episode[1:]), encoding="utf-8")
     params = [a for k, v in first["config"].items() for a in ("--param", f"{k}={json.dumps(v)}")]
-    result = run_cli("env", "replay", "--env", first["env"], "--seed", first["seed"], *params, "--responses", responses,
-                     "--json", "--images", tmp_path / "pictures")
+    result = run_cli(
+        "env",
+        "replay",
+        "--env",
+        first["env"],
+        "--seed",
+        first["seed"],
+        *params,
+        "--responses",
+        responses,
+        "--json",
+        "--images",
+        tmp_path / "pictures",
+    )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in (tmp_path / "pictures").iterdir()) == sorted(f"turn-{r['turn']}.png" for r in episode)
     for row in episode:
@@ -154,7 +171,9 @@ def test_env_play_images_writes_the_pictures_as_it_goes(tmp_path):
     first = episode[0]
     params = [a for k, v in first["config"].items() for a in ("--param", f"{k}={json.dumps(v)}")]
     lines = "".join(r["response"].replace("\n", " ") + "\n" for r in episode[1:]) + "quit\n"
-    result = run_cli("env", "play", "--env", "sokoban", "--seed", first["seed"], *params, "--images", tmp_path / "p", input=lines)
+    result = run_cli(
+        "env", "play", "--env", "sokoban", "--seed", first["seed"], *params, "--images", tmp_path / "p", input=lines
+    )
     assert result.returncode == 0, result.stderr
     assert "<image>" in result.stdout and f"(picture: {tmp_path / 'p' / 'turn-0.png'})" in result.stdout
     for row in episode:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrepro.environments.parsing import REFERENCE_PATTERNS, match_tags, parse_response, split_actions
-from helpers import FIXTURES
 
 with open(FIXTURES / "vagen" / "parse_cases.jsonl", encoding="utf-8") as fh:
     CASES = [json.loads(line) for line in fh if line.strip()]
@@ -20,17 +20,53 @@ def test_parse_cases_match_reference(case):
     """Every parser output recorded from the reference (all formats, both envs' limits) is reproduced."""
     assert case["results"]
     for result in case["results"]:
-        got = parse_response(case["response"], prompt_format=result["prompt_format"],
-                             action_sep=result["action_sep"], max_actions=result["max_actions"])
+        got = parse_response(
+            case["response"],
+            prompt_format=result["prompt_format"],
+            action_sep=result["action_sep"],
+            max_actions=result["max_actions"],
+        )
         assert got == result["output"], (result["parser_env"], result["prompt_format"])
 
 
-TOKENS = ["<think>", "</think>", "<answer>", "</answer>", "<observation>", "</observation>", "<prediction>",
-          "</prediction>", " ", "\n", "\t", "a", "Up", ",", "<THINK>", "\u3000", "é"]
+TOKENS = [
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "<observation>",
+    "</observation>",
+    "<prediction>",
+    "</prediction>",
+    " ",
+    "\n",
+    "\t",
+    "a",
+    "Up",
+    ",",
+    "<THINK>",
+    "\u3000",
+    "é",
+]
 
 
-LAYOUT = ["<observation>", "a", "</observation>", " ", "<think>", "a", "</think>", "\n", "<answer>", "Up", "</answer>",
-          " ", "<prediction>", "a", "</prediction>"]
+LAYOUT = [
+    "<observation>",
+    "a",
+    "</observation>",
+    " ",
+    "<think>",
+    "a",
+    "</think>",
+    "\n",
+    "<answer>",
+    "Up",
+    "</answer>",
+    " ",
+    "<prediction>",
+    "a",
+    "</prediction>",
+]
 
 
 @st.composite
@@ -57,6 +93,7 @@ def test_linear_matcher_agrees_with_reference_regex(text):
 def test_mutated_layouts_exercise_matches_and_misses():
     """The property test's generator yields both matching and non-matching texts for every format."""
     import random
+
     rng = random.Random(0)
     seen = {fmt: set() for fmt in REFERENCE_PATTERNS}
     for _ in range(300):
@@ -73,10 +110,16 @@ def test_mutated_layouts_exercise_matches_and_misses():
     assert all(outcomes == {True, False} for outcomes in seen.values())
 
 
-@pytest.mark.parametrize("text", ["<think>a</think> \n<answer>b</answer>", "<observation>o</observation>x<think>t</think>"
-                                  "<answer>u</answer><prediction>p</prediction><observation>o</observation>"
-                                  "<think>t</think><answer>d</answer><prediction>p</prediction>",
-                                  "<observation>1</observation> y <answer>a</answer> z <prediction>p</prediction>"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>a</think> \n<answer>b</answer>",
+        "<observation>o</observation>x<think>t</think>"
+        "<answer>u</answer><prediction>p</prediction><observation>o</observation>"
+        "<think>t</think><answer>d</answer><prediction>p</prediction>",
+        "<observation>1</observation> y <answer>a</answer> z <prediction>p</prediction>",
+    ],
+)
 def test_linear_matcher_on_hand_cases(text):
     """Hand-written layouts (whitespace gaps, a first failed candidate, free text) agree with the regex."""
     for fmt, pattern in REFERENCE_PATTERNS.items():
@@ -90,7 +133,11 @@ def test_adversarial_long_responses_parse():
     for fmt in REFERENCE_PATTERNS:
         for text in ["<think>" * 20000, "<observation></observation><think></think><answer>" * 5000, "x" * 10**6]:
             assert parse_response(text, prompt_format=fmt)["format_correct"] is False
-        long_ok = "<observation>o</observation><think>" + "a" * 10**6 + "</think><answer>up</answer><prediction>p</prediction>"
+        long_ok = (
+            "<observation>o</observation><think>"
+            + "a" * 10**6
+            + "</think><answer>up</answer><prediction>p</prediction>"
+        )
         assert parse_response(long_ok, prompt_format=fmt)["actions"] == ["up"]
 
 

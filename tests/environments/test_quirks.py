@@ -25,11 +25,20 @@ def test_worked_examples_from_fixture_readme():
 def test_matches_cpython_hash_with_pythonhashseed_zero():
     """Our SipHash-1-3 equals `hash(str)` of a real CPython process run with PYTHONHASHSEED=0 (all lengths 0-20)."""
     rng = random.Random(0)
-    texts = ["", "0", "7", "10001", "4294967295"] + [str(rng.randrange(10**k)) for k in range(1, 21)] \
-        + ["".join(rng.choice("abcXYZ019 ") for _ in range(n)) for n in range(0, 21)]
+    texts = (
+        ["", "0", "7", "10001", "4294967295"]
+        + [str(rng.randrange(10**k)) for k in range(1, 21)]
+        + ["".join(rng.choice("abcXYZ019 ") for _ in range(n)) for n in range(21)]
+    )
     code = "import sys, json; print(json.dumps([hash(t) for t in json.loads(sys.stdin.read())]))"
-    proc = subprocess.run([sys.executable, "-c", code], input=__import__("json").dumps(texts), capture_output=True,
-                          text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        input=__import__("json").dumps(texts),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        check=True,
+    )
     expected = __import__("json").loads(proc.stdout)
     assert [reference_str_hash(t) for t in texts] == expected
 
@@ -47,7 +56,11 @@ def test_reference_generators_equal_global_seeding():
         try:
             random.seed(seed)
             np.random.seed(seed)
-            expected = ([random.random() for _ in range(5)], random.sample(range(4), 1), np.random.randint(17, size=5).tolist())
+            expected = (
+                [random.random() for _ in range(5)],
+                random.sample(range(4), 1),
+                np.random.randint(17, size=5).tolist(),
+            )
         finally:
             random.setstate(state_py)
             np.random.set_state(state_np)

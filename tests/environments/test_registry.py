@@ -23,26 +23,41 @@ from agentrepro.fileio import sha256_json
 def test_defaults_are_the_reference_configs():
     """Empty params give VAGEN's class defaults (num_gen_steps resolved as int(1.7·(rows+cols)))."""
     sok = validate_params("sokoban", {})
-    assert (sok["dim_room"], sok["num_gen_steps"], sok["max_actions_per_step"], sok["format_reward"],
-            sok["prompt_format"], sok["min_solution_steps"]) == ([6, 6], 20, 3, 0.1, "wm", None)
+    assert (
+        sok["dim_room"],
+        sok["num_gen_steps"],
+        sok["max_actions_per_step"],
+        sok["format_reward"],
+        sok["prompt_format"],
+        sok["min_solution_steps"],
+    ) == ([6, 6], 20, 3, 0.1, "wm", None)
     fl = validate_params("frozenlake", None)
-    assert (fl["size"], fl["p"], fl["is_slippery"], fl["max_actions_per_step"], fl["format_reward"], fl["prompt_format"]) == \
-        (4, 0.8, False, 5, 0.02, "free_think")
+    assert (
+        fl["size"],
+        fl["p"],
+        fl["is_slippery"],
+        fl["max_actions_per_step"],
+        fl["format_reward"],
+        fl["prompt_format"],
+    ) == (4, 0.8, False, 5, 0.02, "free_think")
     assert isinstance(make_env("sokoban", {}), Sokoban) and isinstance(make_env("frozenlake", {}), FrozenLake)
 
 
-@pytest.mark.parametrize("name,params,key", [
-    ("sokoban", {"dim_rooms": [6, 6]}, "env.params.dim_rooms"),
-    ("sokoban", {"min_solution_steps": [5, 1]}, "env.params.min_solution_steps"),
-    ("sokoban", {"max_actions_per_step": True}, "env.params.max_actions_per_step"),
-    ("sokoban", {"prompt_format": "json"}, "env.params.prompt_format"),
-    ("sokoban", {"num_boxes": 2}, "env.params.num_boxes"),
-    ("frozenlake", {"is_slippery": True}, "env.params.is_slippery"),
-    ("frozenlake", {"p": 1.5}, "env.params.p"),
-    ("frozenlake", {"prompt_format": "free_wm"}, "env.params.prompt_format"),
-    ("frozenlake", {"desc": ["SF", "FFF"]}, "env.params.desc"),
-    ("frozenlake", {"format_reward": float("nan")}, "env.params.format_reward"),
-])
+@pytest.mark.parametrize(
+    "name,params,key",
+    [
+        ("sokoban", {"dim_rooms": [6, 6]}, "env.params.dim_rooms"),
+        ("sokoban", {"min_solution_steps": [5, 1]}, "env.params.min_solution_steps"),
+        ("sokoban", {"max_actions_per_step": True}, "env.params.max_actions_per_step"),
+        ("sokoban", {"prompt_format": "json"}, "env.params.prompt_format"),
+        ("sokoban", {"num_boxes": 2}, "env.params.num_boxes"),
+        ("frozenlake", {"is_slippery": True}, "env.params.is_slippery"),
+        ("frozenlake", {"p": 1.5}, "env.params.p"),
+        ("frozenlake", {"prompt_format": "free_wm"}, "env.params.prompt_format"),
+        ("frozenlake", {"desc": ["SF", "FFF"]}, "env.params.desc"),
+        ("frozenlake", {"format_reward": float("nan")}, "env.params.format_reward"),
+    ],
+)
 def test_bad_params_name_the_key(name, params, key):
     """Unknown keys and ill-typed values are BadInput naming env.params.<key>."""
     with pytest.raises(BadInput, match=key.replace(".", r"\.")):
@@ -81,10 +96,16 @@ class Corridor(Env):
 
     name = "corridor"
     grid_symbols = ("P", "_", "G")
-    prompts = GridPrompts(guide="You are a Corridor walker.", examples={"free_think": "\nExample: <answer>Right</answer>\n"},
-                          wm_goal="goal", wm_other="wall")
-    parameters = (Param("length", 3, integer(2), "cells in the corridor"),
-                  *turn_parameters(prompts.formats, prompt_format="free_think", max_actions_per_step=2, format_reward=0.5))
+    prompts = GridPrompts(
+        guide="You are a Corridor walker.",
+        examples={"free_think": "\nExample: <answer>Right</answer>\n"},
+        wm_goal="goal",
+        wm_other="wall",
+    )
+    parameters = (
+        Param("length", 3, integer(2), "cells in the corridor"),
+        *turn_parameters(prompts.formats, prompt_format="free_think", max_actions_per_step=2, format_reward=0.5),
+    )
 
     def _generate(self, seed):
         self.pos = seed % (self.params["length"] - 1)
@@ -97,8 +118,14 @@ class Corridor(Env):
         return at_goal, at_goal
 
     def render(self):
-        return grid_text([["P" if c == self.pos else ("G" if c == self.params["length"] - 1 else "_")
-                           for c in range(self.params["length"])]])
+        return grid_text(
+            [
+                [
+                    "P" if c == self.pos else ("G" if c == self.params["length"] - 1 else "_")
+                    for c in range(self.params["length"])
+                ]
+            ]
+        )
 
     def player_position(self):
         return (0, self.pos)
@@ -136,13 +163,18 @@ def test_registry_rejects_duplicates_and_lists_alternatives():
 
 def test_registry_rejects_an_environment_without_prompts():
     """A class that declares no prompts (or none for its default format) cannot be registered."""
+
     class Silent(Corridor):
         name = "silent"
         prompts = None
 
     class WrongDefault(Corridor):
         name = "wrong"
-        parameters = (*Corridor.parameters[:2], Param("prompt_format", "wm", one_of("wm"), "format"), *Corridor.parameters[3:])
+        parameters = (
+            *Corridor.parameters[:2],
+            Param("prompt_format", "wm", one_of("wm"), "format"),
+            *Corridor.parameters[3:],
+        )
 
     with pytest.raises(ValueError, match="declares no prompts"):
         Registry([Silent])
@@ -153,9 +185,24 @@ def test_registry_rejects_an_environment_without_prompts():
 
 
 REFERENCE_NAMES = {
-    "sokoban": {"dim_room", "num_boxes", "min_solution_steps", "max_actions_per_step", "prompt_format",
-                "format_reward", "success_reward"},
-    "frozenlake": {"size", "p", "is_slippery", "max_actions_per_step", "prompt_format", "format_reward", "success_reward"},
+    "sokoban": {
+        "dim_room",
+        "num_boxes",
+        "min_solution_steps",
+        "max_actions_per_step",
+        "prompt_format",
+        "format_reward",
+        "success_reward",
+    },
+    "frozenlake": {
+        "size",
+        "p",
+        "is_slippery",
+        "max_actions_per_step",
+        "prompt_format",
+        "format_reward",
+        "success_reward",
+    },
 }
 
 

@@ -6,12 +6,17 @@ import hashlib
 import json
 
 import pytest
+from helpers import FIXTURES
 
 from agentrepro.environments.seeds import (
-    directive_payload, directive_rng_seed, expand_directive, lite_train_seeds, lite_val_seeds, parse_seed_ranges,
+    directive_payload,
+    directive_rng_seed,
+    expand_directive,
+    lite_train_seeds,
+    lite_val_seeds,
+    parse_seed_ranges,
 )
 from agentrepro.errors import BadInput
-from helpers import FIXTURES
 
 with open(FIXTURES / "vagen" / "seed_lists.jsonl", encoding="utf-8") as fh:
     SPECS = [json.loads(line) for line in fh if line.strip()]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import FIXTURES
 
 from agentrepro.environments import make_env
-from helpers import FIXTURES
 
 
 def load(name: str) -> list[dict]:
@@ -37,7 +37,9 @@ def test_every_fixture_map_is_reproduced(records):
         assert env.grid_array("state") == rec["room_state"] and env.grid_array("fixed") == rec["room_fixed"]
         assert list(env.player_position()) == rec["player_pos"] == info["player_pos"]
         assert env.generation_seed == rec["final_generation_seed"]
-        assert [(a["seed"], a["error"]) for a in env.attempt_log] == [(a["seed"], a["error"]) for a in rec["attempt_log"]]
+        assert [(a["seed"], a["error"]) for a in env.attempt_log] == [
+            (a["seed"], a["error"]) for a in rec["attempt_log"]
+        ]
         if rec["params"]["min_solution_steps"] is not None:
             assert [a["bfs_len"] for a in env.attempt_log] == [a["bfs_len"] for a in rec["attempt_log"]]
         assert env.solve() == rec["bfs_solution"], rec["seed"]
@@ -82,7 +84,8 @@ def test_solve_plays_to_success_from_start_and_midgame():
             continue
         for i in range(0, len(plan), 3):
             _, reward, done, info = env.step(
-                f"<observation>o</observation><think>t</think><answer>{', '.join(plan[i:i + 3])}</answer><prediction>p</prediction>")
+                f"<observation>o</observation><think>t</think><answer>{', '.join(plan[i : i + 3])}</answer><prediction>p</prediction>"
+            )
         assert done and info["success"] and reward == pytest.approx(1.1)
         played += 1
     assert played >= 20
@@ -102,6 +105,7 @@ def test_generation_leaves_global_random_state_alone():
     import random
 
     import numpy as np
+
     random.seed(123)
     np.random.seed(123)
     expected = (random.random(), np.random.random())
@@ -114,6 +118,7 @@ def test_generation_leaves_global_random_state_alone():
 def test_cached_rooms_equal_fresh_generation_and_survive_play():
     """The room cache returns what a fresh generation gives, and playing an episode does not alter it."""
     from agentrepro.environments.sokoban import generate_for_seed
+
     env = make_env("sokoban", {"min_solution_steps": [1, 5]})
     first = env.reset(87)[1]["grid"]
     env.step("<observation>o</observation><think>t</think><answer>up, left, down</answer><prediction>p</prediction>")

@@ -37,7 +37,7 @@ def frozen_study(tmp_path_factory) -> Path:
     for method in ("grpo", "gigpo"):
         for seed in (0, 1):
             fake_run(root, lock, method, seed)
-    fake_outputs(root)   # the real analysis and report: they need every planned run
+    fake_outputs(root)  # the real analysis and report: they need every planned run
     return root
 
 
@@ -51,5 +51,8 @@ def analysis_doc() -> dict:
 def pytest_sessionfinish(session, exitstatus):
     target = os.environ.get("AGENTREPRO_HOSTILE_COUNTS")
     if target and COUNTS:
-        rows = {k: {"inputs": v["inputs"], "targets": sorted(v["targets"]), "failures": v["failures"]} for k, v in sorted(COUNTS.items())}
+        rows = {
+            k: {"inputs": v["inputs"], "targets": sorted(v["targets"]), "failures": v["failures"]}
+            for k, v in sorted(COUNTS.items())
+        }
         Path(target).write_text(json.dumps(rows, indent=2) + "\n")

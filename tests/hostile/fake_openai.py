@@ -29,15 +29,18 @@ GOOD_TEXT = "<think>go up</think><answer>Up</answer>"
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def handle_error(self, request, client_address) -> None:   # a client that hung up on a bad answer is expected
+    def handle_error(self, request, client_address) -> None:  # a client that hung up on a bad answer is expected
         pass
 
 
 def completion(tokens_json: str = "3", text: str = GOOD_TEXT) -> bytes:
     """A chat completion's bytes with `usage.completion_tokens` spelled as `tokens_json`."""
-    body = {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                                 "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": "@TOKENS@", "total_tokens": 8}}
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": "@TOKENS@", "total_tokens": 8},
+    }
     return json.dumps(body).replace('"@TOKENS@"', tokens_json).encode()
 
 
@@ -51,7 +54,7 @@ class FakeServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args):   # quiet
+            def log_message(self, *args):  # quiet
                 pass
 
             def _send(self, status: int, body: bytes) -> None:
@@ -71,7 +74,9 @@ class FakeServer:
             def do_GET(self):
                 if fake.behaviour.startswith("models="):
                     return self._send(200, fake.behaviour.split("=", 1)[1].encode())
-                self._send(200, json.dumps({"object": "list", "data": [{"id": fake.model, "object": "model"}]}).encode())
+                self._send(
+                    200, json.dumps({"object": "list", "data": [{"id": fake.model, "object": "model"}]}).encode()
+                )
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -92,7 +97,7 @@ class FakeServer:
                     while not fake.stop.is_set():
                         try:
                             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        except OSError:   # the client hung up: the flood was refused
+                        except OSError:  # the client hung up: the flood was refused
                             return
                     return
                 if kind == "slow":
@@ -109,7 +114,7 @@ class FakeServer:
         self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         return self
 

@@ -28,7 +28,14 @@ from hypothesis import strategies as st
 
 from agentrepro import cli
 
-CLASSES = ("encoding", "nesting_and_huge_numbers", "nan_and_infinity", "duplicates_and_aliases", "options", "output_paths")
+CLASSES = (
+    "encoding",
+    "nesting_and_huge_numbers",
+    "nan_and_infinity",
+    "duplicates_and_aliases",
+    "options",
+    "output_paths",
+)
 COUNTS: dict[str, dict[str, Any]] = defaultdict(lambda: {"inputs": 0, "targets": set(), "failures": 0})
 PLACEHOLDER = "__HOSTILE_VALUE__"
 
@@ -44,14 +51,16 @@ def record(klass: str, target: str, ok: bool = True) -> None:
 class Hostile:
     klass: str
     name: str
-    json_text: str | None = None     # raw JSON text for one value
-    yaml_text: str | None = None     # raw YAML flow text for one value
+    json_text: str | None = None  # raw JSON text for one value
+    yaml_text: str | None = None  # raw YAML flow text for one value
 
 
 # ------------------------------------------------------------------------------------------ value classes
 
 _DEPTH = st.integers(min_value=65, max_value=3000)
-_BIG = st.one_of(st.integers(min_value=2**63, max_value=10**60), st.integers(min_value=-(10**60), max_value=-(2**63) - 1))
+_BIG = st.one_of(
+    st.integers(min_value=2**63, max_value=10**60), st.integers(min_value=-(10**60), max_value=-(2**63) - 1)
+)
 
 
 def _nested(depth: int, kind: str) -> str:
@@ -60,7 +69,9 @@ def _nested(depth: int, kind: str) -> str:
 
 def encoding_values() -> st.SearchStrategy[Hostile]:
     """Text that is not text: lone surrogates and control characters (as JSON escapes and YAML escapes)."""
-    surrogate = st.integers(0xD800, 0xDFFF).map(lambda c: Hostile("encoding", f"surrogate U+{c:04X}", f'"\\u{c:04x}"', f'"\\u{c:04x}"'))
+    surrogate = st.integers(0xD800, 0xDFFF).map(
+        lambda c: Hostile("encoding", f"surrogate U+{c:04X}", f'"\\u{c:04x}"', f'"\\u{c:04x}"')
+    )
     controls = st.sampled_from([c for c in range(32) if c not in (9, 10, 13)] + [127])
     control = controls.map(lambda c: Hostile("encoding", f"control U+{c:04X}", f'"a\\u{c:04x}b"', f'"a\\x{c:02x}b"'))
     return st.one_of(surrogate, control)
@@ -68,8 +79,13 @@ def encoding_values() -> st.SearchStrategy[Hostile]:
 
 def nesting_values() -> st.SearchStrategy[Hostile]:
     """Nesting past the bound, and integers beyond 64 bits (also with thousands of digits)."""
-    deep = st.builds(lambda d, k: Hostile("nesting_and_huge_numbers", f"depth {d} {k}", _nested(d, k),
-                                          _nested(d, k).replace('"a": ', "a: ")), _DEPTH, st.sampled_from(["list", "map"]))
+    deep = st.builds(
+        lambda d, k: Hostile(
+            "nesting_and_huge_numbers", f"depth {d} {k}", _nested(d, k), _nested(d, k).replace('"a": ', "a: ")
+        ),
+        _DEPTH,
+        st.sampled_from(["list", "map"]),
+    )
     big = _BIG.map(lambda n: Hostile("nesting_and_huge_numbers", f"integer {str(n)[:12]}..", str(n), str(n)))
     digits = st.integers(100, 6000).map(lambda k: Hostile("nesting_and_huge_numbers", f"{k} digits", "7" * k, "7" * k))
     return st.one_of(deep, big, digits)
@@ -116,20 +132,24 @@ def splice_json(doc: Any, index: int, value: Hostile, *, indent: int | None = 2)
 
 def splice_yaml(doc: Any, index: int, value: Hostile) -> str:
     paths = leaves(doc)
-    text = yaml.safe_dump(_replace(doc, paths[index % len(paths)], PLACEHOLDER), sort_keys=False, default_flow_style=None,
-                          width=10**6)
+    text = yaml.safe_dump(
+        _replace(doc, paths[index % len(paths)], PLACEHOLDER), sort_keys=False, default_flow_style=None, width=10**6
+    )
     return text.replace(PLACEHOLDER, value.yaml_text, 1)
 
 
 def duplicate_key_line(text: str, index: int) -> str | None:
     """YAML text with one `key: value` line repeated right after itself (the same key twice in one mapping)."""
     lines = text.splitlines(keepends=True)
-    candidates = [i for i, line in enumerate(lines)
-                  if ": " in line and not line.lstrip().startswith(("- ", "#")) and not line.rstrip().endswith(":")]
+    candidates = [
+        i
+        for i, line in enumerate(lines)
+        if ": " in line and not line.lstrip().startswith(("- ", "#")) and not line.rstrip().endswith(":")
+    ]
     if not candidates:
         return None
     i = candidates[index % len(candidates)]
-    return "".join(lines[:i + 1] + [lines[i]] + lines[i + 1:])
+    return "".join(lines[: i + 1] + [lines[i]] + lines[i + 1 :])
 
 
 def alias_bomb(levels: int, width: int) -> str:
@@ -145,7 +165,9 @@ def mutate_bytes(data: bytes, position: int, junk: bytes) -> bytes:
     return data[:at] + junk + data[at:]
 
 
-NOT_UTF8 = st.sampled_from([b"\xff", b"\xfe\xff", b"\xc3", b"\xed\xa0\x80", b"\x80abc", b"\xf8\x88\x80\x80\x80", b"\xc0\xaf"])
+NOT_UTF8 = st.sampled_from(
+    [b"\xff", b"\xfe\xff", b"\xc3", b"\xed\xa0\x80", b"\x80abc", b"\xf8\x88\x80\x80\x80", b"\xc0\xaf"]
+)
 
 
 # ------------------------------------------------------------------------------------------ running verbs
@@ -174,7 +196,7 @@ def invoke(*argv: Any, stdin: bytes = b"") -> tuple[int, str]:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
             try:
                 status = cli.main([str(a) for a in argv])
-            except SystemExit as exc:   # argparse's usage errors
+            except SystemExit as exc:  # argparse's usage errors
                 status = exc.code if isinstance(exc.code, int) else 2
     finally:
         sys.stdin = old_stdin
@@ -213,7 +235,7 @@ class Attack:
     """One hostile edit of a valid document: `render(fmt, doc)` gives the file's bytes, `klass` its class."""
 
     klass: str
-    mode: str            # "value", "bytes" or "duplicate"
+    mode: str  # "value", "bytes" or "duplicate"
     value: Hostile | None = None
     index: int = 0
     junk: bytes = b""
@@ -232,9 +254,10 @@ class Attack:
             return splice_json(doc, self.index, value).encode("utf-8", "surrogatepass")
         rows = list(doc)
         line = self.index % len(rows)
-        return "".join((splice_json(r, self.index, value, indent=None) if i == line else json.dumps(r)) + "\n"
-                       for i, r in enumerate(rows)).encode("utf-8", "surrogatepass")
-
+        return "".join(
+            (splice_json(r, self.index, value, indent=None) if i == line else json.dumps(r)) + "\n"
+            for i, r in enumerate(rows)
+        ).encode("utf-8", "surrogatepass")
 
     def _duplicate(self, fmt: str, doc: Any) -> str | None:
         """The document with one key given twice (YAML: a repeated line; JSON: a repeated first pair), or None."""

@@ -26,7 +26,6 @@ from hostile_kit import record
 from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, audit_bundle, write_bundle
 from agentrepro.fileio import sha256_bytes
 
-
 _OPENED: list[str] | None = None
 
 
@@ -57,7 +56,7 @@ def _members(path: Path) -> dict[str, bytes]:
 def _forge(members: dict[str, bytes], path: Path) -> Path:
     """Write `members` as a bundle whose BUNDLE.sha256 matches them (a consistent forgery)."""
     members = {k: v for k, v in members.items() if k != BUNDLE_SHA256}
-    sums = "".join(f"{sha256_bytes(data)}  {name}\n" for name, data in sorted(members.items()))   # plain names only
+    sums = "".join(f"{sha256_bytes(data)}  {name}\n" for name, data in sorted(members.items()))  # plain names only
     members = {BUNDLE_SHA256: sums.encode(), **members}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
@@ -71,7 +70,7 @@ def _forge(members: dict[str, bytes], path: Path) -> Path:
 
 def _complete_study(root: Path, extra: dict[str, list] | None = None) -> Path:
     """study_kit's demo study, frozen, with all four runs (`extra` files in grpo seed 0), analysis and report."""
-    from study_kit import fake_outputs, fake_run, write_study
+    from study_kit import fake_run, write_study
 
     from agentrepro.jobs.freeze import freeze
 
@@ -117,8 +116,12 @@ def _decoy(tmp_path: Path, frozen_study: Path) -> Path:
 
 
 @pytest.mark.parametrize("field", ["study", "manifest"])
-@pytest.mark.parametrize("value", ["{decoy}", "../../../etc", "/etc/passwd.yaml", "../host/manifests/demo.yaml", "demo/../../x.yaml"])
-def test_a_study_or_manifest_outside_the_archive_is_refused_naming_the_bundle(good_bundle, complete_study, tmp_path, field, value):
+@pytest.mark.parametrize(
+    "value", ["{decoy}", "../../../etc", "/etc/passwd.yaml", "../host/manifests/demo.yaml", "demo/../../x.yaml"]
+)
+def test_a_study_or_manifest_outside_the_archive_is_refused_naming_the_bundle(
+    good_bundle, complete_study, tmp_path, field, value
+):
     """BUNDLE.json naming an absolute or traversing study or manifest: one problem naming the bundle; nothing outside read."""
     decoy = _decoy(tmp_path, complete_study)
     value = value.replace("{decoy}", str(decoy))
@@ -153,19 +156,27 @@ def test_a_lock_that_hashes_a_file_outside_the_archive_is_not_read(good_bundle, 
     lock = json.loads(good_bundle["manifests/demo.lock.json"])
     lock["resolved"]["files"]["/etc/passwd"] = "0" * 64
     forged = seal({k: v for k, v in lock.items() if k != "lock_self_sha256"})
-    path = _forge({**good_bundle, "manifests/demo.lock.json": (json.dumps(forged, indent=2) + "\n").encode()}, tmp_path / "b.tar.gz")
+    path = _forge(
+        {**good_bundle, "manifests/demo.lock.json": (json.dumps(forged, indent=2) + "\n").encode()},
+        tmp_path / "b.tar.gz",
+    )
     with files_opened() as opened:
         problems = audit_bundle(path)
-    assert f"{path}:{BUNDLE_JSON}: the lock hashes '/etc/passwd', outside the bundle, and it is not listed as left out" in problems
+    assert (
+        f"{path}:{BUNDLE_JSON}: the lock hashes '/etc/passwd', outside the bundle, and it is not listed as left out"
+        in problems
+    )
     assert "/etc/passwd" not in opened and any(p.endswith("demo.lock.json") for p in opened)
 
 
 def _bomb(path: Path, big: int, *, first: dict[str, bytes]) -> Path:
     """A .tar.gz holding `first`, then one member of `big` zero bytes (compressed: about big / 1000 bytes)."""
-    squeeze = zlib.compressobj(1, zlib.DEFLATED, 31)   # gzip framing
+    squeeze = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip framing
     with open(path, "wb") as out:
+
         def put(data: bytes) -> None:
             out.write(squeeze.compress(data))
+
         for name, data in first.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -186,8 +197,10 @@ def test_a_one_gib_member_in_a_small_archive_is_refused_from_its_header(good_bun
     path = _bomb(tmp_path / "bomb.tar.gz", 1 << 30, first={BUNDLE_JSON: good_bundle[BUNDLE_JSON]})
     assert path.stat().st_size < 5 << 20
     problems = audit_bundle(path)
-    assert problems == [f"{path}: member 'runs/demo/grpo/seed0/metrics.jsonl' is 1,073,741,824 bytes, more than a member may have "
-                        "(67,108,864; --max-file-mb): refusing to extract it"]
+    assert problems == [
+        f"{path}: member 'runs/demo/grpo/seed0/metrics.jsonl' is 1,073,741,824 bytes, more than a member may have "
+        "(67,108,864; --max-file-mb): refusing to extract it"
+    ]
     record("bundles", "bundle:oversized")
 
 
@@ -195,7 +208,9 @@ def test_the_member_bound_is_an_option(good_bundle, tmp_path):
     """`audit --bundle --max-file-mb 1` refuses a 2 MiB member that the default accepts (subprocess)."""
     path = _bomb(tmp_path / "b.tar.gz", 2 << 20, first={BUNDLE_JSON: good_bundle[BUNDLE_JSON]})
     done = run_cli("audit", "--bundle", path, "--max-file-mb", "1")
-    assert done.returncode == 1 and "is 2,097,152 bytes, more than a member may have (1,048,576" in done.stdout, done.stdout
+    assert done.returncode == 1 and "is 2,097,152 bytes, more than a member may have (1,048,576" in done.stdout, (
+        done.stdout
+    )
     done = run_cli("audit", "--bundle", path)
     assert done.returncode == 1 and "more than a member may have" not in done.stdout
 

@@ -16,8 +16,20 @@ import yaml
 from helpers import REPO, run_cli
 from hostile_kit import alias_bomb, record
 
-STEP_ROWS = [{"group": "g0", "traj": f"t{i}", "turn": 0, "state": "s0", "next_state": "success",
-              "reward": 1.0, "episode_reward": 1.0, "valid": True, "success": True} for i in range(3)]
+STEP_ROWS = [
+    {
+        "group": "g0",
+        "traj": f"t{i}",
+        "turn": 0,
+        "state": "s0",
+        "next_state": "success",
+        "reward": 1.0,
+        "episode_reward": 1.0,
+        "valid": True,
+        "success": True,
+    }
+    for i in range(3)
+]
 
 
 def _demo(tmp_path: Path, **changes) -> Path:
@@ -66,14 +78,35 @@ def test_lone_surrogate_in_a_lock_is_refused(tmp_path):
     """A lone surrogate escape in a lock is refused on reading (not a UnicodeEncodeError in its canonical JSON)."""
     lock = tmp_path / "demo.lock.json"
     lock.write_text('{"lock_version": 1, "study": "\\udc80"}')
-    _one_line(run_cli("resolve", lock, "--method", "grpo", "--seed", "0", "-o", tmp_path / "c.yaml"), str(lock), "study", "U+DC80")
+    _one_line(
+        run_cli("resolve", lock, "--method", "grpo", "--seed", "0", "-o", tmp_path / "c.yaml"),
+        str(lock),
+        "study",
+        "U+DC80",
+    )
     record("encoding", "verb:resolve")
 
 
 def test_argument_that_is_not_utf8_is_refused():
     """A command-line argument holding bytes that are not UTF-8 is refused in one line, naming its position."""
-    done = subprocess.run([sys.executable, "-m", "agentrepro", "env", "show", "--env", "frozenlake", "--seed", "1",
-                           "--param", b"size=\xff"], capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentrepro",
+            "env",
+            "show",
+            "--env",
+            "frozenlake",
+            "--seed",
+            "1",
+            "--param",
+            b"size=\xff",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert done.returncode == 2 and "argument 8" in done.stderr and "Traceback" not in done.stderr
     record("encoding", "verb:env")
 
@@ -81,8 +114,10 @@ def test_argument_that_is_not_utf8_is_refused():
 # --------------------------------------------------------------------------------- nesting and numbers
 
 
-@pytest.mark.parametrize("seed, shown", [(10**30, "outside the 64-bit range"), (1e30, "expected an integer"),
-                                         (2**32, "expected a value <= 4294967295")])
+@pytest.mark.parametrize(
+    "seed, shown",
+    [(10**30, "outside the 64-bit range"), (1e30, "expected an integer"), (2**32, "expected a value <= 4294967295")],
+)
 def test_huge_seed_is_refused_at_freeze_naming_the_field(tmp_path, seed, shown):
     """A seed of 1e30 (as an integer or a float) or 2**32 is refused by freeze, naming seeds[1], before any run could fail on it in train."""
     manifest = _demo(tmp_path, seeds=[0, seed])
@@ -115,8 +150,14 @@ def test_seed_range_of_a_trillion_is_refused():
 def test_reward_beyond_int64_is_refused_with_the_line(tmp_path):
     """A step row whose reward is an integer beyond 64 bits is refused naming the file, line and field."""
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps(r) + "\n" for r in STEP_ROWS).replace('"reward": 1.0', '"reward": 123456789012345678901234567890', 1))
-    _one_line(run_cli("advantages", "--estimator", "grpo", rows, "-o", tmp_path / "o.jsonl"), str(rows), "line 1", "reward")
+    rows.write_text(
+        "".join(json.dumps(r) + "\n" for r in STEP_ROWS).replace(
+            '"reward": 1.0', '"reward": 123456789012345678901234567890', 1
+        )
+    )
+    _one_line(
+        run_cli("advantages", "--estimator", "grpo", rows, "-o", tmp_path / "o.jsonl"), str(rows), "line 1", "reward"
+    )
     assert not (tmp_path / "o.jsonl").exists()
     record("nesting_and_huge_numbers", "verb:advantages")
 
@@ -138,7 +179,9 @@ def test_reward_near_float_max_is_refused(tmp_path):
     """Rewards of 1.7e308 (whose mean overflows to infinity) are refused naming the line and field."""
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({**r, "reward": 1.7e308, "episode_reward": -1.7e308}) + "\n" for r in STEP_ROWS))
-    _one_line(run_cli("advantages", "--estimator", "grpo", rows, "-o", tmp_path / "o.jsonl"), str(rows), "line 1", "magnitude")
+    _one_line(
+        run_cli("advantages", "--estimator", "grpo", rows, "-o", tmp_path / "o.jsonl"), str(rows), "line 1", "magnitude"
+    )
     record("nan_and_infinity", "verb:advantages")
 
 
@@ -156,7 +199,10 @@ def test_epsilon_zero_on_a_zero_variance_group_gives_zero_advantages(tmp_path):
 @pytest.mark.parametrize("value", ["nan", "inf", "0", "-3"])
 def test_tolerance_that_is_not_a_positive_finite_number_is_refused(tmp_path, value):
     """`--tolerance-pp nan|inf|0|-3` is refused naming the option."""
-    _one_line(run_cli("analyze", "--outcomes", tmp_path / "x.jsonl", "--tolerance-pp", value, "--out", tmp_path / "o"), "--tolerance-pp")
+    _one_line(
+        run_cli("analyze", "--outcomes", tmp_path / "x.jsonl", "--tolerance-pp", value, "--out", tmp_path / "o"),
+        "--tolerance-pp",
+    )
     record("nan_and_infinity", "verb:analyze")
 
 
@@ -215,7 +261,9 @@ def test_alias_bomb_is_refused_without_expanding(tmp_path):
 @pytest.mark.parametrize("alpha", ["0", "1", "2", "nan"])
 def test_alpha_outside_the_open_unit_interval_is_refused(tmp_path, alpha):
     """`--alpha 0`, 1, 2 or nan is refused naming --alpha (0 and 2 were accepted)."""
-    _one_line(run_cli("analyze", "--outcomes", tmp_path / "x.jsonl", "--alpha", alpha, "--out", tmp_path / "o"), "--alpha")
+    _one_line(
+        run_cli("analyze", "--outcomes", tmp_path / "x.jsonl", "--alpha", alpha, "--out", tmp_path / "o"), "--alpha"
+    )
     record("options", "verb:analyze")
 
 

@@ -20,22 +20,40 @@ from hypothesis import strategies as st
 EXAMPLES = int(os.environ.get("AGENTREPRO_HOSTILE_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-ROWS = [{"group": "g0", "traj": f"t{i}", "turn": 0, "state": "s0", "next_state": "success" if i else "s1",
-         "reward": float(i), "episode_reward": float(i), "valid": True, "success": bool(i)} for i in range(3)]
+ROWS = [
+    {
+        "group": "g0",
+        "traj": f"t{i}",
+        "turn": 0,
+        "state": "s0",
+        "next_state": "success" if i else "s1",
+        "reward": float(i),
+        "episode_reward": float(i),
+        "valid": True,
+        "success": bool(i),
+    }
+    for i in range(3)
+]
 NUMBER_TEXT = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(min_value=-(10**40), max_value=10**40).map(str),
-    st.sampled_from(["nan", "-inf", "inf", "1e999", "0", "1", "-0", "2", "0.5", "1e-320", "", " ", "0x10", "1_000", "½"]),
+    st.sampled_from(
+        ["nan", "-inf", "inf", "1e999", "0", "1", "-0", "2", "0.5", "1e-320", "", " ", "0x10", "1_000", "½"]
+    ),
     st.text(max_size=8),
 )
 
 # (verb argv before the option, option, argv after it)
 OPTIONS = [
-    (["advantages", "--estimator", "gigpo"], "--gamma"), (["advantages", "--estimator", "graphgpo"], "--omega"),
-    (["advantages", "--estimator", "grpo"], "--epsilon"), (["advantages", "--estimator", "gigpo"], "--step-weight"),
+    (["advantages", "--estimator", "gigpo"], "--gamma"),
+    (["advantages", "--estimator", "graphgpo"], "--omega"),
+    (["advantages", "--estimator", "grpo"], "--epsilon"),
+    (["advantages", "--estimator", "gigpo"], "--step-weight"),
     (["advantages", "--estimator", "grpo"], "--invalid-penalty"),
-    (["gae", "--lam", "0.9"], "--gamma"), (["gae", "--gamma", "0.9"], "--lam"),
-    (["env", "show", "--env", "frozenlake"], "--seed"), (["env", "show", "--env", "frozenlake"], "--seeds"),
+    (["gae", "--lam", "0.9"], "--gamma"),
+    (["gae", "--gamma", "0.9"], "--lam"),
+    (["env", "show", "--env", "frozenlake"], "--seed"),
+    (["env", "show", "--env", "frozenlake"], "--seeds"),
     (["env", "seeds", "--name", "FrozenLake", "--directive", "[0, 5]"], "--n-envs"),
 ]
 
@@ -44,7 +62,11 @@ def _argv(prefix: list[str], option: str, value: str, work: Path) -> list[str]:
     argv = [*prefix, f"{option}={value}"]
     if prefix[0] in ("advantages", "gae"):
         src = work / "in.jsonl"
-        rows = ROWS if prefix[0] == "advantages" else [{"id": "a", "rewards": [1.0, 0.0], "values": [0.0, 0.5], "mask": [1, 1]}]
+        rows = (
+            ROWS
+            if prefix[0] == "advantages"
+            else [{"id": "a", "rewards": [1.0, 0.0], "values": [0.0, 0.5], "mask": [1, 1]}]
+        )
         src.write_text("".join(json.dumps(r) + "\n" for r in rows))
         argv += [str(src), "-o", str(work / "out.jsonl")]
     if prefix[:2] == ["env", "seeds"]:
@@ -62,12 +84,13 @@ def test_numeric_option_exits_0_or_2_naming_it(prefix, option, value):
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         status, message = invoke(*_argv(prefix, option, value, work))
-        ok = "Traceback" not in message and (status == 0 or (status == 2 and option.lstrip("-").replace("-", "_") in
-                                                               message.replace("-", "_")))
+        ok = "Traceback" not in message and (
+            status == 0 or (status == 2 and option.lstrip("-").replace("-", "_") in message.replace("-", "_"))
+        )
         record("options", f"verb:{prefix[0]}", ok)
         assert ok, f"{option}={value!r}: exit {status}: {message[-500:]}"
         out = work / "out.jsonl"
-        if status == 0 and out.exists():   # whatever was accepted produced finite JSON
+        if status == 0 and out.exists():  # whatever was accepted produced finite JSON
             for line in out.read_text().splitlines():
                 json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} written for {option}={value!r}"))
 
@@ -96,7 +119,22 @@ def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
         (["train", "--config", study / "runs" / "demo" / "grpo" / "seed0" / "config.yaml", "--out", "{OUT}"], "dir"),
         (["env", "show", "--env", "sokoban", "--seed", "0", "--image", "{OUT}"], "file"),
         (["env", "replay", "--env", "sokoban", "--seed", "0", "--responses", responses, "--images", "{OUT}"], "dir"),
-        (["eval", "--model", model, "--env", "frozenlake", "--seeds", "1", "--server", "http://127.0.0.1:9", "--out", "{OUT}"], "dir"),
+        (
+            [
+                "eval",
+                "--model",
+                model,
+                "--env",
+                "frozenlake",
+                "--seeds",
+                "1",
+                "--server",
+                "http://127.0.0.1:9",
+                "--out",
+                "{OUT}",
+            ],
+            "dir",
+        ),
     ]
 
 
@@ -107,11 +145,11 @@ def _bad_targets(work: Path, kind: str) -> list[Path]:
     a_file.write_text("x")
     targets = [a_file / "under-a-file" / "out"]
     if kind in ("file", "resolve"):
-        targets.append(folder)   # a folder where a file is expected
+        targets.append(folder)  # a folder where a file is expected
     if kind == "file":
-        targets.append(work / "missing" / "out")   # a missing parent
+        targets.append(work / "missing" / "out")  # a missing parent
     if kind == "dir":
-        targets.append(a_file)   # a file where a folder is expected
+        targets.append(a_file)  # a file where a folder is expected
     return targets
 
 
@@ -151,14 +189,34 @@ def test_outputs_the_system_will_not_hold_exit_2_in_one_line(frozen_study):
         for argv, kind in _outputs(work, frozen_study):
             target = "/proc/agentrepro-out" + ("" if kind == "dir" else ".x")
             status, message = invoke(*[target if a == "{OUT}" else a for a in argv])
-            ok = status == 2 and target in message and "Traceback" not in message and len(message.strip().splitlines()) == 1
+            ok = (
+                status == 2
+                and target in message
+                and "Traceback" not in message
+                and len(message.strip().splitlines()) == 1
+            )
             record("output_paths", f"verb:{argv[0]}", ok)
             assert ok, f"{argv[0]} -> {target}: exit {status}: {message}"
 
 
-@pytest.mark.parametrize("argv", [["advantages", "--estimator", "grpo", "{ROWS}", "-o", "/proc/agentrepro-out.jsonl"],
-                                  ["env", "replay", "--env", "sokoban", "--seed", "0", "--responses", "{RESPONSES}",
-                                   "--images", "/proc/agentrepro-out"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["advantages", "--estimator", "grpo", "{ROWS}", "-o", "/proc/agentrepro-out.jsonl"],
+        [
+            "env",
+            "replay",
+            "--env",
+            "sokoban",
+            "--seed",
+            "0",
+            "--responses",
+            "{RESPONSES}",
+            "--images",
+            "/proc/agentrepro-out",
+        ],
+    ],
+)
 def test_an_unwritable_output_as_a_subprocess(tmp_path, argv):
     """As a user runs it: `-o /proc/x` and `--images /proc/x` end in one line and exit 2, no traceback."""
     from helpers import run_cli
@@ -174,10 +232,26 @@ def test_an_unwritable_output_as_a_subprocess(tmp_path, argv):
 
 CLAIM_TEXT = st.one_of(
     st.text(max_size=60),
-    st.builds(lambda a, op, b, m: f"{a} {op} {b}{m}", st.sampled_from(["grpo", "gigpo", "grpo@relax", "", "a b", "é"]),
-              st.sampled_from([">", "<", "==", ">=", "=", "!="]), st.sampled_from(["gigpo", "grpo", "", "grpo@x@y"]),
-              st.sampled_from(["", " ± 3pp", " +- 1e308 pp", " ± nan pp", " ± -3pp", " ± 0pp", " ± 100 percentage points",
-                               " ± 1e-320pp", " ± 3", "±3pp ±3pp"])),
+    st.builds(
+        lambda a, op, b, m: f"{a} {op} {b}{m}",
+        st.sampled_from(["grpo", "gigpo", "grpo@relax", "", "a b", "é"]),
+        st.sampled_from([">", "<", "==", ">=", "=", "!="]),
+        st.sampled_from(["gigpo", "grpo", "", "grpo@x@y"]),
+        st.sampled_from(
+            [
+                "",
+                " ± 3pp",
+                " +- 1e308 pp",
+                " ± nan pp",
+                " ± -3pp",
+                " ± 0pp",
+                " ± 100 percentage points",
+                " ± 1e-320pp",
+                " ± 3",
+                "±3pp ±3pp",
+            ]
+        ),
+    ),
 )
 
 

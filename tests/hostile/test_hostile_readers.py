@@ -21,15 +21,44 @@ from hypothesis import strategies as st
 from agentrepro.errors import BadInput
 
 EXAMPLES = int(os.environ.get("AGENTREPRO_HOSTILE_EXAMPLES", "60"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 INDEX = st.integers(min_value=0, max_value=10**6)
 
-STEP_ROWS = [{"group": "g0", "traj": f"t{i}", "turn": 0, "state": "s0", "next_state": "success" if i else "s1",
-              "reward": float(i), "episode_reward": float(i), "valid": True, "success": bool(i)} for i in range(2)]
-OUTCOME = {"study": "demo", "method": "grpo", "seed": 0, "step": 10, "task_id": "t0", "task_hash": "a" * 64, "category": "pick",
-           "episode": 0, "success": 1, "reward": 1.0, "turns": 3, "tokens": 40}
-REFERENCE = {"paper": "test", "metric": "success_rate",
-             "values": {"gigpo": {"value": 0.5, "std": 0.01, "seeds": 2, "source": "table 1", "checked": False}}}
+STEP_ROWS = [
+    {
+        "group": "g0",
+        "traj": f"t{i}",
+        "turn": 0,
+        "state": "s0",
+        "next_state": "success" if i else "s1",
+        "reward": float(i),
+        "episode_reward": float(i),
+        "valid": True,
+        "success": bool(i),
+    }
+    for i in range(2)
+]
+OUTCOME = {
+    "study": "demo",
+    "method": "grpo",
+    "seed": 0,
+    "step": 10,
+    "task_id": "t0",
+    "task_hash": "a" * 64,
+    "category": "pick",
+    "episode": 0,
+    "success": 1,
+    "reward": 1.0,
+    "turns": 3,
+    "tokens": 40,
+}
+REFERENCE = {
+    "paper": "test",
+    "metric": "success_rate",
+    "values": {"gigpo": {"value": 0.5, "std": 0.01, "seeds": 2, "source": "table 1", "checked": False}},
+}
 
 
 def _readers(frozen_study: Path, analysis_doc: dict) -> dict:
@@ -53,13 +82,33 @@ def _readers(frozen_study: Path, analysis_doc: dict) -> dict:
         "reference": ("ref.yaml", "yaml", REFERENCE, load_reference),
         "run_config": ("config.yaml", "yaml", yaml.safe_load((run / "config.yaml").read_text()), load_run_config),
         "lock": ("demo.lock.json", "json", load_json(frozen_study / "manifests" / "demo.lock.json"), read_lock),
-        "provenance": ("provenance.json", "json", load_json(run / "provenance.json"), lambda p: read_provenance(p.parent)),
+        "provenance": (
+            "provenance.json",
+            "json",
+            load_json(run / "provenance.json"),
+            lambda p: read_provenance(p.parent),
+        ),
         "analysis": ("analysis.json", "json", analysis_doc, load_analysis),
         "step_rows": ("rows.jsonl", "jsonl", STEP_ROWS, lambda p: StepBatch.from_rows(iter_jsonl(p), source=str(p))),
         "outcomes": ("outcomes.jsonl", "jsonl", [OUTCOME, {**OUTCOME, "task_id": "t1"}], lambda p: read_outcomes([p])),
-        "metrics": ("metrics.jsonl", "jsonl", [{"step": 1, "reward_mean": 0.5}, {"step": 2, "reward_mean": 0.6}], read_steps_jsonl),
-        "responses": ("responses.jsonl", "jsonl", ["<answer>Up</answer>", "<answer>Left</answer>"], lambda p: read_responses(str(p))),
-        "episodes": ("episodes.jsonl", "jsonl", [{"seed": 3, "responses": ["<answer>Up</answer>"]}], lambda p: read_episodes(str(p))),
+        "metrics": (
+            "metrics.jsonl",
+            "jsonl",
+            [{"step": 1, "reward_mean": 0.5}, {"step": 2, "reward_mean": 0.6}],
+            read_steps_jsonl,
+        ),
+        "responses": (
+            "responses.jsonl",
+            "jsonl",
+            ["<answer>Up</answer>", "<answer>Left</answer>"],
+            lambda p: read_responses(str(p)),
+        ),
+        "episodes": (
+            "episodes.jsonl",
+            "jsonl",
+            [{"seed": 3, "responses": ["<answer>Up</answer>"]}],
+            lambda p: read_episodes(str(p)),
+        ),
     }
 
 
@@ -68,9 +117,12 @@ def _text(fmt: str, doc, index: int, value) -> str:
         return splice_yaml(doc, index, value)
     if fmt == "json":
         return splice_json(doc, index, value)
-    line = index % len(doc)   # JSONL: the hostile value goes into one line
-    return "".join((splice_json(row, index, value, indent=None) if i == line else splice_json(row, 0, _same(row), indent=None)) + "\n"
-                   for i, row in enumerate(doc))
+    line = index % len(doc)  # JSONL: the hostile value goes into one line
+    return "".join(
+        (splice_json(row, index, value, indent=None) if i == line else splice_json(row, 0, _same(row), indent=None))
+        + "\n"
+        for i, row in enumerate(doc)
+    )
 
 
 class _same:
@@ -100,8 +152,19 @@ def _refuses(read, path: Path, klass: str, target: str) -> None:
     pytest.fail(f"{target}: a hostile file was accepted: {path.read_bytes()[:300]!r}")
 
 
-READERS = ["manifest", "reference", "run_config", "lock", "provenance", "analysis", "step_rows", "outcomes", "metrics",
-           "responses", "episodes"]
+READERS = [
+    "manifest",
+    "reference",
+    "run_config",
+    "lock",
+    "provenance",
+    "analysis",
+    "step_rows",
+    "outcomes",
+    "metrics",
+    "responses",
+    "episodes",
+]
 
 
 @pytest.mark.parametrize("reader", READERS)

@@ -31,8 +31,26 @@ def model_dir(tmp_path) -> Path:
 
 
 def _eval(server: FakeServer, model: Path, out: Path, *extra, subprocess: bool = False) -> tuple[int, str]:
-    argv = ["eval", "--model", model, "--env", "frozenlake", "--seeds", SEEDS, "--server", server.url, "--out", out,
-            "--max-tokens", "8", "--max-turns", "2", "--concurrency", "2", *extra]
+    argv = [
+        "eval",
+        "--model",
+        model,
+        "--env",
+        "frozenlake",
+        "--seeds",
+        SEEDS,
+        "--server",
+        server.url,
+        "--out",
+        out,
+        "--max-tokens",
+        "8",
+        "--max-turns",
+        "2",
+        "--concurrency",
+        "2",
+        *extra,
+    ]
     if subprocess:
         done = run_cli(*argv, timeout=300)
         return done.returncode, done.stderr + done.stdout
@@ -56,8 +74,10 @@ def test_a_well_behaved_fake_server_evaluates(model_dir, tmp_path):
     assert status == 0, message
     rows = [json.loads(line) for line in (tmp_path / "out" / "outcomes.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["tokens"] == 3 * r["turns"] for r in rows)
-    assert load_json(tmp_path / "out" / "provenance.json")["attempts"][-1]["evaluator"]["time_limits_s"] == {"request": 300.0,
-                                                                                                              "deadline": 43200.0}
+    assert load_json(tmp_path / "out" / "provenance.json")["attempts"][-1]["evaluator"]["time_limits_s"] == {
+        "request": 300.0,
+        "deadline": 43200.0,
+    }
 
 
 @pytest.mark.parametrize("behaviour", ["hang", "drip"])
@@ -65,7 +85,7 @@ def test_a_server_that_never_finishes_an_answer_fails_at_the_request_timeout(mod
     """A server that accepts and never answers, or answers a byte a second: the request timeout fires, and says so."""
     with FakeServer(behaviour, model=str(model_dir.resolve())) as server:
         status, message = _eval(server, model_dir, tmp_path / "out", "--request-timeout", "2")
-        assert server.requests <= 2   # one per episode in flight: a timed-out request is not sent again
+        assert server.requests <= 2  # one per episode in flight: a timed-out request is not sent again
     _failed_cleanly(tmp_path / "out", status, message, server.url, "request timeout of 2 s", "--request-timeout")
     record("server", f"served:{behaviour}")
 
@@ -84,10 +104,20 @@ def _served_run(tmp_path: Path, url: str, server: dict) -> Path:
     from agentrepro import runconfig
     from agentrepro.environments import task_panel
 
-    config = {"study": "st", "method": "grpo", "seed": 1, "backend": {"name": "command", "command": "true", "eval_command": "true"},
-              "env": {"name": "frozenlake", "params": {}}, "train": {"mode": "concat", "max_turns": 2},
-              "eval": {"engine": "served", "server": {"kind": "url", "url": url, "max_tokens": 8, **server},
-                       "task_panel": task_panel("frozenlake", {}, [10001, 10002]), "episodes_per_task": 1}}
+    config = {
+        "study": "st",
+        "method": "grpo",
+        "seed": 1,
+        "backend": {"name": "command", "command": "true", "eval_command": "true"},
+        "env": {"name": "frozenlake", "params": {}},
+        "train": {"mode": "concat", "max_turns": 2},
+        "eval": {
+            "engine": "served",
+            "server": {"kind": "url", "url": url, "max_tokens": 8, **server},
+            "task_panel": task_panel("frozenlake", {}, [10001, 10002]),
+            "episodes_per_task": 1,
+        },
+    }
     run = tmp_path / "run"
     run.mkdir()
     runconfig.write_resolved_config(run, config)
@@ -100,17 +130,26 @@ def test_a_study_evaluation_takes_its_time_limits_from_eval_server_and_the_optio
         run = _served_run(tmp_path, server.url, {"request_timeout_s": 2})
         done = run_cli("eval", "--run", run, "--step", 0, "--checkpoint", model_dir, timeout=300)
         _failed_cleanly(run / "eval" / "step0", done.returncode, done.stderr, "request timeout of 2 s")
-        done = run_cli("eval", "--run", run, "--step", 0, "--checkpoint", model_dir, "--request-timeout", "1", timeout=300)
+        done = run_cli(
+            "eval", "--run", run, "--step", 0, "--checkpoint", model_dir, "--request-timeout", "1", timeout=300
+        )
         _failed_cleanly(run / "eval" / "step0", done.returncode, done.stderr, "request timeout of 1 s")
 
 
 LIES = {
-    "tokens=1e30": "usage.completion_tokens", "tokens=2.9": "usage.completion_tokens", "tokens=-7": "usage.completion_tokens",
-    'tokens="7"': "usage.completion_tokens", "tokens=true": "usage.completion_tokens", "tokens=null": "usage.completion_tokens",
-    "tokens=99999": "an integer in [0, 8]", "tokens=123456789012345678901234567890": "usage.completion_tokens",
-    "body=not json": "not JSON", 'body={"choices": [], "usage": {"completion_tokens": 1}}': "choices",
+    "tokens=1e30": "usage.completion_tokens",
+    "tokens=2.9": "usage.completion_tokens",
+    "tokens=-7": "usage.completion_tokens",
+    'tokens="7"': "usage.completion_tokens",
+    "tokens=true": "usage.completion_tokens",
+    "tokens=null": "usage.completion_tokens",
+    "tokens=99999": "an integer in [0, 8]",
+    "tokens=123456789012345678901234567890": "usage.completion_tokens",
+    "body=not json": "not JSON",
+    'body={"choices": [], "usage": {"completion_tokens": 1}}': "choices",
     'body={"choices": [{"message": {"content": 5}}], "usage": {"completion_tokens": 1}}': "choices[0].message.content",
-    'body={"choices": [{"message": {"content": "x"}}]}': "usage", "body=[1, 2]": "(answer)",
+    'body={"choices": [{"message": {"content": "x"}}]}': "usage",
+    "body=[1, 2]": "(answer)",
     'body={"choices": [{"message": {"content": "x"}}], "usage": {"completion_tokens": NaN}}': "not JSON",
     'body={"choices": ["x"], "usage": {"completion_tokens": 1}}': "choices[0]",
     'body={"choices": [{"message": {"content": "x"}, "finish_reason": 3}], "usage": {"completion_tokens": 1}}': "finish_reason",
@@ -144,10 +183,15 @@ def test_a_model_listing_that_is_no_listing_is_the_servers_fault(model_dir, tmp_
     record("server", "served:models")
 
 
-@pytest.mark.parametrize("behaviour, extra, named", [("hang", ["--request-timeout", "2"], "request timeout"),
-                                                     ("slow", ["--deadline", "2"], "deadline of 2 s"),
-                                                     ("tokens=-7", [], "usage.completion_tokens"),
-                                                     ("flood", [], "passed 1,048,576 bytes")])
+@pytest.mark.parametrize(
+    "behaviour, extra, named",
+    [
+        ("hang", ["--request-timeout", "2"], "request timeout"),
+        ("slow", ["--deadline", "2"], "deadline of 2 s"),
+        ("tokens=-7", [], "usage.completion_tokens"),
+        ("flood", [], "passed 1,048,576 bytes"),
+    ],
+)
 def test_server_faults_as_a_subprocess(model_dir, tmp_path, behaviour, extra, named):
     """As a user runs it: a hung, lying or flooding server ends `agentrepro eval` with exit 1 and one line."""
     with FakeServer(behaviour, model=str(model_dir.resolve())) as server:

@@ -21,8 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 EXAMPLES = int(os.environ.get("AGENTREPRO_HOSTILE_EXAMPLES", "60"))
-SETTINGS = settings(max_examples=max(10, EXAMPLES // 3), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=max(10, EXAMPLES // 3),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 def _cpu_study(root: Path, **changes) -> Path:
@@ -55,12 +58,15 @@ def _one_line(done: subprocess.CompletedProcess, *names: str) -> str:
 # ------------------------------------------------------------------------------ errors that lose their file
 
 
-@pytest.mark.parametrize("changes, names", [
-    ({"env__params__size": 4000}, ["env.params.size", "<= 64"]),
-    ({"env__params__max_actions_per_step": 10**9}, ["env.params.max_actions_per_step", "<= 100"]),
-    ({"env__params__colour": "red"}, ["env.params.colour", "unknown parameter"]),
-    ({"env__name": "nosuch"}, ["env.name", "unknown environment 'nosuch'"]),
-])
+@pytest.mark.parametrize(
+    "changes, names",
+    [
+        ({"env__params__size": 4000}, ["env.params.size", "<= 64"]),
+        ({"env__params__max_actions_per_step": 10**9}, ["env.params.max_actions_per_step", "<= 100"]),
+        ({"env__params__colour": "red"}, ["env.params.colour", "unknown parameter"]),
+        ({"env__name": "nosuch"}, ["env.name", "unknown environment 'nosuch'"]),
+    ],
+)
 def test_freeze_names_the_manifest_for_the_environments_refusals(tmp_path, changes, names):
     """A bad env.params value or an unknown env.name is refused naming the manifest file, the field and the bound."""
     manifest = _cpu_study(tmp_path, **changes)
@@ -73,8 +79,13 @@ def test_a_huge_desc_option_is_refused_naming_the_option(tmp_path):
     responses = tmp_path / "r.jsonl"
     responses.write_text(json.dumps("<answer>Up</answer>") + "\n")
     desc = json.dumps(["SG"] + ["FF"] * 20000)
-    line = _one_line(run_cli("env", "replay", "--env", "frozenlake", "--seed", "1", "--param", f"desc={desc}",
-                             "--responses", responses), "--param desc", "at most 64")
+    line = _one_line(
+        run_cli(
+            "env", "replay", "--env", "frozenlake", "--seed", "1", "--param", f"desc={desc}", "--responses", responses
+        ),
+        "--param desc",
+        "at most 64",
+    )
     assert "env.params" not in line and len(line) < 400
     record("sizes", "verb:env")
 
@@ -82,13 +93,16 @@ def test_a_huge_desc_option_is_refused_naming_the_option(tmp_path):
 # ------------------------------------------------------------------------------ the builtin model
 
 
-@pytest.mark.parametrize("config, names", [
-    ({"d_model": 10**12}, ["model.config.d_model", "[1, 8,192]"]),
-    ({"n_layers": 10**6}, ["model.config.n_layers", "[1, 128]"]),
-    ({"max_positions": 10**9}, ["model.config.max_positions", "[1, 65,536]"]),
-    ({"vocab": 5}, ["model.config.vocab", "unknown key"]),
-    ({"d_model": 4096, "n_layers": 64, "n_heads": 32}, ["model.config", "GiB", "bound of 16 GiB"]),
-])
+@pytest.mark.parametrize(
+    "config, names",
+    [
+        ({"d_model": 10**12}, ["model.config.d_model", "[1, 8,192]"]),
+        ({"n_layers": 10**6}, ["model.config.n_layers", "[1, 128]"]),
+        ({"max_positions": 10**9}, ["model.config.max_positions", "[1, 65,536]"]),
+        ({"vocab": 5}, ["model.config.vocab", "unknown key"]),
+        ({"d_model": 4096, "n_layers": 64, "n_heads": 32}, ["model.config", "GiB", "bound of 16 GiB"]),
+    ],
+)
 def test_a_builtin_model_too_large_does_not_freeze(tmp_path, config, names):
     """`model.config` past a key's bound, or whose training memory passes 16 GiB, is refused by freeze with the bound."""
     manifest = _cpu_study(tmp_path, model__config=config)
@@ -99,17 +113,20 @@ def test_a_builtin_model_too_large_does_not_freeze(tmp_path, config, names):
 # ------------------------------------------------------------------------------ the other sizes of a manifest
 
 
-@pytest.mark.parametrize("key, value, names", [
-    ("train__steps", 10**12, ["train.steps", "1000000"]),
-    ("train__group_size", 10**7, ["train.group_size", "1000000"]),
-    ("train__threads", 10**5, ["train.threads", "1024"]),
-    ("train__data_parallel", 10**6, ["train.data_parallel", "1024"]),
-    ("methods__ppo__epochs", 10**6, ["methods.ppo.epochs", "1000"]),
-    ("eval__every", 10**12, ["eval.every", "1000000"]),
-    ("resources__gpus", 10**6, ["resources.gpus", "1024"]),
-    ("resources__mem_mb", 10**12, ["resources.mem_mb", "67108864"]),
-    ("eval__server", {"deadline_s": 10**9}, ["eval.server.deadline_s", "604800"]),
-])
+@pytest.mark.parametrize(
+    "key, value, names",
+    [
+        ("train__steps", 10**12, ["train.steps", "1000000"]),
+        ("train__group_size", 10**7, ["train.group_size", "1000000"]),
+        ("train__threads", 10**5, ["train.threads", "1024"]),
+        ("train__data_parallel", 10**6, ["train.data_parallel", "1024"]),
+        ("methods__ppo__epochs", 10**6, ["methods.ppo.epochs", "1000"]),
+        ("eval__every", 10**12, ["eval.every", "1000000"]),
+        ("resources__gpus", 10**6, ["resources.gpus", "1024"]),
+        ("resources__mem_mb", 10**12, ["resources.mem_mb", "67108864"]),
+        ("eval__server", {"deadline_s": 10**9}, ["eval.server.deadline_s", "604800"]),
+    ],
+)
 def test_other_manifest_sizes_are_bounded(tmp_path, key, value, names):
     """Training steps, batch, threads, ranks, epochs, eval cadence, resources and served time limits have maximums."""
     manifest = _cpu_study(tmp_path, **{key: value})
@@ -134,7 +151,12 @@ def test_schema_maximums_are_the_bounds_the_code_applies():
 
     schema = json.loads((REPO / "workflow" / "schemas" / "manifest.schema.json").read_text())["$defs"]
     resources = schema["resources"]["properties"]
-    assert [resources[k]["maximum"] for k in ("gpus", "cpus", "runtime_min", "mem_mb")] == [MAX_GPUS, MAX_CPUS, MAX_RUNTIME_MIN, MAX_MEM_MB]
+    assert [resources[k]["maximum"] for k in ("gpus", "cpus", "runtime_min", "mem_mb")] == [
+        MAX_GPUS,
+        MAX_CPUS,
+        MAX_RUNTIME_MIN,
+        MAX_MEM_MB,
+    ]
     evaluation = schema["eval"]["properties"]
     assert evaluation["every"]["maximum"] == evaluation["checkpoint"]["oneOf"][1]["maximum"] == MAX_TRAIN_STEPS
     assert evaluation["checkpoint"]["oneOf"][2]["items"]["maximum"] == MAX_TRAIN_STEPS
@@ -155,7 +177,10 @@ def _integer_params() -> list[tuple[str, str, bool]]:
     for env in ("sokoban", "frozenlake"):
         for param in REGISTRY.get(env).parameters:
             default = param.default
-            if isinstance(default, int) and not isinstance(default, bool) or param.name in ("num_gen_steps", "min_solution_steps"):
+            if (isinstance(default, int) and not isinstance(default, bool)) or param.name in (
+                "num_gen_steps",
+                "min_solution_steps",
+            ):
                 out.append((env, param.name, param.name in ("dim_room", "min_solution_steps")))
             elif isinstance(default, list) and all(isinstance(v, int) for v in default):
                 out.append((env, param.name, True))
@@ -167,7 +192,9 @@ INTEGER_PARAMS = _integer_params()
 
 @pytest.mark.parametrize("env, name, pair", INTEGER_PARAMS, ids=[f"{e}.{n}" for e, n, _ in INTEGER_PARAMS])
 @SETTINGS
-@given(value=st.one_of(st.integers(min_value=1_000_001, max_value=10**40), st.integers(max_value=-1, min_value=-(10**40))))
+@given(
+    value=st.one_of(st.integers(min_value=1_000_001, max_value=10**40), st.integers(max_value=-1, min_value=-(10**40)))
+)
 def test_every_integer_parameter_is_bounded(env, name, pair, value):
     """Any integer past a million (or negative) for any integer parameter of a game: exit 2 naming `--param NAME`, at once."""
     given_value = [value, value] if pair else value
@@ -177,31 +204,67 @@ def test_every_integer_parameter_is_bounded(env, name, pair, value):
     assert ok, f"{name}={value}: exit {status}: {message[-400:]}"
 
 
-@pytest.mark.parametrize("name, value, bound", [("dim_room", [200, 200], "[3, 20]"), ("reset_seed_max_tries", 10**12, "<= 10000"),
-                                                ("generate_room_tries", 10**6, "<= 100"), ("num_gen_steps", 10**6, "<= 1000"),
-                                                ("min_solution_steps", [0, 10**6], "<= 1000"),
-                                                ("min_solution_bfs_max_depth", 10**9, "<= 1000"), ("success_reward", 1e300, "1e+06")])
+@pytest.mark.parametrize(
+    "name, value, bound",
+    [
+        ("dim_room", [200, 200], "[3, 20]"),
+        ("reset_seed_max_tries", 10**12, "<= 10000"),
+        ("generate_room_tries", 10**6, "<= 100"),
+        ("num_gen_steps", 10**6, "<= 1000"),
+        ("min_solution_steps", [0, 10**6], "<= 1000"),
+        ("min_solution_bfs_max_depth", 10**9, "<= 1000"),
+        ("success_reward", 1e300, "1e+06"),
+    ],
+)
 def test_sokoban_generation_sizes_name_their_bound(name, value, bound):
     """Sokoban's room size and generation budgets (the reference bounds none) are refused with the bound (subprocess)."""
-    _one_line(run_cli("env", "show", "--env", "sokoban", "--seed", "1", "--param", f"{name}={json.dumps(value)}"),
-              f"--param {name}", bound)
+    _one_line(
+        run_cli("env", "show", "--env", "sokoban", "--seed", "1", "--param", f"{name}={json.dumps(value)}"),
+        f"--param {name}",
+        bound,
+    )
     record("sizes", "verb:env")
 
 
 # ------------------------------------------------------------------------------ options
 
 
-TIME_OPTIONS = ["--request-timeout", "--deadline", "--startup-timeout", "--max-tokens", "--concurrency", "--max-turns", "--episodes"]
+TIME_OPTIONS = [
+    "--request-timeout",
+    "--deadline",
+    "--startup-timeout",
+    "--max-tokens",
+    "--concurrency",
+    "--max-turns",
+    "--episodes",
+]
 
 
 @pytest.mark.parametrize("option", TIME_OPTIONS)
 @SETTINGS
-@given(text=st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1e999", "1e12", "", "x"]),
-                      st.integers(min_value=-(10**30), max_value=10**30).map(str), st.floats().map(repr)))
+@given(
+    text=st.one_of(
+        st.sampled_from(["nan", "inf", "-1", "0", "1e999", "1e12", "", "x"]),
+        st.integers(min_value=-(10**30), max_value=10**30).map(str),
+        st.floats().map(repr),
+    )
+)
 def test_eval_limits_exit_2_naming_the_option(tmp_path, option, text):
     """Any text for a served evaluation's limit: refused naming the option, or accepted (and the missing model named)."""
-    status, message = invoke("eval", "--model", tmp_path / "no-model", "--env", "frozenlake", "--seeds", "1",
-                             "--server", "http://127.0.0.1:9", "--out", tmp_path / "out", f"{option}={text}")
+    status, message = invoke(
+        "eval",
+        "--model",
+        tmp_path / "no-model",
+        "--env",
+        "frozenlake",
+        "--seeds",
+        "1",
+        "--server",
+        "http://127.0.0.1:9",
+        "--out",
+        tmp_path / "out",
+        f"{option}={text}",
+    )
     ok = status == 2 and "Traceback" not in message and (option in message or "--model" in message)
     record("options", "verb:eval")
     assert ok, f"{option}={text!r}: exit {status}: {message[-300:]}"

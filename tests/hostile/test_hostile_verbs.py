@@ -27,8 +27,20 @@ SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.functio
 IN_PROCESS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=SLOW_OK)
 SUBPROCESS = settings(max_examples=SUBPROCESS_EXAMPLES, deadline=None, suppress_health_check=SLOW_OK)
 
-STEP_ROWS = [{"group": "g0", "traj": f"t{i}", "turn": 0, "state": "s0", "next_state": "success" if i else "s1",
-              "reward": float(i), "episode_reward": float(i), "valid": True, "success": bool(i)} for i in range(2)]
+STEP_ROWS = [
+    {
+        "group": "g0",
+        "traj": f"t{i}",
+        "turn": 0,
+        "state": "s0",
+        "next_state": "success" if i else "s1",
+        "reward": float(i),
+        "episode_reward": float(i),
+        "valid": True,
+        "success": bool(i),
+    }
+    for i in range(2)
+]
 SEQUENCES = [{"id": "a", "rewards": [0.0, 1.0], "values": [0.1, 0.2], "mask": [1, 1]}]
 
 
@@ -57,18 +69,35 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
     if verb == "freeze-reference":
         write_study(work)
         path = work / "manifests" / "references" / "demo.yaml"
-        return ["freeze", work / "manifests" / "demo.yaml", "--root", work, "--allow-dirty"], path, "yaml", yaml.safe_load(path.read_text()), (2,)
+        return (
+            ["freeze", work / "manifests" / "demo.yaml", "--root", work, "--allow-dirty"],
+            path,
+            "yaml",
+            yaml.safe_load(path.read_text()),
+            (2,),
+        )
     if verb == "command":
         write_study(work)
         path = work / "manifests" / "demo.yaml"
         return ["command", path, "--method", "grpo", "--seed", "0"], path, "yaml", BASE, (2,)
     if verb == "resolve":
         path = work / "demo.lock.json"
-        return (["resolve", path, "--method", "grpo", "--seed", "0", "-o", work / "c.yaml"], path, "json",
-                load_json(study / "manifests" / "demo.lock.json"), (2,))
+        return (
+            ["resolve", path, "--method", "grpo", "--seed", "0", "-o", work / "c.yaml"],
+            path,
+            "json",
+            load_json(study / "manifests" / "demo.lock.json"),
+            (2,),
+        )
     if verb == "train":
         path = work / "config.yaml"
-        return ["train", "--config", path, "--out", work / "run"], path, "yaml", yaml.safe_load((run / "config.yaml").read_text()), (2,)
+        return (
+            ["train", "--config", path, "--out", work / "run"],
+            path,
+            "yaml",
+            yaml.safe_load((run / "config.yaml").read_text()),
+            (2,),
+        )
     if verb == "eval":
         target = _copy(run, work / "run")
         path = target / "resolved_config.yaml"
@@ -86,8 +115,12 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
         return ["analyze", "--outcomes", outcomes, "--reference", path, "--out", work / "out"], path, "yaml", doc, (2,)
     if verb == "analyze-study":
         root = _copy(astudy, work / "root")
-        which = ["runs/toy/grpo/seed0/metrics.jsonl", "runs/toy/graphgpo/seed1/provenance.json", "manifests/toy.lock.json",
-                 "runs/toy/grpo/seed1/timings.jsonl"]
+        which = [
+            "runs/toy/grpo/seed0/metrics.jsonl",
+            "runs/toy/graphgpo/seed1/provenance.json",
+            "manifests/toy.lock.json",
+            "runs/toy/grpo/seed1/timings.jsonl",
+        ]
         rel = which[len(str(work)) % len(which)]
         path = root / rel
         fmt = "json" if rel.endswith(".json") else "jsonl"
@@ -99,13 +132,23 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
         return ["report", "demo", "--root", work, "--no-pdf"], path, "json", analysis_doc, (2,)
     if verb == "audit":
         root = _copy(study, work / "root")
-        which = ["manifests/demo.lock.json", "runs/demo/grpo/seed0/provenance.json", "runs/demo/grpo/seed0/eval/step10/outcomes.jsonl",
-                 "runs/demo/gigpo/seed1/resolved_config.yaml", "manifests/demo.yaml"]
+        which = [
+            "manifests/demo.lock.json",
+            "runs/demo/grpo/seed0/provenance.json",
+            "runs/demo/grpo/seed0/eval/step10/outcomes.jsonl",
+            "runs/demo/gigpo/seed1/resolved_config.yaml",
+            "manifests/demo.yaml",
+        ]
         rel = which[len(str(work)) % len(which)]
         path = root / rel
         fmt = {"json": "json", "jsonl": "jsonl", "yaml": "yaml"}[rel.rsplit(".", 1)[1]]
-        doc = (load_json(path) if fmt == "json" else [json.loads(x) for x in path.read_text().splitlines()] if fmt == "jsonl"
-               else yaml.safe_load(path.read_text()))
+        doc = (
+            load_json(path)
+            if fmt == "json"
+            else [json.loads(x) for x in path.read_text().splitlines()]
+            if fmt == "jsonl"
+            else yaml.safe_load(path.read_text())
+        )
         return ["audit", "demo", "--root", root], path, fmt, doc, (1, 2)
     if verb == "bundle":
         root = _copy(study, work / "root")
@@ -119,12 +162,33 @@ def _case(verb: str, work: Path, study: Path, astudy: Path, analysis_doc: dict):
         return ["gae", "--gamma", "1", "--lam", "1", path, "-o", work / "out.jsonl"], path, "jsonl", SEQUENCES, (2,)
     if verb == "env-replay":
         path = work / "episodes.jsonl"
-        return ["env", "replay", "--env", "frozenlake", "--episodes", path], path, "jsonl", [{"seed": 1, "responses": ["Up"]}], (2,)
+        return (
+            ["env", "replay", "--env", "frozenlake", "--episodes", path],
+            path,
+            "jsonl",
+            [{"seed": 1, "responses": ["Up"]}],
+            (2,),
+        )
     raise AssertionError(verb)
 
 
-VERBS = ["freeze-manifest", "freeze-reference", "command", "resolve", "train", "eval", "analyze-outcomes", "analyze-reference",
-         "analyze-study", "report", "audit", "bundle", "advantages", "gae", "env-replay"]
+VERBS = [
+    "freeze-manifest",
+    "freeze-reference",
+    "command",
+    "resolve",
+    "train",
+    "eval",
+    "analyze-outcomes",
+    "analyze-reference",
+    "analyze-study",
+    "report",
+    "audit",
+    "bundle",
+    "advantages",
+    "gae",
+    "env-replay",
+]
 
 
 def _attack(verb, attack, frozen_study, analysis_study, analysis_doc, *, subprocess: bool):
@@ -169,9 +233,11 @@ def test_hostile_stdin_is_refused_naming_stdin(tmp_path, verb, data):
     from hostile_kit import invoke
 
     doc = {"advantages": STEP_ROWS, "gae": SEQUENCES, "env-replay": [{"seed": 1, "responses": ["Up"]}]}[verb]
-    argv = {"advantages": ["advantages", "--estimator", "grpo", "-", "-o", "-"],
-            "gae": ["gae", "--gamma", "1", "--lam", "1", "-", "-o", "-"],
-            "env-replay": ["env", "replay", "--env", "frozenlake", "--episodes", "-"]}[verb]
+    argv = {
+        "advantages": ["advantages", "--estimator", "grpo", "-", "-o", "-"],
+        "gae": ["gae", "--gamma", "1", "--lam", "1", "-", "-o", "-"],
+        "env-replay": ["env", "replay", "--env", "frozenlake", "--episodes", "-"],
+    }[verb]
     status, stderr = invoke(*argv, stdin=data.render("jsonl", doc))
     ok = refused(status, stderr, "<stdin>", "-")
     record(data.klass_for("jsonl", doc), f"verb:{verb.split('-')[0]}:stdin", ok)

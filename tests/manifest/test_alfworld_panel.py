@@ -7,19 +7,21 @@ import shutil
 from importlib.metadata import version
 
 import pytest
+from helpers import require_alfworld, run_cli
 from study_kit import BASE, fake_run, git_commit_all, set_key, write_study
 
-from agentrepro.errors import BadInput
 from agentrepro.audit import audit_study
+from agentrepro.errors import BadInput
 from agentrepro.jobs.freeze import freeze
-from helpers import require_alfworld, run_cli
 
 
 def alfworld_study(root, tasks=4):
     """The demo study on the test games of tests/environments, ALFWorld data in data/alfworld, plus ineligible games."""
     from agentrepro.environments.alfworld_testgames import GAMES, write_data_dir
 
-    manifest = set_key(set_key(set_key(BASE, "data.eval.path", "data/alfworld"), "eval.tasks", tasks), "eval.panel", "first")
+    manifest = set_key(
+        set_key(set_key(BASE, "data.eval.path", "data/alfworld"), "eval.tasks", tasks), "eval.panel", "first"
+    )
     write_study(root, manifest)
     data = root / "data" / "alfworld"
     games = write_data_dir(data)
@@ -57,7 +59,7 @@ def test_panel_is_the_first_eligible_games_sorted_with_versions(root):
     assert not any("movable" in f or "000090" in f for f in files)
     assert lock["resolved"]["env_packages"] == {"alfworld": version("alfworld"), "textworld": version("textworld")}
     again, _, written = freeze(manifest, root=root)
-    assert not written and again["task_panel"] == panel     # same directory, same lock
+    assert not written and again["task_panel"] == panel  # same directory, same lock
     assert audit_study("demo", root, require="lock") == []
 
 
@@ -86,8 +88,12 @@ def test_too_few_games_and_bad_splits_are_refused(root):
     manifest, _ = alfworld_study(root, tasks=7)
     result = run_cli("freeze", manifest, "--root", root, cwd=root)
     assert result.returncode == 2 and "eval.tasks: 6 eligible games, fewer than eval.tasks (7)" in result.stderr
-    (root / "manifests" / "demo.yaml").write_text((root / "manifests" / "demo.yaml").read_text()
-                                                  .replace("eval_in_distribution", "valid_seen").replace("tasks: 7", "tasks: 2"))
+    (root / "manifests" / "demo.yaml").write_text(
+        (root / "manifests" / "demo.yaml")
+        .read_text()
+        .replace("eval_in_distribution", "valid_seen")
+        .replace("tasks: 7", "tasks: 2")
+    )
     git_commit_all(root)
     with pytest.raises(BadInput, match="env.split: unknown ALFWorld split 'valid_seen'"):
         freeze(manifest, root=root)

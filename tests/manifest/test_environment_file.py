@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
+
 import tomllib
-
 import yaml
-
 from helpers import REPO
 
 
@@ -28,6 +27,8 @@ def test_environment_matches_pyproject():
     for dep in project["dependencies"]:
         name, bound = re.match(r"^([A-Za-z0-9_.-]+)\s*>=\s*(\S+)$", dep).groups()
         assert found.get(name.lower()) == bound, f"environment.yml: {name} should be >={bound}"
-    assert "-e .[test,serving,vision]" in pip  # as the Makefile installs it: the served evaluator's tests need the serving extra, the image tests the vision one
+    assert (
+        "-e .[test,serving,vision]" in pip
+    )  # as the Makefile installs it: the served evaluator's tests need the serving extra, the image tests the vision one
     python = project["requires-python"].removeprefix(">=")
     assert tuple(map(int, found["python"].split("."))) >= tuple(map(int, python.split(".")))

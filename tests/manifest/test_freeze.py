@@ -23,15 +23,30 @@ def test_freeze_writes_a_complete_lock(study):
     assert lock_problems(lock) == []
     assert lock["manifest_sha256"] == sha256_json(lock["manifest"]) and lock["manifest"]["study"] == "demo"
     assert lock["resolved"]["backend"] == {"name": "verl-agent", "repo": "langfengQ/verl-agent", "commit": COMMIT_A}
-    assert lock["resolved"]["files"] == {"data/eval.jsonl": sha256_file(study / "data" / "eval.jsonl"),
-                                         "manifests/references/demo.yaml": sha256_file(study / "manifests" / "references" / "demo.yaml")}
-    assert lock["harness"] == {"commit": git(study, "rev-parse", "HEAD"), "dirty": False, "dirty_paths": [], "allow_dirty": False}
+    assert lock["resolved"]["files"] == {
+        "data/eval.jsonl": sha256_file(study / "data" / "eval.jsonl"),
+        "manifests/references/demo.yaml": sha256_file(study / "manifests" / "references" / "demo.yaml"),
+    }
+    assert lock["harness"] == {
+        "commit": git(study, "rev-parse", "HEAD"),
+        "dirty": False,
+        "dirty_paths": [],
+        "allow_dirty": False,
+    }
     assert [t["task_id"] for t in lock["task_panel"]] == ["t0", "t1", "t2", "t3"]
     assert any(p.startswith("jsonschema==") for p in lock["python"]["packages"])
     assert lock["python"]["packages_sha256"] == sha256_json(lock["python"]["packages"])
     assert lock["lock_self_sha256"] == content_sha256(lock)
-    streams = {s["stream"]: s for s in lock["seed_streams"]["verl-agent"]}   # which randomness the seed reaches (planning)
-    assert list(streams) == ["environment games", "data order", "rollout sampling", "model initialisation", "evaluation sampling"]
+    streams = {
+        s["stream"]: s for s in lock["seed_streams"]["verl-agent"]
+    }  # which randomness the seed reaches (planning)
+    assert list(streams) == [
+        "environment games",
+        "data order",
+        "rollout sampling",
+        "model initialisation",
+        "evaluation sampling",
+    ]
     assert streams["model initialisation"]["reached"] is False and streams["environment games"]["reached"] is True
 
 
@@ -43,7 +58,10 @@ def test_freeze_refuses_a_job_that_asks_for_less_than_it_demands(study):
     git(study, "commit", "-qam", "fewer CPUs")
     result = run_cli("freeze", "manifests/demo.yaml", cwd=study)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert "resources.cpus = 2: env.resources_per_worker.num_cpus 0.1 x 12 env workers + 1 TaskRunner + 1 x 2 GPU workers = 4.2 exceeds it" in result.stderr
+    assert (
+        "resources.cpus = 2: env.resources_per_worker.num_cpus 0.1 x 12 env workers + 1 TaskRunner + 1 x 2 GPU workers = 4.2 exceeds it"
+        in result.stderr
+    )
     assert not (study / "manifests" / "demo.lock.json").exists()
 
 
@@ -58,17 +76,20 @@ def test_freeze_again_keeps_the_identical_lock(study):
     assert (study / "manifests" / "demo.lock.json").read_bytes() == before
 
 
-@pytest.mark.parametrize("dotted, value, field, words", [
-    ("model.revision", "main", "model.revision", "branch or tag"),
-    ("model.revision", "20bd331", "model.revision", "short commit hash"),
-    ("model.tokenizer_revision", "TODO-pin", "model.tokenizer_revision", "placeholder"),
-    ("backend.commit", "v0.2", "backend.commit", "branch or tag"),
-    ("image.digest", DELETE, "image.digest", "alone is mutable"),
-    ("image.digest", "sha256:1234", "image.digest", "expected sha256:<64"),
-    ("data.eval.path", "data/missing.jsonl", "data.eval.path", "file not found"),
-    ("data.eval.sha256", "0" * 64, "data.eval.sha256", "not the manifest's"),
-    ("reference", "references/missing.yaml", "reference.path", "file not found"),
-])
+@pytest.mark.parametrize(
+    "dotted, value, field, words",
+    [
+        ("model.revision", "main", "model.revision", "branch or tag"),
+        ("model.revision", "20bd331", "model.revision", "short commit hash"),
+        ("model.tokenizer_revision", "TODO-pin", "model.tokenizer_revision", "placeholder"),
+        ("backend.commit", "v0.2", "backend.commit", "branch or tag"),
+        ("image.digest", DELETE, "image.digest", "alone is mutable"),
+        ("image.digest", "sha256:1234", "image.digest", "expected sha256:<64"),
+        ("data.eval.path", "data/missing.jsonl", "data.eval.path", "file not found"),
+        ("data.eval.sha256", "0" * 64, "data.eval.sha256", "not the manifest's"),
+        ("reference", "references/missing.yaml", "reference.path", "file not found"),
+    ],
+)
 def test_each_mutable_identifier_is_refused_naming_its_field(tmp_path, dotted, value, field, words):
     """freeze exits 2 and names the field and the reason, writing no lock (subprocess)."""
     write_study(tmp_path, set_key(BASE, dotted, value))
@@ -151,11 +172,17 @@ def test_generated_panel_comes_from_the_environments_package(tmp_path, monkeypat
 
     def task_panel(name, params, seeds):
         seen.update(name=name, params=params, seeds=list(seeds))
-        return [{"task_id": f"{name}-{s}", "task_hash": sha256_json([name, s]), "seed": s, "category": name} for s in seeds]
+        return [
+            {"task_id": f"{name}-{s}", "task_hash": sha256_json([name, s]), "seed": s, "category": name} for s in seeds
+        ]
 
     monkeypatch.setattr(taskpanel, "task_panel", task_panel)
     monkeypatch.setattr(taskpanel, "panel_packages", lambda name, params: {})
-    manifest = set_key(_builtin({"name": "tiny-gpt2", "config": {"d_model": 8}}), "env", {"name": "frozenlake", "split": "eval", "params": {"size": 4}})
+    manifest = set_key(
+        _builtin({"name": "tiny-gpt2", "config": {"d_model": 8}}),
+        "env",
+        {"name": "frozenlake", "split": "eval", "params": {"size": 4}},
+    )
     manifest = set_key(set_key(manifest, "eval.first_seed", 10001), "data", DELETE)
     write_study(tmp_path, manifest)
     lock = build_lock(tmp_path / "manifests" / "demo.yaml", root=tmp_path, allow_dirty=True)
@@ -181,8 +208,7 @@ def test_shipped_placeholders_are_refused(study, tmp_path):
     """The GPU manifests' placeholders stop freeze, each named (subprocess)."""
     result = run_cli("freeze", f"manifests/{study}.yaml", "--allow-dirty", "-o", tmp_path / "x.lock.json", cwd=REPO)
     assert result.returncode == 2
-    expected = {"graphgpo-alfworld": ["image.digest", "data.eval.path"],
-                "vagen-sokoban": ["model.path"]}[study]
+    expected = {"graphgpo-alfworld": ["image.digest", "data.eval.path"], "vagen-sokoban": ["model.path"]}[study]
     for field in expected:
         assert f"{field}: " in result.stderr
     assert not (tmp_path / "x.lock.json").exists()

@@ -9,14 +9,17 @@ from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_p
 FULL = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 
 
-@pytest.mark.parametrize("value, words", [
-    ("main", "branch or tag"),
-    ("v1.2.0", "branch or tag"),
-    ("20bd331", "short commit hash (7 of 40"),
-    (FULL.upper(), "upper-case"),
-    ("TODO-pin-me", "placeholder"),
-    (12345, "expected a 40-hex commit"),
-])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("main", "branch or tag"),
+        ("v1.2.0", "branch or tag"),
+        ("20bd331", "short commit hash (7 of 40"),
+        (FULL.upper(), "upper-case"),
+        ("TODO-pin-me", "placeholder"),
+        (12345, "expected a 40-hex commit"),
+    ],
+)
 def test_mutable_commits_are_refused_with_a_reason(value, words):
     """Branches, tags, short or upper-case hashes and placeholders are refused, each saying why."""
     assert words in commit_problem(value)
@@ -27,12 +30,15 @@ def test_full_commit_is_accepted():
     assert commit_problem(FULL) is None
 
 
-@pytest.mark.parametrize("digest, ref, words", [
-    (None, "repo/img:latest", "tag 'repo/img:latest' alone is mutable"),
-    ("sha256:abc", "repo/img:1", "expected sha256:<64"),
-    ("TODO-digest", "repo/img:1", "placeholder"),
-    ("sha256:" + "a" * 64, "repo/img@sha256:" + "b" * 64, "different digest"),
-])
+@pytest.mark.parametrize(
+    "digest, ref, words",
+    [
+        (None, "repo/img:latest", "tag 'repo/img:latest' alone is mutable"),
+        ("sha256:abc", "repo/img:1", "expected sha256:<64"),
+        ("TODO-digest", "repo/img:1", "placeholder"),
+        ("sha256:" + "a" * 64, "repo/img@sha256:" + "b" * 64, "different digest"),
+    ],
+)
 def test_image_digests(digest, ref, words):
     """An image needs its sha256 digest, consistent with any digest in its ref."""
     assert words in digest_problem(digest, ref)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import require_vision
 
 from agentrepro.environments import task_panel

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from helpers import REPO, run_cli
 from study_kit import BASE, DELETE, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.manifest import load_manifest
-from helpers import REPO, run_cli
 
 
-@pytest.mark.parametrize("study", ["frozenlake-cpu", "graphgpo-alfworld", "vagen-sokoban", "vagen-lite-sokoban", "vagen-lite-frozenlake"])
+@pytest.mark.parametrize(
+    "study", ["frozenlake-cpu", "graphgpo-alfworld", "vagen-sokoban", "vagen-lite-sokoban", "vagen-lite-frozenlake"]
+)
 def test_shipped_manifests_load(study):
     """Every manifest shipped in manifests/ is valid against the schema."""
     manifest = load_manifest(REPO / "manifests" / f"{study}.yaml")
@@ -30,12 +32,15 @@ def test_wrong_type_names_key_path_and_value(tmp_path):
     assert message.endswith("manifests/demo.yaml: methods.gigpo.gamma: expected a number, got 'abc'")
 
 
-@pytest.mark.parametrize("dotted, where", [
-    ("colour", "colour"),
-    ("methods.gigpo.gamm", "methods.gigpo.gamm"),
-    ("eval.taks", "eval.taks"),
-    ("image.tag", "image.tag"),
-])
+@pytest.mark.parametrize(
+    "dotted, where",
+    [
+        ("colour", "colour"),
+        ("methods.gigpo.gamm", "methods.gigpo.gamm"),
+        ("eval.taks", "eval.taks"),
+        ("image.tag", "image.tag"),
+    ],
+)
 def test_unknown_key_is_rejected_with_its_path(tmp_path, dotted, where):
     """A misspelt key anywhere is an error naming its full path."""
     message = _error(tmp_path, set_key(BASE, dotted, 1))
@@ -98,7 +103,9 @@ def test_invalid_method_name_is_named(tmp_path):
     assert "methods.GRPO: invalid name 'GRPO'" in message
 
 
-@pytest.mark.parametrize("value, shown", [("2024-01-01", "'2024-01-01' is a date"), (".nan", "nan is not a finite number")])
+@pytest.mark.parametrize(
+    "value, shown", [("2024-01-01", "'2024-01-01' is a date"), (".nan", "nan is not a finite number")]
+)
 def test_values_json_cannot_hold_are_refused(tmp_path, value, shown):
     """A YAML date or NaN inside a free-form block is refused with its key path (the lock is JSON)."""
     path = write_study(tmp_path)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from helpers import run_cli
 from study_kit import load
 
 from agentrepro.fileio import sha256_json
-from helpers import run_cli
 
 
 def test_resolve_writes_the_run_config(frozen):
@@ -21,7 +21,14 @@ def test_resolve_writes_the_run_config(frozen):
     assert list(config)[:8] == ["study", "method", "seed", "lock", "backend", "image", "model", "env"]
     assert (config["study"], config["method"], config["seed"]) == ("demo", "gigpo", 1)
     assert config["lock"] == {"path": "manifests/demo.lock.json", "sha256": sha256_json(on_disk)}
-    assert config["train"] == {"steps": 10, "groups": 2, "group_size": 4, "lr": 1.0e-6, "estimator": "gigpo", "gamma": 0.95}
+    assert config["train"] == {
+        "steps": 10,
+        "groups": 2,
+        "group_size": 4,
+        "lr": 1.0e-6,
+        "estimator": "gigpo",
+        "gamma": 0.95,
+    }
     assert config["eval"]["task_panel"] == lock["task_panel"] and config["eval"]["tasks"] == 4
     assert config["data"]["eval"] == {"path": "data/eval.jsonl", "sha256": lock["resolved"]["files"]["data/eval.jsonl"]}
     assert config["model"]["revision"] == lock["manifest"]["model"]["revision"]
@@ -30,9 +37,15 @@ def test_resolve_writes_the_run_config(frozen):
 def test_resolve_refuses_unknown_method_and_seed(frozen):
     """A method or a seed the lock does not have exits 2, naming the option and listing the valid ones."""
     root, _ = frozen
-    bad_method = run_cli("resolve", "manifests/demo.lock.json", "--method", "ppo", "--seed", "0", "-o", "x.yaml", cwd=root)
-    assert bad_method.returncode == 2 and "--method" in bad_method.stderr and "methods: gigpo, grpo" in bad_method.stderr
-    bad_seed = run_cli("resolve", "manifests/demo.lock.json", "--method", "grpo", "--seed", "7", "-o", "x.yaml", cwd=root)
+    bad_method = run_cli(
+        "resolve", "manifests/demo.lock.json", "--method", "ppo", "--seed", "0", "-o", "x.yaml", cwd=root
+    )
+    assert (
+        bad_method.returncode == 2 and "--method" in bad_method.stderr and "methods: gigpo, grpo" in bad_method.stderr
+    )
+    bad_seed = run_cli(
+        "resolve", "manifests/demo.lock.json", "--method", "grpo", "--seed", "7", "-o", "x.yaml", cwd=root
+    )
     assert bad_seed.returncode == 2 and "--seed" in bad_seed.stderr and "seeds: 0, 1" in bad_seed.stderr
     assert not (root / "x.yaml").exists()
 

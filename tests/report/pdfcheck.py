@@ -25,7 +25,7 @@ def broken_values(pdf, analysis: dict) -> list[str]:
     (pdftotext -layout; a cell may wrap below its first line, a value may not). Empty: all whole."""
     lines = pdf_text(pdf, "-layout").splitlines()
     title = " ".join((analysis.get("title") or analysis["study"]).split())
-    runs = (" ".join(" ".join(lines[i:i + n]).split()) for n in (1, 2, 3) for i in range(len(lines)))
+    runs = (" ".join(" ".join(lines[i : i + n]).split()) for n in (1, 2, 3) for i in range(len(lines)))
     problems = [] if any(title in text for text in runs) else ["title"]
     step = final_step(analysis)
     wilson = {r["method"]: r for r in analysis["tables"]["methods"] if r["step"] == step}
@@ -49,9 +49,26 @@ def broken_values(pdf, analysis: dict) -> list[str]:
     for v in analysis["tables"]["verdicts"]:
         w = wilson.get(v["method"])
         ours = [fmt.ci(*interval(w))] if w else []
-        row(v["method"], [fmt.pct(v["paper"]), fmt.pct(v["ours"]), *ours, fmt.pp(v["delta"]),
-                          fmt.ci(v["ci90_lo"], v["ci90_hi"]), fmt.ci(v["ci95_lo"], v["ci95_hi"])])
+        row(
+            v["method"],
+            [
+                fmt.pct(v["paper"]),
+                fmt.pct(v["ours"]),
+                *ours,
+                fmt.pp(v["delta"]),
+                fmt.ci(v["ci90_lo"], v["ci90_hi"]),
+                fmt.ci(v["ci95_lo"], v["ci95_hi"]),
+            ],
+        )
     for r in wilson.values():
-        row(r["method"], [f"{fmt.pct(r['mean'])} ± {fmt.pct(r['std'])}", f"{fmt.number(r['pooled_successes'])} / {fmt.number(r['pooled_n'])}",
-                          fmt.pct(r["pooled_rate"]), fmt.ci(*interval(r)), fmt.ci(r["wilson_lo"], r["wilson_hi"])])
+        row(
+            r["method"],
+            [
+                f"{fmt.pct(r['mean'])} ± {fmt.pct(r['std'])}",
+                f"{fmt.number(r['pooled_successes'])} / {fmt.number(r['pooled_n'])}",
+                fmt.pct(r["pooled_rate"]),
+                fmt.ci(*interval(r)),
+                fmt.ci(r["wilson_lo"], r["wilson_hi"]),
+            ],
+        )
     return problems

@@ -23,7 +23,9 @@ def test_problems_are_listed(fake_manifest):
     """Each problem string the audit returns is kept; it is called with the study and root, requiring the study up
     to its analysis and leaving out the report folder that is being replaced."""
     calls = []
-    fake_manifest.audit_study = lambda study, root=".", require="report", check_reports=True: calls.append((study, root, require, check_reports)) or ["runs/s/a/seed0/metrics.jsonl: changed"]
+    fake_manifest.audit_study = lambda study, root=".", require="report", check_reports=True: (
+        calls.append((study, root, require, check_reports)) or ["runs/s/a/seed0/metrics.jsonl: changed"]
+    )
     result = audit_result("s", "/r")
     assert result["status"] == "problems" and result["problems"] == ["runs/s/a/seed0/metrics.jsonl: changed"]
     assert calls == [("s", "/r", "analysis", False)]
@@ -37,8 +39,10 @@ def test_clean_audit_passes(fake_manifest):
 
 def test_audit_that_cannot_run_says_why(fake_manifest):
     """A BadInput from the audit (e.g. no lock) becomes status error with its message, not a pass."""
+
     def boom(study, root=".", require="report", check_reports=True):
         raise BadInput("file not found", path="manifests/s.lock.json")
+
     fake_manifest.audit_study = boom
     result = audit_result("s")
     assert result["status"] == "error" and "manifests/s.lock.json" in result["message"]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from helpers import require_executable
+from report_synthetic import HOSTILE
 
 from agentrepro.errors import Failure
 from agentrepro.report.browser import Chromium, find_chromium
-from report_synthetic import HOSTILE
 
 pytestmark = pytest.mark.chromium
 
@@ -27,10 +27,14 @@ def page_info(rendered, tmp_path_factory):
             "verdict_rows": page.evaluate("document.querySelectorAll('table.verdicts tbody tr').length"),
             "verdict_top": page.evaluate("document.querySelector('table.verdicts').getBoundingClientRect().top"),
             "summary_top": page.evaluate("document.querySelector('table.summary-table').getBoundingClientRect().top"),
-            "bottom_line": page.evaluate("[document.querySelector('#bottom-line').getBoundingClientRect().bottom, "
-                                         "document.querySelector('#bottom-line p').innerText]"),
+            "bottom_line": page.evaluate(
+                "[document.querySelector('#bottom-line').getBoundingClientRect().bottom, "
+                "document.querySelector('#bottom-line p').innerText]"
+            ),
             "equivalence_rows": page.evaluate("document.querySelectorAll('table.equivalence tbody tr').length"),
-            "figures": page.evaluate("[...document.querySelectorAll('figure img')].map(i => [i.closest('figure').id, i.complete && i.naturalWidth > 0])"),
+            "figures": page.evaluate(
+                "[...document.querySelectorAll('figure img')].map(i => [i.closest('figure').id, i.complete && i.naturalWidth > 0])"
+            ),
             "scripts": page.evaluate("document.scripts.length"),
             "text": page.evaluate("document.body.innerText"),
             "headings": page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)"),
@@ -56,7 +60,13 @@ def test_bottom_line_on_the_first_screen_then_summary_equivalence_and_verdicts(p
     bottom, text = page_info["bottom_line"]
     assert 0 < bottom < 900 < page_info["verdict_top"] and page_info["summary_top"] > bottom
     assert text == " ".join(analysis_template["bottom_line"]) and text.startswith("Compared: 4 method(s)")
-    assert page_info["headings"][:5] == ["Bottom line", "Contents", "Reviewer's summary", "Equivalence claims", "Verdicts against the paper"]
+    assert page_info["headings"][:5] == [
+        "Bottom line",
+        "Contents",
+        "Reviewer's summary",
+        "Equivalence claims",
+        "Verdicts against the paper",
+    ]
     claims = analysis_template["tables"]["claims"]
     assert page_info["equivalence_rows"] == sum(1 for c in claims if c.get("kind") == "equivalence") > 0
     assert page_info["verdict_rows"] == len(analysis_template["tables"]["verdicts"])
@@ -65,8 +75,19 @@ def test_bottom_line_on_the_first_screen_then_summary_equivalence_and_verdicts(p
 def test_every_figure_is_displayed(page_info):
     """Every figure's image decoded (naturalWidth > 0), one per expected figure."""
     figures = dict(page_info["figures"])
-    assert set(figures) == {f"fig-{k}" for k in ("forest", "paired", "categories", "learning_curves", "training_curves",
-                                                  "diagnostics", "overhead", "convergence")}
+    assert set(figures) == {
+        f"fig-{k}"
+        for k in (
+            "forest",
+            "paired",
+            "categories",
+            "learning_curves",
+            "training_curves",
+            "diagnostics",
+            "overhead",
+            "convergence",
+        )
+    }
     assert all(figures.values()), figures
 
 
@@ -87,7 +108,9 @@ def test_checks_can_fail(tmp_path):
     """The same probes catch a console error, a script dialog and a network request on a bad page."""
     require_executable("chromium", "chromium")
     bad = tmp_path / "bad.html"
-    bad.write_text('<html><body><img src="http://127.0.0.1:9/x.png"><script>console.error("boom"); alert(1)</script></body></html>')
+    bad.write_text(
+        '<html><body><img src="http://127.0.0.1:9/x.png"><script>console.error("boom"); alert(1)</script></body></html>'
+    )
     with Chromium() as browser:
         page = browser.open(bad)
         errors, requests = page.console_errors(), page.requests()

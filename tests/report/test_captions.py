@@ -24,8 +24,13 @@ def test_caption_is_valid_rst(path):
 
 def test_every_referenced_caption_exists():
     """Each `caption="../report/X.rst"` in workflow/rules/*.smk, and the Snakefile's `report:`, point to a file here."""
-    referenced = {m for smk in (REPO / "workflow" / "rules").glob("*.smk")
-                  for m in re.findall(r'caption\s*=\s*"\.\./report/([^"]+)"', smk.read_text(encoding="utf-8"))}
-    referenced |= set(re.findall(r'^report:\s*"workflow/report/([^"]+)"', (REPO / "Snakefile").read_text(encoding="utf-8"), re.M))
+    referenced = {
+        m
+        for smk in (REPO / "workflow" / "rules").glob("*.smk")
+        for m in re.findall(r'caption\s*=\s*"\.\./report/([^"]+)"', smk.read_text(encoding="utf-8"))
+    }
+    referenced |= set(
+        re.findall(r'^report:\s*"workflow/report/([^"]+)"', (REPO / "Snakefile").read_text(encoding="utf-8"), re.M)
+    )
     assert referenced, "no rule references a caption: the Snakemake report hook is gone"
     assert sorted(r for r in referenced if not (CAPTIONS / r).is_file()) == []

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 from helpers import REPO, require_executable, run_cli
+from report_synthetic import STUDY, write_analysis_dir, write_outcomes
 
 from agentrepro.errors import BadInput
 from agentrepro.report.cli import write_report
 from agentrepro.seal import verify_outputs, write_outputs_manifest
-from report_synthetic import STUDY, write_analysis_dir, write_outcomes
 
 
 @pytest.fixture
@@ -66,14 +66,25 @@ def test_letter_paper_and_named_engine_from_the_command_line(tmp_path):
     PATH is exit 1 with the way to install it (before anything is rendered)."""
     from agentrepro.report.load import COLUMNS
 
-    analysis = {"study": "s", "title": "Letter study", "settings": {"tolerance_pp": 3, "alpha": 0.05}, "notes": [], "parity": [],
-                "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}
+    analysis = {
+        "study": "s",
+        "title": "Letter study",
+        "settings": {"tolerance_pp": 3, "alpha": 0.05},
+        "notes": [],
+        "parity": [],
+        "tables": {name: [] for name in COLUMNS},
+        "provenance": {"lock": None, "runs": []},
+    }
     write_analysis_dir(tmp_path, analysis)
     result = run_cli("report", "s", "--root", tmp_path, "--pdf-engine", "weasyprint", "--paper", "letter")
     assert result.returncode == 0, result.stderr
     assert "report.pdf (letter) printed by WeasyPrint" in result.stderr
-    info = subprocess.run([require_executable("pdfinfo", "pdfinfo"), tmp_path / "reports" / "s" / "report.pdf"],
-                          capture_output=True, text=True, check=True).stdout
+    info = subprocess.run(
+        [require_executable("pdfinfo", "pdfinfo"), tmp_path / "reports" / "s" / "report.pdf"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert re.search(r"Page size:\s+612 x 792 pts \(letter\)", info), info
     env = {"PATH": os.path.dirname(sys.executable), "AGENTREPRO_CHROMIUM": ""}
     result = run_cli("report", "s", "--root", tmp_path, "--pdf-engine", "chromium", env=env)
@@ -96,8 +107,15 @@ def test_figures_directory_exists_without_figures(tmp_path):
     """A study with nothing to draw still gets reports/<study>/figures/ (Snakemake declares it as output)."""
     from agentrepro.report.load import COLUMNS
 
-    analysis = {"study": "s", "title": None, "settings": {"tolerance_pp": 3, "alpha": 0.05}, "notes": [], "parity": [],
-                "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}
+    analysis = {
+        "study": "s",
+        "title": None,
+        "settings": {"tolerance_pp": 3, "alpha": 0.05},
+        "notes": [],
+        "parity": [],
+        "tables": {name: [] for name in COLUMNS},
+        "provenance": {"lock": None, "runs": []},
+    }
     write_analysis_dir(tmp_path, analysis)
     out, engine = write_report("s", tmp_path, pdf=False)
     assert engine is None and (out / "figures").is_dir() and not any((out / "figures").iterdir())
@@ -108,23 +126,38 @@ def test_report_from_real_analyze(tmp_path):
     """Outcomes → `agentrepro analyze` (the real producer) → `agentrepro report`: verdicts and claims shown."""
     paths = write_outcomes(tmp_path, study=STUDY, n_tasks=32, steps=(0, 150))
     out = tmp_path / "analysis" / STUDY
-    result = run_cli("analyze", "--outcomes", *paths, "--reference", REPO / "manifests/references/graphgpo.yaml",
-                     "--claim", "graphgpo > gigpo", "--claim", "graphgpo == gigpo +- 5 pp", "--out", out)
+    result = run_cli(
+        "analyze",
+        "--outcomes",
+        *paths,
+        "--reference",
+        REPO / "manifests/references/graphgpo.yaml",
+        "--claim",
+        "graphgpo > gigpo",
+        "--claim",
+        "graphgpo == gigpo +- 5 pp",
+        "--out",
+        out,
+    )
     assert result.returncode == 0, result.stderr
     result = run_cli("report", STUDY, "--root", tmp_path, "--no-pdf")
     assert result.returncode == 0, result.stderr
     html = (tmp_path / "reports" / STUDY / "report.html").read_text()
     analysis = json.loads((out / "analysis.json").read_text())
     assert {v["method"] for v in analysis["tables"]["verdicts"]} == {"grpo", "gigpo", "graphgpo", "graph_only"}
-    verdicts = html[html.index('<table class="verdicts">'):html.index('<section id="claims">')]
+    verdicts = html[html.index('<table class="verdicts">') : html.index('<section id="claims">')]
     for v in analysis["tables"]["verdicts"]:
         assert f"{100 * v['paper']:.1f}%" in verdicts and v["reason"].replace("<", "&lt;")[:40] in verdicts
     assert "graphgpo &gt; gigpo" in html
     # the equivalence claim comes first, before the verdicts against the paper, with the analysis' verdict
-    equivalence = html[html.index('<section id="equivalence">'):html.index('<section id="verdicts">')]
+    equivalence = html[html.index('<section id="equivalence">') : html.index('<section id="verdicts">')]
     (head,) = [c for c in analysis["tables"]["claims"] if c["kind"] == "equivalence" and c["seed"] == "all"]
     assert "graphgpo == gigpo +- 5 pp" in equivalence and head["verdict"].replace("_", " ") in equivalence
-    assert html.index('<section id="summary">') < html.index('<section id="equivalence">') < html.index('<table class="verdicts">')
+    assert (
+        html.index('<section id="summary">')
+        < html.index('<section id="equivalence">')
+        < html.index('<table class="verdicts">')
+    )
     provenance = (tmp_path / "reports" / STUDY / "provenance.html").read_text()
     for name in ("analysis.json", "runs.csv", "outcomes.parquet"):
         assert f"analysis/{STUDY}/{name}" in provenance  # its hash is listed on the provenance page the appendix links

@@ -49,10 +49,12 @@ def test_paired_deltas_use_pooled_rows_only(ax, analysis):
 def test_other_plots_return_their_axes(analysis):
     """Every plot function returns the Axes it drew on, or a new one when ax is None."""
     t = analysis["tables"]
-    calls = [lambda ax: F.per_category(t["categories"], 150, ax=ax),
-             lambda ax: F.overhead_seconds(t["overhead"], ax=ax),
-             lambda ax: F.convergence_plot(t["convergence"], "auc", ax=ax),
-             lambda ax: F.metric_over_training(t["diagnostics"], "nodes", ax=ax)]
+    calls = [
+        lambda ax: F.per_category(t["categories"], 150, ax=ax),
+        lambda ax: F.overhead_seconds(t["overhead"], ax=ax),
+        lambda ax: F.convergence_plot(t["convergence"], "auc", ax=ax),
+        lambda ax: F.metric_over_training(t["diagnostics"], "nodes", ax=ax),
+    ]
     for call in calls:
         fig, ax = plt.subplots()
         assert call(ax) is ax and ax.has_data()
@@ -65,8 +67,12 @@ def test_other_plots_return_their_axes(analysis):
 def test_overhead_skips_absent_components(analysis):
     """A component that did not run for a method (grpo: no graph_build) draws no point for it."""
     ax = F.overhead_seconds(analysis["tables"]["overhead"])
-    grpo_points = [line for line in ax.lines if line.get_color() == F.method_colors(
-        dict.fromkeys(r["method"] for r in analysis["tables"]["overhead"]))["grpo"]]
+    grpo_points = [
+        line
+        for line in ax.lines
+        if line.get_color()
+        == F.method_colors(dict.fromkeys(r["method"] for r in analysis["tables"]["overhead"]))["grpo"]
+    ]
     n_grpo = sum(1 for r in analysis["tables"]["overhead"] if r["method"] == "grpo")
     assert len(grpo_points) == n_grpo
     plt.close(ax.figure)

@@ -102,9 +102,17 @@ def test_every_declared_table_is_required(tmp_path, analysis):
 def test_source_parity_rows_are_checked(analysis):
     """provenance.source_parity rows (the Source parity section) load when well formed; a row without its placement
     and a difference without its pinned blob are each named by key path."""
-    row = {"method": "gigpo@relax", "placement": "relax", "commit": "a" * 40, "workdir": "external/relax", "files": ["x.py"],
-           "seeds": [0], "unrecorded": [], "status": "fail",
-           "differences": [{"seed": 0, "job": "train", "path": "x.py", "pinned": "b" * 40, "ran": None}]}
+    row = {
+        "method": "gigpo@relax",
+        "placement": "relax",
+        "commit": "a" * 40,
+        "workdir": "external/relax",
+        "files": ["x.py"],
+        "seeds": [0],
+        "unrecorded": [],
+        "status": "fail",
+        "differences": [{"seed": 0, "job": "train", "path": "x.py", "pinned": "b" * 40, "ran": None}],
+    }
     analysis["provenance"]["source_parity"] = [row]
     assert validate(json.loads(json.dumps(analysis)), "a.json")["provenance"]["source_parity"] == [row]
     bad = json.loads(json.dumps(analysis))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from helpers import require_vision
 
 from agentrepro.environments import task_panel

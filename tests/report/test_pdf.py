@@ -31,7 +31,7 @@ def pdf(printed, engine):
 def test_pdf_has_every_section_in_order(pdf, analysis_template):
     """Every section heading of the HTML appears in the PDF text, in the same order, with the verdicts."""
     text = pdf_text(pdf)
-    positions = [0]   # each heading after the one before (the reviewer's summary names later sections too)
+    positions = [0]  # each heading after the one before (the reviewer's summary names later sections too)
     for _, title in sections(analysis_template):
         found = text.find(title, positions[-1])
         assert found >= 0, f"{title!r} missing, or not after the sections before it"
@@ -56,7 +56,10 @@ def test_the_check_finds_a_value_that_is_not_whole(pdf, analysis):
     """Control: an interval the PDF does not hold in one piece, or another title, is reported."""
     analysis["title"] = "Another study"
     analysis["tables"]["verdicts"][0]["ci90_lo"] -= 0.1
-    assert [p.split(":")[0] for p in broken_values(pdf, analysis)] == ["title", analysis["tables"]["verdicts"][0]["method"]]
+    assert [p.split(":")[0] for p in broken_values(pdf, analysis)] == [
+        "title",
+        analysis["tables"]["verdicts"][0]["method"],
+    ]
 
 
 def test_every_page_has_the_running_header_and_its_number(pdf, analysis_template):
@@ -66,7 +69,9 @@ def test_every_page_has_the_running_header_and_its_number(pdf, analysis_template
     assert len(pages) > 5
     for i, page in enumerate(pages, 1):
         assert header in page and f"page {i} of {len(pages)}" in page, (i, page[:200])
-    info = subprocess.run([require_executable("pdfinfo", "pdfinfo"), str(pdf)], capture_output=True, text=True, check=True).stdout
+    info = subprocess.run(
+        [require_executable("pdfinfo", "pdfinfo"), str(pdf)], capture_output=True, text=True, check=True
+    ).stdout
     assert "(A4)" in info
 
 

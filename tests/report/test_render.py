@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from report_synthetic import HOSTILE
 
 from agentrepro.report import render
-from report_synthetic import HOSTILE
 
 PASSED = {"status": "passed", "problems": [], "message": "all good"}
 
@@ -35,8 +35,13 @@ def test_sections_in_order_with_summary_then_equivalence_and_verdicts_first(page
     positions = [html.index(f'<section id="{sid}">') for sid, _ in render.SECTIONS]
     assert positions == sorted(positions)
     assert [sid for sid, _ in render.SECTIONS[:3]] == ["summary", "equivalence", "verdicts"]
-    assert html.index('<div class="bottom-line"') < html.index('<table class="summary-table">') < html.index('<table class="equivalence">') \
-        < html.index('<table class="verdicts">') < html.index('<section id="claims">')
+    assert (
+        html.index('<div class="bottom-line"')
+        < html.index('<table class="summary-table">')
+        < html.index('<table class="equivalence">')
+        < html.index('<table class="verdicts">')
+        < html.index('<section id="claims">')
+    )
     for _, title in render.sections(analysis_template):
         assert f"<h2>{title}</h2>" in html
 
@@ -45,15 +50,19 @@ def test_verdict_rows_in_percent(page, analysis_template):
     """Each verdict row shows the paper value, ours and Δ in percent, the verdict and its reason."""
     html, _ = page
     start = html.index('<table class="verdicts">')
-    table = html[start:html.index("</table>", start)]
+    table = html[start : html.index("</table>", start)]
     for v in analysis_template["tables"]["verdicts"]:
-        row = table[table.index(f"<td>{v['method']}</td>"):]
-        row = row[:row.index("</tr>")]
+        row = table[table.index(f"<td>{v['method']}</td>") :]
+        row = row[: row.index("</tr>")]
         row = visible(row)
         assert f"{100 * v['paper']:.1f}%" in row and f"{100 * v['ours']:.1f}%" in row
         assert f"{abs(100 * v['delta']):.1f}\u00a0pp" in row
         assert v["verdict"].replace("_", " ") in row
-    assert {v["verdict"] for v in analysis_template["tables"]["verdicts"]} == {"reproduced", "not_reproduced", "inconclusive"}
+    assert {v["verdict"] for v in analysis_template["tables"]["verdicts"]} == {
+        "reproduced",
+        "not_reproduced",
+        "inconclusive",
+    }
 
 
 def test_hostile_text_is_escaped(page):
@@ -67,8 +76,16 @@ def test_hostile_text_is_escaped(page):
 def test_every_figure_embedded_and_no_external_reference(page):
     """Each figure is a data: PNG in its own <figure>; no src/href leaves the page; a CSP forbids the rest."""
     html, figures = page
-    assert {f.key for f in figures} == {"forest", "paired", "categories", "learning_curves", "training_curves",
-                                        "diagnostics", "overhead", "convergence"}
+    assert {f.key for f in figures} == {
+        "forest",
+        "paired",
+        "categories",
+        "learning_curves",
+        "training_curves",
+        "diagnostics",
+        "overhead",
+        "convergence",
+    }
     for f in figures:
         assert f'<figure id="fig-{f.key}"><img src="data:image/png;base64,' in html
     targets = re.findall(r'(?:src|href)="([^"]*)"', html)
@@ -84,7 +101,7 @@ def test_appendix_has_commands_attempts_and_audit_and_links_every_hash(pages, an
     import json
 
     html, provenance, _ = pages
-    appendix = html[html.index('<section id="appendix">'):]
+    appendix = html[html.index('<section id="appendix">') :]
     prov = analysis_template["provenance"]
     for run in prov["runs"]:
         assert run["command"] in appendix
@@ -92,7 +109,7 @@ def test_appendix_has_commands_attempts_and_audit_and_links_every_hash(pages, an
             assert digest not in appendix and digest in provenance
     assert prov["lock_sha256"] in appendix and "ab" * 32 in provenance and "ab" * 32 not in appendix
     assert f'href="{render.PROVENANCE_PAGE}"' in appendix and "128 tasks in the task panel" in appendix
-    lock = provenance[provenance.index('<pre class="lock">') + len('<pre class="lock">'):provenance.index("</pre>")]
+    lock = provenance[provenance.index('<pre class="lock">') + len('<pre class="lock">') : provenance.index("</pre>")]
     assert json.loads(markup.unescape(lock)) == prov["lock"]
     assert "CUDA out of memory at step 87" in appendix
     assert 'class="attempt-failed"' in appendix
@@ -103,7 +120,7 @@ def test_audit_problems_are_shown(analysis_template):
     """Audit problems appear on the first screen badge and listed in the appendix."""
     audit = {"status": "problems", "problems": ["runs/x/OUTPUTS.sha256: changed <b>"], "message": "1 problem found"}
     html = render.render_html(render.build_context(analysis_template, figures=[], audit=audit, files={}))
-    assert "audit: problems" in html[:html.index('<section id="verdicts">')]
+    assert "audit: problems" in html[: html.index('<section id="verdicts">')]
     assert "runs/x/OUTPUTS.sha256: changed &lt;b&gt;" in html
 
 
@@ -132,10 +149,13 @@ def test_compact_json_round_trips(analysis_template):
 def test_learning_curve_table_and_histograms(page, analysis_template):
     """Every checkpoint's mean ± std is tabulated, and the distance histogram is printed in key order."""
     html, _ = page
-    section = visible(html[html.index('<section id="learning">'):html.index('<section id="diagnostics">')])
+    section = visible(html[html.index('<section id="learning">') : html.index('<section id="diagnostics">')])
     for r in analysis_template["tables"]["methods"]:
         assert f"{100 * r['mean']:.1f}% ± {100 * r['std']:.1f}%" in section
-    assert render.histogram_text({"10": 1, "2": 5, "unreachable": 3}).replace("\u00a0", " ") == "2: 5 · 10: 1 · unreachable: 3"
+    assert (
+        render.histogram_text({"10": 1, "2": 5, "unreachable": 3}).replace("\u00a0", " ")
+        == "2: 5 · 10: 1 · unreachable: 3"
+    )
     assert "0:\u00a040 · 1:\u00a0120 · 2:\u00a090 · 3:\u00a030" in html
 
 
@@ -149,9 +169,21 @@ def test_minimal_analysis_renders():
     """An analysis with every table empty, no lock and no title still renders every section, with no figure."""
     from agentrepro.report.load import COLUMNS, validate
 
-    minimal = validate({"study": "s", "title": None, "settings": {"tolerance_pp": 3, "alpha": 0.05}, "notes": [], "parity": [],
-                        "tables": {name: [] for name in COLUMNS}, "provenance": {"lock": None, "runs": []}}, "a.json")
-    html, _, figures = render.render_report(minimal, audit={"status": "error", "problems": [], "message": "the audit could not run: x"}, files={})
+    minimal = validate(
+        {
+            "study": "s",
+            "title": None,
+            "settings": {"tolerance_pp": 3, "alpha": 0.05},
+            "notes": [],
+            "parity": [],
+            "tables": {name: [] for name in COLUMNS},
+            "provenance": {"lock": None, "runs": []},
+        },
+        "a.json",
+    )
+    html, _, figures = render.render_report(
+        minimal, audit={"status": "error", "problems": [], "message": "the audit could not run: x"}, files={}
+    )
     assert figures == []
     for sid, _ in render.SECTIONS:
         assert f'<section id="{sid}">' in html
@@ -163,8 +195,8 @@ def test_paper_std_and_unchecked_source_are_shown(analysis):
     v = analysis["tables"]["verdicts"][0]
     v.update(paper_std=0.021, source="Table 1", checked=False)
     html = render.render_html(render.build_context(analysis, figures=[], audit=PASSED, files={}))
-    row = html[html.index(f"<td>{v['method']}</td>"):]
-    row = visible(row[:row.index("</tr>")])
+    row = html[html.index(f"<td>{v['method']}</td>") :]
+    row = visible(row[: row.index("</tr>")])
     assert f"{100 * v['paper']:.1f}% ± 2.1%" in row and "Table 1" in row and "not checked against its source" in row
 
 
@@ -175,30 +207,30 @@ def test_plain_tables_follow_the_contract(analysis):
     analysis["tables"]["convergence"][0].update(steps_to_threshold=None, auc=0.4567, wall_s=4000.0)
     html = render.render_html(render.build_context(analysis, figures=[], audit=PASSED, files={}))
     for name in ("overhead", "convergence"):
-        section = html[html.index(f'<section id="{name}">'):]
-        head = section[section.index("<thead>"):section.index("</thead>")]
+        section = html[html.index(f'<section id="{name}">') :]
+        head = section[section.index("<thead>") : section.index("</thead>")]
         headers = [re.sub(r" \((ms|s|min|h)\)$", "", h) for h in re.findall(r"<th>(.*?)</th>", head)]
         assert headers == [c.header for c in contract.BY_NAME[name].required]
-    section = html[html.index('<section id="convergence">'):]
-    assert "<th>Wall time (min)</th>" in section   # one unit for the whole column
-    body = section[section.index("<tbody>"):]
-    first = visible(body[:body.index("</tr>")])
+    section = html[html.index('<section id="convergence">') :]
+    assert "<th>Wall time (min)</th>" in section  # one unit for the whole column
+    body = section[section.index("<tbody>") :]
+    first = visible(body[: body.index("</tr>")])
     assert "not reached" in first and "45.7%" in first and "66.7\u00a0min" in first
-    assert "35.0\u00a0min" in visible(body[body.index("</tr>") + 5:])   # 2100 s, in the column's unit
+    assert "35.0\u00a0min" in visible(body[body.index("</tr>") + 5 :])  # 2100 s, in the column's unit
 
 
 def test_equivalence_claim_rows_shown_with_their_verdicts(page, analysis_template):
     """Each equivalence claim shows its task-clustered row first, then one row per seed, each with verdict and statement;
     the ordering claims stay in the Claims section."""
     html, _ = page
-    section = html[html.index('<section id="equivalence">'):html.index('<section id="verdicts">')]
+    section = html[html.index('<section id="equivalence">') : html.index('<section id="verdicts">')]
     rows = [c for c in analysis_template["tables"]["claims"] if c.get("kind") == "equivalence"]
     assert [c["seed"] for c in rows][-1] == "all" and len(rows) == 4
     assert section.index("all (task-clustered)") < section.index("<td>0</td>")
     for c in rows:
         assert c["statement"][:60] in visible(section).replace("&gt;", ">")
     assert section.count('<tr class="') == len(rows)
-    claims = html[html.index('<section id="claims">'):html.index('<section id="methods">')]
+    claims = html[html.index('<section id="claims">') : html.index('<section id="methods">')]
     assert "graphgpo &gt; gigpo" in claims and "±" not in claims.split("<table>")[1]
 
 
@@ -211,13 +243,29 @@ def test_appendix_shows_each_methods_pinned_image_and_what_its_runs_ran_in(analy
     recorded = runs[0]["method"]
     for r in runs:
         if r["method"] == recorded:
-            r["attempts"][-1]["containers"] = [{"label": "train", "runtime": "podman", "version": "4.3.1", "requested": pin,
-                                                "resolved": {"image_id": "sha256:" + "9" * 64, "digests": [pin["digest"]]}}]
+            r["attempts"][-1]["containers"] = [
+                {
+                    "label": "train",
+                    "runtime": "podman",
+                    "version": "4.3.1",
+                    "requested": pin,
+                    "resolved": {"image_id": "sha256:" + "9" * 64, "digests": [pin["digest"]]},
+                }
+            ]
     html = render.render_html(render.build_context(analysis, figures=[], audit=PASSED, files={}))
-    table = html[html.index('id="images"'):html.index('id="runs"')]
-    rows = {cells[0]: cells for cells in ([visible(c) for c in re.findall(r"<td>(.*?)</td>", row)] for row in table.split("<tr>")[2:])}
+    table = html[html.index('id="images"') : html.index('id="runs"')]
+    rows = {
+        cells[0]: cells
+        for cells in ([visible(c) for c in re.findall(r"<td>(.*?)</td>", row)] for row in table.split("<tr>")[2:])
+    }
     seeds = sum(1 for r in runs if r["method"] == recorded)
-    assert rows[recorded] == [recorded, f"ghcr.io/x/trainer:1 @ {pin['digest']}", "podman 4.3.1", pin["digest"],
-                              str(seeds), f"{seeds} of {seeds}"]
+    assert rows[recorded] == [
+        recorded,
+        f"ghcr.io/x/trainer:1 @ {pin['digest']}",
+        "podman 4.3.1",
+        pin["digest"],
+        str(seeds),
+        f"{seeds} of {seeds}",
+    ]
     other = next(m for m in rows if m != recorded)
     assert rows[other][2:5] == ["—", "—", "0"]

@@ -5,11 +5,21 @@ from __future__ import annotations
 from agentrepro.report import render
 from agentrepro.report.summary import reviewer_summary
 
-QUESTIONS = ["Exact commits and images", "Tokenizer", "Evaluation set and its size", "How checkpoints were chosen",
-             "Per-seed raw values, mean ± std", "Did each method improve on its starting policy?", "Paired deltas with intervals",
-             "Per-category results", "Deviations from the official recipe", "Randomness the seed reaches",
-             "Parity of the backend's advantages with the reference estimator",
-             "Restarts and the CPUs each run had", "Overhead p50 / p95 and its share of a step"]
+QUESTIONS = [
+    "Exact commits and images",
+    "Tokenizer",
+    "Evaluation set and its size",
+    "How checkpoints were chosen",
+    "Per-seed raw values, mean ± std",
+    "Did each method improve on its starting policy?",
+    "Paired deltas with intervals",
+    "Per-category results",
+    "Deviations from the official recipe",
+    "Randomness the seed reaches",
+    "Parity of the backend's advantages with the reference estimator",
+    "Restarts and the CPUs each run had",
+    "Overhead p50 / p95 and its share of a step",
+]
 
 
 def answers(analysis, step=150) -> dict:
@@ -42,9 +52,13 @@ def test_deviations_best_checkpoint_and_parity_flags(analysis):
     lock = analysis["provenance"]["lock"]
     lock["manifest"]["deviations"] = ["rollout temperature 0.4 instead of 1.0 (memory)"]
     lock["manifest"]["eval"] = {"checkpoint": "best"}
-    analysis["parity"] = [{"check": "advantages recomputed from runs/x/batches/step5.jsonl", "status": "fail", "detail": "max |diff| 0.3"}]
+    analysis["parity"] = [
+        {"check": "advantages recomputed from runs/x/batches/step5.jsonl", "status": "fail", "detail": "max |diff| 0.3"}
+    ]
     by = answers(analysis)
-    assert by["Deviations from the official recipe"].lines == ["manifest.deviations: rollout temperature 0.4 instead of 1.0 (memory)"]
+    assert by["Deviations from the official recipe"].lines == [
+        "manifest.deviations: rollout temperature 0.4 instead of 1.0 (memory)"
+    ]
     assert any("optimistic" in f for f in by["How checkpoints were chosen"].flags)
     parity = by["Parity of the backend's advantages with the reference estimator"]
     assert parity.provided and "max |diff| 0.3" in parity.lines[0] and parity.flags == ["1 check(s) fail"]
@@ -54,22 +68,32 @@ def test_streams_the_seed_does_not_reach_are_flagged(analysis):
     """The lock's seed_streams: each backend's reached streams are listed; a stream shared across seeds or not known is
     flagged with how (the spread over seeds does not include its randomness)."""
     analysis["provenance"]["lock"]["seed_streams"] = {
-        "verl-agent": [{"stream": "environment games", "reached": True, "how": "env.seed = seed x 1128"},
-                       {"stream": "model initialisation", "reached": False, "how": "the same pretrained weights"}],
-        "command": [{"stream": "data order", "reached": None, "how": "the command's own"}]}
+        "verl-agent": [
+            {"stream": "environment games", "reached": True, "how": "env.seed = seed x 1128"},
+            {"stream": "model initialisation", "reached": False, "how": "the same pretrained weights"},
+        ],
+        "command": [{"stream": "data order", "reached": None, "how": "the command's own"}],
+    }
     found = answers(analysis)["Randomness the seed reaches"]
     assert found.lines == ["verl-agent: the seed reaches environment games", "command: the seed reaches no stream"]
-    assert found.flags == ["verl-agent: model initialisation shared across seeds (the same pretrained weights)",
-                           "command: data order not known whether the seed reaches it (the command's own)"]
+    assert found.flags == [
+        "verl-agent: model initialisation shared across seeds (the same pretrained weights)",
+        "command: data order not known whether the seed reaches it (the command's own)",
+    ]
 
 
 def test_without_a_lock_answers_say_not_provided(analysis):
     """Outcomes analysed without a lock: identifiers and deviations are not provided; the checkpoint is flagged as undeclared."""
     analysis["provenance"] = {"lock": None, "lock_sha256": None, "runs": []}
-    analysis["parity"] = [{"check": "advantages recomputed from batch dumps", "status": "not_run", "detail": "outcome files only"}]
+    analysis["parity"] = [
+        {"check": "advantages recomputed from batch dumps", "status": "not_run", "detail": "outcome files only"}
+    ]
     by = answers(analysis)
-    for q in ("Exact commits and images", "Deviations from the official recipe",
-              "Parity of the backend's advantages with the reference estimator"):
+    for q in (
+        "Exact commits and images",
+        "Deviations from the official recipe",
+        "Parity of the backend's advantages with the reference estimator",
+    ):
         assert not by[q].provided, q
     assert "outcome files only" in by["Parity of the backend's advantages with the reference estimator"].evidence
     assert by["How checkpoints were chosen"].flags == ["not declared before running: no lock"]
@@ -79,11 +103,15 @@ def test_without_a_lock_answers_say_not_provided(analysis):
 def test_summary_is_at_the_top_of_the_page(analysis):
     """The summary is the first section, each question a row, 'not provided' written where nothing answers it."""
     analysis["provenance"]["lock"]["resolved"] = None
-    html = render.render_html(render.build_context(analysis, figures=[], audit={"status": "passed", "problems": [], "message": ""}, files={}))
-    section = html[html.index('<section id="summary">'):html.index('<section id="equivalence">')]
+    html = render.render_html(
+        render.build_context(analysis, figures=[], audit={"status": "passed", "problems": [], "message": ""}, files={})
+    )
+    section = html[html.index('<section id="summary">') : html.index('<section id="equivalence">')]
     assert html.index('<section id="summary">') == html.index("<section")
     assert all(q.replace("'", "&#39;") in section for q in QUESTIONS)
-    assert section.count("<strong>not provided</strong>") == 4   # identifiers and tokenizer (no resolved block), deviations, seed streams
+    assert (
+        section.count("<strong>not provided</strong>") == 4
+    )  # identifiers and tokenizer (no resolved block), deviations, seed streams
 
 
 def test_tokenizer_restarts_cpus_and_learning_are_answered(analysis):
@@ -92,15 +120,31 @@ def test_tokenizer_restarts_cpus_and_learning_are_answered(analysis):
     runs = analysis["provenance"]["runs"]
     for r in runs:
         r["outputs"]["runs/x/checkpoints/tokenizer/tokenizer.json"] = "ab" * 32
-    runs[0]["attempts"] = [{"stage": "train", "status": "killed", "start": "2026-01-01T10:00:00+00:00", "end": None, "cpus": 2},
-                           {"stage": "train", "status": "ok", "how_started": "resumed from the checkpoints of an earlier attempt",
-                            "start": "2026-01-01T10:10:00+00:00", "end": "2026-01-01T10:20:00+00:00", "cpu_s": 300.0, "cpus": 2}]
+    runs[0]["attempts"] = [
+        {"stage": "train", "status": "killed", "start": "2026-01-01T10:00:00+00:00", "end": None, "cpus": 2},
+        {
+            "stage": "train",
+            "status": "ok",
+            "how_started": "resumed from the checkpoints of an earlier attempt",
+            "start": "2026-01-01T10:10:00+00:00",
+            "end": "2026-01-01T10:20:00+00:00",
+            "cpu_s": 300.0,
+            "cpus": 2,
+        },
+    ]
     by = answers(analysis)
     tokenizer = by["Tokenizer"].lines
-    assert tokenizer[0].startswith("lock: ") and tokenizer[1] == f"tokenizer.json: sha256 {'ab' * 8} in every run's seal"
+    assert (
+        tokenizer[0].startswith("lock: ") and tokenizer[1] == f"tokenizer.json: sha256 {'ab' * 8} in every run's seal"
+    )
     restarts = by["Restarts and the CPUs each run had"]
-    assert f"{runs[0]['method']} seed {runs[0]['seed']}: 1 attempt(s) killed; the last resumed from the checkpoints" in restarts.lines[0]
-    assert any("graphgpo seed 1: 1 attempt(s) failed" in line for line in restarts.lines)   # the synthetic study's retried run
+    assert (
+        f"{runs[0]['method']} seed {runs[0]['seed']}: 1 attempt(s) killed; the last resumed from the checkpoints"
+        in restarts.lines[0]
+    )
+    assert any(
+        "graphgpo seed 1: 1 attempt(s) failed" in line for line in restarts.lines
+    )  # the synthetic study's retried run
     assert "0.50 to 0.50 CPUs (machine: 2 CPUs" in restarts.lines[-1]
     learning = by["Did each method improve on its starting policy?"]
     pooled = [r for r in analysis["tables"]["learning"] if r["seed"] == "all"]

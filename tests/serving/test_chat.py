@@ -6,12 +6,12 @@ import asyncio
 import json
 
 import pytest
+from helpers import FIXTURES
 
 from agentrepro.environments import make_env
 from agentrepro.serving.chat import Conversation
 from agentrepro.serving.client import Reply
 from agentrepro.serving.engine import play_episode
-from helpers import FIXTURES
 
 
 def load(name: str) -> list[dict]:
@@ -25,8 +25,11 @@ CASES = [(r["env"], r["params"]["prompt_format"], r["params"]["use_example_in_sy
 
 def reference_replay(env_name: str) -> dict:
     """A solution replay whose first turn executed actions and did not end the episode."""
-    return next(r for r in load(f"{env_name}_replays.jsonl")
-                if r["kind"] == "bfs_solution" and r["turns"][0]["executed_actions"] and not r["turns"][0]["done"])
+    return next(
+        r
+        for r in load(f"{env_name}_replays.jsonl")
+        if r["kind"] == "bfs_solution" and r["turns"][0]["executed_actions"] and not r["turns"][0]["done"]
+    )
 
 
 def sent_messages(env_name: str, params: dict, seed: int, responses: list[str], mode: str) -> list[list[dict]]:
@@ -45,7 +48,12 @@ def sent_messages(env_name: str, params: dict, seed: int, responses: list[str], 
 @pytest.mark.parametrize("mode", ["concat", "non_concat"])
 def test_messages_equal_the_reference(env_name, fmt, example, mode):
     """System prompt, first user message and a follow-up turn are the reference's, byte for byte, in both modes."""
-    reference = next(r for r in SYSTEM if (r["env"], r["params"]["prompt_format"], r["params"]["use_example_in_sys_prompt"]) == (env_name, fmt, example))
+    reference = next(
+        r
+        for r in SYSTEM
+        if (r["env"], r["params"]["prompt_format"], r["params"]["use_example_in_sys_prompt"])
+        == (env_name, fmt, example)
+    )
     replay = reference_replay(env_name)
     params = {k: v for k, v in replay["params"].items() if k != "env"}
     params.update(reference["params"])

@@ -11,8 +11,10 @@ import pytest
 from agentrepro.serving.client import ChatClient, Retry, ServerError
 
 FAST = Retry(attempts=3, first_wait_s=0.001, max_wait_s=0.002)
-OK = {"choices": [{"message": {"role": "assistant", "content": "<answer>up</answer>"}, "finish_reason": "stop"}],
-      "usage": {"completion_tokens": 7, "prompt_tokens": 3}}
+OK = {
+    "choices": [{"message": {"role": "assistant", "content": "<answer>up</answer>"}, "finish_reason": "stop"}],
+    "usage": {"completion_tokens": 7, "prompt_tokens": 3},
+}
 
 
 def client_with(responses, **kw):
@@ -32,9 +34,12 @@ def client_with(responses, **kw):
 def chat(client):
     async def go():
         try:
-            return await client.chat([{"role": "user", "content": "x"}], temperature=0.7, top_p=0.9, max_tokens=32, seed=11)
+            return await client.chat(
+                [{"role": "user", "content": "x"}], temperature=0.7, top_p=0.9, max_tokens=32, seed=11
+            )
         finally:
             await client.aclose()
+
     return asyncio.run(go())
 
 
@@ -43,8 +48,13 @@ def test_request_carries_every_sampling_parameter_and_the_seed():
     client, seen = client_with([(200, OK)])
     reply = chat(client)
     assert reply.text == "<answer>up</answer>" and reply.tokens == 7
-    assert {k: seen[0][k] for k in ("model", "temperature", "top_p", "max_tokens", "seed")} == \
-        {"model": "/models/m", "temperature": 0.7, "top_p": 0.9, "max_tokens": 32, "seed": 11}
+    assert {k: seen[0][k] for k in ("model", "temperature", "top_p", "max_tokens", "seed")} == {
+        "model": "/models/m",
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "max_tokens": 32,
+        "seed": 11,
+    }
     assert "n" not in seen[0] and "logprobs" not in seen[0]
 
 
@@ -57,7 +67,9 @@ def test_transient_errors_are_retried():
 def test_lasting_transient_error_fails_with_a_record():
     """A server that stays at 503 fails after the configured tries, naming the URL and the status."""
     client, seen = client_with([(503, {"error": "busy"})])
-    with pytest.raises(ServerError, match=r"http://server:1/v1/chat/completions: request failed after 3 tries \(HTTP 503"):
+    with pytest.raises(
+        ServerError, match=r"http://server:1/v1/chat/completions: request failed after 3 tries \(HTTP 503"
+    ):
         chat(client)
     assert len(seen) == 3
 

@@ -24,7 +24,9 @@ class SolvingClient:
         self.in_flight = self.most = 0
 
     async def chat(self, messages, *, temperature, top_p, max_tokens, seed):
-        self.requests.append({"messages": messages, "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed})
+        self.requests.append(
+            {"messages": messages, "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
+        )
         if self.fail_after is not None and len(self.requests) > self.fail_after:
             raise ServerError("http://x/v1/chat/completions: the server process has exited")
         self.in_flight += 1
@@ -35,15 +37,29 @@ class SolvingClient:
         seed_line = messages[-1]["content"]
         task = next(t for t in self.panel if env.reset(int(t["seed"]))[0] == seed_line)
         env.reset(int(task["seed"]))
-        return Reply(text=env.format_actions(env.solve()[:env.params["max_actions_per_step"]]), tokens=5, finish_reason="stop")
+        return Reply(
+            text=env.format_actions(env.solve()[: env.params["max_actions_per_step"]]), tokens=5, finish_reason="stop"
+        )
 
 
 def play(env_name, client, *, concurrency=3, episodes=2, seeds=range(10001, 10007), mode="non_concat"):
     panel = task_panel(env_name, {}, seeds)
     client.panel = panel
-    rows = asyncio.run(evaluate_panel(lambda: make_env(env_name), panel, identity=IDENTITY, step=4, client=client,
-                                      sampling=Sampling(temperature=0.5, top_p=0.9, max_tokens=40, sample_seed=1),
-                                      mode=mode, max_turns=1, episodes=episodes, concurrency=concurrency, category=env_name))
+    rows = asyncio.run(
+        evaluate_panel(
+            lambda: make_env(env_name),
+            panel,
+            identity=IDENTITY,
+            step=4,
+            client=client,
+            sampling=Sampling(temperature=0.5, top_p=0.9, max_tokens=40, sample_seed=1),
+            mode=mode,
+            max_turns=1,
+            episodes=episodes,
+            concurrency=concurrency,
+            category=env_name,
+        )
+    )
     return rows, panel
 
 

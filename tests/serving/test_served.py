@@ -34,10 +34,15 @@ def tiny_model(tmp_path_factory):
 @pytest.fixture(scope="module")
 def live_server(tiny_model, tmp_path_factory):
     """One transformers serve for the tests that attach to a URL, stopped by PID at the end."""
-    with serve(ServerConfig(kind="transformers", startup_timeout_s=300), tiny_model,
-               log_dir=tmp_path_factory.mktemp("server-logs")) as server:
+    with serve(
+        ServerConfig(kind="transformers", startup_timeout_s=300),
+        tiny_model,
+        log_dir=tmp_path_factory.mktemp("server-logs"),
+    ) as server:
         yield server
-    assert not psutil.pid_exists(server.process.pid) or psutil.Process(server.process.pid).status() == psutil.STATUS_ZOMBIE
+    assert (
+        not psutil.pid_exists(server.process.pid) or psutil.Process(server.process.pid).status() == psutil.STATUS_ZOMBIE
+    )
 
 
 def read_rows(out):
@@ -47,8 +52,12 @@ def read_rows(out):
 def check(rows, env, seeds, *, method, step=0, study="adhoc"):
     """The rows pass the outcome checks against the environment's own panel of `seeds`."""
     panel = task_panel(env, {}, seeds)
-    outcomes.check_rows(rows, config={"study": study, "method": method, "seed": 0, "eval": {"task_panel": panel}},
-                        step=step, source="test")
+    outcomes.check_rows(
+        rows,
+        config={"study": study, "method": method, "seed": 0, "eval": {"task_panel": panel}},
+        step=step,
+        source="test",
+    )
     assert all(1 <= r["turns"] <= 2 and r["tokens"] >= r["turns"] for r in rows)
 
 
@@ -64,18 +73,41 @@ def test_server_is_pinned_to_the_model_and_recorded(tiny_model, live_server):
             await client.chat([{"role": "user", "content": "x"}], temperature=0, top_p=1, max_tokens=2, seed=0)
         finally:
             await client.aclose()
+
     with pytest.raises(ServerError, match="HTTP 400"):
         asyncio.run(ask())
 
 
-@pytest.mark.parametrize("env,mode,seeds,temperature", [
-    ("frozenlake", "concat", "10001-10002", "1.0"), ("frozenlake", "non_concat", "10004-10005", "0"),
-    ("sokoban", "concat", "10001-10002", "0.7"), ("sokoban", "non_concat", "10003-10004", "0")])
+@pytest.mark.parametrize(
+    "env,mode,seeds,temperature",
+    [
+        ("frozenlake", "concat", "10001-10002", "1.0"),
+        ("frozenlake", "non_concat", "10004-10005", "0"),
+        ("sokoban", "concat", "10001-10002", "0.7"),
+        ("sokoban", "non_concat", "10003-10004", "0"),
+    ],
+)
 def test_eval_model_against_the_server(tiny_model, live_server, tmp_path, env, mode, seeds, temperature):
     """eval --model --server URL plays both games in both modes, greedy and sampled; rows keep the panel's task hashes."""
     out = tmp_path / "out"
-    result = run_cli("eval", "--model", tiny_model, "--env", env, "--seeds", seeds, "--server", live_server.url,
-                     "--out", out, "--mode", mode, "--temperature", temperature, *FAST)
+    result = run_cli(
+        "eval",
+        "--model",
+        tiny_model,
+        "--env",
+        env,
+        "--seeds",
+        seeds,
+        "--server",
+        live_server.url,
+        "--out",
+        out,
+        "--mode",
+        mode,
+        "--temperature",
+        temperature,
+        *FAST,
+    )
     assert result.returncode == 0, result.stderr
     lo, hi = map(int, seeds.split("-"))
     check(read_rows(out), env, range(lo, hi + 1), method="tiny-qwen2")
@@ -90,10 +122,20 @@ def test_eval_model_against_the_server(tiny_model, live_server, tmp_path, env, m
 def test_eval_run_with_served_engine(tiny_model, live_server, tmp_path):
     """eval --run with eval.engine served scores a Hugging Face checkpoint on the run's frozen panel, into eval/step<N>/."""
     panel = task_panel("frozenlake", {}, [10001, 10002])
-    config = {"study": "st", "method": "grpo", "seed": 1, "backend": {"name": "command", "command": "true", "eval_command": "true"},
-              "env": {"name": "frozenlake", "params": {}}, "train": {"mode": "non_concat", "max_turns": 2},
-              "eval": {"engine": "served", "server": {"kind": "url", "url": live_server.url, "max_tokens": 12},
-                       "task_panel": panel, "episodes_per_task": 1}}
+    config = {
+        "study": "st",
+        "method": "grpo",
+        "seed": 1,
+        "backend": {"name": "command", "command": "true", "eval_command": "true"},
+        "env": {"name": "frozenlake", "params": {}},
+        "train": {"mode": "non_concat", "max_turns": 2},
+        "eval": {
+            "engine": "served",
+            "server": {"kind": "url", "url": live_server.url, "max_tokens": 12},
+            "task_panel": panel,
+            "episodes_per_task": 1,
+        },
+    }
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     runconfig.write_resolved_config(run_dir, config)
@@ -104,7 +146,9 @@ def test_eval_run_with_served_engine(tiny_model, live_server, tmp_path):
     rows = read_rows(run_dir / "eval" / "step3")
     outcomes.check_rows(rows, config=config, step=3, source="test")
     attempt = json.loads((run_dir / "eval" / "step3" / "provenance.json").read_text())["attempts"][-1]
-    assert attempt["evaluator"]["mode"] == "non_concat" and attempt["evaluator"]["server"]["model"] == str(tiny_model.resolve())
+    assert attempt["evaluator"]["mode"] == "non_concat" and attempt["evaluator"]["server"]["model"] == str(
+        tiny_model.resolve()
+    )
 
 
 def test_sampling_without_do_sample_is_refused(tmp_path):
@@ -113,5 +157,17 @@ def test_sampling_without_do_sample_is_refused(tmp_path):
     model.mkdir()
     (model / "config.json").write_text("{}")
     (model / "generation_config.json").write_text(json.dumps({"temperature": 0.7}))
-    result = run_cli("eval", "--model", model, "--env", "frozenlake", "--seeds", "10001", "--out", tmp_path / "o", "--temperature", "0.7")
+    result = run_cli(
+        "eval",
+        "--model",
+        model,
+        "--env",
+        "frozenlake",
+        "--seeds",
+        "10001",
+        "--out",
+        tmp_path / "o",
+        "--temperature",
+        "0.7",
+    )
     assert result.returncode == 2 and "generation_config.json" in result.stderr and "do_sample" in result.stderr

@@ -18,10 +18,27 @@ from agentrepro.serving.servers import Server, ServerConfig, _wait_ready, determ
 
 def test_sglang_argv_has_seed_tensor_parallel_and_determinism():
     """SGLang is launched as the issue gives it, tensor parallel from the GPUs, deterministic inference when asked."""
-    argv = sglang_argv("/m", 31000, seed=7, tensor_parallel=4, deterministic=True, args=("--mem-fraction-static", "0.8"))
-    assert argv == [sys.executable, "-m", "sglang.launch_server", "--model-path", "/m", "--host", "127.0.0.1",
-                    "--port", "31000", "--random-seed", "7", "--tp-size", "4", "--enable-deterministic-inference",
-                    "--mem-fraction-static", "0.8"]
+    argv = sglang_argv(
+        "/m", 31000, seed=7, tensor_parallel=4, deterministic=True, args=("--mem-fraction-static", "0.8")
+    )
+    assert argv == [
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "/m",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "31000",
+        "--random-seed",
+        "7",
+        "--tp-size",
+        "4",
+        "--enable-deterministic-inference",
+        "--mem-fraction-static",
+        "0.8",
+    ]
     assert "--enable-deterministic-inference" not in sglang_argv("/m", 1, deterministic=False)
 
 
@@ -32,12 +49,15 @@ def test_transformers_argv_pins_the_model():
     assert argv[argv.index("--port") + 1] == "8123" and argv[argv.index("--default-seed") + 1] == "5"
 
 
-@pytest.mark.parametrize("block,where", [
-    ({"kind": "vllm"}, "eval.server.kind"),
-    ({"kind": "url"}, "eval.server.url"),
-    ({"kind": "transformers", "url": "http://h:1"}, "eval.server.url"),
-    ({"concurency": 2}, "eval.server.concurency"),
-])
+@pytest.mark.parametrize(
+    "block,where",
+    [
+        ({"kind": "vllm"}, "eval.server.kind"),
+        ({"kind": "url"}, "eval.server.url"),
+        ({"kind": "transformers", "url": "http://h:1"}, "eval.server.url"),
+        ({"concurency": 2}, "eval.server.concurency"),
+    ],
+)
 def test_bad_server_block_names_the_key(block, where):
     """A bad eval.server block is BadInput naming the key, both in the run config reader and the manifest schema."""
     with pytest.raises(BadInput) as exc:
@@ -53,21 +73,33 @@ def test_bad_server_block_names_the_key(block, where):
 def test_good_server_block_is_accepted_by_the_manifest_schema():
     """eval.engine served with a full eval.server block is a valid manifest."""
     manifest = yaml.safe_load((REPO / "manifests" / "frozenlake-cpu.yaml").read_text())
-    manifest["eval"] = {**manifest["eval"], "engine": "served", "server": {
-        "kind": "sglang", "deterministic_inference": True, "concurrency": 128, "max_tokens": 512, "args": ["--mem-fraction-static", "0.8"]}}
+    manifest["eval"] = {
+        **manifest["eval"],
+        "engine": "served",
+        "server": {
+            "kind": "sglang",
+            "deterministic_inference": True,
+            "concurrency": 128,
+            "max_tokens": 512,
+            "args": ["--mem-fraction-static", "0.8"],
+        },
+    }
     validate(manifest, "manifest.schema.json", path="m.yaml")
     assert ServerConfig.from_dict(manifest["eval"]["server"]).args == ("--mem-fraction-static", "0.8")
 
 
-@pytest.mark.parametrize("kind,extra,temperature,expected", [
-    ("sglang", {"deterministic_inference": True}, 1.0, True),
-    ("sglang", {"deterministic_inference": False}, 0.0, False),
-    ("transformers", {"concurrency": 8}, 0.0, True),
-    ("transformers", {"concurrency": 1}, 1.0, True),
-    ("transformers", {"concurrency": 8}, 1.0, False),
-    ("transformers", {"concurrency": 1, "args": ("--continuous-batching",)}, 1.0, False),
-    ("url", {"url": "http://h:1"}, 0.0, None),
-])
+@pytest.mark.parametrize(
+    "kind,extra,temperature,expected",
+    [
+        ("sglang", {"deterministic_inference": True}, 1.0, True),
+        ("sglang", {"deterministic_inference": False}, 0.0, False),
+        ("transformers", {"concurrency": 8}, 0.0, True),
+        ("transformers", {"concurrency": 1}, 1.0, True),
+        ("transformers", {"concurrency": 8}, 1.0, False),
+        ("transformers", {"concurrency": 1, "args": ("--continuous-batching",)}, 1.0, False),
+        ("url", {"url": "http://h:1"}, 0.0, None),
+    ],
+)
 def test_determinism_is_recorded(kind, extra, temperature, expected):
     """Whether seeds reproduce responses is recorded per server kind, concurrency and temperature."""
     record = determinism(ServerConfig(kind=kind, **extra), temperature=temperature)
@@ -78,7 +110,9 @@ def test_server_that_exits_before_ready_fails_with_its_last_line(tmp_path):
     """A server process that dies during start-up is a Failure naming its exit status and last stderr line."""
     log = tmp_path / "server.stderr.log"
     with open(log, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-c", "import sys; print('CUDA out of memory', file=sys.stderr); sys.exit(3)"], stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys; print('CUDA out of memory', file=sys.stderr); sys.exit(3)"], stderr=err
+        )
     proc.wait()
     server = Server(url="http://127.0.0.1:9", model="/m", provenance={"kind": "sglang"}, process=proc)
     with pytest.raises(Failure, match=r"exited with status 3 .*CUDA out of memory"):
@@ -105,8 +139,13 @@ def test_server_option_picks_the_server(tmp_path):
 
     parser = argparse.ArgumentParser()
     add_model_arguments(parser)
-    assert server_config(parser.parse_args(["--server", "transformers", "--concurrency", "3"])) == ServerConfig(kind="transformers", concurrency=3)
-    assert server_config(parser.parse_args(["--server", "sglang", "--no-deterministic-inference"])).deterministic_inference is False
+    assert server_config(parser.parse_args(["--server", "transformers", "--concurrency", "3"])) == ServerConfig(
+        kind="transformers", concurrency=3
+    )
+    assert (
+        server_config(parser.parse_args(["--server", "sglang", "--no-deterministic-inference"])).deterministic_inference
+        is False
+    )
     assert server_config(parser.parse_args(["--server", "http://10.0.0.1:30000"])).url == "http://10.0.0.1:30000"
     with pytest.raises(BadInput) as exc:
         server_config(parser.parse_args(["--server", "vllm"]))
@@ -133,11 +172,14 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """
 
 
-@pytest.mark.parametrize("kind, health, becomes_ready", [
-    ("transformers", "ok", True),            # ready though /v1/models does not list the model
-    ("transformers", "unhealthy", False),    # /health 503 (its continuous-batching worker died)
-    ("sglang", "ok", False),                 # SGLang must list its --model-path on /v1/models
-])
+@pytest.mark.parametrize(
+    "kind, health, becomes_ready",
+    [
+        ("transformers", "ok", True),  # ready though /v1/models does not list the model
+        ("transformers", "unhealthy", False),  # /health 503 (its continuous-batching worker died)
+        ("sglang", "ok", False),  # SGLang must list its --model-path on /v1/models
+    ],
+)
 def test_readiness_of_a_server_that_does_not_list_its_model(tmp_path, kind, health, becomes_ready):
     """transformers serve before 5.24 never lists a pinned model directory on /v1/models; its /health decides."""
     from agentrepro.serving.servers import free_port

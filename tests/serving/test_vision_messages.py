@@ -19,8 +19,11 @@ from agentrepro.serving.engine import play_episode
 
 REFERENCE = FIXTURES / "vision" / "reference"
 ROWS = [json.loads(line) for line in (REFERENCE / "observations.jsonl").read_text(encoding="utf-8").splitlines()]
-EPISODES = [[r for r in ROWS if r["episode"] == e["episode"] and r["seed"] == e["seed"]]
-            for e in ROWS if e["turn"] == 0 and e["episode"] != "reset"]
+EPISODES = [
+    [r for r in ROWS if r["episode"] == e["episode"] and r["seed"] == e["seed"]]
+    for e in ROWS
+    if e["turn"] == 0 and e["episode"] != "reset"
+]
 
 
 def decode(part: dict) -> np.ndarray:
@@ -63,14 +66,14 @@ def test_sent_messages_are_the_reference_vision_prompt(episode, mode):
     for turn, messages in enumerate(sent):
         assert messages[0] == {"role": "system", "content": [{"type": "text", "text": first["system_prompt"]}]}
         users = [m for m in messages if m["role"] == "user"]
-        shown = episode[:turn + 1] if mode == "concat" else episode[turn:turn + 1]
+        shown = episode[: turn + 1] if mode == "concat" else episode[turn : turn + 1]
         assert len(users) == len(shown)
         for message, row in zip(users, shown):
             assert shape(message["content"]) == expected_user(row)
             assert np.array_equal(decode(message["content"][1]), reference_pixels(row))
         if mode == "concat":
             assistants = [m["content"] for m in messages if m["role"] == "assistant"]
-            assert assistants == [[{"type": "text", "text": r["response"]}] for r in episode[1:turn + 1]]
+            assert assistants == [[{"type": "text", "text": r["response"]}] for r in episode[1 : turn + 1]]
 
 
 def test_text_mode_messages_stay_plain_strings():
@@ -110,7 +113,7 @@ class SeeingClient:
         env.reset(int(task["seed"]))
         step = env.params["max_actions_per_step"]
         turn = sum(m["role"] == "assistant" for m in messages)
-        plan = env.solve()[turn * step:(turn + 1) * step]
+        plan = env.solve()[turn * step : (turn + 1) * step]
         return Reply(text=env.format_actions(plan), tokens=1, finish_reason="stop")
 
 
@@ -127,8 +130,22 @@ def test_a_model_that_sees_only_the_pictures_solves_the_vision_panel(env_name):
     identity = {"study": "s", "method": "m", "seed": 0}
     client = SeeingClient(env_name, params, panel)
     assert len(client.pictures) == len(panel)  # every task's first picture is distinct
-    rows = asyncio.run(evaluate_panel(lambda: make_env(env_name, params), panel, identity=identity, step=0, client=client,
-                                      sampling=Sampling(), mode="concat", max_turns=5, episodes=1, concurrency=2,
-                                      category=env_name))
-    outcomes.check_rows(rows, config={**identity, "eval": {"task_panel": panel, "episodes_per_task": 1}}, step=0, source="test")
+    rows = asyncio.run(
+        evaluate_panel(
+            lambda: make_env(env_name, params),
+            panel,
+            identity=identity,
+            step=0,
+            client=client,
+            sampling=Sampling(),
+            mode="concat",
+            max_turns=5,
+            episodes=1,
+            concurrency=2,
+            category=env_name,
+        )
+    )
+    outcomes.check_rows(
+        rows, config={**identity, "eval": {"task_panel": panel, "episodes_per_task": 1}}, step=0, source="test"
+    )
     assert all(r["success"] for r in rows) and len(rows) == len(panel)

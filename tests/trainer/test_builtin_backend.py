@@ -27,8 +27,17 @@ def test_train_and_eval_verbs_write_the_run_directory(tmp_path):
     run = tmp_path / "runs" / "tiny" / "grpo" / "seed0"
     done = run_cli("train", "--config", cfg_path, "--out", run)
     assert done.returncode == 0, done.stderr
-    for name in ("resolved_config.yaml", "command.txt", "provenance.json", "metrics.jsonl", "timings.jsonl", "warmstart.json",
-                 "OUTPUTS.sha256", "checkpoints/step0.pt", "checkpoints/step2.pt"):
+    for name in (
+        "resolved_config.yaml",
+        "command.txt",
+        "provenance.json",
+        "metrics.jsonl",
+        "timings.jsonl",
+        "warmstart.json",
+        "OUTPUTS.sha256",
+        "checkpoints/step0.pt",
+        "checkpoints/step2.pt",
+    ):
         assert (run / name).is_file(), name
     for step in (0, 2):
         done = run_cli("eval", "--run", run, "--step", step)

@@ -5,6 +5,7 @@ import asyncio
 
 import pytest
 import torch
+from trainer_helpers import chat_spec_and_codec, tiny_policy
 
 from agentrepro.serving.client import Reply
 from agentrepro.serving.engine import play_episode
@@ -12,7 +13,6 @@ from agentrepro.trainer.decode import StaticDecoder
 from agentrepro.trainer.dialogue import prompt_record
 from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.warmstart import demonstration_rows
-from trainer_helpers import chat_spec_and_codec, tiny_policy
 
 SEEDS = [10001, 10001, 10002, 10003]
 TURNS, NEW = 3, 6
@@ -43,9 +43,19 @@ def _play(model_dir, mode, sampler=None, engine=False):
     policy = tiny_policy(spec, tok)
     envs = [spec.make_env(training=False) for _ in SEEDS]
     sampler = sampler or ForcedSampler(codec)
-    ro = rollout(policy, envs, SEEDS, [i // 2 for i in range(len(SEEDS))], codec, sampler, mode=mode, max_turns=TURNS,
-                 max_new_tokens=NEW, device=torch.device("cpu"),
-                 engine=StaticDecoder(policy, torch.device("cpu"), False, graphs=False) if engine else None)
+    ro = rollout(
+        policy,
+        envs,
+        SEEDS,
+        [i // 2 for i in range(len(SEEDS))],
+        codec,
+        sampler,
+        mode=mode,
+        max_turns=TURNS,
+        max_new_tokens=NEW,
+        device=torch.device("cpu"),
+        engine=StaticDecoder(policy, torch.device("cpu"), False, graphs=False) if engine else None,
+    )
     return ro, spec, tok, codec
 
 
@@ -57,13 +67,17 @@ def served_messages(spec, mode, seed, responses):
         sent.append(messages)
         return Reply(text=responses[turn], tokens=1, finish_reason="stop")
 
-    asyncio.run(play_episode(spec.make_env(training=False), seed, mode=mode, max_turns=len(responses), generate=generate))
+    asyncio.run(
+        play_episode(spec.make_env(training=False), seed, mode=mode, max_turns=len(responses), generate=generate)
+    )
     return sent
 
 
 def template_tokens(tok, messages):
     """The chat template's tokenisation of `messages` with the generation prompt (as a chat server renders a request)."""
-    return tok(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), add_special_tokens=False)["input_ids"]
+    return tok(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), add_special_tokens=False)[
+        "input_ids"
+    ]
 
 
 def prompt_ids(ro, turn):
@@ -102,9 +116,9 @@ def test_only_the_generated_tokens_are_trained(tiny_chat_model, mode):
     assert ro.per_turn_rows and ro.input_ids.shape[0] == len(ro.turns)
     expected = torch.zeros_like(ro.loss_mask)
     for t in ro.turns:
-        expected[t.row, t.start:t.end] = 1
+        expected[t.row, t.start : t.end] = 1
         generated = forced.generated(t.traj, t.turn, codec.eos)
-        assert ro.input_ids[t.row, t.start:t.end].tolist() == generated
+        assert ro.input_ids[t.row, t.start : t.end].tolist() == generated
         body = generated[:-1] if generated[-1] == codec.eos else generated
         assert t.response == tok.decode(body, skip_special_tokens=True)
     assert torch.equal(ro.loss_mask, expected)
@@ -148,11 +162,19 @@ def test_prompt_record_names_the_chat_template(tiny_chat_model):
 
     spec, tok, codec = chat_spec_and_codec(tiny_chat_model)
     record = prompt_record(codec, "concat")
-    assert record == {"kind": "chat_template", "mode": "concat", "rows": "one per turn",
-                      "chat_template_sha256": hashlib.sha256(tok.chat_template.encode()).hexdigest()}
+    assert record == {
+        "kind": "chat_template",
+        "mode": "concat",
+        "rows": "one per turn",
+        "chat_template_sha256": hashlib.sha256(tok.chat_template.encode()).hexdigest(),
+    }
     _, _, words = tiny_spec_and_codec()
-    assert prompt_record(words, "concat") == {"kind": "word_level", "mode": "concat", "rows": "one per trajectory",
-                                              "chat_template_sha256": None}
+    assert prompt_record(words, "concat") == {
+        "kind": "word_level",
+        "mode": "concat",
+        "rows": "one per trajectory",
+        "chat_template_sha256": None,
+    }
 
 
 def test_ppo_on_a_concat_chat_rollout_uses_turn_level_gae(tiny_chat_model):

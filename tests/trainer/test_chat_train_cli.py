@@ -21,8 +21,12 @@ def test_a_short_chat_run_trains_and_evaluates_on_the_chat_prompts(tiny_chat_mod
     for name in ("checkpoints/step0.pt", "checkpoints/step1.pt", "checkpoints/step2.pt", "OUTPUTS.sha256"):
         assert (run / name).is_file(), name
     template = AutoTokenizer.from_pretrained(tiny_chat_model).chat_template
-    expected = {"kind": "chat_template", "mode": "concat", "rows": "one per turn",
-                "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest()}
+    expected = {
+        "kind": "chat_template",
+        "mode": "concat",
+        "rows": "one per turn",
+        "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest(),
+    }
     train_attempt = json.loads((run / "provenance.json").read_text())["attempts"][-1]
     assert train_attempt["status"] == "ok" and train_attempt["prompt"] == expected
     done = run_cli("eval", "--run", run, "--step", 2)

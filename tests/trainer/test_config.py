@@ -20,12 +20,22 @@ def test_unknown_key_is_rejected_with_its_path():
         TrainConfig.from_dict({"learning_rate": 1e-3}, path="cfg.yaml")
 
 
-@pytest.mark.parametrize("key,value,pattern", [
-    ("steps", "10", "expected int"), ("lr", True, "expected float"), ("lr", 0, "> 0"),
-    ("estimator", "dqn", "one of"), ("gamma", 1.5, r"\[0, 1\]"), ("groups", 0, r"an integer in \[1, 1,000,000\]"),
-    ("steps", 10**7, r"an integer in \[0, 1,000,000\]"), ("threads", 10**6, r"\[1, 1,024\]"), ("mode", "both", "one of"),
-    ("update_precision", "bf16", "one of"), ("update_precision", 16, "expected str"),
-])
+@pytest.mark.parametrize(
+    "key,value,pattern",
+    [
+        ("steps", "10", "expected int"),
+        ("lr", True, "expected float"),
+        ("lr", 0, "> 0"),
+        ("estimator", "dqn", "one of"),
+        ("gamma", 1.5, r"\[0, 1\]"),
+        ("groups", 0, r"an integer in \[1, 1,000,000\]"),
+        ("steps", 10**7, r"an integer in \[0, 1,000,000\]"),
+        ("threads", 10**6, r"\[1, 1,024\]"),
+        ("mode", "both", "one of"),
+        ("update_precision", "bf16", "one of"),
+        ("update_precision", 16, "expected str"),
+    ],
+)
 def test_bad_values_are_rejected(key, value, pattern):
     """Wrong types and out-of-range values raise BadInput naming the key."""
     with pytest.raises(BadInput, match=rf"train.{key}: .*{pattern}"):

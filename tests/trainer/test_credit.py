@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 import torch
+from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
-from agentrepro.trainer.config import TrainConfig
 from agentrepro.algorithms import StepBatch, estimate
+from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.credit import broadcast_turns, ordered_turns, ppo_targets, training_targets, turn_advantages
 from agentrepro.trainer.rollout import Sampler, rollout
-from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 SEEDS = [10001] * 4 + [10005] * 4
 
@@ -16,8 +16,18 @@ SEEDS = [10001] * 4 + [10005] * 4
 def _rollout(mode):
     spec, tok, codec = tiny_spec_and_codec(mode=mode)
     envs = [spec.make_env(training=True) for _ in SEEDS]
-    return rollout(tiny_policy(spec, tok), envs, SEEDS, [i // 4 for i in range(8)], codec, Sampler(1.0, torch.Generator().manual_seed(1)),
-                   mode=mode, max_turns=3, max_new_tokens=4, device=torch.device("cpu"))
+    return rollout(
+        tiny_policy(spec, tok),
+        envs,
+        SEEDS,
+        [i // 4 for i in range(8)],
+        codec,
+        Sampler(1.0, torch.Generator().manual_seed(1)),
+        mode=mode,
+        max_turns=3,
+        max_new_tokens=4,
+        device=torch.device("cpu"),
+    )
 
 
 @pytest.mark.parametrize("mode", ["concat", "non_concat"])
@@ -49,8 +59,13 @@ def test_graph_only_is_graphgpo_without_the_episode_term():
     only = estimate(StepBatch.from_rows(ro.step_rows()), "graph_only", omega=0.5, norm=cfg.norm)
     assert adv.tolist() == only.advantage.tolist() and result.advantage_episode is None
     assert TrainConfig(estimator="gigpo", gamma=0.9).estimator_options["gamma"] == 0.9
-    assert set(TrainConfig(estimator="grpo").estimator_options) == {"norm", "invalid_penalty", "episode_stats", "epsilon",
-                                                                    "episode_weight"}
+    assert set(TrainConfig(estimator="grpo").estimator_options) == {
+        "norm",
+        "invalid_penalty",
+        "episode_stats",
+        "epsilon",
+        "episode_weight",
+    }
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "ppo"])
@@ -79,4 +94,4 @@ def test_ppo_targets_live_on_generated_tokens_only(mode):
     assert float(adv[mask].mean()) == pytest.approx(0.0, abs=1e-5)
     if mode == "non_concat":  # one value per turn: all of a turn's tokens share its return
         for t in ro.turns:
-            assert len(set(ret[t.row, t.start:t.end].tolist())) == 1
+            assert len(set(ret[t.row, t.start : t.end].tolist())) == 1

@@ -2,11 +2,11 @@
 
 import pytest
 import torch
+from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 from agentrepro.errors import BadInput
 from agentrepro.trainer.decode import StaticDecoder
 from agentrepro.trainer.rollout import Sampler, rollout
-from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 SEEDS = [10001, 10001, 10002, 10002, 10003, 10003]
 
@@ -17,16 +17,30 @@ def _both(mode, sampler_of, max_new=5, max_turns=4, n_kv_groups=False):
     out = []
     for engine in (None, StaticDecoder(policy, torch.device("cpu"), bf16=True)):
         envs = [spec.make_env(training=False) for _ in SEEDS]
-        out.append(rollout(policy, envs, SEEDS, [i // 2 for i in range(len(SEEDS))], codec, sampler_of(), mode=mode,
-                           max_turns=max_turns, max_new_tokens=max_new, device=torch.device("cpu"), engine=engine))
+        out.append(
+            rollout(
+                policy,
+                envs,
+                SEEDS,
+                [i // 2 for i in range(len(SEEDS))],
+                codec,
+                sampler_of(),
+                mode=mode,
+                max_turns=max_turns,
+                max_new_tokens=max_new,
+                device=torch.device("cpu"),
+                engine=engine,
+            )
+        )
     return out
 
 
 def _same(a, b):
     for name in ("input_ids", "attention_mask", "loss_mask", "turn_index", "row_traj"):
         assert torch.equal(getattr(a, name), getattr(b, name)), name
-    assert [(t.row, t.start, t.end, t.response, t.reward, t.done) for t in a.turns] == \
-           [(t.row, t.start, t.end, t.response, t.reward, t.done) for t in b.turns]
+    assert [(t.row, t.start, t.end, t.response, t.reward, t.done) for t in a.turns] == [
+        (t.row, t.start, t.end, t.response, t.reward, t.done) for t in b.turns
+    ]
 
 
 @pytest.mark.parametrize("mode", ["concat", "non_concat"])
@@ -64,6 +78,7 @@ def test_static_engine_logits_match_the_model_forward():
 def test_static_engine_refuses_an_unsupported_model():
     """A GPT-2 policy is refused with one line naming train.rollout_engine."""
     from trainer_helpers import tiny_config
+
     from agentrepro.trainer.context import RunSpec
     from agentrepro.trainer.policy import build_policy
 

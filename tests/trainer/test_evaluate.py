@@ -1,12 +1,12 @@
 """Evaluation: outcome rows of docs/design.md §3.4 on the frozen panel, seeded, and refusing a drifted panel."""
 
 import pytest
+from trainer_helpers import tiny_config
 
 from agentrepro.environments import task_panel
 from agentrepro.errors import Failure
 from agentrepro.trainer.evaluate import evaluate_run
 from agentrepro.trainer.loop import train
-from trainer_helpers import tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,20 @@ def test_rows_follow_the_outcome_contract_and_step_zero_exists(trained):
     config = {**config, "eval": {**config["eval"], "episodes_per_task": 2}}
     rows = evaluate_run(config, run, 0)
     assert len(rows) == 4 * 2
-    fields = ["study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success", "reward", "turns", "tokens"]
+    fields = [
+        "study",
+        "method",
+        "seed",
+        "step",
+        "task_id",
+        "task_hash",
+        "category",
+        "episode",
+        "success",
+        "reward",
+        "turns",
+        "tokens",
+    ]
     assert all(list(r)[: len(fields)] == fields for r in rows)
     panel = task_panel("frozenlake", {}, range(10001, 10005))
     assert [r["task_hash"] for r in rows if r["episode"] == 0] == [t["task_hash"] for t in panel]

@@ -14,8 +14,15 @@ from agentrepro.trainer import kernels
 
 def tiny_qwen2() -> Qwen2ForCausalLM:
     torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    config = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     return Qwen2ForCausalLM(config)
 
 

@@ -4,13 +4,13 @@ gradients, and a whole update (loss, statistics, weights)."""
 import pytest
 import torch
 import torch.nn.functional as F
+from trainer_helpers import tiny_policy, tiny_spec_and_codec, tiny_train_batch
 
 import agentrepro.trainer.logprobs as logprobs
 import agentrepro.trainer.update as update_mod
 from agentrepro.errors import BadInput
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.policy import autocast, positions
-from trainer_helpers import tiny_policy, tiny_spec_and_codec, tiny_train_batch
 
 
 def full_vocab_stats(hidden, weight, targets):
@@ -87,7 +87,9 @@ def test_update_equals_the_full_vocabulary_update(monkeypatch, estimator, budget
     monkeypatch.setattr(logprobs, "CHUNK_ELEMENTS", 2 * 17)
     spec, tok, codec = tiny_spec_and_codec()
     batch = tiny_train_batch(codec)
-    cfg = TrainConfig(estimator=estimator, lr=1e-2, grad_clip=100.0, entropy_coef=0.05, kl_coef=0.1, micro_batch_tokens=budget)
+    cfg = TrainConfig(
+        estimator=estimator, lr=1e-2, grad_clip=100.0, entropy_coef=0.05, kl_coef=0.1, micro_batch_tokens=budget
+    )
     out = []
     for stats_fn in (reference_token_stats, update_mod.token_stats):
         monkeypatch.setattr(update_mod, "token_stats", stats_fn)
@@ -110,8 +112,16 @@ def test_a_model_with_soft_capped_logits_is_refused():
 
     from agentrepro.trainer.policy import Policy, check_plain_head
 
-    cfg = Gemma2Config(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                       num_key_value_heads=1, head_dim=8, final_logit_softcapping=0.5)
+    cfg = Gemma2Config(
+        vocab_size=32,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        final_logit_softcapping=0.5,
+    )
     torch.manual_seed(0)
     with pytest.raises(BadInput, match="model.path: .*soft-capping"):
         check_plain_head(Policy(Gemma2ForCausalLM(cfg), 16), path="/models/g", where="model.path")

@@ -6,7 +6,6 @@ import pytest
 import torch
 from trainer_helpers import tiny_config
 
-from agentrepro import runconfig
 from agentrepro.reading import read_jsonl
 from agentrepro.trainer.checkpoint import load_checkpoint, saved_steps
 from agentrepro.trainer.loop import train
@@ -18,11 +17,21 @@ def _metrics(run_dir):
     return [{k: v for k, v in row.items() if k not in TIMING_FIELDS} for row in read_jsonl(run_dir / "metrics.jsonl")]
 
 
-@pytest.mark.parametrize("train_opts", [
-    {"estimator": "ppo", "kl_coef": 0.05, "entropy_coef": 0.01, "epochs": 2, "minibatches": 2, "lr_schedule": "linear"},
-    {"estimator": "gigpo", "mode": "non_concat"},
-    {"estimator": "ppo", "kl_coef": 0.05, "epochs": 2, "minibatches": 2, "update_precision": "bf16-master"},
-])
+@pytest.mark.parametrize(
+    "train_opts",
+    [
+        {
+            "estimator": "ppo",
+            "kl_coef": 0.05,
+            "entropy_coef": 0.01,
+            "epochs": 2,
+            "minibatches": 2,
+            "lr_schedule": "linear",
+        },
+        {"estimator": "gigpo", "mode": "non_concat"},
+        {"estimator": "ppo", "kl_coef": 0.05, "epochs": 2, "minibatches": 2, "update_precision": "bf16-master"},
+    ],
+)
 def test_kill_and_resume_ends_bit_for_bit_where_an_uninterrupted_run_ends(tmp_path, train_opts):
     """Stopped after an unsaved step and resumed from the last checkpoint: same weights, optimizer and logs."""
     config = tiny_config(steps=4, checkpoint_every=2, **train_opts)
@@ -47,8 +56,24 @@ def test_run_directory_files_follow_the_contract(tmp_path):
     run = tmp_path / "run"
     train(tiny_config(steps=2, estimator="graphgpo", dump_batches_every=1), run, resume=False)
     metrics = read_jsonl(run / "metrics.jsonl")
-    names = {"step", "env_steps", "episodes", "tokens_generated", "tokens_trained", "train_success_rate", "reward_mean",
-             "valid_action_ratio", "loss_policy", "loss_value", "kl", "entropy", "grad_norm", "lr", "wall_s", "gpu_hours"}
+    names = {
+        "step",
+        "env_steps",
+        "episodes",
+        "tokens_generated",
+        "tokens_trained",
+        "train_success_rate",
+        "reward_mean",
+        "valid_action_ratio",
+        "loss_policy",
+        "loss_value",
+        "kl",
+        "entropy",
+        "grad_norm",
+        "lr",
+        "wall_s",
+        "gpu_hours",
+    }
     assert names <= set(metrics[0]) and [m["step"] for m in metrics] == [1, 2]
     assert metrics[1]["episodes"] == 2 * metrics[0]["episodes"] == 8  # cumulative
     timings = read_jsonl(run / "timings.jsonl")
@@ -57,7 +82,18 @@ def test_run_directory_files_follow_the_contract(tmp_path):
     diag = read_jsonl(run / "graph_diagnostics.jsonl")
     assert {"step", "nodes", "edges", "distance_hist"} <= set(diag[0])
     rows = read_jsonl(run / "batches" / "step1.jsonl")
-    assert {"group", "traj", "turn", "state", "next_state", "reward", "episode_reward", "valid", "success", "advantage"} <= set(rows[0])
+    assert {
+        "group",
+        "traj",
+        "turn",
+        "state",
+        "next_state",
+        "reward",
+        "episode_reward",
+        "valid",
+        "success",
+        "advantage",
+    } <= set(rows[0])
     warm = json.loads((run / "warmstart.json").read_text())
     assert warm["enabled"] and warm["steps"] <= 2 and warm["curve"][0]["step"] == 0
 
@@ -124,13 +160,25 @@ def test_static_engine_micro_batches_and_checkpointing_train_and_log_memory(tmp_
     """The GPU code paths on the CPU (static rollout engine, token-budgeted passes, activation checkpointing, a KL
     reference): a run trains and logs the step's memory (RSS on the CPU; GPU peak null)."""
     run = tmp_path / "run"
-    trainer = train(tiny_config(steps=2, rollout_engine="static", micro_batch_tokens=40, grad_checkpointing=True,
-                                kl_coef=0.05, estimator="ppo"), run, resume=False)
+    trainer = train(
+        tiny_config(
+            steps=2,
+            rollout_engine="static",
+            micro_batch_tokens=40,
+            grad_checkpointing=True,
+            kl_coef=0.05,
+            estimator="ppo",
+        ),
+        run,
+        resume=False,
+    )
     lm = trainer.policy.lm  # transformers >= 5.2x: is_activation_checkpointing; earlier: is_gradient_checkpointing
     assert trainer.engine is not None and getattr(lm, "is_activation_checkpointing", None) in (True, None)
     assert getattr(lm, "is_activation_checkpointing", None) or lm.is_gradient_checkpointing
     metrics = read_jsonl(run / "metrics.jsonl")
-    assert [m["step"] for m in metrics] == [1, 2] and all(m["kl"] is not None and m["tokens_trained"] > 0 for m in metrics)
+    assert [m["step"] for m in metrics] == [1, 2] and all(
+        m["kl"] is not None and m["tokens_trained"] > 0 for m in metrics
+    )
     assert all(m["gpu_peak_mem_gb"] is None and 0 < m["cpu_rss_gb"] < 1024 for m in metrics)
 
 
@@ -145,7 +193,7 @@ def test_step_rows_dump_the_named_steps_and_certify(tmp_path):
     config = tiny_config(steps=2, estimator="graphgpo", step_rows=[2])
     train(config, run, resume=False)
     assert not (run / "batches" / "step1.jsonl").exists() and (run / "batches" / "step2.jsonl").exists()
-    (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))   # what `agentrepro train` writes beside the run
+    (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))  # what `agentrepro train` writes beside the run
     [entry] = certificate([run])
     assert entry["status"] == "pass" and entry["step"] == 2 and entry["declared"] == "rows", entry
 
@@ -171,7 +219,11 @@ def test_kill_and_resume_in_new_processes_saves_the_global_rng_state_of_an_unint
     config.write_text(yaml.safe_dump(tiny_config(steps=4, checkpoint_every=2, estimator="ppo", kl_coef=0.05)))
 
     def part(run, stop, mode):
-        done = subprocess.run([sys.executable, "-c", _TRAIN_IN_A_PROCESS, config, tmp_path / run, stop, mode], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", _TRAIN_IN_A_PROCESS, config, tmp_path / run, stop, mode],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, done.stderr
 
     part("whole", "none", "fresh")
@@ -181,5 +233,7 @@ def test_kill_and_resume_in_new_processes_saves_the_global_rng_state_of_an_unint
         a, b = load_checkpoint(tmp_path / "whole", step), load_checkpoint(tmp_path / "broken", step)
         assert torch.equal(a["rng"]["torch_cpu"], b["rng"]["torch_cpu"]), step
         assert all(torch.equal(a["rng"]["generators"][k], b["rng"]["generators"][k]) for k in a["rng"]["generators"])
-        assert a["rng"]["numpy"] == b["rng"]["numpy"] and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+        assert a["rng"]["numpy"] == b["rng"]["numpy"] and all(
+            torch.equal(a["model"][k], b["model"][k]) for k in a["model"]
+        )
     assert _metrics(tmp_path / "whole") == _metrics(tmp_path / "broken")

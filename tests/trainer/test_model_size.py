@@ -9,12 +9,21 @@ import pytest
 
 from agentrepro.errors import BadInput
 from agentrepro.trainer import model_size
-from agentrepro.trainer.model_size import CONFIG, MAX_TRAINING_BYTES, check_config, check_model, parameters, training_memory
+from agentrepro.trainer.model_size import (
+    CONFIG,
+    MAX_TRAINING_BYTES,
+    check_config,
+    check_model,
+    parameters,
+    training_memory,
+)
 
 
 @pytest.mark.parametrize("name", model_size.TINY_ARCHS)
-@pytest.mark.parametrize("config", [{"d_model": 16, "n_layers": 1, "n_heads": 2}, {"d_model": 48, "n_layers": 3, "n_heads": 4,
-                                                                                    "max_positions": 100}])
+@pytest.mark.parametrize(
+    "config",
+    [{"d_model": 16, "n_layers": 1, "n_heads": 2}, {"d_model": 48, "n_layers": 3, "n_heads": 4, "max_positions": 100}],
+)
 def test_parameter_count_equals_the_built_policy(name, config):
     """The estimate's parameter count is exactly the number of parameters of the policy trainer/policy.py builds."""
     from trainer_helpers import tiny_spec_and_codec
@@ -29,8 +38,10 @@ def test_parameter_count_equals_the_built_policy(name, config):
 
 def test_the_estimate_imports_no_torch():
     """A preflight can compute the estimate without torch: importing model_size and calling it loads no torch."""
-    code = ("import sys; from agentrepro.trainer.model_size import training_memory; "
-            "m = training_memory('tiny-gpt2', {'d_model': 64}); assert 'torch' not in sys.modules, 'torch'; print(m.bytes)")
+    code = (
+        "import sys; from agentrepro.trainer.model_size import training_memory; "
+        "m = training_memory('tiny-gpt2', {'d_model': 64}); assert 'torch' not in sys.modules, 'torch'; print(m.bytes)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and int(done.stdout) > 0, done.stderr
 
@@ -40,7 +51,9 @@ def test_each_key_is_refused_past_its_bound_with_the_bound_in_the_message(key):
     """A config value one past its bound, or 1e12, is refused naming model.config.<key> and the bound."""
     size = CONFIG[key]
     for value in (size.high + 1, 10**12, size.low - 1, True, 2.0):
-        with pytest.raises(BadInput, match=rf"model.config.{key}: expected an integer in \[{size.low:,}, {size.high:,}\]"):
+        with pytest.raises(
+            BadInput, match=rf"model.config.{key}: expected an integer in \[{size.low:,}, {size.high:,}\]"
+        ):
             check_config("tiny-qwen2", {key: value})
 
 
@@ -57,7 +70,10 @@ def test_a_model_beyond_the_memory_bound_is_refused_naming_the_method():
     """A config inside every key's bound whose training needs more than MAX_TRAINING_BYTES is refused with the estimate."""
     model = {"name": "tiny-qwen2", "config": {"d_model": 4096, "n_layers": 64, "n_heads": 32}}
     assert training_memory(model["name"], model["config"]).bytes > MAX_TRAINING_BYTES
-    with pytest.raises(BadInput, match=r"m.yaml: model.config: training this model would hold about [\d,]+ parameters x 16 bytes"
-                                       r" = [\d.]+ GiB .*method ppo\), more than the builtin model's bound of 16 GiB"):
+    with pytest.raises(
+        BadInput,
+        match=r"m.yaml: model.config: training this model would hold about [\d,]+ parameters x 16 bytes"
+        r" = [\d.]+ GiB .*method ppo\), more than the builtin model's bound of 16 GiB",
+    ):
         check_model(model, {"method ppo": {}}, path="m.yaml")
     check_model({"name": "tiny-gpt2", "config": {"d_model": 64}}, {"method ppo": {"kl_coef": 0.1}}, path="m.yaml")

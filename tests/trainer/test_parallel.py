@@ -37,11 +37,13 @@ def test_world_size_rule():
     assert world_size(_config({"gpus": 0}, device="cuda")) == 1
     assert world_size(_config(data_parallel=2)) == 2
     assert world_size(_config({"gpus": 4}, device="cuda", data_parallel=2)) == 2
-    cases = [(_config(data_parallel=3), "train.data_parallel"),  # more ranks than groups
-             (_config({"gpus": 1}, device="cuda", data_parallel=2), "train.data_parallel"),
-             (_config({"gpus": 2}, device="cuda:1"), "train.device"),
-             (_config({"gpus": 4}, device="cuda"), "resources.gpus"),  # 4 GPUs for 2 groups
-             (_config(data_parallel=-1), "train.data_parallel")]
+    cases = [
+        (_config(data_parallel=3), "train.data_parallel"),  # more ranks than groups
+        (_config({"gpus": 1}, device="cuda", data_parallel=2), "train.data_parallel"),
+        (_config({"gpus": 2}, device="cuda:1"), "train.device"),
+        (_config({"gpus": 4}, device="cuda"), "resources.gpus"),  # 4 GPUs for 2 groups
+        (_config(data_parallel=-1), "train.data_parallel"),
+    ]
     for config, where in cases:
         with pytest.raises(BadInput) as err:
             world_size(config, path="run.yaml")
@@ -50,7 +52,7 @@ def test_world_size_rule():
 
 def test_shares_are_contiguous_whole_groups_and_seeds_differ_by_rank():
     """Each rank gets whole groups, contiguous and balanced; rank 0 keeps the single-process sampling seed."""
-    assert shares(5, 2) == [range(0, 2), range(2, 5)] and shares(4, 1) == [range(0, 4)]
+    assert shares(5, 2) == [range(2), range(2, 5)] and shares(4, 1) == [range(4)]
     assert [len(s) for s in shares(7, 3)] in ([2, 3, 2], [2, 2, 3], [3, 2, 2])
     assert sampling_seed(4, 0) == 4 * 1_000_003 + 1
     assert len({sampling_seed(s, r) for s in range(4) for r in range(8)}) == 32
@@ -66,18 +68,34 @@ def test_merged_rollouts_give_the_advantages_of_one_rollout(mode):
     table = choices[torch.randint(len(choices), (len(SEEDS), 4, 4), generator=g)]  # each trajectory's tokens, fixed
 
     def play(first):
-        seeds = SEEDS[first:first + 2] if first is not None else SEEDS
+        seeds = SEEDS[first : first + 2] if first is not None else SEEDS
         offset = first or 0
         sampler = lambda logits, trajs, turn, position: table[[t + offset for t in trajs], turn, position]  # noqa: E731
-        return rollout(policy, [spec.make_env(training=True) for _ in seeds], seeds, [(offset + i) // 2 for i in range(len(seeds))],
-                       codec, sampler, mode=mode, max_turns=4, max_new_tokens=4, device=torch.device("cpu"))
+        return rollout(
+            policy,
+            [spec.make_env(training=True) for _ in seeds],
+            seeds,
+            [(offset + i) // 2 for i in range(len(seeds))],
+            codec,
+            sampler,
+            mode=mode,
+            max_turns=4,
+            max_new_tokens=4,
+            device=torch.device("cpu"),
+        )
 
     whole = play(None)
     merged = merge_rollouts([play(0), play(2), play(4)], codec.pad)  # three ranks of one group each
     assert merged.step_rows() == whole.step_rows() and merged.per_turn_rows == whole.per_turn_rows
-    assert merged.generated_tokens() == whole.generated_tokens() and sorted(merged.row_traj.tolist()) == sorted(whole.row_traj.tolist())  # non_concat: rows in rank order
-    for ta, tb in zip(sorted(merged.turns, key=lambda t: (t.traj, t.turn)), sorted(whole.turns, key=lambda t: (t.traj, t.turn))):
-        assert merged.input_ids[ta.row, ta.start:ta.end].tolist() == whole.input_ids[tb.row, tb.start:tb.end].tolist()
+    assert merged.generated_tokens() == whole.generated_tokens() and sorted(merged.row_traj.tolist()) == sorted(
+        whole.row_traj.tolist()
+    )  # non_concat: rows in rank order
+    for ta, tb in zip(
+        sorted(merged.turns, key=lambda t: (t.traj, t.turn)), sorted(whole.turns, key=lambda t: (t.traj, t.turn))
+    ):
+        assert (
+            merged.input_ids[ta.row, ta.start : ta.end].tolist() == whole.input_ids[tb.row, tb.start : tb.end].tolist()
+        )
     ours, theirs = training_targets(merged, None, spec.train), training_targets(whole, None, spec.train)
     assert ours.turn_advantages.tolist() == theirs.turn_advantages.tolist()
     assert len(set(ours.turn_advantages.round(9).tolist())) > 2  # rewards differ: the advantages are not trivial
@@ -95,16 +113,30 @@ def test_two_gloo_ranks_take_the_update_of_one_process(tmp_path):
     parts = []
     for share in ([0, 0, 1, 1], [2, 2]):  # rank 0: two groups, rank 1: one (unequal shares and widths)
         seeds = [SEEDS[2 * g] for g in share]
-        ro = rollout(policy, [spec.make_env(training=True) for _ in seeds], seeds, share, codec, sampler, mode="concat",
-                     max_turns=4, max_new_tokens=4, device=torch.device("cpu"))
-        old = batched_token_stats(policy, ro.input_ids, ro.attention_mask, 0, with_values=False, device=torch.device("cpu"), bf16=False)[0]
+        ro = rollout(
+            policy,
+            [spec.make_env(training=True) for _ in seeds],
+            seeds,
+            share,
+            codec,
+            sampler,
+            mode="concat",
+            max_turns=4,
+            max_new_tokens=4,
+            device=torch.device("cpu"),
+        )
+        old = batched_token_stats(
+            policy, ro.input_ids, ro.attention_mask, 0, with_values=False, device=torch.device("cpu"), bf16=False
+        )[0]
         parts.append((ro, {"old": old, "ref": old.clone()}))
     saved = {"model": policy.state_dict(), "parts": parts}
     torch.save(saved, tmp_path / "batch.pt")
     single = one_update(saved)
 
     store = dist.TCPStore("127.0.0.1", 0, None, True, wait_for_workers=False)
-    mp.start_processes(rank_main, args=(2, store.port, str(tmp_path / "batch.pt"), str(tmp_path)), nprocs=2, start_method="spawn")
+    mp.start_processes(
+        rank_main, args=(2, store.port, str(tmp_path / "batch.pt"), str(tmp_path)), nprocs=2, start_method="spawn"
+    )
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(2)]
     moved = [k for k in single["model"] if not torch.equal(single["model"][k], policy.state_dict()[k])]
     assert moved and "value_head.weight" not in moved  # the update moved the LM, weight decay left the value head alone
@@ -139,8 +171,9 @@ def test_train_verb_on_two_ranks_writes_metrics_and_checkpoints_once(tmp_path):
     done = run_cli("train", "--config", tmp_path / "config.yaml", "--out", again)
     assert done.returncode == 0, done.stderr
     machine = ("wall_s", "gpu_hours", "cpu_rss_gb")
-    assert [{k: v for k, v in m.items() if k not in machine} for m in read_jsonl(again / "metrics.jsonl")] == \
-        [{k: v for k, v in m.items() if k not in machine} for m in metrics]
+    assert [{k: v for k, v in m.items() if k not in machine} for m in read_jsonl(again / "metrics.jsonl")] == [
+        {k: v for k, v in m.items() if k not in machine} for m in metrics
+    ]
     ours, theirs = load_checkpoint(again, 2)["model"], load_checkpoint(run, 2)["model"]
     assert all(torch.equal(ours[k], theirs[k]) for k in theirs)
 

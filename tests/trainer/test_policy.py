@@ -2,10 +2,10 @@
 
 import pytest
 import torch
+from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 from agentrepro.errors import BadInput
 from agentrepro.trainer.policy import ModelSpec, positions
-from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 
 def test_model_spec_rejects_unknown_keys_and_names():
@@ -63,12 +63,15 @@ def test_cached_decoding_with_inner_padding_matches_full_forward(arch):
     assert torch.allclose(full[keep], inc[keep], atol=1e-5)
 
 
-@pytest.mark.parametrize("env_name,prompt_format", [("frozenlake", "free_think"), ("sokoban", "wm"), ("sokoban", "free_wm")])
+@pytest.mark.parametrize(
+    "env_name,prompt_format", [("frozenlake", "free_think"), ("sokoban", "wm"), ("sokoban", "free_wm")]
+)
 def test_tiny_policy_words_are_rendered_in_the_env_prompt_format(env_name, prompt_format):
     """A tiny policy's action words become a well-formed response in every prompt format (Sokoban's default is
     wm), so its turns are valid and its demonstrations parse."""
-    from agentrepro.trainer.context import RunSpec
     from trainer_helpers import tiny_config
+
+    from agentrepro.trainer.context import RunSpec
 
     config = tiny_config()
     config["env"] = {"name": env_name, "split": "eval", "params": {"prompt_format": prompt_format}}
@@ -87,9 +90,10 @@ def test_tiny_policy_words_are_rendered_in_the_env_prompt_format(env_name, promp
 def test_a_local_model_directory_trains_and_evaluates(tmp_path):
     """model.path: a transformers model directory (here a saved tiny model) is loaded locally, trained one
     step on full-text observations, and evaluated; its responses are its decoded text."""
+    from trainer_helpers import tiny_config
+
     from agentrepro.trainer.evaluate import evaluate_run
     from agentrepro.trainer.loop import train
-    from trainer_helpers import tiny_config
 
     spec, tok, _ = tiny_spec_and_codec()
     policy = tiny_policy(spec, tok)

@@ -66,7 +66,9 @@ def test_the_step_is_float32_adamw_on_the_masters_and_the_copy_is_their_bf16_rou
     spec, tok, _ = tiny_spec_and_codec()
     start = tiny_policy(spec, tok)
     adamw = lambda params: torch.optim.AdamW(params, lr=1e-4)  # noqa: E731
-    _, policy, work, _ = _one_update("bf16-master", tiny_train_batch(codec, 0.0), TrainConfig(grad_clip=0.5, entropy_coef=0.01), adamw)
+    _, policy, work, _ = _one_update(
+        "bf16-master", tiny_train_batch(codec, 0.0), TrainConfig(grad_clip=0.5, entropy_coef=0.01), adamw
+    )
     ref_opt = adamw(start.parameters())
     for p, m in zip(start.parameters(), policy.parameters()):
         p.grad = None if m.grad is None else m.grad.clone()
@@ -96,7 +98,10 @@ def test_observation_and_padding_tokens_never_reach_the_gradient_in_bf16_master(
     """Advantages on observation and padding tokens change nothing: the same master weights and statistics."""
     _, _, codec = tiny_spec_and_codec()
     adamw = lambda params: torch.optim.AdamW(params, lr=1e-2)  # noqa: E731
-    out = [_one_update("bf16-master", tiny_train_batch(codec, off), TrainConfig(grad_clip=100.0), adamw) for off in (0.0, 1e3)]
+    out = [
+        _one_update("bf16-master", tiny_train_batch(codec, off), TrainConfig(grad_clip=100.0), adamw)
+        for off in (0.0, 1e3)
+    ]
     (sa, a, _, _), (sb, b, _, _) = out
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     assert sa == sb and sa["grad_norm"] > 0
@@ -107,9 +112,20 @@ def test_a_bf16_master_run_checkpoints_float32_weights_and_trains(tmp_path):
     reference; the entropy bonus gives a gradient when every reward is 0): checkpoints hold the float32
     masters; the update's copy and the reference are bf16, so the KL is 0 at the first step."""
     run = tmp_path / "run"
-    trainer = train(tiny_config(steps=2, rollout_engine="static", micro_batch_tokens=40, grad_checkpointing=True,
-                                kl_coef=0.05, entropy_coef=0.01, estimator="ppo", update_precision="bf16-master"), run,
-                    resume=False)
+    trainer = train(
+        tiny_config(
+            steps=2,
+            rollout_engine="static",
+            micro_batch_tokens=40,
+            grad_checkpointing=True,
+            kl_coef=0.05,
+            entropy_coef=0.01,
+            estimator="ppo",
+            update_precision="bf16-master",
+        ),
+        run,
+        resume=False,
+    )
     assert trainer.update_model is not trainer.policy
     assert {p.dtype for p in trainer.update_model.parameters()} == {torch.bfloat16}
     assert {p.dtype for p in trainer.reference.parameters()} == {torch.bfloat16}

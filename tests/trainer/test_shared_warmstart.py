@@ -8,26 +8,41 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from agentrepro.planning import planned_warmstarts
 from helpers import run_cli
 from trainer_helpers import tiny_config
+
+from agentrepro.planning import planned_warmstarts
 
 WARM = {"warmstart_target": 1.0, "warmstart_max_steps": 2, "warmstart_eval_every": 1, "steps": 2}
 
 
 def _manifest(**methods) -> dict:
-    return {"study": "s", "backend": {"name": "builtin"}, "image": {"none": "builtin on the CPU"}, "model": {"name": "tiny-gpt2"},
-            "env": {"name": "frozenlake", "params": {}}, "methods": methods, "seeds": [0, 1],
-            "train": {"steps": 2, "warmstart_target": 0.45}, "eval": {"tasks": 4, "first_seed": 10001}}
+    return {
+        "study": "s",
+        "backend": {"name": "builtin"},
+        "image": {"none": "builtin on the CPU"},
+        "model": {"name": "tiny-gpt2"},
+        "env": {"name": "frozenlake", "params": {}},
+        "methods": methods,
+        "seeds": [0, 1],
+        "train": {"steps": 2, "warmstart_target": 0.45},
+        "eval": {"tasks": 4, "first_seed": 10001},
+    }
 
 
 def test_methods_share_a_warm_start_unless_they_change_what_it_reads():
     """RL settings (estimator, lr, gamma) and a default spelled out share one identity per seed; a warm-start
     setting, or grad_clip (which the warm start's optimizer step reads), gives another; warmstart off plans none."""
-    plan = planned_warmstarts(_manifest(grpo={"estimator": "grpo"}, gigpo={"estimator": "gigpo", "gamma": 0.9, "lr": 0.01},
-                                        spelled={"warmstart_lr": 2.0e-3, "warmstart_batch": 64}, other_lr={"warmstart_lr": 1.0e-3},
-                                        clip={"grad_clip": 0.5}, none={"warmstart": False}))
+    plan = planned_warmstarts(
+        _manifest(
+            grpo={"estimator": "grpo"},
+            gigpo={"estimator": "gigpo", "gamma": 0.9, "lr": 0.01},
+            spelled={"warmstart_lr": 2.0e-3, "warmstart_batch": 64},
+            other_lr={"warmstart_lr": 1.0e-3},
+            clip={"grad_clip": 0.5},
+            none={"warmstart": False},
+        )
+    )
     for seed in (0, 1):
         assert plan[("grpo", seed)] == plan[("gigpo", seed)] == plan[("spelled", seed)]
         assert len({plan[(m, seed)] for m in ("grpo", "other_lr", "clip")}) == 3
@@ -42,7 +57,10 @@ def _write(path: Path, config: dict) -> Path:
 
 
 def _successes_without_labels(path: Path) -> list[dict]:
-    return [{k: v for k, v in json.loads(line).items() if k not in ("study", "method")} for line in path.read_text().splitlines()]
+    return [
+        {k: v for k, v in json.loads(line).items() if k not in ("study", "method")}
+        for line in path.read_text().splitlines()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +85,9 @@ def test_runs_from_the_shared_warm_start_are_those_of_a_run_that_warm_starts_its
     for method, estimator in (("grpo", "grpo"), ("gigpo", "gigpo")):
         config = _write(tmp_path / f"{method}.yaml", {**tiny_config(estimator=estimator, **WARM), "method": method})
         runs[method] = tmp_path / method
-        result = run_cli("train", "--config", config, "--out", runs[method], "--from-warmstart", warm / "warm", timeout=300)
+        result = run_cli(
+            "train", "--config", config, "--out", runs[method], "--from-warmstart", warm / "warm", timeout=300
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         result = run_cli("eval", "--run", runs[method], "--step", 0, timeout=300)
         assert result.returncode == 0, result.stderr[-2000:]
@@ -75,11 +95,21 @@ def test_runs_from_the_shared_warm_start_are_those_of_a_run_that_warm_starts_its
     assert all((run / "checkpoints" / "step0.pt").read_bytes() == shared for run in runs.values())
     step0 = [_successes_without_labels(run / "eval" / "step0" / "outcomes.jsonl") for run in runs.values()]
     assert step0[0] == step0[1] == _successes_without_labels(warm / "warm" / "eval" / "step0" / "outcomes.jsonl")
-    assert [json.loads(line)["method"] for line in (runs["gigpo"] / "eval" / "step0" / "outcomes.jsonl").read_text().splitlines()] == ["gigpo"] * 4
+    assert [
+        json.loads(line)["method"]
+        for line in (runs["gigpo"] / "eval" / "step0" / "outcomes.jsonl").read_text().splitlines()
+    ] == ["gigpo"] * 4
     alone = train({**tiny_config(estimator="grpo", **WARM), "method": "grpo"}, tmp_path / "alone", resume=False)
 
     def metrics(run: Path) -> list[dict]:
-        return [{k: v for k, v in json.loads(line).items() if k not in ("wall_s", "gpu_hours", "cpu_rss_gb", "gpu_peak_mem_gb")} for line in (run / "metrics.jsonl").read_text().splitlines()]
+        return [
+            {
+                k: v
+                for k, v in json.loads(line).items()
+                if k not in ("wall_s", "gpu_hours", "cpu_rss_gb", "gpu_peak_mem_gb")
+            }
+            for line in (run / "metrics.jsonl").read_text().splitlines()
+        ]
 
     assert metrics(runs["grpo"]) == metrics(tmp_path / "alone") and len(metrics(tmp_path / "alone")) == 2
     final = torch.load(runs["grpo"] / "checkpoints" / "step2.pt", weights_only=False)["model"]
@@ -89,9 +119,15 @@ def test_runs_from_the_shared_warm_start_are_those_of_a_run_that_warm_starts_its
 @pytest.mark.slow
 def test_a_warm_start_of_other_settings_or_a_changed_one_is_refused(warm, tmp_path):
     """A run whose warm-start settings differ from the warm start's, or a warm start edited after its seal: exit 2 naming it."""
-    other = _write(tmp_path / "other.yaml", {**tiny_config(estimator="grpo", **{**WARM, "warmstart_lr": 1.0e-3}), "method": "grpo"})
-    result = run_cli("train", "--config", other, "--out", tmp_path / "other", "--from-warmstart", warm / "warm", timeout=300)
-    assert result.returncode == 2 and "made with other settings" in result.stderr and str(warm / "warm") in result.stderr
+    other = _write(
+        tmp_path / "other.yaml", {**tiny_config(estimator="grpo", **{**WARM, "warmstart_lr": 1.0e-3}), "method": "grpo"}
+    )
+    result = run_cli(
+        "train", "--config", other, "--out", tmp_path / "other", "--from-warmstart", warm / "warm", timeout=300
+    )
+    assert (
+        result.returncode == 2 and "made with other settings" in result.stderr and str(warm / "warm") in result.stderr
+    )
     assert json.loads((tmp_path / "other" / "provenance.json").read_text())["attempts"][-1]["status"] == "failed"
     edited = tmp_path / "edited"
     import shutil

@@ -40,4 +40,8 @@ def test_save_and_load_pretrained(tmp_path):
     tok.save_pretrained(tmp_path)
     again = PreTrainedTokenizerFast.from_pretrained(str(tmp_path))
     assert again.get_vocab() == tok.get_vocab()
-    assert (again.pad_token_id, again.bos_token_id, again.eos_token_id) == (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id)
+    assert (again.pad_token_id, again.bos_token_id, again.eos_token_id) == (
+        tok.pad_token_id,
+        tok.bos_token_id,
+        tok.eos_token_id,
+    )

@@ -2,16 +2,20 @@
 
 import pytest
 import torch
+from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.update import TrainBatch, k3_kl, masked_mean, ppo_clip_loss, update
-from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 
 def test_ppo_clip_loss_matches_a_slow_version():
     """Token-mean PPO-clip equals an element-by-element loop over masked tokens."""
     g = torch.Generator().manual_seed(0)
-    logp, old, adv = torch.randn(3, 7, generator=g) * 0.3, torch.randn(3, 7, generator=g) * 0.3, torch.randn(3, 7, generator=g)
+    logp, old, adv = (
+        torch.randn(3, 7, generator=g) * 0.3,
+        torch.randn(3, 7, generator=g) * 0.3,
+        torch.randn(3, 7, generator=g),
+    )
     mask = (torch.rand(3, 7, generator=g) > 0.4).float()
     loss, _ = ppo_clip_loss(logp, old, adv, mask, 0.2)
     terms = []
@@ -33,8 +37,12 @@ def test_kl_k3_is_zero_at_the_reference_and_positive_elsewhere():
 
 
 def _batch(tok, codec, adv_off_mask: float):
-    ids = torch.tensor([[codec.bos, codec.obs, 10, 11, codec.act, 6, 7, codec.eos, codec.pad],
-                        [codec.bos, codec.obs, 12, 13, codec.act, 8, codec.eos, codec.pad, codec.pad]])
+    ids = torch.tensor(
+        [
+            [codec.bos, codec.obs, 10, 11, codec.act, 6, 7, codec.eos, codec.pad],
+            [codec.bos, codec.obs, 12, 13, codec.act, 8, codec.eos, codec.pad, codec.pad],
+        ]
+    )
     attn = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 0, 0]])
     mask = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 1, 0, 0]], dtype=torch.float32)
     adv = torch.where(mask.bool(), torch.tensor(1.0), torch.tensor(adv_off_mask))
@@ -50,7 +58,9 @@ def test_observation_and_padding_tokens_never_reach_the_gradient():
         policy = tiny_policy(spec, tok)
         opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-        stats = update(policy, opt, sched, _batch(tok, codec, off), cfg, torch.Generator().manual_seed(0), torch.device("cpu"))
+        stats = update(
+            policy, opt, sched, _batch(tok, codec, off), cfg, torch.Generator().manual_seed(0), torch.device("cpu")
+        )
         results.append((policy.state_dict(), stats))
     (a, sa), (b, sb) = results
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -65,11 +75,35 @@ def test_positive_advantage_raises_the_taken_tokens_probability():
     policy = tiny_policy(spec, tok)
     batch = _batch(tok, codec, 0.0)
     with torch.no_grad():
-        before = token_stats(policy, batch.input_ids, batch.attention_mask, with_values=False, with_entropy=False, device=torch.device("cpu"), bf16=False)[0]
+        before = token_stats(
+            policy,
+            batch.input_ids,
+            batch.attention_mask,
+            with_values=False,
+            with_entropy=False,
+            device=torch.device("cpu"),
+            bf16=False,
+        )[0]
     opt = torch.optim.AdamW(policy.parameters(), lr=1e-2)
-    update(policy, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), batch, TrainConfig(), torch.Generator().manual_seed(0), torch.device("cpu"))
+    update(
+        policy,
+        opt,
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0),
+        batch,
+        TrainConfig(),
+        torch.Generator().manual_seed(0),
+        torch.device("cpu"),
+    )
     with torch.no_grad():
-        after = token_stats(policy, batch.input_ids, batch.attention_mask, with_values=False, with_entropy=False, device=torch.device("cpu"), bf16=False)[0]
+        after = token_stats(
+            policy,
+            batch.input_ids,
+            batch.attention_mask,
+            with_values=False,
+            with_entropy=False,
+            device=torch.device("cpu"),
+            bf16=False,
+        )[0]
     m = batch.mask.bool()
     assert float(after[m].sum()) > float(before[m].sum())
 
@@ -105,8 +139,12 @@ def test_micro_batched_update_matches_the_whole_minibatch(estimator):
         policy = tiny_policy(spec, tok)
         opt = torch.optim.SGD(policy.parameters(), lr=1.0)  # the weights move by the gradient itself
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-        out.append((update(policy, opt, sched, batch, cfg, torch.Generator().manual_seed(0), torch.device("cpu")),
-                    policy.state_dict()))
+        out.append(
+            (
+                update(policy, opt, sched, batch, cfg, torch.Generator().manual_seed(0), torch.device("cpu")),
+                policy.state_dict(),
+            )
+        )
     (whole, a), (parts, b) = out
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
     assert (estimator == "ppo") == bool(a["value_head.weight"].abs().sum() > 0)  # the value loss reached the head

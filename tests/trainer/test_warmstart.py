@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 from agentrepro.trainer.warmstart import collate, demonstration_rows, warm_start
-from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 
 @pytest.mark.parametrize("mode", ["concat", "non_concat"])
@@ -16,11 +16,14 @@ def test_demonstrations_are_bfs_paths_with_loss_on_actions_only(mode, per_turn):
     for seed in (10001, 10002, 10003):
         rows = demonstration_rows(env, seed, codec, mode, per_turn)
         assert env.done and env.player_position() == next(
-            (r, c) for r, row in enumerate(env.desc) for c, x in enumerate(row) if x == "G")
+            (r, c) for r, row in enumerate(env.desc) for c, x in enumerate(row) if x == "G"
+        )
         trained = [i for r, m in rows for i, keep in zip(r, m) if keep]
         actions = {tok.convert_tokens_to_ids(a) for a in env.action_names}
         assert set(trained) <= actions | {codec.eos}
-        assert trained.count(codec.eos) == (len(rows) if mode == "non_concat" else sum(r.count(codec.eos) for r, _ in rows))
+        assert trained.count(codec.eos) == (
+            len(rows) if mode == "non_concat" else sum(r.count(codec.eos) for r, _ in rows)
+        )
         if mode == "concat":
             assert len(rows) == 1
     ids, attn, mask = collate(rows, codec.pad)

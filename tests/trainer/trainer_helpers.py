@@ -13,16 +13,30 @@ TINY_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 16, "n_layers": 1, "n_
 
 def tiny_config(**train) -> dict:
     """A run config (as `agentrepro resolve` writes it) for a few fast steps on FrozenLake."""
-    base = {"steps": 3, "groups": 2, "group_size": 2, "lr": 1e-3, "warmstart_max_steps": 2, "warmstart_eval_every": 1,
-            "warmstart_val_seeds": 4, "progress": False, "checkpoint_every": 1}
+    base = {
+        "steps": 3,
+        "groups": 2,
+        "group_size": 2,
+        "lr": 1e-3,
+        "warmstart_max_steps": 2,
+        "warmstart_eval_every": 1,
+        "warmstart_val_seeds": 4,
+        "progress": False,
+        "checkpoint_every": 1,
+    }
     # eval.checkpoint: all with checkpoint_every 1: every step is evaluated, so every step is checkpointed
-    return copy.deepcopy({
-        "study": "tiny", "method": train.get("estimator", "grpo"), "seed": 0,
-        "backend": {"name": "builtin"}, "model": TINY_MODEL,
-        "env": {"name": "frozenlake", "split": "eval", "params": {}},
-        "train": {**base, **train},
-        "eval": {"tasks": 4, "first_seed": 10001, "episodes_per_task": 1, "temperature": 0, "checkpoint": "all"},
-    })
+    return copy.deepcopy(
+        {
+            "study": "tiny",
+            "method": train.get("estimator", "grpo"),
+            "seed": 0,
+            "backend": {"name": "builtin"},
+            "model": TINY_MODEL,
+            "env": {"name": "frozenlake", "split": "eval", "params": {}},
+            "train": {**base, **train},
+            "eval": {"tasks": 4, "first_seed": 10001, "episodes_per_task": 1, "temperature": 0, "checkpoint": "all"},
+        }
+    )
 
 
 def tiny_spec_and_codec(**train):
@@ -43,14 +57,20 @@ def tiny_train_batch(codec, adv_off_mask: float | None = None, seed: int = 3):
     """A 3-row TrainBatch over `codec`'s special tokens (padding, a row ending mid-turn); advantages off the loss mask
     are `adv_off_mask` when given (else random like the rest)."""
     import torch
+
     from agentrepro.trainer.update import TrainBatch
 
-    ids = torch.tensor([[codec.bos, codec.obs, 10, 11, codec.act, 6, 7, codec.eos, codec.pad],
-                        [codec.bos, codec.obs, 12, 13, codec.act, 8, codec.eos, codec.pad, codec.pad],
-                        [codec.bos, codec.obs, 9, codec.act, 5, 6, codec.eos, codec.obs, codec.act]])
+    ids = torch.tensor(
+        [
+            [codec.bos, codec.obs, 10, 11, codec.act, 6, 7, codec.eos, codec.pad],
+            [codec.bos, codec.obs, 12, 13, codec.act, 8, codec.eos, codec.pad, codec.pad],
+            [codec.bos, codec.obs, 9, codec.act, 5, 6, codec.eos, codec.obs, codec.act],
+        ]
+    )
     attn = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1]])
-    mask = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1, 0, 0]],
-                        dtype=torch.float32)
+    mask = torch.tensor(
+        [[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1, 0, 0]], dtype=torch.float32
+    )
     g = torch.Generator().manual_seed(seed)
     adv = torch.randn(3, 9, generator=g)
     if adv_off_mask is not None:

@@ -12,10 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers import REPO, require  # noqa: E402
-from wfkit import TINY  # noqa: E402
-
-import default_study  # noqa: E402
+import default_study
+from helpers import REPO, require
+from wfkit import TINY
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -58,11 +57,21 @@ def slurm_cluster():
     """
     started = False
     if not _slurm_up():
-        can_start = os.geteuid() == 0 and (shutil.which("slurmctld") is not None or os.path.exists("/usr/sbin/slurmctld"))
-        require("slurm", can_start, "no SLURM controller answers and this session cannot start one (needs root and Debian's slurmctld)")
-        proc = subprocess.run(["bash", str(REPO / "scripts" / "slurm-cluster.sh"), "start"], capture_output=True, text=True, timeout=120)
+        can_start = os.geteuid() == 0 and (
+            shutil.which("slurmctld") is not None or os.path.exists("/usr/sbin/slurmctld")
+        )
+        require(
+            "slurm",
+            can_start,
+            "no SLURM controller answers and this session cannot start one (needs root and Debian's slurmctld)",
+        )
+        proc = subprocess.run(
+            ["bash", str(REPO / "scripts" / "slurm-cluster.sh"), "start"], capture_output=True, text=True, timeout=120
+        )
         require("slurm", proc.returncode == 0, f"scripts/slurm-cluster.sh start failed: {proc.stderr.strip()[-500:]}")
         started = True
     yield
     if started:
-        subprocess.run(["bash", str(REPO / "scripts" / "slurm-cluster.sh"), "stop"], capture_output=True, text=True, timeout=120)
+        subprocess.run(
+            ["bash", str(REPO / "scripts" / "slurm-cluster.sh"), "stop"], capture_output=True, text=True, timeout=120
+        )

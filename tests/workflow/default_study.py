@@ -14,7 +14,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from helpers import REPO
 from wfkit import snakemake_in_background
 
@@ -31,8 +30,9 @@ def start(config: pytest.Config) -> tuple[Path, subprocess.Popen]:
     (workdir / "manifests" / "references").mkdir(parents=True)
     shutil.copy(REPO / "manifests" / f"{STUDY}.yaml", workdir / "manifests")
     shutil.copy(REPO / "manifests" / "references" / f"{STUDY}.yaml", workdir / "manifests" / "references")
-    proc = snakemake_in_background(workdir, "--cores", "2", "--config", f"manifest=manifests/{STUDY}.yaml",
-                                   "freeze_flags=--allow-dirty")
+    proc = snakemake_in_background(
+        workdir, "--cores", "2", "--config", f"manifest=manifests/{STUDY}.yaml", "freeze_flags=--allow-dirty"
+    )
     config.stash[_RUN] = (workdir, proc)
     return workdir, proc
 

@@ -25,7 +25,9 @@ def succeeds(task_id: str, seed: int, step: int) -> int:
 
 def train(run: Path, steps: int) -> None:
     (run / "checkpoints").mkdir(parents=True, exist_ok=True)
-    rows = [{"step": step, "reward_mean": 0.1 * step, "train_success_rate": 0.25 * step} for step in range(1, steps + 1)]
+    rows = [
+        {"step": step, "reward_mean": 0.1 * step, "train_success_rate": 0.25 * step} for step in range(1, steps + 1)
+    ]
     for row in rows:
         (run / "checkpoints" / f"step{row['step']}.json").write_text(json.dumps(row))
     (run / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -34,10 +36,23 @@ def train(run: Path, steps: int) -> None:
 
 
 def evaluate(step: int, out: Path, study: str, method: str, seed: int, panel: list[dict]) -> None:
-    rows = [{"study": study, "method": method, "seed": seed, "step": step, "task_id": task["task_id"],
-             "task_hash": task["task_hash"], "category": task["category"], "episode": 0,
-             "success": succeeds(task["task_id"], seed, step), "reward": float(succeeds(task["task_id"], seed, step)),
-             "turns": 1, "tokens": 8} for task in panel]
+    rows = [
+        {
+            "study": study,
+            "method": method,
+            "seed": seed,
+            "step": step,
+            "task_id": task["task_id"],
+            "task_hash": task["task_hash"],
+            "category": task["category"],
+            "episode": 0,
+            "success": succeeds(task["task_id"], seed, step),
+            "reward": float(succeeds(task["task_id"], seed, step)),
+            "turns": 1,
+            "tokens": 8,
+        }
+        for task in panel
+    ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(row) + "\n" for row in rows))
 

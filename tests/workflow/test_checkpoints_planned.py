@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, run_cli
-from agentrepro import planning as plan
 from wfkit import HERE, snakemake
 
+from agentrepro import planning as plan
 from agentrepro.backends import get_backend
 from agentrepro.fileio import sha256_json
-from agentrepro.placement import method_placement
 from agentrepro.manifest.loading import load_manifest
+from agentrepro.placement import method_placement
 from agentrepro.runconfig import resolve_config
 
 SHIPPED = sorted((REPO / "manifests").glob("*.yaml"))
@@ -33,9 +33,17 @@ def _run_config(manifest: dict, method: str, model_dir: Path) -> dict:
     if "path" in model:
         model["path"] = str(model_dir)  # freeze would refuse the placeholder; any local directory stands in
     placement = method_placement(manifest, method)  # the method's own backend
-    config = {"study": manifest["study"], "method": method, "seed": manifest["seeds"][0], "backend": placement.backend,
-              "model": model, "env": manifest["env"], "train": {**manifest["train"], **(manifest["methods"][method] or {})},
-              "eval": manifest["eval"], "resources": placement.resources}
+    config = {
+        "study": manifest["study"],
+        "method": method,
+        "seed": manifest["seeds"][0],
+        "backend": placement.backend,
+        "model": model,
+        "env": manifest["env"],
+        "train": {**manifest["train"], **(manifest["methods"][method] or {})},
+        "eval": manifest["eval"],
+        "resources": placement.resources,
+    }
     return resolve_config(config, get_backend(placement.name).default_config())
 
 
@@ -66,7 +74,9 @@ def test_vagen_sokoban_plans_every_25_steps_and_snakemake_asks_for_no_other(tmp_
     (tmp_path / "manifests").mkdir()
     manifest = shutil.copy(source, tmp_path / "manifests" / source.name)
     # freeze refuses the manifest's placeholders; the plan only needs a lock that matches the manifest
-    (tmp_path / "manifests" / "vagen-sokoban.lock.json").write_text(json.dumps({"manifest_sha256": sha256_json(load_manifest(manifest))}))
+    (tmp_path / "manifests" / "vagen-sokoban.lock.json").write_text(
+        json.dumps({"manifest_sha256": sha256_json(load_manifest(manifest))})
+    )
     proc = snakemake(tmp_path, "-n", "--config", "manifest=manifests/vagen-sokoban.yaml")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     evaluated = [int(s) for s in re.findall(r"^\s+wildcards: .*\bstep=(\d+)", proc.stdout, re.M)]
@@ -80,8 +90,16 @@ def test_a_manifest_outside_manifests_runs_to_its_report_and_audit(tmp_path):
     (tmp_path / "studies" / "references").mkdir(parents=True)
     shutil.copy(HERE / "manifests" / "wf-home.yaml", tmp_path / "studies")
     shutil.copy(HERE / "manifests" / "references" / "wf-home.yaml", tmp_path / "studies" / "references")
-    proc = snakemake(tmp_path, "--cores", "2", "--config", "manifest=studies/wf-home.yaml", "freeze_flags=--allow-dirty", "pdf=false",
-                     timeout=900)
+    proc = snakemake(
+        tmp_path,
+        "--cores",
+        "2",
+        "--config",
+        "manifest=studies/wf-home.yaml",
+        "freeze_flags=--allow-dirty",
+        "pdf=false",
+        timeout=900,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
     lock = json.loads((tmp_path / "studies" / "wf-home.lock.json").read_text())
     assert lock["manifest_path"] == "studies/wf-home.yaml" and not (tmp_path / "manifests").exists()

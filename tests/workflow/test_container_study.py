@@ -12,15 +12,14 @@ import shlex
 import shutil
 from pathlib import Path
 
+import image_trainer
 import pytest
 import yaml
-
-from agentrepro.manifest.lock import seal
 from helpers import run_cli
 from podman_kit import leftover_containers
 from wfkit import HERE, snakemake
 
-import image_trainer
+from agentrepro.manifest.lock import seal
 
 STUDY = "wf-container"
 CONFIG = ("--config", f"manifest=manifests/{STUDY}.yaml", "freeze_flags=--allow-dirty", "pdf=false")
@@ -72,10 +71,17 @@ def test_every_job_ran_in_the_pinned_image_and_recorded_its_digest(finished, pod
             attempt = json.loads((directory / "provenance.json").read_text())["attempts"][-1]
             [record] = attempt["containers"]
             assert record["runtime"] == "podman" and record["requested"]["digest"] == digest
-            assert digest in record["resolved"]["digests"] and record["resolved"]["image_id"] == podman_images["a"].image_id
+            assert (
+                digest in record["resolved"]["digests"]
+                and record["resolved"]["image_id"] == podman_images["a"].image_id
+            )
         for step in (0, 2):
-            rows = [json.loads(line) for line in (run / "eval" / f"step{step}" / "outcomes.jsonl").read_text().splitlines()]
-            assert len(rows) == 4 and [r["success"] for r in rows] == [image_trainer.succeeds(r["task_id"], 0, step) for r in rows]
+            rows = [
+                json.loads(line) for line in (run / "eval" / f"step{step}" / "outcomes.jsonl").read_text().splitlines()
+            ]
+            assert len(rows) == 4 and [r["success"] for r in rows] == [
+                image_trainer.succeeds(r["task_id"], 0, step) for r in rows
+            ]
     assert leftover_containers() == []
 
 
@@ -95,6 +101,9 @@ def test_the_audit_passes_and_fails_once_the_lock_pins_another_image(finished, p
     finally:
         path.write_text(original)
     assert audit.returncode == 1
-    mismatched = [line for line in audit.stdout.splitlines()
-                  if f"not the lock's {podman_images['b'].digest}" in line and podman_images["a"].digest in line]
-    assert len(mismatched) == 6, audit.stdout   # 2 runs x (train, eval step 0, eval step 2)
+    mismatched = [
+        line
+        for line in audit.stdout.splitlines()
+        if f"not the lock's {podman_images['b'].digest}" in line and podman_images["a"].digest in line
+    ]
+    assert len(mismatched) == 6, audit.stdout  # 2 runs x (train, eval step 0, eval step 2)

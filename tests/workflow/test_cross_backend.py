@@ -45,13 +45,19 @@ def test_each_run_is_trained_by_its_own_backend(finished):
     assert "second_framework.py train" in (runs / "grpo@command" / "seed0" / "external_command.txt").read_text()
     assert not (runs / "grpo" / "seed0" / "external_command.txt").exists()
     lock = json.loads((finished / "manifests" / f"{STUDY}.lock.json").read_text())
-    assert lock["resolved"]["backend"] == {"name": "builtin"} and lock["resolved"]["backends"]["command"]["backend"] == {"name": "command"}
+    assert lock["resolved"]["backend"] == {"name": "builtin"} and lock["resolved"]["backends"]["command"][
+        "backend"
+    ] == {"name": "command"}
 
 
 def test_the_same_trainer_under_two_backends_trains_identically(finished):
     """Same trainer, seed and config through two backends: the per-step losses and gradient norms agree exactly."""
+
     def fingerprint(method):
-        rows = [json.loads(line) for line in (finished / "runs" / STUDY / method / "seed0" / "metrics.jsonl").read_text().splitlines()]
+        rows = [
+            json.loads(line)
+            for line in (finished / "runs" / STUDY / method / "seed0" / "metrics.jsonl").read_text().splitlines()
+        ]
         return [(r["step"], r["loss_policy"], r["grad_norm"], r["entropy"]) for r in rows]
 
     assert len(fingerprint("grpo")) == 2 and fingerprint("grpo") == fingerprint("grpo@command")
@@ -79,7 +85,7 @@ def test_the_cross_backend_equivalence_claim_is_decided_and_shown_first(finished
     html = (finished / "reports" / STUDY / "report.html").read_text()
     sections = [html.index(f'<section id="{name}">') for name in ("summary", "equivalence", "verdicts")]
     assert sections == sorted(sections)
-    equivalence = html[sections[1]:sections[2]]
+    equivalence = html[sections[1] : sections[2]]
     assert "grpo@command" in equivalence and "inconclusive" in equivalence
 
 

@@ -14,11 +14,10 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-from statsmodels.stats.contingency_tables import mcnemar
-
 import default_study
+import pytest
 from helpers import REPO, require_executable, run_cli
+from statsmodels.stats.contingency_tables import mcnemar
 
 STUDY = default_study.STUDY
 pytestmark = pytest.mark.slow

@@ -12,16 +12,29 @@ from wfkit import load_script
 
 gpu_slots = load_script("gpu_slots")
 SCRIPT = str(REPO / "workflow" / "scripts" / "gpu_slots.py")
-PRINT_DEVICES = [sys.executable, "-c", "import os, time; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES'))); time.sleep(1.0)"]
+PRINT_DEVICES = [
+    sys.executable,
+    "-c",
+    "import os, time; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES'))); time.sleep(1.0)",
+]
 
 
 def _wrapped(gpus, slots, env):
-    return subprocess.Popen([sys.executable, SCRIPT, "--gpus", str(gpus), "--slots-dir", str(slots), "--", *PRINT_DEVICES],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, SCRIPT, "--gpus", str(gpus), "--slots-dir", str(slots), "--", *PRINT_DEVICES],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("SLURM_JOB_ID", "CUDA_VISIBLE_DEVICES", "AGENTREPRO_GPU_DEVICES")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SLURM_JOB_ID", "CUDA_VISIBLE_DEVICES", "AGENTREPRO_GPU_DEVICES")
+    }
     return {**env, **extra}
 
 
@@ -77,6 +90,20 @@ def test_too_few_devices_is_a_clear_error(tmp_path):
 
 def test_exit_status_passes_through(tmp_path):
     """The wrapped command's non-zero exit status is the wrapper's."""
-    proc = subprocess.run([sys.executable, SCRIPT, "--gpus", "0", "--slots-dir", str(tmp_path), "--", sys.executable, "-c", "raise SystemExit(3)"],
-                          capture_output=True, env=_env())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--gpus",
+            "0",
+            "--slots-dir",
+            str(tmp_path),
+            "--",
+            sys.executable,
+            "-c",
+            "raise SystemExit(3)",
+        ],
+        capture_output=True,
+        env=_env(),
+    )
     assert proc.returncode == 3

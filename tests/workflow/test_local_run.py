@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from wfkit import TINY, processes_in, snakemake
 
 CONFIG = ("--config", "manifest=manifests/wf-tiny.yaml", "freeze_flags=--allow-dirty")
@@ -54,7 +53,9 @@ def test_the_study_runs_to_its_report(finished):
         run = study / method / "seed0"
         assert (run / "OUTPUTS.sha256").is_file() and (run / "config.yaml").is_file()
         for step in (0, 2):
-            rows = [json.loads(line) for line in (run / "eval" / f"step{step}" / "outcomes.jsonl").read_text().splitlines()]
+            rows = [
+                json.loads(line) for line in (run / "eval" / f"step{step}" / "outcomes.jsonl").read_text().splitlines()
+            ]
             assert len(rows) == 4 and {r["method"] for r in rows} == {method} and {r["step"] for r in rows} == {step}
         attempts = json.loads((run / "provenance.json").read_text())["attempts"]
         assert attempts[-1]["status"] == "ok"
@@ -63,11 +64,19 @@ def test_the_study_runs_to_its_report(finished):
     # one shared warm start for the seed: both methods start from its step-0 checkpoint and show its step-0 outcomes
     warm = sorted((study / "_warmstart").iterdir())
     assert [w.name[:6] for w in warm] == ["seed0-"] and (warm[0] / "OUTPUTS.sha256").is_file()
-    step0 = [[{k: v for k, v in json.loads(line).items() if k != "method"} for line in (path / "eval" / "step0" / "outcomes.jsonl").read_text().splitlines()]
-             for path in (warm[0], study / "grpo" / "seed0", study / "graphgpo" / "seed0")]
+    step0 = [
+        [
+            {k: v for k, v in json.loads(line).items() if k != "method"}
+            for line in (path / "eval" / "step0" / "outcomes.jsonl").read_text().splitlines()
+        ]
+        for path in (warm[0], study / "grpo" / "seed0", study / "graphgpo" / "seed0")
+    ]
     assert step0[0] == step0[1] == step0[2]
-    assert all((study / m / "seed0" / "checkpoints" / "step0.pt").read_bytes() == (warm[0] / "checkpoints" / "step0.pt").read_bytes()
-               for m in ("grpo", "graphgpo"))
+    assert all(
+        (study / m / "seed0" / "checkpoints" / "step0.pt").read_bytes()
+        == (warm[0] / "checkpoints" / "step0.pt").read_bytes()
+        for m in ("grpo", "graphgpo")
+    )
     assert (finished / "manifests" / "wf-tiny.lock.json").is_file()
     assert (finished / "analysis" / "wf-tiny" / "analysis.json").is_file()
     assert (finished / "reports" / "wf-tiny" / "report.html").stat().st_size > 0
@@ -109,7 +118,9 @@ def test_deleted_outcomes_rerun_only_that_evaluation_and_a_killed_attempt_is_ret
     assert sorted(planned) == sorted(["eval method=grpo, seed=0, step=2", "analyze", "report", "all"]), planned
 
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_first_attempt, args=(finished, run / "eval" / "step2" / "provenance.json", stop, killed))
+    killer = threading.Thread(
+        target=_kill_first_attempt, args=(finished, run / "eval" / "step2" / "provenance.json", stop, killed)
+    )
     killer.start()
     try:
         proc = snakemake(finished, "--cores", "2", "--retries", "1", *CONFIG, timeout=600)

@@ -15,10 +15,11 @@ from agentrepro.layout import lock_path
 from agentrepro.reading import load_yaml
 
 
-
 def test_job_resources_from_manifest():
     """gpus/runtime_min/mem_mb/cpus become Snakemake's gpu/runtime/mem_mb/cpus_per_task, plus the partition."""
-    resources, threads = plan.job_resources({"gpus": 2, "cpus": 8, "runtime_min": 1440, "mem_mb": 200000, "partition": "h200"})
+    resources, threads = plan.job_resources(
+        {"gpus": 2, "cpus": 8, "runtime_min": 1440, "mem_mb": 200000, "partition": "h200"}
+    )
     assert resources == {"gpu": 2, "runtime": 1440, "mem_mb": 200000, "cpus_per_task": 8, "slurm_partition": "h200"}
     assert threads == 8
     with pytest.raises(BadInput, match="resources.gpus"):
@@ -52,7 +53,9 @@ def test_a_backend_that_cannot_save_the_evaluated_steps_stops_the_plan(tmp_path)
     text = source.read_text()
     assert "every: 5, checkpoint: last" in text
     (tmp_path / source.name).write_text(text.replace("every: 5, checkpoint: last", "every: 5, checkpoint: [7]"))
-    with pytest.raises(BadInput, match=r"graphgpo-alfworld\.yaml: eval: the verl-agent backend would save steps \[0, 5, 10"):
+    with pytest.raises(
+        BadInput, match=r"graphgpo-alfworld\.yaml: eval: the verl-agent backend would save steps \[0, 5, 10"
+    ):
         plan.study_plan(tmp_path / source.name)
 
 

@@ -6,13 +6,17 @@ import subprocess
 import sys
 
 import yaml
-
 from helpers import REPO
 from wfkit import load_script
 
 resume_flag = load_script("resume_flag")
-CONFIG = {"study": "s", "method": "grpo", "seed": 0, "lock": {"path": "manifests/s.lock.json", "sha256": "a" * 64},
-          "train": {"steps": 2, "lr": 0.001}}
+CONFIG = {
+    "study": "s",
+    "method": "grpo",
+    "seed": 0,
+    "lock": {"path": "manifests/s.lock.json", "sha256": "a" * 64},
+    "train": {"steps": 2, "lr": 0.001},
+}
 
 
 def _run_dir(tmp_path, resolved):
@@ -41,8 +45,17 @@ def test_command_line_prints_the_flag(tmp_path):
     """As the train rule calls it: prints the flag on stdout."""
     refrozen = {**CONFIG, "lock": {**CONFIG["lock"], "sha256": "b" * 64}}
     _run_dir(tmp_path, refrozen)
-    out = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "resume_flag.py"), str(tmp_path / "config.yaml"), str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "workflow" / "scripts" / "resume_flag.py"),
+            str(tmp_path / "config.yaml"),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.strip() == "--no-resume"
 
 
@@ -57,10 +70,22 @@ def test_a_run_whose_warm_start_was_made_again_starts_again(tmp_path):
     (warm / "OUTPUTS.sha256").write_text("a" * 64 + "  checkpoints/step0.pt\n")
     from agentrepro.fileio import sha256_file
 
-    (run / "warmstart.json").write_text(json.dumps({"shared": {"outputs_sha256": sha256_file(warm / "OUTPUTS.sha256")}}))
+    (run / "warmstart.json").write_text(
+        json.dumps({"shared": {"outputs_sha256": sha256_file(warm / "OUTPUTS.sha256")}})
+    )
     assert resume_flag.flag(run / "config.yaml", run, warm) == ""
     (warm / "OUTPUTS.sha256").write_text("b" * 64 + "  checkpoints/step0.pt\n")
     assert resume_flag.flag(run / "config.yaml", run, warm) == "--no-resume"
-    proc = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "resume_flag.py"), str(run / "config.yaml"), str(run),
-                           "--from-warmstart", str(warm)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "workflow" / "scripts" / "resume_flag.py"),
+            str(run / "config.yaml"),
+            str(run),
+            "--from-warmstart",
+            str(warm),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "--no-resume", proc.stderr

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import REPO, run_cli
 from wfkit import snakemake
 
@@ -59,7 +58,9 @@ def test_filled_study_plans_the_whole_dag(tmp_path, study):
     path.write_text(yaml.safe_dump(manifest, sort_keys=False))
     proc = snakemake(tmp_path, "-n", "-p", "--config", f"manifest=manifests/{study}.yaml", "freeze_flags=--allow-dirty")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    trains = {m.group(1) for m in re.finditer(r"^Job \d+: train (\S+) seed \d+: agentrepro train runs$", proc.stdout, re.M)}
+    trains = {
+        m.group(1) for m in re.finditer(r"^Job \d+: train (\S+) seed \d+: agentrepro train runs$", proc.stdout, re.M)
+    }
     assert trains == set(manifest["methods"]), proc.stdout[-2000:]
     assert any("@relax" in m for m in trains) == (study == "graphgpo-alfworld")
     counts = re.search(r"^train\s+(\d+)$", proc.stdout, re.M)
@@ -74,11 +75,17 @@ def test_dry_run_shows_the_official_launch_line(tmp_path):
     path = _scratch(tmp_path, "graphgpo-alfworld")
     manifest = _fill(yaml.safe_load(path.read_text()))
     path.write_text(yaml.safe_dump(manifest, sort_keys=False))
-    proc = snakemake(tmp_path, "-n", "-p", "--config", "manifest=manifests/graphgpo-alfworld.yaml", "freeze_flags=--allow-dirty")
+    proc = snakemake(
+        tmp_path, "-n", "-p", "--config", "manifest=manifests/graphgpo-alfworld.yaml", "freeze_flags=--allow-dirty"
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    command = run_cli("command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
+    command = run_cli(
+        "command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=tmp_path
+    )
     assert command.returncode == 0, command.stderr
-    printed = command.stdout.split("\n\n# what the job will demand")[0].rstrip("\n")   # its programs (the demand table follows)
+    printed = command.stdout.split("\n\n# what the job will demand")[0].rstrip(
+        "\n"
+    )  # its programs (the demand table follows)
     launch = next(line for line in printed.splitlines() if "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh" in line)
     assert "trainer.save_freq=5" in launch and "hf_model" in launch
     assert f"train graphgpo seed 0: agentrepro train runs\n{printed}\n" in proc.stdout

@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import REPO
 from wfkit import HERE, SLURM_OVERRIDES, snakemake
 
@@ -25,8 +24,15 @@ def test_study_runs_through_slurm(slurm_cluster, tmp_path, capsys):
     """Train, eval, analyze and report each run as a SLURM job (train/eval with --gpus=1); provenance names job and GPU."""
     (tmp_path / "manifests").mkdir()
     shutil.copy(MANIFEST, tmp_path / "manifests" / MANIFEST.name)
-    args = ["--profile", str(REPO / "profiles" / "slurm"), *SLURM_OVERRIDES, "--verbose",
-            "--config", "manifest=manifests/wf-slurm.yaml", "freeze_flags=--allow-dirty"]
+    args = [
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        *SLURM_OVERRIDES,
+        "--verbose",
+        "--config",
+        "manifest=manifests/wf-slurm.yaml",
+        "freeze_flags=--allow-dirty",
+    ]
     # `timeout` ends snakemake (and, through it, its jobs) if the plugin ever polls forever.
     proc = snakemake(tmp_path, *args, timeout=1000, wrap=["timeout", "900"])
     out = proc.stdout + proc.stderr
@@ -42,12 +48,21 @@ def test_study_runs_through_slurm(slurm_cluster, tmp_path, capsys):
     rules = sorted(line.split("--comment ")[1].split()[0] for line in submitted)
     warmstarts = [rule for rule in rules if rule.startswith("rule_warmstart_wildcards_seed0-")]  # one per seed
     assert len(warmstarts) == 1, rules
-    assert [r for r in rules if r not in warmstarts] == ["rule_analyze", "rule_eval_wildcards_grpo_0_0", "rule_eval_wildcards_grpo_0_1",
-                                                          "rule_report", "rule_train_wildcards_grpo_0"]
+    assert [r for r in rules if r not in warmstarts] == [
+        "rule_analyze",
+        "rule_eval_wildcards_grpo_0_0",
+        "rule_eval_wildcards_grpo_0_1",
+        "rule_report",
+        "rule_train_wildcards_grpo_0",
+    ]
     gpu_jobs = [line for line in submitted if "rule_train" in line or "rule_eval" in line]
     assert len(gpu_jobs) == 3 and all("--gpus=1" in line.split(" --wrap=")[0] for line in gpu_jobs), gpu_jobs
     run = tmp_path / "runs" / "wf-slurm" / "grpo" / "seed0"
-    for prov in (run / "provenance.json", run / "eval" / "step0" / "provenance.json", run / "eval" / "step1" / "provenance.json"):
+    for prov in (
+        run / "provenance.json",
+        run / "eval" / "step0" / "provenance.json",
+        run / "eval" / "step1" / "provenance.json",
+    ):
         attempt = json.loads(prov.read_text())["attempts"][-1]
         assert attempt["status"] == "ok" and attempt["slurm_job_id"], prov
         assert attempt["cuda_visible_devices"] == "0", "the GPU SLURM bound to the job is the one recorded"

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO
-from agentrepro import planning as plan
 from wfkit import snakemake
 
+from agentrepro import planning as plan
 from agentrepro.fileio import sha256_json
 from agentrepro.reading import load_yaml
-
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -49,7 +48,16 @@ def test_dry_run_of_a_fresh_study_freezes_first(study_dir):
     """Without a lock the plan starts with the freeze job, and every other job depends on the lock."""
     proc = snakemake(study_dir, "-n", "--config", "manifest=manifests/wf-tiny.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert job_counts(proc.stdout) == {"freeze": 1, "resolve": 2, "warmstart": 1, "train": 2, "eval": 4, "analyze": 1, "report": 1, "all": 1}
+    assert job_counts(proc.stdout) == {
+        "freeze": 1,
+        "resolve": 2,
+        "warmstart": 1,
+        "train": 2,
+        "eval": 4,
+        "analyze": 1,
+        "report": 1,
+        "all": 1,
+    }
     first_rule = re.search(r"^rule (\w+):", proc.stdout, re.M).group(1)
     assert first_rule == "freeze"
 
@@ -90,9 +98,14 @@ def test_a_bad_manifest_is_reported_with_its_key(study_dir):
 @pytest.mark.parametrize("profile", ["slurm", "local"])
 def test_profile_works_from_the_repository_root_as_typed(profile):
     """`snakemake --profile slurm -n` (and local) in the repository root finds the profile and plans the default study."""
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", profile, "-n", "--nolock"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", profile, "-n", "--nolock"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert f"Using profile {profile}" in proc.stdout + proc.stderr
     default = plan.study_plan(REPO / "manifests" / "frozenlake-cpu.yaml")

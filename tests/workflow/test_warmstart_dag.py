@@ -7,7 +7,6 @@ import re
 import shutil
 
 import yaml
-
 from helpers import REPO
 from test_snakefile import job_counts
 from wfkit import TINY, snakemake
@@ -26,12 +25,19 @@ def test_the_warm_start_runs_once_per_seed_and_each_train_job_starts_from_its_se
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
     assert counts["warmstart"] == 4 and counts["train"] == 6, counts
-    starts = dict(re.findall(r"--out runs/wf-tiny/(\w+/seed\d+) --from-warmstart runs/wf-tiny/_warmstart/(seed\d+-[0-9a-f]{12})", proc.stdout))
+    starts = dict(
+        re.findall(
+            r"--out runs/wf-tiny/(\w+/seed\d+) --from-warmstart runs/wf-tiny/_warmstart/(seed\d+-[0-9a-f]{12})",
+            proc.stdout,
+        )
+    )
     assert len(starts) == 6, proc.stdout[-3000:]
     for seed in (0, 1):
         assert starts[f"grpo/seed{seed}"] == starts[f"gigpo/seed{seed}"] != starts[f"graphgpo/seed{seed}"]
         assert all(starts[f"{m}/seed{seed}"].startswith(f"seed{seed}-") for m in ("grpo", "gigpo", "graphgpo"))
-    made = re.findall(r"agentrepro warmstart --config \S+ --out runs/wf-tiny/_warmstart/(seed\d+-[0-9a-f]{12})", proc.stdout)
+    made = re.findall(
+        r"agentrepro warmstart --config \S+ --out runs/wf-tiny/_warmstart/(seed\d+-[0-9a-f]{12})", proc.stdout
+    )
     assert sorted(made) == sorted(set(starts.values()))
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,12 +30,25 @@ def load_script(name: str):
 
 def _snakemake_call(workdir: Path, args: tuple[str, ...], env: dict | None, wrap: list[str] | None) -> dict:
     return dict(
-        args=[*(wrap or []), sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args],
-        cwd=workdir, env={**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "WANDB_MODE": "offline", **(env or {})},
+        args=[
+            *(wrap or []),
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(workdir),
+            *args,
+        ],
+        cwd=workdir,
+        env={**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "WANDB_MODE": "offline", **(env or {})},
     )
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 600, env: dict | None = None, wrap: list[str] | None = None) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, timeout: float = 600, env: dict | None = None, wrap: list[str] | None = None
+) -> subprocess.CompletedProcess:
     """Run `[WRAP] snakemake -s <repo>/Snakefile -d WORKDIR ARGS` as a user would, with this venv's bin on PATH."""
     return subprocess.run(**_snakemake_call(workdir, args, env, wrap), capture_output=True, text=True, timeout=timeout)
 
@@ -45,7 +57,6 @@ def snakemake_in_background(workdir: Path, *args: str) -> subprocess.Popen:
     """Start `snakemake ... ARGS` and return at once; its output goes to WORKDIR/snakemake.log."""
     with open(workdir / "snakemake.log", "wb") as log:
         return subprocess.Popen(**_snakemake_call(workdir, args, None, None), stdout=log, stderr=subprocess.STDOUT)
-
 
 
 SLURM_OVERRIDES = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2")

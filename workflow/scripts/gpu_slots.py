@@ -42,7 +42,9 @@ def local_devices(env: dict[str, str] | None = None) -> list[str]:
     return []
 
 
-def acquire(n: int, devices: list[str], slots_dir: Path, *, poll_s: float = 0.5, log=sys.stderr) -> tuple[list[str], list]:
+def acquire(
+    n: int, devices: list[str], slots_dir: Path, *, poll_s: float = 0.5, log=sys.stderr
+) -> tuple[list[str], list]:
     """Take exclusive locks on `n` of `devices`; returns (IDs, open lock files). Waits while too few are free."""
     slots_dir.mkdir(parents=True, exist_ok=True)
     waited = False
@@ -62,7 +64,10 @@ def acquire(n: int, devices: list[str], slots_dir: Path, *, poll_s: float = 0.5,
         for fh in handles:
             fh.close()  # closing releases the lock: never hold a partial set while waiting
         if not waited:
-            print(f"gpu_slots: waiting for {n} free GPU(s) of {devices} (is --resources gpu larger than the devices?)", file=log)
+            print(
+                f"gpu_slots: waiting for {n} free GPU(s) of {devices} (is --resources gpu larger than the devices?)",
+                file=log,
+            )
             waited = True
         time.sleep(poll_s)
 
@@ -85,8 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         devices = local_devices()
         if len(devices) < args.gpus:
-            print(f"gpu_slots: the job needs {args.gpus} GPU(s) but this machine offers {len(devices)} ({devices}); "
-                  "set AGENTREPRO_GPU_DEVICES or run through SLURM", file=sys.stderr)
+            print(
+                f"gpu_slots: the job needs {args.gpus} GPU(s) but this machine offers {len(devices)} ({devices}); "
+                "set AGENTREPRO_GPU_DEVICES or run through SLURM",
+                file=sys.stderr,
+            )
             return 2
         taken, handles = acquire(args.gpus, devices, Path(args.slots_dir))
         env["CUDA_VISIBLE_DEVICES"] = ",".join(taken)

@@ -50,6 +50,6 @@ def flag(config_path: str | Path, run_dir: str | Path, warmstart_dir: str | Path
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 5) or len(sys.argv) == 5 and sys.argv[3] != "--from-warmstart":
+    if len(sys.argv) not in (3, 5) or (len(sys.argv) == 5 and sys.argv[3] != "--from-warmstart"):
         raise SystemExit(f"usage: {sys.argv[0]} RUN_DIR/config.yaml RUN_DIR [--from-warmstart WARMSTART_DIR]")
     print(flag(sys.argv[1], sys.argv[2], sys.argv[4] if len(sys.argv) == 5 else None))

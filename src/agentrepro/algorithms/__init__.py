@@ -12,5 +12,18 @@ from agentrepro.algorithms.registry import ESTIMATORS, Registry, UnknownEstimato
 from agentrepro.algorithms.result import AdvantageResult
 from agentrepro.algorithms.spec import SPECS, EstimatorSpec, Option
 
-__all__ = ["StepBatch", "ESTIMATORS", "Registry", "UnknownEstimator", "default_registry", "estimate",
-           "AdvantageResult", "EstimatorSpec", "Option", "SPECS", "masked_gae", "masked_whiten", "turn_gae"]
+__all__ = [
+    "ESTIMATORS",
+    "SPECS",
+    "AdvantageResult",
+    "EstimatorSpec",
+    "Option",
+    "Registry",
+    "StepBatch",
+    "UnknownEstimator",
+    "default_registry",
+    "estimate",
+    "masked_gae",
+    "masked_whiten",
+    "turn_gae",
+]

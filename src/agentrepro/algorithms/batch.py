@@ -58,7 +58,9 @@ class StepBatch:
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def from_rows(cls, rows: Iterable[Mapping] | Iterable[tuple[int, Mapping]], *, source: str | None = None) -> "StepBatch":
+    def from_rows(
+        cls, rows: Iterable[Mapping] | Iterable[tuple[int, Mapping]], *, source: str | None = None
+    ) -> StepBatch:
         """Validate step rows (dicts, or (line_number, dict) pairs as `reading.iter_jsonl` yields) into a batch.
 
         Raises BadInput naming `source`, the line (or 0-based row index) and the field on the first bad row,
@@ -77,34 +79,44 @@ class StepBatch:
                 cols[key].append(_check(key, row[key], source, where))
             lines.append(number)
         batch = cls(
-            group=_objects(cols["group"]), traj=_objects(cols["traj"]),
+            group=_objects(cols["group"]),
+            traj=_objects(cols["traj"]),
             turn=np.asarray(cols["turn"], dtype=np.int64),
-            state=_objects(cols["state"]), next_state=_objects(cols["next_state"]),
+            state=_objects(cols["state"]),
+            next_state=_objects(cols["next_state"]),
             reward=np.asarray(cols["reward"], dtype=np.float64),
             episode_reward=np.asarray(cols["episode_reward"], dtype=np.float64),
-            valid=np.asarray(cols["valid"], dtype=bool), success=np.asarray(cols["success"], dtype=bool),
-            lines=np.asarray(lines, dtype=np.int64), source=source,
+            valid=np.asarray(cols["valid"], dtype=bool),
+            success=np.asarray(cols["success"], dtype=bool),
+            lines=np.asarray(lines, dtype=np.int64),
+            source=source,
         )
         batch._check_trajectories()
         return batch
 
     @classmethod
-    def from_arrays(cls, *, source: str | None = None, **arrays) -> "StepBatch":
+    def from_arrays(cls, *, source: str | None = None, **arrays) -> StepBatch:
         """Build from the nine column arrays (sequences of equal length n, e.g. from the trainer) without
         per-row type checks; the trajectory consistency checks of from_rows still apply."""
         missing = [k for k in FIELDS if k not in arrays]
         if missing or set(arrays) - set(FIELDS):
-            raise ValueError(f"from_arrays takes exactly the columns {', '.join(FIELDS)}; "
-                             f"missing {missing}, unknown {sorted(set(arrays) - set(FIELDS))}")
+            raise ValueError(
+                f"from_arrays takes exactly the columns {', '.join(FIELDS)}; "
+                f"missing {missing}, unknown {sorted(set(arrays) - set(FIELDS))}"
+            )
         n = len(arrays["turn"])
         batch = cls(
-            group=_objects([str(g) for g in arrays["group"]]), traj=_objects([str(t) for t in arrays["traj"]]),
+            group=_objects([str(g) for g in arrays["group"]]),
+            traj=_objects([str(t) for t in arrays["traj"]]),
             turn=np.asarray(arrays["turn"], dtype=np.int64),
-            state=_objects(list(arrays["state"])), next_state=_objects(list(arrays["next_state"])),
+            state=_objects(list(arrays["state"])),
+            next_state=_objects(list(arrays["next_state"])),
             reward=np.asarray(arrays["reward"], dtype=np.float64),
             episode_reward=np.asarray(arrays["episode_reward"], dtype=np.float64),
-            valid=np.asarray(arrays["valid"], dtype=bool), success=np.asarray(arrays["success"], dtype=bool),
-            lines=np.arange(1, n + 1), source=source,
+            valid=np.asarray(arrays["valid"], dtype=bool),
+            success=np.asarray(arrays["success"], dtype=bool),
+            lines=np.arange(1, n + 1),
+            source=source,
         )
         batch._check_trajectories()
         return batch
@@ -116,27 +128,42 @@ class StepBatch:
         n = len(self)
         for name in ("traj", "state", "next_state", "reward", "episode_reward", "valid", "success"):
             if getattr(self, name).shape != (n,):
-                raise BadInput(f"column {name!r} has shape {getattr(self, name).shape}, expected ({n},)", path=self.source)
+                raise BadInput(
+                    f"column {name!r} has shape {getattr(self, name).shape}, expected ({n},)", path=self.source
+                )
         if n == 0:
             return
         t = self.traj_codes
         # (traj, turn) must be unique. Usual case in O(n): turns 0..k−1 fill offset[traj] + turn exactly once.
         counts = np.bincount(t, minlength=self.n_trajs)
-        if self.turn.max() >= counts.max() or not np.all(np.bincount((np.cumsum(counts) - counts)[t] + self.turn, minlength=n) == 1):
+        if self.turn.max() >= counts.max() or not np.all(
+            np.bincount((np.cumsum(counts) - counts)[t] + self.turn, minlength=n) == 1
+        ):
             key = t * (int(self.turn.max()) + 1) + self.turn
             order = np.argsort(key, kind="stable")
             dup = np.flatnonzero(key[order][1:] == key[order][:-1])
             if dup.size:
                 a, b = order[dup[0]], order[dup[0] + 1]
-                raise BadInput(f"trajectory {self.traj[b]!r} has turn {self.turn[b]} twice (also at {self._where(a)})",
-                               path=self.source, where=self._where(b))
+                raise BadInput(
+                    f"trajectory {self.traj[b]!r} has turn {self.turn[b]} twice (also at {self._where(a)})",
+                    path=self.source,
+                    where=self._where(b),
+                )
         first = self.traj_first
-        for name, codes in (("group", self.group_codes), ("episode_reward", self.episode_reward), ("success", self.success)):
+        for name, codes in (
+            ("group", self.group_codes),
+            ("episode_reward", self.episode_reward),
+            ("success", self.success),
+        ):
             bad = np.flatnonzero(codes != codes[first[t]])
             if bad.size:
                 i = bad[0]
-                raise BadInput(f"field {name!r} changes within trajectory {self.traj[i]!r} "
-                               f"(first row at {self._where(first[t[i]])})", path=self.source, where=self._where(i))
+                raise BadInput(
+                    f"field {name!r} changes within trajectory {self.traj[i]!r} "
+                    f"(first row at {self._where(first[t[i]])})",
+                    path=self.source,
+                    where=self._where(i),
+                )
 
     # ---- shared integer codes -----------------------------------------------------------------
     @cached_property
@@ -217,10 +244,28 @@ class StepBatch:
     def to_rows(self) -> list[dict]:
         """The rows as plain dicts (inverse of from_rows)."""
         return [
-            {"group": g, "traj": t, "turn": int(k), "state": s, "next_state": ns, "reward": float(r),
-             "episode_reward": float(e), "valid": bool(v), "success": bool(w)}
-            for g, t, k, s, ns, r, e, v, w in zip(self.group, self.traj, self.turn, self.state, self.next_state,
-                                                   self.reward, self.episode_reward, self.valid, self.success)
+            {
+                "group": g,
+                "traj": t,
+                "turn": int(k),
+                "state": s,
+                "next_state": ns,
+                "reward": float(r),
+                "episode_reward": float(e),
+                "valid": bool(v),
+                "success": bool(w),
+            }
+            for g, t, k, s, ns, r, e, v, w in zip(
+                self.group,
+                self.traj,
+                self.turn,
+                self.state,
+                self.next_state,
+                self.reward,
+                self.episode_reward,
+                self.valid,
+                self.success,
+            )
         ]
 
 
@@ -252,8 +297,11 @@ def _check(key: str, value, source, where):
         return value
     if key in ("reward", "episode_reward"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not check_magnitude(value):
-            raise BadInput(f"field {key!r} must be a finite number of magnitude at most {MAX_MAGNITUDE:g}, got {value!r}",
-                           path=source, where=where)
+            raise BadInput(
+                f"field {key!r} must be a finite number of magnitude at most {MAX_MAGNITUDE:g}, got {value!r}",
+                path=source,
+                where=where,
+            )
         return float(value)
     if not isinstance(value, bool):  # valid, success
         raise BadInput(f"field {key!r} must be true or false, got {value!r}", path=source, where=where)

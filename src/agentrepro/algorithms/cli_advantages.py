@@ -43,9 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--estimator", help="; ".join(f"{s.name}: {s.help}" for s in STEP_ROW_SPECS))
     mode.add_argument("--cases", action="store_true", help="IN holds parity cases {params, rows} (see above)")
     for option in OPTIONS:
-        kind = number(option.low, option.high) if option.type is float else option.type   # `--gamma nan` names the flag
-        parser.add_argument("--" + option.name.replace("_", "-"), dest=option.name, type=kind, default=None,
-                            choices=option.choices or None, help=option_help(option, STEP_ROW_SPECS))
+        kind = number(option.low, option.high) if option.type is float else option.type  # `--gamma nan` names the flag
+        parser.add_argument(
+            "--" + option.name.replace("_", "-"),
+            dest=option.name,
+            type=kind,
+            default=None,
+            choices=option.choices or None,
+            help=option_help(option, STEP_ROW_SPECS),
+        )
     parser.add_argument("--diagnostics", metavar="FILE.json", help="write graph diagnostics and timings here")
 
 
@@ -68,8 +74,14 @@ def _extend(rows, result) -> list[dict]:
 
 
 def _report(result) -> dict:
-    return {"estimator": result.estimator, "options": result.options, "rows": len(result.advantage),
-            "diagnostics": result.diagnostics, "group_diagnostics": result.group_diagnostics, "timings": result.timings}
+    return {
+        "estimator": result.estimator,
+        "options": result.options,
+        "rows": len(result.advantage),
+        "diagnostics": result.diagnostics,
+        "group_diagnostics": result.group_diagnostics,
+        "timings": result.timings,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,11 +95,19 @@ def run(args: argparse.Namespace) -> int:
     reports: list[dict] = []
     if args.cases:
         if options:
-            raise BadInput(f"--cases takes the options from each case's params; do not also give --{next(iter(options)).replace('_', '-')}")
+            raise BadInput(
+                f"--cases takes the options from each case's params; do not also give --{next(iter(options)).replace('_', '-')}"
+            )
         for number, case in iter_input_jsonl(args.input):
             where = f"line {number}"
-            if not isinstance(case, dict) or not isinstance(case.get("params"), dict) or not isinstance(case.get("rows"), list):
-                raise BadInput("a case must be an object with 'params' (object) and 'rows' (list)", path=source, where=where)
+            if (
+                not isinstance(case, dict)
+                or not isinstance(case.get("params"), dict)
+                or not isinstance(case.get("rows"), list)
+            ):
+                raise BadInput(
+                    "a case must be an object with 'params' (object) and 'rows' (list)", path=source, where=where
+                )
             params = dict(case["params"])
             name = params.pop("estimator", None)
             if not isinstance(name, str):

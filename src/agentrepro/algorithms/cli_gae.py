@@ -30,8 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lam", type=number(0, 1), default=None, help="GAE λ (default: each line's `lam`)")
     parser.add_argument("--no-mask", action="store_true", help="ignore `mask`: every token is an action token")
     parser.add_argument("--whiten", action="store_true", help="whiten the advantages over masked tokens")
-    parser.add_argument("--whiten-scope", choices=("file", "sequence"), default="file",
-                        help="whiten all sequences of the file together (default, verl's batch) or each alone")
+    parser.add_argument(
+        "--whiten-scope",
+        choices=("file", "sequence"),
+        default="file",
+        help="whiten all sequences of the file together (default, verl's batch) or each alone",
+    )
 
 
 def _numbers(seq: dict, key: str, source: str, where: str, *, binary: bool = False) -> np.ndarray:
@@ -39,7 +43,12 @@ def _numbers(seq: dict, key: str, source: str, where: str, *, binary: bool = Fal
     if not isinstance(value, list) or not value:
         raise BadInput(f"field {key!r} must be a non-empty list of numbers", path=source, where=where)
     for i, x in enumerate(value):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not check_magnitude(x) or (binary and x not in (0, 1)):
+        if (
+            isinstance(x, bool)
+            or not isinstance(x, (int, float))
+            or not check_magnitude(x)
+            or (binary and x not in (0, 1))
+        ):
             kind = "0 or 1" if binary else f"a finite number of magnitude at most {MAX_MAGNITUDE:g}"
             raise BadInput(f"{key}[{i}] must be {kind}, got {x!r}", path=source, where=where)
     return np.asarray(value, dtype=np.float64)
@@ -50,7 +59,9 @@ def _param(seq: dict, key: str, given: float | None, source: str, where: str) ->
         return given
     value = seq.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise BadInput(f"no --{key} given and field {key!r} is missing or not a number in [0, 1]", path=source, where=where)
+        raise BadInput(
+            f"no --{key} given and field {key!r} is missing or not a number in [0, 1]", path=source, where=where
+        )
     return float(value)
 
 
@@ -69,8 +80,11 @@ def run(args: argparse.Namespace) -> int:
         values = _numbers(seq, "values", source, where)
         mask = np.ones_like(rewards) if args.no_mask else _numbers(seq, "mask", source, where, binary=True)
         if not (rewards.size == values.size == mask.size):
-            raise BadInput(f"rewards, values and mask have lengths {rewards.size}, {values.size}, {mask.size}; "
-                           "they must be equal", path=source, where=where)
+            raise BadInput(
+                f"rewards, values and mask have lengths {rewards.size}, {values.size}, {mask.size}; they must be equal",
+                path=source,
+                where=where,
+            )
         gamma = _param(seq, "gamma", args.gamma, source, where)
         lam = _param(seq, "lam", args.lam, source, where)
         seqs.append(seq)
@@ -101,12 +115,14 @@ def run(args: argparse.Namespace) -> int:
             elif parsed:
                 flat = masked_whiten(np.concatenate(adv)[None, :], np.concatenate([p[3] for p in parsed])[None, :])[0]
                 bounds = np.cumsum([0] + [p[1].size for p in parsed])
-                adv = [flat[bounds[i]:bounds[i + 1]] for i in range(len(parsed))]
+                adv = [flat[bounds[i] : bounds[i + 1]] for i in range(len(parsed))]
         except ValueError as exc:
             where = f"line {parsed[i][0]}" if args.whiten_scope == "sequence" else None
             raise BadInput(f"cannot whiten: {exc}", path=source, where=where) from None
 
-    text = "".join(json_text({**seq, "advantages": a.tolist(), "returns": g.tolist()}, path=args.output) + "\n"
-                   for seq, a, g in zip(seqs, adv, ret))
+    text = "".join(
+        json_text({**seq, "advantages": a.tolist(), "returns": g.tolist()}, path=args.output) + "\n"
+        for seq, a, g in zip(seqs, adv, ret)
+    )
     write_output_text(args.output, text)
     return 0

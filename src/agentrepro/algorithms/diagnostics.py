@@ -63,24 +63,40 @@ def step_diagnostics(batch: StepBatch, advantage_step: np.ndarray) -> dict:
     }
 
 
-def graph_diagnostics(batch: StepBatch, graph: StateGraph, distances: Distances, row_distance: np.ndarray,
-                      advantage_step: np.ndarray) -> dict:
+def graph_diagnostics(
+    batch: StepBatch, graph: StateGraph, distances: Distances, row_distance: np.ndarray, advantage_step: np.ndarray
+) -> dict:
     """All docs/design.md §3.3 diagnostics for a GraphGPO batch."""
     out = step_diagnostics(batch, advantage_step)
-    out.update({
-        "nodes": graph.n_nodes,
-        "edges": graph.n_edges,
-        "duplicate_edge_ratio": _ratio(len(batch) - graph.n_edges, len(batch)),
-        "unreachable_ratio": _ratio(np.count_nonzero(~distances.reachable), graph.n_nodes),
-        "distance_hist": _hist(row_distance),
-    })
-    order = ["groups", "nodes", "edges", "duplicate_edge_ratio", "shared_state_rate", "singleton_out_edge_ratio",
-             "nonzero_graph_adv_ratio", "all_fail_groups", "all_success_groups", "unreachable_ratio",
-             "distance_hist", "step_group_size_hist"]
+    out.update(
+        {
+            "nodes": graph.n_nodes,
+            "edges": graph.n_edges,
+            "duplicate_edge_ratio": _ratio(len(batch) - graph.n_edges, len(batch)),
+            "unreachable_ratio": _ratio(np.count_nonzero(~distances.reachable), graph.n_nodes),
+            "distance_hist": _hist(row_distance),
+        }
+    )
+    order = [
+        "groups",
+        "nodes",
+        "edges",
+        "duplicate_edge_ratio",
+        "shared_state_rate",
+        "singleton_out_edge_ratio",
+        "nonzero_graph_adv_ratio",
+        "all_fail_groups",
+        "all_success_groups",
+        "unreachable_ratio",
+        "distance_hist",
+        "step_group_size_hist",
+    ]
     return {k: out[k] for k in order}
 
 
-def group_diagnostics(batch: StepBatch, graph: StateGraph, distances: Distances, advantage_step: np.ndarray) -> list[dict]:
+def group_diagnostics(
+    batch: StepBatch, graph: StateGraph, distances: Distances, advantage_step: np.ndarray
+) -> list[dict]:
     """Per rollout group (in order of first appearance): group, rows, trajectories, successes, nodes, edges,
     duplicate_edge_ratio, unreachable_nodes, d_max (largest finite distance), nonzero_graph_adv_ratio."""
     G = batch.n_groups
@@ -96,9 +112,17 @@ def group_diagnostics(batch: StepBatch, graph: StateGraph, distances: Distances,
     np.maximum.at(d_max, graph.node_group[distances.reachable], distances.node[distances.reachable])
     nonzero = np.bincount(batch.group_codes, weights=np.abs(advantage_step) > 1e-12, minlength=G)
     return [
-        {"group": name, "rows": int(rows[g]), "trajectories": int(trajs[g]), "successes": int(wins[g]),
-         "nodes": int(nodes[g]), "edges": int(edges[g]), "duplicate_edge_ratio": _ratio(rows[g] - edges[g], rows[g]),
-         "unreachable_nodes": int(unreachable[g]), "d_max": int(d_max[g]),
-         "nonzero_graph_adv_ratio": _ratio(nonzero[g], rows[g])}
+        {
+            "group": name,
+            "rows": int(rows[g]),
+            "trajectories": int(trajs[g]),
+            "successes": int(wins[g]),
+            "nodes": int(nodes[g]),
+            "edges": int(edges[g]),
+            "duplicate_edge_ratio": _ratio(rows[g] - edges[g], rows[g]),
+            "unreachable_nodes": int(unreachable[g]),
+            "d_max": int(d_max[g]),
+            "nonzero_graph_adv_ratio": _ratio(nonzero[g], rows[g]),
+        }
         for g, name in enumerate(batch.group_names)
     ]

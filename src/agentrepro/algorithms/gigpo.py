@@ -54,16 +54,24 @@ def discounted_returns(batch: StepBatch, rewards: np.ndarray, gamma: float) -> n
     by_pos = np.argsort(small, kind="stable")  # radix sort for 16-bit keys: O(n)
     bounds = np.searchsorted(pos[by_pos], np.arange(int(pos.max()) + 2))
     for p in range(int(pos.max()), -1, -1):
-        idx = by_pos[bounds[p]:bounds[p + 1]]
+        idx = by_pos[bounds[p] : bounds[p + 1]]
         follow = np.where(last[idx], 0.0, ret[np.minimum(idx + 1, n - 1)])
         ret[idx] = r[idx] + gamma * follow
     out[order] = ret
     return out
 
 
-def gigpo(batch: StepBatch, *, norm: str = "std", gamma: float = 0.95, step_weight: float = 1.0,
-          episode_weight: float = 1.0, invalid_penalty: float = 0.1, episode_stats: str = "rows",
-          epsilon: float = 1e-6) -> AdvantageResult:
+def gigpo(
+    batch: StepBatch,
+    *,
+    norm: str = "std",
+    gamma: float = 0.95,
+    step_weight: float = 1.0,
+    episode_weight: float = 1.0,
+    invalid_penalty: float = 0.1,
+    episode_stats: str = "rows",
+    epsilon: float = 1e-6,
+) -> AdvantageResult:
     """GiGPO advantages (n,) with the episode and step terms, step returns and step-group diagnostics."""
     timings = Timings()
     with timings.time("step_returns"):
@@ -75,6 +83,14 @@ def gigpo(batch: StepBatch, *, norm: str = "std", gamma: float = 0.95, step_weig
         a_step = normalize(step_return, codes, n_steps, norm=norm, epsilon=epsilon, singleton="zero")
         advantage = episode_weight * a_ep + step_weight * a_step
     diagnostics = step_diagnostics(batch, a_step)
-    return AdvantageResult("gigpo", {}, advantage=advantage, episode_score=score, advantage_episode=a_ep,
-                           advantage_step=a_step, step_return=step_return, diagnostics=diagnostics,
-                           timings=dict(timings))
+    return AdvantageResult(
+        "gigpo",
+        {},
+        advantage=advantage,
+        episode_score=score,
+        advantage_episode=a_ep,
+        advantage_step=a_step,
+        step_return=step_return,
+        diagnostics=diagnostics,
+        timings=dict(timings),
+    )

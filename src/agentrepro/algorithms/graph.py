@@ -47,9 +47,14 @@ def build_graph(batch: StepBatch) -> StateGraph:
     goal_code = batch.state_vocab.index(GOAL) if GOAL in batch.state_vocab else -1
     edges = np.unique(src * max(n_nodes, 1) + dst)
     return StateGraph(
-        n_groups=batch.n_groups, n_nodes=n_nodes, node_group=node_keys // vocab,
-        node_is_goal=(node_keys % vocab) == goal_code, src=src, dst=dst,
-        edge_src=edges // max(n_nodes, 1), edge_dst=edges % max(n_nodes, 1),
+        n_groups=batch.n_groups,
+        n_nodes=n_nodes,
+        node_group=node_keys // vocab,
+        node_is_goal=(node_keys % vocab) == goal_code,
+        src=src,
+        dst=dst,
+        edge_src=edges // max(n_nodes, 1),
+        edge_dst=edges % max(n_nodes, 1),
     )
 
 
@@ -68,7 +73,9 @@ def goal_distances(graph: StateGraph) -> Distances:
     if goals.size == 0 or graph.n_nodes == 0:
         d = np.full(graph.n_nodes, np.inf)
     else:
-        from scipy.sparse import csr_matrix  # heavy: loaded here, verbs that only name the estimators (freeze, command) skip it
+        from scipy.sparse import (
+            csr_matrix,
+        )  # heavy: loaded here, verbs that only name the estimators (freeze, command) skip it
         from scipy.sparse.csgraph import dijkstra  # heavy: as above
 
         # reversed adjacency: an edge u → v becomes v → u, so distances from the goals are distances *to* them
@@ -81,8 +88,9 @@ def goal_distances(graph: StateGraph) -> Distances:
     return Distances(node=node, reachable=reachable)
 
 
-def graph_rewards(distance: np.ndarray, valid: np.ndarray, *, omega: float, invalid_penalty: float,
-                  reward_form: str = "code") -> np.ndarray:
+def graph_rewards(
+    distance: np.ndarray, valid: np.ndarray, *, omega: float, invalid_penalty: float, reward_form: str = "code"
+) -> np.ndarray:
     """float64 (n,): 10·ω^d (code) or 10·ω^(d+1) (paper) of each row's next state, minus penalty·invalid."""
     if reward_form == "code":
         base = 10.0 * np.power(omega, distance)

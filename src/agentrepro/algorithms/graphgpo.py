@@ -18,9 +18,18 @@ from agentrepro.algorithms.result import AdvantageResult
 from agentrepro.algorithms.timing import Timings
 
 
-def graphgpo(batch: StepBatch, *, norm: str = "std", omega: float = 0.1, step_weight: float = 1.0,
-             episode_weight: float = 1.0, invalid_penalty: float = 0.1, episode_stats: str = "rows",
-             epsilon: float = 1e-6, reward_form: str = "code") -> AdvantageResult:
+def graphgpo(
+    batch: StepBatch,
+    *,
+    norm: str = "std",
+    omega: float = 0.1,
+    step_weight: float = 1.0,
+    episode_weight: float = 1.0,
+    invalid_penalty: float = 0.1,
+    episode_stats: str = "rows",
+    epsilon: float = 1e-6,
+    reward_form: str = "code",
+) -> AdvantageResult:
     """GraphGPO advantages (n,) with graph rewards, distances and the graph diagnostics."""
     timings = Timings()
     with timings.time("graph_build"):
@@ -29,7 +38,9 @@ def graphgpo(batch: StepBatch, *, norm: str = "std", omega: float = 0.1, step_we
         dist = goal_distances(graph)
     with timings.time("step_returns"):
         distance = dist.node[graph.dst]
-        reward = graph_rewards(distance, batch.valid, omega=omega, invalid_penalty=invalid_penalty, reward_form=reward_form)
+        reward = graph_rewards(
+            distance, batch.valid, omega=omega, invalid_penalty=invalid_penalty, reward_form=reward_form
+        )
     with timings.time("advantage"):
         score = episode_scores(batch, invalid_penalty)
         codes, n_steps = batch.step_groups
@@ -40,10 +51,19 @@ def graphgpo(batch: StepBatch, *, norm: str = "std", omega: float = 0.1, step_we
             a_ep = episode_term(batch, score, norm=norm, epsilon=epsilon, episode_stats=episode_stats)
             advantage = step_weight * a_step + episode_weight * a_ep
     diagnostics = graph_diagnostics(batch, graph, dist, distance, a_step)
-    return AdvantageResult("graphgpo", {}, advantage=advantage, episode_score=score, advantage_episode=a_ep,
-                           advantage_step=a_step, graph_reward=reward, distance=distance,
-                           diagnostics=diagnostics, group_diagnostics=group_diagnostics(batch, graph, dist, a_step),
-                           timings=dict(timings))
+    return AdvantageResult(
+        "graphgpo",
+        {},
+        advantage=advantage,
+        episode_score=score,
+        advantage_episode=a_ep,
+        advantage_step=a_step,
+        graph_reward=reward,
+        distance=distance,
+        diagnostics=diagnostics,
+        group_diagnostics=group_diagnostics(batch, graph, dist, a_step),
+        timings=dict(timings),
+    )
 
 
 def graph_only(batch: StepBatch, **options) -> AdvantageResult:

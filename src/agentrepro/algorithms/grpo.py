@@ -17,12 +17,27 @@ def episode_scores(batch: StepBatch, invalid_penalty: float) -> np.ndarray:
 
 def episode_term(batch: StepBatch, score: np.ndarray, *, norm: str, epsilon: float, episode_stats: str) -> np.ndarray:
     """The normalised episode advantage (n,) of every row."""
-    return episode_advantage(score, batch.group_codes, batch.n_groups, batch.traj_codes, batch.n_trajs,
-                             norm=norm, epsilon=epsilon, episode_stats=episode_stats)
+    return episode_advantage(
+        score,
+        batch.group_codes,
+        batch.n_groups,
+        batch.traj_codes,
+        batch.n_trajs,
+        norm=norm,
+        epsilon=epsilon,
+        episode_stats=episode_stats,
+    )
 
 
-def grpo(batch: StepBatch, *, norm: str = "std", invalid_penalty: float = 0.1, episode_stats: str = "rows",
-         epsilon: float = 1e-6, episode_weight: float = 1.0) -> AdvantageResult:
+def grpo(
+    batch: StepBatch,
+    *,
+    norm: str = "std",
+    invalid_penalty: float = 0.1,
+    episode_stats: str = "rows",
+    epsilon: float = 1e-6,
+    episode_weight: float = 1.0,
+) -> AdvantageResult:
     """GRPO advantage (n,) = episode_weight · normalise_group(episode_reward − penalty·invalid)."""
     timings = Timings()
     with timings.time("advantage"):

@@ -50,14 +50,15 @@ def group_stats(x: np.ndarray, codes: np.ndarray, n_groups: int) -> GroupStats:
     return GroupStats(shift=shift, mean_dev=mean_dev, std=std, count=count)
 
 
-def apply_stats(x: np.ndarray, codes: np.ndarray, stats: GroupStats, *, norm: str, epsilon: float,
-                singleton: str) -> np.ndarray:
+def apply_stats(
+    x: np.ndarray, codes: np.ndarray, stats: GroupStats, *, norm: str, epsilon: float, singleton: str
+) -> np.ndarray:
     """Normalise `x` (n,) with the statistics of its group; groups with count ≤ 1 per `singleton`."""
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
     x = np.asarray(x, dtype=np.float64)
     dev = (x - stats.shift[codes]) - stats.mean_dev[codes]
-    if norm == "std":   # a zero-variance group has dev == 0: with epsilon 0 it is 0, not 0/0
+    if norm == "std":  # a zero-variance group has dev == 0: with epsilon 0 it is 0, not 0/0
         scale = stats.std[codes] + epsilon
         out = np.divide(dev, scale, out=np.zeros_like(dev), where=scale != 0)
     else:
@@ -73,14 +74,30 @@ def apply_stats(x: np.ndarray, codes: np.ndarray, stats: GroupStats, *, norm: st
     return out
 
 
-def normalize(x: np.ndarray, codes: np.ndarray, n_groups: int, *, norm: str = "std", epsilon: float = 1e-6,
-              singleton: str = "passthrough") -> np.ndarray:
+def normalize(
+    x: np.ndarray,
+    codes: np.ndarray,
+    n_groups: int,
+    *,
+    norm: str = "std",
+    epsilon: float = 1e-6,
+    singleton: str = "passthrough",
+) -> np.ndarray:
     """Normalise float64 `x` (n,) within groups `codes` (n,); returns float64 (n,)."""
     return apply_stats(x, codes, group_stats(x, codes, n_groups), norm=norm, epsilon=epsilon, singleton=singleton)
 
 
-def episode_advantage(score: np.ndarray, group: np.ndarray, n_groups: int, traj: np.ndarray, n_trajs: int, *,
-                      norm: str, epsilon: float, episode_stats: str) -> np.ndarray:
+def episode_advantage(
+    score: np.ndarray,
+    group: np.ndarray,
+    n_groups: int,
+    traj: np.ndarray,
+    n_trajs: int,
+    *,
+    norm: str,
+    epsilon: float,
+    episode_stats: str,
+) -> np.ndarray:
     """Episode term (n,) from per-row scores (n,).
 
     episode_stats="rows": mean/std over every step row of the group (the reference; a 3-turn trajectory
@@ -95,7 +112,9 @@ def episode_advantage(score: np.ndarray, group: np.ndarray, n_groups: int, traj:
         raise ValueError(f"episode_stats must be 'rows' or 'trajectories', got {episode_stats!r}")
     # mean of each trajectory's row scores, shifted by its first row so that equal scores stay exact
     first = score[first_index(traj, n_trajs)]
-    per_traj = first + np.bincount(traj, weights=score - first[traj], minlength=n_trajs) / np.bincount(traj, minlength=n_trajs)
+    per_traj = first + np.bincount(traj, weights=score - first[traj], minlength=n_trajs) / np.bincount(
+        traj, minlength=n_trajs
+    )
     traj_group = np.empty(n_trajs, dtype=np.int64)
     traj_group[traj] = group
     stats = group_stats(per_traj, traj_group, n_groups)

@@ -58,21 +58,27 @@ class Registry:
         given = {k: v for k, v in options.items() if v is not None}
         unknown = sorted(set(given) - set(allowed))
         if unknown:
-            raise ValueError(f"option(s) {', '.join(unknown)} do not apply to estimator {name!r}; "
-                             f"it takes: {', '.join(sorted(allowed))}")
+            raise ValueError(
+                f"option(s) {', '.join(unknown)} do not apply to estimator {name!r}; "
+                f"it takes: {', '.join(sorted(allowed))}"
+            )
         declared = {o.name: o for o in spec.options}
         for key, value in given.items():
             if key in spec.fixed:
                 if value != spec.fixed[key]:
-                    raise ValueError(f"estimator {name!r} has {key} {spec.fixed[key]!r}; got {value!r}"
-                                     + (f" (use {spec.variant_of})" if spec.variant_of else ""))
+                    raise ValueError(
+                        f"estimator {name!r} has {key} {spec.fixed[key]!r}; got {value!r}"
+                        + (f" (use {spec.variant_of})" if spec.variant_of else "")
+                    )
                 continue
             expected = declared[key].expected(value)
             if expected:
                 raise ValueError(f"option {key} must be {expected}, got {value!r}")
         if spec.fn is None:
-            raise ValueError(f"estimator {name!r} needs a critic: its advantages are GAE over a value head's predictions, "
-                             "which step rows do not hold (the trainer computes them; `agentrepro gae` on token rows)")
+            raise ValueError(
+                f"estimator {name!r} needs a critic: its advantages are GAE over a value head's predictions, "
+                "which step rows do not hold (the trainer computes them; `agentrepro gae` on token rows)"
+            )
         return {**allowed, **given}
 
     def estimate(self, batch: StepBatch, name: str, **options) -> AdvantageResult:

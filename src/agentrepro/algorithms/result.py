@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # Per-row output arrays, in the order the CLI writes them; None where the estimator does not define one.
-ROW_FIELDS = ("advantage", "advantage_episode", "advantage_step", "episode_score", "step_return", "graph_reward", "distance")
+ROW_FIELDS = (
+    "advantage",
+    "advantage_episode",
+    "advantage_step",
+    "episode_score",
+    "step_return",
+    "graph_reward",
+    "distance",
+)
 
 
 @dataclass

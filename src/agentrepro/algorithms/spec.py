@@ -43,15 +43,23 @@ class Option:
         """None when `value` is allowed, else what was expected ("one of ...", "a number in [a, b]")."""
         if self.choices:
             return None if value in self.choices else "one of " + ", ".join(self.choices)
-        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                or not self.low <= value <= self.high):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or not self.low <= value <= self.high
+        ):
             return f"a number in [{self.low:g}, {self.high:g}]"
         return None
 
     def describe(self) -> str:
         """The help line with the allowed values and the default, as the CLI and the schema show it."""
         allowed = "|".join(self.choices) if self.choices else f"[{self.low:g}, {self.high:g}]"
-        return f"{self.help}; {allowed}, default {self.default:g}" if self.type is float else f"{self.help}; {allowed}, default {self.default}"
+        return (
+            f"{self.help}; {allowed}, default {self.default:g}"
+            if self.type is float
+            else f"{self.help}; {allowed}, default {self.default}"
+        )
 
 
 @dataclass(frozen=True)
@@ -87,17 +95,31 @@ class EstimatorSpec:
 
 
 # --- the options (docs/design.md §3.5) -----------------------------------------------------------
-NORM = Option("norm", str, "std", "group normalisation: std (x - mean)/(std + epsilon) | mean (x - mean)", choices=("std", "mean"))
+NORM = Option(
+    "norm", str, "std", "group normalisation: std (x - mean)/(std + epsilon) | mean (x - mean)", choices=("std", "mean")
+)
 EPSILON = Option("epsilon", float, 1e-6, "added to the group std before dividing (norm std)", low=0.0, high=1.0)
-INVALID_PENALTY = Option("invalid_penalty", float, 0.1, "subtracted from a turn's score when its action was invalid", low=0.0)
-EPISODE_STATS = Option("episode_stats", str, "rows", "episode mean/std over step rows (reference) | each trajectory once",
-                       choices=("rows", "trajectories"))
+INVALID_PENALTY = Option(
+    "invalid_penalty", float, 0.1, "subtracted from a turn's score when its action was invalid", low=0.0
+)
+EPISODE_STATS = Option(
+    "episode_stats",
+    str,
+    "rows",
+    "episode mean/std over step rows (reference) | each trajectory once",
+    choices=("rows", "trajectories"),
+)
 EPISODE_WEIGHT = Option("episode_weight", float, 1.0, "weight of the episode-level advantage (0 = graph-only)")
 STEP_WEIGHT = Option("step_weight", float, 1.0, "weight of the step-level advantage")
 GAMMA = Option("gamma", float, 0.95, "discount of the step returns (gigpo) or of GAE (ppo)", low=0.0, high=1.0)
 OMEGA = Option("omega", float, 0.1, "GraphGPO distance decay of the graph reward 10*omega^d", low=0.0, high=1.0)
-REWARD_FORM = Option("reward_form", str, "code", "GraphGPO graph reward 10*omega^d (code, reference) | 10*omega^(d+1) (paper)",
-                     choices=("code", "paper"))
+REWARD_FORM = Option(
+    "reward_form",
+    str,
+    "code",
+    "GraphGPO graph reward 10*omega^d (code, reference) | 10*omega^(d+1) (paper)",
+    choices=("code", "paper"),
+)
 LAM = Option("lam", float, 1.0, "GAE lambda", low=0.0, high=1.0)
 VALUE_COEF = Option("value_coef", float, 0.5, "value-loss coefficient of the critic", low=0.0)
 
@@ -106,13 +128,29 @@ _GRAPH = (*_EPISODE, OMEGA, STEP_WEIGHT, REWARD_FORM)
 
 SPECS: tuple[EstimatorSpec, ...] = (
     EstimatorSpec("grpo", "GRPO: episode score normalised within its group", _EPISODE, fn=grpo),
-    EstimatorSpec("gigpo", "GiGPO: episode term + discounted step returns grouped by anchor state",
-                  (*_EPISODE, GAMMA, STEP_WEIGHT), fn=gigpo),
-    EstimatorSpec("graphgpo", "GraphGPO: episode term + graph rewards 10*omega^d grouped by source state", _GRAPH, fn=graphgpo),
-    EstimatorSpec("graph_only", "GraphGPO's graph step term alone", tuple(o for o in _GRAPH if o is not EPISODE_WEIGHT),
-                  fn=graph_only, fixed={"episode_weight": 0.0}, variant_of="graphgpo"),
-    EstimatorSpec("ppo", "PPO: token-level GAE over a value head's predictions, whitened over generated tokens",
-                  (GAMMA, LAM, VALUE_COEF), needs_critic=True),
+    EstimatorSpec(
+        "gigpo",
+        "GiGPO: episode term + discounted step returns grouped by anchor state",
+        (*_EPISODE, GAMMA, STEP_WEIGHT),
+        fn=gigpo,
+    ),
+    EstimatorSpec(
+        "graphgpo", "GraphGPO: episode term + graph rewards 10*omega^d grouped by source state", _GRAPH, fn=graphgpo
+    ),
+    EstimatorSpec(
+        "graph_only",
+        "GraphGPO's graph step term alone",
+        tuple(o for o in _GRAPH if o is not EPISODE_WEIGHT),
+        fn=graph_only,
+        fixed={"episode_weight": 0.0},
+        variant_of="graphgpo",
+    ),
+    EstimatorSpec(
+        "ppo",
+        "PPO: token-level GAE over a value head's predictions, whitened over generated tokens",
+        (GAMMA, LAM, VALUE_COEF),
+        needs_critic=True,
+    ),
 )
 """The shipped estimators, in the order the CLI and the schema list them."""
 

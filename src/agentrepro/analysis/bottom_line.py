@@ -12,7 +12,11 @@ from collections.abc import Sequence
 
 from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
-ARTICLE = {"paper": "a paper", "reference implementation": "a reference implementation", "earlier run": "an earlier run"}
+ARTICLE = {
+    "paper": "a paper",
+    "reference implementation": "a reference implementation",
+    "earlier run": "an earlier run",
+}
 
 
 def _pp(x) -> str:
@@ -42,9 +46,13 @@ def _learning(rows: list[dict], alpha: float) -> tuple[list[str], list[str]]:
         who = "every method" if not missed else _names([r["method"] for r in beat])
         low, high = min(r["delta"] for r in beat), max(r["delta"] for r in beat)
         size = _pp(low) if low == high else f"{_pp(low)} to {_pp(high)}"
-        held.append(f"{who} beat {'its' if not missed or len(beat) == 1 else 'their'} step {pooled[0]['baseline_step']} ({size}; {where})")
+        held.append(
+            f"{who} beat {'its' if not missed or len(beat) == 1 else 'their'} step {pooled[0]['baseline_step']} ({size}; {where})"
+        )
     for r in missed:
-        failed.append(f"{r['method']} did not beat its step {r['baseline_step']} ({_pp(r['delta'])}, Holm p {_p(r['p_holm'])})")
+        failed.append(
+            f"{r['method']} did not beat its step {r['baseline_step']} ({_pp(r['delta'])}, Holm p {_p(r['p_holm'])})"
+        )
     return held, failed
 
 
@@ -55,7 +63,8 @@ def _claims(rows: list[dict]) -> tuple[list[str], list[str]]:
             if r.get("seed") != "all":
                 continue
             (held if r.get("verdict") == REPRODUCED else failed).append(
-                f"the equivalence '{r['claim']}' is {str(r.get('verdict')).replace('_', ' ')} ({_pp(r['delta'])})")
+                f"the equivalence '{r['claim']}' is {str(r.get('verdict')).replace('_', ' ')} ({_pp(r['delta'])})"
+            )
         elif r["holds"]:
             held.append(f"the claim '{r['claim']}' holds ({_pp(r['delta'])}, Holm p {_p(r['p_holm'])})")
         else:
@@ -64,10 +73,21 @@ def _claims(rows: list[dict]) -> tuple[list[str], list[str]]:
 
 
 def _verdicts(rows: list[dict], kind: str) -> tuple[list[str], list[str]]:
-    held = [f"{r['method']} reproduced the {kind} within ±{100 * r['tolerance']:g} pp ({_pp(r['delta'])})" for r in rows if r["verdict"] == REPRODUCED]
-    failed = [f"{r['method']} did not reproduce the {kind} ({_pp(r['delta'])})" for r in rows if r["verdict"] == NOT_REPRODUCED]
-    failed += [f"{r['method']} is inconclusive against the {kind} ({_pp(r['delta'])}; tasks needed: {r.get('needed') or '—'})"
-               for r in rows if r["verdict"] == INCONCLUSIVE]
+    held = [
+        f"{r['method']} reproduced the {kind} within ±{100 * r['tolerance']:g} pp ({_pp(r['delta'])})"
+        for r in rows
+        if r["verdict"] == REPRODUCED
+    ]
+    failed = [
+        f"{r['method']} did not reproduce the {kind} ({_pp(r['delta'])})"
+        for r in rows
+        if r["verdict"] == NOT_REPRODUCED
+    ]
+    failed += [
+        f"{r['method']} is inconclusive against the {kind} ({_pp(r['delta'])}; tasks needed: {r.get('needed') or '—'})"
+        for r in rows
+        if r["verdict"] == INCONCLUSIVE
+    ]
     return held, failed
 
 
@@ -78,7 +98,11 @@ def _parity(doc: dict) -> tuple[list[str], list[str], list[str]]:
     passed = [e for e in cert if e.get("status") == "pass"]
     if passed:
         held.append(f"the trainers' advantages matched the reference estimator in {len(passed)} dumped batch(es)")
-    failed += [f"the parity certificate failed for {e['method']} seed {e.get('seed')} step {e['step']}" for e in cert if e.get("status") == "fail"]
+    failed += [
+        f"the parity certificate failed for {e['method']} seed {e.get('seed')} step {e['step']}"
+        for e in cert
+        if e.get("status") == "fail"
+    ]
     skipped = [e for e in cert if e.get("status") == "not_run"]
     if skipped:
         methods = ", ".join(dict.fromkeys(str(e["method"]) for e in skipped))
@@ -100,7 +124,11 @@ def bottom_line(doc: dict) -> list[str]:
     methods = [r["method"] for r in at_final]
     seeds = max((r["seeds"] for r in at_final), default=0)
     lock = (doc.get("provenance") or {}).get("lock")
-    tasks = len(lock.get("task_panel") or []) if isinstance(lock, dict) else max((r["n"] for r in t["runs"] if r["step"] == step), default=0)
+    tasks = (
+        len(lock.get("task_panel") or [])
+        if isinstance(lock, dict)
+        else max((r["n"] for r in t["runs"] if r["step"] == step), default=0)
+    )
     base = next((r["baseline_step"] for r in t["learning"]), None)
     against = []
     if base is not None:
@@ -108,9 +136,13 @@ def bottom_line(doc: dict) -> list[str]:
     if reference:
         against.append(f"against {ARTICLE.get(kind, kind)} ({reference.get('paper')})")
     claims = [r for r in t["claims"] if r.get("seed") in ("all", None)]
-    compared = (f"Compared: {len(methods)} method(s) ({_names(methods) if methods else 'none'}) over {seeds} seed(s) on "
-                f"{tasks} {'frozen ' if lock else ''}task(s) at step {step}" + (", each " + " and ".join(against) if against else "")
-                + (f", and {len(claims)} claim(s) declared before running" if claims else "") + ".")
+    compared = (
+        f"Compared: {len(methods)} method(s) ({_names(methods) if methods else 'none'}) over {seeds} seed(s) on "
+        f"{tasks} {'frozen ' if lock else ''}task(s) at step {step}"
+        + (", each " + " and ".join(against) if against else "")
+        + (f", and {len(claims)} claim(s) declared before running" if claims else "")
+        + "."
+    )
     held, failed, unchecked = [], [], []
     for h, f in (_learning(t["learning"], alpha), _claims(t["claims"]), _verdicts(t["verdicts"], kind)):
         held += h
@@ -127,6 +159,9 @@ def bottom_line(doc: dict) -> list[str]:
         unchecked.append("seed-to-seed variation (one seed)")
     if not lock:
         unchecked.append("that the study was frozen before running (no lock)")
-    return [compared, "Held: " + ("; ".join(held) if held else "nothing that was tested") + ".",
-            "Did not hold: " + ("; ".join(failed) if failed else "nothing") + ".",
-            "Not checked: " + ("; ".join(unchecked) if unchecked else "nothing the analysis knows of") + "."]
+    return [
+        compared,
+        "Held: " + ("; ".join(held) if held else "nothing that was tested") + ".",
+        "Did not hold: " + ("; ".join(failed) if failed else "nothing") + ".",
+        "Not checked: " + ("; ".join(unchecked) if unchecked else "nothing the analysis knows of") + ".",
+    ]

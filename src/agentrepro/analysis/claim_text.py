@@ -24,8 +24,10 @@ ORDERING, EQUIVALENCE = "ordering", "equivalence"
 _WORD = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
 _NAME = rf"({_WORD}(?:@{_WORD})?)"
 _ORDERING = re.compile(rf"[ \t]*{_NAME}[ \t]*([<>])[ \t]*{_NAME}[ \t]*")
-_EQUIVALENCE = re.compile(rf"[ \t]*{_NAME}[ \t]*==[ \t]*{_NAME}[ \t]*(?:±|\+-|\+/-)[ \t]*([0-9]+(?:\.[0-9]+)?)"
-                          r"[ \t]*(?:pp|percentage[ \t]+points?)[ \t]*")
+_EQUIVALENCE = re.compile(
+    rf"[ \t]*{_NAME}[ \t]*==[ \t]*{_NAME}[ \t]*(?:±|\+-|\+/-)[ \t]*([0-9]+(?:\.[0-9]+)?)"
+    r"[ \t]*(?:pp|percentage[ \t]+points?)[ \t]*"
+)
 MAX_LENGTH = 300
 FORMS = "'a > b', 'a < b' or 'a == b ± 3pp' (also '+- 3 pp', '± 3 percentage points')"
 
@@ -35,7 +37,7 @@ class Claim:
     """A parsed claim. Ordering: `a` is the method claimed better. Equivalence: a − b within ±`margin_pp`."""
 
     text: str
-    kind: str                 # ORDERING or EQUIVALENCE
+    kind: str  # ORDERING or EQUIVALENCE
     a: str
     b: str
     margin_pp: float | None = None
@@ -48,13 +50,16 @@ class Claim:
 
 def parse_claim_text(text: object, *, where: str, path: object = None) -> Claim:
     """The claim `text` parsed; BadInput naming `path` (the file, if any) and `where` (the field) otherwise."""
+
     def bad(why: str) -> BadInput:
         return BadInput(f"claim {text!r}: {why}", path=path, where=where)
 
     if not isinstance(text, str):
         raise bad(f"expected a string of the form {FORMS}")
     if len(text) > MAX_LENGTH:
-        raise BadInput(f"claim of {len(text)} characters (at most {MAX_LENGTH}): expected {FORMS}", path=path, where=where)
+        raise BadInput(
+            f"claim of {len(text)} characters (at most {MAX_LENGTH}): expected {FORMS}", path=path, where=where
+        )
     match = _ORDERING.fullmatch(text)
     if match:
         left, op, right = match.groups()
@@ -77,6 +82,9 @@ def check_methods(claim: Claim, methods: list[str], *, where: str, path: object 
     """`claim` if both of its methods are among `methods`; BadInput naming the unknown one otherwise."""
     for name in (claim.a, claim.b):
         if name not in methods:
-            raise BadInput(f"claim {claim.text!r}: {name!r} is not a method of this study ({', '.join(methods)})",
-                           path=path, where=where)
+            raise BadInput(
+                f"claim {claim.text!r}: {name!r} is not a method of this study ({', '.join(methods)})",
+                path=path,
+                where=where,
+            )
     return claim

@@ -54,46 +54,107 @@ def shared_arrays(final: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.n
 def _equivalence_rows(claim: Claim, final: pd.DataFrame, where: str, path: object) -> list[dict]:
     a, b, seeds = shared_arrays(final, claim.a, claim.b)
     if a.size == 0 or a.shape[1] < 2:
-        raise BadInput(f"claim {claim.text!r}: {claim.a} and {claim.b} share {0 if a.size == 0 else a.shape[1]} scored task(s) "
-                       "at the final step; an equivalence needs at least 2", path=path, where=where)
-    blocks = [(str(s), a[i:i + 1], b[i:i + 1]) for i, s in enumerate(seeds)] if len(seeds) > 1 else []
+        raise BadInput(
+            f"claim {claim.text!r}: {claim.a} and {claim.b} share {0 if a.size == 0 else a.shape[1]} scored task(s) "
+            "at the final step; an equivalence needs at least 2",
+            path=path,
+            where=where,
+        )
+    blocks = [(str(s), a[i : i + 1], b[i : i + 1]) for i, s in enumerate(seeds)] if len(seeds) > 1 else []
     rows = []
     for seed, xa, xb in blocks + [("all", a, b)]:
         e = equivalence(xa, xb, claim.margin)
-        rows.append({"claim": claim.text, "method_a": claim.a, "method_b": claim.b, "delta": e.delta,
-                     "ci_lo": e.ci95[0], "ci_hi": e.ci95[1], "p": e.p, "p_holm": None, "holds": e.verdict == "reproduced",
-                     "statement": statement(e, claim.a, claim.b, claim.margin), "kind": EQUIVALENCE, "seed": seed,
-                     "margin": claim.margin, "n_tasks": e.n_tasks, "seeds": e.seeds, "ci90_lo": e.ci90[0], "ci90_hi": e.ci90[1],
-                     "verdict": e.verdict, "tasks_needed": e.tasks_needed, "test": e.test, "family": None,
-                     "needed": needed_words(e.verdict, e.tasks_needed, "tasks", "on the margin")})
+        rows.append(
+            {
+                "claim": claim.text,
+                "method_a": claim.a,
+                "method_b": claim.b,
+                "delta": e.delta,
+                "ci_lo": e.ci95[0],
+                "ci_hi": e.ci95[1],
+                "p": e.p,
+                "p_holm": None,
+                "holds": e.verdict == "reproduced",
+                "statement": statement(e, claim.a, claim.b, claim.margin),
+                "kind": EQUIVALENCE,
+                "seed": seed,
+                "margin": claim.margin,
+                "n_tasks": e.n_tasks,
+                "seeds": e.seeds,
+                "ci90_lo": e.ci90[0],
+                "ci90_hi": e.ci90[1],
+                "verdict": e.verdict,
+                "tasks_needed": e.tasks_needed,
+                "test": e.test,
+                "family": None,
+                "needed": needed_words(e.verdict, e.tasks_needed, "tasks", "on the margin"),
+            }
+        )
     return rows
 
 
-def _ordering_row(claim: Claim, pooled: pd.DataFrame, final: pd.DataFrame, final_step: int, where: str, path: object) -> dict:
+def _ordering_row(
+    claim: Claim, pooled: pd.DataFrame, final: pd.DataFrame, final_step: int, where: str, path: object
+) -> dict:
     better, worse = claim.a, claim.b
     row = pooled[(pooled["method_a"] == better) & (pooled["method_b"] == worse)]
     sign = 1.0
     if row.empty:
         row, sign = pooled[(pooled["method_a"] == worse) & (pooled["method_b"] == better)], -1.0
     if row.empty:
-        raise BadInput(f"claim {claim.text!r}: no paired comparison of {better} and {worse} at step {final_step}", path=path, where=where)
+        raise BadInput(
+            f"claim {claim.text!r}: no paired comparison of {better} and {worse} at step {final_step}",
+            path=path,
+            where=where,
+        )
     r = row.iloc[0]
     lo, hi = (r["ci_lo"], r["ci_hi"]) if sign > 0 else (-r["ci_hi"], -r["ci_lo"])
-    return {"claim": claim.text, "method_a": better, "method_b": worse, "delta": sign * r["delta"], "ci_lo": lo, "ci_hi": hi,
-            "p": r["p"], "kind": claim.kind, "seed": "all", "margin": None, "n_tasks": int(r["n_tasks"]),
-            "seeds": int(final.loc[final["method"] == better, "seed"].nunique()), "ci90_lo": None, "ci90_hi": None,
-            "verdict": None, "tasks_needed": None, "test": r.get("test"), "family": CLAIMS_FAMILY, "needed": None}
+    return {
+        "claim": claim.text,
+        "method_a": better,
+        "method_b": worse,
+        "delta": sign * r["delta"],
+        "ci_lo": lo,
+        "ci_hi": hi,
+        "p": r["p"],
+        "kind": claim.kind,
+        "seed": "all",
+        "margin": None,
+        "n_tasks": int(r["n_tasks"]),
+        "seeds": int(final.loc[final["method"] == better, "seed"].nunique()),
+        "ci90_lo": None,
+        "ci90_hi": None,
+        "verdict": None,
+        "tasks_needed": None,
+        "test": r.get("test"),
+        "family": CLAIMS_FAMILY,
+        "needed": None,
+    }
 
 
 def _ordering_statement(r) -> str:
-    direction = "the claimed direction" if r.delta > 0 else ("no difference" if r.delta == 0 else "the opposite direction")
-    return (f"{r.method_a} − {r.method_b} = {100 * r.delta:+.1f} pp (95% CI {100 * r.ci_lo:+.1f} to {100 * r.ci_hi:+.1f} pp); "
-            + direction + ("; significant after Holm adjustment" if r.p_holm < r.alpha else "; not significant after Holm adjustment")
-            + f" (p = {r.p:.3g}, Holm p = {r.p_holm:.3g})")
+    direction = (
+        "the claimed direction" if r.delta > 0 else ("no difference" if r.delta == 0 else "the opposite direction")
+    )
+    return (
+        f"{r.method_a} − {r.method_b} = {100 * r.delta:+.1f} pp (95% CI {100 * r.ci_lo:+.1f} to {100 * r.ci_hi:+.1f} pp); "
+        + direction
+        + ("; significant after Holm adjustment" if r.p_holm < r.alpha else "; not significant after Holm adjustment")
+        + f" (p = {r.p:.3g}, Holm p = {r.p_holm:.3g})"
+    )
 
 
-def claims_table(claims: list[str], paired: pd.DataFrame, final: pd.DataFrame, methods: list[str], final_step: int,
-                 alpha: float, *, field: str, path: object = None) -> pd.DataFrame:
+def claims_table(
+    claims: list[str],
+    paired: pd.DataFrame,
+    final: pd.DataFrame,
+    methods: list[str],
+    final_step: int,
+    alpha: float,
+    *,
+    field: str,
+    path: object = None,
+) -> pd.DataFrame:
     """The claims.csv rows. `final`: the validated outcomes at the final step; `field`: where the claims were
     declared, formatted with the claim's index `i` (`"analysis.claims[{i}]"`, or `"--claim"`)."""
     pooled = paired[(paired["seed"] == "all") & (paired["step"] == final_step)] if len(paired) else paired
@@ -113,5 +174,5 @@ def claims_table(claims: list[str], paired: pd.DataFrame, final: pd.DataFrame, m
         r["statement"] = _ordering_statement(pd.Series({**r, "alpha": alpha}))
     out = pd.DataFrame(rows, columns=CLAIMS)
     for column in ("n_tasks", "seeds", "tasks_needed"):
-        out[column] = out[column].astype("Int64")   # counts stay integers next to missing values
+        out[column] = out[column].astype("Int64")  # counts stay integers next to missing values
     return out

@@ -13,17 +13,34 @@ from agentrepro.layout import STUDY_HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", nargs="?", help=f"{STUDY_HELP}; reads its lock and runs/STUDY/, writes analysis/STUDY/")
+    parser.add_argument(
+        "study", nargs="?", help=f"{STUDY_HELP}; reads its lock and runs/STUDY/, writes analysis/STUDY/"
+    )
     parser.add_argument("--root", default=".", help="directory holding manifests/, runs/ and analysis/ (default: .)")
-    parser.add_argument("--outcomes", nargs="+", metavar="FILE", help="analyse these outcomes.jsonl files instead of a study")
+    parser.add_argument(
+        "--outcomes", nargs="+", metavar="FILE", help="analyse these outcomes.jsonl files instead of a study"
+    )
     parser.add_argument("--reference", metavar="REF.yaml", help="paper values to compare with (with --outcomes)")
-    parser.add_argument("--tolerance-pp", type=number(0, 100, low_open=True), default=Settings.tolerance_pp,
-                        help="equivalence margin in percentage points (default %(default)s)")
-    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=Settings.alpha,
-                        help="significance level (default %(default)s)")
-    parser.add_argument("--claim", action="append", default=[], metavar='"a > b"',
-                        help='declared claim, repeatable: "a > b", "a < b", or an equivalence "a == b ± 3pp" (also "+- 3 pp"); '
-                             'method names may carry @backend')
+    parser.add_argument(
+        "--tolerance-pp",
+        type=number(0, 100, low_open=True),
+        default=Settings.tolerance_pp,
+        help="equivalence margin in percentage points (default %(default)s)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=number(0, 1, low_open=True, high_open=True),
+        default=Settings.alpha,
+        help="significance level (default %(default)s)",
+    )
+    parser.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        metavar='"a > b"',
+        help='declared claim, repeatable: "a > b", "a < b", or an equivalence "a == b ± 3pp" (also "+- 3 pp"); '
+        "method names may carry @backend",
+    )
     parser.add_argument("--final-step", type=STEP, help="step compared with the paper (default: the last shared step)")
     parser.add_argument("--out", metavar="DIR", help="output directory (required with --outcomes)")
 
@@ -35,8 +52,15 @@ def run(args: argparse.Namespace) -> int:
         if not args.out:
             raise BadInput("--out DIR is required with --outcomes")
         check_output_dir(args.out, option="--out")
-        out = analyze_outcomes(args.outcomes, args.out, reference=args.reference, tolerance_pp=args.tolerance_pp,
-                               claims=args.claim, alpha=args.alpha, final_step=args.final_step)
+        out = analyze_outcomes(
+            args.outcomes,
+            args.out,
+            reference=args.reference,
+            tolerance_pp=args.tolerance_pp,
+            claims=args.claim,
+            alpha=args.alpha,
+            final_step=args.final_step,
+        )
     else:
         if not args.study:
             raise BadInput("give a STUDY or --outcomes FILE... --out DIR")

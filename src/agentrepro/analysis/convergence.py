@@ -39,15 +39,22 @@ def convergence_table(runs: pd.DataFrame, metrics: dict[tuple[str, int], list[di
         m = metrics.get((method, int(seed)), [])
         by_step = {r["step"]: r for r in m}
         last = max(m, key=lambda r: r["step"]) if m else {}
-        rows.append({
-            "method": method, "seed": int(seed), "auc": auc(g["step"], g["rate"]), "threshold": threshold,
-            "steps_to_threshold": step_hit,
-            "env_steps_to_threshold": by_step.get(step_hit, {}).get("env_steps") if step_hit is not None else None,
-            "tokens_generated": last.get("tokens_generated"), "wall_s": last.get("wall_s"), "gpu_hours": last.get("gpu_hours"),
-            "eval_steps": len(g),
-        })
+        rows.append(
+            {
+                "method": method,
+                "seed": int(seed),
+                "auc": auc(g["step"], g["rate"]),
+                "threshold": threshold,
+                "steps_to_threshold": step_hit,
+                "env_steps_to_threshold": by_step.get(step_hit, {}).get("env_steps") if step_hit is not None else None,
+                "tokens_generated": last.get("tokens_generated"),
+                "wall_s": last.get("wall_s"),
+                "gpu_hours": last.get("gpu_hours"),
+                "eval_steps": len(g),
+            }
+        )
     table = pd.DataFrame(rows, columns=CONVERGENCE)
     for column in ("steps_to_threshold", "env_steps_to_threshold", "tokens_generated"):
         if table[column].map(lambda v: pd.isna(v) or float(v).is_integer()).all():
-            table[column] = table[column].astype("Int64")   # counts stay integers next to missing values
+            table[column] = table[column].astype("Int64")  # counts stay integers next to missing values
     return table

@@ -57,12 +57,12 @@ class Equivalence:
     n_tasks: int
     seeds: int
     test: str
-    sd: float          # sd of the per-task differences used by the power calculation
+    sd: float  # sd of the per-task differences used by the power calculation
 
 
 def _interval(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[tuple[float, float], tuple[float, float], str]:
     """((lo, hi) clustered t, (lo, hi) Newcombe) at level 1 − alpha; shapes (seeds, tasks, episodes)."""
-    diff = (a.astype(float) - b).mean(axis=2)                        # (seeds, tasks)
+    diff = (a.astype(float) - b).mean(axis=2)  # (seeds, tasks)
     _, _, tlo, thi = clustered_interval(diff, alpha)
     a_, b_ = a.astype(bool), b.astype(bool)
     counts = [int(x.sum()) for x in (a_ & b_, a_ & ~b_, ~a_ & b_, ~a_ & ~b_)]
@@ -75,8 +75,8 @@ def _tost_power(n: int, diff: float, sd: float, margin: float, alpha: float = 0.
     se = sd / math.sqrt(n)
     df = n - 1
     tc = stats.t.ppf(1 - alpha, df)
-    upper = stats.nct.sf(tc, df, (diff + margin) / se)      # P(reject H0: diff <= -margin)
-    lower = stats.nct.cdf(-tc, df, (diff - margin) / se)    # P(reject H0: diff >= +margin)
+    upper = stats.nct.sf(tc, df, (diff + margin) / se)  # P(reject H0: diff <= -margin)
+    lower = stats.nct.cdf(-tc, df, (diff - margin) / se)  # P(reject H0: diff >= +margin)
     return max(0.0, float(upper + lower - 1.0))
 
 
@@ -94,6 +94,7 @@ def tasks_needed(diff: float, sd: float, margin: float, power: float = POWER) ->
 
     def enough(n: int) -> bool:
         return fn(n, diff, sd, margin) >= power
+
     hi = 2
     while not enough(hi):
         hi *= 2
@@ -102,7 +103,7 @@ def tasks_needed(diff: float, sd: float, margin: float, power: float = POWER) ->
     lo = hi // 2
     if lo < 2 or enough(lo):
         return hi if lo < 2 else lo
-    while hi - lo > 1:   # enough(hi), not enough(lo)
+    while hi - lo > 1:  # enough(hi), not enough(lo)
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid, hi)
     return hi
@@ -146,16 +147,21 @@ def equivalence(a, b, margin: float) -> Equivalence:
     if verdict == INCONCLUSIVE:
         half90 = max(delta - ci90[0], ci90[1] - delta)
         half95 = max(delta - ci95[0], ci95[1] - delta)
-        candidates = [n for n in (tasks_needed(delta, sd, margin), units_needed(n_tasks, delta, half90, half95, margin))
-                      if n is not None]
+        candidates = [
+            n
+            for n in (tasks_needed(delta, sd, margin), units_needed(n_tasks, delta, half90, half95, margin))
+            if n is not None
+        ]
         needed = max(candidates) if candidates else None
     return Equivalence(delta, ci90, ci95, p, verdict, needed, n_tasks, seeds, f"tost:{test}", sd)
 
 
 def statement(e: Equivalence, a: str, b: str, margin: float) -> str:
     """The verdict in words, as the verdicts against the paper word it."""
+
     def pp(x: float) -> str:
         return f"{100 * x:+.1f} pp"
+
     tol = f"±{100 * margin:g} pp"
     where = f"on the {e.n_tasks} tasks both were scored on, {e.seeds} seed{'s' if e.seeds != 1 else ''}"
     head = f"{a} − {b} = {pp(e.delta)} {where}"
@@ -163,8 +169,10 @@ def statement(e: Equivalence, a: str, b: str, margin: float) -> str:
     if e.verdict == INCONCLUSIVE:
         tail = f"the 90% CI {ci90} is not inside {tol} and the 95% CI {ci95} is not outside it"
         if e.tasks_needed is not None:
-            tail += (f"; about {e.tasks_needed} tasks would be needed ({100 * POWER:.0f}% power at the observed "
-                     f"difference and a per-task sd of {e.sd:.2f})")
+            tail += (
+                f"; about {e.tasks_needed} tasks would be needed ({100 * POWER:.0f}% power at the observed "
+                f"difference and a per-task sd of {e.sd:.2f})"
+            )
         else:
             tail += "; the estimate sits on the margin, so no number of tasks decides it"
     elif e.verdict == NOT_REPRODUCED:

@@ -52,10 +52,14 @@ def join_claims(paired: pd.DataFrame, claims: pd.DataFrame, final_step: int) -> 
         return paired
     holm_of = {frozenset((r.method_a, r.method_b)): r.p_holm for r in ordering.itertuples()}
     pooled = (paired["seed"] == "all") & (paired["step"] == final_step)
-    tested = pooled & pd.Series([frozenset(pair) in holm_of for pair in zip(paired["method_a"], paired["method_b"])], index=paired.index)
+    tested = pooled & pd.Series(
+        [frozenset(pair) in holm_of for pair in zip(paired["method_a"], paired["method_b"])], index=paired.index
+    )
     left = set(paired.loc[tested, "family"])
     paired.loc[tested, "family"] = CLAIMS
-    paired.loc[tested, "p_holm"] = [holm_of[frozenset(pair)] for pair in zip(paired.loc[tested, "method_a"], paired.loc[tested, "method_b"])]
+    paired.loc[tested, "p_holm"] = [
+        holm_of[frozenset(pair)] for pair in zip(paired.loc[tested, "method_a"], paired.loc[tested, "method_b"])
+    ]
     again = paired["family"].isin(left)
     rest = paired[again].copy()
     holm_by_family(rest)
@@ -73,16 +77,31 @@ def families_table(tables: dict[str, pd.DataFrame], final_step: int | None) -> p
     claims = tables["claims"]
     ordering = claims[claims["family"] == CLAIMS] if len(claims) else claims
     if len(ordering):
-        rows.append({"family": CLAIMS, "label": f"the {len(ordering)} ordering claim(s) declared before running, at step {final_step}, "
-                     "seeds pooled by task", "comparisons": len(ordering), "adjustment": ADJUSTMENT, "table": "claims, paired"})
+        rows.append(
+            {
+                "family": CLAIMS,
+                "label": f"the {len(ordering)} ordering claim(s) declared before running, at step {final_step}, "
+                "seeds pooled by task",
+                "comparisons": len(ordering),
+                "adjustment": ADJUSTMENT,
+                "table": "claims, paired",
+            }
+        )
     for name, words in (("paired", "method pairs"), ("learning", "methods against their own step 0")):
         frame = tables[name]
         if not len(frame):
             continue
         for family, group in frame[frame["family"] != CLAIMS].groupby("family", sort=False):
             first = group.iloc[0]
-            rows.append({"family": family, "label": f"the {len(group)} {words} at step {first['step']}, {_seed_words(first['seed'])}",
-                         "comparisons": len(group), "adjustment": ADJUSTMENT, "table": name})
+            rows.append(
+                {
+                    "family": family,
+                    "label": f"the {len(group)} {words} at step {first['step']}, {_seed_words(first['seed'])}",
+                    "comparisons": len(group),
+                    "adjustment": ADJUSTMENT,
+                    "table": name,
+                }
+            )
     out = pd.DataFrame(rows, columns=contract.names("families"))
     out["comparisons"] = out["comparisons"].astype(np.int64)
     return out

@@ -111,8 +111,19 @@ def status(x) -> str:
 
 
 # Every formatter by name (the report's marks say which one printed a value; the audit looks it up here).
-FORMATS = {"pct": pct, "pp": pp, "ci": ci, "pvalue": pvalue, "seconds": seconds, "share": share, "number": number,
-           "tol": tol, "text": text, "verdict": verdict, "status": status}
+FORMATS = {
+    "pct": pct,
+    "pp": pp,
+    "ci": ci,
+    "pvalue": pvalue,
+    "seconds": seconds,
+    "share": share,
+    "number": number,
+    "tol": tol,
+    "text": text,
+    "verdict": verdict,
+    "status": status,
+}
 BY_KIND = {"rate": "pct", "p": "pvalue", "seconds": "seconds", "share": "share", "int": "number", "num": "number"}
 
 

@@ -56,7 +56,7 @@ def clustered_interval(y, alpha: float = 0.05) -> tuple[float, float, float, flo
     return mean, se, mean - half, mean + half
 
 
-CLUSTERED_WILSON = "wilson_task_clustered"   # the test name of `clustered_wilson` where clustering applies
+CLUSTERED_WILSON = "wilson_task_clustered"  # the test name of `clustered_wilson` where clustering applies
 
 
 def clustered_wilson(success, alpha: float = 0.05) -> tuple[float, float, float, str]:
@@ -78,7 +78,7 @@ def clustered_wilson(success, alpha: float = 0.05) -> tuple[float, float, float,
         return float(lo), float(hi), float(trials), "wilson"
     se = clustered_se(success.mean(axis=2))
     spread = rate * (1 - rate)
-    n_eff = float(tasks) if spread == 0 else float(trials) if se == 0 or not np.isfinite(se) else spread / se ** 2
+    n_eff = float(tasks) if spread == 0 else float(trials) if se == 0 or not np.isfinite(se) else spread / se**2
     n_eff = min(max(n_eff, float(tasks)), float(trials))
     lo, hi = wilson(rate * n_eff, n_eff, alpha)
     return float(lo), float(hi), n_eff, CLUSTERED_WILSON

@@ -24,7 +24,20 @@ from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude
 from agentrepro.errors import BadInput
 from agentrepro.reading import decode, iter_jsonl, read_bytes
 
-COLUMNS = ["study", "method", "seed", "step", "task_id", "task_hash", "category", "episode", "success", "reward", "turns", "tokens"]
+COLUMNS = [
+    "study",
+    "method",
+    "seed",
+    "step",
+    "task_id",
+    "task_hash",
+    "category",
+    "episode",
+    "success",
+    "reward",
+    "turns",
+    "tokens",
+]
 KEY = ["method", "seed", "step", "task_id", "episode"]
 _INT_COLUMNS = ["seed", "step", "episode", "success", "turns", "tokens"]
 _STR_COLUMNS = ["study", "method", "task_id", "task_hash", "category"]
@@ -41,8 +54,11 @@ def check_row(row: object, path: str | os.PathLike, line: int) -> None:
         raise BadInput(f"key {key!r}: {err.message}", path=path, where=f"line {line}")
 
 
-_ARROW_TYPES = {**{c: ("int64",) for c in _INT_COLUMNS}, **{c: ("string", "large_string") for c in _STR_COLUMNS},
-                "reward": ("int64", "double")}
+_ARROW_TYPES = {
+    **dict.fromkeys(_INT_COLUMNS, ("int64",)),
+    **dict.fromkeys(_STR_COLUMNS, ("string", "large_string")),
+    "reward": ("int64", "double"),
+}
 
 
 def _fast_table(path: Path) -> pa.Table | None:
@@ -52,9 +68,11 @@ def _fast_table(path: Path) -> pa.Table | None:
     shift), a missing key (nulls), or a column whose type is not the schema's (bools, strings for numbers).
     """
     data = read_bytes(path)
-    decode(data, path=path)   # not UTF-8: refused here with its line
+    decode(data, path=path)  # not UTF-8: refused here with its line
     if b"NaN" in data or b"Infinity" in data or b"\\u" in data or _LONG_NUMBER.search(data):
-        return None   # tokens, escapes and 64-bit overflows Arrow accepts but our contract does not: the exact path decides
+        return (
+            None  # tokens, escapes and 64-bit overflows Arrow accepts but our contract does not: the exact path decides
+        )
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     try:
         table = pa_json.read_json(pa.BufferReader(data))
@@ -83,8 +101,10 @@ def _slow_table(path: Path) -> pa.Table:
 
 
 def _normalise(table: pa.Table, lines: np.ndarray) -> pa.Table:
-    columns = [table.column(c).cast(pa.float64() if c == "reward" else pa.int64() if c in _INT_COLUMNS else pa.string())
-               for c in COLUMNS]
+    columns = [
+        table.column(c).cast(pa.float64() if c == "reward" else pa.int64() if c in _INT_COLUMNS else pa.string())
+        for c in COLUMNS
+    ]
     return pa.Table.from_arrays(columns + [pa.array(lines, pa.int64())], names=COLUMNS + ["_line"])
 
 
@@ -104,7 +124,7 @@ def _first_bad_row(frame: pd.DataFrame) -> int | None:
     ok &= frame["success"].isin([0, 1]).to_numpy(bool)
     for column in _STR_COLUMNS:
         values = frame[column]
-        if values.dtype != object and pd.api.types.is_string_dtype(values):   # every value a str (or missing)
+        if values.dtype != object and pd.api.types.is_string_dtype(values):  # every value a str (or missing)
             ok &= (values.str.len() > 0).fillna(False).to_numpy(bool)
         else:
             ok &= values.map(lambda v: type(v) is str and len(v) > 0).to_numpy(bool)
@@ -115,7 +135,7 @@ def _first_bad_row(frame: pd.DataFrame) -> int | None:
     if reward.dtype.kind not in "if":
         ok &= reward.map(lambda v: type(v) in (int, float) and check_magnitude(v)).to_numpy(bool)
     else:
-        ok &= (np.abs(reward.to_numpy(dtype=float)) <= MAX_MAGNITUDE)   # NaN compares False
+        ok &= np.abs(reward.to_numpy(dtype=float)) <= MAX_MAGNITUDE  # NaN compares False
     bad = np.flatnonzero(~ok)
     return int(bad[0]) if bad.size else None
 
@@ -146,7 +166,7 @@ def read_outcomes(paths: list[str | os.PathLike]) -> pd.DataFrame:
     bad = _first_bad_row(frame)
     if bad is not None:
         path = paths[files[bad]]
-        _slow_table(path)   # raises with the exact line and key
+        _slow_table(path)  # raises with the exact line and key
         raise BadInput("row does not match the outcomes schema", path=path, where=f"line {frame['_line'].iloc[bad]}")
     frame["_file"] = pd.Categorical.from_codes(files, categories=[str(p) for p in paths]).astype(object)
     return frame

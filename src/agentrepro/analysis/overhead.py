@@ -28,9 +28,20 @@ def overhead_table(timings: dict[tuple[str, int], list[dict]]) -> pd.DataFrame:
                 continue
             values = np.array([r[component] for r in have], dtype=float)
             totals = np.array([r.get("step_total", np.nan) for r in have], dtype=float)
-            share = float(values[np.isfinite(totals)].sum() / totals[np.isfinite(totals)].sum()) \
-                if np.isfinite(totals).any() and np.nansum(totals) > 0 else None
-            rows.append({"method": method, "component": component, "n": int(values.size),
-                         "p50_s": float(np.percentile(values, 50)), "p95_s": float(np.percentile(values, 95)),
-                         "mean_s": float(values.mean()), "share_of_step": share})
+            share = (
+                float(values[np.isfinite(totals)].sum() / totals[np.isfinite(totals)].sum())
+                if np.isfinite(totals).any() and np.nansum(totals) > 0
+                else None
+            )
+            rows.append(
+                {
+                    "method": method,
+                    "component": component,
+                    "n": int(values.size),
+                    "p50_s": float(np.percentile(values, 50)),
+                    "p95_s": float(np.percentile(values, 95)),
+                    "mean_s": float(values.mean()),
+                    "share_of_step": share,
+                }
+            )
     return pd.DataFrame(rows, columns=OVERHEAD)

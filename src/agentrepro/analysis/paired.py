@@ -7,7 +7,6 @@ In Newcombe's (1998) notation e = both, f = a_only, g = b_only, h = neither.
 
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
@@ -62,8 +61,8 @@ def newcombe_paired_ci(both, a_only, b_only, neither, alpha: float = 0.05):
     d1, u1d = p1 - l1, u1 - p1
     d2, u2d = p2 - l2, u2 - p2
     delta = p1 - p2
-    lo = delta - np.sqrt(np.maximum(d1 ** 2 - 2 * phi * d1 * u2d + u2d ** 2, 0.0))
-    hi = delta + np.sqrt(np.maximum(u1d ** 2 - 2 * phi * u1d * d2 + d2 ** 2, 0.0))
+    lo = delta - np.sqrt(np.maximum(d1**2 - 2 * phi * d1 * u2d + u2d**2, 0.0))
+    hi = delta + np.sqrt(np.maximum(u1d**2 - 2 * phi * u1d * d2 + d2**2, 0.0))
     if np.ndim(delta) == 0:
         return float(delta), float(lo), float(hi)
     return delta, lo, hi

@@ -60,15 +60,26 @@ def _shown(path: Path, root: Path | None) -> str:
 
 def _entry(run: Path, step: int, status: str, detail: str, root: Path | None, **more) -> dict:
     method, seed = _names(run)
-    return {"method": method, "seed": seed, "step": step, "status": status, "detail": detail,
-            "dump": _shown(batch_dump(run, step), root), "tolerance": TOLERANCE, **more}
+    return {
+        "method": method,
+        "seed": seed,
+        "step": step,
+        "status": status,
+        "detail": detail,
+        "dump": _shown(batch_dump(run, step), root),
+        "tolerance": TOLERANCE,
+        **more,
+    }
 
 
 def float32_artefact_rows(batch, result) -> np.ndarray:
     """bool (n,): rows in a group of two or more equal values that float32 cannot represent exactly, for each
     normalised term the advantage has (the episode score, and the step return or graph reward)."""
-    terms = [] if (result.advantage_step is not None and result.advantage_episode is None) else [
-        (result.episode_score, batch.group_codes, batch.n_groups)]   # graph-only has no episode term
+    terms = (
+        []
+        if (result.advantage_step is not None and result.advantage_episode is None)
+        else [(result.episode_score, batch.group_codes, batch.n_groups)]
+    )  # graph-only has no episode term
     step = result.graph_reward if result.graph_reward is not None else result.step_return
     if step is not None:
         terms.append((step, *batch.step_groups))
@@ -88,9 +99,18 @@ def _mode_fit(ours: np.ndarray, theirs: np.ndarray, rows: list[dict], artefact: 
     off = err > TOLERANCE * np.maximum(1.0, np.abs(theirs))
     counted = np.where(artefact, 0.0, err)
     worst = int(np.argmax(counted))
-    return {"max_abs_difference": float(counted[worst]), "within": not bool(np.any(off & ~artefact)),
-            "float32_artefacts": int(np.sum(off & artefact)), "float32_artefact_max": float(np.max(err, where=artefact, initial=0.0)),
-            "worst": {"traj": rows[worst]["traj"], "turn": rows[worst]["turn"], "framework": float(theirs[worst]), "ours": float(ours[worst])}}
+    return {
+        "max_abs_difference": float(counted[worst]),
+        "within": not bool(np.any(off & ~artefact)),
+        "float32_artefacts": int(np.sum(off & artefact)),
+        "float32_artefact_max": float(np.max(err, where=artefact, initial=0.0)),
+        "worst": {
+            "traj": rows[worst]["traj"],
+            "turn": rows[worst]["turn"],
+            "framework": float(theirs[worst]),
+            "ours": float(ours[worst]),
+        },
+    }
 
 
 def certify_dump(run: Path, step: int, train: dict, root: Path | None = None) -> dict:
@@ -98,14 +118,24 @@ def certify_dump(run: Path, step: int, train: dict, root: Path | None = None) ->
     dump = batch_dump(run, step)
     estimator = train.get("estimator")
     if estimator is None:
-        return _entry(run, step, "not_run", f"{_shown(run / RunFiles.RESOLVED_CONFIG, root)} names no train.estimator", root)
+        return _entry(
+            run, step, "not_run", f"{_shown(run / RunFiles.RESOLVED_CONFIG, root)} names no train.estimator", root
+        )
     spec = algorithms.ESTIMATORS.spec(estimator) if estimator in algorithms.ESTIMATORS else None
     if spec is None or not spec.step_rows:
-        return _entry(run, step, "not_run", f"{estimator}'s advantages are not computed from step rows (GAE over a critic's values)", root)
+        return _entry(
+            run,
+            step,
+            "not_run",
+            f"{estimator}'s advantages are not computed from step rows (GAE over a critic's values)",
+            root,
+        )
     rows = [row for _, row in iter_jsonl(dump)]
     if not rows:
         return _entry(run, step, "not_run", "the dump has no rows", root)
-    missing = sum(not isinstance(r.get("advantage"), (int, float)) or isinstance(r.get("advantage"), bool) for r in rows)
+    missing = sum(
+        not isinstance(r.get("advantage"), (int, float)) or isinstance(r.get("advantage"), bool) for r in rows
+    )
     if missing:
         return _entry(run, step, "not_run", f"{missing} of {len(rows)} rows carry no framework `advantage`", root)
     accepted = algorithms.ESTIMATORS.defaults(estimator)
@@ -116,7 +146,9 @@ def certify_dump(run: Path, step: int, train: dict, root: Path | None = None) ->
         batch = algorithms.StepBatch.from_rows(rows, source=_shown(dump, root))
         results = {mode: algorithms.estimate(batch, estimator, **options, episode_stats=mode) for mode in MODES}
         artefact = float32_artefact_rows(batch, results["rows"])
-        fits = {mode: _mode_fit(np.asarray(results[mode].advantage, dtype=float), theirs, rows, artefact) for mode in MODES}
+        fits = {
+            mode: _mode_fit(np.asarray(results[mode].advantage, dtype=float), theirs, rows, artefact) for mode in MODES
+        }
     except (BadInput, ValueError) as exc:
         return _entry(run, step, "not_run", f"the rows could not be recomputed: {exc}", root)
     implements = next((mode for mode in MODES if fits[mode]["within"]), None)
@@ -124,21 +156,39 @@ def certify_dump(run: Path, step: int, train: dict, root: Path | None = None) ->
     head = f"{estimator} {options}, {len(rows)} rows, {batch.n_trajs} trajectories"
     set_apart = fits[declared]["float32_artefacts"]
     if set_apart:
-        head += (f"; {set_apart} rows of zero-variance groups of float32-inexact values differ by up to "
-                 f"{fits[declared]['float32_artefact_max']:.3g} (the reference's float32 artefact; not counted)")
+        head += (
+            f"; {set_apart} rows of zero-variance groups of float32-inexact values differ by up to "
+            f"{fits[declared]['float32_artefact_max']:.3g} (the reference's float32 artefact; not counted)"
+        )
     if implements is not None and fits[declared]["within"]:
         status, verdict = "pass", f"implements episode statistics over {declared}, as declared"
     elif implements is not None:
         status, verdict = "fail", f"implements episode statistics over {implements}, but the run declares {declared}"
     else:
         w = fits[declared]["worst"]
-        status, verdict = "fail", (f"within tolerance in neither mode; in the declared mode ({declared}) the largest difference is at "
-                                   f"trajectory {w['traj']!r} turn {w['turn']}: framework {w['framework']:.6g}, recomputed {w['ours']:.6g}")
-    return _entry(run, step, status, f"{verdict} ({measured}; {head}; tolerance {TOLERANCE_TEXT})", root, estimator=estimator,
-                  options=options, declared=declared, implements=implements, rows=len(rows), trajectories=batch.n_trajs,
-                  max_abs_difference={mode: fits[mode]["max_abs_difference"] for mode in MODES},
-                  float32_artefacts={mode: fits[mode]["float32_artefacts"] for mode in MODES},
-                  worst={mode: fits[mode]["worst"] for mode in MODES})
+        status, verdict = (
+            "fail",
+            (
+                f"within tolerance in neither mode; in the declared mode ({declared}) the largest difference is at "
+                f"trajectory {w['traj']!r} turn {w['turn']}: framework {w['framework']:.6g}, recomputed {w['ours']:.6g}"
+            ),
+        )
+    return _entry(
+        run,
+        step,
+        status,
+        f"{verdict} ({measured}; {head}; tolerance {TOLERANCE_TEXT})",
+        root,
+        estimator=estimator,
+        options=options,
+        declared=declared,
+        implements=implements,
+        rows=len(rows),
+        trajectories=batch.n_trajs,
+        max_abs_difference={mode: fits[mode]["max_abs_difference"] for mode in MODES},
+        float32_artefacts={mode: fits[mode]["float32_artefacts"] for mode in MODES},
+        worst={mode: fits[mode]["worst"] for mode in MODES},
+    )
 
 
 def certificate(run_dirs: list[Path], root: Path | None = None) -> list[dict]:
@@ -151,11 +201,27 @@ def certificate(run_dirs: list[Path], root: Path | None = None) -> list[dict]:
         named = train.get("step_rows") or []
         for step in sorted(set(found) | set(named)):
             error = Path(f"{batch_dump(run, step)}.error")
-            if error.is_file():   # hooks/agentrepro_step_rows.py write_error: the rows could not be taken from the batch
-                entries.append(_entry(run, step, "not_run", f"the integration could not write the step rows: "
-                                                            f"{error.read_text(encoding='utf-8', errors='replace').strip()[:300]}", root))
+            if error.is_file():  # hooks/agentrepro_step_rows.py write_error: the rows could not be taken from the batch
+                entries.append(
+                    _entry(
+                        run,
+                        step,
+                        "not_run",
+                        f"the integration could not write the step rows: "
+                        f"{error.read_text(encoding='utf-8', errors='replace').strip()[:300]}",
+                        root,
+                    )
+                )
             elif step not in found:
-                entries.append(_entry(run, step, "not_run", f"train.step_rows names step {step}, but the run wrote no step rows for it", root))
+                entries.append(
+                    _entry(
+                        run,
+                        step,
+                        "not_run",
+                        f"train.step_rows names step {step}, but the run wrote no step rows for it",
+                        root,
+                    )
+                )
             else:
                 entries.append(certify_dump(run, step, train, root))
     return entries
@@ -165,7 +231,18 @@ def parity_checks(run_dirs: list[Path], entries: list[dict] | None = None) -> li
     """The certificate as parity checks; a single not_run entry when no run has step rows."""
     entries = certificate(run_dirs) if entries is None else entries
     if not entries:
-        return [{"check": "parity certificate: advantages recomputed from step rows", "status": "not_run",
-                 "detail": "no runs/<study>/<method>/seed<k>/batches/step<N>.jsonl step rows were found, and no run names train.step_rows"}]
-    return [{"check": f"parity certificate: advantages recomputed from {e['dump']}", "status": e["status"], "detail": e["detail"]}
-            for e in entries]
+        return [
+            {
+                "check": "parity certificate: advantages recomputed from step rows",
+                "status": "not_run",
+                "detail": "no runs/<study>/<method>/seed<k>/batches/step<N>.jsonl step rows were found, and no run names train.step_rows",
+            }
+        ]
+    return [
+        {
+            "check": f"parity certificate: advantages recomputed from {e['dump']}",
+            "status": e["status"],
+            "detail": e["detail"],
+        }
+        for e in entries
+    ]

@@ -31,9 +31,16 @@ def read_run(run_dir: Path, method: str, seed: int) -> tuple[list[Path], dict]:
     """(outcome files, {"metrics", "timings", "graph_diagnostics": rows}); BadInput when it has no outcomes."""
     files = [p / RunFiles.OUTCOMES for _, p in evaluations_on_disk(run_dir) if (p / RunFiles.OUTCOMES).is_file()]
     if not files:
-        raise BadInput(f"seed {seed} of method {method!r} has no outcomes (expected eval/step<N>/{RunFiles.OUTCOMES})", path=run_dir)
+        raise BadInput(
+            f"seed {seed} of method {method!r} has no outcomes (expected eval/step<N>/{RunFiles.OUTCOMES})",
+            path=run_dir,
+        )
     side = {}
-    for name, file in (("metrics", RunFiles.METRICS), ("timings", RunFiles.TIMINGS), ("graph_diagnostics", RunFiles.GRAPH_DIAGNOSTICS)):
+    for name, file in (
+        ("metrics", RunFiles.METRICS),
+        ("timings", RunFiles.TIMINGS),
+        ("graph_diagnostics", RunFiles.GRAPH_DIAGNOSTICS),
+    ):
         path = run_dir / file
         side[name] = read_steps_jsonl(path) if path.is_file() else []
     return files, side
@@ -49,24 +56,40 @@ def run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
     prov = read_provenance(run_dir)
     if not isinstance(prov, dict):
         raise BadInput(f"expected a JSON object, got {type(prov).__name__}", path=run_dir / RunFiles.PROVENANCE)
-    return {"method": method, "seed": seed, "path": run_dir.relative_to(root).as_posix(),
-            "command": read_text(command).strip() if command.is_file() else None,
-            # the hash provenance.json carries and audit checks
-            "resolved_config_sha256": config_file_sha256(config) if config.is_file() else None,
-            "attempts": prov.get("attempts", []), "status": prov.get("status"), "outputs": outputs}
+    return {
+        "method": method,
+        "seed": seed,
+        "path": run_dir.relative_to(root).as_posix(),
+        "command": read_text(command).strip() if command.is_file() else None,
+        # the hash provenance.json carries and audit checks
+        "resolved_config_sha256": config_file_sha256(config) if config.is_file() else None,
+        "attempts": prov.get("attempts", []),
+        "status": prov.get("status"),
+        "outputs": outputs,
+    }
 
 
 def check_paths(df: pd.DataFrame) -> None:
     """Rows must agree with the directory they were read from (study, method, seed, step)."""
-    parts = df["_file"].str.extract(rf"{RUNS}/(?P<p_study>[^/]+)/(?P<p_method>[^/]+)/seed(?P<p_seed>\d+)/{RunFiles.EVAL}/"
-                                    rf"step(?P<p_step>\d+)/{re.escape(RunFiles.OUTCOMES)}$")
-    for column, p_col, cast in (("study", "p_study", str), ("method", "p_method", str), ("seed", "p_seed", int), ("step", "p_step", int)):
+    parts = df["_file"].str.extract(
+        rf"{RUNS}/(?P<p_study>[^/]+)/(?P<p_method>[^/]+)/seed(?P<p_seed>\d+)/{RunFiles.EVAL}/"
+        rf"step(?P<p_step>\d+)/{re.escape(RunFiles.OUTCOMES)}$"
+    )
+    for column, p_col, cast in (
+        ("study", "p_study", str),
+        ("method", "p_method", str),
+        ("seed", "p_seed", int),
+        ("step", "p_step", int),
+    ):
         want = parts[p_col].map(cast)
         bad = df[column].map(cast) != want
         if bad.any():
             row = df[bad].iloc[0]
-            raise BadInput(f"key {column!r} is {row[column]!r} but the file sits under {column} {want[bad].iloc[0]!r}",
-                           path=row["_file"], where=f"line {row['_line']}")
+            raise BadInput(
+                f"key {column!r} is {row[column]!r} but the file sits under {column} {want[bad].iloc[0]!r}",
+                path=row["_file"],
+                where=f"line {row['_line']}",
+            )
 
 
 def _seed_range(first, count) -> range | None:
@@ -84,7 +107,11 @@ def task_seed_check(lock: dict | None, run_dirs: list[Path]) -> dict:
     panel = [t.get("seed") for t in (lock or {}).get("task_panel") or []]
     evaluated = {s for s in panel if isinstance(s, int)}
     if not evaluated:
-        return {"check": check, "status": "not_run", "detail": "the evaluation tasks are not numbered by seed (or there is no lock)"}
+        return {
+            "check": check,
+            "status": "not_run",
+            "detail": "the evaluation tasks are not numbered by seed (or there is no lock)",
+        }
     drawn, unknown = set(), []
     for run in run_dirs:
         config = load_yaml(run / RunFiles.RESOLVED_CONFIG) if (run / RunFiles.RESOLVED_CONFIG).is_file() else {}
@@ -98,26 +125,49 @@ def task_seed_check(lock: dict | None, run_dirs: list[Path]) -> dict:
         if train.get("warmstart") and validation is not None:
             drawn.add((validation.start, validation.stop))
     if unknown:
-        return {"check": check, "status": "not_run", "detail": f"the training tasks of {', '.join(unknown)} are drawn by the backend "
-                                                               "itself and not recorded as seeds"}
+        return {
+            "check": check,
+            "status": "not_run",
+            "detail": f"the training tasks of {', '.join(unknown)} are drawn by the backend "
+            "itself and not recorded as seeds",
+        }
     overlap = {s for lo, hi in drawn for s in evaluated if lo <= s < hi}
     ranges = ", ".join(f"{lo}–{hi - 1}" for lo, hi in sorted(drawn))
-    detail = (f"training (with the warm start's demonstrations and validation) draws from seeds {ranges}; "
-              f"the {len(evaluated)} evaluation tasks are seeds {_span(evaluated)}")
+    detail = (
+        f"training (with the warm start's demonstrations and validation) draws from seeds {ranges}; "
+        f"the {len(evaluated)} evaluation tasks are seeds {_span(evaluated)}"
+    )
     if overlap:
-        return {"check": check, "status": "fail", "detail": f"{detail}: {len(overlap)} evaluation seed(s) could also be trained on ({_span(overlap)})"}
+        return {
+            "check": check,
+            "status": "fail",
+            "detail": f"{detail}: {len(overlap)} evaluation seed(s) could also be trained on ({_span(overlap)})",
+        }
     return {"check": check, "status": "pass", "detail": f"{detail}: disjoint"}
 
 
 def overlapping_runs(runs: list[dict]) -> str | None:
     """A note naming the training attempts that overlapped in time on one host (see the module docstring)."""
-    spans = [(a.get("host"), a["start"], a["end"], f"{r['method']} seed {r['seed']}", a.get("cpus"))
-             for r in runs for a in r.get("attempts") or [] if a.get("stage") == "train" and a.get("start") and a.get("end")]
-    shared = sorted({name for host, start, end, name, _ in spans for h2, s2, e2, other, _ in spans
-                     if other != name and h2 == host and start < e2 and s2 < end})
+    spans = [
+        (a.get("host"), a["start"], a["end"], f"{r['method']} seed {r['seed']}", a.get("cpus"))
+        for r in runs
+        for a in r.get("attempts") or []
+        if a.get("stage") == "train" and a.get("start") and a.get("end")
+    ]
+    shared = sorted(
+        {
+            name
+            for host, start, end, name, _ in spans
+            for h2, s2, e2, other, _ in spans
+            if other != name and h2 == host and start < e2 and s2 < end
+        }
+    )
     if not shared:
         return None
     cpus = sorted({c for *_, c in spans if isinstance(c, int)})
-    return (f"{len(shared)} of {len(runs)} runs trained at the same time as another on the same host"
-            + (f" ({'/'.join(map(str, cpus))} CPUs)" if cpus else "") + f": {', '.join(shared)}. Their step and wall times "
-            "depend on what else ran beside them and compare across methods only roughly (each attempt's CPU use is in the appendix).")
+    return (
+        f"{len(shared)} of {len(runs)} runs trained at the same time as another on the same host"
+        + (f" ({'/'.join(map(str, cpus))} CPUs)" if cpus else "")
+        + f": {', '.join(shared)}. Their step and wall times "
+        "depend on what else ran beside them and compare across methods only roughly (each attempt's CPU use is in the appendix)."
+    )

@@ -33,9 +33,9 @@ from agentrepro.analysis.load import COLUMNS, read_outcomes
 from agentrepro.analysis.overhead import overhead_table
 from agentrepro.analysis.parity import certificate, parity_checks
 from agentrepro.analysis.reference import load_reference
-from agentrepro.analysis.verdicts import verdicts_table
 from agentrepro.analysis.rundirs import check_paths, overlapping_runs, read_run, run_provenance, task_seed_check
 from agentrepro.analysis.validate import validate_outcomes
+from agentrepro.analysis.verdicts import verdicts_table
 from agentrepro.backends.sources import check_lock_form, study_rows
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, sha256_file, sha256_json
@@ -44,7 +44,7 @@ from agentrepro.reading import load_json, load_yaml
 from agentrepro.seal import write_outputs_manifest
 
 ANALYSIS_JSON, OUTCOMES_PARQUET = "analysis.json", "outcomes.parquet"
-BOOTSTRAP_SEED = 20260101   # fixed: the bootstrap CI is reproducible from the inputs alone
+BOOTSTRAP_SEED = 20260101  # fixed: the bootstrap CI is reproducible from the inputs alone
 N_BOOT = 2000
 
 
@@ -57,8 +57,8 @@ class Settings:
     alpha: float = 0.05
     final_step: int | None = None
     claims: list[str] = field(default_factory=list)
-    reference: dict | None = None        # {"paper", "kind", "metric", "path"}
-    threshold: float | None = None       # convergence threshold (a fraction); None: 0.9 × best final mean
+    reference: dict | None = None  # {"paper", "kind", "metric", "path"}
+    threshold: float | None = None  # convergence threshold (a fraction); None: 0.9 × best final mean
     n_boot: int = N_BOOT
     bootstrap_seed: int = BOOTSTRAP_SEED
 
@@ -83,8 +83,15 @@ def _final_step(df: pd.DataFrame, wanted: int | None, source: str) -> int:
     return int(max(common))
 
 
-def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference: dict | None, inputs: RunInputs,
-            claim_field: str, claim_path: object = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
+def compute(
+    df: pd.DataFrame,
+    methods: list[str],
+    settings: Settings,
+    reference: dict | None,
+    inputs: RunInputs,
+    claim_field: str,
+    claim_path: object = None,
+) -> tuple[dict[str, pd.DataFrame], list[str]]:
     """Every table of docs/design.md §3.6 from validated outcomes; returns (tables, notes).
 
     `claim_field` (formatted with the claim's index `i`) and `claim_path` name where the claims were declared."""
@@ -110,26 +117,33 @@ def compute(df: pd.DataFrame, methods: list[str], settings: Settings, reference:
         out["verdicts"] = contract.empty("verdicts")
         notes.append("No reference values were given, so nothing was compared with the paper.")
     out["learning"] = T.learning_table(df, methods, settings.final_step, alpha, rng=rng, n_boot=settings.n_boot)
-    out["claims"] = claims_table(settings.claims, out["paired"], final, methods, settings.final_step, alpha,
-                                 field=claim_field, path=claim_path)
+    out["claims"] = claims_table(
+        settings.claims, out["paired"], final, methods, settings.final_step, alpha, field=claim_field, path=claim_path
+    )
     out["paired"] = families.join_claims(out["paired"], out["claims"], settings.final_step)
     out["families"] = families.families_table(out, settings.final_step)
     methods_final = out["methods"][out["methods"]["step"] == settings.final_step]
     if settings.threshold is None:
         settings.threshold = float(0.9 * methods_final["mean"].max())
-        notes.append(f"Convergence threshold: 90% of the best final mean success rate ({100 * settings.threshold:.1f}%), "
-                     "the same for every method.")
+        notes.append(
+            f"Convergence threshold: 90% of the best final mean success rate ({100 * settings.threshold:.1f}%), "
+            "the same for every method."
+        )
     out["convergence"] = convergence_table(runs, inputs.metrics, settings.threshold)
     out["overhead"] = overhead_table(inputs.timings)
     out["diagnostics"] = per_step_table(inputs.diagnostics, DIAGNOSTICS)
     out["training"] = per_step_table(inputs.metrics, TRAINING)
     single = methods_final[methods_final["seeds"] < 2]
     if len(single):
-        notes.append(f"{', '.join(single['method'])}: one seed only, so the std over seeds is undefined (shown empty) and "
-                     "seed-to-seed variation is not measured.")
+        notes.append(
+            f"{', '.join(single['method'])}: one seed only, so the std over seeds is undefined (shown empty) and "
+            "seed-to-seed variation is not measured."
+        )
     if (runs["seed"].nunique() > 1) and len(out["paired"]):
-        notes.append("Paired `all` rows pool seeds by task: the CI uses a task-clustered SE (t, tasks − 1 df) and a paired "
-                     f"bootstrap over tasks ({settings.n_boot} replicates, seed {settings.bootstrap_seed}); McNemar is per seed only.")
+        notes.append(
+            "Paired `all` rows pool seeds by task: the CI uses a task-clustered SE (t, tasks − 1 df) and a paired "
+            f"bootstrap over tasks ({settings.n_boot} replicates, seed {settings.bootstrap_seed}); McNemar is per seed only."
+        )
     return out, notes
 
 
@@ -137,7 +151,9 @@ def _csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
     for column in frame.columns:
         if frame[column].dtype == object and frame[column].map(lambda v: isinstance(v, (dict, list))).any():
-            frame[column] = frame[column].map(lambda v: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v)
+            frame[column] = frame[column].map(
+                lambda v: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+            )
     return frame
 
 
@@ -156,7 +172,7 @@ class Analysis:
     parity: list[dict]
     provenance: dict
     outcomes: pd.DataFrame
-    certificate: list[dict] = field(default_factory=list)   # the parity certificate's entries (analysis/parity.py)
+    certificate: list[dict] = field(default_factory=list)  # the parity certificate's entries (analysis/parity.py)
     _document: dict | None = field(default=None, init=False, repr=False)
 
     def document(self) -> dict:
@@ -166,9 +182,19 @@ class Analysis:
         return self._document
 
     def _assemble(self) -> dict:
-        doc = {**self.header, "tables": {name: records(self.tables[name]) for name in contract.TABLE_NAMES}, "notes": self.notes,
-               "parity": self.parity, "certificate": self.certificate, "provenance": self.provenance}
-        return {**self.header, "bottom_line": bottom_line(doc), **{k: v for k, v in doc.items() if k not in self.header}}
+        doc = {
+            **self.header,
+            "tables": {name: records(self.tables[name]) for name in contract.TABLE_NAMES},
+            "notes": self.notes,
+            "parity": self.parity,
+            "certificate": self.certificate,
+            "provenance": self.provenance,
+        }
+        return {
+            **self.header,
+            "bottom_line": bottom_line(doc),
+            **{k: v for k, v in doc.items() if k not in self.header},
+        }
 
     def files(self) -> dict[str, bytes]:
         """{file name: bytes} of every file of analysis/<study>/ but the seal: the CSVs, outcomes.parquet, analysis.json."""
@@ -179,7 +205,9 @@ class Analysis:
         buffer = io.BytesIO()
         self.outcomes[COLUMNS].to_parquet(buffer, index=False)
         payloads[OUTCOMES_PARQUET] = buffer.getvalue()
-        payloads[ANALYSIS_JSON] = (json.dumps(self.document(), indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
+        payloads[ANALYSIS_JSON] = (
+            json.dumps(self.document(), indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+        ).encode()
         return payloads
 
 
@@ -198,19 +226,26 @@ def write_analysis(out_dir: Path, analysis: Analysis) -> Path:
 
 
 def _ordered_methods(df: pd.DataFrame, preferred: list[str] | None = None) -> list[str]:
-    seen = df["method"].unique().tolist()   # in order of first appearance
+    seen = df["method"].unique().tolist()  # in order of first appearance
     if preferred:
         return [m for m in preferred if m in seen] + [m for m in seen if m not in preferred]
     return seen
 
 
-def analyze_outcomes(paths: list[str | os.PathLike], out: str | os.PathLike, *, reference: str | os.PathLike | None = None,
-                     tolerance_pp: float = Settings.tolerance_pp, claims: list[str] | tuple = (), alpha: float = Settings.alpha,
-                     final_step: int | None = None) -> Path:
+def analyze_outcomes(
+    paths: list[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    reference: str | os.PathLike | None = None,
+    tolerance_pp: float = Settings.tolerance_pp,
+    claims: list[str] | tuple = (),
+    alpha: float = Settings.alpha,
+    final_step: int | None = None,
+) -> Path:
     """Analyse outcome files from anywhere into `out` (see the module docstring)."""
     if tolerance_pp <= 0:
         raise BadInput(f"--tolerance-pp must be positive, got {tolerance_pp}")
-    for claim in claims:   # the grammar first: a malformed claim costs no reading
+    for claim in claims:  # the grammar first: a malformed claim costs no reading
         parse_claim_text(claim, where="--claim")
     df = read_outcomes(list(paths))
     validate_outcomes(df, None)
@@ -219,18 +254,41 @@ def analyze_outcomes(paths: list[str | os.PathLike], out: str | os.PathLike, *, 
     settings = Settings(tolerance_pp=float(tolerance_pp), alpha=alpha, claims=list(claims))
     settings.final_step = _final_step(df, final_step, "--outcomes")
     if ref:
-        settings.reference = {"paper": ref["paper"], "kind": ref["kind"], "metric": ref["metric"], "path": str(reference)}
+        settings.reference = {
+            "paper": ref["paper"],
+            "kind": ref["kind"],
+            "metric": ref["metric"],
+            "path": str(reference),
+        }
     tables, notes = compute(df, methods, settings, ref, RunInputs(), "--claim")
-    notes.insert(0, "Outcome files were analysed without a lock: task sets were checked between methods, not against a frozen panel.")
+    notes.insert(
+        0,
+        "Outcome files were analysed without a lock: task sets were checked between methods, not against a frozen panel.",
+    )
     studies = sorted(set(df["study"]))
-    header = {"study": studies[0] if len(studies) == 1 else "+".join(studies), "title": None, "settings": asdict(settings)}
-    provenance = {"lock": None, "lock_sha256": None, "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in paths], "runs": []}
-    parity = [{"check": "advantages recomputed from batch dumps", "status": "not_run",
-               "detail": "outcome files only: no run directories with batch dumps were given"}]
+    header = {
+        "study": studies[0] if len(studies) == 1 else "+".join(studies),
+        "title": None,
+        "settings": asdict(settings),
+    }
+    provenance = {
+        "lock": None,
+        "lock_sha256": None,
+        "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in paths],
+        "runs": [],
+    }
+    parity = [
+        {
+            "check": "advantages recomputed from batch dumps",
+            "status": "not_run",
+            "detail": "outcome files only: no run directories with batch dumps were given",
+        }
+    ]
     return write_analysis(Path(out), Analysis(header, tables, notes, parity, provenance, df))
 
 
 # --- study mode ---------------------------------------------------------------------------------------
+
 
 def analyze_study(study: str, root: str | os.PathLike = ".") -> Path:
     """Analyse runs/<study>/ into analysis/<study>/ (see the module docstring)."""
@@ -259,15 +317,23 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
             raise BadInput("missing key", path=source, where=key)
     methods, seeds = list(manifest["methods"]), list(manifest["seeds"])
     analysis = manifest.get("analysis") or {}
-    settings = Settings(tolerance_pp=float(analysis.get("tolerance_pp", Settings.tolerance_pp)), alpha=float(analysis.get("alpha", Settings.alpha)),
-                        claims=list(analysis.get("claims", [])), threshold=analysis.get("threshold"))
+    settings = Settings(
+        tolerance_pp=float(analysis.get("tolerance_pp", Settings.tolerance_pp)),
+        alpha=float(analysis.get("alpha", Settings.alpha)),
+        claims=list(analysis.get("claims", [])),
+        threshold=analysis.get("threshold"),
+    )
     notes = []
     if "tolerance_pp" not in analysis:
-        notes.append(f"{source} declares no analysis.tolerance_pp: the default of {settings.tolerance_pp:g} pp was used, "
-                     "which was not fixed before running.")
+        notes.append(
+            f"{source} declares no analysis.tolerance_pp: the default of {settings.tolerance_pp:g} pp was used, "
+            "which was not fixed before running."
+        )
     panel = lock.get("task_panel") if lock else None
     if lock is None:
-        notes.append(f"No lock ({_shown(lock_path, root)}): settings come from the manifest and task hashes are checked between methods only.")
+        notes.append(
+            f"No lock ({_shown(lock_path, root)}): settings come from the manifest and task hashes are checked between methods only."
+        )
     elif not panel:
         raise BadInput("missing or empty task_panel", path=lock_path, where="task_panel")
     files, inputs, run_dirs = [], RunInputs(), []
@@ -289,34 +355,58 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
         notes.append(f"Run directories not in the manifest were left out of the analysis: {', '.join(extra)}.")
     df = read_outcomes(files)
     check_paths(df)
-    validate_outcomes(df, panel, panel_source=str(lock_path), expected_seeds={m: seeds for m in methods})
+    validate_outcomes(df, panel, panel_source=str(lock_path), expected_seeds=dict.fromkeys(methods, seeds))
     ref, ref_path = None, analysis.get("reference") or manifest.get("reference")
     if ref_path:
         ref_file = home.reference(ref_path)
         ref = load_reference(ref_file)
-        settings.reference = {"paper": ref["paper"], "kind": ref["kind"], "metric": ref["metric"], "path": _shown(ref_file, root)}
+        settings.reference = {
+            "paper": ref["paper"],
+            "kind": ref["kind"],
+            "metric": ref["metric"],
+            "path": _shown(ref_file, root),
+        }
     settings.final_step = _final_step(df, analysis.get("final_step"), source)
     train_steps = (manifest.get("train") or {}).get("steps")
     if train_steps is not None and train_steps != settings.final_step:
-        notes.append(f"The final evaluated step ({settings.final_step}) is not the configured number of training steps ({train_steps}).")
+        notes.append(
+            f"The final evaluated step ({settings.final_step}) is not the configured number of training steps ({train_steps})."
+        )
     tables, more = compute(df, _ordered_methods(df, methods), settings, ref, inputs, "analysis.claims[{i}]", source)
     header = {"study": study, "title": manifest.get("title"), "settings": asdict(settings)}
-    provenance = {"lock": lock, "lock_sha256": sha256_json(lock) if lock else None,
-                  "runs": [run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]}
-    if lock:   # the backend files each run ran against its placement's pinned ones, per method (backends/sources.py)
-        provenance["source_parity"] = study_rows(lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])])
+    provenance = {
+        "lock": lock,
+        "lock_sha256": sha256_json(lock) if lock else None,
+        "runs": [
+            run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])
+        ],
+    }
+    if lock:  # the backend files each run ran against its placement's pinned ones, per method (backends/sources.py)
+        provenance["source_parity"] = study_rows(
+            lock, [(m, s, d) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]
+        )
     entries = certificate(run_dirs, root)
     parity = parity_checks(run_dirs, entries)
     overlap = overlapping_runs(provenance["runs"])
     if overlap:
         more.append(overlap)
     if panel:
-        parity.append({"check": "every method and seed scored on the frozen task panel", "status": "pass",
-                       "detail": f"{len(panel)} tasks of {lock_path.name}: every (task_id, task_hash) present exactly once per "
-                                 f"episode in all {len(run_dirs)} runs at each evaluated step"})
+        parity.append(
+            {
+                "check": "every method and seed scored on the frozen task panel",
+                "status": "pass",
+                "detail": f"{len(panel)} tasks of {lock_path.name}: every (task_id, task_hash) present exactly once per "
+                f"episode in all {len(run_dirs)} runs at each evaluated step",
+            }
+        )
     else:
-        parity.append({"check": "every method and seed scored on the frozen task panel", "status": "not_run",
-                       "detail": "no lock with a task panel: task sets were only compared between methods"})
+        parity.append(
+            {
+                "check": "every method and seed scored on the frozen task panel",
+                "status": "not_run",
+                "detail": "no lock with a task panel: task sets were only compared between methods",
+            }
+        )
     parity.append(task_seed_check(lock, run_dirs))
     return Analysis(header, tables, notes + more, parity, provenance, df, entries)
 
@@ -327,4 +417,3 @@ def _shown(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
-

@@ -17,11 +17,19 @@ from scipy import stats
 from agentrepro.analysis import contract, families
 from agentrepro.analysis.bootstrap import bootstrap_ci
 from agentrepro.analysis.intervals import clustered_interval, clustered_wilson, wilson
-from agentrepro.analysis.paired import holm, mcnemar_exact_many, newcombe_paired_ci
+from agentrepro.analysis.paired import mcnemar_exact_many, newcombe_paired_ci
 
-RUNS, METHODS, CATEGORIES, PAIRED, LEARNING = (contract.names(t) for t in ("runs", "methods", "categories", "paired", "learning"))
-LEARNING_CELLS = {"a_only": "gained", "b_only": "lost"}   # the learning table's names of the 2×2 table's off-diagonal cells
-EXACT, CLUSTERED_T = "newcombe10+mcnemar_exact", "task_clustered_t"   # the `test` of a per-seed row and of a clustered `all` row
+RUNS, METHODS, CATEGORIES, PAIRED, LEARNING = (
+    contract.names(t) for t in ("runs", "methods", "categories", "paired", "learning")
+)
+LEARNING_CELLS = {
+    "a_only": "gained",
+    "b_only": "lost",
+}  # the learning table's names of the 2×2 table's off-diagonal cells
+EXACT, CLUSTERED_T = (
+    "newcombe10+mcnemar_exact",
+    "task_clustered_t",
+)  # the `test` of a per-seed row and of a clustered `all` row
 
 
 def _rates(grouped: pd.core.groupby.DataFrameGroupBy, alpha: float) -> pd.DataFrame:
@@ -52,8 +60,13 @@ def methods_table(runs: pd.DataFrame, df: pd.DataFrame, alpha: float = 0.05) -> 
     """One row per method × step: mean ± std (ddof = 1) of per-seed rates, pooled k/n with Wilson (every episode
     counted as independent), and the pooled rate's task-clustered interval (ci_lo, ci_hi: the seeds replay the same tasks)."""
     g = runs.groupby(["method", "step"], sort=True)
-    out = g.agg(seeds=("seed", "nunique"), mean=("rate", "mean"), std=("rate", lambda r: r.std(ddof=1)),
-                pooled_n=("n", "sum"), pooled_successes=("successes", "sum")).reset_index()
+    out = g.agg(
+        seeds=("seed", "nunique"),
+        mean=("rate", "mean"),
+        std=("rate", lambda r: r.std(ddof=1)),
+        pooled_n=("n", "sum"),
+        pooled_successes=("successes", "sum"),
+    ).reset_index()
     out["pooled_rate"] = out["pooled_successes"] / out["pooled_n"]
     out["wilson_lo"], out["wilson_hi"] = wilson(out["pooled_successes"].to_numpy(), out["pooled_n"].to_numpy(), alpha)
     out["std_ddof"] = 1
@@ -89,26 +102,56 @@ def _per_task(values: np.ndarray, task_index: np.ndarray, n_tasks: int) -> np.nd
     return np.add.reduceat(values, starts, axis=-1) / counts
 
 
-def _compare(a: np.ndarray, b: np.ndarray, seeds: list[int], task_index: np.ndarray, n_tasks: int, alpha: float, *,
-             rng: np.random.Generator, n_boot: int) -> list[list[dict]]:
+def _compare(
+    a: np.ndarray,
+    b: np.ndarray,
+    seeds: list[int],
+    task_index: np.ndarray,
+    n_tasks: int,
+    alpha: float,
+    *,
+    rng: np.random.Generator,
+    n_boot: int,
+) -> list[list[dict]]:
     """Paired comparisons of aligned 0/1 arrays `a`, `b` of shape (comparisons, seeds, items): for each comparison,
     one row per seed and then the `all` row (the statistics of `paired_table`'s docstring, without labels)."""
     a, b = a.astype(bool), b.astype(bool)
     both, a_only, b_only, neither = ((x & y).sum(-1) for x, y in ((a, b), (a, ~b), (~a, b), (~a, ~b)))
-    diff = _per_task(a.astype(np.float64) - b, task_index, n_tasks)   # (P, S, T)
+    diff = _per_task(a.astype(np.float64) - b, task_index, n_tasks)  # (P, S, T)
     boot_lo, boot_hi = bootstrap_ci(diff.mean(axis=1), rng, n_boot, alpha)
     n_items = a.shape[2]
-    delta_s, lo_s, hi_s = newcombe_paired_ci(both, a_only, b_only, neither, alpha=alpha)   # (P, S)
+    delta_s, lo_s, hi_s = newcombe_paired_ci(both, a_only, b_only, neither, alpha=alpha)  # (P, S)
     mp_s = mcnemar_exact_many(a_only, b_only)
     out = []
     for p in range(a.shape[0]):
         rows = []
         for s, seed in enumerate(seeds):
-            rows.append(dict(seed=str(seed), n_tasks=n_tasks, both=int(both[p, s]), a_only=int(a_only[p, s]), b_only=int(b_only[p, s]),
-                             neither=int(neither[p, s]), delta=float(delta_s[p, s]), ci_lo=float(lo_s[p, s]), ci_hi=float(hi_s[p, s]),
-                             mcnemar_p=float(mp_s[p, s]), p_holm=np.nan, p=float(mp_s[p, s]), test=EXACT,
-                             boot_lo=np.nan, boot_hi=np.nan, n_pairs=n_items))
-        cells = dict(both=int(both[p].sum()), a_only=int(a_only[p].sum()), b_only=int(b_only[p].sum()), neither=int(neither[p].sum()))
+            rows.append(
+                dict(
+                    seed=str(seed),
+                    n_tasks=n_tasks,
+                    both=int(both[p, s]),
+                    a_only=int(a_only[p, s]),
+                    b_only=int(b_only[p, s]),
+                    neither=int(neither[p, s]),
+                    delta=float(delta_s[p, s]),
+                    ci_lo=float(lo_s[p, s]),
+                    ci_hi=float(hi_s[p, s]),
+                    mcnemar_p=float(mp_s[p, s]),
+                    p_holm=np.nan,
+                    p=float(mp_s[p, s]),
+                    test=EXACT,
+                    boot_lo=np.nan,
+                    boot_hi=np.nan,
+                    n_pairs=n_items,
+                )
+            )
+        cells = dict(
+            both=int(both[p].sum()),
+            a_only=int(a_only[p].sum()),
+            b_only=int(b_only[p].sum()),
+            neither=int(neither[p].sum()),
+        )
         if len(seeds) == 1 and n_items == n_tasks:
             # one seed, one episode per task: nothing to cluster, the `all` row is the exact paired analysis
             delta, lo, hi = float(delta_s[p, 0]), float(lo_s[p, 0]), float(hi_s[p, 0])
@@ -121,14 +164,30 @@ def _compare(a: np.ndarray, b: np.ndarray, seeds: list[int], task_index: np.ndar
             else:
                 pval = 1.0 if delta == 0 else 0.0
             mp, test = np.nan, CLUSTERED_T
-        rows.append(dict(seed="all", n_tasks=n_tasks, **cells, delta=delta, ci_lo=lo, ci_hi=hi, mcnemar_p=mp, p_holm=np.nan, p=pval,
-                         test=test, boot_lo=float(boot_lo[p]), boot_hi=float(boot_hi[p]), n_pairs=n_items * len(seeds)))
+        rows.append(
+            dict(
+                seed="all",
+                n_tasks=n_tasks,
+                **cells,
+                delta=delta,
+                ci_lo=lo,
+                ci_hi=hi,
+                mcnemar_p=mp,
+                p_holm=np.nan,
+                p=pval,
+                test=test,
+                boot_lo=float(boot_lo[p]),
+                boot_hi=float(boot_hi[p]),
+                n_pairs=n_items * len(seeds),
+            )
+        )
         out.append(rows)
     return out
 
 
-def paired_table(df: pd.DataFrame, methods: list[str], alpha: float = 0.05, *, rng: np.random.Generator,
-                 n_boot: int = 2000) -> pd.DataFrame:
+def paired_table(
+    df: pd.DataFrame, methods: list[str], alpha: float = 0.05, *, rng: np.random.Generator, n_boot: int = 2000
+) -> pd.DataFrame:
     """Every method pair × (each seed, then `all`) × step shared by both methods.
 
     Per seed: 2×2 table over (task_id, episode), Newcombe method-10 CI, exact McNemar. `all`: pooled
@@ -147,17 +206,34 @@ def paired_table(df: pd.DataFrame, methods: list[str], alpha: float = 0.05, *, r
             continue
         success, seeds, task_index, task_ids = dense(at_step, present)
         a_idx, b_idx = np.array([i for i, _ in pairs]), np.array([j for _, j in pairs])
-        compared = _compare(success[a_idx], success[b_idx], seeds, task_index, len(task_ids), alpha, rng=rng, n_boot=n_boot)
+        compared = _compare(
+            success[a_idx], success[b_idx], seeds, task_index, len(task_ids), alpha, rng=rng, n_boot=n_boot
+        )
         for (i, j), block in zip(pairs, compared):
-            rows += [dict(method_a=present[i], method_b=present[j], step=int(step), **r,
-                          family=families.pairs(int(step), r["seed"])) for r in block]
+            rows += [
+                dict(
+                    method_a=present[i],
+                    method_b=present[j],
+                    step=int(step),
+                    **r,
+                    family=families.pairs(int(step), r["seed"]),
+                )
+                for r in block
+            ]
     out = pd.DataFrame(rows, columns=PAIRED)
     families.holm_by_family(out)
     return out
 
 
-def learning_table(df: pd.DataFrame, methods: list[str], step: int, alpha: float = 0.05, *, rng: np.random.Generator,
-                   n_boot: int = 2000) -> pd.DataFrame:
+def learning_table(
+    df: pd.DataFrame,
+    methods: list[str],
+    step: int,
+    alpha: float = 0.05,
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 2000,
+) -> pd.DataFrame:
     """Each method at `step` against its own first evaluated step (step 0, the policy RL started from), on the
     same tasks and seeds: the statistics of `paired_table` with a = the step, b = its baseline (`gained`: solved
     at the step only; `lost`: at the baseline only), Holm within each (step, seed) family of methods. Empty when
@@ -171,8 +247,17 @@ def learning_table(df: pd.DataFrame, methods: list[str], step: int, alpha: float
     if base.shape != success.shape or base_seeds != seeds or base_ids != task_ids:
         return contract.empty("learning")
     compared = _compare(success, base, seeds, task_index, len(task_ids), alpha, rng=rng, n_boot=n_boot)
-    rows = [dict(method=m, step=int(step), baseline_step=baseline, **{LEARNING_CELLS.get(k, k): v for k, v in r.items()},
-                 family=families.learning(int(step), r["seed"])) for m, block in zip(present, compared) for r in block]
+    rows = [
+        dict(
+            method=m,
+            step=int(step),
+            baseline_step=baseline,
+            **{LEARNING_CELLS.get(k, k): v for k, v in r.items()},
+            family=families.learning(int(step), r["seed"]),
+        )
+        for m, block in zip(present, compared)
+        for r in block
+    ]
     out = pd.DataFrame(rows, columns=LEARNING)
     families.holm_by_family(out)
     return out

@@ -66,9 +66,11 @@ def units_needed_search(units: int, tolerance: float, diff_interval_at, limit: i
     """Smallest unit count m ≥ units at which `diff_interval_at(m) -> (ci90, ci95)` of ours − paper (the
     estimates unchanged) gives a decided verdict; None if even `limit` units would not (for example when
     the paper's own spread dominates a Welch interval, or the estimate sits on the boundary)."""
+
     def decided(m: int) -> bool:
         ci90, ci95 = diff_interval_at(m)
         return decide(ci90, ci95, tolerance) != INCONCLUSIVE
+
     hi = max(units, 1)
     while not decided(hi):
         hi *= 2
@@ -77,7 +79,7 @@ def units_needed_search(units: int, tolerance: float, diff_interval_at, limit: i
     lo = max(units, 1)
     if decided(lo):
         return lo
-    while hi - lo > 1:   # decided(hi) and not decided(lo)
+    while hi - lo > 1:  # decided(hi) and not decided(lo)
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if decided(mid) else (mid, hi)
     return hi
@@ -92,12 +94,21 @@ class Verdict:
     ci95: tuple[float, float]
     verdict: str
     needed: int | None
-    needed_unit: str   # "tasks" or "seeds"
-    test: str          # which interval or test produced the CIs
+    needed_unit: str  # "tasks" or "seeds"
+    test: str  # which interval or test produced the CIs
 
 
-def fixed_value_verdict(ours: float, ci90: tuple[float, float], ci95: tuple[float, float], paper: float,
-                        tolerance: float, units: int, unit: str, test: str, interval_at=None) -> Verdict:
+def fixed_value_verdict(
+    ours: float,
+    ci90: tuple[float, float],
+    ci95: tuple[float, float],
+    paper: float,
+    tolerance: float,
+    units: int,
+    unit: str,
+    test: str,
+    interval_at=None,
+) -> Verdict:
     """Paper value treated as fixed: the CI of ours − paper is the CI of our rate shifted by the paper value.
 
     `interval_at(m) -> (ci90, ci95)`, when given, recomputes our interval at m units for the data-needed
@@ -112,9 +123,11 @@ def fixed_value_verdict(ours: float, ci90: tuple[float, float], ci95: tuple[floa
     needed = None
     if verdict == INCONCLUSIVE:
         if interval_at is not None:
+
             def shifted(m: int):
                 (l90, h90), (l95, h95) = interval_at(m)
                 return (l90 - paper, h90 - paper), (l95 - paper, h95 - paper)
+
             needed = None if abs(abs(delta) - tolerance) < 1e-12 else units_needed_search(units, tolerance, shifted)
         else:
             needed = units_needed(units, delta, half90, half95, tolerance)
@@ -123,15 +136,17 @@ def fixed_value_verdict(ours: float, ci90: tuple[float, float], ci95: tuple[floa
 
 def _welch(mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2: int) -> tuple[float, float, float | None]:
     """(delta, se, df) of mean1 − mean2 from summary statistics, Welch–Satterthwaite df (None when se is 0)."""
-    v1, v2 = sd1 ** 2 / n1, sd2 ** 2 / n2
+    v1, v2 = sd1**2 / n1, sd2**2 / n2
     se = math.sqrt(v1 + v2)
     if se == 0:
         return mean1 - mean2, se, None
-    df = (v1 + v2) ** 2 / ((v1 ** 2 / (n1 - 1) if v1 else 0.0) + (v2 ** 2 / (n2 - 1) if v2 else 0.0))
+    df = (v1 + v2) ** 2 / ((v1**2 / (n1 - 1) if v1 else 0.0) + (v2**2 / (n2 - 1) if v2 else 0.0))
     return mean1 - mean2, se, df
 
 
-def welch_ci(mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2: int, alpha: float) -> tuple[float, float, float, float]:
+def welch_ci(
+    mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2: int, alpha: float
+) -> tuple[float, float, float, float]:
     """(delta, lo, hi, df) of mean1 − mean2 from summary statistics, Welch–Satterthwaite df."""
     delta, se, df = _welch(mean1, sd1, n1, mean2, sd2, n2)
     if df is None:
@@ -145,13 +160,14 @@ def welch_tost_p(mean1: float, sd1: float, n1: int, mean2: float, sd2: float, n2
     delta, se, df = _welch(mean1, sd1, n1, mean2, sd2, n2)
     if df is None:
         return 0.0 if abs(delta) < tolerance else 1.0
-    p_lower = stats.t.sf((delta + tolerance) / se, df)    # H0: delta <= -tolerance
-    p_upper = stats.t.cdf((delta - tolerance) / se, df)   # H0: delta >= +tolerance
+    p_lower = stats.t.sf((delta + tolerance) / se, df)  # H0: delta <= -tolerance
+    p_upper = stats.t.cdf((delta - tolerance) / se, df)  # H0: delta >= +tolerance
     return float(max(p_lower, p_upper))
 
 
-def welch_verdict(ours_mean: float, ours_sd: float, ours_seeds: int, paper: float, paper_sd: float,
-                  paper_seeds: int, tolerance: float) -> Verdict:
+def welch_verdict(
+    ours_mean: float, ours_sd: float, ours_seeds: int, paper: float, paper_sd: float, paper_seeds: int, tolerance: float
+) -> Verdict:
     """Welch TOST on summary statistics (paper given as mean ± sd over seeds); needs ≥ 2 seeds on each side."""
     if ours_seeds < 2 or paper_seeds < 2:
         nan = (float("nan"), float("nan"))
@@ -166,6 +182,7 @@ def welch_verdict(ours_mean: float, ours_sd: float, ours_seeds: int, paper: floa
             _, l90, h90, _ = welch_ci(ours_mean, ours_sd, m, paper, paper_sd, paper_seeds, 0.10)
             _, l95, h95, _ = welch_ci(ours_mean, ours_sd, m, paper, paper_sd, paper_seeds, 0.05)
             return (l90, h90), (l95, h95)
+
         needed = units_needed_search(ours_seeds, tolerance, at, limit=10**6)
     return Verdict(delta, (lo90, hi90), (lo95, hi95), verdict, needed, "seeds", "welch_tost")
 
@@ -188,14 +205,18 @@ def _reason(v: Verdict, tolerance: float, seeds: int, n_tasks: int, half90: floa
     parts = [f"the 90% CI {ci90} is not inside {tol} and the 95% CI {ci95} is not outside it ({v.test})"]
     if np.isfinite(half90) and half90 > tolerance:
         who = f"one run of {n_tasks} tasks" if seeds == 1 else f"{seeds} seeds of {n_tasks} tasks"
-        parts.append(f"{who} cannot show equivalence within {100 * tolerance:g} pp: the 90% CI alone is ±{100 * half90:.1f} pp wide "
-                     "even at a perfect match")
+        parts.append(
+            f"{who} cannot show equivalence within {100 * tolerance:g} pp: the 90% CI alone is ±{100 * half90:.1f} pp wide "
+            "even at a perfect match"
+        )
     if v.needed is not None:
         parts.append(f"about {v.needed} {v.needed_unit} would be needed at the same estimate")
     elif abs(abs(v.delta) - tolerance) < 1e-12:
         parts.append("the estimate sits on the tolerance boundary, so no amount of data decides it")
     elif v.test == "welch_tost":
-        parts.append(f"no number of our seeds would decide it at this estimate: the {kind}'s own spread over its seeds dominates")
+        parts.append(
+            f"no number of our seeds would decide it at this estimate: the {kind}'s own spread over its seeds dominates"
+        )
     return "; ".join(parts)
 
 
@@ -208,8 +229,9 @@ def _undecidable(v: Verdict, tolerance: float) -> str:
     return "at this reference spread" if v.test == "welch_tost" else "at this estimate"
 
 
-def verdicts_table(runs: pd.DataFrame, success: dict[str, np.ndarray], reference: dict, tolerance: float,
-                   final_step: int) -> tuple[pd.DataFrame, list[str]]:
+def verdicts_table(
+    runs: pd.DataFrame, success: dict[str, np.ndarray], reference: dict, tolerance: float, final_step: int
+) -> tuple[pd.DataFrame, list[str]]:
     """Verdict rows for every method of the reference present at `final_step`, and plain-language notes.
 
     `success[method]` is the (seeds, tasks) array of per-task success at the final step (episodes
@@ -221,7 +243,9 @@ def verdicts_table(runs: pd.DataFrame, success: dict[str, np.ndarray], reference
     for method, entry in reference["values"].items():
         mine = at_final[at_final["method"] == method]
         if mine.empty:
-            notes.append(f"The {kind} gives a value for {method!r}, which this study did not evaluate at step {final_step}; no verdict.")
+            notes.append(
+                f"The {kind} gives a value for {method!r}, which this study did not evaluate at step {final_step}; no verdict."
+            )
             continue
         paper, paper_std, paper_seeds = float(entry["value"]), entry.get("std"), entry.get("seeds")
         seeds, n_tasks = len(mine), int(success[method].shape[1])
@@ -241,6 +265,7 @@ def verdicts_table(runs: pd.DataFrame, success: dict[str, np.ndarray], reference
                 (l90,), (h90,) = wilson([ours * m * per_task], [m * per_task], 0.10)
                 (l95,), (h95,) = wilson([ours * m * per_task], [m * per_task], 0.05)
                 return (l90, h90), (l95, h95)
+
             v = fixed_value_verdict(ours, (lo90, hi90), (lo95, hi95), paper, tolerance, n_tasks, "tasks", "wilson", at)
             half90 = max(ours - lo90, hi90 - ours)
         else:
@@ -250,27 +275,50 @@ def verdicts_table(runs: pd.DataFrame, success: dict[str, np.ndarray], reference
             _, _, clo90, chi90 = clustered_interval(success[method], 0.10)
             _, _, clo95, chi95 = clustered_interval(success[method], 0.05)
             if (thi95 - tlo95) >= (chi95 - clo95):
-                v = fixed_value_verdict(ours, (tlo90, thi90), (tlo95, thi95), paper, tolerance, seeds, "seeds", "t_over_seeds")
+                v = fixed_value_verdict(
+                    ours, (tlo90, thi90), (tlo95, thi95), paper, tolerance, seeds, "seeds", "t_over_seeds"
+                )
                 half90 = (thi90 - tlo90) / 2
             else:
-                v = fixed_value_verdict(ours, (clo90, chi90), (clo95, chi95), paper, tolerance, n_tasks, "tasks", "task_clustered")
+                v = fixed_value_verdict(
+                    ours, (clo90, chi90), (clo95, chi95), paper, tolerance, n_tasks, "tasks", "task_clustered"
+                )
                 half90 = (chi90 - clo90) / 2
         reason = _reason(v, tolerance, seeds, n_tasks, half90, kind)
         needed = needed_words(v.verdict, v.needed, v.needed_unit, _undecidable(v, tolerance))
         if v.verdict == INCONCLUSIVE:
             notes.append(f"{method}: inconclusive against the {kind}'s {100 * paper:.2f}% — {reason}.")
         if not entry.get("checked", False):
-            notes.append(f"{method}: the {kind}'s value {100 * paper:.2f}% ({entry.get('source', 'no source given')}) was not checked "
-                         "against its source itself (checked: false).")
-        rows.append({
-            "method": method, "paper": paper, "paper_std": paper_std, "ours": paper + v.delta, "delta": v.delta,
-            "ci90_lo": v.ci90[0], "ci90_hi": v.ci90[1], "ci95_lo": v.ci95[0], "ci95_hi": v.ci95[1], "tolerance": tolerance,
-            "verdict": v.verdict, "tasks_needed": v.needed if v.needed_unit == "tasks" else None, "reason": reason,
-            "seeds_needed": v.needed if v.needed_unit == "seeds" else None, "test": v.test, "seeds": seeds, "n_tasks": n_tasks,
-            "paper_seeds": paper_seeds, "source": entry.get("source"), "checked": bool(entry.get("checked", False)),
-            "needed": needed,
-        })
+            notes.append(
+                f"{method}: the {kind}'s value {100 * paper:.2f}% ({entry.get('source', 'no source given')}) was not checked "
+                "against its source itself (checked: false)."
+            )
+        rows.append(
+            {
+                "method": method,
+                "paper": paper,
+                "paper_std": paper_std,
+                "ours": paper + v.delta,
+                "delta": v.delta,
+                "ci90_lo": v.ci90[0],
+                "ci90_hi": v.ci90[1],
+                "ci95_lo": v.ci95[0],
+                "ci95_hi": v.ci95[1],
+                "tolerance": tolerance,
+                "verdict": v.verdict,
+                "tasks_needed": v.needed if v.needed_unit == "tasks" else None,
+                "reason": reason,
+                "seeds_needed": v.needed if v.needed_unit == "seeds" else None,
+                "test": v.test,
+                "seeds": seeds,
+                "n_tasks": n_tasks,
+                "paper_seeds": paper_seeds,
+                "source": entry.get("source"),
+                "checked": bool(entry.get("checked", False)),
+                "needed": needed,
+            }
+        )
     table = pd.DataFrame(rows, columns=VERDICTS)
     for column in ("tasks_needed", "seeds_needed", "paper_seeds", "seeds", "n_tasks"):
-        table[column] = table[column].astype("Int64")   # counts stay integers next to missing values
+        table[column] = table[column].astype("Int64")  # counts stay integers next to missing values
     return table, notes

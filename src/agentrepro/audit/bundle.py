@@ -58,9 +58,9 @@ BUNDLE_SIG = "BUNDLE.sha256.sig"
 TRACKER_DIRS = {"wandb"}
 # Files of checkpoints/ that are shipped: a tokenizer and the model's configs, text a reviewer can read and hash.
 CHECKPOINT_TEXT = {".json", ".txt", ".model", ".jinja", ".yaml", ".yml"}
-MAX_FILE_BYTES = 64 << 20       # a member, packed or accepted (bundle and audit --bundle: --max-file-mb)
-MAX_BUNDLE_BYTES = 16 << 30     # all members of a bundle together, extracted
-MAX_MEMBERS = 1_000_000         # members of a bundle
+MAX_FILE_BYTES = 64 << 20  # a member, packed or accepted (bundle and audit --bundle: --max-file-mb)
+MAX_BUNDLE_BYTES = 16 << 30  # all members of a bundle together, extracted
+MAX_MEMBERS = 1_000_000  # members of a bundle
 LINK_REASON = "a symbolic link (never followed: its target could lie outside the study)"
 OUTSIDE_REASON = "outside the root directory"
 
@@ -69,7 +69,9 @@ def _files_under(top: Path, root: Path) -> list[str]:
     """Root-relative paths of every file and link under `top` (links are listed so that they are left out by name)."""
     tree = walk(top)
     entries = tree.files | tree.links | ({top} if top.is_symlink() else set())
-    return sorted(p.relative_to(root).as_posix() for p in entries if not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    return sorted(
+        p.relative_to(root).as_posix() for p in entries if not (p.name.startswith(".") and p.name.endswith(".tmp"))
+    )
 
 
 def _through_link(root: Path, rel: str) -> bool:
@@ -78,7 +80,9 @@ def _through_link(root: Path, rel: str) -> bool:
     return any(root.joinpath(*parts[:i]).is_symlink() for i in range(1, len(parts) + 1))
 
 
-def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES) -> tuple[list[str], list[dict[str, Any]], dict]:
+def collect(
+    study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES
+) -> tuple[list[str], list[dict[str, Any]], dict]:
     """(root-relative paths to pack, files left out with reason, the lock). BadInput if the lock is unusable."""
     root = Path(root)
     home = locate(study, root)
@@ -99,11 +103,25 @@ def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = 
         if not safe_entry(rel):
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": OUTSIDE_REASON})
         elif any(part in TRACKER_DIRS for part in parts[:-1]):
-            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": "an experiment tracker's directory (its numbers are in the run's own files)"})
+            left_out.append(
+                {
+                    "path": rel,
+                    "bytes": path.stat().st_size,
+                    "reason": "an experiment tracker's directory (its numbers are in the run's own files)",
+                }
+            )
         elif RunFiles.CHECKPOINTS in parts[:-1] and PurePosixPath(rel).suffix not in CHECKPOINT_TEXT:
-            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": "checkpoint weights or training state (its hash is in the run's seal)"})
+            left_out.append(
+                {
+                    "path": rel,
+                    "bytes": path.stat().st_size,
+                    "reason": "checkpoint weights or training state (its hash is in the run's seal)",
+                }
+            )
         elif path.stat().st_size > max_file_bytes:
-            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": f"larger than {max_file_bytes} bytes"})
+            left_out.append(
+                {"path": rel, "bytes": path.stat().st_size, "reason": f"larger than {max_file_bytes} bytes"}
+            )
         else:
             packed.append(rel)
     return packed, left_out, lock
@@ -111,8 +129,12 @@ def collect(study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = 
 
 def add_max_file_option(parser: argparse.ArgumentParser, what: str) -> None:
     """`--max-file-mb`, the one bound of a member's size, for `bundle` and `audit --bundle`."""
-    parser.add_argument("--max-file-mb", type=number(0, 1 << 30, low_open=True), default=MAX_FILE_BYTES / (1 << 20),
-                        help=f"{what} (default: %(default)s)")
+    parser.add_argument(
+        "--max-file-mb",
+        type=number(0, 1 << 30, low_open=True),
+        default=MAX_FILE_BYTES / (1 << 20),
+        help=f"{what} (default: %(default)s)",
+    )
 
 
 def max_file_bytes(args: argparse.Namespace) -> int:
@@ -123,7 +145,9 @@ def _manifest_name(manifest: Path, root: Path) -> str:
     """The manifest's path relative to the root (where the bundle keeps it); BadInput when it lies elsewhere."""
     rel = Path(os.path.relpath(manifest.resolve(), root.resolve())).as_posix()
     if not safe_entry(rel):
-        raise BadInput(f"the manifest lies outside the root directory {root}: a bundle holds the study's manifest", path=manifest)
+        raise BadInput(
+            f"the manifest lies outside the root directory {root}: a bundle holds the study's manifest", path=manifest
+        )
     return rel
 
 
@@ -135,21 +159,34 @@ def _add(tar: tarfile.TarFile, name: str, fileobj, size: int) -> None:
     tar.addfile(info, fileobj)
 
 
-def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES,
-                 key: str | os.PathLike | None = None) -> dict[str, Any]:
+def write_bundle(
+    study: str,
+    out: str | os.PathLike,
+    root: str | os.PathLike = ".",
+    *,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    key: str | os.PathLike | None = None,
+) -> dict[str, Any]:
     """Write the bundle atomically, signed with the SSH `key` when given; return BUNDLE.json's content with the
     archive's SHA-256, the bundle's short `digest` and, when signed, the key's fingerprint (`signed_by`) added."""
     root = Path(root)
     packed, left_out, lock = collect(study, root, max_file_bytes=max_file_bytes)
     home = locate(study, root)
-    info = {"bundle_version": 1, "study": home.name, "manifest": _manifest_name(home.manifest, root),
-            "lock_sha256": lock_sha256(lock), "left_out": left_out,
-            "audit_at_bundling": [p.replace(str(root) + os.sep, "") for p in audit_study(study, root)]}
+    info = {
+        "bundle_version": 1,
+        "study": home.name,
+        "manifest": _manifest_name(home.manifest, root),
+        "lock_sha256": lock_sha256(lock),
+        "left_out": left_out,
+        "audit_at_bundling": [p.replace(str(root) + os.sep, "") for p in audit_study(study, root)],
+    }
     info_bytes = (json.dumps(info, indent=2, sort_keys=True) + "\n").encode("utf-8")
     digests = {rel: sha256_file(root / rel) for rel in packed}
     digests[BUNDLE_JSON] = sha256_bytes(info_bytes)
     sums = sums_text(digests).encode("utf-8")
-    signature = sign.sign(sums, key) if key is not None else None   # before anything is written: a refused key costs nothing
+    signature = (
+        sign.sign(sums, key) if key is not None else None
+    )  # before anything is written: a refused key costs nothing
     out = Path(out)
     with atomic_binary(out) as raw:  # streamed file by file, then renamed: a killed bundle never looks complete
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
@@ -163,8 +200,13 @@ def write_bundle(study: str, out: str | os.PathLike, root: str | os.PathLike = "
                         continue
                     with open(root / name, "rb") as fh:
                         _add(tar, name, fh, os.fstat(fh.fileno()).st_size)
-    return {**info, "files": len(digests), "sha256": sha256_file(out), "digest": sign.digest(sums),
-            "signed_by": sign.fingerprint(key) if key is not None else None}
+    return {
+        **info,
+        "files": len(digests),
+        "sha256": sha256_file(out),
+        "digest": sign.digest(sums),
+        "signed_by": sign.fingerprint(key) if key is not None else None,
+    }
 
 
 def _extract(bundle: Path, into: Path, max_file_bytes: int) -> list[str]:
@@ -177,12 +219,19 @@ def _extract(bundle: Path, into: Path, max_file_bytes: int) -> list[str]:
             for member in tar:
                 name = PurePosixPath(member.name).as_posix()
                 total += member.size
-                refused = ("is not a plain file with a relative path inside the bundle" if not member.isfile() or not safe_entry(member.name)
-                           else "appears twice" if name in seen
-                           else f"is {member.size:,} bytes, more than a member may have ({max_file_bytes:,}; --max-file-mb)"
-                           if member.size > max_file_bytes
-                           else f"takes the members past {MAX_BUNDLE_BYTES:,} bytes together" if total > MAX_BUNDLE_BYTES
-                           else f"is past the {MAX_MEMBERS:,} members a bundle may have" if len(seen) >= MAX_MEMBERS else None)
+                refused = (
+                    "is not a plain file with a relative path inside the bundle"
+                    if not member.isfile() or not safe_entry(member.name)
+                    else "appears twice"
+                    if name in seen
+                    else f"is {member.size:,} bytes, more than a member may have ({max_file_bytes:,}; --max-file-mb)"
+                    if member.size > max_file_bytes
+                    else f"takes the members past {MAX_BUNDLE_BYTES:,} bytes together"
+                    if total > MAX_BUNDLE_BYTES
+                    else f"is past the {MAX_MEMBERS:,} members a bundle may have"
+                    if len(seen) >= MAX_MEMBERS
+                    else None
+                )
                 if refused:
                     return [f"{bundle}: member {member.name!r} {refused}: refusing to extract it"]
                 seen.add(name)
@@ -209,7 +258,9 @@ def _bundle_info(bundle: Path, root: Path) -> tuple[dict[str, Any] | None, str |
             raise ValueError(f"manifest {manifest!r} is not a .yaml path inside the bundle")
         if PurePosixPath(manifest).stem != study:
             raise ValueError(f"manifest {manifest!r} is not the manifest of study {study!r}")
-        if not isinstance(left_out, list) or not all(isinstance(e, dict) and isinstance(e.get("path"), str) for e in left_out):
+        if not isinstance(left_out, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("path"), str) for e in left_out
+        ):
             raise ValueError("left_out must list objects with a string path")
     except (BadInput, AttributeError, KeyError, TypeError, ValueError) as exc:
         return None, f"{bundle}:{BUNDLE_JSON}: unreadable or unsafe ({type(exc).__name__}: {exc})"
@@ -240,20 +291,35 @@ def _signature(bundle: Path, root: Path, sums: bytes, allowed_signers) -> tuple[
     """(problems, words) of the bundle's signature: checked whenever present; required when an allowed-signers file is given."""
     sig = root / BUNDLE_SIG
     if not sig.is_file():
-        return ([f"{bundle}: not signed, but an allowed-signers file was given: a signed bundle was expected"]
-                if allowed_signers is not None else []), "not signed"
+        return (
+            [f"{bundle}: not signed, but an allowed-signers file was given: a signed bundle was expected"]
+            if allowed_signers is not None
+            else []
+        ), "not signed"
     problem, words = sign.check(sums, sig.read_bytes(), allowed_signers)
     return ([f"{bundle}:{BUNDLE_SIG}: {problem}"] if problem else []), words
 
 
-def audit_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file_bytes: int = MAX_FILE_BYTES,
-                 allowed_signers: str | os.PathLike | None = None) -> list[str]:
+def audit_bundle(
+    bundle: str | os.PathLike,
+    *,
+    require: str = "report",
+    max_file_bytes: int = MAX_FILE_BYTES,
+    allowed_signers: str | os.PathLike | None = None,
+) -> list[str]:
     """The problems `verify_bundle` finds (an empty list: the bundle is intact)."""
-    return verify_bundle(bundle, require=require, max_file_bytes=max_file_bytes, allowed_signers=allowed_signers).problems
+    return verify_bundle(
+        bundle, require=require, max_file_bytes=max_file_bytes, allowed_signers=allowed_signers
+    ).problems
 
 
-def verify_bundle(bundle: str | os.PathLike, *, require: str = "report", max_file_bytes: int = MAX_FILE_BYTES,
-                  allowed_signers: str | os.PathLike | None = None) -> Verification:
+def verify_bundle(
+    bundle: str | os.PathLike,
+    *,
+    require: str = "report",
+    max_file_bytes: int = MAX_FILE_BYTES,
+    allowed_signers: str | os.PathLike | None = None,
+) -> Verification:
     """Verify a bundle offline: every member against BUNDLE.sha256 and the lock's plan, its signature (when present,
     or required by `allowed_signers`), then `audit_study` on the extracted copy. Nothing outside the archive is read."""
     bundle = Path(bundle)
@@ -271,7 +337,7 @@ def verify_bundle(bundle: str | os.PathLike, *, require: str = "report", max_fil
             listed = read_sums(sums)
         except BadInput as exc:
             return Verification([f"{bundle}: {BUNDLE_SHA256}: unreadable ({exc})"])
-        result = Verification(found, sign.digest(sums.read_bytes()))   # `found` is result.problems from here on
+        result = Verification(found, sign.digest(sums.read_bytes()))  # `found` is result.problems from here on
         problems, result.signature = _signature(bundle, root, sums.read_bytes(), allowed_signers)
         found += problems
         for name, digest in sorted(listed.items()):
@@ -289,18 +355,29 @@ def verify_bundle(bundle: str | os.PathLike, *, require: str = "report", max_fil
         if problem:
             found.append(problem)
             return result
-        lock, _ = load_object(locate(root / info["manifest"], root).lock)   # an unreadable lock is audit_study's to report
+        lock, _ = load_object(
+            locate(root / info["manifest"], root).lock
+        )  # an unreadable lock is audit_study's to report
         names, folders = _planned(root, info, lock)
-        found += [f"{bundle}:{name}: not a file the lock plans: refused" for name in sorted(members)
-                  if name not in names and not name.startswith(folders)]
+        found += [
+            f"{bundle}:{name}: not a file the lock plans: refused"
+            for name in sorted(members)
+            if name not in names and not name.startswith(folders)
+        ]
         left_out = {entry["path"]: entry.get("reason") for entry in info["left_out"]}
         not_bundled = set(left_out)
         for rel in sorted(names - {BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG}):
-            if not safe_entry(rel):   # a path the lock hashed outside the archive: never read
+            if not safe_entry(rel):  # a path the lock hashed outside the archive: never read
                 not_bundled.add(rel)
                 if left_out.get(rel) != OUTSIDE_REASON:
-                    found.append(f"{bundle}:{BUNDLE_JSON}: the lock hashes {rel!r}, outside the bundle, and it is not listed as left out")
-        found += [f"{bundle}:{path}: {LINK_REASON}, left out of the bundle" for path, why in left_out.items() if why == LINK_REASON]
+                    found.append(
+                        f"{bundle}:{BUNDLE_JSON}: the lock hashes {rel!r}, outside the bundle, and it is not listed as left out"
+                    )
+        found += [
+            f"{bundle}:{path}: {LINK_REASON}, left out of the bundle"
+            for path, why in left_out.items()
+            if why == LINK_REASON
+        ]
         prefix = str(root) + os.sep
         for problem in audit_study(str(root / info["manifest"]), root, require=require, not_bundled=not_bundled):
             found.append(problem.replace(prefix, f"{bundle}:"))

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from agentrepro import layout
-from agentrepro.fileio import sha256_file
 from agentrepro.audit.tree import EXAMPLES, Tree, load_object, read_seal, safe_entry
+from agentrepro.fileio import sha256_file
 from agentrepro.seal import OUTPUTS
 
 ANALYSIS_JSON = "analysis.json"
@@ -40,7 +40,7 @@ def sealed_entries(run: Path, tree: Tree, root: Path) -> tuple[dict[str, str], s
 
 def _unit(rel: str, run: str) -> str:
     """The sealed directory a run file belongs to: eval/step<N>/ for evaluations, else the run directory."""
-    parts = rel[len(run) + 1:].split("/")
+    parts = rel[len(run) + 1 :].split("/")
     return f"{run}/eval/{parts[1]}" if len(parts) > 2 and parts[0] == "eval" else run
 
 
@@ -52,12 +52,18 @@ def _compare(recorded: dict[str, str], current: dict[str, str], root: Path, *, s
         if was == now:
             continue
         if now is None:
-            kinds["gone"].append(f"{root / rel}: {source} records it, but no seal lists it now: deleted, or re-sealed out of chain")
+            kinds["gone"].append(
+                f"{root / rel}: {source} records it, but no seal lists it now: deleted, or re-sealed out of chain"
+            )
         elif was is None:
-            kinds["added"].append(f"{root / rel}: sealed, but not recorded in {source}: added after {reader} ran, or re-sealed out of chain")
+            kinds["added"].append(
+                f"{root / rel}: sealed, but not recorded in {source}: added after {reader} ran, or re-sealed out of chain"
+            )
         else:
-            kinds["changed"].append(f"{root / rel}: {source} records {str(was)[:12]}, its seal now says {now[:12]}: "
-                                    f"changed and re-sealed after {reader} read it")
+            kinds["changed"].append(
+                f"{root / rel}: {source} records {str(was)[:12]}, its seal now says {now[:12]}: "
+                f"changed and re-sealed after {reader} read it"
+            )
     found = []
     for kind, lines in kinds.items():
         found += lines[:EXAMPLES]
@@ -66,8 +72,15 @@ def _compare(recorded: dict[str, str], current: dict[str, str], root: Path, *, s
     return found
 
 
-def check_analysis(analysis_dir: Path, *, root: Path, lock_hash: str | None, planned: set[tuple[str, int]],
-                   runs: dict[tuple[str, int], Path], tree: Tree) -> list[str]:
+def check_analysis(
+    analysis_dir: Path,
+    *,
+    root: Path,
+    lock_hash: str | None,
+    planned: set[tuple[str, int]],
+    runs: dict[tuple[str, int], Path],
+    tree: Tree,
+) -> list[str]:
     """Problems of the analysis → runs link (see the module docstring). `runs`: the run directories on disk;
     `tree`: the walk of runs/<study>."""
     path = analysis_dir / ANALYSIS_JSON
@@ -81,14 +94,20 @@ def check_analysis(analysis_dir: Path, *, root: Path, lock_hash: str | None, pla
         return [f"{path}: provenance: expected an object, got {type(prov).__name__}"]
     found = []
     if lock_hash is not None and prov.get("lock_sha256") != lock_hash:
-        found.append(f"{path}: provenance.lock_sha256 is {prov.get('lock_sha256')!r}, not the lock's hash: analysed under another lock")
+        found.append(
+            f"{path}: provenance.lock_sha256 is {prov.get('lock_sha256')!r}, not the lock's hash: analysed under another lock"
+        )
     entries = prov.get("runs")
     if not isinstance(entries, list):
         return found + [f"{path}: provenance.runs: expected a list, got {type(entries).__name__}"]
     read: dict[tuple[str, int], dict] = {}
     for i, entry in enumerate(entries):
         outputs = entry.get("outputs") if isinstance(entry, dict) else None
-        if not isinstance(outputs, dict) or not isinstance(entry.get("method"), str) or not isinstance(entry.get("seed"), int):
+        if (
+            not isinstance(outputs, dict)
+            or not isinstance(entry.get("method"), str)
+            or not isinstance(entry.get("seed"), int)
+        ):
             found.append(f"{path}: provenance.runs[{i}]: expected an object with method, seed and outputs")
             continue
         read[(entry["method"], entry["seed"])] = outputs
@@ -120,7 +139,11 @@ def check_report(report_dir: Path, analysis_dir: Path, *, root: Path) -> list[st
         return [problem]
     prefix = analysis_dir.relative_to(root).as_posix() + "/"
     seal = prefix + OUTPUTS
-    found = [] if seal in recorded else [f"{record}: does not record {root / seal}: the report is not tied to the analysis seal"]
+    found = (
+        []
+        if seal in recorded
+        else [f"{record}: does not record {root / seal}: the report is not tied to the analysis seal"]
+    )
     for rel, digest in sorted(recorded.items()):
         path = root / rel
         if not rel.startswith(prefix) or not safe_entry(rel):
@@ -130,5 +153,7 @@ def check_report(report_dir: Path, analysis_dir: Path, *, root: Path) -> list[st
         elif not path.is_file():
             found.append(f"{path}: the report was rendered from it ({record}), but it is gone")
         elif sha256_file(path) != digest:
-            found.append(f"{path}: {record} records {digest[:12]}, it is now {sha256_file(path)[:12]}: changed after the report was rendered")
+            found.append(
+                f"{path}: {record} records {digest[:12]}, it is now {sha256_file(path)[:12]}: changed after the report was rendered"
+            )
     return found

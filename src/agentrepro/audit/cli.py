@@ -12,23 +12,34 @@ from __future__ import annotations
 
 import argparse
 
+from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
+from agentrepro.audit.study import STAGES, audit_study, coverage
 from agentrepro.errors import BadInput
 from agentrepro.layout import STUDY_HELP, locate
-from agentrepro.audit.study import STAGES, audit_study, coverage
-from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", nargs="?", help=STUDY_HELP)
-    parser.add_argument("--root", default=".", help="root directory holding manifests/, runs/, analysis/, reports/ (default: .)")
+    parser.add_argument(
+        "--root", default=".", help="root directory holding manifests/, runs/, analysis/, reports/ (default: .)"
+    )
     parser.add_argument("--bundle", metavar="FILE", help="verify a bundle written by `agentrepro bundle`, offline")
-    parser.add_argument("--allowed-signers", metavar="FILE",
-                        help="with --bundle: the bundle must be signed by a principal of this OpenSSH allowed-signers file "
-                             "(`ssh-keygen -Y verify`); without it a signature is checked only for the key it names")
-    parser.add_argument("--require", choices=STAGES, default="report",
-                        help="the last stage whose outputs must all exist: lock, runs (every planned run and evaluation), "
-                             "analysis, report (default); outputs of later stages are checked whenever they exist")
-    add_max_file_option(parser, "--bundle: refuse, before extracting it, a member larger than this (what `bundle` packs)")
+    parser.add_argument(
+        "--allowed-signers",
+        metavar="FILE",
+        help="with --bundle: the bundle must be signed by a principal of this OpenSSH allowed-signers file "
+        "(`ssh-keygen -Y verify`); without it a signature is checked only for the key it names",
+    )
+    parser.add_argument(
+        "--require",
+        choices=STAGES,
+        default="report",
+        help="the last stage whose outputs must all exist: lock, runs (every planned run and evaluation), "
+        "analysis, report (default); outputs of later stages are checked whenever they exist",
+    )
+    add_max_file_option(
+        parser, "--bundle: refuse, before extracting it, a member larger than this (what `bundle` packs)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
     if args.allowed_signers and not args.bundle:
         raise BadInput("--allowed-signers goes with --bundle FILE", where="arguments")
     if args.bundle:
-        verified = verify_bundle(args.bundle, require=args.require, max_file_bytes=max_file_bytes(args),
-                                 allowed_signers=args.allowed_signers)
+        verified = verify_bundle(
+            args.bundle, require=args.require, max_file_bytes=max_file_bytes(args), allowed_signers=args.allowed_signers
+        )
         subject, problems = args.bundle, verified.problems
         if verified.digest:
             print(f"bundle digest {verified.digest}; {verified.signature}")

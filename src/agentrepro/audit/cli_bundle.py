@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from agentrepro.fileio import check_output_file
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, write_bundle
 from agentrepro.audit.sign import NAMESPACE
+from agentrepro.fileio import check_output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,8 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="the archive to write (.tar.gz)")
     parser.add_argument("--root", default=".", help="root directory (default: .)")
     add_max_file_option(parser, "leave out (and list) files larger than this")
-    parser.add_argument("--sign", metavar="KEY", help="sign the bundle with this SSH private key (or its .pub, the key in ssh-agent); "
-                                                      "reviewers verify it with `agentrepro audit --bundle FILE --allowed-signers FILE`")
+    parser.add_argument(
+        "--sign",
+        metavar="KEY",
+        help="sign the bundle with this SSH private key (or its .pub, the key in ssh-agent); "
+        "reviewers verify it with `agentrepro audit --bundle FILE --allowed-signers FILE`",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     if info["signed_by"]:
         print(f"signed (namespace {NAMESPACE}) by {info['signed_by']}")
     if info["audit_at_bundling"]:
-        print(f"note: the study has {len(info['audit_at_bundling'])} audit problem(s), recorded in BUNDLE.json; "
-              f"run `agentrepro audit {args.study}`")
+        print(
+            f"note: the study has {len(info['audit_at_bundling'])} audit problem(s), recorded in BUNDLE.json; "
+            f"run `agentrepro audit {args.study}`"
+        )
     return 0

@@ -92,8 +92,11 @@ def _row_name(table: str, row: dict) -> str:
 
 
 def _limited(path: Path, lines: list[str]) -> list[str]:
-    return lines[:EXAMPLES] + ([f"{path}: and {len(lines) - EXAMPLES} more value(s) that differ from the recomputation"]
-                               if len(lines) > EXAMPLES else [])
+    return lines[:EXAMPLES] + (
+        [f"{path}: and {len(lines) - EXAMPLES} more value(s) that differ from the recomputation"]
+        if len(lines) > EXAMPLES
+        else []
+    )
 
 
 def check_document(path: Path, recorded: dict, recomputed: dict) -> list[str]:
@@ -135,7 +138,9 @@ def check_csv(path: Path, recomputed: bytes, table: str) -> list[str]:
         named = _row_name(table, dict(zip(header, expected)))
         for column, was, now in zip(header, row, expected):
             if was != now and not same(_cell(was), _cell(now)):
-                lines.append(f"{path}: line {number} {named} {column} is {was or '(empty)'}, {RECOMPUTED}: {now or '(empty)'}")
+                lines.append(
+                    f"{path}: line {number} {named} {column} is {was or '(empty)'}, {RECOMPUTED}: {now or '(empty)'}"
+                )
     return _limited(path, lines)
 
 
@@ -143,18 +148,22 @@ def check_parquet(path: Path, recomputed: pd.DataFrame) -> list[str]:
     """outcomes.parquet against the outcome rows the analysis read."""
     try:
         have = pd.read_parquet(path)
-    except Exception as exc:   # pyarrow raises its own error types for a damaged file
+    except Exception as exc:  # pyarrow raises its own error types for a damaged file
         return [f"{path}: unreadable ({type(exc).__name__})"]
     want = recomputed[COLUMNS].reset_index(drop=True)
     if list(have.columns) != COLUMNS or len(have) != len(want):
-        return [f"{path}: {len(have)} rows of columns {', '.join(map(str, have.columns))}; the outcomes hold {len(want)} rows"]
+        return [
+            f"{path}: {len(have)} rows of columns {', '.join(map(str, have.columns))}; the outcomes hold {len(want)} rows"
+        ]
     differ = ~(have.astype(str) == want.astype(str)).all(axis=1)
     if not differ.any():
         return []
     first = int(differ.to_numpy().nonzero()[0][0])
     columns = [c for c in COLUMNS if str(have.at[first, c]) != str(want.at[first, c])]
-    return [f"{path}: {int(differ.sum())} row(s) differ from the outcomes, the first at row {first} "
-            f"({', '.join(f'{c} is {have.at[first, c]}, {RECOMPUTED}: {want.at[first, c]}' for c in columns)})"]
+    return [
+        f"{path}: {int(differ.sum())} row(s) differ from the outcomes, the first at row {first} "
+        f"({', '.join(f'{c} is {have.at[first, c]}, {RECOMPUTED}: {want.at[first, c]}' for c in columns)})"
+    ]
 
 
 def check_analysis_files(analysis_dir: Path, analysis: Analysis) -> list[str]:
@@ -181,9 +190,17 @@ def recompute(study: str, root: Path, analysis_dir: Path) -> tuple[Analysis | No
         return study_analysis(study, root), []
     except (BadInput, Failure) as exc:
         return None, [f"{analysis_dir}: cannot be recomputed from the runs, so nothing in it can be vouched for: {exc}"]
-    except (ValueError, TypeError, KeyError, AttributeError, OSError) as exc:   # inputs the analysis does not name a file for
-        return None, [f"{analysis_dir}: cannot be recomputed from the runs, so nothing in it can be vouched for "
-                      f"({type(exc).__name__}: {exc})"]
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        OSError,
+    ) as exc:  # inputs the analysis does not name a file for
+        return None, [
+            f"{analysis_dir}: cannot be recomputed from the runs, so nothing in it can be vouched for "
+            f"({type(exc).__name__}: {exc})"
+        ]
 
 
 def _outcomes_of(provenance: Path) -> Path:
@@ -199,20 +216,22 @@ def check_counts(tree: Tree) -> list[str]:
     for prov in sorted(p for p in tree.files if p.name == RunFiles.PROVENANCE):
         doc, problem = load_object(prov)
         if problem:
-            continue   # reported by the provenance check
+            continue  # reported by the provenance check
         done = [a for a in doc.get("attempts") or [] if isinstance(a, dict) and a.get("status") == "ok"]
         if not done or "episodes" not in done[-1]:
             continue
         outcomes = _outcomes_of(prov)
         if outcomes not in tree.files:
-            continue   # reported as missing
+            continue  # reported as missing
         try:
             rows = read_jsonl(outcomes)
         except (BadInput, OSError):
-            continue   # reported by the outcomes check
+            continue  # reported by the outcomes check
         counted = (len(rows), sum(1 for r in rows if isinstance(r, dict) and r.get("success") == 1))
         recorded = (done[-1].get("episodes"), done[-1].get("successes"))
         if not all(same(a, b) for a, b in zip(recorded, counted)):
-            found.append(f"{prov}: attempt {done[-1].get('number')} records {shown(recorded[1])} successes of {shown(recorded[0])} "
-                         f"episodes; {outcomes.name} holds {counted[1]} of {counted[0]}")
+            found.append(
+                f"{prov}: attempt {done[-1].get('number')} records {shown(recorded[1])} successes of {shown(recorded[0])} "
+                f"episodes; {outcomes.name} holds {counted[1]} of {counted[0]}"
+            )
     return found

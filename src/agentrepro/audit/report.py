@@ -108,8 +108,12 @@ def check_report_values(report_html: Path, recomputed: dict) -> list[str]:
     unmarked = sorted(headline(recomputed) - seen)
     if unmarked:
         more = f" and {len(unmarked) - EXAMPLES} more" if len(unmarked) > EXAMPLES else ""
-        lines.append(f"{report_html}: does not show {', '.join(unmarked[:EXAMPLES])}{more} as values the audit can check "
-                     "(rendered by an older agentrepro, or edited)")
+        lines.append(
+            f"{report_html}: does not show {', '.join(unmarked[:EXAMPLES])}{more} as values the audit can check "
+            "(rendered by an older agentrepro, or edited)"
+        )
     if len(lines) > EXAMPLES:
-        lines = lines[:EXAMPLES] + [f"{report_html}: and {len(lines) - EXAMPLES} more printed value(s) that differ from the recomputation"]
+        lines = lines[:EXAMPLES] + [
+            f"{report_html}: and {len(lines) - EXAMPLES} more printed value(s) that differ from the recomputation"
+        ]
     return lines

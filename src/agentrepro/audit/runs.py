@@ -49,8 +49,10 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
         return [problem], None
     found: list[str] = []
     if lock is not None and prov.get("lock_sha256") != lock_sha256(lock):
-        found.append(f"{path}: lock_sha256 is {prov.get('lock_sha256')!r}, the lock's hash is {lock_sha256(lock)!r}: "
-                     "the run was not produced from the current lock")
+        found.append(
+            f"{path}: lock_sha256 is {prov.get('lock_sha256')!r}, the lock's hash is {lock_sha256(lock)!r}: "
+            "the run was not produced from the current lock"
+        )
     config, actual = run / RESOLVED_CONFIG, None
     if not config.is_file():
         found.append(f"{config}: missing")
@@ -60,19 +62,28 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
         except (BadInput, UnicodeDecodeError, ValueError) as exc:
             found.append(str(exc) if isinstance(exc, BadInput) else f"{config}: unreadable ({type(exc).__name__})")
         if actual is not None and prov.get("resolved_config_sha256") != actual:
-            found.append(f"{path}: resolved_config_sha256 is {prov.get('resolved_config_sha256')!r}, but {config} hashes to {actual!r}")
+            found.append(
+                f"{path}: resolved_config_sha256 is {prov.get('resolved_config_sha256')!r}, but {config} hashes to {actual!r}"
+            )
         if actual is not None and lock is not None:
             found += _backend_problem(config, run.parent.name, lock)
     found += container_problems(path, prov, lock, run.parent.name, must_run=True)
     return found + _status_problem(path, prov.get("status")) + source_problems(run, lock), actual
 
 
-def container_problems(path: Path, prov: dict[str, Any], lock: dict[str, Any] | None, method: str, *, must_run: bool) -> list[str]:
+def container_problems(
+    path: Path, prov: dict[str, Any], lock: dict[str, Any] | None, method: str, *, must_run: bool
+) -> list[str]:
     """Every program of the job ran in the image the lock pins for its method's placement, as the runtime recorded
     it (agentrepro.containers); a training job of a placement with a container recorded at least one such run."""
     try:
         image = method_placement(lock["manifest"], method).image if lock is not None else None
-    except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock, or a malformed lock: reported elsewhere
+    except (
+        BadInput,
+        KeyError,
+        TypeError,
+        ValueError,
+    ):  # not a method of the lock, or a malformed lock: reported elsewhere
         return []
     return [] if image is None else containers.problems(path, prov, image, must_run=must_run)
 
@@ -87,14 +98,21 @@ def _backend_problem(config: Path, method: str, lock: dict[str, Any]) -> list[st
     """The run's backend (name, repo, commit) must be the one the lock gives its method (agentrepro.placement)."""
     try:
         expected = method_placement(lock["manifest"], method).backend
-    except (BadInput, KeyError, TypeError, ValueError):  # not a method of the lock, or a malformed lock: reported elsewhere
+    except (
+        BadInput,
+        KeyError,
+        TypeError,
+        ValueError,
+    ):  # not a method of the lock, or a malformed lock: reported elsewhere
         return []
     actual = (load_yaml(config) or {}).get("backend")
     actual = actual if isinstance(actual, dict) else {}
     keys = ("name", "repo", "commit")
     if any(actual.get(k) != expected.get(k) for k in keys):
         shown = lambda b: "/".join(str(b.get(k)) for k in keys if b.get(k) is not None)  # noqa: E731
-        return [f"{config}: backend {shown(actual)!r} differs from the lock's backend of {method} ({shown(expected)!r})"]
+        return [
+            f"{config}: backend {shown(actual)!r} differs from the lock's backend of {method} ({shown(expected)!r})"
+        ]
     return []
 
 
@@ -108,7 +126,9 @@ def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: st
         return [problem]
     found = []
     if lock is not None and prov.get("lock_sha256") != lock_sha256(lock):
-        found.append(f"{path}: lock_sha256 is {prov.get('lock_sha256')!r}, not the lock's hash: evaluated under another lock")
+        found.append(
+            f"{path}: lock_sha256 is {prov.get('lock_sha256')!r}, not the lock's hash: evaluated under another lock"
+        )
     if config_sha is not None and prov.get("resolved_config_sha256") != config_sha:
         found.append(f"{path}: resolved_config_sha256 differs from the run's resolved_config.yaml")
     if run_seal.is_file() and not run_seal.is_symlink():
@@ -116,8 +136,10 @@ def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: st
         if prov.get("run_outputs_sha256") is None:
             found.append(f"{path}: run_outputs_sha256 missing: nothing says which training seal was evaluated")
         elif prov["run_outputs_sha256"] != now:
-            found.append(f"{path}: run_outputs_sha256 is {str(prov['run_outputs_sha256'])[:12]}, but {run_seal} hashes to {now[:12]}: "
-                         "the run was re-sealed after this evaluation (its outputs changed)")
+            found.append(
+                f"{path}: run_outputs_sha256 is {str(prov['run_outputs_sha256'])[:12]}, but {run_seal} hashes to {now[:12]}: "
+                "the run was re-sealed after this evaluation (its outputs changed)"
+            )
     found += container_problems(path, prov, lock, step_dir.parent.parent.parent.name, must_run=False)
     return found + _status_problem(path, prov.get("status")) + _evaluation_sources(step_dir, lock)
 
@@ -127,7 +149,9 @@ def _evaluation_sources(step_dir: Path, lock: dict[str, Any] | None) -> list[str
     manifest = (lock or {}).get("manifest")
     if not isinstance(manifest, dict) or (manifest.get("eval") or {}).get("engine") == "served":
         return []
-    return parity_problems(lock, step_dir.parent.parent.parent.name, step_dir)   # runs/<study>/<method>/seed<k>/eval/step<N>
+    return parity_problems(
+        lock, step_dir.parent.parent.parent.name, step_dir
+    )  # runs/<study>/<method>/seed<k>/eval/step<N>
 
 
 def check_outcomes(file: Path, *, study: str, method: str, seed: int, step: int, panel: dict[str, str]) -> list[str]:

@@ -48,8 +48,10 @@ def _run(args: list[str], data: bytes | None = None) -> subprocess.CompletedProc
     try:
         return subprocess.run([_keygen(), *args], input=data, capture_output=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise Failure(f"ssh-keygen {args[0]} {args[1]} did not finish in {TIMEOUT_S} s (a key that asks for a passphrase "
-                      "with no terminal? load it into ssh-agent)") from None
+        raise Failure(
+            f"ssh-keygen {args[0]} {args[1]} did not finish in {TIMEOUT_S} s (a key that asks for a passphrase "
+            "with no terminal? load it into ssh-agent)"
+        ) from None
 
 
 def _said(out: subprocess.CompletedProcess) -> str:
@@ -82,18 +84,25 @@ def check(data: bytes, signature: bytes, allowed_signers: str | os.PathLike | No
             out = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], data)
             if out.returncode != 0:
                 return f"the signature does not verify ({_said(out)})", "signed, but the signature is invalid"
-            return None, (f"signed; the signature is valid for the key it names ({_said(out)}), not checked against an "
-                          "allowed-signers file (--allowed-signers)")
+            return None, (
+                f"signed; the signature is valid for the key it names ({_said(out)}), not checked against an "
+                "allowed-signers file (--allowed-signers)"
+            )
         allowed = Path(allowed_signers)
         if not allowed.is_file():
             raise BadInput("no such allowed-signers file", path=allowed, where="--allowed-signers")
         found = _run(["-Y", "find-principals", "-s", str(sig), "-f", str(allowed)])
         principals = found.stdout.decode("utf-8", "replace").split() if found.returncode == 0 else []
         if not principals:
-            return (f"the signing key is not in {allowed} ({_said(found) or 'no principal matches'})",
-                    "signed by a key the allowed-signers file does not list")
+            return (
+                f"the signing key is not in {allowed} ({_said(found) or 'no principal matches'})",
+                "signed by a key the allowed-signers file does not list",
+            )
         for principal in principals:
             out = _run(["-Y", "verify", "-f", str(allowed), "-I", principal, "-n", NAMESPACE, "-s", str(sig)], data)
             if out.returncode == 0:
                 return None, f"signed by {principal}, verified against {allowed} ({_said(out)})"
-        return f"the signature does not verify for {', '.join(principals)} of {allowed} ({_said(out)})", "signed, but it does not verify"
+        return (
+            f"the signature does not verify for {', '.join(principals)} of {allowed} ({_said(out)})",
+            "signed, but it does not verify",
+        )

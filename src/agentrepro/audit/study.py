@@ -33,29 +33,29 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentrepro.backends import get_backend
-from agentrepro.backends.checkpoints import pruned_files
-from agentrepro.errors import BadInput
-from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.audit.chain import check_analysis, check_report
 from agentrepro.audit.recount import check_analysis_files, check_counts, recompute
 from agentrepro.audit.report import REPORT_HTML, check_report_values
 from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, link_problem, load_object, walk
 from agentrepro.audit.warmstart import check_warmstarts
+from agentrepro.backends import get_backend
+from agentrepro.backends.checkpoints import pruned_files
+from agentrepro.backends.sources import check_lock_form
+from agentrepro.errors import BadInput
+from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, locate
-from agentrepro.planning import planned_steps
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.lock import lock_problems, lock_sha256
 from agentrepro.placement import method_placement
+from agentrepro.planning import planned_steps
 from agentrepro.seal import OUTPUTS
-from agentrepro.backends.sources import check_lock_form
 
 STAGES = ("lock", "runs", "analysis", "report")
 COVERED = {  # what each stage's audit checks, in words (`coverage`: the report's audit badge says it)
     "lock": "the lock and the manifest, and the files the lock hashed",
     "runs": "every planned run, evaluation and warm start with its seals and provenance, the outcomes against the frozen "
-            "task panel, and each evaluation's counts against its outcomes",
+    "task panel, and each evaluation's counts against its outcomes",
     "analysis": "the analysis recomputed from the outcomes and compared value by value",
     "report": "every value the report prints from the analysis, against the recomputation (not its figures or report.pdf)",
 }
@@ -66,9 +66,17 @@ __all__ = ["STAGES", "audit_study", "coverage"]
 
 def coverage(require: str = "report", *, check_reports: bool = True) -> str:
     """What `audit_study(require=..., check_reports=...)` checks, in words, for a study complete up to `require`."""
-    stages = STAGES[: STAGES.index(require) + 1] if check_reports else [s for s in STAGES[: STAGES.index(require) + 1] if s != "report"]
+    stages = (
+        STAGES[: STAGES.index(require) + 1]
+        if check_reports
+        else [s for s in STAGES[: STAGES.index(require) + 1] if s != "report"]
+    )
     said = "; ".join(COVERED[s] for s in stages)
-    return said + ("" if check_reports and require == "report" else "; not the report itself (`agentrepro audit` checks it afterwards)")
+    return said + (
+        ""
+        if check_reports and require == "report"
+        else "; not the report itself (`agentrepro audit` checks it afterwards)"
+    )
 
 
 def _pruned(run: Path, lock: dict[str, Any] | None, method: str) -> tuple[set[Path], list[str]]:
@@ -94,7 +102,7 @@ def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | 
         found.append(f"{lpath}: missing: the study was never frozen (agentrepro freeze {mpath})")
     else:
         lock, problem = load_object(lpath)
-        check_lock_form(lock, lpath)   # a lock from before per-backend sources: one line, freeze again
+        check_lock_form(lock, lpath)  # a lock from before per-backend sources: one line, freeze again
         found += [problem] if problem else [f"{lpath}: {p}" for p in lock_problems(lock)]
         if lock is not None and lock.get("study") != study:
             found.append(f"{lpath}: study is {lock.get('study')!r}, not {study!r}")
@@ -107,8 +115,10 @@ def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | 
             found.append(str(exc))
         else:
             if lock is not None and sha256_json(manifest) != lock.get("manifest_sha256"):
-                found.append(f"{mpath}: changed since it was frozen (it hashes to {sha256_json(manifest)[:12]}, the lock says "
-                             f"{str(lock.get('manifest_sha256'))[:12]}): freeze again and rerun")
+                found.append(
+                    f"{mpath}: changed since it was frozen (it hashes to {sha256_json(manifest)[:12]}, the lock says "
+                    f"{str(lock.get('manifest_sha256'))[:12]}): freeze again and rerun"
+                )
     files = ((lock or {}).get("resolved") or {}).get("files") or {}
     for rel, digest in sorted(files.items() if isinstance(files, dict) else []):
         path = root / rel
@@ -146,7 +156,9 @@ def _stray(path: Path, why: str) -> str:
     return f"{path}: {why}: not part of the study's layout (bundle would ship it)"
 
 
-def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_bundled: set[Path]) -> tuple[list[str], Tree, dict]:
+def _check_runs(
+    study: str, root: Path, lock: dict | None, *, require: str, not_bundled: set[Path]
+) -> tuple[list[str], Tree, dict]:
     """The runs tree against the plan: layout, seals, provenance, outcomes. Returns (problems, tree, runs on disk)."""
     top = locate(study, root).runs
     tree = walk(top)
@@ -170,13 +182,21 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
             runs[(rel[0], int(rel[1][4:]))] = path
     if require != "lock":
         for method, seed in sorted(planned - set(runs), key=lambda k: (methods.index(k[0]), k[1])):
-            found.append(f"{top / method / f'seed{seed}'}: missing: the lock plans {method} seed {seed} (never trained, or deleted)")
-    panel = {t["task_id"]: t["task_hash"] for t in (lock or {}).get("task_panel") or [] if isinstance(t, dict) and "task_id" in t}
+            found.append(
+                f"{top / method / f'seed{seed}'}: missing: the lock plans {method} seed {seed} (never trained, or deleted)"
+            )
+    panel = {
+        t["task_id"]: t["task_hash"]
+        for t in (lock or {}).get("task_panel") or []
+        if isinstance(t, dict) and "task_id" in t
+    }
     for (method, seed), run in sorted(runs.items()):
         problems, config_sha = check_run(run, lock)
         found += problems
         pruned, problems = _pruned(run, lock, method)
-        found += problems + check_seal(run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled | pruned)
+        found += problems + check_seal(
+            run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled | pruned
+        )
         evals = run / RunFiles.EVAL
         on_disk = {}
         for path in sorted(p for p in tree.files | tree.dirs if p.parent == evals):
@@ -184,7 +204,9 @@ def _check_runs(study: str, root: Path, lock: dict | None, *, require: str, not_
             if path in tree.files or not match:
                 found.append(_stray(path, "a stray entry beside the evaluation directories"))
             elif lock is not None and int(match.group(1)) not in steps:
-                found.append(f"{path}: step {int(match.group(1))} is not an evaluated step of the lock (planned: {', '.join(map(str, steps))})")
+                found.append(
+                    f"{path}: step {int(match.group(1))} is not an evaluated step of the lock (planned: {', '.join(map(str, steps))})"
+                )
             else:
                 on_disk[int(match.group(1))] = path
         if require != "lock" and lock is not None:
@@ -208,9 +230,14 @@ def _check_top(top: Path, stage: str, require: str) -> tuple[list[str], Tree | N
         return [link_problem(top)], None
     if not top.is_dir():
         earlier = STAGES[STAGES.index(stage) - 1]
-        return ([f"{top}: missing: auditing up to the {require} requires the {stage} (deleted, or not made yet: "
-                 f"`--require {earlier}` audits a study that has not got this far)"]
-                if STAGES.index(require) >= STAGES.index(stage) else []), None
+        return (
+            [
+                f"{top}: missing: auditing up to the {require} requires the {stage} (deleted, or not made yet: "
+                f"`--require {earlier}` audits a study that has not got this far)"
+            ]
+            if STAGES.index(require) >= STAGES.index(stage)
+            else []
+        ), None
     tree = walk(top)
     return [link_problem(p) for p in sorted(tree.links)] + check_seal(top, tree, nested=lambda rel: False), tree
 
@@ -218,11 +245,21 @@ def _check_top(top: Path, stage: str, require: str) -> tuple[list[str], Tree | N
 def _links_in_inputs(home, lock: dict, run_tree: Tree, analysis_tree: Tree) -> bool:
     """Whether anything the analysis reads is a symbolic link (the recount would follow it, so it does not run)."""
     files = [home.root / rel for rel in ((lock.get("resolved") or {}).get("files") or {})]
-    return bool(run_tree.links or analysis_tree.links or any(p.is_symlink() for p in [home.manifest, home.lock, home.runs, *files]))
+    return bool(
+        run_tree.links
+        or analysis_tree.links
+        or any(p.is_symlink() for p in [home.manifest, home.lock, home.runs, *files])
+    )
 
 
-def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "report",
-                not_bundled: set[str] | frozenset = frozenset(), check_reports: bool = True) -> list[str]:
+def audit_study(
+    study: str,
+    root: str | os.PathLike = ".",
+    *,
+    require: str = "report",
+    not_bundled: set[str] | frozenset = frozenset(),
+    check_reports: bool = True,
+) -> list[str]:
     """Every problem found, one string each naming its path; empty when the study is intact.
 
     `study`: a slug or the path of the study's manifest (`agentrepro.layout.locate`).
@@ -245,11 +282,19 @@ def audit_study(study: str, root: str | os.PathLike = ".", *, require: str = "re
     recomputed = None
     if analysis_tree is not None and lock is not None:
         methods, seeds, _, _ = _plan(lock)
-        found += check_analysis(analysis_dir, root=root, lock_hash=lock_sha256(lock), planned={(m, s) for m in methods for s in seeds},
-                                runs=runs, tree=run_tree)
+        found += check_analysis(
+            analysis_dir,
+            root=root,
+            lock_hash=lock_sha256(lock),
+            planned={(m, s) for m in methods for s in seeds},
+            runs=runs,
+            tree=run_tree,
+        )
         if _links_in_inputs(home, lock, run_tree, analysis_tree):
-            found.append(f"{analysis_dir}: not recomputed from the outcomes: the study holds symbolic links (reported above), "
-                         "which the audit never follows")
+            found.append(
+                f"{analysis_dir}: not recomputed from the outcomes: the study holds symbolic links (reported above), "
+                "which the audit never follows"
+            )
         else:
             recomputed, problems = recompute(study, root, analysis_dir)
             found += problems + (check_analysis_files(analysis_dir, recomputed) if recomputed is not None else [])

@@ -69,8 +69,11 @@ def link_problem(path: Path) -> str:
 
 def unsealable(rel: PurePosixPath) -> bool:
     """Files no seal lists: a unit's live logs, temporary files of atomic writes, Snakemake's marker."""
-    return ((len(rel.parts) > 1 and rel.parts[0] == UNSEALED_DIR) or (rel.name.startswith(".") and rel.name.endswith(".tmp"))
-            or rel.name == SNAKEMAKE_MARKER)
+    return (
+        (len(rel.parts) > 1 and rel.parts[0] == UNSEALED_DIR)
+        or (rel.name.startswith(".") and rel.name.endswith(".tmp"))
+        or rel.name == SNAKEMAKE_MARKER
+    )
 
 
 def safe_entry(rel: str) -> bool:
@@ -119,8 +122,14 @@ def own_files(unit: Path, tree: Tree, nested: Callable[[PurePosixPath], bool] = 
     return found
 
 
-def check_seal(unit: Path, tree: Tree, *, nested: Callable[[PurePosixPath], bool] = lambda rel: False,
-               not_bundled: set[Path] = frozenset(), why_missing: str = "unfinished or never sealed") -> list[str]:
+def check_seal(
+    unit: Path,
+    tree: Tree,
+    *,
+    nested: Callable[[PurePosixPath], bool] = lambda rel: False,
+    not_bundled: set[Path] = frozenset(),
+    why_missing: str = "unfinished or never sealed",
+) -> list[str]:
     """Problems of one sealed directory: no seal, a malformed seal, and every file missing, changed, extra or outside it."""
     seal = unit / OUTPUTS
     if seal in tree.links:
@@ -140,12 +149,17 @@ def check_seal(unit: Path, tree: Tree, *, nested: Callable[[PurePosixPath], bool
         if file in not_bundled or (tree.links and (file in tree.links or any(p in tree.links for p in file.parents))):
             continue  # left out of a bundle on purpose, or a link (reported as such)
         if rel not in own:
-            found.append(f"{file}: missing (listed in {seal})" if not file.exists()
-                         else f"{file}: listed in {seal}, but it belongs to a nested sealed directory or to the live logs")
+            found.append(
+                f"{file}: missing (listed in {seal})"
+                if not file.exists()
+                else f"{file}: listed in {seal}, but it belongs to a nested sealed directory or to the live logs"
+            )
         elif sha256_file(file) != digest:
             found.append(f"{file}: changed after it was sealed in {seal}")
     extra = sorted(rel for rel in own if rel not in entries)
     if extra:
         more = f" and {len(extra) - EXAMPLES} more" if len(extra) > EXAMPLES else ""
-        found.append(f"{unit}: {len(extra)} file(s) not listed in its {OUTPUTS} (written after sealing?): {', '.join(extra[:EXAMPLES])}{more}")
+        found.append(
+            f"{unit}: {len(extra)} file(s) not listed in its {OUTPUTS} (written after sealing?): {', '.join(extra[:EXAMPLES])}{more}"
+        )
     return found

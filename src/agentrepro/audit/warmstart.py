@@ -18,16 +18,23 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentrepro.errors import BadInput
-from agentrepro.layout import WARMSTART_DIR_RE, RunFiles, checkpoint_dir, checkpoint_file, locate, outcomes_path, warmstart_name
 from agentrepro.audit.runs import check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, load_object, read_seal
+from agentrepro.errors import BadInput
+from agentrepro.layout import (
+    WARMSTART_DIR_RE,
+    RunFiles,
+    checkpoint_file,
+    locate,
+    outcomes_path,
+    warmstart_name,
+)
+from agentrepro.planning import planned_warmstarts
 from agentrepro.reading import read_jsonl
 from agentrepro.seal import OUTPUTS
-from agentrepro.planning import planned_warmstarts
 from agentrepro.trainer.shared_warmstart import WARMSTART_METHOD
 
-STEP0 = checkpoint_file(".", 0).as_posix()   # run-relative, as seals list it
+STEP0 = checkpoint_file(".", 0).as_posix()  # run-relative, as seals list it
 RELABELLED = ("study", "method")
 
 
@@ -54,8 +61,16 @@ def _rows(path: Path) -> list[dict] | None:
         return None  # reported by the outcomes check
 
 
-def check_warmstarts(study: str, root: Path, lock: dict[str, Any] | None, tree: Tree, runs: dict[tuple[str, int], Path], *,
-                     require: str, not_bundled: set[Path]) -> list[str]:
+def check_warmstarts(
+    study: str,
+    root: Path,
+    lock: dict[str, Any] | None,
+    tree: Tree,
+    runs: dict[tuple[str, int], Path],
+    *,
+    require: str,
+    not_bundled: set[Path],
+) -> list[str]:
     """Problems of runs/<study>/_warmstart/ and of every run's link to its warm start (see the module docstring)."""
     home = locate(study, root)
     top = home.warmstarts
@@ -64,7 +79,9 @@ def check_warmstarts(study: str, root: Path, lock: dict[str, Any] | None, tree: 
     on_disk: dict[str, Path] = {}
     for path in sorted(p for p in tree.files | tree.dirs if p.parent == top):
         if path in tree.files or not WARMSTART_DIR_RE.match(path.name):
-            found.append(f"{path}: a stray entry beside the warm starts: not part of the study's layout (bundle would ship it)")
+            found.append(
+                f"{path}: a stray entry beside the warm starts: not part of the study's layout (bundle would ship it)"
+            )
         elif lock is not None and path.name not in expected:
             found.append(f"{path}: not a warm start of the lock (planned: {', '.join(sorted(expected)) or 'none'})")
         else:
@@ -72,21 +89,32 @@ def check_warmstarts(study: str, root: Path, lock: dict[str, Any] | None, tree: 
     if top in tree.files:
         found.append(f"{top}: a file where the warm starts' folder belongs")
     if require != "lock":
-        found += [f"{top / name}: missing: the lock plans the warm start of seed {seed} (never made, or deleted)"
-                  for name, (seed, _) in sorted(expected.items()) if name not in on_disk]
-    panel = {t["task_id"]: t["task_hash"] for t in (lock or {}).get("task_panel") or [] if isinstance(t, dict) and "task_id" in t}
+        found += [
+            f"{top / name}: missing: the lock plans the warm start of seed {seed} (never made, or deleted)"
+            for name, (seed, _) in sorted(expected.items())
+            if name not in on_disk
+        ]
+    panel = {
+        t["task_id"]: t["task_hash"]
+        for t in (lock or {}).get("task_panel") or []
+        if isinstance(t, dict) and "task_id" in t
+    }
     for name, unit in sorted(on_disk.items()):
         found += check_run(unit, lock)[0]
         found += check_seal(unit, tree, not_bundled=not_bundled)
         prov, _ = load_object(unit / RunFiles.PROVENANCE)
         if name in expected and prov is not None and prov.get("warmstart_identity") != expected[name][1]:
-            found.append(f"{unit / RunFiles.PROVENANCE}: warmstart_identity is {prov.get('warmstart_identity')!r}, "
-                         f"the lock's settings give {expected[name][1]!r}")
+            found.append(
+                f"{unit / RunFiles.PROVENANCE}: warmstart_identity is {prov.get('warmstart_identity')!r}, "
+                f"the lock's settings give {expected[name][1]!r}"
+            )
         outcomes = outcomes_path(unit, 0)
         if outcomes not in tree.files:
             found.append(f"{outcomes}: missing: the warm start's step-0 evaluation")
         elif lock is not None and name in expected:
-            found += check_outcomes(outcomes, study=study, method=WARMSTART_METHOD, seed=expected[name][0], step=0, panel=panel)
+            found += check_outcomes(
+                outcomes, study=study, method=WARMSTART_METHOD, seed=expected[name][0], step=0, panel=panel
+            )
     for (method, seed), run in sorted(runs.items()):
         if (method, seed) in planned:
             name = warmstart_name(seed, planned[(method, seed)])
@@ -100,18 +128,25 @@ def _check_start(run: Path, unit: Path) -> list[str]:
     found = []
     mine, theirs = _step0_hash(run), _step0_hash(unit)
     if mine is None or theirs is None:
-        found.append(f"{run / STEP0}: no sealed step-0 checkpoint to compare with {unit / STEP0}" if theirs
-                     else f"{unit / STEP0}: the warm start's seal lists no step-0 checkpoint")
+        found.append(
+            f"{run / STEP0}: no sealed step-0 checkpoint to compare with {unit / STEP0}"
+            if theirs
+            else f"{unit / STEP0}: the warm start's seal lists no step-0 checkpoint"
+        )
     elif mine != theirs:
-        found.append(f"{run / STEP0}: hashes {mine[:12]}, its seed's warm start {unit / STEP0} hashes {theirs[:12]}: "
-                     "the run did not start from the shared warm start's weights")
+        found.append(
+            f"{run / STEP0}: hashes {mine[:12]}, its seed's warm start {unit / STEP0} hashes {theirs[:12]}: "
+            "the run did not start from the shared warm start's weights"
+        )
     record, problem = load_object(run / RunFiles.WARMSTART) if (run / RunFiles.WARMSTART).is_file() else (None, None)
     shared = (record or {}).get("shared")
     if problem:
         found.append(problem)
     elif not isinstance(shared, dict) or PurePosixPath(str(shared.get("dir"))).name != unit.name:
-        found.append(f"{run / RunFiles.WARMSTART}: does not name the shared warm start {unit.name} "
-                     f"(it names {shared.get('dir') if isinstance(shared, dict) else 'none: the run warm-started itself'})")
+        found.append(
+            f"{run / RunFiles.WARMSTART}: does not name the shared warm start {unit.name} "
+            f"(it names {shared.get('dir') if isinstance(shared, dict) else 'none: the run warm-started itself'})"
+        )
     ours, base = outcomes_path(run, 0), outcomes_path(unit, 0)
     if ours.is_file() and base.is_file():
         a, b = _rows(ours), _rows(base)

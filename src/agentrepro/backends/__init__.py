@@ -12,4 +12,13 @@ checkpoints.py (pruning), sources.py (source parity), schema.py (the manifest's 
 from agentrepro.backends.base import Adapter, Backend, Block, StepCheckpoint
 from agentrepro.backends.registry import REGISTRY, BackendRegistry, backend_class, get_backend
 
-__all__ = ["Adapter", "Backend", "BackendRegistry", "Block", "REGISTRY", "StepCheckpoint", "backend_class", "get_backend"]
+__all__ = [
+    "REGISTRY",
+    "Adapter",
+    "Backend",
+    "BackendRegistry",
+    "Block",
+    "StepCheckpoint",
+    "backend_class",
+    "get_backend",
+]

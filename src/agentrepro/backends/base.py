@@ -60,7 +60,6 @@ from agentrepro.layout import hf_checkpoint
 from agentrepro.placement import BUILTIN_FORM, HUB_FORM
 
 
-
 @dataclass(frozen=True)
 class Block:
     """A backend's manifest block: each key's JSON Schema (with a `description`), and the keys it requires."""
@@ -87,16 +86,26 @@ def text(description: str) -> dict[str, Any]:
 
 
 # Every backend's block has these: its name, and the checkout whose algorithm files source parity pins.
-COMMON = Block({
-    "name": {"description": "the backend"},
-    "repo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "description": "GitHub owner/name"},
-    "commit": {"$ref": "#/$defs/identifier"},
-    "workdir": text("checkout of the backend's repository (the framework backends; any backend that names sources)"),
-    "sources": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string", "minLength": 1},
-                "description": "files of the backend checkout that implement the algorithm (repo-relative), for this "
-                               "backend's methods: freeze records their git blob hashes at backend.commit (per backend of the "
-                               "study), each job the hashes of what it ran, the audit compares them"},
-}, required=("name",))
+COMMON = Block(
+    {
+        "name": {"description": "the backend"},
+        "repo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "description": "GitHub owner/name"},
+        "commit": {"$ref": "#/$defs/identifier"},
+        "workdir": text(
+            "checkout of the backend's repository (the framework backends; any backend that names sources)"
+        ),
+        "sources": {
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": True,
+            "items": {"type": "string", "minLength": 1},
+            "description": "files of the backend checkout that implement the algorithm (repo-relative), for this "
+            "backend's methods: freeze records their git blob hashes at backend.commit (per backend of the "
+            "study), each job the hashes of what it ran, the audit compares them",
+        },
+    },
+    required=("name",),
+)
 
 
 @dataclass(frozen=True)
@@ -157,8 +166,12 @@ class Demand:
 
     def violation(self) -> str:
         """One line naming the manifest field, the framework's key and both numbers."""
-        relation = {AT_LEAST: "exceeds it", DIVIDES: "is not a multiple of it", DIVISOR: "does not divide it",
-                    EQUALS: "is the only value it takes"}[self.rule]
+        relation = {
+            AT_LEAST: "exceeds it",
+            DIVIDES: "is not a multiple of it",
+            DIVISOR: "does not divide it",
+            EQUALS: "is the only value it takes",
+        }[self.rule]
         return f"{self.job_side()}: {self.key} = {_number(self.need)} {relation} ({self.what}; {self.source})"
 
     def job_side(self) -> str:
@@ -202,7 +215,7 @@ class Backend(abc.ABC):
     name: ClassVar[str] = ""
     block: ClassVar[Block] = COMMON
     model_forms: ClassVar[frozenset[str]] = frozenset({HUB_FORM})
-    container: ClassVar[str] = "required"   # or "optional", "never"
+    container: ClassVar[str] = "required"  # or "optional", "never"
     adapter: ClassVar[Adapter | None] = None
     shares_warmstart: ClassVar[bool] = False
 
@@ -266,5 +279,22 @@ class Backend(abc.ABC):
         raise BadInput(f"the {self.name} backend does not start from a shared warm start", where="backend.name")
 
 
-__all__ = ["AT_LEAST", "Adapter", "BUILTIN_FORM", "Backend", "Block", "COMMON", "DIVIDES", "DIVISOR", "Demand", "EQUALS", "FIXED",
-           "HUB_FORM", "PrunedInTraining", "STREAMS", "SeedStream", "StepCheckpoint", "text"]
+__all__ = [
+    "AT_LEAST",
+    "BUILTIN_FORM",
+    "COMMON",
+    "DIVIDES",
+    "DIVISOR",
+    "EQUALS",
+    "FIXED",
+    "HUB_FORM",
+    "STREAMS",
+    "Adapter",
+    "Backend",
+    "Block",
+    "Demand",
+    "PrunedInTraining",
+    "SeedStream",
+    "StepCheckpoint",
+    "text",
+]

@@ -76,7 +76,9 @@ def _sealed_under(entries: dict[str, str], run_dir: Path, target: Path) -> dict[
     return {p: d for p, d in entries.items() if p == rel or p.startswith(rel + "/")}
 
 
-def prune(config: dict[str, Any], run_dir: str | Path, ckpt: StepCheckpoint, *, outcomes: Path) -> dict[str, Any] | None:
+def prune(
+    config: dict[str, Any], run_dir: str | Path, ckpt: StepCheckpoint, *, outcomes: Path
+) -> dict[str, Any] | None:
     """Remove what `eval.keep_checkpoints` does not keep of checkpoint `step`, once its outcomes are written; writes
     and returns the record eval/step<N>/pruned.json, or None when nothing was removed (nothing to remove, `all`).
 
@@ -89,32 +91,43 @@ def prune(config: dict[str, Any], run_dir: str | Path, ckpt: StepCheckpoint, *, 
     if keep == "all":
         return None
     seal, step = run_dir / OUTPUTS, ckpt.step
-    if not seal.is_file():   # evaluated before the run was sealed (not in the workflow): nothing can be checked
+    if not seal.is_file():  # evaluated before the run was sealed (not in the workflow): nothing can be checked
         if any(p.exists() for p in (*ckpt.state, *(ckpt.weights if keep == "none" else ()))):
-            print(f"agentrepro: checkpoint {step} not pruned: {seal} is missing (the run is not sealed), so nothing says "
-                  "what its files were", file=sys.stderr)
+            print(
+                f"agentrepro: checkpoint {step} not pruned: {seal} is missing (the run is not sealed), so nothing says "
+                "what its files were",
+                file=sys.stderr,
+            )
         return None
     entries = read_outputs_manifest(seal)
     weights = {p: d for target in ckpt.weights for p, d in _sealed_under(entries, run_dir, target).items()}
-    state = {p: d for target in ckpt.state for p, d in _sealed_under(entries, run_dir, target).items() if p not in weights}
+    state = {
+        p: d for target in ckpt.state for p, d in _sealed_under(entries, run_dir, target).items() if p not in weights
+    }
     doomed = {**state, **(weights if keep == "none" else {})}
-    targets = [t for t in (*ckpt.state, *(ckpt.weights if keep == "none" else ())) if _sealed_under(entries, run_dir, t)]
+    targets = [
+        t for t in (*ckpt.state, *(ckpt.weights if keep == "none" else ())) if _sealed_under(entries, run_dir, t)
+    ]
     if not doomed:
         return None
     for rel, digest in sorted(doomed.items()):
         path = run_dir / rel
         if path.is_file() and sha256_file(path) != digest:
-            raise Failure(f"{path}: changed after it was sealed in {seal}; checkpoint {step} is not pruned (kept as evidence)")
+            raise Failure(
+                f"{path}: changed after it was sealed in {seal}; checkpoint {step} is not pruned (kept as evidence)"
+            )
     kept = weights if keep == "hf" else {}
     for target in targets:
         for path in _files(target):
             rel = path.relative_to(run_dir).as_posix()
             if rel not in doomed and rel not in kept:
-                raise Failure(f"{path}: not listed in {seal} (written after the run was sealed); checkpoint {step} is not pruned")
+                raise Failure(
+                    f"{path}: not listed in {seal} (written after the run was sealed); checkpoint {step} is not pruned"
+                )
     removed_bytes = sum((run_dir / rel).stat().st_size for rel in doomed if (run_dir / rel).is_file())
     for target in targets:
         if keep == "hf" and any(w == target or w.is_relative_to(target) for w in ckpt.weights):
-            for path in sorted(_files(target)):   # the state around the kept weights (verl: actor/huggingface/)
+            for path in sorted(_files(target)):  # the state around the kept weights (verl: actor/huggingface/)
                 if path.relative_to(run_dir).as_posix() in doomed:
                     path.unlink()
             _remove_empty_dirs(target)
@@ -122,8 +135,14 @@ def prune(config: dict[str, Any], run_dir: str | Path, ckpt: StepCheckpoint, *, 
             shutil.rmtree(target)
         elif target.is_file():
             target.unlink()
-    record = {"step": step, "keep": keep, "outcomes_sha256": sha256_file(outcomes), "removed": dict(sorted(doomed.items())),
-              "removed_bytes": removed_bytes, "kept": dict(sorted(kept.items()))}
+    record = {
+        "step": step,
+        "keep": keep,
+        "outcomes_sha256": sha256_file(outcomes),
+        "removed": dict(sorted(doomed.items())),
+        "removed_bytes": removed_bytes,
+        "kept": dict(sorted(kept.items())),
+    }
     atomic_write_json(eval_dir(run_dir, step) / RECORD, record)
     return record
 
@@ -174,11 +193,13 @@ def pruned_files(run_dir: str | Path, during: PrunedInTraining | None = None) ->
         for rel, digest in sorted(record["removed"].items()):
             if entries.get(rel) != digest:
                 problems.append(f"{where}: lists {rel} as removed with a hash the run's seal {seal} does not have")
-            elif not (run_dir / rel).exists():   # a file still there is checked against the seal as usual
+            elif not (run_dir / rel).exists():  # a file still there is checked against the seal as usual
                 pruned.add(run_dir / rel)
     if during is not None:
-        problems += [f"{during.record}: lists {rel} as removed during training, but the run's seal {seal} lists it"
-                     for rel in sorted(set(during.files) & set(entries))]
+        problems += [
+            f"{during.record}: lists {rel} as removed during training, but the run's seal {seal} lists it"
+            for rel in sorted(set(during.files) & set(entries))
+        ]
     return pruned, problems
 
 
@@ -187,8 +208,12 @@ def training_summary(during: PrunedInTraining | None) -> dict[str, Any] | None:
     if during is None or not during.files:
         return None
     lines = during.files.values()
-    return {"steps": sorted({line["step"] for line in lines}), "files": len(during.files),
-            "bytes": sum(line["bytes"] for line in lines), "record": during.record.name}
+    return {
+        "steps": sorted({line["step"] for line in lines}),
+        "files": len(during.files),
+        "bytes": sum(line["bytes"] for line in lines),
+        "record": during.record.name,
+    }
 
 
 def refuse_resume(run_dir: str | Path) -> None:
@@ -196,6 +221,8 @@ def refuse_resume(run_dir: str | Path) -> None:
     during training never refuses: it keeps the latest step's training state, the one a resume loads."""
     steps = sorted(records(run_dir))
     if steps:
-        raise BadInput(f"checkpoints of steps {', '.join(map(str, steps))} were pruned after their evaluation "
-                       "(eval.keep_checkpoints), so this run cannot resume; pass --no-resume to train it again",
-                       path=Path(run_dir) / RunFiles.EVAL)
+        raise BadInput(
+            f"checkpoints of steps {', '.join(map(str, steps))} were pruned after their evaluation "
+            "(eval.keep_checkpoints), so this run cannot resume; pass --no-resume to train it again",
+            path=Path(run_dir) / RunFiles.EVAL,
+        )

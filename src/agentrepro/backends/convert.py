@@ -49,12 +49,15 @@ def find_task(panel: list[dict[str, Any]], key: Any, *, source: Path, where: str
     raise BadInput(f"task {key!r} is not in the frozen task panel", path=source, where=where)
 
 
-def success_value(record: dict[str, Any], *, key: str | None, reward_key: str, threshold: float,
-                  source: Path, where: str) -> int:
+def success_value(
+    record: dict[str, Any], *, key: str | None, reward_key: str, threshold: float, source: Path, where: str
+) -> int:
     """0/1 from record[key] (bool or 0/1), or, when key is None, record[reward_key] >= threshold."""
     if key is not None:
         if key not in record:
-            raise BadInput(f"no field {key!r} (set the backend's success_key, or null to use the reward)", path=source, where=where)
+            raise BadInput(
+                f"no field {key!r} (set the backend's success_key, or null to use the reward)", path=source, where=where
+            )
         value = record[key]
         if isinstance(value, bool) or value in (0, 1):
             return int(value)
@@ -78,13 +81,33 @@ def count(record: dict[str, Any], key: str, *, source: Path, where: str, default
     return value
 
 
-def outcome_row(config: dict[str, Any], step: int, task: dict[str, Any], *, episode: int, success: int,
-                reward: float, turns: int, tokens: int, category: str | None = None) -> dict[str, Any]:
-    return {"study": config["study"], "method": config["method"], "seed": config["seed"], "step": step,
-            "task_id": task["task_id"], "task_hash": task["task_hash"],
-            "category": task.get("category") or category or (config.get("env") or {}).get("name", "unknown"),
-            "episode": episode, "success": success, "reward": reward, "turns": turns, "tokens": tokens,
-            "task_hash_source": "panel"}
+def outcome_row(
+    config: dict[str, Any],
+    step: int,
+    task: dict[str, Any],
+    *,
+    episode: int,
+    success: int,
+    reward: float,
+    turns: int,
+    tokens: int,
+    category: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "study": config["study"],
+        "method": config["method"],
+        "seed": config["seed"],
+        "step": step,
+        "task_id": task["task_id"],
+        "task_hash": task["task_hash"],
+        "category": task.get("category") or category or (config.get("env") or {}).get("name", "unknown"),
+        "episode": episode,
+        "success": success,
+        "reward": reward,
+        "turns": turns,
+        "tokens": tokens,
+        "task_hash_source": "panel",
+    }
 
 
 @dataclass(frozen=True)
@@ -96,9 +119,9 @@ class EpisodeFields:
     turns: str
     tokens: str
     category: str
-    success: str | None = None   # a success flag; None: reward >= threshold
+    success: str | None = None  # a success flag; None: reward >= threshold
     threshold: float = 1.0
-    task_id: Callable[[Any], Any] | None = None   # the panel's task id of the framework's task field (None: as it is)
+    task_id: Callable[[Any], Any] | None = None  # the panel's task id of the framework's task field (None: as it is)
 
 
 def episode_rows(config: dict[str, Any], step: int, path: Path, fields: EpisodeFields) -> list[dict[str, Any]]:
@@ -108,19 +131,37 @@ def episode_rows(config: dict[str, Any], step: int, path: Path, fields: EpisodeF
     for line, record in read_records(path):
         where = f"line {line}"
         if fields.task not in record:
-            raise BadInput(f"no field {fields.task!r} to identify the task (set backend.task_key)", path=path, where=where)
-        key = fields.task_id(record[fields.task]) if fields.task_id and isinstance(record[fields.task], str) else record[fields.task]
+            raise BadInput(
+                f"no field {fields.task!r} to identify the task (set backend.task_key)", path=path, where=where
+            )
+        key = (
+            fields.task_id(record[fields.task])
+            if fields.task_id and isinstance(record[fields.task], str)
+            else record[fields.task]
+        )
         task = find_task(panel, key, source=path, where=f"{where}: {fields.task}")
         episode = episodes.get(task["task_id"], 0)
         episodes[task["task_id"]] = episode + 1
-        rows.append(outcome_row(
-            config, step, task, episode=episode,
-            success=success_value(record, key=fields.success, reward_key=fields.reward, threshold=fields.threshold,
-                                  source=path, where=where),
-            reward=number(record, fields.reward, source=path, where=where),
-            turns=count(record, fields.turns, source=path, where=where),
-            tokens=count(record, fields.tokens, source=path, where=where),
-            category=record.get(fields.category)))
+        rows.append(
+            outcome_row(
+                config,
+                step,
+                task,
+                episode=episode,
+                success=success_value(
+                    record,
+                    key=fields.success,
+                    reward_key=fields.reward,
+                    threshold=fields.threshold,
+                    source=path,
+                    where=where,
+                ),
+                reward=number(record, fields.reward, source=path, where=where),
+                turns=count(record, fields.turns, source=path, where=where),
+                tokens=count(record, fields.tokens, source=path, where=where),
+                category=record.get(fields.category),
+            )
+        )
     return rows
 
 
@@ -133,8 +174,12 @@ def read_records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
         yield number_, record
 
 
-def merge_metric_records(records: Iterable[tuple[int, dict[str, Any]]], *, rename: dict[str, tuple[str, ...]],
-                         cumulative: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def merge_metric_records(
+    records: Iterable[tuple[int, dict[str, Any]]],
+    *,
+    rename: dict[str, tuple[str, ...]],
+    cumulative: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
     """records: (step, metrics). Returns one row per step >= 1, sorted, with `step`, renamed fields and
     cumulative sums (`cumulative`: new name -> per-step source name)."""
     by_step: dict[int, dict[str, Any]] = {}

@@ -32,8 +32,10 @@ class Launch:
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: Path | None = None
-    contained: containers.Program | None = None   # the program in its container (contain), whose proof run_launch records
-    job_dir: Path | None = None                   # where that proof goes: the run's directory or the evaluation's
+    contained: containers.Program | None = (
+        None  # the program in its container (contain), whose proof run_launch records
+    )
+    job_dir: Path | None = None  # where that proof goes: the run's directory or the evaluation's
 
     def shown(self) -> str:
         """The command as a person would type it: `cd DIR && NAME=value ... argv`, every word quoted."""
@@ -43,13 +45,30 @@ class Launch:
         return prefix + " ".join(words)
 
 
-def contain(launch: Launch, config: dict[str, Any], *, run_dir: Path, job_dir: Path, label: str,
-            extra: Iterable[Path] = (), shared: Iterable[Path] = ()) -> Launch:
+def contain(
+    launch: Launch,
+    config: dict[str, Any],
+    *,
+    run_dir: Path,
+    job_dir: Path,
+    label: str,
+    extra: Iterable[Path] = (),
+    shared: Iterable[Path] = (),
+) -> Launch:
     """`launch` as it runs in the container of the run config's placement (containers.program: the run directory,
     study root, checkout, data and model mounted, with `extra` read-only and `shared` read-write), its container's ID
     and proof kept under `job_dir` as `label`; unchanged when the placement runs without a container."""
-    program = containers.program(config, launch.argv, launch.env, launch.cwd, run_dir=Path(run_dir), job_dir=Path(job_dir),
-                                 label=label, extra=extra, shared=shared)
+    program = containers.program(
+        config,
+        launch.argv,
+        launch.env,
+        launch.cwd,
+        run_dir=Path(run_dir),
+        job_dir=Path(job_dir),
+        label=label,
+        extra=extra,
+        shared=shared,
+    )
     if program.container is None:
         return launch
     return Launch(launch.purpose, program.argv, dict(program.env), program.cwd, program, Path(job_dir))
@@ -57,7 +76,11 @@ def contain(launch: Launch, config: dict[str, Any], *, run_dir: Path, job_dir: P
 
 def proven(launch: Launch, run_dir: Path) -> contextlib.AbstractContextManager:
     """Around the run of `launch`: its image prepared and its proof recorded (containers.proven) when it is contained."""
-    return contextlib.nullcontext() if launch.contained is None else containers.proven(launch.contained, Path(launch.job_dir or run_dir))
+    return (
+        contextlib.nullcontext()
+        if launch.contained is None
+        else containers.proven(launch.contained, Path(launch.job_dir or run_dir))
+    )
 
 
 def run_launch(launch: Launch, run_dir: Path, label: str) -> None:
@@ -65,4 +88,6 @@ def run_launch(launch: Launch, run_dir: Path, label: str) -> None:
     Failure names the exit status and the last line of stderr (process.run_logged). A contained launch runs with
     its image prepared and its proof recorded (containers.proven)."""
     with proven(launch, run_dir):
-        run_logged(list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=dict(launch.env))
+        run_logged(
+            list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=dict(launch.env)
+        )

@@ -17,9 +17,17 @@ from agentrepro.hooks import agentrepro_ray_head as head
 SCRIPT = HOOKS_DIR / "agentrepro_ray_head.py"
 
 
-def words(run_dir: Path, *, ray: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
-          client: bool = True, dashboard: bool = False, worker_ports: int | None = None,
-          fixed_ports: tuple[int, ...] = ()) -> tuple[str, ...]:
+def words(
+    run_dir: Path,
+    *,
+    ray: str | None = None,
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    client: bool = True,
+    dashboard: bool = False,
+    worker_ports: int | None = None,
+    fixed_ports: tuple[int, ...] = (),
+) -> tuple[str, ...]:
     """The words before `--` that run a program against this job's own head, with the image's `python3`."""
     out = ["python3", str(SCRIPT), "--key", head.job_key(run_dir)]
     out += ["--dashboard"] if dashboard else []

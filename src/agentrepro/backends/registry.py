@@ -61,7 +61,9 @@ class BackendRegistry:
         factory = self.factory(name) if name in self._entries else None
         found = getattr(factory, "adapter", None)
         if not isinstance(found, Adapter):
-            raise BadInput(f"unknown adapter {name!r} (known: {', '.join(sorted(self.adapters()))})", where="backend.adapter")
+            raise BadInput(
+                f"unknown adapter {name!r} (known: {', '.join(sorted(self.adapters()))})", where="backend.adapter"
+            )
         return found
 
 

@@ -22,8 +22,11 @@ from agentrepro.backends.registry import REGISTRY
 from agentrepro.placement import BUILTIN_FORM, HUB_FORM
 
 SCHEMA = "manifest.schema.json"
-MODEL_DEFS = {frozenset({BUILTIN_FORM}): "model_builtin", frozenset({HUB_FORM}): "model_hub",
-              frozenset({BUILTIN_FORM, HUB_FORM}): "model_any"}
+MODEL_DEFS = {
+    frozenset({BUILTIN_FORM}): "model_builtin",
+    frozenset({HUB_FORM}): "model_hub",
+    frozenset({BUILTIN_FORM, HUB_FORM}): "model_any",
+}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -44,12 +47,23 @@ def _image(cls: type[Backend]) -> dict[str, str]:
 
 def backend_def(classes: dict[str, type[Backend]]) -> dict[str, Any]:
     """The `backend:` block: a registered name, and the keys that backend declares."""
-    return {"type": "object", "required": ["name"],
-            "description": "the backend that trains and evaluates; each backend takes the keys it declares (agentrepro.backends)",
-            "properties": {"name": {"enum": list(classes)}},
-            "allOf": [_when(name, {"properties": {**cls.block.keys, "name": {"const": name}}, "additionalProperties": False,
-                                   "required": list(cls.block.required)})
-                      for name, cls in classes.items()]}
+    return {
+        "type": "object",
+        "required": ["name"],
+        "description": "the backend that trains and evaluates; each backend takes the keys it declares (agentrepro.backends)",
+        "properties": {"name": {"enum": list(classes)}},
+        "allOf": [
+            _when(
+                name,
+                {
+                    "properties": {**cls.block.keys, "name": {"const": name}},
+                    "additionalProperties": False,
+                    "required": list(cls.block.required),
+                },
+            )
+            for name, cls in classes.items()
+        ],
+    }
 
 
 def render(document: dict[str, Any], classes: dict[str, type[Backend]] | None = None) -> dict[str, Any]:
@@ -59,11 +73,21 @@ def render(document: dict[str, Any], classes: dict[str, type[Backend]] | None = 
     defs["backend"] = backend_def(classes)
     defs["backend_forms"] = {
         "description": "the study's backend: the image form its container need allows and the model forms it takes",
-        "allOf": [_when(name, {"properties": {"image": _image(cls), "model": _ref(MODEL_DEFS[cls.model_forms])}}, inside="backend")
-                  for name, cls in classes.items()]}
+        "allOf": [
+            _when(
+                name,
+                {"properties": {"image": _image(cls), "model": _ref(MODEL_DEFS[cls.model_forms])}},
+                inside="backend",
+            )
+            for name, cls in classes.items()
+        ],
+    }
     defs["placement_forms"] = {
         "description": "a backends: entry: the image form its container need allows",
-        "allOf": [_when(name, {"properties": {"image": _image(cls)}}, inside="backend") for name, cls in classes.items()]}
+        "allOf": [
+            _when(name, {"properties": {"image": _image(cls)}}, inside="backend") for name, cls in classes.items()
+        ],
+    }
     return {**document, "$defs": defs}
 
 

@@ -43,7 +43,9 @@ def _git(workdir: Path, *args: str, input: bytes | None = None) -> subprocess.Co
     try:
         return subprocess.run(["git", "-C", str(workdir), *args], capture_output=True, timeout=120, input=input)
     except FileNotFoundError:
-        raise BadInput("git is not installed: the backend's source files cannot be hashed", where="backend.sources") from None
+        raise BadInput(
+            "git is not installed: the backend's source files cannot be hashed", where="backend.sources"
+        ) from None
 
 
 def checkout(config: dict[str, Any], root: str | os.PathLike = ".", *, where: str = "") -> Path:
@@ -52,14 +54,19 @@ def checkout(config: dict[str, Any], root: str | os.PathLike = ".", *, where: st
     value = (config.get("backend") or {}).get("workdir")
     path = Path(root) / value if isinstance(value, str) and value else None
     if path is None or not path.is_dir():
-        raise BadInput(f"backend.sources needs the backend checkout; {path or 'no path'} is not a directory", where=f"{where}backend.workdir")
+        raise BadInput(
+            f"backend.sources needs the backend checkout; {path or 'no path'} is not a directory",
+            where=f"{where}backend.workdir",
+        )
     return path
 
 
 def pinned(workdir: Path, commit: str, paths: list[str], *, where: str = "") -> dict[str, str]:
     """{path: git blob hash at `commit`}; BadInput naming the commit or the first path git does not have there."""
     if _git(workdir, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
-        raise BadInput(f"the checkout {workdir} has no commit {commit} (fetch it first)", where=f"{where}backend.commit")
+        raise BadInput(
+            f"the checkout {workdir} has no commit {commit} (fetch it first)", where=f"{where}backend.commit"
+        )
     out = {}
     for path in paths:
         found = _git(workdir, "rev-parse", "--verify", "--quiet", f"{commit}:{path}")
@@ -78,10 +85,16 @@ def pinned_sources(manifest: dict[str, Any], root: str | os.PathLike = ".") -> d
             continue
         commit = backend.get("commit")
         if not isinstance(commit, str):
-            raise BadInput("backend.sources are hashed at the pinned commit; give backend.commit", where=f"{placement.where}backend.commit")
+            raise BadInput(
+                "backend.sources are hashed at the pinned commit; give backend.commit",
+                where=f"{placement.where}backend.commit",
+            )
         workdir = checkout({"backend": backend}, root, where=placement.where)
-        out[label] = {"commit": commit, "workdir": backend["workdir"],
-                      "files": pinned(workdir, commit, list(backend["sources"]), where=placement.where)}
+        out[label] = {
+            "commit": commit,
+            "workdir": backend["workdir"],
+            "files": pinned(workdir, commit, list(backend["sources"]), where=placement.where),
+        }
     return out
 
 
@@ -100,7 +113,11 @@ def running(workdir: Path, paths: list[str]) -> dict[str, str | None]:
 
 def differences(expected: dict[str, str], ran: dict[str, str | None]) -> list[dict[str, Any]]:
     """[{path, pinned, ran}] for every pinned file that ran with other content (or not at all), sorted by path."""
-    return [{"path": path, "pinned": blob, "ran": ran.get(path)} for path, blob in sorted(expected.items()) if ran.get(path) != blob]
+    return [
+        {"path": path, "pinned": blob, "ran": ran.get(path)}
+        for path, blob in sorted(expected.items())
+        if ran.get(path) != blob
+    ]
 
 
 def record_run(config: dict[str, Any], run_dir: Path, root: str | os.PathLike = ".") -> Path | None:
@@ -110,8 +127,12 @@ def record_run(config: dict[str, Any], run_dir: Path, root: str | os.PathLike = 
     if not backend.get("sources"):
         return None
     workdir = checkout(config, root)
-    record = {"backend": backend.get("name"), "commit": backend.get("commit"), "workdir": str(workdir.resolve()),
-              "files": running(workdir, list(backend["sources"]))}
+    record = {
+        "backend": backend.get("name"),
+        "commit": backend.get("commit"),
+        "workdir": str(workdir.resolve()),
+        "files": running(workdir, list(backend["sources"])),
+    }
     path = Path(run_dir) / RUN_FILE
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return path
@@ -122,8 +143,12 @@ def check_lock_form(lock: Any, path: object) -> None:
     sources = lock.get(LOCK_KEY) if isinstance(lock, dict) else None
     if isinstance(sources, dict) and isinstance(sources.get("commit"), str):
         manifest = lock.get("manifest_path") or "the manifest"
-        raise BadInput(f"pins the sources of the default backend only (frozen before each backend had its own); "
-                       f"freeze again (agentrepro freeze {manifest}) so every backend's sources are pinned", path=path, where=LOCK_KEY)
+        raise BadInput(
+            f"pins the sources of the default backend only (frozen before each backend had its own); "
+            f"freeze again (agentrepro freeze {manifest}) so every backend's sources are pinned",
+            path=path,
+            where=LOCK_KEY,
+        )
 
 
 @dataclass
@@ -134,7 +159,7 @@ class RunParity:
     commit: str | None = None
     files: list[str] = field(default_factory=list)
     differences: list[dict[str, Any]] = field(default_factory=list)
-    problem: str | None = None     # the run's record is missing or unreadable: nothing says what it ran
+    problem: str | None = None  # the run's record is missing or unreadable: nothing says what it ran
 
 
 def run_parity(lock: dict[str, Any], method: str, run_dir: Path) -> RunParity:
@@ -168,9 +193,12 @@ def parity_problems(lock: dict[str, Any] | None, method: str, run_dir: Path) -> 
     found = run_parity(lock, method, run_dir)
     if found.problem:
         return [found.problem]
-    return [f"{Path(run_dir) / RUN_FILE}: {method} on {found.label}: {d['path']} ran as "
-            f"{'blob ' + d['ran'] if d['ran'] else 'a missing file'} but {found.label} commit {str(found.commit)[:12]} has "
-            f"{d['pinned']}: the backend was not the pinned one" for d in found.differences]
+    return [
+        f"{Path(run_dir) / RUN_FILE}: {method} on {found.label}: {d['path']} ran as "
+        f"{'blob ' + d['ran'] if d['ran'] else 'a missing file'} but {found.label} commit {str(found.commit)[:12]} has "
+        f"{d['pinned']}: the backend was not the pinned one"
+        for d in found.differences
+    ]
 
 
 def study_rows(lock: dict[str, Any] | None, runs: list[tuple[str, int, Path]]) -> list[dict[str, Any]]:
@@ -186,9 +214,19 @@ def study_rows(lock: dict[str, Any] | None, runs: list[tuple[str, int, Path]]) -
             found = run_parity(lock, method, directory)
             if found.label is None:
                 break
-            row = rows.setdefault(method, {"method": method, "placement": found.label, "commit": found.commit,
-                                           "workdir": lock[LOCK_KEY][found.label].get("workdir"), "files": found.files,
-                                           "seeds": [], "unrecorded": [], "differences": []})
+            row = rows.setdefault(
+                method,
+                {
+                    "method": method,
+                    "placement": found.label,
+                    "commit": found.commit,
+                    "workdir": lock[LOCK_KEY][found.label].get("workdir"),
+                    "files": found.files,
+                    "seeds": [],
+                    "unrecorded": [],
+                    "differences": [],
+                },
+            )
             if job == "train":
                 row["seeds"].append(seed)
                 if found.problem:

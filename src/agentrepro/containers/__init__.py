@@ -14,6 +14,25 @@ from agentrepro.containers.proof import attempt_extra, clear_records, mismatch, 
 from agentrepro.containers.running import proven
 from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest
 
-__all__ = ["RUNTIME", "RUNTIMES", "Container", "Image", "Mount", "Program", "RunRequest", "archive_image_id",
-           "attempt_extra", "clear_records", "container_for", "file_problem", "image_cache", "image_of", "mismatch",
-           "problems", "prepare", "program", "proven", "record"]
+__all__ = [
+    "RUNTIME",
+    "RUNTIMES",
+    "Container",
+    "Image",
+    "Mount",
+    "Program",
+    "RunRequest",
+    "archive_image_id",
+    "attempt_extra",
+    "clear_records",
+    "container_for",
+    "file_problem",
+    "image_cache",
+    "image_of",
+    "mismatch",
+    "prepare",
+    "problems",
+    "program",
+    "proven",
+    "record",
+]

@@ -26,13 +26,15 @@ from typing import Any
 from agentrepro.containers.runtimes import RUNTIME
 from agentrepro.errors import BadInput
 
-RUNTIMES = tuple(RUNTIME)   # manifest.schema.json's image.runtime says the same (a test keeps them equal)
+RUNTIMES = tuple(RUNTIME)  # manifest.schema.json's image.runtime says the same (a test keeps them equal)
 NO_RUNTIME = "none"
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 # A registry reference as the distribution grammar writes it (host[:port]/path[:tag]), and never an option.
-REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::[0-9]+)?(?:/[A-Za-z0-9._-]+)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?$")
-WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")   # a digest or hash: one word of the reference, no '/' or '@'
-SIF_MAGIC = b"SIF_MAGIC"   # in the first 64 bytes of every SIF file (after its launch line)
+REFERENCE = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::[0-9]+)?(?:/[A-Za-z0-9._-]+)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?$"
+)
+WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")  # a digest or hash: one word of the reference, no '/' or '@'
+SIF_MAGIC = b"SIF_MAGIC"  # in the first 64 bytes of every SIF file (after its launch line)
 
 
 @dataclass(frozen=True)
@@ -84,21 +86,27 @@ def image_of(block: dict[str, Any], *, where: str = "image") -> Image | None:
         return None
     runtime = block.get("runtime")
     if runtime not in RUNTIMES:
-        raise BadInput(f"expected one of {', '.join(RUNTIMES)} (the runtime every job of this placement runs in), "
-                       f"got {runtime!r}", where=f"{where}.runtime")
+        raise BadInput(
+            f"expected one of {', '.join(RUNTIMES)} (the runtime every job of this placement runs in), got {runtime!r}",
+            where=f"{where}.runtime",
+        )
     if "file" in block:
         file, sha = block.get("file"), block.get("sha256")
         if not isinstance(file, str) or not file or "\n" in file:
             raise BadInput("expected the path of a local image file", where=f"{where}.file")
         if not isinstance(sha, str) or not WORD.match(sha):
-            raise BadInput(f"expected the file's SHA-256 (64 lower-case hex digits), got {sha!r}", where=f"{where}.sha256")
+            raise BadInput(
+                f"expected the file's SHA-256 (64 lower-case hex digits), got {sha!r}", where=f"{where}.sha256"
+            )
         return Image(runtime, file=file, sha256=sha)
     ref, digest = block.get("ref"), block.get("digest")
     if not isinstance(ref, str) or not REFERENCE.match(ref.split("@", 1)[0]):
         raise BadInput(f"expected a registry reference (registry/name[:tag]), got {ref!r}", where=f"{where}.ref")
     if not isinstance(digest, str) or not WORD.match(digest):
-        raise BadInput(f"expected the image digest sha256:<64 hex>, got {digest!r}: a tag alone can be re-pushed",
-                       where=f"{where}.digest")
+        raise BadInput(
+            f"expected the image digest sha256:<64 hex>, got {digest!r}: a tag alone can be re-pushed",
+            where=f"{where}.digest",
+        )
     return Image(runtime, ref=ref, digest=digest)
 
 
@@ -109,13 +117,13 @@ def archive_image_id(path: str | Path) -> str:
     try:
         with tarfile.open(path) as tar:
             names = set(tar.getnames())
-            if "manifest.json" in names:   # docker-archive (`docker save`, `podman save --format docker-archive`)
+            if "manifest.json" in names:  # docker-archive (`docker save`, `podman save --format docker-archive`)
                 entries = _member_json(tar, "manifest.json")
                 if not isinstance(entries, list) or len(entries) != 1 or not isinstance(entries[0], dict):
                     raise BadInput("manifest.json: expected exactly one image in the archive", path=path)
                 config = str(entries[0].get("Config", ""))
                 digest = "sha256:" + Path(config).name.removesuffix(".json").removeprefix("sha256:")
-            elif "index.json" in names:   # OCI archive (`podman save --format oci-archive`)
+            elif "index.json" in names:  # OCI archive (`podman save --format oci-archive`)
                 index = _member_json(tar, "index.json")
                 manifests = index.get("manifests") if isinstance(index, dict) else None
                 if not isinstance(manifests, list) or len(manifests) != 1:
@@ -123,7 +131,9 @@ def archive_image_id(path: str | Path) -> str:
                 manifest = _member_json(tar, _blob(manifests[0].get("digest")))
                 digest = str(((manifest or {}).get("config") or {}).get("digest", ""))
             else:
-                raise BadInput("not an image archive: no manifest.json (docker-archive) or index.json (OCI archive)", path=path)
+                raise BadInput(
+                    "not an image archive: no manifest.json (docker-archive) or index.json (OCI archive)", path=path
+                )
     except (tarfile.TarError, OSError) as exc:
         raise BadInput(f"not a readable image archive ({exc})", path=path) from None
     if not DIGEST.match(digest):

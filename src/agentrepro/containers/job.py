@@ -74,8 +74,9 @@ class Program:
     label: str = ""
 
 
-def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = (),
-                  shared: Iterable[Path] = ()) -> Container | None:
+def container_for(
+    config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = (), shared: Iterable[Path] = ()
+) -> Container | None:
     """The container of a job of this run config, or None when its placement runs without one (or the config, written
     by hand outside a study, names no image); BadInput naming the field for an image block or a path that cannot be used."""
     image = image_of(config["image"]) if "image" in config else None
@@ -84,8 +85,12 @@ def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path
     mounts = [Mount(Path(run_dir).resolve(), read_only=False), Mount(Path.cwd(), read_only=False)]
     checkout = (config.get("backend") or {}).get("workdir")
     if checkout:
-        mounts.append(Mount(Path(checkout).resolve(), read_only=False))   # frameworks write into their checkout (Hydra's outputs/)
-    mounts += [Mount(Path(spec["path"]).resolve()) for spec in (config.get("data") or {}).values()]   # a file or a folder
+        mounts.append(
+            Mount(Path(checkout).resolve(), read_only=False)
+        )  # frameworks write into their checkout (Hydra's outputs/)
+    mounts += [
+        Mount(Path(spec["path"]).resolve()) for spec in (config.get("data") or {}).values()
+    ]  # a file or a folder
     if (config.get("model") or {}).get("path"):
         mounts.append(Mount(Path(config["model"]["path"]).resolve()))
     mounts += [Mount(Path(path).resolve()) for path in extra]
@@ -94,15 +99,29 @@ def container_for(config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path
     return Container(image, merged_mounts(mounts), gpus=gpus)
 
 
-def program(config: dict[str, Any], argv: Iterable[str], env: Mapping[str, str], cwd: str | Path | None, *,
-            run_dir: Path, job_dir: Path, label: str, extra: Iterable[Path] = (), shared: Iterable[Path] = ()) -> Program:
+def program(
+    config: dict[str, Any],
+    argv: Iterable[str],
+    env: Mapping[str, str],
+    cwd: str | Path | None,
+    *,
+    run_dir: Path,
+    job_dir: Path,
+    label: str,
+    extra: Iterable[Path] = (),
+    shared: Iterable[Path] = (),
+) -> Program:
     """One program of a job as it runs: inside the job's container (its command line from the runtime, the container's
     ID written to `job_dir/logs/<label>.cid`), or unchanged when the placement has no container."""
     container = container_for(config, run_dir=run_dir, extra=extra, shared=shared)
     if container is None:
         return Program(tuple(argv), dict(env), Path(cwd) if cwd else None, label=label)
-    workdir = Path.cwd() / cwd if cwd else Path.cwd()   # relative: under the mounted study root; absolute elsewhere: in the image
+    workdir = (
+        Path.cwd() / cwd if cwd else Path.cwd()
+    )  # relative: under the mounted study root; absolute elsewhere: in the image
     cidfile = (Path(job_dir) / "logs" / f"{label}.cid").resolve() if container.image.runtime != "apptainer" else None
-    request = RunRequest(container.reference(), tuple(argv), dict(env), workdir, container.mounts, container.gpus, cidfile)
+    request = RunRequest(
+        container.reference(), tuple(argv), dict(env), workdir, container.mounts, container.gpus, cidfile
+    )
     wrapped, host_env = container.runtime.run_argv(request)
     return Program(tuple(wrapped), host_env, None, container, cidfile, label)

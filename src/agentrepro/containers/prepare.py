@@ -31,7 +31,7 @@ from agentrepro.errors import Failure
 from agentrepro.fileio import sha256_file
 
 QUERY_TIMEOUT_S = 300
-PULL_TIMEOUT_S = 6 * 3600   # a framework image is tens of GB
+PULL_TIMEOUT_S = 6 * 3600  # a framework image is tens of GB
 
 
 def ask(argv: list[str], *, timeout: float = QUERY_TIMEOUT_S) -> str:
@@ -68,7 +68,7 @@ def _locked(path: Path) -> Iterator[None]:
 def prepare(container: Container) -> dict[str, Any]:
     """Make `container.image` runnable on this node; `{"action": present|pulled|loaded|converted, "seconds": ...}`."""
     image, runtime = container.image, container.runtime
-    key = (image.sha256 if image.is_file else str(image.digest).removeprefix("sha256:"))
+    key = image.sha256 if image.is_file else str(image.digest).removeprefix("sha256:")
     start = time.monotonic()
     with _locked(container.cache / "locks" / f"{image.runtime}-{key}.lock"):
         if image.runtime == "apptainer":
@@ -90,7 +90,9 @@ def _load(container: Container) -> str:
         return "present"
     actual = sha256_file(image.file)
     if actual != image.sha256:
-        raise Failure(f"{image.file} hashes to {actual}, not the pinned {image.sha256}: the image file changed since freeze")
+        raise Failure(
+            f"{image.file} hashes to {actual}, not the pinned {image.sha256}: the image file changed since freeze"
+        )
     ask(runtime.load_argv(Path(image.file)), timeout=PULL_TIMEOUT_S)
     if not succeeds(runtime.image_exists_argv(wanted)):
         raise Failure(f"{runtime.name} loaded {image.file}, but its image {wanted} is not in the store")

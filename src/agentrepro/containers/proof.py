@@ -30,16 +30,32 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl
 from agentrepro.reading import read_jsonl
 
-RECORDS = "containers.jsonl"   # in the job directory's logs/, for the attempt that is running
-KEY = "containers"             # the attempt's field
+RECORDS = "containers.jsonl"  # in the job directory's logs/, for the attempt that is running
+KEY = "containers"  # the attempt's field
 
 
-def record(*, label: str, image: Image, reference: str, version: str, resolved: dict[str, Any], obtained: str,
-           prepared: dict[str, Any]) -> dict[str, Any]:
+def record(
+    *,
+    label: str,
+    image: Image,
+    reference: str,
+    version: str,
+    resolved: dict[str, Any],
+    obtained: str,
+    prepared: dict[str, Any],
+) -> dict[str, Any]:
     """One program's proof: the runtime and its version, what was pinned and the reference the runtime was given,
     what the runtime says it ran, how that was asked, and how the image was prepared on this node."""
-    return {"label": label, "runtime": image.runtime, "version": version, "requested": image.identity(),
-            "reference": reference, "resolved": resolved, "obtained": obtained, "prepared": prepared}
+    return {
+        "label": label,
+        "runtime": image.runtime,
+        "version": version,
+        "requested": image.identity(),
+        "reference": reference,
+        "resolved": resolved,
+        "obtained": obtained,
+        "prepared": prepared,
+    }
 
 
 def mismatch(pinned: Image, entry: Any) -> str | None:
@@ -86,13 +102,17 @@ def problems(path: Path, provenance: dict[str, Any], image_block: dict[str, Any]
         for entry in entries:
             label = entry.get("label") if isinstance(entry, dict) else None
             if pinned is None:
-                found.append(f"{path}: attempt {attempt.get('number')} ran {label!r} in a container, but the lock's placement "
-                             "of this method runs without one")
+                found.append(
+                    f"{path}: attempt {attempt.get('number')} ran {label!r} in a container, but the lock's placement "
+                    "of this method runs without one"
+                )
             elif (why := mismatch(pinned, entry)) is not None:
                 found.append(f"{path}: attempt {attempt.get('number')}, program {label!r}: {why}")
     if pinned is not None and must_run and attempts and not attempts[-1].get(KEY):
-        found.append(f"{path}: the lock runs this method in {pinned.runtime} image {pinned.pinned}, but the last attempt "
-                     "recorded no program run in a container")
+        found.append(
+            f"{path}: the lock runs this method in {pinned.runtime} image {pinned.pinned}, but the last attempt "
+            "recorded no program run in a container"
+        )
     return found
 
 

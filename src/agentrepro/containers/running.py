@@ -44,7 +44,7 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
     before = _file_facts(container)
     if program.cidfile is not None:
         program.cidfile.parent.mkdir(parents=True, exist_ok=True)
-        program.cidfile.unlink(missing_ok=True)   # the runtime refuses to overwrite one
+        program.cidfile.unlink(missing_ok=True)  # the runtime refuses to overwrite one
     finished = False
     try:
         yield
@@ -53,11 +53,20 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
         try:
             try:
                 resolved, obtained = _ask(container, program)
-                add_record(job_dir, record(label=program.label, image=container.image, reference=container.reference(),
-                                           version=version, resolved={**before, **resolved}, obtained=obtained,
-                                           prepared=prepared))
+                add_record(
+                    job_dir,
+                    record(
+                        label=program.label,
+                        image=container.image,
+                        reference=container.reference(),
+                        version=version,
+                        resolved={**before, **resolved},
+                        obtained=obtained,
+                        prepared=prepared,
+                    ),
+                )
             finally:
-                _remove(container, program)   # also after an interruption: `rm --force` stops a container still running
+                _remove(container, program)  # also after an interruption: `rm --force` stops a container still running
         except Failure:
             if finished:
                 raise
@@ -86,8 +95,10 @@ def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
         if container.image.is_file:
             return {}, "sha256 of the SIF file, hashed by the harness as the program started"
         digest = runtime.deffile_digest(ask(runtime.deffile_argv(container.converted_sif)))
-        return ({"digests": [digest] if digest else [], "sif_sha256": sha256_file(container.converted_sif)},
-                f"apptainer inspect --deffile {container.converted_sif} (From: ...@sha256:...), and the SIF's sha256")
+        return (
+            {"digests": [digest] if digest else [], "sif_sha256": sha256_file(container.converted_sif)},
+            f"apptainer inspect --deffile {container.converted_sif} (From: ...@sha256:...), and the SIF's sha256",
+        )
     if program.cidfile is None or not program.cidfile.is_file():
         raise Failure(f"{runtime.name} wrote no container ID to {program.cidfile}")
     container_id = program.cidfile.read_text(encoding="ascii").strip()
@@ -97,8 +108,10 @@ def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
         resolved = runtime.resolved(container_json, ask(runtime.image_argv(image_id)))
     except ValueError as exc:
         raise Failure(f"{runtime.name} inspect of container {container_id}: {exc}") from None
-    return resolved, (f"{runtime.name} container inspect {container_id} (.Image, .ImageDigest); "
-                      f"{runtime.name} image inspect {image_id} (.Id, .Digest, .RepoDigests)")
+    return resolved, (
+        f"{runtime.name} container inspect {container_id} (.Image, .ImageDigest); "
+        f"{runtime.name} image inspect {image_id} (.Id, .Digest, .RepoDigests)"
+    )
 
 
 def _remove(container: Container, program: Program) -> None:

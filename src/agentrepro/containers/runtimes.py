@@ -34,8 +34,8 @@ from typing import Any
 from agentrepro.errors import BadInput
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-PASSED_BY_NAME = ("CUDA_VISIBLE_DEVICES",)   # the scheduler's choice of GPUs for this job, when the job has GPUs
-FORBIDDEN_IN_PATH = re.compile(r"[:,\x00-\x1f\x7f]")   # ':' and ',' separate the runtimes' mount fields and lists
+PASSED_BY_NAME = ("CUDA_VISIBLE_DEVICES",)  # the scheduler's choice of GPUs for this job, when the job has GPUs
+FORBIDDEN_IN_PATH = re.compile(r"[:,\x00-\x1f\x7f]")  # ':' and ',' separate the runtimes' mount fields and lists
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,11 @@ class Mount:
     def __post_init__(self) -> None:
         text = str(self.path)
         if not self.path.is_absolute() or FORBIDDEN_IN_PATH.search(text) or ".." in self.path.parts:
-            raise BadInput(f"{text!r} cannot be mounted: a mount path must be absolute, without '..', ':', ',' or "
-                           "control characters (the runtimes split their mount options at ':' and ',')", where="mount")
+            raise BadInput(
+                f"{text!r} cannot be mounted: a mount path must be absolute, without '..', ':', ',' or "
+                "control characters (the runtimes split their mount options at ':' and ',')",
+                where="mount",
+            )
 
     def spec(self) -> str:
         return f"{self.path}:{self.path}" + (":ro" if self.read_only else "")
@@ -59,13 +62,13 @@ class Mount:
 class RunRequest:
     """One program to run in an image: what every runtime needs to write its command line."""
 
-    reference: str                      # the image as the runtime names it (runtime.reference)
+    reference: str  # the image as the runtime names it (runtime.reference)
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path = Path("/")
     mounts: tuple[Mount, ...] = ()
     gpus: bool = False
-    cidfile: Path | None = None         # podman / docker: where the runtime writes the container's ID
+    cidfile: Path | None = None  # podman / docker: where the runtime writes the container's ID
 
     def __post_init__(self) -> None:
         for name in self.env:
@@ -157,7 +160,10 @@ class OciEngine:
     def resolved(cls, container_json: str, image_json: str) -> dict[str, Any]:
         """From `container inspect` and `image inspect` output: the image ID that ran and every digest the runtime
         knows it by (podman's ImageDigest and Digest, both runtimes' RepoDigests)."""
-        container, image = _first_object(container_json, "container inspect"), _first_object(image_json, "image inspect")
+        container, image = (
+            _first_object(container_json, "container inspect"),
+            _first_object(image_json, "image inspect"),
+        )
         image_id = cls.image_id_of(container_json)
         digests = {d for d in (container.get("ImageDigest"), image.get("Digest")) if isinstance(d, str) and d}
         digests |= {str(d).rsplit("@", 1)[-1] for d in image.get("RepoDigests") or [] if "@" in str(d)}
@@ -193,9 +199,11 @@ class Apptainer:
         for mount in request.mounts:
             argv += ["--bind", mount.spec()]
         argv += ["--pwd", str(request.cwd), request.reference]
-        if env:   # `env` inside the image sets each value literally; apptainer's own --env would parse it
+        if env:  # `env` inside the image sets each value literally; apptainer's own --env would parse it
             if "=" in request.argv[0]:
-                raise BadInput(f"{request.argv[0]!r}: a program name holding '=' would be read by env as a variable", where="argv")
+                raise BadInput(
+                    f"{request.argv[0]!r}: a program name holding '=' would be read by env as a variable", where="argv"
+                )
             argv += ["env", "--", *(f"{name}={value}" for name, value in sorted(env.items()))]
         return [*argv, *request.argv], {}
 

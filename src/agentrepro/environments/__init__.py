@@ -7,8 +7,24 @@ the default one is `REGISTRY`). Adding an environment: docs/extending.md "Add an
 
 from agentrepro.environments.base import Env
 from agentrepro.environments.registry import (
-    REGISTRY, Registry, env_names, make_env, panel_packages, task_description, task_panel, validate_params,
+    REGISTRY,
+    Registry,
+    env_names,
+    make_env,
+    panel_packages,
+    task_description,
+    task_panel,
+    validate_params,
 )
 
-__all__ = ["REGISTRY", "Env", "Registry", "env_names", "make_env", "panel_packages", "task_description", "task_panel",
-           "validate_params"]
+__all__ = [
+    "REGISTRY",
+    "Env",
+    "Registry",
+    "env_names",
+    "make_env",
+    "panel_packages",
+    "task_description",
+    "task_panel",
+    "validate_params",
+]

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.environments.alfworld_data import Game, data_dir_or_env, eligible_games, read_game, split_dir
-from agentrepro.environments.alfworld_tracking import Notes
 from agentrepro.environments.alfworld_prompts import FORMAT, ALFWorldPrompts, parse_action
+from agentrepro.environments.alfworld_tracking import Notes
 from agentrepro.environments.base import MAX_REWARD, Env
 from agentrepro.environments.params import Param, integer, number, one_of
 from agentrepro.errors import BadInput
@@ -37,7 +37,7 @@ from agentrepro.fileio import sha256_json
 from agentrepro.reading import load_json
 
 NOTHING = "Nothing happens."
-MAX_TURNS = 1_000   # max_turns and history_length (verl-agent: 50 and 2)
+MAX_TURNS = 1_000  # max_turns and history_length (verl-agent: 50 and 2)
 
 
 def _optional_path(v: Any) -> str | None:
@@ -50,9 +50,14 @@ def textworld_env(game_file: Path):
     """A TextWorld environment for one ALFWorld game, wrapped and with the infos AlfredTWEnv requests."""
     try:
         import textworld  # optional: the alfworld extra
-        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos  # optional: the alfworld extra
+        from alfworld.agents.environment.alfred_tw_env import (
+            AlfredDemangler,
+            AlfredInfos,
+        )  # optional: the alfworld extra
     except ImportError as exc:
-        raise BadInput(f"the alfworld package is not installed ({exc}): pip install '.[alfworld]'", where="package") from None
+        raise BadInput(
+            f"the alfworld package is not installed ({exc}): pip install '.[alfworld]'", where="package"
+        ) from None
     infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
 
@@ -67,13 +72,31 @@ class ALFWorld(Env):
     grid_symbols = ()
     prompts = ALFWorldPrompts()
     parameters = (
-        Param("data_dir", None, _optional_path, "ALFWorld data directory (null: $ALFWORLD_DATA); not part of a task's hash"),
-        Param("max_turns", 50, integer(1, MAX_TURNS), "turns before the episode ends unsolved (verl-agent env.max_steps)"),
-        Param("history_length", 2, integer(0, MAX_TURNS), "earlier observations and actions shown (verl-agent env.history_length)"),
-        Param("success_reward", 10.0, number(-MAX_REWARD, MAX_REWARD), "reward on the turn the game is won (10.0 * won)"),
+        Param(
+            "data_dir",
+            None,
+            _optional_path,
+            "ALFWorld data directory (null: $ALFWORLD_DATA); not part of a task's hash",
+        ),
+        Param(
+            "max_turns", 50, integer(1, MAX_TURNS), "turns before the episode ends unsolved (verl-agent env.max_steps)"
+        ),
+        Param(
+            "history_length",
+            2,
+            integer(0, MAX_TURNS),
+            "earlier observations and actions shown (verl-agent env.history_length)",
+        ),
+        Param(
+            "success_reward", 10.0, number(-MAX_REWARD, MAX_REWARD), "reward on the turn the game is won (10.0 * won)"
+        ),
         Param("prompt_format", FORMAT, one_of(FORMAT), "response format: <think>...</think> then <action>...</action>"),
-        Param("observation", "graphgpo", one_of("graphgpo", "verl-agent"),
-              "graphgpo: the game's text with the GraphGPO recipe's notes; verl-agent: the game's text alone"),
+        Param(
+            "observation",
+            "graphgpo",
+            one_of("graphgpo", "verl-agent"),
+            "graphgpo: the game's text with the GraphGPO recipe's notes; verl-agent: the game's text alone",
+        ),
     )
 
     def __init__(self, params: dict[str, Any]):
@@ -98,7 +121,7 @@ class ALFWorld(Env):
         marker = "Your task is to: "
         if marker not in self.feedback:
             raise BadInput(f"the game's first text has no {marker.strip()!r}", path=game.game_file, where="grammar")
-        self.task = self.feedback[self.feedback.find(marker) + len(marker):].strip()
+        self.task = self.feedback[self.feedback.find(marker) + len(marker) :].strip()
         info = self._info()
         return self.prompts.initial_observation(info), info
 
@@ -129,8 +152,14 @@ class ALFWorld(Env):
         reward = self.params["success_reward"] if self.won else 0.0
         self.total_reward += reward
         info = self._info()
-        info.update(success=self.won, valid=parsed["valid"], effective=self.feedback != NOTHING,
-                    actions=[parsed["action"]], parsed=parsed, admissible=parsed["action"] in self.admissible_before)
+        info.update(
+            success=self.won,
+            valid=parsed["valid"],
+            effective=self.feedback != NOTHING,
+            actions=[parsed["action"]],
+            parsed=parsed,
+            admissible=parsed["action"] in self.admissible_before,
+        )
         return self.prompts.step_observation(info["actions"], info), reward, self.done, info
 
     # -- Env's game hooks ------------------------------------------------------------------------
@@ -177,35 +206,52 @@ class ALFWorld(Env):
     def solve(self) -> list[str]:
         """The rest of the game's walkthrough if every command so far followed it, else [] (no planner here)."""
         plan = self.walkthrough()
-        return plan[len(self.plan):] if plan[:len(self.plan)] == self.plan and not self.won else []
+        return plan[len(self.plan) :] if plan[: len(self.plan)] == self.plan and not self.won else []
 
     def _info(self) -> dict[str, Any]:
-        return {"grid": self.observed(), "state_key": self.state_key(), "player_pos": [self.effective, 0],
-                "feedback": self.feedback, "won": self.won, "admissible_commands": list(self.admissible),
-                "history": list(self.history), "history_length": self.params["history_length"], "task": self.task,
-                "category": self.game.category, "task_id": self.game.task_id}
+        return {
+            "grid": self.observed(),
+            "state_key": self.state_key(),
+            "player_pos": [self.effective, 0],
+            "feedback": self.feedback,
+            "won": self.won,
+            "admissible_commands": list(self.admissible),
+            "history": list(self.history),
+            "history_length": self.params["history_length"],
+            "task": self.task,
+            "category": self.game.category,
+            "task_id": self.game.task_id,
+        }
 
     # -- task identity ---------------------------------------------------------------------------
     #: eval.panel's choices for a panel of game files: which eligible games of the split it takes
     PANEL_SELECTIONS = {
         "first": "the first eval.tasks eligible games in path order, as the Relax recipe's data preparation selects its "
-                 "evaluation games (prepare_alfworld.py select_task_files with --limit eval_in_distribution=N), so both "
-                 "backends play the same games",
+        "evaluation games (prepare_alfworld.py select_task_files with --limit eval_in_distribution=N), so both "
+        "backends play the same games",
         "all": "every eligible game of the split (eval.tasks must be their number)",
     }
 
     @classmethod
-    def frozen_panel(cls, data_dir: Path, split: str, params: Mapping[str, Any], tasks: int, select: str = "first"
-                     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+    def frozen_panel(
+        cls, data_dir: Path, split: str, params: Mapping[str, Any], tasks: int, select: str = "first"
+    ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
         """The panel of the eligible games of `split` that `select` takes (sorted ids; PANEL_SELECTIONS), the hashes
         of their files (relative to `data_dir`) and the versions of the packages that play them
         (agentrepro.manifest.taskpanel)."""
         games = eligible_games(data_dir, split, where="env.split")
         if len(games) < tasks:
-            raise BadInput(f"{len(games)} eligible games, fewer than eval.tasks ({tasks})", path=split_dir(data_dir, split), where="eval.tasks")
+            raise BadInput(
+                f"{len(games)} eligible games, fewer than eval.tasks ({tasks})",
+                path=split_dir(data_dir, split),
+                where="eval.tasks",
+            )
         if select == "all" and len(games) != tasks:
-            raise BadInput(f"eval.panel all takes every one of the {len(games)} eligible games, but eval.tasks is {tasks}",
-                           path=split_dir(data_dir, split), where="eval.tasks")
+            raise BadInput(
+                f"eval.panel all takes every one of the {len(games)} eligible games, but eval.tasks is {tasks}",
+                path=split_dir(data_dir, split),
+                where="eval.tasks",
+            )
         chosen = [read_game(data_dir, task_id, where="data.eval.path") for task_id in games[:tasks]]
         files: dict[str, str] = {}
         for game in chosen:
@@ -224,13 +270,17 @@ class ALFWorld(Env):
         panel_counts: dict[str, int] = {}
         for entry in panel:
             panel_counts[entry["category"]] = panel_counts.get(entry["category"], 0) + 1
-        missing = [f"{c} ({n - panel_counts.get(c, 0)} of {n})" for c, n in split_counts.items() if panel_counts.get(c, 0) < n]
+        missing = [
+            f"{c} ({n - panel_counts.get(c, 0)} of {n})" for c, n in split_counts.items() if panel_counts.get(c, 0) < n
+        ]
         mix = "; ".join(f"{c} {panel_counts.get(c, 0)}/{n}" for c, n in sorted(split_counts.items()))
         left = f"it leaves out {', '.join(missing)}" if missing else "it holds every eligible game"
-        return (f"eval.panel = {select}: {len(panel)} of the {len(games)} eligible games of {split} ({cls.PANEL_SELECTIONS[select]}); "
-                f"{left} (panel/split by category: {mix}), where verl-agent's own validation draws its "
-                f"{len(panel)} games at random from all {len(games)} (env.seed + 1000 + i), so the category mix differs from "
-                "the paper's evaluation")
+        return (
+            f"eval.panel = {select}: {len(panel)} of the {len(games)} eligible games of {split} ({cls.PANEL_SELECTIONS[select]}); "
+            f"{left} (panel/split by category: {mix}), where verl-agent's own validation draws its "
+            f"{len(panel)} games at random from all {len(games)} (env.seed + 1000 + i), so the category mix differs from "
+            "the paper's evaluation"
+        )
 
     def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         return task_description(self.game, self.params)
@@ -242,13 +292,22 @@ class ALFWorld(Env):
         return panel_entry(self.game, self.params)
 
     def turn_fields(self, info: dict[str, Any]) -> dict[str, Any]:
-        return {"won": info["won"], "category": info["category"], "admissible": info["admissible"],
-                "admissible_commands": info["admissible_commands"]}
+        return {
+            "won": info["won"],
+            "category": info["category"],
+            "admissible": info["admissible"],
+            "admissible_commands": info["admissible_commands"],
+        }
 
     def show_fields(self) -> dict[str, Any]:
-        return {"task_type": self.game.task_type, "category": self.game.category, "walkthrough": self.walkthrough(),
-                "admissible_commands": list(self.admissible), "game_sha256": self.game.game_sha256,
-                "traj_data_sha256": self.game.traj_sha256}
+        return {
+            "task_type": self.game.task_type,
+            "category": self.game.category,
+            "walkthrough": self.walkthrough(),
+            "admissible_commands": list(self.admissible),
+            "game_sha256": self.game.game_sha256,
+            "traj_data_sha256": self.game.traj_sha256,
+        }
 
 
 def package_versions() -> dict[str, str]:
@@ -256,17 +315,28 @@ def package_versions() -> dict[str, str]:
     try:
         return {name: version(name) for name in ("alfworld", "textworld")}
     except PackageNotFoundError as exc:
-        raise BadInput(f"package {exc} is not installed, and the lock records its version: pip install '.[alfworld]'",
-                       where="env.name") from None
+        raise BadInput(
+            f"package {exc} is not installed, and the lock records its version: pip install '.[alfworld]'",
+            where="env.name",
+        ) from None
 
 
 def task_description(game: Game, params: Mapping[str, Any]) -> dict[str, Any]:
     """What an ALFWorld task's hash covers: the game's id, its two files' hashes and the parameters but `data_dir`."""
-    return {"env": ALFWorld.name, "params": {k: v for k, v in params.items() if k != "data_dir"}, "task_id": game.task_id,
-            "game_sha256": game.game_sha256, "traj_data_sha256": game.traj_sha256}
+    return {
+        "env": ALFWorld.name,
+        "params": {k: v for k, v in params.items() if k != "data_dir"},
+        "task_id": game.task_id,
+        "game_sha256": game.game_sha256,
+        "traj_data_sha256": game.traj_sha256,
+    }
 
 
 def panel_entry(game: Game, params: Mapping[str, Any]) -> dict[str, Any]:
     """The task panel's row of one game (no seed: the game is the task)."""
-    return {"task_id": game.task_id, "task_hash": sha256_json(task_description(game, params)), "seed": None,
-            "category": game.category}
+    return {
+        "task_id": game.task_id,
+        "task_hash": sha256_json(task_description(game, params)),
+        "seed": None,
+        "category": game.category,
+    }

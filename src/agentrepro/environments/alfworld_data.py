@@ -19,7 +19,6 @@ content is named by the SHA-256 of its two files. Reading them needs no ALFWorld
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -75,7 +74,10 @@ def data_dir_or_env(data_dir: str | os.PathLike | None, *, where: str) -> Path:
     if data_dir is None:
         data_dir = os.environ.get("ALFWORLD_DATA")
         if not data_dir:
-            raise BadInput("no ALFWorld data directory: give one (--data-dir, env.params.data_dir) or set ALFWORLD_DATA", where=where)
+            raise BadInput(
+                "no ALFWorld data directory: give one (--data-dir, env.params.data_dir) or set ALFWORLD_DATA",
+                where=where,
+            )
     path = Path(data_dir)
     if not path.is_dir():
         raise BadInput("ALFWorld data directory not found", path=path, where=where)
@@ -142,7 +144,12 @@ def game_id_problem(task_id: object) -> str | None:
     if not isinstance(task_id, str) or not task_id:
         return "expected a non-empty game directory relative to the data directory"
     parts = PurePosixPath(task_id).parts
-    if task_id.startswith("/") or "\\" in task_id or any(p in ("", ".", "..") for p in parts) or PurePosixPath(*parts).as_posix() != task_id.rstrip("/"):
+    if (
+        task_id.startswith("/")
+        or "\\" in task_id
+        or any(p in ("", ".", "..") for p in parts)
+        or PurePosixPath(*parts).as_posix() != task_id.rstrip("/")
+    ):
         return f"{task_id!r} is not a plain relative path (no '..', no leading '/', '/' as separator)"
     return None
 
@@ -162,5 +169,11 @@ def read_game(data_dir: Path, task_id: str, *, where: str = "--task") -> Game:
         if not isinstance(game.get(key), str) or not game[key]:
             raise BadInput("expected a non-empty string", path=directory / GAME_FILE, where=key)
     task_type = task_type_of(directory / TRAJ_FILE)
-    return Game(task_id=task_id, directory=directory, task_type=task_type, category=CATEGORIES[task_type],
-                game_sha256=sha256_file(directory / GAME_FILE), traj_sha256=sha256_file(directory / TRAJ_FILE))
+    return Game(
+        task_id=task_id,
+        directory=directory,
+        task_type=task_type,
+        category=CATEGORIES[task_type],
+        game_sha256=sha256_file(directory / GAME_FILE),
+        traj_sha256=sha256_file(directory / TRAJ_FILE),
+    )

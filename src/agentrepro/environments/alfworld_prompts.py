@@ -51,10 +51,15 @@ def parse_action(response: str) -> dict[str, Any]:
     lower = response.lower()
     start, end = lower.find("<action>"), lower.find("</action>")
     tagged = start != -1 and end != -1
-    action = lower[start + len("<action>"):end].strip() if tagged else lower[-30:]
+    action = lower[start + len("<action>") : end].strip() if tagged else lower[-30:]
     think = "<think>" in response and "</think>" in response
-    return {"action": action, "format_correct": tagged and think, "think": think,
-            "valid": tagged and think and not _CJK.search(response), "llm_raw_response": response}
+    return {
+        "action": action,
+        "format_correct": tagged and think,
+        "think": think,
+        "valid": tagged and think and not _CJK.search(response),
+        "llm_raw_response": response,
+    }
 
 
 class ALFWorldPrompts:
@@ -78,7 +83,15 @@ class ALFWorldPrompts:
             return self.initial_observation(info)
         recent = history[-length:]
         first = len(history) - len(recent) + 1
-        lines = "\n".join(f"[Observation {first + i}: '{obs}', Action {first + i}: '{act}']" for i, (obs, act) in enumerate(recent))
-        return _LATER.format(task_description=info["task"], step_count=len(history), history_length=len(recent),
-                             action_history=lines, current_step=len(history) + 1, current_observation=info["grid"],
-                             admissible_actions=self._commands(info))
+        lines = "\n".join(
+            f"[Observation {first + i}: '{obs}', Action {first + i}: '{act}']" for i, (obs, act) in enumerate(recent)
+        )
+        return _LATER.format(
+            task_description=info["task"],
+            step_count=len(history),
+            history_length=len(recent),
+            action_history=lines,
+            current_step=len(history) + 1,
+            current_observation=info["grid"],
+            admissible_actions=self._commands(info),
+        )

@@ -42,8 +42,8 @@ class Notes:
 
     location: str = START
     holding: str = NOTHING
-    items: dict[str, dict[str, bool]] = field(default_factory=dict)    # object -> flags, in first-processed order
-    moved: dict[str, dict[str, str]] = field(default_factory=dict)     # object -> {old_location, new_location}
+    items: dict[str, dict[str, bool]] = field(default_factory=dict)  # object -> flags, in first-processed order
+    moved: dict[str, dict[str, str]] = field(default_factory=dict)  # object -> {old_location, new_location}
     over: bool = False
 
     def follow(self, command: str, feedback: str, done: bool) -> None:
@@ -107,7 +107,9 @@ class Notes:
 
     def text(self) -> tuple[str, str]:
         """(`Location: ... Items in hand (status): ....`, `History moving list by you: ...` or "")."""
-        held = " ".join(self._flags(flags) for obj, flags in self.items.items() if obj in self.holding and self._flags(flags))
+        held = " ".join(
+            self._flags(flags) for obj, flags in self.items.items() if obj in self.holding and self._flags(flags)
+        )
         status = f"({held})" if held else ("(unprocessed)" if self.holding != NOTHING else "")
         history = ""
         for obj, where in self.moved.items():
@@ -115,5 +117,7 @@ class Notes:
             state = f"({flags})" if flags else "(unprocessed)"
             if where["old_location"] != where["new_location"] or (state != "(unprocessed)" and self.holding != obj):
                 history += f"{obj}{state} from {where['old_location']} move to {where['new_location']};"
-        return (f"Location: {self.location}. Items in hand (status): {self.holding}{status}.",
-                f"History moving list by you: {history}" if history else "")
+        return (
+            f"Location: {self.location}. Items in hand (status): {self.holding}{status}.",
+            f"History moving list by you: {history}" if history else "",
+        )

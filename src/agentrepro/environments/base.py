@@ -34,28 +34,42 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from agentrepro.environments.images import package_versions, pixel_hash
-from agentrepro.environments.prompts import Prompts, wrap_answer
 from agentrepro.environments.params import Param, boolean, integer, nonempty_string, number, one_of, validate
 from agentrepro.environments.parsing import parse_response
+from agentrepro.environments.prompts import Prompts, wrap_answer
 from agentrepro.fileio import sha256_json
 
+MAX_ACTIONS_PER_STEP = 100  # actions one turn executes at most (VAGEN's games use 3 and 5)
+MAX_REWARD = 1e6  # |format_reward| and |success_reward|: sums over any episode stay far from overflow
 
-MAX_ACTIONS_PER_STEP = 100   # actions one turn executes at most (VAGEN's games use 3 and 5)
-MAX_REWARD = 1e6             # |format_reward| and |success_reward|: sums over any episode stay far from overflow
 
-
-def turn_parameters(formats: Sequence[str], *, prompt_format: str, max_actions_per_step: int,
-                    format_reward: float, render_modes: Sequence[str] = ("text",)) -> tuple[Param, ...]:
+def turn_parameters(
+    formats: Sequence[str],
+    *,
+    prompt_format: str,
+    max_actions_per_step: int,
+    format_reward: float,
+    render_modes: Sequence[str] = ("text",),
+) -> tuple[Param, ...]:
     """The parameters of the shared turn logic and prompts, with one game's defaults (the reference's
     names and order; `formats` are the prompt formats the game has prompts for, `render_modes` the
     observation kinds it renders, the first being the default)."""
     return (
         Param("render_mode", render_modes[0], one_of(*render_modes), "observation kind"),
         Param("prompt_format", prompt_format, one_of(*formats), "response format the system prompt asks for"),
-        Param("max_actions_per_step", max_actions_per_step, integer(1, MAX_ACTIONS_PER_STEP),
-              "actions executed per turn at most (later ones are dropped)"),
+        Param(
+            "max_actions_per_step",
+            max_actions_per_step,
+            integer(1, MAX_ACTIONS_PER_STEP),
+            "actions executed per turn at most (later ones are dropped)",
+        ),
         Param("action_sep", ",", nonempty_string, "separator between actions in the answer"),
-        Param("format_reward", format_reward, number(-MAX_REWARD, MAX_REWARD), "reward for a turn that executed at least one action"),
+        Param(
+            "format_reward",
+            format_reward,
+            number(-MAX_REWARD, MAX_REWARD),
+            "reward for a turn that executed at least one action",
+        ),
         Param("success_reward", 1.0, number(-MAX_REWARD, MAX_REWARD), "reward added when the episode is solved"),
         Param("use_example_in_sys_prompt", True, boolean, "whether the system prompt shows the format's examples"),
     )
@@ -185,8 +199,12 @@ class Env(ABC):
 
     def parse(self, response: str) -> dict[str, Any]:
         p = self.params
-        return parse_response(response, prompt_format=p["prompt_format"], action_sep=p["action_sep"],
-                              max_actions=p["max_actions_per_step"])
+        return parse_response(
+            response,
+            prompt_format=p["prompt_format"],
+            action_sep=p["action_sep"],
+            max_actions=p["max_actions_per_step"],
+        )
 
     def step(self, response: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self.seed is None:
@@ -213,14 +231,21 @@ class Env(ABC):
         self.done = done
         self.total_reward += reward
         info = self._info()
-        info.update(success=success, valid=valid, effective=self.player_position() != start,
-                    actions=executed, parsed=parsed)
+        info.update(
+            success=success, valid=valid, effective=self.player_position() != start, actions=executed, parsed=parsed
+        )
         return self.prompts.step_observation(executed, info), reward, done, info
 
     # -- task identity (docs/design.md §3.4) ------------------------------------------------------
     def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """The canonical description of the task just reset: what its hash covers."""
-        description = {"env": self.name, "params": self.params, "seed": self.seed, "grid": info["grid"], "observation": observation}
+        description = {
+            "env": self.name,
+            "params": self.params,
+            "seed": self.seed,
+            "grid": info["grid"],
+            "observation": observation,
+        }
         if "image_sha256" in info:
             description["image_sha256"] = info["image_sha256"]
         return description
@@ -231,8 +256,12 @@ class Env(ABC):
 
     def task_entry(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """The task panel's row for the task just reset: `task_id`, `task_hash`, `seed`, `category`."""
-        return {"task_id": f"{self.name}-{self.seed}", "task_hash": sha256_json(self.task_description(observation, info)),
-                "seed": self.seed, "category": self.task_category(info)}
+        return {
+            "task_id": f"{self.name}-{self.seed}",
+            "task_hash": sha256_json(self.task_description(observation, info)),
+            "seed": self.seed,
+            "category": self.task_category(info),
+        }
 
     def show_fields(self) -> dict[str, Any]:
         """Extra fields `env show` prints for the task just reset (e.g. how a map was generated)."""

@@ -42,10 +42,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--env", required=True, choices=env_names(), help="environment name")
-        p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                       help="environment parameter (reference name; JSON value), repeatable")
-        p.add_argument("--data-dir", metavar="DIR", help="data directory of a game-file environment (alfworld): "
-                       "the same as --param data_dir=DIR")
+        p.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="environment parameter (reference name; JSON value), repeatable",
+        )
+        p.add_argument(
+            "--data-dir",
+            metavar="DIR",
+            help="data directory of a game-file environment (alfworld): the same as --param data_dir=DIR",
+        )
 
     show = sub.add_parser("show", help="print the initial grid and observation of seeds")
     common(show)
@@ -55,22 +63,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--seeds", help="numbers and inclusive ranges, e.g. 0-99,10001-10256 (JSON lines)")
     show.add_argument("--json", action="store_true", help="one JSON object per seed")
     show.add_argument("--system-prompt", action="store_true", help="also print the system prompt (text mode)")
-    show.add_argument("--image", metavar="PNG", help="also write the initial state's picture (as VAGEN's vision mode) to PNG")
+    show.add_argument(
+        "--image", metavar="PNG", help="also write the initial state's picture (as VAGEN's vision mode) to PNG"
+    )
 
     replay = sub.add_parser("replay", help="feed recorded responses to an environment")
     common(replay)
     replay.add_argument("--seed", type=SEED, help="seed of the single episode (with --responses)")
-    replay.add_argument("--task", metavar="GAME_DIR", help="game of the single episode (with --responses; game-file environments)")
+    replay.add_argument(
+        "--task", metavar="GAME_DIR", help="game of the single episode (with --responses; game-file environments)"
+    )
     src = replay.add_mutually_exclusive_group(required=True)
     src.add_argument("--responses", help="JSONL file (or -): one response string per line")
     src.add_argument("--episodes", help='JSONL file (or -): {"seed": N, "responses": [...]} per line')
     replay.add_argument("--json", action="store_true", help="one JSON object per turn (default: text)")
-    replay.add_argument("--images", metavar="DIR", help="also write each state's picture (as VAGEN's vision mode): "
-                        "DIR/turn-0.png (the reset) … DIR/turn-N.png (after turn N); with --responses")
+    replay.add_argument(
+        "--images",
+        metavar="DIR",
+        help="also write each state's picture (as VAGEN's vision mode): "
+        "DIR/turn-0.png (the reset) … DIR/turn-N.png (after turn N); with --responses",
+    )
 
     seeds = sub.add_parser("seeds", help="expand a VAGEN dataset seed directive into its ordered seed list")
     seeds.add_argument("--name", required=True, help="spec name as in the dataset yaml (e.g. Sokoban, FrozenLake)")
-    seeds.add_argument("--n-envs", type=integer(0, MAX_TASKS), required=True, help="number of environments (seeds) to draw")
+    seeds.add_argument(
+        "--n-envs", type=integer(0, MAX_TASKS), required=True, help="number of environments (seeds) to draw"
+    )
     seeds.add_argument("--directive", required=True, help="JSON list: [x], [min, max] or [min, max, limit]")
     seeds.add_argument("--base-seed", type=integer(0), default=0)
     seeds.add_argument("--spec-idx", type=integer(0), default=0)
@@ -100,7 +118,7 @@ def parse_params(items: list[str], env: str, data_dir: str | None = None) -> dic
             raise BadInput("given twice", where=f"--param {key}")
         try:
             params[key] = parse_json(raw, where=f"--param {key}")
-        except MalformedJSON:   # not JSON: the text itself
+        except MalformedJSON:  # not JSON: the text itself
             params[key] = check_string(raw, where=f"--param {key}")
     try:
         return validate_params(env, params)
@@ -118,7 +136,9 @@ def task_arg(name: str, args: argparse.Namespace) -> int | str:
     option = REGISTRY.get(name).task_option
     seed, task = getattr(args, "seed", None), getattr(args, "task", None)
     if option == "--task" and seed is not None:
-        raise BadInput(f"environment {name!r} plays game files, not seeds: give --task GAME_DIR (and --data-dir)", where="--seed")
+        raise BadInput(
+            f"environment {name!r} plays game files, not seeds: give --task GAME_DIR (and --data-dir)", where="--seed"
+        )
     if option == "--seed" and task is not None:
         raise BadInput(f"environment {name!r} is generated from seeds: give --seed", where="--task")
     value = task if option == "--task" else seed
@@ -140,22 +160,48 @@ def show_record(name: str, params: dict[str, Any], seed: int | str) -> dict[str,
     env = make_env(name, params)
     observation, info = _reset(env, seed, env.task_option)
     task = env.task_entry(observation, info)
-    record = {env.task_option.lstrip("-"): seed, "env": name, "grid": info["grid"], "observation": observation,
-              "state_key": info["state_key"], "player_pos": info["player_pos"],
-              "task_id": task["task_id"], "task_hash": task["task_hash"], "solution": env.solve(), **env.show_fields(), "params": params}
+    record = {
+        env.task_option.lstrip("-"): seed,
+        "env": name,
+        "grid": info["grid"],
+        "observation": observation,
+        "state_key": info["state_key"],
+        "player_pos": info["player_pos"],
+        "task_id": task["task_id"],
+        "task_hash": task["task_hash"],
+        "solution": env.solve(),
+        **env.show_fields(),
+        "params": params,
+    }
     if "image_sha256" in info:
         record["image_sha256"] = info["image_sha256"]
     return record
 
 
 def _turn_record(env, turn: int, observation: str, reward: float, done: bool, info: dict[str, Any]) -> dict[str, Any]:
-    return {"turn": turn, "grid": info["grid"], "observation": observation, "reward": reward, "done": done,
-            "success": info["success"], "actions": info["actions"], "valid": info["valid"],
-            "effective": info["effective"], "state_key": info["state_key"], **env.turn_fields(info)}
+    return {
+        "turn": turn,
+        "grid": info["grid"],
+        "observation": observation,
+        "reward": reward,
+        "done": done,
+        "success": info["success"],
+        "actions": info["actions"],
+        "valid": info["valid"],
+        "effective": info["effective"],
+        "state_key": info["state_key"],
+        **env.turn_fields(info),
+    }
 
 
-def replay_episode(name: str, params: dict[str, Any], seed: int | str, responses: list[str], where: str,
-                   pictures: TurnPictures | None = None) -> list[dict[str, Any]]:
+def replay_episode(
+    name: str,
+    params: dict[str, Any],
+    seed: int | str,
+    responses: list[str],
+    where: str,
+    pictures: TurnPictures | None = None,
+) -> list[dict[str, Any]]:
     """Per-turn records of one episode; stops after the turn that ends it (`pictures` gets every state)."""
     env = make_env(name, params)
     _reset(env, seed, where)
@@ -176,7 +222,9 @@ def read_responses(path: str) -> list[str]:
     responses = []
     for number, obj in iter_input_jsonl(path):
         if not isinstance(obj, str):
-            raise BadInput(f"expected a JSON string (one response), got {type(obj).__name__}", path=path, where=f"line {number}")
+            raise BadInput(
+                f"expected a JSON string (one response), got {type(obj).__name__}", path=path, where=f"line {number}"
+            )
         responses.append(obj)
     return responses
 
@@ -206,7 +254,9 @@ def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
         check_output_file(args.image, option="--image")  # before any work
     if args.seeds is not None:
         if REGISTRY.get(args.env).task_option != "--seed":
-            raise BadInput(f"environment {args.env!r} plays game files, not seeds: give --task GAME_DIR", where="--seeds")
+            raise BadInput(
+                f"environment {args.env!r} plays game files, not seeds: give --task GAME_DIR", where="--seeds"
+            )
         records = [show_record(args.env, params, seed) for seed in parse_seed_ranges(args.seeds)]
         for record in records:
             _dump(record, out)
@@ -228,26 +278,34 @@ def _run_show(args, params: dict[str, Any], out: TextIO) -> int:
 def _run_replay(args, params: dict[str, Any], out: TextIO) -> int:
     if args.episodes is not None:
         if REGISTRY.get(args.env).task_option != "--seed":
-            raise BadInput(f"environment {args.env!r} plays game files: give --task GAME_DIR with --responses", where="--episodes")
+            raise BadInput(
+                f"environment {args.env!r} plays game files: give --task GAME_DIR with --responses", where="--episodes"
+            )
         if args.seed is not None:
             raise BadInput("--seed is given per line of --episodes, not on the command line", where="--seed")
         if args.images is not None:
             raise BadInput("pictures are written for one episode: use --responses", where="--images")
         episodes = read_episodes(args.episodes)
-        results = [{"seed": seed, "turns": replay_episode(args.env, params, seed, responses, f"{args.episodes}: line {n}")}
-                   for n, seed, responses in episodes]
+        results = [
+            {"seed": seed, "turns": replay_episode(args.env, params, seed, responses, f"{args.episodes}: line {n}")}
+            for n, seed, responses in episodes
+        ]
         for result in results:
             _dump(result, out)
         return 0
     task = task_arg(args.env, args)
     pictures = None if args.images is None else TurnPictures(args.images)
-    turns = replay_episode(args.env, params, task, read_responses(args.responses), REGISTRY.get(args.env).task_option, pictures)
+    turns = replay_episode(
+        args.env, params, task, read_responses(args.responses), REGISTRY.get(args.env).task_option, pictures
+    )
     for turn in turns:
         if args.json:
             _dump(turn, out)
         else:
-            out.write(f"turn {turn['turn']}: actions {turn['actions']} reward {turn['reward']} done {turn['done']} "
-                      f"success {turn['success']} valid {turn['valid']}\n{turn['grid']}\n")
+            out.write(
+                f"turn {turn['turn']}: actions {turn['actions']} reward {turn['reward']} done {turn['done']} "
+                f"success {turn['success']} valid {turn['valid']}\n{turn['grid']}\n"
+            )
     return 0
 
 
@@ -257,9 +315,18 @@ def _run_seeds(args, out: TextIO) -> int:
     except MalformedJSON as exc:
         raise BadInput(f"expected a JSON list such as [10001, 10256, 1]: {exc}", where="--directive") from None
     seeds = expand_directive(args.name, args.n_envs, directive, args.base_seed, args.spec_idx)
-    _dump({"name": args.name, "n_envs": args.n_envs, "seed": directive, "base_seed": args.base_seed,
-           "spec_idx": args.spec_idx, "rng_payload": directive_payload(args.name, directive, args.base_seed, args.spec_idx),
-           "seeds": seeds}, out)
+    _dump(
+        {
+            "name": args.name,
+            "n_envs": args.n_envs,
+            "seed": directive,
+            "base_seed": args.base_seed,
+            "spec_idx": args.spec_idx,
+            "rng_payload": directive_payload(args.name, directive, args.base_seed, args.spec_idx),
+            "seeds": seeds,
+        },
+        out,
+    )
     return 0
 
 

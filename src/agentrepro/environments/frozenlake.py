@@ -73,17 +73,25 @@ def generate_random_map(size: int, p: float, seed: int) -> list[str]:
             return ["".join(row) for row in board]
 
 
-MAX_SIZE = 64   # rows and columns of a map: `size`, and a given `desc` (whose row count becomes `size`)
+MAX_SIZE = 64  # rows and columns of a map: `size`, and a given `desc` (whose row count becomes `size`)
 
 
 def _desc(v: Any) -> list[str] | None:
     if v is None:
         return None
-    if not isinstance(v, list) or not 0 < len(v) <= MAX_SIZE or not all(isinstance(r, str) and 0 < len(r) <= MAX_SIZE for r in v) \
-            or len({len(r) for r in v}) != 1 or any(set(r) - set("SFHG") for r in v) \
-            or sum(r.count("S") for r in v) != 1 or sum(r.count("G") for r in v) < 1:
-        raise ValueError(f"null or a list of at most {MAX_SIZE} equal-length row strings of at most {MAX_SIZE} letters "
-                         "over S F H G with one S and a G")
+    if (
+        not isinstance(v, list)
+        or not 0 < len(v) <= MAX_SIZE
+        or not all(isinstance(r, str) and 0 < len(r) <= MAX_SIZE for r in v)
+        or len({len(r) for r in v}) != 1
+        or any(set(r) - set("SFHG") for r in v)
+        or sum(r.count("S") for r in v) != 1
+        or sum(r.count("G") for r in v) < 1
+    ):
+        raise ValueError(
+            f"null or a list of at most {MAX_SIZE} equal-length row strings of at most {MAX_SIZE} letters "
+            "over S F H G with one S and a G"
+        )
     return list(v)
 
 
@@ -142,21 +150,30 @@ class FrozenLake(Env):
     image_packages = ("gymnasium",)
     prompts = GridPrompts(guide=GUIDE, examples=EXAMPLES, wm_goal="goal", wm_other="hole")
     parameters = (
-        Param("size", 4, integer(1, MAX_SIZE), "rows and columns of a generated map (the given map's when desc is set)"),
+        Param(
+            "size", 4, integer(1, MAX_SIZE), "rows and columns of a generated map (the given map's when desc is set)"
+        ),
         Param("p", 0.8, number(0, 1), "probability that a generated cell is frozen rather than a hole"),
         Param("is_slippery", False, one_of(False), "slippery ice (only the VAGEN-Lite setting, false, is supported)"),
         Param("slip_prob", 0.0, one_of(0.0), "probability of slipping (0 without slippery ice)"),
         Param("desc", None, _desc, "null (maps drawn from the seed) or a fixed map as rows over S F H G"),
-        *turn_parameters(prompts.formats, prompt_format="free_think", max_actions_per_step=5, format_reward=0.02,
-                         render_modes=("text", "vision")),
+        *turn_parameters(
+            prompts.formats,
+            prompt_format="free_think",
+            max_actions_per_step=5,
+            format_reward=0.02,
+            render_modes=("text", "vision"),
+        ),
     )
 
     @classmethod
     def resolve_params(cls, params: dict[str, Any]) -> dict[str, Any]:
         if params["desc"] is not None:
             params["size"] = len(params["desc"])
-        elif params["size"] < 2:   # a start and a different goal need two cells
-            raise BadInput(f"expected an integer >= 2 for a generated map (no desc), got {params['size']}", where="env.params.size")
+        elif params["size"] < 2:  # a start and a different goal need two cells
+            raise BadInput(
+                f"expected an integer >= 2 for a generated map (no desc), got {params['size']}", where="env.params.size"
+            )
         return params
 
     def _generate(self, seed: int) -> None:
@@ -182,8 +199,10 @@ class FrozenLake(Env):
         return self.pos
 
     def render(self) -> str:
-        return grid_text(((PLAYER_SYMBOLS if (r, c) == self.pos else SYMBOLS)[letter] for c, letter in enumerate(row))
-                         for r, row in enumerate(self.desc))
+        return grid_text(
+            ((PLAYER_SYMBOLS if (r, c) == self.pos else SYMBOLS)[letter] for c, letter in enumerate(row))
+            for r, row in enumerate(self.desc)
+        )
 
     def render_image(self):
         """gymnasium's FrozenLake picture (images.frozenlake_image), as VAGEN's vision mode shows the board."""

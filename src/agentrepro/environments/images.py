@@ -25,10 +25,10 @@ import base64
 import hashlib
 import importlib.util
 import io
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -48,8 +48,9 @@ class MissingRenderer(BadInput):
 def _package_dir(package: str, pip_name: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingRenderer(f"image observations need the {pip_name} package (pip install 'agentrepro[vision]')",
-                              where="render_mode")
+        raise MissingRenderer(
+            f"image observations need the {pip_name} package (pip install 'agentrepro[vision]')", where="render_mode"
+        )
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -58,8 +59,9 @@ def package_versions(names: Sequence[str]) -> dict[str, str]:
     try:
         return {name: version(name) for name in names}
     except PackageNotFoundError as exc:
-        raise MissingRenderer(f"image observations need the {exc} package (pip install 'agentrepro[vision]')",
-                              where="render_mode") from None
+        raise MissingRenderer(
+            f"image observations need the {exc} package (pip install 'agentrepro[vision]')", where="render_mode"
+        ) from None
 
 
 def _load_png(path: Path) -> np.ndarray:
@@ -80,7 +82,16 @@ def sokoban_tiles() -> tuple[np.ndarray, ...]:
 def frozenlake_sprites() -> dict[str, np.ndarray]:
     """gymnasium's FrozenLake sprites (RGBA), by file stem."""
     img = _package_dir("gymnasium", "gymnasium") / "envs" / "toy_text" / "img"
-    names = ("tile_ice", "tile_hole", "tile_ice_crack_a", "tile_ice_crack_b", "agent", "goal_flag", "letter_s", "letter_g")
+    names = (
+        "tile_ice",
+        "tile_hole",
+        "tile_ice_crack_a",
+        "tile_ice_crack_b",
+        "agent",
+        "goal_flag",
+        "letter_s",
+        "letter_g",
+    )
     return {name: _load_png(img / f"{name}.png") for name in names}
 
 
@@ -93,17 +104,19 @@ def sokoban_image(room_state: Sequence[int], room_fixed: Sequence[int], rows: in
     out = np.zeros((rows * SOKOBAN_TILE, cols * SOKOBAN_TILE, 3), dtype=np.uint8)
     for r in range(rows):
         for c in range(cols):
-            out[r * SOKOBAN_TILE:(r + 1) * SOKOBAN_TILE, c * SOKOBAN_TILE:(c + 1) * SOKOBAN_TILE] = tiles[codes[r, c]]
+            out[r * SOKOBAN_TILE : (r + 1) * SOKOBAN_TILE, c * SOKOBAN_TILE : (c + 1) * SOKOBAN_TILE] = tiles[
+                codes[r, c]
+            ]
     return out
 
 
 def _blit(dst: np.ndarray, sprite: np.ndarray, x: int, y: int) -> None:
     """Blend an RGBA sprite onto the opaque RGB `dst` at (x, y) as pygame's per-pixel-alpha blit does."""
     h, w = sprite.shape[:2]
-    region = dst[y:y + h, x:x + w].astype(np.int32)
+    region = dst[y : y + h, x : x + w].astype(np.int32)
     src = sprite[..., :3].astype(np.int32)
     alpha = sprite[..., 3:4].astype(np.int32)
-    dst[y:y + h, x:x + w] = ((((src - region) * alpha + src) >> 8) + region).astype(np.uint8)
+    dst[y : y + h, x : x + w] = ((((src - region) * alpha + src) >> 8) + region).astype(np.uint8)
 
 
 def frozenlake_image(desc: Sequence[Sequence[str]], player: tuple[int, int]) -> np.ndarray:
@@ -111,8 +124,10 @@ def frozenlake_image(desc: Sequence[Sequence[str]], player: tuple[int, int]) -> 
     nrow, ncol = len(desc), len(desc[0])
     width, height = min(FROZENLAKE_CELL * ncol, 512), min(FROZENLAKE_CELL * nrow, 512)
     if width // ncol != FROZENLAKE_CELL or height // nrow != FROZENLAKE_CELL:
-        raise ValueError(f"FrozenLake images are reproduced for boards of at most 8×8 cells (64-pixel cells); "
-                         f"this board is {nrow}×{ncol}, which gymnasium would rescale its sprites for")
+        raise ValueError(
+            f"FrozenLake images are reproduced for boards of at most 8×8 cells (64-pixel cells); "
+            f"this board is {nrow}×{ncol}, which gymnasium would rescale its sprites for"
+        )
     s = frozenlake_sprites()
     cell = FROZENLAKE_CELL
     margin = round(cell * 0.06)
@@ -134,8 +149,8 @@ def frozenlake_image(desc: Sequence[Sequence[str]], player: tuple[int, int]) -> 
                     flag = s["goal_flag"]
                     _blit(out, flag, cx + (cell - flag.shape[1]) // 2, cy + cell - flag.shape[0] - round(cell * 0.12))
                     _blit(out, s["letter_g"], cx + margin, cy + margin)
-            out[cy, cx:cx + cell] = out[cy + cell - 1, cx:cx + cell] = FROZENLAKE_OUTLINE
-            out[cy:cy + cell, cx] = out[cy:cy + cell, cx + cell - 1] = FROZENLAKE_OUTLINE
+            out[cy, cx : cx + cell] = out[cy + cell - 1, cx : cx + cell] = FROZENLAKE_OUTLINE
+            out[cy : cy + cell, cx] = out[cy : cy + cell, cx + cell - 1] = FROZENLAKE_OUTLINE
     row, col = player
     if desc[row][col] != "H":
         agent = s["agent"]

@@ -30,7 +30,9 @@ class Param:
     help: str
 
 
-def validate(owner: str, parameters: Sequence[Param], given: dict[str, Any] | None, *, path: object = None) -> dict[str, Any]:
+def validate(
+    owner: str, parameters: Sequence[Param], given: dict[str, Any] | None, *, path: object = None
+) -> dict[str, Any]:
     """Every parameter of `owner` in declaration order: the given value checked, or the default."""
     given = {} if given is None else given
     if not isinstance(given, dict):
@@ -38,8 +40,11 @@ def validate(owner: str, parameters: Sequence[Param], given: dict[str, Any] | No
     names = [p.name for p in parameters]
     for key in given:
         if key not in names:
-            raise BadInput(f"unknown parameter for {owner}; expected one of {', '.join(sorted(names))}",
-                           path=path, where=f"env.params.{key}")
+            raise BadInput(
+                f"unknown parameter for {owner}; expected one of {', '.join(sorted(names))}",
+                path=path,
+                where=f"env.params.{key}",
+            )
     out: dict[str, Any] = {}
     for param in parameters:
         if param.name not in given:
@@ -59,6 +64,7 @@ def integer(lo: int | None = None, hi: int | None = None) -> Check:
         if isinstance(v, bool) or not isinstance(v, int) or (lo is not None and v < lo) or (hi is not None and v > hi):
             raise ValueError(f"an integer{'' if lo is None else f' >= {lo}'}{'' if hi is None else f' <= {hi}'}")
         return v
+
     return check
 
 
@@ -70,15 +76,24 @@ def optional_integer(lo: int, hi: int | None = None) -> Check:
             return integer(lo, hi)(v)
         except ValueError as exc:
             raise ValueError(f"null or {exc}") from None
+
     return check
 
 
 def number(lo: float | None = None, hi: float | None = None) -> Check:
     def check(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                or (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ValueError(f"a finite number{'' if lo is None else f' >= {lo:g}'}{'' if hi is None else f' <= {hi:g}'}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not math.isfinite(v)
+            or (lo is not None and v < lo)
+            or (hi is not None and v > hi)
+        ):
+            raise ValueError(
+                f"a finite number{'' if lo is None else f' >= {lo:g}'}{'' if hi is None else f' <= {hi:g}'}"
+            )
         return float(v)
+
     return check
 
 
@@ -87,6 +102,7 @@ def one_of(*options: Any) -> Check:
         if v not in options or isinstance(v, bool) != isinstance(options[0], bool):
             raise ValueError("one of " + ", ".join(map(repr, options)))
         return v
+
     return check
 
 

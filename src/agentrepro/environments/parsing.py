@@ -25,13 +25,20 @@ PROMPT_FORMATS = ("free_think", "wm", "free_wm")
 # linear time, and tests/environments/test_parsing.py checks that it agrees with these on random inputs.
 REFERENCE_PATTERNS = {
     "free_think": re.compile(r"<think>(.*?)</think>\s*<answer>(.*?)</answer>", re.DOTALL),
-    "wm": re.compile(r"<observation>(.*?)</observation>\s*<think>(.*?)</think>\s*<answer>(.*?)</answer>"
-                     r"\s*<prediction>(.*?)</prediction>", re.DOTALL),
-    "free_wm": re.compile(r"<observation>(.*?)</observation>(.*?)<answer>(.*?)</answer>(.*?)<prediction>(.*?)</prediction>",
-                          re.DOTALL),
+    "wm": re.compile(
+        r"<observation>(.*?)</observation>\s*<think>(.*?)</think>\s*<answer>(.*?)</answer>"
+        r"\s*<prediction>(.*?)</prediction>",
+        re.DOTALL,
+    ),
+    "free_wm": re.compile(
+        r"<observation>(.*?)</observation>(.*?)<answer>(.*?)</answer>(.*?)<prediction>(.*?)</prediction>", re.DOTALL
+    ),
 }
-_TAGS = {"free_think": ("think", "answer"), "wm": ("observation", "think", "answer", "prediction"),
-         "free_wm": ("observation", "answer", "prediction")}
+_TAGS = {
+    "free_think": ("think", "answer"),
+    "wm": ("observation", "think", "answer", "prediction"),
+    "free_wm": ("observation", "answer", "prediction"),
+}
 _WS_THEN = {tag: re.compile(r"\s*<" + tag + ">") for tag in ("think", "answer", "prediction")}
 
 
@@ -67,7 +74,7 @@ def match_tags(text: str, prompt_format: str) -> tuple[str, ...] | None:
             gap_end = text.find(f"<{following}>", end + len(close))
             if gap_end < 0:
                 return None
-            groups += [text[pos:end], text[end + len(close):gap_end]]
+            groups += [text[pos:end], text[end + len(close) : gap_end]]
             pos = gap_end + len(following) + 2
             continue
         end = text.find(close, pos)
@@ -115,13 +122,26 @@ def _free_think(response: str, action_sep: str, max_actions: int) -> dict[str, A
     }
 
 
-def _wm_result(response: str, observation: str, think: str, content: str, prediction: str,
-               actions: list[str], ok: bool, *, free: bool) -> dict[str, Any]:
+def _wm_result(
+    response: str,
+    observation: str,
+    think: str,
+    content: str,
+    prediction: str,
+    actions: list[str],
+    ok: bool,
+    *,
+    free: bool,
+) -> dict[str, Any]:
     if free:  # free_wm: the free text is not re-emitted in the canonical response
-        canonical = f"<observation>{observation}</observation><answer>{content}</answer><prediction>{prediction}</prediction>"
+        canonical = (
+            f"<observation>{observation}</observation><answer>{content}</answer><prediction>{prediction}</prediction>"
+        )
     else:
-        canonical = (f"<observation>{observation}</observation><think>{think}</think>"
-                     f"<answer>{content}</answer><prediction>{prediction}</prediction>")
+        canonical = (
+            f"<observation>{observation}</observation><think>{think}</think>"
+            f"<answer>{content}</answer><prediction>{prediction}</prediction>"
+        )
     return {
         "llm_raw_response": response,
         "llm_response": canonical,

@@ -34,8 +34,10 @@ Rules for <answer>:
 _LAYOUT = {
     "free_think": "You should first give your reasoning, and then your answer.\nYour response should be in the format of:\n<think>...</think><answer>...</answer>",
     "wm": "Your response must be in the format of:\n<observation>...</observation><think>...</think><answer>...</answer><prediction>...</prediction>.\n\n",
-    "free_wm": ("Your response must be in the format of:\n<observation>...</observation> your reasoning <answer>...</answer> "
-                "your reasoning <prediction>...</prediction>.\n\nYou may include free-form reasoning text between the tags.\n\n"),
+    "free_wm": (
+        "Your response must be in the format of:\n<observation>...</observation> your reasoning <answer>...</answer> "
+        "your reasoning <prediction>...</prediction>.\n\nYou may include free-form reasoning text between the tags.\n\n"
+    ),
 }
 
 
@@ -72,7 +74,9 @@ class GridPrompts:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.examples) - set(_LAYOUT))
         if not self.examples or unknown:
-            raise ValueError(f"examples must be given for one or more of {', '.join(_LAYOUT)}; got {sorted(self.examples)}")
+            raise ValueError(
+                f"examples must be given for one or more of {', '.join(_LAYOUT)}; got {sorted(self.examples)}"
+            )
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -82,7 +86,10 @@ class GridPrompts:
         """The format instructions in `prompt_format` (one of `formats`)."""
         if prompt_format not in self.examples:
             raise ValueError(f"no prompt for format {prompt_format!r}; this game has {', '.join(self.formats)}")
-        text = f"You can take up to {max_actions} action(s) at a time, separated by {action_sep}.\n" + _LAYOUT[prompt_format]
+        text = (
+            f"You can take up to {max_actions} action(s) at a time, separated by {action_sep}.\n"
+            + _LAYOUT[prompt_format]
+        )
         if prompt_format in ("wm", "free_wm"):
             text += _WM_RULES.format(goal=self.wm_goal, other=self.wm_other, n=max_actions, sep=action_sep)
             text += self.wm_rules_end
@@ -92,8 +99,16 @@ class GridPrompts:
 
     def system_prompt(self, params: Mapping[str, Any]) -> str:
         """The guide + "\\n" + the format prompt of `params` (VAGEN's `get_system_prompt`)."""
-        return self.guide + "\n" + self.format_prompt(params["prompt_format"], params["max_actions_per_step"],
-                                                       params["action_sep"], params.get("use_example_in_sys_prompt", True))
+        return (
+            self.guide
+            + "\n"
+            + self.format_prompt(
+                params["prompt_format"],
+                params["max_actions_per_step"],
+                params["action_sep"],
+                params.get("use_example_in_sys_prompt", True),
+            )
+        )
 
     def initial_observation(self, info: Mapping[str, Any]) -> str:
         return initial_observation(board(info))
@@ -115,8 +130,10 @@ def initial_observation(grid: str) -> str:
 
 def step_observation(executed: list[str], grid: str) -> str:
     """Observation returned by `step`; `executed` is rendered as Python's list repr, e.g. ['up', 'left']."""
-    return (f"After your answer, the extracted valid action is {executed!r}.\n"
-            f"After that, the observation is:\n{grid}\nDecide your next action(s).\n")
+    return (
+        f"After your answer, the extracted valid action is {executed!r}.\n"
+        f"After that, the observation is:\n{grid}\nDecide your next action(s).\n"
+    )
 
 
 def wrap_answer(answer: str, prompt_format: str) -> str:

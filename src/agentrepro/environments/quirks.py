@@ -38,15 +38,25 @@ def siphash13(data: bytes, k0: int = 0, k1: int = 0) -> int:
 
     def sipround() -> None:
         nonlocal v0, v1, v2, v3
-        v0 = (v0 + v1) & _MASK; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
-        v2 = (v2 + v3) & _MASK; v3 = _rotl(v3, 16); v3 ^= v2  # noqa: E702
-        v0 = (v0 + v3) & _MASK; v3 = _rotl(v3, 21); v3 ^= v0  # noqa: E702
-        v2 = (v2 + v1) & _MASK; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)  # noqa: E702
+        v0 = (v0 + v1) & _MASK
+        v1 = _rotl(v1, 13)
+        v1 ^= v0
+        v0 = _rotl(v0, 32)
+        v2 = (v2 + v3) & _MASK
+        v3 = _rotl(v3, 16)
+        v3 ^= v2
+        v0 = (v0 + v3) & _MASK
+        v3 = _rotl(v3, 21)
+        v3 ^= v0
+        v2 = (v2 + v1) & _MASK
+        v1 = _rotl(v1, 17)
+        v1 ^= v2
+        v2 = _rotl(v2, 32)
 
     n = len(data)
     full = n - n % 8
     for i in range(0, full, 8):
-        m = int.from_bytes(data[i:i + 8], "little")
+        m = int.from_bytes(data[i : i + 8], "little")
         v3 ^= m
         sipround()
         v0 ^= m

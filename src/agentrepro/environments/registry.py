@@ -49,7 +49,9 @@ class Registry:
             raise ValueError(f"{cls.__qualname__} declares no prompts (an environment never borrows another's)")
         defaults = {p.name: p.default for p in cls.parameters}
         if "prompt_format" in defaults and defaults["prompt_format"] not in prompts.formats:
-            raise ValueError(f"{cls.__qualname__}: no prompt for its default prompt_format {defaults['prompt_format']!r}")
+            raise ValueError(
+                f"{cls.__qualname__}: no prompt for its default prompt_format {defaults['prompt_format']!r}"
+            )
         self._classes[name] = cls
         return cls
 

@@ -38,8 +38,11 @@ def expand_directive(name: str, n_envs: int, seed: list[int], base_seed: int = 0
     where = "seed"
     if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 0:
         raise BadInput(f"n_envs must be a non-negative integer, got {n_envs!r}", where="n_envs")
-    if not isinstance(seed, (list, tuple)) or not 1 <= len(seed) <= 3 \
-            or any(isinstance(v, bool) or not isinstance(v, int) for v in seed):
+    if (
+        not isinstance(seed, (list, tuple))
+        or not 1 <= len(seed) <= 3
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in seed)
+    ):
         raise BadInput(f"expected [x], [min, max] or [min, max, limit] of integers, got {seed!r}", where=where)
     rng = random.Random(directive_rng_seed(name, list(seed), base_seed, spec_idx))
     if len(seed) == 1:
@@ -53,8 +56,9 @@ def expand_directive(name: str, n_envs: int, seed: list[int], base_seed: int = 0
     if limit < 1:
         raise BadInput(f"limit must be >= 1, got {limit}", where=where)
     if n_envs > limit * (hi - lo + 1):
-        raise BadInput(f"{n_envs} seeds cannot be drawn from [{lo}, {hi}] with each used at most {limit} times",
-                       where=where)
+        raise BadInput(
+            f"{n_envs} seeds cannot be drawn from [{lo}, {hi}] with each used at most {limit} times", where=where
+        )
     if limit == 1:
         return rng.sample(range(lo, hi + 1), n_envs)
     counts: dict[int, int] = {}
@@ -87,7 +91,9 @@ def parse_seed_ranges(text: str, *, where: str = "--seeds") -> list[int]:
     for part in str(text).split(","):
         match = _RANGE.match(part)
         if not match:
-            raise BadInput(f"expected numbers and ranges like 0-99,10001-10256; cannot read {part.strip()!r}", where=where)
+            raise BadInput(
+                f"expected numbers and ranges like 0-99,10001-10256; cannot read {part.strip()!r}", where=where
+            )
         if any(g is not None and len(g) > 10 for g in match.groups()):
             raise BadInput(f"seeds must be integers in [0, {MAX_SEED}]; cannot use {part.strip()[:40]!r}", where=where)
         lo = int(match.group(1))

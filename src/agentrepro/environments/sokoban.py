@@ -27,12 +27,27 @@ from agentrepro.environments.images import sokoban_image
 from agentrepro.environments.params import Param, integer, integer_pair, number, one_of, optional_integer
 from agentrepro.environments.prompts import GridPrompts
 from agentrepro.environments.sokoban_rooms import (
-    ACTION_WORDS, BOX, BOX_ON_TARGET, PLAYER, TARGET, bfs_solution, generate_room, push_or_move,
+    ACTION_WORDS,
+    BOX,
+    BOX_ON_TARGET,
+    PLAYER,
+    TARGET,
+    bfs_solution,
+    generate_room,
+    push_or_move,
 )
 
 SYMBOLS = {0: "#", 1: "_", 2: "O", 3: "√", 4: "X", 5: "P", 6: "S"}  # cell code (6: player on a target) -> symbol
-GENERATION_KEYS = ("dim_room", "num_boxes", "num_gen_steps", "p_change_directions", "generate_room_tries",
-                   "min_solution_steps", "reset_seed_max_tries", "min_solution_bfs_max_depth")
+GENERATION_KEYS = (
+    "dim_room",
+    "num_boxes",
+    "num_gen_steps",
+    "p_change_directions",
+    "generate_room_tries",
+    "min_solution_steps",
+    "reset_seed_max_tries",
+    "min_solution_bfs_max_depth",
+)
 
 
 @lru_cache(maxsize=4096)
@@ -52,8 +67,15 @@ def generate_for_seed(seed: int, generation: tuple) -> tuple[tuple[int, ...], tu
         rng, nprng = quirks.reference_generators(s)
         try:
             fixed, state = generate_room(
-                rows, cols, p_change_directions=p["p_change_directions"], num_steps=p["num_gen_steps"],
-                num_boxes=p["num_boxes"], tries=p["generate_room_tries"], rng=rng, nprng=nprng)
+                rows,
+                cols,
+                p_change_directions=p["p_change_directions"],
+                num_steps=p["num_gen_steps"],
+                num_boxes=p["num_boxes"],
+                tries=p["generate_room_tries"],
+                rng=rng,
+                nprng=nprng,
+            )
         except (RuntimeError, RuntimeWarning) as exc:
             log.append({"seed": s, "error": str(exc), "bfs_len": None})
             s = quirks.retry_seed(s)
@@ -68,18 +90,20 @@ def generate_for_seed(seed: int, generation: tuple) -> tuple[tuple[int, ...], tu
             break
         s = quirks.retry_seed(s)
     if generated is None:
-        raise RuntimeError(f"no Sokoban room could be generated from seed {seed} in {p['reset_seed_max_tries']} attempts")
+        raise RuntimeError(
+            f"no Sokoban room could be generated from seed {seed} in {p['reset_seed_max_tries']} attempts"
+        )
     return (*generated, tuple(log))
 
 
 # Upper bounds of the generation parameters (the reference has none): a room of 24 x 24 already takes about a
 # second a reset on one core, and every reset may retry `reset_seed_max_tries` x `generate_room_tries` rooms.
-MAX_ROOM_SIDE = 20           # rows and columns of dim_room (VAGEN's studies use 6 to 10)
-MAX_RESET_TRIES = 10_000     # reset_seed_max_tries: the reference's default is also its most
-MAX_ROOM_TRIES = 100         # generate_room_tries (default 4)
-MAX_GEN_STEPS = 1_000        # num_gen_steps (default 1.7 x (rows + cols): 68 at the largest room)
-MAX_SOLUTION_STEPS = 1_000   # min_solution_steps' maximum and min_solution_bfs_max_depth (default 200)
-MAX_STEPS = 1_000_000        # max_steps (ignored, as by the reference)
+MAX_ROOM_SIDE = 20  # rows and columns of dim_room (VAGEN's studies use 6 to 10)
+MAX_RESET_TRIES = 10_000  # reset_seed_max_tries: the reference's default is also its most
+MAX_ROOM_TRIES = 100  # generate_room_tries (default 4)
+MAX_GEN_STEPS = 1_000  # num_gen_steps (default 1.7 x (rows + cols): 68 at the largest room)
+MAX_SOLUTION_STEPS = 1_000  # min_solution_steps' maximum and min_solution_bfs_max_depth (default 200)
+MAX_STEPS = 1_000_000  # max_steps (ignored, as by the reference)
 
 
 def _dim_room(v: Any) -> list[int]:
@@ -178,15 +202,29 @@ class Sokoban(Env):
         Param("dim_room", [6, 6], _dim_room, "rows and columns of the room, border walls included"),
         Param("num_boxes", 1, one_of(1), "boxes (the single-box reverse play is what the fixtures cover)"),
         Param("max_steps", 100, integer(1, MAX_STEPS), "gym-sokoban's step limit (ignored, as by the reference)"),
-        Param("num_gen_steps", None, optional_integer(1, MAX_GEN_STEPS), "random-walk steps; null: int(1.7 * (rows + cols))"),
+        Param(
+            "num_gen_steps",
+            None,
+            optional_integer(1, MAX_GEN_STEPS),
+            "random-walk steps; null: int(1.7 * (rows + cols))",
+        ),
         Param("p_change_directions", 0.35, number(0, 1), "probability that the random walk turns"),
         Param("generate_room_tries", 4, integer(1, MAX_ROOM_TRIES), "topologies drawn per generation attempt"),
-        Param("min_solution_steps", None, _min_solution_steps,
-              "null or [min, max]: regenerate until the BFS solution length lies in it"),
+        Param(
+            "min_solution_steps",
+            None,
+            _min_solution_steps,
+            "null or [min, max]: regenerate until the BFS solution length lies in it",
+        ),
         Param("reset_seed_max_tries", 10000, integer(1, MAX_RESET_TRIES), "generation attempts per episode seed"),
         Param("min_solution_bfs_max_depth", 200, integer(1, MAX_SOLUTION_STEPS), "depth limit of the BFS solver"),
-        *turn_parameters(prompts.formats, prompt_format="wm", max_actions_per_step=3, format_reward=0.1,
-                         render_modes=("text", "vision")),
+        *turn_parameters(
+            prompts.formats,
+            prompt_format="wm",
+            max_actions_per_step=3,
+            format_reward=0.1,
+            render_modes=("text", "vision"),
+        ),
     )
 
     @classmethod
@@ -220,7 +258,7 @@ class Sokoban(Env):
 
     def render(self) -> str:
         cells = [6 if v == PLAYER and f == TARGET else v for v, f in zip(self.room_state, self.room_fixed)]
-        return grid_text((SYMBOLS[v] for v in cells[r * self.cols:(r + 1) * self.cols]) for r in range(self.rows))
+        return grid_text((SYMBOLS[v] for v in cells[r * self.cols : (r + 1) * self.cols]) for r in range(self.rows))
 
     def render_image(self):
         """gym-sokoban's 16-pixel tiles (images.sokoban_image), as VAGEN's vision mode shows the room."""
@@ -229,12 +267,14 @@ class Sokoban(Env):
     def solve(self) -> list[str]:
         if BOX not in self.room_state:
             return []
-        return bfs_solution(self.room_state, self.room_fixed, self.rows, self.cols, self.params["min_solution_bfs_max_depth"])
+        return bfs_solution(
+            self.room_state, self.room_fixed, self.rows, self.cols, self.params["min_solution_bfs_max_depth"]
+        )
 
     def grid_array(self, which: str = "state") -> list[list[int]]:
         """`room_state` or `room_fixed` as a rows × cols nested list (the reference's arrays)."""
         flat = self.room_state if which == "state" else self.room_fixed
-        return [flat[r * self.cols:(r + 1) * self.cols] for r in range(self.rows)]
+        return [flat[r * self.cols : (r + 1) * self.cols] for r in range(self.rows)]
 
     def _info(self) -> dict[str, Any]:
         info = super()._info()

@@ -148,8 +148,17 @@ def reverse_playing(state: list[int], fixed: list[int], cols: int) -> tuple[list
     return list(play.best), play.best_score
 
 
-def generate_room(rows: int, cols: int, *, p_change_directions: float, num_steps: int, num_boxes: int, tries: int,
-                  rng: random.Random, nprng: np.random.RandomState) -> tuple[list[int], list[int]]:
+def generate_room(
+    rows: int,
+    cols: int,
+    *,
+    p_change_directions: float,
+    num_steps: int,
+    num_boxes: int,
+    tries: int,
+    rng: random.Random,
+    nprng: np.random.RandomState,
+) -> tuple[list[int], list[int]]:
     """(room_fixed, room_state) as flat lists; raises RuntimeError / RuntimeWarning like the reference."""
     score = 0
     fixed: list[int] = []
@@ -182,8 +191,12 @@ def push_or_move(state: list[int], fixed: list[int], rows: int, cols: int, actio
     if not (0 <= nr < rows and 0 <= nc < cols):
         return False
     nxt = nr * cols + nc
-    if state[nxt] in (BOX_ON_TARGET, BOX) and 0 <= br < rows and 0 <= bc < cols \
-            and state[br * cols + bc] in (FLOOR, TARGET):
+    if (
+        state[nxt] in (BOX_ON_TARGET, BOX)
+        and 0 <= br < rows
+        and 0 <= bc < cols
+        and state[br * cols + bc] in (FLOOR, TARGET)
+    ):
         beyond = br * cols + bc
         state[beyond] = BOX_ON_TARGET if fixed[beyond] == TARGET else BOX
         state[nxt] = PLAYER

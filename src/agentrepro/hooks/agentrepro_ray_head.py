@@ -49,9 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-
-PORT_LOW = 20000          # above Ray's default worker range (10002-19999) and client port (10001)
-HEAD_PORTS = 10           # RayPorts below: the head's own ports, the first ten of a block
+PORT_LOW = 20000  # above Ray's default worker range (10002-19999) and client port (10001)
+HEAD_PORTS = 10  # RayPorts below: the head's own ports, the first ten of a block
 PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
 PORTS_DEFAULT = "/tmp/agentrepro-ray"
 EX_TEMPFAIL = 75
@@ -93,12 +92,23 @@ class RayPorts:
         the client extra (grpcio; part of ray[default], which verl installs) is there."""
         b = self.base
         client_flag = [f"--ray-client-server-port={b + 2}"] if client else []
-        workers = ([f"--min-worker-port={b + HEAD_PORTS}", f"--max-worker-port={b + self.size - 1}"] if self.workers
-                   else ["--min-worker-port=0", "--max-worker-port=0"])
-        return [f"--port={b}", f"--dashboard-port={b + 1}", *client_flag,
-                f"--node-manager-port={b + 3}", f"--object-manager-port={b + 4}", f"--metrics-export-port={b + 5}",
-                f"--dashboard-agent-grpc-port={b + 6}", f"--dashboard-agent-listen-port={b + 7}",
-                f"--runtime-env-agent-port={b + 8}", *workers]
+        workers = (
+            [f"--min-worker-port={b + HEAD_PORTS}", f"--max-worker-port={b + self.size - 1}"]
+            if self.workers
+            else ["--min-worker-port=0", "--max-worker-port=0"]
+        )
+        return [
+            f"--port={b}",
+            f"--dashboard-port={b + 1}",
+            *client_flag,
+            f"--node-manager-port={b + 3}",
+            f"--object-manager-port={b + 4}",
+            f"--metrics-export-port={b + 5}",
+            f"--dashboard-agent-grpc-port={b + 6}",
+            f"--dashboard-agent-listen-port={b + 7}",
+            f"--runtime-env-agent-port={b + 8}",
+            *workers,
+        ]
 
 
 def temp_dir(key: str) -> str:
@@ -106,13 +116,29 @@ def temp_dir(key: str) -> str:
     return f"/tmp/ray-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
 
-def head_argv(key: str, ports: RayPorts, *, ray: str = "ray", num_cpus: int | None = None, num_gpus: int | None = None,
-              dashboard: bool = False, client: bool = True) -> list[str]:
+def head_argv(
+    key: str,
+    ports: RayPorts,
+    *,
+    ray: str = "ray",
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    dashboard: bool = False,
+    client: bool = True,
+) -> list[str]:
     """`ray start --head --block` on `ports` and this job's temp dir. With `dashboard`, the dashboard (and its
     job-submission API, which `ray job submit` needs) listens on 127.0.0.1 at `RayPorts.dashboard`. Workers
     inherit the head's environment: that is how a Ray job's driver and actors receive the job's settings."""
-    argv = [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", *ports.flags(client=client),
-            f"--temp-dir={temp_dir(key)}", "--disable-usage-stats"]
+    argv = [
+        ray,
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        *ports.flags(client=client),
+        f"--temp-dir={temp_dir(key)}",
+        "--disable-usage-stats",
+    ]
     argv += ["--include-dashboard=true", "--dashboard-host=127.0.0.1"] if dashboard else ["--include-dashboard=false"]
     if num_cpus is not None:
         argv.append(f"--num-cpus={int(num_cpus)}")
@@ -183,18 +209,19 @@ def _live_reservations(directory: Path) -> list[set[int]]:
             with open(record, encoding="utf-8") as fh:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:   # its job holds it: live
+                except BlockingIOError:  # its job holds it: live
                     base, size, *fixed = (int(word) for word in fh.read().split())
                     held.append({*range(base, base + size), *fixed})
                     continue
-                record.unlink()   # nobody holds it: its job is gone
+                record.unlink()  # nobody holds it: its job is gone
         except (OSError, ValueError):
             continue
     return held
 
 
-def reserve(workers: int = 0, *, fixed: tuple[int, ...] = (), directory: Path | None = None,
-            rng: random.Random | None = None) -> Reservation:
+def reserve(
+    workers: int = 0, *, fixed: tuple[int, ...] = (), directory: Path | None = None, rng: random.Random | None = None
+) -> Reservation:
     """Reserve a block of HEAD_PORTS + `workers` ports (and the hard-coded `fixed` ones) for this job; PortsTaken
     when a fixed port is held or listened on, or when no block is free (module docstring)."""
     directory = directory or ports_dir()
@@ -218,7 +245,9 @@ def reserve(workers: int = 0, *, fixed: tuple[int, ...] = (), directory: Path | 
 def _free_block(size: int, low: int, high: int, held: set[int], rng: random.Random) -> int:
     """The first base at or after a random start (wrapping once) whose `size` ports are neither held nor bound."""
     if high - low < size:
-        raise PortsTaken(f"a block of {size} ports does not fit in {low}-{high - 1} (below the kernel's ephemeral range)")
+        raise PortsTaken(
+            f"a block of {size} ports does not fit in {low}-{high - 1} (below the kernel's ephemeral range)"
+        )
     span = high - low - size + 1
     start, tried = rng.randrange(span), 0
     offset = start
@@ -227,7 +256,7 @@ def _free_block(size: int, low: int, high: int, held: set[int], rng: random.Rand
         clash = next((p for p in range(base, base + size) if p in held or not bindable(p)), None)
         if clash is None:
             return base
-        step = clash - base + 1   # every base up to the clash contains it
+        step = clash - base + 1  # every base up to the clash contains it
         tried, offset = tried + step, (offset + step) % span
     raise PortsTaken(f"no {size} free consecutive ports in {low}-{high - 1}")
 
@@ -236,23 +265,44 @@ def _free_block(size: int, low: int, high: int, held: set[int], rng: random.Rand
 
 
 @contextlib.contextmanager
-def running_head(argv: list[str], reservation: Reservation, *, wait_for: tuple[int, ...], env: Mapping[str, str] | None = None,
-                 cwd: Path | None = None, stdout: IO | None = None, stderr: IO | None = None,
-                 wait_s: float = 120, pid_file: Path | None = None) -> Iterator[subprocess.Popen]:
+def running_head(
+    argv: list[str],
+    reservation: Reservation,
+    *,
+    wait_for: tuple[int, ...],
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    stdout: IO | None = None,
+    stderr: IO | None = None,
+    wait_s: float = 120,
+    pid_file: Path | None = None,
+) -> Iterator[subprocess.Popen]:
     """Run the head in its own session while the block runs, holding the reservation's lock (the head inherits it,
     so it lasts as long as the head does); HeadFailed when it exits or does not listen on `wait_for` in time; stop
     only that session's process group afterwards (TERM, then KILL after 30 s)."""
-    proc = subprocess.Popen(argv, cwd=cwd, env=None if env is None else dict(env), stdout=stdout, stderr=stderr,
-                            stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(reservation.handle.fileno(),))
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        stdout=stdout,
+        stderr=stderr,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        pass_fds=(reservation.handle.fileno(),),
+    )
     try:
         if pid_file is not None:
             pid_file.write_text(f"{proc.pid}\n")
         deadline = time.monotonic() + wait_s
         while not all(listening(port) for port in wait_for):
             if proc.poll() is not None:
-                raise HeadFailed(f"the Ray head exited with status {proc.returncode} before listening on {', '.join(map(str, wait_for))}")
+                raise HeadFailed(
+                    f"the Ray head exited with status {proc.returncode} before listening on {', '.join(map(str, wait_for))}"
+                )
             if time.monotonic() > deadline:
-                raise HeadFailed(f"the Ray head did not listen on {', '.join(map(str, wait_for))} within {wait_s:.0f} s")
+                raise HeadFailed(
+                    f"the Ray head did not listen on {', '.join(map(str, wait_for))} within {wait_s:.0f} s"
+                )
             time.sleep(0.5)
         yield proc
     finally:
@@ -275,9 +325,20 @@ def stop_group(proc: subprocess.Popen) -> None:
 # --- the job: a head, then the program against it ------------------------------------------------------------
 
 
-def run(program: list[str], *, key: str, ray: str = "ray", num_cpus: int | None = None, num_gpus: int | None = None,
-        client: bool = True, dashboard: bool = False, worker_ports: int = 0, fixed_ports: tuple[int, ...] = (),
-        pid_file: Path | None = None, wait_s: float = 120.0) -> int:
+def run(
+    program: list[str],
+    *,
+    key: str,
+    ray: str = "ray",
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    client: bool = True,
+    dashboard: bool = False,
+    worker_ports: int = 0,
+    fixed_ports: tuple[int, ...] = (),
+    pid_file: Path | None = None,
+    wait_s: float = 120.0,
+) -> int:
     try:
         reservation = reserve(worker_ports, fixed=fixed_ports)
     except PortsTaken as exc:
@@ -286,11 +347,14 @@ def run(program: list[str], *, key: str, ray: str = "ray", num_cpus: int | None 
     ports = reservation.ports
     argv = head_argv(key, ports, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard, client=client)
     address = f"http://127.0.0.1:{ports.dashboard}" if dashboard else f"127.0.0.1:{ports.head}"
-    print(f"agentrepro: Ray head of job {key} on ports {ports.base}-{ports.base + ports.size - 1}, RAY_ADDRESS={address}",
-          file=sys.stderr, flush=True)
+    print(
+        f"agentrepro: Ray head of job {key} on ports {ports.base}-{ports.base + ports.size - 1}, RAY_ADDRESS={address}",
+        file=sys.stderr,
+        flush=True,
+    )
     child: subprocess.Popen | None = None
 
-    def terminate(signum, frame):  # noqa: ARG001 - the finally blocks below stop the program and the head
+    def terminate(signum, frame):
         raise SystemExit(143)
 
     previous = signal.signal(signal.SIGTERM, terminate)
@@ -320,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-gpus", type=int)
     parser.add_argument("--no-client", action="store_true")
     parser.add_argument("--dashboard", action="store_true", help="start the dashboard (job API); RAY_ADDRESS names it")
-    parser.add_argument("--worker-ports", type=int, default=0, help="ports reserved for Ray's workers (0: the kernel picks each)")
+    parser.add_argument(
+        "--worker-ports", type=int, default=0, help="ports reserved for Ray's workers (0: the kernel picks each)"
+    )
     parser.add_argument("--fixed-port", type=int, action="append", default=[], help="a port the framework hard-codes")
     parser.add_argument("--pid-file", type=Path)
     parser.add_argument("program", nargs=argparse.REMAINDER)
@@ -328,12 +394,38 @@ def main(argv: list[str] | None = None) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         parser.error("give the program after --")
-    return run(program, key=args.key, ray=args.ray, num_cpus=args.num_cpus, num_gpus=args.num_gpus, client=not args.no_client,
-               dashboard=args.dashboard, worker_ports=args.worker_ports, fixed_ports=tuple(args.fixed_port), pid_file=args.pid_file)
+    return run(
+        program,
+        key=args.key,
+        ray=args.ray,
+        num_cpus=args.num_cpus,
+        num_gpus=args.num_gpus,
+        client=not args.no_client,
+        dashboard=args.dashboard,
+        worker_ports=args.worker_ports,
+        fixed_ports=tuple(args.fixed_port),
+        pid_file=args.pid_file,
+    )
 
 
-__all__ = ["EX_TEMPFAIL", "HEAD_PORTS", "HeadFailed", "PortsTaken", "RayPorts", "Reservation", "head_argv", "job_key",
-           "listening", "main", "ports_dir", "reserve", "run", "running_head", "stop_group", "temp_dir"]
+__all__ = [
+    "EX_TEMPFAIL",
+    "HEAD_PORTS",
+    "HeadFailed",
+    "PortsTaken",
+    "RayPorts",
+    "Reservation",
+    "head_argv",
+    "job_key",
+    "listening",
+    "main",
+    "ports_dir",
+    "reserve",
+    "run",
+    "running_head",
+    "stop_group",
+    "temp_dir",
+]
 
 
 if __name__ == "__main__":

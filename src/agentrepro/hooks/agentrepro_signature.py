@@ -13,5 +13,9 @@ import inspect
 def bare(function) -> str:
     """`function`'s signature as text, without parameter or return annotations."""
     signature = inspect.signature(function)
-    return str(signature.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
-                                 return_annotation=inspect.Signature.empty))
+    return str(
+        signature.replace(
+            parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
+            return_annotation=inspect.Signature.empty,
+        )
+    )

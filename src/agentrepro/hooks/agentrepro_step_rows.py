@@ -19,7 +19,7 @@ import json
 import os
 
 STEPS, FOLDER = "AGENTREPRO_STEP_ROWS", "AGENTREPRO_STEP_ROWS_DIR"
-GOAL = "success"   # the goal node of the step rows (agentrepro.algorithms.batch.GOAL)
+GOAL = "success"  # the goal node of the step rows (agentrepro.algorithms.batch.GOAL)
 
 
 def wanted_steps() -> frozenset[int]:

@@ -21,8 +21,16 @@ from agentrepro.manifest.lock import lock_sha256
 from agentrepro.reading import iter_jsonl, load_json
 
 # What `--no-resume` removes: the run contract's outputs, never anything else in the directory.
-OUTPUT_NAMES = (RunFiles.RESOLVED_CONFIG, RunFiles.COMMAND, *RunFiles.STEP_LOGS, RunFiles.WARMSTART,
-                RunFiles.BATCHES, RunFiles.CHECKPOINTS, RunFiles.EVAL, RunFiles.OUTPUTS)
+OUTPUT_NAMES = (
+    RunFiles.RESOLVED_CONFIG,
+    RunFiles.COMMAND,
+    *RunFiles.STEP_LOGS,
+    RunFiles.WARMSTART,
+    RunFiles.BATCHES,
+    RunFiles.CHECKPOINTS,
+    RunFiles.EVAL,
+    RunFiles.OUTPUTS,
+)
 
 
 def write_command(run_dir: Path, command: str) -> None:
@@ -39,15 +47,20 @@ def lock_identity(config: dict[str, Any], root: Path = Path(".")) -> dict[str, A
     if path.is_file():
         actual = lock_sha256(load_json(path))
         if actual != lock["sha256"]:
-            raise BadInput(f"the lock file hashes to {actual}, the config says {lock['sha256']} (re-run `agentrepro resolve`)",
-                           path=path, where="lock.sha256")
+            raise BadInput(
+                f"the lock file hashes to {actual}, the config says {lock['sha256']} (re-run `agentrepro resolve`)",
+                path=path,
+                where="lock.sha256",
+            )
         verified = True
     return {"lock_sha256": lock["sha256"], "lock_path": lock["path"], "lock_verified": verified}
 
 
 def provenance_base(config: dict[str, Any], resolved_sha: str, *, root: Path = Path(".")) -> dict[str, Any]:
     return {
-        "study": config["study"], "method": config["method"], "seed": config["seed"],
+        "study": config["study"],
+        "method": config["method"],
+        "seed": config["seed"],
         "backend": config["backend"]["name"],
         **lock_identity(config, root),
         "resolved_config_sha256": resolved_sha,

@@ -25,14 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, help="the study manifest (placeholders allowed)")
     parser.add_argument("--method", required=True, help="a method of the study")
     parser.add_argument("--seed", required=True, type=SEED, help="a seed of the study")
-    parser.add_argument("--eval-step", type=SEED, default=None, metavar="N",
-                        help="show the evaluation of checkpoint N instead of the train job")
+    parser.add_argument(
+        "--eval-step",
+        type=SEED,
+        default=None,
+        metavar="N",
+        help="show the evaluation of checkpoint N instead of the train job",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.manifest)
     print(shown(manifest, args.manifest, args.method, args.seed, args.eval_step))
-    if args.eval_step is None:   # what the train job will demand of its node (agentrepro.preflight)
+    if args.eval_step is None:  # what the train job will demand of its node (agentrepro.preflight)
         job = preflight.job_demands(manifest, args.manifest, args.method, args.seed)
         print("\n# what the job will demand (agentrepro preflight):\n" + preflight.table(job))
     return 0

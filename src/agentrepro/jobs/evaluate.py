@@ -24,8 +24,7 @@ import argparse
 from pathlib import Path
 
 from agentrepro import attempts, containers, outcomes, runconfig, seal
-from agentrepro.backends import checkpoints
-from agentrepro.backends import get_backend
+from agentrepro.backends import checkpoints, get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.bounds import STEP
 from agentrepro.errors import BadInput
@@ -41,8 +40,11 @@ from agentrepro.serving.evaluate import evaluate_run
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", type=Path, help="run directory written by `agentrepro train`")
     parser.add_argument("--step", type=STEP, help="checkpoint step to evaluate (0 = before training)")
-    parser.add_argument("--checkpoint", type=Path, help="eval.engine served: the checkpoint's Hugging Face directory "
-                                                        "(default RUN_DIR/checkpoints/hf/step<N>/)")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="eval.engine served: the checkpoint's Hugging Face directory (default RUN_DIR/checkpoints/hf/step<N>/)",
+    )
     serving_cli.add_model_arguments(parser)
 
 
@@ -70,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     run_seal = run_dir / seal.OUTPUTS
     command = attempts.command_line()
     base = {
-        "study": config["study"], "method": config["method"], "seed": config["seed"], "step": args.step,
+        "study": config["study"],
+        "method": config["method"],
+        "seed": config["seed"],
+        "step": args.step,
         "backend": config["backend"]["name"],
         "lock_sha256": (config.get("lock") or {}).get("sha256"),
         "resolved_config_sha256": config_sha256(config),
@@ -78,13 +83,19 @@ def run(args: argparse.Namespace) -> int:
         "packages": attempts.package_versions(),
     }
     attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
-    containers.clear_records(eval_dir)   # programs run in a container record which image they ran in
+    containers.clear_records(eval_dir)  # programs run in a container record which image they ran in
     with attempts.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = (config.get("eval") or {}).get("engine") == "served"
         if served:
-            rows, record = evaluate_run(config, run_dir, args.step, log_dir=eval_dir / RunFiles.LOGS, checkpoint=args.checkpoint,
-                                        exported=backend.checkpoint(config, run_dir, args.step).hf,
-                                        time_limits=serving_cli.time_limits(args))
+            rows, record = evaluate_run(
+                config,
+                run_dir,
+                args.step,
+                log_dir=eval_dir / RunFiles.LOGS,
+                checkpoint=args.checkpoint,
+                exported=backend.checkpoint(config, run_dir, args.step).hf,
+                time_limits=serving_cli.time_limits(args),
+            )
         else:  # the backend's own code plays the panel: what it runs is recorded, as for training
             record_run(config, eval_dir)
             rows, prompt = backend.evaluate(run_dir, args.step), backend.prompt_record(config, run_dir)
@@ -92,11 +103,19 @@ def run(args: argparse.Namespace) -> int:
         source = "served evaluator" if served else f"{config['backend']['name']} backend"
         outcomes.check_rows(rows, config=config, step=args.step, source=f"{source} outcomes of {eval_dir}")
         atomic_write_jsonl(eval_dir / RunFiles.OUTCOMES, rows)
-        pruned = checkpoints.prune(config, run_dir, backend.checkpoint(config, run_dir, args.step),  # eval.keep_checkpoints
-                                   outcomes=eval_dir / RunFiles.OUTCOMES)
+        pruned = checkpoints.prune(
+            config,
+            run_dir,
+            backend.checkpoint(config, run_dir, args.step),  # eval.keep_checkpoints
+            outcomes=eval_dir / RunFiles.OUTCOMES,
+        )
     successes = sum(r["success"] for r in rows)
     extra = {"episodes": len(rows), "successes": successes} | ({"evaluator": record} if record else {})
-    extra |= {"pruned": {"keep": pruned["keep"], "files": len(pruned["removed"]), "bytes": pruned["removed_bytes"]}} if pruned else {}
+    extra |= (
+        {"pruned": {"keep": pruned["keep"], "files": len(pruned["removed"]), "bytes": pruned["removed_bytes"]}}
+        if pruned
+        else {}
+    )
     extra |= containers.attempt_extra(eval_dir)
     attempts.finish_attempt(eval_dir, status="ok", extra=extra)
     seal.write_outputs_manifest(eval_dir)

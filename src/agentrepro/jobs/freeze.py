@@ -60,14 +60,19 @@ class _Problems(list):
             self.append(f"{where}: {reason}")
 
 
-def _resolve_file(where: str, spec: dict[str, Any], path: Path, root: Path, problems: _Problems, files: dict[str, str]) -> None:
+def _resolve_file(
+    where: str, spec: dict[str, Any], path: Path, root: Path, problems: _Problems, files: dict[str, str]
+) -> None:
     if is_placeholder(spec.get("path")):
         problems.add(f"{where}.path", f"placeholder {spec['path']!r}: give the file's path")
         return
     if path.is_dir() and where == "data.eval" and "sha256" not in spec:
         return  # a game data directory: the panel hashes each of its games (taskpanel.panel_from_data_dir)
     if not path.is_file():
-        problems.add(f"{where}.path", f"file not found: {path}" + (" (or, for a game environment, its data directory)" * (where == "data.eval")))
+        problems.add(
+            f"{where}.path",
+            f"file not found: {path}" + (" (or, for a game environment, its data directory)" * (where == "data.eval")),
+        )
         return
     actual = sha256_file(path)
     declared = spec.get("sha256")
@@ -78,8 +83,10 @@ def _resolve_file(where: str, spec: dict[str, Any], path: Path, root: Path, prob
     files[_rel(path, root)] = actual
 
 
-TOKENIZER_BUILT = ("built at train time from the environment's vocabulary (word level, agentrepro.trainer.tokenizer); "
-                   "every run seals it in checkpoints/tokenizer/")
+TOKENIZER_BUILT = (
+    "built at train time from the environment's vocabulary (word level, agentrepro.trainer.tokenizer); "
+    "every run seals it in checkpoints/tokenizer/"
+)
 
 
 def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Path) -> dict[str, Any]:
@@ -87,8 +94,10 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     problems = _Problems()
     files: dict[str, str] = {}
     model = manifest["model"]
-    pinned = {label: (_resolve_backend(p.backend, p.where, problems), _resolve_image(p.image, p.where, problems, root, files))
-              for label, p in placement.declared(manifest).items()}
+    pinned = {
+        label: (_resolve_backend(p.backend, p.where, problems), _resolve_image(p.image, p.where, problems, root, files))
+        for label, p in placement.declared(manifest).items()
+    }
     (resolved_backend, resolved_image), others = pinned.pop(manifest["backend"]["name"]), pinned
 
     tokenizer = None
@@ -122,13 +131,28 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     for name, spec in sorted(manifest.get("data", {}).items()):
         _resolve_file(f"data.{name}", spec, root / spec["path"], root, problems, files)
     if "reference" in manifest:
-        _resolve_file("reference", {"path": manifest["reference"]}, manifest_file.parent / manifest["reference"], root, problems, files)
+        _resolve_file(
+            "reference",
+            {"path": manifest["reference"]},
+            manifest_file.parent / manifest["reference"],
+            root,
+            problems,
+            files,
+        )
 
     if problems:
         raise BadInput("; ".join(problems), path=manifest_file)
-    resolved = {"image": resolved_image, "model": resolved_model, "tokenizer": tokenizer, "backend": resolved_backend, "files": files}
+    resolved = {
+        "image": resolved_image,
+        "model": resolved_model,
+        "tokenizer": tokenizer,
+        "backend": resolved_backend,
+        "files": files,
+    }
     if others:  # the study's further backends (agentrepro.placement), each with its own container
-        resolved["backends"] = {label: {"backend": backend, "image": image} for label, (backend, image) in others.items()}
+        resolved["backends"] = {
+            label: {"backend": backend, "image": image} for label, (backend, image) in others.items()
+        }
     return resolved
 
 
@@ -140,7 +164,9 @@ def _resolve_backend(backend: dict[str, Any], where: str, problems: _Problems) -
     return resolved
 
 
-def _resolve_image(image: dict[str, Any], where: str, problems: _Problems, root: Path, files: dict[str, str]) -> dict[str, Any]:
+def _resolve_image(
+    image: dict[str, Any], where: str, problems: _Problems, root: Path, files: dict[str, str]
+) -> dict[str, Any]:
     """The pinned container of one placement (agentrepro.containers): a registry image by digest, or a local image
     file hashed like a data file (its sha256 required, so that the run config carries the pin)."""
     if "none" in image:
@@ -154,16 +180,21 @@ def _resolve_image(image: dict[str, Any], where: str, problems: _Problems, root:
         if declared is None:
             problems.add(f"{where}image.sha256", f"missing: pin the image file by its hash (sha256: {actual})")
         elif sha256_problem(declared) is not None or declared != actual:
-            problems.add(f"{where}image.sha256", sha256_problem(declared) or f"{path} hashes to {actual}, not the manifest's {declared}")
+            problems.add(
+                f"{where}image.sha256",
+                sha256_problem(declared) or f"{path} hashes to {actual}, not the manifest's {declared}",
+            )
         else:
-            problems.add(f"{where}image.file", containers.file_problem(containers.image_of(image, where=f"{where}image"), path))
+            problems.add(
+                f"{where}image.file", containers.file_problem(containers.image_of(image, where=f"{where}image"), path)
+            )
             files[_rel(path, root)] = actual
         return {"runtime": image["runtime"], "file": image["file"], "sha256": actual}
     before = len(problems)
     if is_placeholder(image["ref"]):
         problems.add(f"{where}image.ref", f"placeholder {image['ref']!r}: name the image (registry/name:tag)")
     problems.add(f"{where}image.digest", digest_problem(image.get("digest"), image.get("ref")))
-    if len(problems) == before:   # the runtimes' own rules: a reference that is one, never an option
+    if len(problems) == before:  # the runtimes' own rules: a reference that is one, never an option
         try:
             containers.image_of(image, where=f"{where}image")
         except BadInput as exc:
@@ -179,18 +210,25 @@ def _check_reference(manifest: dict[str, Any], manifest_file: Path) -> None:
     values = load_reference(path)["values"]
     for method in values:
         if method not in manifest["methods"]:
-            raise BadInput(f"{method!r} is not a method of study {manifest['study']!r}", path=path, where=f"values.{method}")
+            raise BadInput(
+                f"{method!r} is not a method of study {manifest['study']!r}", path=path, where=f"values.{method}"
+            )
 
 
-def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".", out: str | os.PathLike | None = None,
-               allow_dirty: bool = False) -> dict[str, Any]:
+def build_lock(
+    manifest_file: str | os.PathLike,
+    *,
+    root: str | os.PathLike = ".",
+    out: str | os.PathLike | None = None,
+    allow_dirty: bool = False,
+) -> dict[str, Any]:
     """The sealed lock for `manifest_file` (not written). BadInput for anything that cannot be frozen."""
     manifest_file, root = Path(manifest_file), Path(root)
     out = Path(out) if out is not None else lock_path(manifest_file)
     manifest = load_manifest(manifest_file)
     resolved = resolve_identifiers(manifest, manifest_file, root)
     _check_reference(manifest, manifest_file)
-    preflight.check(manifest, manifest_file)   # what every job will demand of its node, before anything is queued
+    preflight.check(manifest, manifest_file)  # what every job will demand of its node, before anything is queued
     harness = harness_state(root, ignore=[out])
     if harness["dirty"] and not allow_dirty:
         if harness["commit"] is None:
@@ -198,17 +236,22 @@ def build_lock(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".
         else:
             shown = ", ".join(harness["dirty_paths"][:5]) + (" ..." if len(harness["dirty_paths"]) > 5 else "")
             why = f"the working tree has uncommitted changes ({shown})"
-        raise BadInput(f"{why}: the lock could not name the code that runs; commit first, or pass --allow-dirty (recorded in the lock)",
-                       path=root.resolve(), where="harness")
+        raise BadInput(
+            f"{why}: the lock could not name the code that runs; commit first, or pass --allow-dirty (recorded in the lock)",
+            path=root.resolve(),
+            where="harness",
+        )
     harness["allow_dirty"] = allow_dirty
-    with read_from(manifest_file):   # env.name and env.params are checked by the environment that builds the panel
+    with read_from(manifest_file):  # env.name and env.params are checked by the environment that builds the panel
         panel, panel_files, packages = build_panel_sources(manifest, root)
     resolved["files"].update(panel_files)
     if packages:
         resolved["env_packages"] = packages
     sources = _backend_sources(manifest, manifest_file, root)
-    deviations = [*planning.deviations(manifest, manifest_file),   # the backends' departures from their official recipes
-                  *panel_deviations(manifest, root, panel)]          # and the evaluation panel's composition
+    deviations = [
+        *planning.deviations(manifest, manifest_file),  # the backends' departures from their official recipes
+        *panel_deviations(manifest, root, panel),
+    ]  # and the evaluation panel's composition
     lock = {
         "lock_version": LOCK_VERSION,
         "study": manifest["study"],
@@ -242,15 +285,22 @@ def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return sha256_json(strip(a)) == sha256_json(strip(b))
 
 
-def freeze(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".", out: str | os.PathLike | None = None,
-           allow_dirty: bool = False) -> tuple[dict[str, Any], Path, bool]:
+def freeze(
+    manifest_file: str | os.PathLike,
+    *,
+    root: str | os.PathLike = ".",
+    out: str | os.PathLike | None = None,
+    allow_dirty: bool = False,
+) -> tuple[dict[str, Any], Path, bool]:
     """Build and write the lock. Returns (lock, path, written); `written` is False if an identical lock was kept."""
-    out = check_output_file(out if out is not None else lock_path(manifest_file), option="-o" if out is not None else "lock")
+    out = check_output_file(
+        out if out is not None else lock_path(manifest_file), option="-o" if out is not None else "lock"
+    )
     lock = build_lock(manifest_file, root=root, out=out, allow_dirty=allow_dirty)
     if out.is_file():
         try:
             existing = load_json(out)
-        except BadInput:   # an unreadable old lock is simply replaced
+        except BadInput:  # an unreadable old lock is simply replaced
             existing = None
         if isinstance(existing, dict) and not lock_problems(existing) and _same_content(existing, lock):
             return existing, out, False
@@ -258,14 +308,20 @@ def freeze(manifest_file: str | os.PathLike, *, root: str | os.PathLike = ".", o
     return lock, out, True
 
 
-__all__ = ["build_lock", "freeze", "directory_sha256", "lock_sha256"]
+__all__ = ["build_lock", "directory_sha256", "freeze", "lock_sha256"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", help="the study manifest (manifests/<study>.yaml)")
     parser.add_argument("-o", "--output", help="lock path (default: manifests/<study>.lock.json beside the manifest)")
-    parser.add_argument("--root", default=".", help="root directory: data paths and the harness's git tree (default: .)")
-    parser.add_argument("--allow-dirty", action="store_true", help="freeze even if the harness's git tree has uncommitted changes (recorded in the lock)")
+    parser.add_argument(
+        "--root", default=".", help="root directory: data paths and the harness's git tree (default: .)"
+    )
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="freeze even if the harness's git tree has uncommitted changes (recorded in the lock)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

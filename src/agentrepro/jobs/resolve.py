@@ -14,11 +14,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lock", help="the study's lock (manifests/<study>.lock.json)")
     parser.add_argument("--method", required=True, help="a method of the study")
     parser.add_argument("--seed", required=True, type=SEED, help="a seed of the study")
-    parser.add_argument("-o", "--output", required=True, help="where to write the config (runs/<study>/<method>/seed<k>/config.yaml)")
+    parser.add_argument(
+        "-o", "--output", required=True, help="where to write the config (runs/<study>/<method>/seed<k>/config.yaml)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_file(args.output, option="-o", make_parents=True)   # Snakemake and scripts expect the run folder made
+    check_output_file(args.output, option="-o", make_parents=True)  # Snakemake and scripts expect the run folder made
     lock = read_lock(args.lock)  # refuses a lock edited by hand
     config = run_config(lock, args.method, args.seed, lock_path=args.lock)
     atomic_write_yaml(args.output, config)

@@ -21,8 +21,7 @@ import sys
 from pathlib import Path
 
 from agentrepro import attempts, containers, runconfig, seal
-from agentrepro.backends import checkpoints
-from agentrepro.backends import get_backend
+from agentrepro.backends import checkpoints, get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import check_output_dir, make_dir
@@ -35,16 +34,27 @@ from agentrepro.runconfig import config_sha256
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, type=Path, help="run config written by `agentrepro resolve`")
     parser.add_argument("--out", required=True, type=Path, help="run directory (runs/<study>/<method>/seed<k>/)")
-    parser.add_argument("--no-resume", action="store_true",
-                        help="start from scratch: remove this run's earlier outputs (provenance and logs are kept)")
-    parser.add_argument("--from-warmstart", type=Path, metavar="DIR",
-                        help="start from the shared warm start in DIR (written by `agentrepro warmstart`; builtin backend)")
+    parser.add_argument(
+        "--no-resume",
+        action="store_true",
+        help="start from scratch: remove this run's earlier outputs (provenance and logs are kept)",
+    )
+    parser.add_argument(
+        "--from-warmstart",
+        type=Path,
+        metavar="DIR",
+        help="start from the shared warm start in DIR (written by `agentrepro warmstart`; builtin backend)",
+    )
 
 
 def _how_it_starts(out: Path, *, resume: bool, from_warmstart: bool) -> str:
     """The attempt's start in words, as the report shows it: resumed, started over, or started afresh."""
     if bookkeeping.has_checkpoints(out):
-        return "resumed from the checkpoints of an earlier attempt" if resume else "started over (--no-resume: earlier outputs removed)"
+        return (
+            "resumed from the checkpoints of an earlier attempt"
+            if resume
+            else "started over (--no-resume: earlier outputs removed)"
+        )
     return "started from the shared warm start's step 0" if from_warmstart else "started from scratch"
 
 
@@ -61,39 +71,50 @@ def run(args: argparse.Namespace) -> int:
     resume = not args.no_resume
     start = _how_it_starts(out, resume=resume, from_warmstart=args.from_warmstart is not None)
     if args.from_warmstart is not None and not backend.shares_warmstart:
-        raise BadInput(f"only the builtin backend starts from a shared warm start, this run's is {backend.name!r}",
-                       path=args.config, where="backend.name")
+        raise BadInput(
+            f"only the builtin backend starts from a shared warm start, this run's is {backend.name!r}",
+            path=args.config,
+            where="backend.name",
+        )
     previous = runconfig.previous_config_sha(out)
     if resume and previous is not None and previous != resolved_sha and bookkeeping.has_checkpoints(out):
-        raise BadInput(f"this run directory was trained from another resolved config (sha256 {previous}, now {resolved_sha}); "
-                       "pass --no-resume to start again or use a new directory", path=out / runconfig.RESOLVED)
+        raise BadInput(
+            f"this run directory was trained from another resolved config (sha256 {previous}, now {resolved_sha}); "
+            "pass --no-resume to start again or use a new directory",
+            path=out / runconfig.RESOLVED,
+        )
     if not resume:
         bookkeeping.clear_outputs(out)
     else:
-        checkpoints.refuse_resume(out)   # checkpoints pruned after their evaluation cannot be resumed from
+        checkpoints.refuse_resume(out)  # checkpoints pruned after their evaluation cannot be resumed from
     (out / seal.OUTPUTS).unlink(missing_ok=True)
 
-    record_run(resolved, out)   # the backend files this job runs, hashed before it runs them
+    record_run(resolved, out)  # the backend files this job runs, hashed before it runs them
     command = attempts.command_line()
     runconfig.write_resolved_config(out, resolved)
     bookkeeping.write_command(out, command)
     base = bookkeeping.provenance_base(config, resolved_sha)
     attempts.start_attempt(out, stage="train", command=command, base=base, extra={"how_started": start})
-    containers.clear_records(out)   # this attempt's programs record which image they ran in (agentrepro.containers)
+    containers.clear_records(out)  # this attempt's programs record which image they ran in (agentrepro.containers)
     with attempts.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
         if args.from_warmstart is not None:
-            backend.start_from(out, args.from_warmstart, resolved)  # its step 0 becomes this run's; training resumes from it
+            backend.start_from(
+                out, args.from_warmstart, resolved
+            )  # its step 0 becomes this run's; training resumes from it
             resume = True
         backend.train(resolved, out, resume=resume)
         bookkeeping.check_training_outputs(out, resolved)
         prompt = backend.prompt_record(resolved, out)
-        pruned = checkpoints.training_summary(backend.pruned_in_training(out))   # older checkpoints' training state
+        pruned = checkpoints.training_summary(backend.pruned_in_training(out))  # older checkpoints' training state
     extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})
     extra |= containers.attempt_extra(out)
     attempts.finish_attempt(out, status="ok", extra=extra or None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     if pruned:
-        print(f"agentrepro: training state of steps {', '.join(map(str, pruned['steps']))} pruned during training "
-              f"({pruned['files']} files, {pruned['bytes'] / 1e9:.2f} GB; eval.keep_checkpoints), listed with their hashes in "
-              f"{backend.pruned_in_training(out).record}", file=sys.stderr)
+        print(
+            f"agentrepro: training state of steps {', '.join(map(str, pruned['steps']))} pruned during training "
+            f"({pruned['files']} files, {pruned['bytes'] / 1e9:.2f} GB; eval.keep_checkpoints), listed with their hashes in "
+            f"{backend.pruned_in_training(out).record}",
+            file=sys.stderr,
+        )
     return 0

@@ -26,20 +26,37 @@ from agentrepro.trainer.shared_warmstart import BUILTIN, identity, warmstart_con
 from agentrepro.trainer.warmstart import make_warmstart
 
 # What a new attempt removes first (provenance.json and logs/ are kept).
-OUTPUT_NAMES = (RunFiles.RESOLVED_CONFIG, RunFiles.COMMAND, RunFiles.WARMSTART, RunFiles.CHECKPOINTS, RunFiles.EVAL, RunFiles.OUTPUTS)
+OUTPUT_NAMES = (
+    RunFiles.RESOLVED_CONFIG,
+    RunFiles.COMMAND,
+    RunFiles.WARMSTART,
+    RunFiles.CHECKPOINTS,
+    RunFiles.EVAL,
+    RunFiles.OUTPUTS,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, type=Path, help="the run config of a method of this seed (`agentrepro resolve`)")
-    parser.add_argument("--out", required=True, type=Path, help="the warm start's directory (the workflow's: runs/<study>/_warmstart/seed<k>-<id12>/)")
+    parser.add_argument(
+        "--config", required=True, type=Path, help="the run config of a method of this seed (`agentrepro resolve`)"
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="the warm start's directory (the workflow's: runs/<study>/_warmstart/seed<k>-<id12>/)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
     config = runconfig.load_run_config(args.config)
     if config["backend"]["name"] != BUILTIN:
-        raise BadInput(f"only the builtin backend has a warm start, this config names {config['backend']['name']!r}",
-                       path=args.config, where="backend.name")
+        raise BadInput(
+            f"only the builtin backend has a warm start, this config names {config['backend']['name']!r}",
+            path=args.config,
+            where="backend.name",
+        )
     with read_from(args.config):
         backend = get_backend(BUILTIN)
         resolved = runconfig.resolve_config(config, backend.default_config())

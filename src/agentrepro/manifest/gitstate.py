@@ -25,7 +25,12 @@ def harness_state(root: str | os.PathLike, *, ignore: list[str | os.PathLike] = 
     try:
         top = _git(root, "rev-parse", "--show-toplevel")
     except FileNotFoundError:
-        return {"commit": None, "dirty": True, "dirty_paths": [], "note": "git is not installed: the commit cannot be read"}
+        return {
+            "commit": None,
+            "dirty": True,
+            "dirty_paths": [],
+            "note": "git is not installed: the commit cannot be read",
+        }
     if top.returncode != 0:
         return {"commit": None, "dirty": True, "dirty_paths": [], "note": f"{root} is not inside a git repository"}
     top_dir = Path(top.stdout.strip()).resolve()
@@ -33,7 +38,12 @@ def harness_state(root: str | os.PathLike, *, ignore: list[str | os.PathLike] = 
     commit = head.stdout.strip() if head.returncode == 0 else None
     status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
     if status.returncode != 0:
-        return {"commit": commit, "dirty": True, "dirty_paths": [], "note": f"git status failed: {status.stderr.strip()}"}
+        return {
+            "commit": commit,
+            "dirty": True,
+            "dirty_paths": [],
+            "note": f"git status failed: {status.stderr.strip()}",
+        }
     ignored = set()
     for path in ignore:
         try:
@@ -53,7 +63,11 @@ def harness_state(root: str | os.PathLike, *, ignore: list[str | os.PathLike] = 
             i += 1
         if rel not in ignored:
             changed.append(rel)
-    state: dict[str, Any] = {"commit": commit, "dirty": bool(changed) or commit is None, "dirty_paths": sorted(changed)[:MAX_LISTED]}
+    state: dict[str, Any] = {
+        "commit": commit,
+        "dirty": bool(changed) or commit is None,
+        "dirty_paths": sorted(changed)[:MAX_LISTED],
+    }
     if commit is None:
         state["note"] = "the repository has no commit yet"
     return state

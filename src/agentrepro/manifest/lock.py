@@ -46,7 +46,9 @@ def lock_problems(lock: Any) -> list[str]:
     found = schema_problems(lock, LOCK_SCHEMA)
     stored = lock.get(SELF_KEY)
     if stored is not None and stored != content_sha256(lock):
-        found.append(f"{SELF_KEY}: the content does not hash to it: the lock was edited after `agentrepro freeze` wrote it; freeze again")
+        found.append(
+            f"{SELF_KEY}: the content does not hash to it: the lock was edited after `agentrepro freeze` wrote it; freeze again"
+        )
     if lock.get("manifest") is not None and lock.get("manifest_sha256") != sha256_json(lock["manifest"]):
         found.append("manifest_sha256: does not match the canonical manifest stored in the lock")
     return found

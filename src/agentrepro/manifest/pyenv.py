@@ -26,5 +26,9 @@ def installed_packages() -> list[str]:
 
 def python_environment() -> dict[str, Any]:
     packages = installed_packages()
-    return {"version": platform.python_version(), "implementation": platform.python_implementation(),
-            "packages": packages, "packages_sha256": sha256_json(packages)}
+    return {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "packages": packages,
+        "packages_sha256": sha256_json(packages),
+    }

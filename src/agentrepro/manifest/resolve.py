@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.placement import method_placement
 from agentrepro.manifest.lock import lock_sha256
+from agentrepro.placement import method_placement
 
 
 def run_config(lock: dict[str, Any], method: str, seed: int, *, lock_path: str | os.PathLike) -> dict[str, Any]:
@@ -23,9 +23,17 @@ def run_config(lock: dict[str, Any], method: str, seed: int, *, lock_path: str |
     manifest = copy.deepcopy(lock["manifest"])
     methods, seeds = manifest["methods"], manifest["seeds"]
     if method not in methods:
-        raise BadInput(f"{method!r} is not a method of study {lock['study']!r} (methods: {', '.join(methods)})", path=lock_path, where="--method")
+        raise BadInput(
+            f"{method!r} is not a method of study {lock['study']!r} (methods: {', '.join(methods)})",
+            path=lock_path,
+            where="--method",
+        )
     if seed not in seeds:
-        raise BadInput(f"{seed} is not a seed of study {lock['study']!r} (seeds: {', '.join(map(str, seeds))})", path=lock_path, where="--seed")
+        raise BadInput(
+            f"{seed} is not a seed of study {lock['study']!r} (seeds: {', '.join(map(str, seeds))})",
+            path=lock_path,
+            where="--seed",
+        )
     resolved = lock["resolved"]
     placement = method_placement(manifest, method, path=lock_path)
     config: dict[str, Any] = {
@@ -40,8 +48,10 @@ def run_config(lock: dict[str, Any], method: str, seed: int, *, lock_path: str |
     }
     if "data" in manifest:
         files = resolved["files"]
-        config["data"] = {name: {"path": spec["path"], "sha256": files.get(Path(spec["path"]).as_posix(), spec.get("sha256"))}
-                          for name, spec in manifest["data"].items()}
+        config["data"] = {
+            name: {"path": spec["path"], "sha256": files.get(Path(spec["path"]).as_posix(), spec.get("sha256"))}
+            for name, spec in manifest["data"].items()
+        }
     config["train"] = {**manifest["train"], **methods[method]}
     config["eval"] = {**manifest["eval"], "task_panel": copy.deepcopy(lock["task_panel"])}
     config["resources"] = placement.resources

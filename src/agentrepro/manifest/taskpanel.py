@@ -46,8 +46,14 @@ def panel_from_file(path: str | os.PathLike, *, tasks: int, env_name: str) -> li
         seed = row.get("seed", len(panel))
         if not isinstance(seed, int):
             raise BadInput(f"seed: expected an integer, got {seed!r}", path=path, where=f"line {number}")
-        panel.append({"task_id": task_id, "task_hash": sha256_json(row), "seed": seed,
-                      "category": str(row.get("category", env_name))})
+        panel.append(
+            {
+                "task_id": task_id,
+                "task_hash": sha256_json(row),
+                "seed": seed,
+                "category": str(row.get("category", env_name)),
+            }
+        )
     if len(panel) != tasks:
         raise BadInput(f"lists {len(panel)} tasks but the manifest's eval.tasks is {tasks}", path=path)
     return panel
@@ -62,7 +68,9 @@ def panel_from_environment(name: str, params: dict[str, Any], seeds: list[int]) 
 def check_panel(panel: Any, *, expected: int, source: str) -> list[dict[str, Any]]:
     """A panel must be a list of `expected` entries with unique task ids and 64-hex task hashes."""
     if not isinstance(panel, list) or len(panel) != expected:
-        raise Failure(f"{source} returned {len(panel) if isinstance(panel, list) else type(panel).__name__} tasks, expected {expected}")
+        raise Failure(
+            f"{source} returned {len(panel) if isinstance(panel, list) else type(panel).__name__} tasks, expected {expected}"
+        )
     ids = set()
     for entry in panel:
         if not isinstance(entry, dict) or not {"task_id", "task_hash", "seed", "category"} <= set(entry):
@@ -75,26 +83,39 @@ def check_panel(panel: Any, *, expected: int, source: str) -> list[dict[str, Any
     return [{k: entry[k] for k in ("task_id", "task_hash", "seed", "category")} for entry in panel]
 
 
-def panel_from_data_dir(manifest: dict[str, Any], data_dir: Path, root: Path) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+def panel_from_data_dir(
+    manifest: dict[str, Any], data_dir: Path, root: Path
+) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
     """(panel, {root-relative file: SHA-256}, {package: version}) of a game data directory."""
     env = manifest["env"]
     cls = REGISTRY.get(env["name"])
     freeze_panel = getattr(cls, "frozen_panel", None)
     if freeze_panel is None:
-        raise BadInput(f"environment {env['name']!r} takes no data directory: data.eval.path must be a JSONL file", where="data.eval.path")
+        raise BadInput(
+            f"environment {env['name']!r} takes no data directory: data.eval.path must be a JSONL file",
+            where="data.eval.path",
+        )
     params = cls.validate_params(env.get("params", {}))
     selections = getattr(cls, "PANEL_SELECTIONS", {})
     select = manifest["eval"].get("panel")
     if select not in selections:
-        raise BadInput("a panel of game files is a choice the manifest states: " +
-                       "; ".join(f"{name}: {what}" for name, what in selections.items()), where="eval.panel")
+        raise BadInput(
+            "a panel of game files is a choice the manifest states: "
+            + "; ".join(f"{name}: {what}" for name, what in selections.items()),
+            where="eval.panel",
+        )
     panel, files, packages = freeze_panel(data_dir, env["split"], params, manifest["eval"]["tasks"], select)
     panel = check_panel(panel, expected=manifest["eval"]["tasks"], source=f"{cls.__qualname__}.frozen_panel")
-    rel = {Path(os.path.relpath((data_dir / name).resolve(), root.resolve())).as_posix(): digest for name, digest in files.items()}
+    rel = {
+        Path(os.path.relpath((data_dir / name).resolve(), root.resolve())).as_posix(): digest
+        for name, digest in files.items()
+    }
     return panel, rel, packages
 
 
-def build_panel_sources(manifest: dict[str, Any], root: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+def build_panel_sources(
+    manifest: dict[str, Any], root: str | os.PathLike
+) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
     """(panel, files the panel was frozen from with their hashes, package versions the panel depends on)."""
     env, ev, root = manifest["env"], manifest["eval"], Path(root)
     eval_file = manifest.get("data", {}).get("eval")
@@ -104,7 +125,11 @@ def build_panel_sources(manifest: dict[str, Any], root: str | os.PathLike) -> tu
             return panel_from_data_dir(manifest, path, root)
         return panel_from_file(path, tasks=ev["tasks"], env_name=env["name"]), {}, {}
     seeds = list(range(ev["first_seed"], ev["first_seed"] + ev["tasks"]))
-    return panel_from_environment(env["name"], env.get("params", {}), seeds), {}, panel_packages(env["name"], env.get("params", {}))
+    return (
+        panel_from_environment(env["name"], env.get("params", {}), seeds),
+        {},
+        panel_packages(env["name"], env.get("params", {})),
+    )
 
 
 def panel_deviations(manifest: dict[str, Any], root: str | os.PathLike, panel: list[dict[str, Any]]) -> list[str]:

@@ -21,10 +21,39 @@ JSON Schemas in workflow/schemas/ and the validators beside each reader. Callers
 """
 
 from agentrepro.reading.json_files import MalformedJSON, iter_jsonl, load_json, parse_json, read_jsonl, stdin_lines
-from agentrepro.reading.text import (INT64_MAX, INT64_MIN, MAX_DEPTH, MAX_NODES, check_string, check_value, decode,
-                                     key_path, read_bytes, read_lines, read_text)
+from agentrepro.reading.text import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_DEPTH,
+    MAX_NODES,
+    check_string,
+    check_value,
+    decode,
+    key_path,
+    read_bytes,
+    read_lines,
+    read_text,
+)
 from agentrepro.reading.yaml_files import load_yaml, parse_yaml
 
-__all__ = ["INT64_MAX", "INT64_MIN", "MAX_DEPTH", "MAX_NODES", "MalformedJSON", "check_string", "check_value", "decode",
-           "iter_jsonl", "key_path", "load_json", "load_yaml", "parse_json", "parse_yaml", "read_bytes", "read_jsonl",
-           "read_lines", "read_text", "stdin_lines"]
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "MalformedJSON",
+    "check_string",
+    "check_value",
+    "decode",
+    "iter_jsonl",
+    "key_path",
+    "load_json",
+    "load_yaml",
+    "parse_json",
+    "parse_yaml",
+    "read_bytes",
+    "read_jsonl",
+    "read_lines",
+    "read_text",
+    "stdin_lines",
+]

@@ -30,7 +30,7 @@ class MalformedJSON(BadInput):
 def _json_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_CHARS:
         raise _Refused(f"integer {short_int(text)} is outside the 64-bit range")
-    return int(text)   # the 64-bit range is checked by check_value, with the key path
+    return int(text)  # the 64-bit range is checked by check_value, with the key path
 
 
 def _json_float(text: str) -> float:
@@ -56,16 +56,24 @@ def _json_constant(name: str) -> float:
 def parse_json(text: str, *, path: object = None, where: str | None = None, line: int | None = None) -> Any:
     """Parse one JSON document with the bounds above; errors name `path` and the line (or `where`)."""
     try:
-        obj = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant,
-                         object_pairs_hook=_json_object)
+        obj = json.loads(
+            text,
+            parse_int=_json_int,
+            parse_float=_json_float,
+            parse_constant=_json_constant,
+            object_pairs_hook=_json_object,
+        )
     except json.JSONDecodeError as exc:
         at = f"line {line}" if line is not None else f"line {exc.lineno}"
         raise MalformedJSON(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, where=where or at) from None
     except _Refused as exc:
         raise BadInput(str(exc), path=path, where=where or (f"line {line}" if line is not None else None)) from None
     except RecursionError:
-        raise BadInput(f"nested deeper than {MAX_DEPTH} levels", path=path,
-                       where=where or (f"line {line}" if line is not None else None)) from None
+        raise BadInput(
+            f"nested deeper than {MAX_DEPTH} levels",
+            path=path,
+            where=where or (f"line {line}" if line is not None else None),
+        ) from None
     return check_value(obj, path=path, where=where or (f"line {line}" if line is not None else None))
 
 
@@ -95,5 +103,3 @@ def stdin_lines() -> Iterable[bytes | str]:
 
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
     return [obj for _, obj in iter_jsonl(path)]
-
-

@@ -19,9 +19,9 @@ from typing import Any
 from agentrepro.errors import BadInput
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-MAX_DEPTH = 64            # no contract nests deeper than ~8; 64 leaves room and stays far from Python's stack
-MAX_NODES = 1_000_000     # values in one document, aliases expanded (a 10,000-task panel is ~60,000)
-MAX_INT_CHARS = 40        # longer integer literals are refused before int() sees them (CPython caps at 4300 digits)
+MAX_DEPTH = 64  # no contract nests deeper than ~8; 64 leaves room and stays far from Python's stack
+MAX_NODES = 1_000_000  # values in one document, aliases expanded (a 10,000-task panel is ~60,000)
+MAX_INT_CHARS = 40  # longer integer literals are refused before int() sees them (CPython caps at 4300 digits)
 _BAD_CHAR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
@@ -44,8 +44,11 @@ def decode(data: bytes, *, path: object = None, first_line: int = 1) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = first_line + data.count(b"\n", 0, exc.start)
-        raise BadInput(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded ({exc.reason})",
-                       path=path, where=f"line {line}") from None
+        raise BadInput(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded ({exc.reason})",
+            path=path,
+            where=f"line {line}",
+        ) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -106,6 +109,7 @@ def check_value(obj: Any, *, path: object = None, where: str | None = None) -> A
     Only JSON's types pass (a YAML date, set or binary cannot be frozen into canonical JSON). Key paths are
     kept as linked pairs and spelled out only for the message.
     """
+
     def bad(message: str, chain: tuple | None) -> BadInput:
         located = ": ".join(w for w in (where, key_path(_parts(chain)) if chain is not None else None) if w)
         return BadInput(message, path=path, where=located or None)
@@ -151,5 +155,9 @@ def check_value(obj: Any, *, path: object = None, where: str | None = None) -> A
 
 
 def short_int(value: int | str) -> str:
-    text = str(value) if isinstance(value, str) else (f"{value}" if abs(value) < 10**40 else f"of {len(str(abs(value)))} digits")
+    text = (
+        str(value)
+        if isinstance(value, str)
+        else (f"{value}" if abs(value) < 10**40 else f"of {len(str(abs(value)))} digits")
+    )
     return text if len(text) <= 30 else f"{text[:12]}...({len(text)} characters)"

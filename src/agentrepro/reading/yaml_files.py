@@ -15,8 +15,16 @@ from typing import Any
 import yaml
 
 from agentrepro.errors import BadInput
-from agentrepro.reading.text import (MAX_DEPTH, MAX_INT_CHARS, MAX_NODES, check_value, decode, describe_char, read_bytes,
-                                     short_int)
+from agentrepro.reading.text import (
+    MAX_DEPTH,
+    MAX_INT_CHARS,
+    MAX_NODES,
+    check_value,
+    decode,
+    describe_char,
+    read_bytes,
+    short_int,
+)
 
 
 class _Checks:
@@ -37,10 +45,14 @@ class _Checks:
                 try:
                     first = seen.get(key)
                 except TypeError:
-                    raise self._bad("a mapping key must be a plain value, not a list or mapping", key_node.start_mark) from None
+                    raise self._bad(
+                        "a mapping key must be a plain value, not a list or mapping", key_node.start_mark
+                    ) from None
                 if first is not None:
-                    raise self._bad(f"duplicate key {key!r} (first at line {first}): the last one would silently win",
-                                    key_node.start_mark)
+                    raise self._bad(
+                        f"duplicate key {key!r} (first at line {first}): the last one would silently win",
+                        key_node.start_mark,
+                    )
                 seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
@@ -54,7 +66,7 @@ class _Checks:
         text = str(node.value).replace("_", "").lstrip("+-")
         if len(text) > MAX_INT_CHARS:
             raise self._bad(f"integer {short_int(str(node.value))} is outside the 64-bit range", node.start_mark)
-        return super().construct_yaml_int(node)   # the 64-bit range is checked by check_value, with the key path
+        return super().construct_yaml_int(node)  # the 64-bit range is checked by check_value, with the key path
 
 
 class _BoundedLoader(_Checks, yaml.SafeLoader):
@@ -93,7 +105,7 @@ def _check_expansion(root, loader: _Checks) -> None:
             stack.extend(node.value)
         elif isinstance(node, yaml.MappingNode):
             stack.extend(n for pair in node.value for n in pair)
-    for node in reversed(order):   # children before parents (a parent is pushed before its children)
+    for node in reversed(order):  # children before parents (a parent is pushed before its children)
         if isinstance(node, yaml.SequenceNode):
             total = 1 + sum(sizes[id(c)] for c in node.value)
         elif isinstance(node, yaml.MappingNode):
@@ -101,12 +113,15 @@ def _check_expansion(root, loader: _Checks) -> None:
         else:
             continue
         if total > MAX_NODES:
-            raise loader._bad(f"aliases expand this document past {MAX_NODES:,} values (an alias bomb?)", node.start_mark)
+            raise loader._bad(
+                f"aliases expand this document past {MAX_NODES:,} values (an alias bomb?)", node.start_mark
+            )
         sizes[id(node)] = total
 
 
 _LOADERS = [_BoundedLoader]
-if hasattr(yaml, "CSafeLoader"):   # libyaml: ~20x faster on large run configs; it bounds nesting itself (1000)
+if hasattr(yaml, "CSafeLoader"):  # libyaml: ~20x faster on large run configs; it bounds nesting itself (1000)
+
     class _BoundedCLoader(_Checks, yaml.CSafeLoader):
         def __init__(self, stream, path: object):
             super().__init__(stream)
@@ -134,8 +149,12 @@ def parse_yaml(text: str, *, path: object = None, fast: bool = False) -> Any:
         raise BadInput(f"YAML syntax error: {exc.problem or exc}", path=path, where=where) from None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
-        raise BadInput(f"{describe_char(chr(exc.character)) if isinstance(exc.character, int) else 'unreadable character'} "
-                       "in YAML", path=path, where=f"line {line}") from None
+        raise BadInput(
+            f"{describe_char(chr(exc.character)) if isinstance(exc.character, int) else 'unreadable character'} "
+            "in YAML",
+            path=path,
+            where=f"line {line}",
+        ) from None
     except yaml.YAMLError as exc:
         raise BadInput(f"YAML error: {exc}", path=path) from None
     except RecursionError:

@@ -12,7 +12,7 @@ from pathlib import Path
 from agentrepro.audit import audit_study, coverage
 from agentrepro.errors import BadInput, Failure
 
-REQUIRE = "analysis"   # the report being written cannot vouch for itself: audited up to the analysis, reports/ left out
+REQUIRE = "analysis"  # the report being written cannot vouch for itself: audited up to the analysis, reports/ left out
 COVERS = coverage(REQUIRE, check_reports=False)
 
 
@@ -23,7 +23,15 @@ def audit_result(study: str, root: str | Path = ".") -> dict:
     except (BadInput, Failure, OSError) as exc:
         return {"status": "error", "problems": [], "message": f"the audit could not run: {exc}"}
     if problems:
-        return {"status": "problems", "problems": [str(p) for p in problems], "covers": COVERS,
-                "message": f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found"}
-    return {"status": "passed", "problems": [], "covers": COVERS,
-            "message": "the lock, every run, evaluation and analysis output match (the report itself is checked by `agentrepro audit`)"}
+        return {
+            "status": "problems",
+            "problems": [str(p) for p in problems],
+            "covers": COVERS,
+            "message": f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found",
+        }
+    return {
+        "status": "passed",
+        "problems": [],
+        "covers": COVERS,
+        "message": "the lock, every run, evaluation and analysis output match (the report itself is checked by `agentrepro audit`)",
+    }

@@ -26,12 +26,25 @@ from typing import Any
 
 from agentrepro.errors import Failure
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "--remote-debugging-pipe")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-pipe",
+)
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-INSTALL_HINT = ("install Debian's chromium (`make system-deps`, or `apt-get install -y chromium` as root) "
-                "or set AGENTREPRO_CHROMIUM to a Chromium or Chrome executable")
+INSTALL_HINT = (
+    "install Debian's chromium (`make system-deps`, or `apt-get install -y chromium` as root) "
+    "or set AGENTREPRO_CHROMIUM to a Chromium or Chrome executable"
+)
 
 
 def find_chromium(explicit: str | None = None) -> str:
@@ -67,7 +80,9 @@ class Page:
         for e in self.events:
             p = e.get("params", {})
             if e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                out.append("console: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+                out.append(
+                    "console: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", []))
+                )
             elif e["method"] == "Runtime.exceptionThrown":
                 out.append("exception: " + p.get("exceptionDetails", {}).get("text", ""))
             elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
@@ -89,13 +104,19 @@ class Page:
 
     def print_pdf(self) -> bytes:
         """The page printed as the print stylesheet lays it out (A4 from @page), backgrounds included."""
-        r = self.send("Page.printToPDF", {"printBackground": True, "preferCSSPageSize": True,
-                                          "displayHeaderFooter": False}, timeout=180)
+        r = self.send(
+            "Page.printToPDF",
+            {"printBackground": True, "preferCSSPageSize": True, "displayHeaderFooter": False},
+            timeout=180,
+        )
         return base64.b64decode(r["data"])
 
     def screenshot(self, width: int = 1280, height: int = 900, full_page: bool = False) -> bytes:
         """PNG of the first screen (`full_page`: the whole page)."""
-        self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
         params: dict[str, Any] = {"format": "png"}
         if full_page:
             h = self.evaluate("document.documentElement.scrollHeight")
@@ -130,8 +151,12 @@ class Chromium:
         try:
             self.proc = subprocess.Popen(
                 [self.executable, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
-                preexec_fn=wire_fds, close_fds=False)  # other fds are non-inheritable (PEP 446)
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self.stderr,
+                preexec_fn=wire_fds,
+                close_fds=False,
+            )  # other fds are non-inheritable (PEP 446)
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
@@ -153,7 +178,9 @@ class Chromium:
                         else:
                             self.events.append(msg)
                             if msg.get("method") == "Page.javascriptDialogOpening":
-                                threading.Thread(target=self._dismiss, args=(msg.get("sessionId"),), daemon=True).start()
+                                threading.Thread(
+                                    target=self._dismiss, args=(msg.get("sessionId"),), daemon=True
+                                ).start()
                     self._cond.notify_all()
         with self._cond:
             self._closed = True
@@ -169,7 +196,9 @@ class Chromium:
         self.stderr.seek(0)
         return self.stderr.read().decode("utf-8", "replace")[-800:]
 
-    def send(self, method: str, params: dict | None = None, *, session: str | None = None, timeout: float | None = None) -> dict:
+    def send(
+        self, method: str, params: dict | None = None, *, session: str | None = None, timeout: float | None = None
+    ) -> dict:
         """Send one command and wait for its answer; a protocol error or a silent browser is a Failure."""
         with self._cond:
             self._next_id += 1
@@ -180,7 +209,9 @@ class Chromium:
         try:
             os.write(self._to_child, json.dumps(msg).encode() + b"\0")
         except OSError as exc:
-            raise Failure(f"Chromium ({self.executable}) is not running: {exc}; its stderr: {self._stderr_tail()}") from None
+            raise Failure(
+                f"Chromium ({self.executable}) is not running: {exc}; its stderr: {self._stderr_tail()}"
+            ) from None
         deadline = time.monotonic() + (timeout or self.timeout)
         with self._cond:
             while mid not in self._answers:
@@ -203,7 +234,9 @@ class Chromium:
                         return e
                 left = deadline - time.monotonic()
                 if self._closed or left <= 0:
-                    raise Failure(f"Chromium: no {method} within {timeout or self.timeout:.0f} s; its stderr: {self._stderr_tail()}")
+                    raise Failure(
+                        f"Chromium: no {method} within {timeout or self.timeout:.0f} s; its stderr: {self._stderr_tail()}"
+                    )
                 self._cond.wait(left)
 
     # -- pages ------------------------------------------------------------------------------------

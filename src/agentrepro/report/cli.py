@@ -20,7 +20,14 @@ from pathlib import Path
 
 from agentrepro import layout
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_bytes, atomic_write_text, check_output_dir, make_dir, make_temp_dir, sha256_file
+from agentrepro.fileio import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_output_dir,
+    make_dir,
+    make_temp_dir,
+    sha256_file,
+)
 from agentrepro.layout import STUDY_HELP, locate
 from agentrepro.report.audit import audit_result
 from agentrepro.report.load import load_analysis
@@ -29,13 +36,22 @@ from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
 from agentrepro.report.render import PROVENANCE_PAGE, render_report
 from agentrepro.seal import OUTPUTS, sums_text, write_outputs_manifest
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help=f"{STUDY_HELP}; reads analysis/STUDY/, writes reports/STUDY/")
     parser.add_argument("--root", default=".", help="directory holding analysis/ and reports/ (default: .)")
-    parser.add_argument("--chromium", default=None, help="Chromium executable for the PDF (default: $AGENTREPRO_CHROMIUM or chromium on PATH)")
-    parser.add_argument("--pdf-engine", choices=ENGINES, default="auto",
-                        help="chromium: print the page with headless Chromium (error if missing); weasyprint: print it with "
-                             "WeasyPrint (no browser); auto (default): Chromium if found or named, else WeasyPrint")
+    parser.add_argument(
+        "--chromium",
+        default=None,
+        help="Chromium executable for the PDF (default: $AGENTREPRO_CHROMIUM or chromium on PATH)",
+    )
+    parser.add_argument(
+        "--pdf-engine",
+        choices=ENGINES,
+        default="auto",
+        help="chromium: print the page with headless Chromium (error if missing); weasyprint: print it with "
+        "WeasyPrint (no browser); auto (default): Chromium if found or named, else WeasyPrint",
+    )
     parser.add_argument("--paper", choices=tuple(PAPERS), default="a4", help="page size of the PDF (default: a4)")
     parser.add_argument("--no-pdf", action="store_true", help="write only the HTML")
 
@@ -43,12 +59,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def analysis_files(directory: Path) -> dict[str, str]:
     """{path relative to the root's parent of analysis/: sha256} for every file of the analysis directory."""
     base = directory.parent.parent
-    return {p.relative_to(base).as_posix(): sha256_file(p) for p in sorted(directory.rglob("*"))
-            if p.is_file() and not p.name.startswith(".")}
+    return {
+        p.relative_to(base).as_posix(): sha256_file(p)
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
-def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | None = None,
-                 engine: str = "auto", paper: str = "a4") -> tuple[Path, Engine | None]:
+def write_report(
+    study: str, root: Path, *, pdf: bool = True, chromium: str | None = None, engine: str = "auto", paper: str = "a4"
+) -> tuple[Path, Engine | None]:
     """Render and write reports/STUDY/; returns that directory and the PDF engine used (None: no PDF).
 
     `study`: a slug or the path of the study's manifest (`agentrepro.layout.locate`).
@@ -59,16 +79,25 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
     source = home.analysis
     analysis = load_analysis(source / "analysis.json")
     if analysis["study"] != home.name:
-        raise BadInput(f"expected study {home.name!r}, found {analysis['study']!r}", path=source / "analysis.json", where="study")
+        raise BadInput(
+            f"expected study {home.name!r}, found {analysis['study']!r}", path=source / "analysis.json", where="study"
+        )
     files = analysis_files(source)
-    html, provenance, figures = render_report(analysis, audit=audit_result(study, root), files=files, paper=paper,
-                                              pdf_engine=printer.version if printer else None)
+    html, provenance, figures = render_report(
+        analysis,
+        audit=audit_result(study, root),
+        files=files,
+        paper=paper,
+        pdf_engine=printer.version if printer else None,
+    )
 
     out = home.reports
     staging = make_temp_dir(out.parent, prefix=f".{home.name}.")
     try:
         atomic_write_text(staging / "report.html", html)
-        atomic_write_text(staging / PROVENANCE_PAGE, provenance)   # every hash and the whole lock, linked from the report
+        atomic_write_text(
+            staging / PROVENANCE_PAGE, provenance
+        )  # every hash and the whole lock, linked from the report
         # the analysis this report shows, sealed with it: `agentrepro audit` checks the analysis still hashes so
         atomic_write_text(staging / layout.REPORT_ANALYSIS_RECORD, sums_text(files))
         make_dir(staging / "figures")  # always there (a Snakemake directory() output), even with no figure
@@ -93,8 +122,14 @@ def write_report(study: str, root: Path, *, pdf: bool = True, chromium: str | No
 
 
 def run(args: argparse.Namespace) -> int:
-    out, printer = write_report(args.study, Path(args.root), pdf=not args.no_pdf, chromium=args.chromium,
-                                engine=args.pdf_engine, paper=args.paper)
+    out, printer = write_report(
+        args.study,
+        Path(args.root),
+        pdf=not args.no_pdf,
+        chromium=args.chromium,
+        engine=args.pdf_engine,
+        paper=args.paper,
+    )
     names = ["report.html"] + ([] if printer is None else ["report.pdf"]) + [OUTPUTS]
     print("\n".join(str(out / n) for n in names))
     if printer is None:

@@ -17,18 +17,42 @@ import matplotlib
 import matplotlib.ticker
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
 
-STYLE = {"text.parse_math": False, "axes.spines.top": False, "axes.spines.right": False, "font.size": 9,
-         "axes.titlesize": 10, "legend.fontsize": 8, "figure.dpi": 100}
+STYLE = {
+    "text.parse_math": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "legend.fontsize": 8,
+    "figure.dpi": 100,
+}
 VERDICT_COLORS = {"reproduced": "#1a7f37", "not_reproduced": "#cf222e", "inconclusive": "#9a6700"}
 # Fractions in the data, drawn in percent wherever they appear.
-RATE_METRICS = {"auc", "train_success_rate", "valid_action_ratio", "duplicate_edge_ratio", "shared_state_rate",
-                "singleton_out_edge_ratio", "nonzero_graph_adv_ratio", "unreachable_ratio", "threshold"}
-DIAGNOSTIC_METRICS = ("nodes", "edges", "shared_state_rate", "duplicate_edge_ratio", "nonzero_graph_adv_ratio",
-                      "unreachable_ratio", "singleton_out_edge_ratio", "all_fail_groups")
+RATE_METRICS = {
+    "auc",
+    "train_success_rate",
+    "valid_action_ratio",
+    "duplicate_edge_ratio",
+    "shared_state_rate",
+    "singleton_out_edge_ratio",
+    "nonzero_graph_adv_ratio",
+    "unreachable_ratio",
+    "threshold",
+}
+DIAGNOSTIC_METRICS = (
+    "nodes",
+    "edges",
+    "shared_state_rate",
+    "duplicate_edge_ratio",
+    "nonzero_graph_adv_ratio",
+    "unreachable_ratio",
+    "singleton_out_edge_ratio",
+    "all_fail_groups",
+)
 
 
 def _axes(ax: Axes | None, size=(6.4, 3.2)) -> Axes:
@@ -51,7 +75,11 @@ def _at_step(rows: Sequence[dict], step) -> list[dict]:
 
 def interval(row: dict) -> tuple[float, float]:
     """A pooled rate's 95% interval: the task-clustered one (ci_lo, ci_hi) where the analysis has it, else Wilson's."""
-    return (row["ci_lo"], row["ci_hi"]) if row.get("ci_lo") is not None and row.get("ci_hi") is not None else (row["wilson_lo"], row["wilson_hi"])
+    return (
+        (row["ci_lo"], row["ci_hi"])
+        if row.get("ci_lo") is not None and row.get("ci_hi") is not None
+        else (row["wilson_lo"], row["wilson_hi"])
+    )
 
 
 def _below(ax: Axes, rows: int, ncols: int = 3) -> None:
@@ -59,8 +87,15 @@ def _below(ax: Axes, rows: int, ncols: int = 3) -> None:
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if rows < 4 else -0.22), ncols=ncols, frameon=False)
 
 
-def forest_plot(methods_rows: Sequence[dict], runs_rows: Sequence[dict], verdicts: Sequence[dict], step: int,
-                ax: Axes | None = None, colors: dict | None = None, reference: str = "paper") -> Axes:
+def forest_plot(
+    methods_rows: Sequence[dict],
+    runs_rows: Sequence[dict],
+    verdicts: Sequence[dict],
+    step: int,
+    ax: Axes | None = None,
+    colors: dict | None = None,
+    reference: str = "paper",
+) -> Axes:
     """Methods at `step`: pooled rate with its 95% CI (bar; `interval`), each seed's rate (dots), the reference's value (◆)."""
     rows = _at_step(methods_rows, step)
     ax = _axes(ax, (6.4, 1.1 + 0.45 * max(len(rows), 1)))
@@ -69,13 +104,27 @@ def forest_plot(methods_rows: Sequence[dict], runs_rows: Sequence[dict], verdict
     for y, r in enumerate(rows):
         c = colors.get(r["method"], "k")
         lo, hi = interval(r)
-        ax.errorbar(100 * r["pooled_rate"], y, xerr=[[100 * (r["pooled_rate"] - lo)], [100 * (hi - r["pooled_rate"])]],
-                    fmt="o", color=c, capsize=3, ms=6, label="pooled, 95% CI" if y == 0 else None)
+        ax.errorbar(
+            100 * r["pooled_rate"],
+            y,
+            xerr=[[100 * (r["pooled_rate"] - lo)], [100 * (hi - r["pooled_rate"])]],
+            fmt="o",
+            color=c,
+            capsize=3,
+            ms=6,
+            label="pooled, 95% CI" if y == 0 else None,
+        )
         seeds = [100 * s["rate"] for s in runs_rows if s["method"] == r["method"] and s["step"] == step]
         ax.scatter(seeds, [y + 0.18] * len(seeds), s=12, color=c, alpha=0.6, label="per seed" if y == 0 else None)
         if r["method"] in paper:
-            ax.scatter([100 * paper[r["method"]]], [y - 0.18], marker="D", s=24, color="k",
-                       label=reference if not ax.get_legend_handles_labels()[1].count(reference) else None)
+            ax.scatter(
+                [100 * paper[r["method"]]],
+                [y - 0.18],
+                marker="D",
+                s=24,
+                color="k",
+                label=reference if not ax.get_legend_handles_labels()[1].count(reference) else None,
+            )
     ax.set_yticks(range(len(rows)), [r["method"] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel(f"success rate at step {step} (%)")
@@ -96,7 +145,13 @@ def learning_curves(methods_rows: Sequence[dict], ax: Axes | None = None, colors
         rows = sorted(rows, key=lambda r: r["step"])
         x = [r["step"] for r in rows]
         ax.plot(x, [100 * r["mean"] for r in rows], marker="o", ms=3, color=colors.get(m), label=m)
-        ax.fill_between(x, [100 * interval(r)[0] for r in rows], [100 * interval(r)[1] for r in rows], color=colors.get(m), alpha=0.15)
+        ax.fill_between(
+            x,
+            [100 * interval(r)[0] for r in rows],
+            [100 * interval(r)[1] for r in rows],
+            color=colors.get(m),
+            alpha=0.15,
+        )
     ax.set_xlabel("training step (evaluated checkpoint)")
     ax.set_ylabel("success rate (%)")
     ax.grid(alpha=0.3)
@@ -141,8 +196,16 @@ def per_category(category_rows: Sequence[dict], step: int, ax: Axes | None = Non
     colors = colors or method_colors(methods)
     for m, r, y in _dodged(rows, "category", cats, methods):
         lo, hi = interval(r)
-        ax.errorbar(100 * r["rate"], y, xerr=[[100 * (r["rate"] - lo)], [100 * (hi - r["rate"])]],
-                    fmt="o", ms=4, capsize=2, color=colors.get(m), label=m if r["category"] == cats[0] else None)
+        ax.errorbar(
+            100 * r["rate"],
+            y,
+            xerr=[[100 * (r["rate"] - lo)], [100 * (hi - r["rate"])]],
+            fmt="o",
+            ms=4,
+            capsize=2,
+            color=colors.get(m),
+            label=m if r["category"] == cats[0] else None,
+        )
     ax.set_yticks(range(len(cats)), cats)
     ax.invert_yaxis()
     ax.set_xlabel(f"success rate at step {step} (%)")
@@ -162,8 +225,9 @@ def _seed_mean(rows: Sequence[dict], metric: str) -> dict[str, tuple[list, list]
     return {m: (sorted(d), [float(np.mean(d[s])) for s in sorted(d)]) for m, d in acc.items()}
 
 
-def metric_over_training(rows: Sequence[dict], metric: str, ax: Axes | None = None, colors: dict | None = None,
-                         percent: bool | None = None) -> Axes:
+def metric_over_training(
+    rows: Sequence[dict], metric: str, ax: Axes | None = None, colors: dict | None = None, percent: bool | None = None
+) -> Axes:
     """One training-time series (training metrics or graph diagnostics), mean over seeds per method.
 
     `percent` (default: whether `metric` is in RATE_METRICS) draws fractions ×100.
@@ -203,8 +267,9 @@ def overhead_seconds(overhead_rows: Sequence[dict], ax: Axes | None = None, colo
     return ax
 
 
-def convergence_plot(convergence_rows: Sequence[dict], metric: str = "auc", ax: Axes | None = None,
-                     colors: dict | None = None) -> Axes:
+def convergence_plot(
+    convergence_rows: Sequence[dict], metric: str = "auc", ax: Axes | None = None, colors: dict | None = None
+) -> Axes:
     """One convergence measure per seed (dots) and its mean (bar) per method; seeds with no value are skipped."""
     methods = list(dict.fromkeys(r["method"] for r in convergence_rows))
     ax = _axes(ax, (3.2, 2.4))

@@ -14,13 +14,13 @@ GLOSSES = {
     "Wilson": "a confidence interval for a proportion that stays inside [0, 1] and is accurate for small counts",
     "wilson": "the Wilson score interval of one run's k successes of n episodes",
     "wilson_task_clustered": "Wilson's interval at the effective number of trials left once repeated seeds of the same task "
-                             "are counted as correlated (Kish's design effect)",
+    "are counted as correlated (Kish's design effect)",
     "Holm": "Holm's step-down adjustment of p-values for the several comparisons of one family",
     "McNemar": "the exact test of a paired 2×2 table: were the tasks only one side solved split unevenly?",
     "Newcombe": "Newcombe's (1998, method 10) interval for a difference of paired proportions",
     "newcombe10+mcnemar_exact": "one seed: Newcombe's paired interval and the exact McNemar test on the 2×2 table of tasks",
     "task_clustered_t": "seeds pooled: per-task differences averaged over seeds, a t interval and test with tasks − 1 degrees "
-                        "of freedom, since the seeds replay the same tasks",
+    "of freedom, since the seeds replay the same tasks",
     "task_clustered": "the interval of the rate pooled over seeds with a standard error clustered by task",
     "t_over_seeds": "a t interval over the per-seed rates",
     "welch_tost": "two one-sided Welch t tests against the reference's mean ± std over its seeds",

@@ -23,7 +23,9 @@ PARITY_STATUS = ("pass", "fail", "not_run")
 # Every table and column, with its kind, comes from the analysis contract. Required columns must be in every
 # row; the other declared columns are checked where a row has them (an older analysis may lack them).
 COLUMNS: dict[str, dict[str, str]] = {t.name: {c.name: c.kind for c in t.required} for t in contract.TABLES}
-OTHER_COLUMNS: dict[str, dict[str, str]] = {t.name: {c.name: c.kind for c in t.columns if not c.required} for t in contract.TABLES}
+OTHER_COLUMNS: dict[str, dict[str, str]] = {
+    t.name: {c.name: c.kind for c in t.columns if not c.required} for t in contract.TABLES
+}
 
 
 def _is_num(v: Any) -> bool:
@@ -47,7 +49,11 @@ def _check(kind: str, value: Any) -> str | None:
     if kind == "p":
         return None if _is_num(value) and 0 <= value <= 1 else f"a p-value in [0, 1] (got {value!r})"
     if kind == "seed":
-        ok = value == "all" or (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdigit())
+        ok = (
+            value == "all"
+            or (isinstance(value, int) and not isinstance(value, bool))
+            or (isinstance(value, str) and value.isdigit())
+        )
         return None if ok else f'an integer seed or "all" (got {value!r})'
     if kind == "bool":
         return None if isinstance(value, bool) else f"true or false (got {value!r})"
@@ -55,17 +61,25 @@ def _check(kind: str, value: Any) -> str | None:
         return None if value in VERDICTS else f"one of {', '.join(VERDICTS)} (got {value!r})"
     if kind == "json":
         return None if isinstance(value, dict) else f"a JSON object (got {value!r})"
-    raise ValueError(f"unknown column kind {kind!r}")   # the contract declares a kind this checker does not know
+    raise ValueError(f"unknown column kind {kind!r}")  # the contract declares a kind this checker does not know
 
 
 def validate(analysis: Any, path: str | Path) -> dict:
     """Check `analysis` against the contract; return it unchanged or raise BadInput naming the key path."""
+
     def bad(where: str, what: str) -> BadInput:
         return BadInput(f"expected {what}", path=path, where=where)
 
     if not isinstance(analysis, dict):
         raise bad("top level", "a JSON object")
-    for key, typ in [("study", str), ("settings", dict), ("tables", dict), ("notes", list), ("parity", list), ("provenance", dict)]:
+    for key, typ in [
+        ("study", str),
+        ("settings", dict),
+        ("tables", dict),
+        ("notes", list),
+        ("parity", list),
+        ("provenance", dict),
+    ]:
         if key not in analysis:
             raise bad(key, f"key '{key}' (missing)")
         if not isinstance(analysis[key], typ):
@@ -106,7 +120,7 @@ def validate(analysis: Any, path: str | Path) -> dict:
             raise bad(f"parity[{i}].check", "an object with a 'check' string")
         if item.get("status") not in PARITY_STATUS:
             raise bad(f"parity[{i}].status", f"one of {', '.join(PARITY_STATUS)} (got {item.get('status')!r})")
-    certificate = analysis.setdefault("certificate", [])   # absent in analyses written before the parity certificate
+    certificate = analysis.setdefault("certificate", [])  # absent in analyses written before the parity certificate
     if not isinstance(certificate, list):
         raise bad("certificate", "a list of certificate entries")
     for i, item in enumerate(certificate):
@@ -130,8 +144,16 @@ def validate(analysis: Any, path: str | Path) -> dict:
 
 
 # provenance.source_parity (agentrepro.backends.sources.study_rows): one row per method; what each key must hold
-SOURCE_ROW = {"method": str, "placement": str, "commit": (str, type(None)), "workdir": (str, type(None)), "files": list,
-              "seeds": list, "unrecorded": list, "differences": list}
+SOURCE_ROW = {
+    "method": str,
+    "placement": str,
+    "commit": (str, type(None)),
+    "workdir": (str, type(None)),
+    "files": list,
+    "seeds": list,
+    "unrecorded": list,
+    "differences": list,
+}
 SOURCE_DIFFERENCE = {"seed": (int, str), "path": str, "pinned": str, "ran": (str, type(None))}
 
 
@@ -147,11 +169,16 @@ def _check_source_parity(rows: Any, bad) -> None:
             raise bad(where, "a row object")
         for key, kind in SOURCE_ROW.items():
             if not isinstance(row.get(key), kind):
-                raise bad(f"{where}.{key}", f"{'a string' if kind is str else 'a list' if kind is list else 'a string or null'} (got {row.get(key)!r})")
+                raise bad(
+                    f"{where}.{key}",
+                    f"{'a string' if kind is str else 'a list' if kind is list else 'a string or null'} (got {row.get(key)!r})",
+                )
         if row.get("status") not in ("pass", "fail"):
             raise bad(f"{where}.status", f"pass or fail (got {row.get('status')!r})")
         for j, diff in enumerate(row["differences"]):
-            if not isinstance(diff, dict) or any(not isinstance(diff.get(k), kind) for k, kind in SOURCE_DIFFERENCE.items()):
+            if not isinstance(diff, dict) or any(
+                not isinstance(diff.get(k), kind) for k, kind in SOURCE_DIFFERENCE.items()
+            ):
                 raise bad(f"{where}.differences[{j}]", "an object {seed, path, pinned, ran (a blob or null)}")
 
 

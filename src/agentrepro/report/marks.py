@@ -42,7 +42,7 @@ def _wrap(value, at: str):
         return [_wrap(v, f"{at}/{i}") for i, v in enumerate(value)]
     kind = {float: SourcedFloat, int: SourcedInt, str: SourcedStr}.get(type(value))
     if kind is None:
-        return value   # None, booleans, and values already sourced
+        return value  # None, booleans, and values already sourced
     out = kind(value)
     out.at = at
     return out
@@ -62,12 +62,14 @@ def mark(name: str, text: str, *values) -> Markup | str:
 def _marking(name: str):
     def formatter(*values):
         return mark(name, fmt.FORMATS[name](*values), *values)
+
     formatter.__name__ = name
     return formatter
 
 
 pct, pp, ci, pvalue, share, number, tol, said, verdict, status = (
-    _marking(n) for n in ("pct", "pp", "ci", "pvalue", "share", "number", "tol", "text", "verdict", "status"))
+    _marking(n) for n in ("pct", "pp", "ci", "pvalue", "share", "number", "tol", "text", "verdict", "status")
+)
 
 
 def seconds(value, unit: str | None = None) -> Markup | str:
@@ -91,5 +93,18 @@ def sentence(value) -> Markup | str:
     return MARK.format(value.at, "text", shown) if getattr(value, "at", None) else shown
 
 
-FILTERS = {"pct": pct, "pp": pp, "ci": ci, "pvalue": pvalue, "seconds": seconds, "share": share, "number": number,
-           "tol": tol, "said": said, "verdict": verdict, "status": status, "cell": cell, "sentence": sentence}
+FILTERS = {
+    "pct": pct,
+    "pp": pp,
+    "ci": ci,
+    "pvalue": pvalue,
+    "seconds": seconds,
+    "share": share,
+    "number": number,
+    "tol": tol,
+    "said": said,
+    "verdict": verdict,
+    "status": status,
+    "cell": cell,
+    "sentence": sentence,
+}

@@ -39,9 +39,15 @@ def first_observations(lock: dict[str, Any] | None, shown: int = SHOWN) -> tuple
         ax.imshow(env.render_image(), interpolation="nearest")
         ax.set_title(task["task_id"], fontsize=8)
         ax.set_axis_off()
-    binding = ("each recomputed task hash (it covers the picture's SHA-256) equals the frozen panel's" if not differing else
-               "the recomputed task hash differs from the frozen panel's for " + ", ".join(differing) +
-               ": these are not the pictures the panel was frozen with")
-    caption = (f"The first observation of the first {len(tasks)} of {len(lock['task_panel'])} panel tasks ({name}), "
-               f"re-rendered as VAGEN-Lite's vision mode draws it (render_mode: vision); {binding}.")
+    binding = (
+        "each recomputed task hash (it covers the picture's SHA-256) equals the frozen panel's"
+        if not differing
+        else "the recomputed task hash differs from the frozen panel's for "
+        + ", ".join(differing)
+        + ": these are not the pictures the panel was frozen with"
+    )
+    caption = (
+        f"The first observation of the first {len(tasks)} of {len(lock['task_panel'])} panel tasks ({name}), "
+        f"re-rendered as VAGEN-Lite's vision mode draws it (render_mode: vision); {binding}."
+    )
     return fig, caption

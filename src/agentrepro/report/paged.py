@@ -32,5 +32,4 @@ def page_css(study: str, lock_sha256: str | None, paper: str = "a4") -> str:
     """The `@page` rule of one report: paper size and running header text (styled in report.css)."""
     if paper not in PAPERS:
         raise ValueError(f"unknown paper {paper!r}; expected one of {', '.join(PAPERS)}")
-    return (f"@page {{ size: {PAPERS[paper]}; "
-            f"@top-left {{ content: {css_string(header_text(study, lock_sha256))}; }} }}")
+    return f"@page {{ size: {PAPERS[paper]}; @top-left {{ content: {css_string(header_text(study, lock_sha256))}; }} }}"

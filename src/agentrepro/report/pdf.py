@@ -31,8 +31,8 @@ WEASYPRINT_LIBS = "libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0"  # Debi
 
 @dataclass(frozen=True)
 class Engine:
-    name: str                      # "chromium" or "weasyprint"
-    version: str                   # as recorded: "Chromium 156.0.8078.114", "WeasyPrint 70.0"
+    name: str  # "chromium" or "weasyprint"
+    version: str  # as recorded: "Chromium 156.0.8078.114", "WeasyPrint 70.0"
     executable: str | None = None  # Chromium's path
 
 
@@ -44,7 +44,9 @@ def chromium_version(executable: str) -> str:
         raise Failure(f"could not ask {executable} for its version: {exc}") from None
     match = re.search(r"^\s*([A-Za-z][^\n]*?\d+(?:\.\d+)+)", proc.stdout, re.MULTILINE)
     if proc.returncode != 0 or match is None:
-        raise Failure(f"{executable} --version exited {proc.returncode} without a version: {(proc.stdout + proc.stderr)[-300:]!r}")
+        raise Failure(
+            f"{executable} --version exited {proc.returncode} without a version: {(proc.stdout + proc.stderr)[-300:]!r}"
+        )
     return match.group(1)
 
 
@@ -53,10 +55,14 @@ def weasyprint_engine() -> Engine:
     try:
         import weasyprint  # optional: WeasyPrint needs Pango's system libraries
     except ImportError as exc:
-        raise Failure(f"WeasyPrint is not installed ({exc}); `pip install weasyprint` (a dependency of agentrepro)") from None
+        raise Failure(
+            f"WeasyPrint is not installed ({exc}); `pip install weasyprint` (a dependency of agentrepro)"
+        ) from None
     except OSError as exc:  # Pango or HarfBuzz missing: WeasyPrint loads them with cffi on import
-        raise Failure(f"WeasyPrint cannot load its system libraries ({exc}); install {WEASYPRINT_LIBS} "
-                      "(`make system-deps`, or apt-get as root)") from None
+        raise Failure(
+            f"WeasyPrint cannot load its system libraries ({exc}); install {WEASYPRINT_LIBS} "
+            "(`make system-deps`, or apt-get as root)"
+        ) from None
     return Engine("weasyprint", f"WeasyPrint {weasyprint.__version__}")
 
 

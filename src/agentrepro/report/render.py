@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 import jinja2
-from markupsafe import Markup, escape
 import matplotlib.pyplot as plt
+from markupsafe import Markup, escape
 
 from agentrepro.analysis import contract
 from agentrepro.analysis.format import NBSP, unit_for
@@ -32,9 +32,9 @@ from agentrepro.report.observations import first_observations
 from agentrepro.report.paged import page_css
 from agentrepro.report.summary import HOW_STARTED, cpu_use, reviewer_summary
 
-EQUIVALENCE = "equivalence"   # claims.csv `kind` of an 'a == b ± m pp' claim (agentrepro.analysis.claim_text)
+EQUIVALENCE = "equivalence"  # claims.csv `kind` of an 'a == b ± m pp' claim (agentrepro.analysis.claim_text)
 
-PROVENANCE_PAGE = "provenance.html"   # every hash and the whole lock, linked from the appendix
+PROVENANCE_PAGE = "provenance.html"  # every hash and the whole lock, linked from the appendix
 SECTIONS = (
     ("summary", "Reviewer's summary"),
     ("equivalence", "Equivalence claims"),
@@ -65,13 +65,15 @@ def reference_kind(analysis: dict) -> str:
 def sections(analysis: dict) -> list[tuple[str, str]]:
     """(id, title) of every section, the reference named by its kind."""
     return [(key, title.format(reference=reference_kind(analysis))) for key, title in SECTIONS]
+
+
 CONVERGENCE_METRICS = ("auc", "steps_to_threshold", "wall_s", "gpu_hours")
 
 
 @dataclass(frozen=True)
 class Figure:
-    key: str        # file stem and HTML id (fig-<key>)
-    section: str    # id of the section it belongs to
+    key: str  # file stem and HTML id (fig-<key>)
+    section: str  # id of the section it belongs to
     title: str
     caption: str
     png: bytes
@@ -100,10 +102,12 @@ def _grid(rows: Sequence[dict], metrics: Sequence[str], draw, colors: dict, ncol
     present = [m for m in metrics if any(v != 0 for v in _numbers(rows, m))]
     zero = [m for m in metrics if _numbers(rows, m) and m not in present]
     nrows = max(1, -(-len(present) // ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols, 2.0 * nrows + 0.4), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(2.4 * ncols, 2.0 * nrows + 0.4), layout="constrained", squeeze=False
+    )
     for ax, metric in zip(axes.flat, present):
         draw(rows, metric, ax=ax, colors=colors)
-    for ax in list(axes.flat)[len(present):]:
+    for ax in list(axes.flat)[len(present) :]:
         ax.set_visible(False)
     shown = [m for m in colors if any(r["method"] == m for r in rows)]
     handles = [plt.Line2D([], [], color=colors[m], lw=2) for m in shown]
@@ -119,7 +123,10 @@ def build_figures(analysis: dict) -> list[Figure]:
     """Every figure the data supports; a section without data gets no figure (and the page says why)."""
     t = analysis["tables"]
     step, alpha = final_step(analysis), analysis["settings"]["alpha"]
-    colors = F.method_colors([r["method"] for r in t["methods"]] + [r["method"] for name in ("training", "diagnostics", "overhead", "convergence") for r in t[name]])
+    colors = F.method_colors(
+        [r["method"] for r in t["methods"]]
+        + [r["method"] for name in ("training", "diagnostics", "overhead", "convergence") for r in t[name]]
+    )
     out: list[Figure] = []
 
     def add(key, section, title, caption, fig_or_ax):
@@ -128,39 +135,87 @@ def build_figures(analysis: dict) -> list[Figure]:
 
     with plt.rc_context(F.STYLE):
         if t["methods"] and step is not None:
-            add("forest", "methods", "Methods at the final step",
+            add(
+                "forest",
+                "methods",
+                "Methods at the final step",
                 f"Pooled success rate over seeds at step {step} with its 95% CI (Wilson at the task-clustered effective n: "
                 f"the seeds replay the same tasks); small dots are the seeds; diamonds are the {reference_kind(analysis)}'s values.",
-                F.forest_plot(t["methods"], t["runs"], t["verdicts"], step, colors=colors, reference=reference_kind(analysis)))
+                F.forest_plot(
+                    t["methods"], t["runs"], t["verdicts"], step, colors=colors, reference=reference_kind(analysis)
+                ),
+            )
         if any(r["seed"] == "all" and r["step"] == step for r in t["paired"]):
-            add("paired", "paired", "Paired differences",
+            add(
+                "paired",
+                "paired",
+                "Paired differences",
                 f"Differences a − b at step {step} over the same tasks, seeds pooled by task, with task-clustered CIs; "
-                f"blue where the Holm-adjusted McNemar p < {alpha:g}.", F.paired_deltas(t["paired"], step, alpha))
+                f"blue where the Holm-adjusted McNemar p < {alpha:g}.",
+                F.paired_deltas(t["paired"], step, alpha),
+            )
         if any(r["step"] == step for r in t["categories"]):
-            add("categories", "categories", "Per-category success",
+            add(
+                "categories",
+                "categories",
+                "Per-category success",
                 f"Success rate per task category at step {step}, pooled over seeds, with 95% CIs (task-clustered where seeds repeat "
-                "the tasks).", F.per_category(t["categories"], step, colors=colors))
+                "the tasks).",
+                F.per_category(t["categories"], step, colors=colors),
+            )
         if t["methods"]:
-            add("learning_curves", "learning", "Evaluation learning curves",
+            add(
+                "learning_curves",
+                "learning",
+                "Evaluation learning curves",
                 "Mean success over seeds at each evaluated checkpoint; the band is the pooled rate's 95% CI (task-clustered).",
-                F.learning_curves(t["methods"], colors=colors))
+                F.learning_curves(t["methods"], colors=colors),
+            )
         if t["training"]:
             fig, present, zero = _grid(t["training"], TRAINING_METRICS, F.metric_over_training, colors)
-            add("training_curves", "learning", "Training metrics",
-                "Training-time metrics from metrics.jsonl, mean over seeds: " + ", ".join(present) + "." + _left_out(zero), fig)
+            add(
+                "training_curves",
+                "learning",
+                "Training metrics",
+                "Training-time metrics from metrics.jsonl, mean over seeds: "
+                + ", ".join(present)
+                + "."
+                + _left_out(zero),
+                fig,
+            )
         if t["diagnostics"]:
             fig, present, zero = _grid(t["diagnostics"], F.DIAGNOSTIC_METRICS, F.metric_over_training, colors, ncols=4)
-            add("diagnostics", "diagnostics", "Graph diagnostics over training",
-                "Per-step graph diagnostics (graph_diagnostics.jsonl), mean over seeds: " + ", ".join(present) + "."
-                + _left_out(zero) + " Only methods that build a graph have rows.", fig)
+            add(
+                "diagnostics",
+                "diagnostics",
+                "Graph diagnostics over training",
+                "Per-step graph diagnostics (graph_diagnostics.jsonl), mean over seeds: "
+                + ", ".join(present)
+                + "."
+                + _left_out(zero)
+                + " Only methods that build a graph have rows.",
+                fig,
+            )
         if t["overhead"]:
-            add("overhead", "overhead", "Time per component",
-                "p50 and p95 seconds per training step of every timed component (log scale).", F.overhead_seconds(t["overhead"], colors=colors))
+            add(
+                "overhead",
+                "overhead",
+                "Time per component",
+                "p50 and p95 seconds per training step of every timed component (log scale).",
+                F.overhead_seconds(t["overhead"], colors=colors),
+            )
         if t["convergence"]:
             fig, present, zero = _grid(t["convergence"], CONVERGENCE_METRICS, F.convergence_plot, colors, ncols=4)
-            add("convergence", "convergence", "Convergence",
-                "Per seed (dots) and mean (bar): " + ", ".join(present) + "; auc is the mean success rate over the evaluated "
-                "checkpoints (area under the curve / step range)." + _left_out(zero), fig)
+            add(
+                "convergence",
+                "convergence",
+                "Convergence",
+                "Per seed (dots) and mean (bar): "
+                + ", ".join(present)
+                + "; auc is the mean success rate over the evaluated "
+                "checkpoints (area under the curve / step range)." + _left_out(zero),
+                fig,
+            )
         pictured = first_observations(analysis["provenance"].get("lock"))
         if pictured is not None:
             add("first_observations", "parity", "What the agents saw", pictured[1], pictured[0])
@@ -171,7 +226,7 @@ def compact_json(obj, indent: int = 0) -> str:
     """Pretty JSON whose innermost objects and lists stay on one line (a 128-task panel is 128 lines)."""
     pad = "  " * indent
     if isinstance(obj, dict) and any(isinstance(v, (dict, list)) for v in obj.values()):
-        items = [f'{pad}  {json.dumps(k)}: {compact_json(v, indent + 1).lstrip()}' for k, v in obj.items()]
+        items = [f"{pad}  {json.dumps(k)}: {compact_json(v, indent + 1).lstrip()}" for k, v in obj.items()]
         return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
     if isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj):
         return pad + "[\n" + ",\n".join(compact_json(v, indent + 1) for v in obj) + "\n" + pad + "]"
@@ -180,7 +235,11 @@ def compact_json(obj, indent: int = 0) -> str:
 
 def _units(rows: Sequence[dict], table: str) -> dict[str, str]:
     """{column: unit} for every duration column of a plain table: one unit per column (analysis.format.unit_for)."""
-    return {c.name: unit_for([r.get(c.name) for r in rows]) for c in contract.BY_NAME[table].required if c.kind.rstrip("?") == "seconds"}
+    return {
+        c.name: unit_for([r.get(c.name) for r in rows])
+        for c in contract.BY_NAME[table].required
+        if c.kind.rstrip("?") == "seconds"
+    }
 
 
 def _attempt_rows(runs: Sequence[dict]) -> list[dict]:
@@ -190,7 +249,9 @@ def _attempt_rows(runs: Sequence[dict]) -> list[dict]:
         for i, at in enumerate(r.get("attempts") or [], start=1):
             use = cpu_use(at)
             cpus = f"{use:.2f} of {at.get('cpu_affinity') or at.get('cpus') or '?'}" if use is not None else "—"
-            out.append({"run": r, "at": at, "number": at.get("number", i), "cpus": cpus, "how": at.get(HOW_STARTED) or ""})
+            out.append(
+                {"run": r, "at": at, "number": at.get("number", i), "cpus": cpus, "how": at.get(HOW_STARTED) or ""}
+            )
     return out
 
 
@@ -214,14 +275,27 @@ def image_rows(analysis: dict, runs: Sequence[dict]) -> list[dict]:
         except (BadInput, KeyError, TypeError):
             image = None
         mine = [r for r in runs if r["method"] == method]
-        records = [c for r in mine for at in r.get("attempts") or [] for c in at.get(CONTAINERS) or [] if isinstance(c, dict)]
+        records = [
+            c for r in mine for at in r.get("attempts") or [] for c in at.get(CONTAINERS) or [] if isinstance(c, dict)
+        ]
         ran = dict.fromkeys(f"{c.get('runtime')} {c.get('version') or ''}".strip() for c in records)
-        resolved = dict.fromkeys(d for c in records for d in ((c.get("resolved") or {}).get("digests") or [])
-                                 + [(c.get("resolved") or {}).get("file_sha256")] if d)
+        resolved = dict.fromkeys(
+            d
+            for c in records
+            for d in ((c.get("resolved") or {}).get("digests") or []) + [(c.get("resolved") or {}).get("file_sha256")]
+            if d
+        )
         with_records = sum(1 for r in mine if any(at.get(CONTAINERS) for at in r.get("attempts") or []))
-        out.append({"method": method, "pinned": _pinned(image) if isinstance(image, dict) else "not in the lock",
-                    "runtime": ", ".join(ran) or "—", "resolved": list(resolved), "programs": len(records),
-                    "runs": f"{with_records} of {len(mine)}"})
+        out.append(
+            {
+                "method": method,
+                "pinned": _pinned(image) if isinstance(image, dict) else "not in the lock",
+                "runtime": ", ".join(ran) or "—",
+                "resolved": list(resolved),
+                "programs": len(records),
+                "runs": f"{with_records} of {len(mine)}",
+            }
+        )
     return out
 
 
@@ -230,14 +304,23 @@ def lock_summary(lock: dict | None) -> list[str]:
     if not lock:
         return []
     resolved, harness, python = lock.get("resolved") or {}, lock.get("harness") or {}, lock.get("python") or {}
-    return [f"study {lock.get('study')}, created {lock.get('created')}, manifest sha256 {str(lock.get('manifest_sha256'))[:16]}",
-            f"harness commit {harness.get('commit')}" + (" (dirty)" if harness.get("dirty") else ""),
-            f"{len(lock.get('task_panel') or [])} tasks in the task panel; {len(resolved.get('files') or {})} data file(s) hashed",
-            f"Python {python.get('version')}: {len(python.get('packages') or [])} packages, sha256 {str(python.get('packages_sha256'))[:16]}"]
+    return [
+        f"study {lock.get('study')}, created {lock.get('created')}, manifest sha256 {str(lock.get('manifest_sha256'))[:16]}",
+        f"harness commit {harness.get('commit')}" + (" (dirty)" if harness.get("dirty") else ""),
+        f"{len(lock.get('task_panel') or [])} tasks in the task panel; {len(resolved.get('files') or {})} data file(s) hashed",
+        f"Python {python.get('version')}: {len(python.get('packages') or [])} packages, sha256 {str(python.get('packages_sha256'))[:16]}",
+    ]
 
 
-def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, files: dict[str, str],
-                  paper: str = "a4", pdf_engine: str | None = None) -> dict:
+def build_context(
+    analysis: dict,
+    *,
+    figures: Sequence[Figure],
+    audit: dict,
+    files: dict[str, str],
+    paper: str = "a4",
+    pdf_engine: str | None = None,
+) -> dict:
     """Everything the template shows, selected (never recomputed) from analysis.json, every value printed from it
     marked (agentrepro.report.marks); `pdf_engine` names the program and version that prints this page to
     report.pdf (None: no PDF), for the appendix."""
@@ -262,13 +345,23 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
     headline = [r for r in equivalence if r.get("seed") == "all"]
     runs = prov.get("runs", [])
     return {
-        "summary": reviewer_summary(a, step, glossary), "gloss": glossary.term, "reference": reference_kind(analysis),
+        "summary": reviewer_summary(a, step, glossary),
+        "gloss": glossary.term,
+        "reference": reference_kind(analysis),
         "bottom_line": a.get("bottom_line") or [],
         # each equivalence claim: its `all` row (the verdict), then its per-seed rows
-        "equivalence": [(h, [r for r in equivalence if r["claim"] == h["claim"] and r.get("seed") != "all"]) for h in headline],
+        "equivalence": [
+            (h, [r for r in equivalence if r["claim"] == h["claim"] and r.get("seed") != "all"]) for h in headline
+        ],
         "ordering_claims": [r for r in t["claims"] if r.get("kind") != EQUIVALENCE],
-        "eq_counts": {v: sum(1 for r in headline if r.get("verdict") == v) for v in ("reproduced", "not_reproduced", "inconclusive")},
-        "a": a, "t": t, "step": step, "sections": sections(analysis),
+        "eq_counts": {
+            v: sum(1 for r in headline if r.get("verdict") == v)
+            for v in ("reproduced", "not_reproduced", "inconclusive")
+        },
+        "a": a,
+        "t": t,
+        "step": step,
+        "sections": sections(analysis),
         "columns": {table.name: table.required for table in contract.TABLES},
         "units": {name: _units(t[name], name) for name in ("overhead", "convergence")},
         "figures": {s: [f for f in figures if f.section == s] for s, _ in SECTIONS},
@@ -277,19 +370,31 @@ def build_context(analysis: dict, *, figures: Sequence[Figure], audit: dict, fil
         "learning_final": [r for r in t.get("learning") or [] if r["step"] == step],
         "paired_final": [r for r in t["paired"] if r["step"] == step],
         "families": t.get("families") or [],
-        "categories": categories, "cat_methods": cat_methods, "cat_cells": cat_cells,
+        "categories": categories,
+        "cat_methods": cat_methods,
+        "cat_cells": cat_cells,
         "diag_last": sorted(diag_last.values(), key=lambda r: (r["method"], r["seed"])),
         "diag_columns": [c for c in F.DIAGNOSTIC_METRICS if any(c in r for r in diag_last.values())],
         "diag_hist": any(isinstance(r.get("distance_hist"), dict) for r in diag_last.values()),
-        "curve_methods": curve_methods, "curve_steps": curve_steps,
+        "curve_methods": curve_methods,
+        "curve_steps": curve_steps,
         "curve_cells": {(r["method"], r["step"]): r for r in t["methods"]},
-        "audit": audit, "files": files, "pdf_engine": pdf_engine, "provenance_page": PROVENANCE_PAGE,
+        "audit": audit,
+        "files": files,
+        "pdf_engine": pdf_engine,
+        "provenance_page": PROVENANCE_PAGE,
         "page_css": page_css(analysis["study"], prov.get("lock_sha256"), paper),
-        "lock_json": compact_json(prov.get("lock", {})), "lock_summary": lock_summary(prov.get("lock")),
-        "runs": runs, "attempts": _attempt_rows(runs), "images": image_rows(analysis, runs),
+        "lock_json": compact_json(prov.get("lock", {})),
+        "lock_summary": lock_summary(prov.get("lock")),
+        "runs": runs,
+        "attempts": _attempt_rows(runs),
+        "images": image_rows(analysis, runs),
         "run_files": sum(len(r.get("outputs") or {}) for r in runs),
-        "source_parity": prov.get("source_parity"),   # backends.sources.study_rows: per method and placement
-        "counts": {v: sum(1 for r in t["verdicts"] if r["verdict"] == v) for v in ("reproduced", "not_reproduced", "inconclusive")},
+        "source_parity": prov.get("source_parity"),  # backends.sources.study_rows: per method and placement
+        "counts": {
+            v: sum(1 for r in t["verdicts"] if r["verdict"] == v)
+            for v in ("reproduced", "not_reproduced", "inconclusive")
+        },
     }
 
 
@@ -298,11 +403,13 @@ def histogram_text(hist) -> str:
     each 'key: count' held together by a no-break space, so a narrow cell wraps only between entries)."""
     if not isinstance(hist, dict) or not hist:
         return "—"
+
     def key(k):
         try:
             return (0, float(k), "")
         except (TypeError, ValueError):
             return (1, 0.0, str(k))
+
     return " · ".join(f"{k}:{NBSP}{hist[k]}" for k in sorted(hist, key=key))
 
 
@@ -312,8 +419,13 @@ def breakable(name: str) -> Markup:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("agentrepro.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("agentrepro.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(FILTERS)
     env.filters["hist"] = histogram_text
     env.filters["breakable"] = breakable
@@ -325,8 +437,9 @@ def render_html(context: dict, template: str = "report.html.j2") -> str:
     return _environment().get_template(template).render(css=css, **context)
 
 
-def render_report(analysis: dict, *, audit: dict, files: dict[str, str], paper: str = "a4",
-                  pdf_engine: str | None = None) -> tuple[str, str, list[Figure]]:
+def render_report(
+    analysis: dict, *, audit: dict, files: dict[str, str], paper: str = "a4", pdf_engine: str | None = None
+) -> tuple[str, str, list[Figure]]:
     """(HTML of the report, HTML of its provenance page, embedded figures) of a validated analysis, laid out for
     `paper` when printed."""
     figures = build_figures(analysis)

@@ -13,23 +13,22 @@ from datetime import datetime
 
 from markupsafe import Markup
 
-from agentrepro.analysis.format import unit_for
 from agentrepro.report.glossary import Glossary
 from agentrepro.report.marks import ci, number, pct, pp, pvalue, said, seconds, share
 
 NOT_PROVIDED = "not provided"
-TASK_SEEDS_CHECK = "training and evaluation task seeds are disjoint"   # agentrepro.analysis.rundirs.task_seed_check
-STEP_TOTAL = "step_total"   # the whole step in timings.jsonl (agentrepro.analysis.overhead)
+TASK_SEEDS_CHECK = "training and evaluation task seeds are disjoint"  # agentrepro.analysis.rundirs.task_seed_check
+STEP_TOTAL = "step_total"  # the whole step in timings.jsonl (agentrepro.analysis.overhead)
 JOIN = Markup("; ")
-HOW_STARTED = "how_started"   # a training attempt's start in words (agentrepro.backends.cli_train)
+HOW_STARTED = "how_started"  # a training attempt's start in words (agentrepro.backends.cli_train)
 
 
 @dataclass(frozen=True)
 class Answer:
     question: str
-    lines: list[str]                     # the answer; empty: not provided
-    evidence: str                        # where it was read from, or why it is missing
-    flags: list[str] = field(default_factory=list)   # what a reviewer should be warned about
+    lines: list[str]  # the answer; empty: not provided
+    evidence: str  # where it was read from, or why it is missing
+    flags: list[str] = field(default_factory=list)  # what a reviewer should be warned about
 
     @property
     def provided(self) -> bool:
@@ -71,7 +70,9 @@ def identifiers(lock: dict | None) -> Answer:
             flags.append(f"{name}: none ({block['none']})")
     harness = lock.get("harness") or {}
     if harness:
-        lines.append(f"harness: commit {harness.get('commit')}" + (" (dirty working tree)" if harness.get("dirty") else ""))
+        lines.append(
+            f"harness: commit {harness.get('commit')}" + (" (dirty working tree)" if harness.get("dirty") else "")
+        )
         if harness.get("dirty"):
             flags.append("the harness ran from a dirty working tree")
     files = lock["resolved"].get("files") or {}
@@ -91,8 +92,12 @@ def tokenizer(analysis: dict) -> Answer:
             if "/checkpoints/tokenizer/" in path:
                 sealed.setdefault(path.rsplit("/", 1)[1], set()).add(digest)
     lines = [("lock: " + "; ".join(_flat(named))) if isinstance(named, dict) else "the lock names none"]
-    lines += [f"{name}: sha256 {next(iter(d))[:16]} in every run's seal" if len(d) == 1 else f"{name}: {len(d)} different hashes across the runs"
-              for name, d in sorted(sealed.items())]
+    lines += [
+        f"{name}: sha256 {next(iter(d))[:16]} in every run's seal"
+        if len(d) == 1
+        else f"{name}: {len(d)} different hashes across the runs"
+        for name, d in sorted(sealed.items())
+    ]
     flags = [f"{name} differs between runs" for name, d in sorted(sealed.items()) if len(d) > 1]
     if not named and not sealed:
         return Answer(q, [], "neither the lock nor the runs' seals name a tokenizer")
@@ -118,14 +123,30 @@ def evaluation_set(analysis: dict, step) -> Answer:
         words.append(f"{len(categories)} categor{'y' if len(categories) == 1 else 'ies'}")
         lines, flags = ["; ".join(words)], []
         for check in (p for p in analysis["parity"] if p["check"] == TASK_SEEDS_CHECK):
-            lines.append(Markup("training vs evaluation seeds: {} ({})").format(check["status"].replace("_", " "), said(check.get("detail") or "")))
-            flags += [f"training and evaluation seeds overlap"] if check["status"] == "fail" else []
-        return Answer(q, lines, "lock: task_panel (every run was checked against it); runs' resolved configs (training seeds)", flags)
+            lines.append(
+                Markup("training vs evaluation seeds: {} ({})").format(
+                    check["status"].replace("_", " "), said(check.get("detail") or "")
+                )
+            )
+            flags += ["training and evaluation seeds overlap"] if check["status"] == "fail" else []
+        return Answer(
+            q,
+            lines,
+            "lock: task_panel (every run was checked against it); runs' resolved configs (training seeds)",
+            flags,
+        )
     runs = [r for r in analysis["tables"]["runs"] if r["step"] == step]
     if runs:
         sizes = sorted({r["n"] for r in runs})
-        return Answer(q, [f"{', '.join(map(str, sizes))} episodes per run at step {step}; task sets were checked equal between "
-                          "methods, not against a frozen panel"], "runs.csv (no lock)", ["no task panel was frozen before running"])
+        return Answer(
+            q,
+            [
+                f"{', '.join(map(str, sizes))} episodes per run at step {step}; task sets were checked equal between "
+                "methods, not against a frozen panel"
+            ],
+            "runs.csv (no lock)",
+            ["no task panel was frozen before running"],
+        )
     return Answer(q, [], "no runs at the final step")
 
 
@@ -136,13 +157,21 @@ def checkpoints(analysis: dict, step) -> Answer:
     if step is None:
         return Answer(q, [], "no evaluated step")
     if not manifest:
-        return Answer(q, [f"step {step}: the last step every method was evaluated at"],
-                      "analysis settings (no lock)", ["not declared before running: no lock"])
+        return Answer(
+            q,
+            [f"step {step}: the last step every method was evaluated at"],
+            "analysis settings (no lock)",
+            ["not declared before running: no lock"],
+        )
     rule = (manifest.get("eval") or {}).get("checkpoint", "last")
     declared = (manifest.get("analysis") or {}).get("final_step")
     line = f"step {step} for every method; declared before running: eval.checkpoint = {rule}"
     line += f", analysis.final_step = {declared}" if declared is not None else " (the last evaluated step)"
-    flags = ["'best' selects the checkpoint on the evaluation set itself: optimistic"] if "best" in str(rule).lower() else []
+    flags = (
+        ["'best' selects the checkpoint on the evaluation set itself: optimistic"]
+        if "best" in str(rule).lower()
+        else []
+    )
     return Answer(q, [line], "lock: manifest eval.checkpoint and analysis.final_step", flags)
 
 
@@ -151,10 +180,17 @@ def per_seed(analysis: dict, step, glossary: Glossary) -> Answer:
     t = analysis["tables"]
     lines = []
     for m in (r for r in t["methods"] if r["step"] == step):
-        seeds = sorted((r for r in t["runs"] if r["method"] == m["method"] and r["step"] == step), key=lambda r: str(r["seed"]))
-        raw = Markup(", ").join(Markup("seed {} {} ({}/{})").format(r["seed"], pct(r["rate"]), number(r["successes"]), number(r["n"])) for r in seeds)
+        seeds = sorted(
+            (r for r in t["runs"] if r["method"] == m["method"] and r["step"] == step), key=lambda r: str(r["seed"])
+        )
+        raw = Markup(", ").join(
+            Markup("seed {} {} ({}/{})").format(r["seed"], pct(r["rate"]), number(r["successes"]), number(r["n"]))
+            for r in seeds
+        )
         lines.append(Markup("{}: {} → {} ± {}").format(m["method"], raw, pct(m["mean"]), pct(m["std"])))
-    evidence = Markup("runs.csv and methods.csv at step {} (std over seeds, {} = 1)").format(step, glossary.term("ddof"))
+    evidence = Markup("runs.csv and methods.csv at step {} (std over seeds, {} = 1)").format(
+        step, glossary.term("ddof")
+    )
     return Answer(q, lines, evidence if lines else "no runs at the final step")
 
 
@@ -162,8 +198,14 @@ def _comparison(r: dict, glossary: Glossary) -> Markup:
     """'+1.2 pp [−3.0, 5.1] pp (95% CI, test; Holm p 0.479 in family F; 128 tasks)' of a paired or learning row."""
     family = r.get("family")
     return Markup("{} {} pp (95% CI, {}; {} p {}{}; {} tasks)").format(
-        pp(r["delta"]), ci(r["ci_lo"], r["ci_hi"]), glossary.term(r.get("test") or "paired"), glossary.term("Holm"), pvalue(r["p_holm"]),
-        Markup(" in family {}").format(said(family)) if family else "", number(r["n_tasks"]))
+        pp(r["delta"]),
+        ci(r["ci_lo"], r["ci_hi"]),
+        glossary.term(r.get("test") or "paired"),
+        glossary.term("Holm"),
+        pvalue(r["p_holm"]),
+        Markup(" in family {}").format(said(family)) if family else "",
+        number(r["n_tasks"]),
+    )
 
 
 def paired_deltas(analysis: dict, step, glossary: Glossary) -> Answer:
@@ -177,11 +219,22 @@ def learning(analysis: dict, step, glossary: Glossary) -> Answer:
     q = "Did each method improve on its starting policy?"
     rows = [r for r in analysis["tables"].get("learning") or [] if r["seed"] == "all" and r["step"] == step]
     alpha = analysis["settings"]["alpha"]
-    lines = [Markup("{} vs its step {}: {}").format(r["method"], r["baseline_step"], _comparison(r, glossary)) for r in rows]
-    flags = [f"{r['method']} did not beat its step {r['baseline_step']} (Holm p ≥ {alpha:g} or a loss)" for r in rows
-             if not (r["delta"] > 0 and r["p_holm"] is not None and r["p_holm"] < alpha)]
-    return Answer(q, lines, f"learning.csv at step {step}: the same tasks and seeds at step 0 and step {step}" if lines
-                  else "no step 0 to compare with", flags)
+    lines = [
+        Markup("{} vs its step {}: {}").format(r["method"], r["baseline_step"], _comparison(r, glossary)) for r in rows
+    ]
+    flags = [
+        f"{r['method']} did not beat its step {r['baseline_step']} (Holm p ≥ {alpha:g} or a loss)"
+        for r in rows
+        if not (r["delta"] > 0 and r["p_holm"] is not None and r["p_holm"] < alpha)
+    ]
+    return Answer(
+        q,
+        lines,
+        f"learning.csv at step {step}: the same tasks and seeds at step 0 and step {step}"
+        if lines
+        else "no step 0 to compare with",
+        flags,
+    )
 
 
 def restarts(analysis: dict) -> Answer:
@@ -193,14 +246,30 @@ def restarts(analysis: dict) -> Answer:
         killed = [a for a in attempts if a.get("status") in ("killed", "failed")]
         if killed:
             last = attempts[-1]
-            lines.append(f"{run['method']} seed {run['seed']}: {len(killed)} attempt(s) {', '.join(sorted({a['status'] for a in killed}))}; "
-                         f"the last {last.get(HOW_STARTED) or 'did not record how it started (resumed or started over)'}")
+            lines.append(
+                f"{run['method']} seed {run['seed']}: {len(killed)} attempt(s) {', '.join(sorted({a['status'] for a in killed}))}; "
+                f"the last {last.get(HOW_STARTED) or 'did not record how it started (resumed or started over)'}"
+            )
             flags.append(f"{run['method']} seed {run['seed']} was restarted")
-    used = [u for run in analysis["provenance"].get("runs") or [] for a in run.get("attempts") or [] if (u := cpu_use(a)) is not None]
+    used = [
+        u
+        for run in analysis["provenance"].get("runs") or []
+        for a in run.get("attempts") or []
+        if (u := cpu_use(a)) is not None
+    ]
     if used:
-        cpus = sorted({a.get("cpus") for run in analysis["provenance"].get("runs") or [] for a in run.get("attempts") or [] if a.get("cpus")})
-        lines.append(f"CPU time over wall time of the attempts: {min(used):.2f} to {max(used):.2f} CPUs "
-                     f"(machine: {'/'.join(map(str, cpus)) or '?'} CPUs; the appendix lists each attempt)")
+        cpus = sorted(
+            {
+                a.get("cpus")
+                for run in analysis["provenance"].get("runs") or []
+                for a in run.get("attempts") or []
+                if a.get("cpus")
+            }
+        )
+        lines.append(
+            f"CPU time over wall time of the attempts: {min(used):.2f} to {max(used):.2f} CPUs "
+            f"(machine: {'/'.join(map(str, cpus)) or '?'} CPUs; the appendix lists each attempt)"
+        )
     if not lines:
         return Answer(q, [], "no attempt was restarted, and none recorded its CPU time")
     return Answer(q, lines, "provenance.json of every run: its attempts (start, end, cpu_s, cpus)", flags)
@@ -224,8 +293,15 @@ def categories(analysis: dict, step) -> Answer:
     names = sorted({str(r["category"]) for r in rows})
     methods = list(dict.fromkeys(r["method"] for r in rows))
     flags = [f"one category only ({names[0]}): no breakdown by category is possible"] if len(names) == 1 else []
-    return Answer(q, [f"{len(names)} categor{'y' if len(names) == 1 else 'ies'} × {len(methods)} methods at step {step} "
-                      "(section Per-category results)"], "categories.csv", flags)
+    return Answer(
+        q,
+        [
+            f"{len(names)} categor{'y' if len(names) == 1 else 'ies'} × {len(methods)} methods at step {step} "
+            "(section Per-category results)"
+        ],
+        "categories.csv",
+        flags,
+    )
 
 
 def deviations(analysis: dict) -> Answer:
@@ -233,9 +309,13 @@ def deviations(analysis: dict) -> Answer:
     lock = analysis["provenance"].get("lock")
     found = _find(lock, "deviations") if lock else []
     lines = [f"{where}: {item}" for where, value in found for item in (value if isinstance(value, list) else [value])]
-    flags = [f"{r['method']} ({r['placement']}) did not run the pinned sources: "
-             + ", ".join(sorted({d["path"] for d in r.get("differences") or []}) or ["no record of what ran"]) + " (section Source parity)"
-             for r in analysis["provenance"].get("source_parity") or [] if r.get("status") == "fail"]
+    flags = [
+        f"{r['method']} ({r['placement']}) did not run the pinned sources: "
+        + ", ".join(sorted({d["path"] for d in r.get("differences") or []}) or ["no record of what ran"])
+        + " (section Source parity)"
+        for r in analysis["provenance"].get("source_parity") or []
+        if r.get("status") == "fail"
+    ]
     if lines:
         return Answer(q, lines, "lock: " + ", ".join(where for where, _ in found), flags)
     return Answer(q, [], "the lock records no deviations" if lock else "no lock", flags)
@@ -263,9 +343,15 @@ def seed_streams(analysis: dict) -> Answer:
 def advantage_parity(analysis: dict) -> Answer:
     q = "Parity of the backend's advantages with the reference estimator"
     checks = [p for p in analysis["parity"] if "advantage" in p["check"].lower()]
-    lines = [f"{p['status'].replace('_', ' ')}: {p['check']}" + (f" ({p['detail']})" if p.get("detail") else "") for p in checks]
-    flags = [f"{sum(p['status'] == s for p in checks)} check(s) {s.replace('_', ' ')}" for s in ("fail", "not_run")
-             if any(p["status"] == s for p in checks)]
+    lines = [
+        f"{p['status'].replace('_', ' ')}: {p['check']}" + (f" ({p['detail']})" if p.get("detail") else "")
+        for p in checks
+    ]
+    flags = [
+        f"{sum(p['status'] == s for p in checks)} check(s) {s.replace('_', ' ')}"
+        for s in ("fail", "not_run")
+        if any(p["status"] == s for p in checks)
+    ]
     if not checks or all(p["status"] == "not_run" for p in checks):
         return Answer(q, [], ("; ".join(lines) if lines else "no advantage parity check in the analysis"), flags)
     return Answer(q, lines, "analysis parity checks (batch dumps recomputed with the reference estimator)", flags)
@@ -278,8 +364,13 @@ def overhead(analysis: dict) -> Answer:
     for method in dict.fromkeys(r["method"] for r in rows):
         mine = [r for r in rows if r["method"] == method]
         total = next((r for r in mine if r["component"] == STEP_TOTAL), None)
-        parts = [Markup("{} {} / {} ({})").format(r["component"], seconds(r["p50_s"]), seconds(r["p95_s"]), share(r["share_of_step"]))
-                 for r in sorted(mine, key=lambda r: -(r["share_of_step"] or 0)) if r["component"] != STEP_TOTAL]
+        parts = [
+            Markup("{} {} / {} ({})").format(
+                r["component"], seconds(r["p50_s"]), seconds(r["p95_s"]), share(r["share_of_step"])
+            )
+            for r in sorted(mine, key=lambda r: -(r["share_of_step"] or 0))
+            if r["component"] != STEP_TOTAL
+        ]
         head = Markup("step {} / {}; ").format(seconds(total["p50_s"]), seconds(total["p95_s"])) if total else ""
         lines.append(Markup("{}: {}{}").format(method, head, JOIN.join(parts)))
     return Answer(q, lines, "overhead.csv (timings.jsonl of every run)" if lines else "no timings were recorded")
@@ -289,8 +380,18 @@ def reviewer_summary(analysis: dict, step, glossary: Glossary | None = None) -> 
     """Every question of the summary, answered from `analysis` (validated analysis.json) at the final `step`;
     `glossary` glosses the jargon where the page first uses it."""
     glossary = glossary or Glossary()
-    return [identifiers(analysis["provenance"].get("lock")), tokenizer(analysis), evaluation_set(analysis, step),
-            checkpoints(analysis, step), per_seed(analysis, step, glossary), learning(analysis, step, glossary),
-            paired_deltas(analysis, step, glossary), categories(analysis, step), deviations(analysis),
-            seed_streams(analysis), advantage_parity(analysis),
-            restarts(analysis), overhead(analysis)]
+    return [
+        identifiers(analysis["provenance"].get("lock")),
+        tokenizer(analysis),
+        evaluation_set(analysis, step),
+        checkpoints(analysis, step),
+        per_seed(analysis, step, glossary),
+        learning(analysis, step, glossary),
+        paired_deltas(analysis, step, glossary),
+        categories(analysis, step),
+        deviations(analysis),
+        seed_streams(analysis),
+        advantage_parity(analysis),
+        restarts(analysis),
+        overhead(analysis),
+    ]

@@ -39,7 +39,7 @@ class Conversation:
     history: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def opening(cls, system: str, mode: str, observation: str, images: Sequence[np.ndarray] = ()) -> "Conversation":
+    def opening(cls, system: str, mode: str, observation: str, images: Sequence[np.ndarray] = ()) -> Conversation:
         """The dialogue of an episode just reset: its system prompt and first observation (with pictures,
         every content becomes a list of parts)."""
         chat = cls(system, mode, parts=bool(images))

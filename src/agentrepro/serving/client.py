@@ -33,9 +33,9 @@ import httpx
 from agentrepro.errors import Failure, shown
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-REQUEST_TIMEOUT_S = 300.0          # one request (eval.server.request_timeout_s): a turn of a working server takes seconds
-REPLY_BYTES_PER_TOKEN = 64         # an answer may hold this many bytes per allowed token ("\uXXXX" escapes are 6 a character)
-MIN_REPLY_BYTES = 1 << 20          # ... and at least 1 MiB (the JSON around the text)
+REQUEST_TIMEOUT_S = 300.0  # one request (eval.server.request_timeout_s): a turn of a working server takes seconds
+REPLY_BYTES_PER_TOKEN = 64  # an answer may hold this many bytes per allowed token ("\uXXXX" escapes are 6 a character)
+MIN_REPLY_BYTES = 1 << 20  # ... and at least 1 MiB (the JSON around the text)
 
 
 def reply_limit(max_tokens: int) -> int:
@@ -49,7 +49,7 @@ class ServerError(Failure):
 
 @dataclass(frozen=True)
 class Retry:
-    attempts: int = 6          # tries per request, the first included
+    attempts: int = 6  # tries per request, the first included
     first_wait_s: float = 0.5  # doubled after each failed try
     max_wait_s: float = 10.0
 
@@ -60,30 +60,48 @@ class Retry:
 @dataclass(frozen=True)
 class Reply:
     text: str
-    tokens: int          # completion tokens the server reports
+    tokens: int  # completion tokens the server reports
     finish_reason: str | None
 
 
 class ChatClient:
     """One server, one served model name; `await chat(messages, ...)` returns a `Reply`."""
 
-    def __init__(self, base_url: str, model: str, *, timeout_s: float = REQUEST_TIMEOUT_S, retry: Retry = Retry(),
-                 is_alive: Callable[[], bool] | None = None, max_connections: int = 64,
-                 transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+        retry: Retry = Retry(),
+        is_alive: Callable[[], bool] | None = None,
+        max_connections: int = 64,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.retry = retry
         self.timeout_s = timeout_s
         self.is_alive = is_alive
-        self._http = httpx.AsyncClient(timeout=timeout_s, limits=httpx.Limits(max_connections=max_connections), transport=transport)
+        self._http = httpx.AsyncClient(
+            timeout=timeout_s, limits=httpx.Limits(max_connections=max_connections), transport=transport
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def chat(self, messages: list[dict[str, Any]], *, temperature: float, top_p: float, max_tokens: int,
-                   seed: int) -> Reply:
-        body = {"model": self.model, "messages": messages, "temperature": temperature, "top_p": top_p,
-                "max_tokens": max_tokens, "seed": seed, "stream": False}
+    async def chat(
+        self, messages: list[dict[str, Any]], *, temperature: float, top_p: float, max_tokens: int, seed: int
+    ) -> Reply:
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "stream": False,
+        }
         url = f"{self.base_url}/v1/chat/completions"
         tries = 0
         while True:
@@ -91,8 +109,10 @@ class ChatClient:
             try:
                 status, data = await asyncio.wait_for(self._post(url, body, reply_limit(max_tokens)), self.timeout_s)
             except (asyncio.TimeoutError, httpx.TimeoutException):
-                raise ServerError(f"{url}: no complete answer within the request timeout of {self.timeout_s:g} s "
-                                  "(eval.server.request_timeout_s, --request-timeout)") from None
+                raise ServerError(
+                    f"{url}: no complete answer within the request timeout of {self.timeout_s:g} s "
+                    "(eval.server.request_timeout_s, --request-timeout)"
+                ) from None
             except httpx.TransportError as exc:
                 problem, transient = f"{type(exc).__name__}: {exc}", True
             else:
@@ -135,14 +155,17 @@ def read_bounded_sync(chunks: Iterator[bytes], limit: int, url: str) -> bytes:
 
 def parse_answer(data: bytes, url: str) -> Any:
     """The JSON of an answer; ServerError for anything that is not (NaN and Infinity included)."""
+
     def refuse(token: str) -> Any:
         raise ValueError(f"{token} is not JSON")
 
     try:
         return json.loads(data.decode("utf-8"), parse_constant=refuse)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ServerError(f"{url}: the answer is not JSON ({type(exc).__name__}: {str(exc)[:120]}): "
-                          f"{data[:200].decode('utf-8', 'replace')!r}") from None
+        raise ServerError(
+            f"{url}: the answer is not JSON ({type(exc).__name__}: {str(exc)[:120]}): "
+            f"{data[:200].decode('utf-8', 'replace')!r}"
+        ) from None
 
 
 def check_reply(data: bytes, *, url: str, max_tokens: int) -> Reply:
@@ -155,8 +178,12 @@ def check_reply(data: bytes, *, url: str, max_tokens: int) -> Reply:
         return value
 
     field("(answer)", answer, isinstance(answer, dict), "an object")
-    choices = field("choices", answer.get("choices"), isinstance(answer.get("choices"), list) and answer["choices"],
-                    "a non-empty list")
+    choices = field(
+        "choices",
+        answer.get("choices"),
+        isinstance(answer.get("choices"), list) and answer["choices"],
+        "a non-empty list",
+    )
     choice = field("choices[0]", choices[0], isinstance(choices[0], dict), "an object")
     message = field("choices[0].message", choice.get("message"), isinstance(choice.get("message"), dict), "an object")
     text = message.get("content")
@@ -164,7 +191,11 @@ def check_reply(data: bytes, *, url: str, max_tokens: int) -> Reply:
     reason = choice.get("finish_reason")
     field("choices[0].finish_reason", reason, reason is None or isinstance(reason, str), "a string or null")
     usage = field("usage", answer.get("usage"), isinstance(answer.get("usage"), dict), "an object")
-    tokens = usage.get("completion_tokens")   # the outcome rows' `tokens`: required, never guessed
-    field("usage.completion_tokens", tokens, type(tokens) is int and 0 <= tokens <= max_tokens,
-          f"an integer in [0, {max_tokens}] (the max_tokens of the request)")
+    tokens = usage.get("completion_tokens")  # the outcome rows' `tokens`: required, never guessed
+    field(
+        "usage.completion_tokens",
+        tokens,
+        type(tokens) is int and 0 <= tokens <= max_tokens,
+        f"an integer in [0, {max_tokens}] (the max_tokens of the request)",
+    )
     return Reply(text=text or "", tokens=tokens, finish_reason=reason)

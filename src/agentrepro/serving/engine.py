@@ -80,9 +80,20 @@ async def play_episode(env: Env, seed: int, *, mode: str, max_turns: int, genera
     return Episode(success=success, reward=reward, turns=turns, tokens=tokens)
 
 
-async def evaluate_panel(make_env: Callable[[], Env], panel: list[dict[str, Any]], *, identity: dict[str, Any],
-                         step: int, client: ChatClient, sampling: Sampling, mode: str, max_turns: int,
-                         episodes: int = 1, concurrency: int = 8, category: str) -> list[dict[str, Any]]:
+async def evaluate_panel(
+    make_env: Callable[[], Env],
+    panel: list[dict[str, Any]],
+    *,
+    identity: dict[str, Any],
+    step: int,
+    client: ChatClient,
+    sampling: Sampling,
+    mode: str,
+    max_turns: int,
+    episodes: int = 1,
+    concurrency: int = 8,
+    category: str,
+) -> list[dict[str, Any]]:
     """Outcome rows of every (episode, task) of `panel`, in (episode, panel) order."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -91,14 +102,29 @@ async def evaluate_panel(make_env: Callable[[], Env], panel: list[dict[str, Any]
 
     async def one(episode: int, index: int, task: dict[str, Any]) -> dict[str, Any]:
         async def generate(messages: list[dict[str, str]], turn: int) -> Reply:
-            return await client.chat(messages, temperature=sampling.temperature, top_p=sampling.top_p,
-                                     max_tokens=sampling.max_tokens,
-                                     seed=sampling.seed(identity["seed"], step, episode, index, turn))
+            return await client.chat(
+                messages,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=sampling.seed(identity["seed"], step, episode, index, turn),
+            )
 
         async with gate:
-            result = await play_episode(make_env(), int(task["seed"]), mode=mode, max_turns=max_turns, generate=generate)
-        return outcomes.row(identity, step, task, episode=episode, success=result.success, reward=result.reward,
-                            turns=result.turns, tokens=result.tokens, category=category)
+            result = await play_episode(
+                make_env(), int(task["seed"]), mode=mode, max_turns=max_turns, generate=generate
+            )
+        return outcomes.row(
+            identity,
+            step,
+            task,
+            episode=episode,
+            success=result.success,
+            reward=result.reward,
+            turns=result.turns,
+            tokens=result.tokens,
+            category=category,
+        )
 
     tasks = [asyncio.ensure_future(one(*job)) for job in jobs]
     try:

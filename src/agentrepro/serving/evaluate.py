@@ -36,50 +36,98 @@ def check_sampling(model_dir: str | Path | None, server: ServerConfig, temperatu
     path = Path(model_dir) / "generation_config.json"
     config = load_json(path) if path.is_file() else {}
     if not isinstance(config, dict) or config.get("do_sample") is not True:
-        raise BadInput("temperature > 0 through transformers serve needs do_sample: true here (else it decodes greedily)",
-                       path=path, where="do_sample")
+        raise BadInput(
+            "temperature > 0 through transformers serve needs do_sample: true here (else it decodes greedily)",
+            path=path,
+            where="do_sample",
+        )
 
 
-def evaluate_model(model_dir: str | Path | None, *, identity: dict[str, Any], step: int, env_name: str,
-                   env_params: dict[str, Any], panel: list[dict[str, Any]], evaluation: dict[str, Any], mode: str,
-                   server: ServerConfig, log_dir: Path, tensor_parallel: int = 1) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def evaluate_model(
+    model_dir: str | Path | None,
+    *,
+    identity: dict[str, Any],
+    step: int,
+    env_name: str,
+    env_params: dict[str, Any],
+    panel: list[dict[str, Any]],
+    evaluation: dict[str, Any],
+    mode: str,
+    server: ServerConfig,
+    log_dir: Path,
+    tensor_parallel: int = 1,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Outcome rows of `model_dir` on `panel`, and the provenance of how they were produced."""
     if mode not in MODES:
         raise BadInput(f"expected one of {', '.join(MODES)}, got {mode!r}", where="train.mode")
-    sampling = Sampling(temperature=float(evaluation.get("temperature", 0.0)), top_p=float(evaluation.get("top_p", 1.0)),
-                        max_tokens=server.max_tokens, sample_seed=int(evaluation.get("sample_seed", 0)))
+    sampling = Sampling(
+        temperature=float(evaluation.get("temperature", 0.0)),
+        top_p=float(evaluation.get("top_p", 1.0)),
+        max_tokens=server.max_tokens,
+        sample_seed=int(evaluation.get("sample_seed", 0)),
+    )
     check_sampling(model_dir, server, sampling.temperature)
     max_turns = int(evaluation.get("max_turns", DEFAULT_MAX_TURNS))
     episodes = int(evaluation.get("episodes_per_task", 1))
     with serve(server, model_dir, log_dir=log_dir, seed=sampling.sample_seed, tensor_parallel=tensor_parallel) as live:
+
         async def play() -> list[dict[str, Any]]:
-            client = ChatClient(live.url, live.model, timeout_s=server.request_timeout_s, is_alive=live.alive,
-                                max_connections=max(server.concurrency, 1))
+            client = ChatClient(
+                live.url,
+                live.model,
+                timeout_s=server.request_timeout_s,
+                is_alive=live.alive,
+                max_connections=max(server.concurrency, 1),
+            )
             try:
                 return await asyncio.wait_for(
-                    evaluate_panel(lambda: make_env(env_name, env_params), panel, identity=identity, step=step, client=client,
-                                   sampling=sampling, mode=mode, max_turns=max_turns, episodes=episodes,
-                                   concurrency=server.concurrency, category=env_name),
-                    server.deadline_s)
+                    evaluate_panel(
+                        lambda: make_env(env_name, env_params),
+                        panel,
+                        identity=identity,
+                        step=step,
+                        client=client,
+                        sampling=sampling,
+                        mode=mode,
+                        max_turns=max_turns,
+                        episodes=episodes,
+                        concurrency=server.concurrency,
+                        category=env_name,
+                    ),
+                    server.deadline_s,
+                )
             except asyncio.TimeoutError:
-                raise ServerError(f"{live.url}: the evaluation's deadline of {server.deadline_s:g} s passed before its "
-                                  f"{len(panel) * episodes} episodes were played (eval.server.deadline_s, --deadline)") from None
+                raise ServerError(
+                    f"{live.url}: the evaluation's deadline of {server.deadline_s:g} s passed before its "
+                    f"{len(panel) * episodes} episodes were played (eval.server.deadline_s, --deadline)"
+                ) from None
             finally:
                 await client.aclose()
 
         rows = asyncio.run(play())
         record = dict(live.provenance)
     record.update(determinism(server, temperature=sampling.temperature))
-    provenance = {"engine": "served", "server": record, "mode": mode, "concurrency": server.concurrency,
-                  "time_limits_s": {"request": server.request_timeout_s, "deadline": server.deadline_s},
-                  "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens,
-                               "sample_seed": sampling.sample_seed, "max_turns": max_turns},
-                  "model_dir": None if model_dir is None else str(model_dir)}
+    provenance = {
+        "engine": "served",
+        "server": record,
+        "mode": mode,
+        "concurrency": server.concurrency,
+        "time_limits_s": {"request": server.request_timeout_s, "deadline": server.deadline_s},
+        "sampling": {
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+            "sample_seed": sampling.sample_seed,
+            "max_turns": max_turns,
+        },
+        "model_dir": None if model_dir is None else str(model_dir),
+    }
     return rows, provenance
 
 
-def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: Path | None,
-                  exported: Path | None) -> Path | None:
+def run_model_dir(
+    config: dict[str, Any], run_dir: Path, step: int, checkpoint: Path | None, exported: Path | None
+) -> Path | None:
     """The model directory of checkpoint `step`: given, the backend's Hugging Face copy (`exported`,
     `Backend.checkpoint(...).hf`), or at step 0 the local base model (None only for a URL server whose
     `eval.server.model` names what it serves)."""
@@ -98,8 +146,16 @@ def run_model_dir(config: dict[str, Any], run_dir: Path, step: int, checkpoint: 
     raise BadInput(f"no Hugging Face checkpoint of step {step} ({why})", path=exported or run_dir)
 
 
-def evaluate_run(config: dict[str, Any], run_dir: Path, step: int, *, log_dir: Path, exported: Path | None,
-                 checkpoint: Path | None = None, time_limits: dict[str, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def evaluate_run(
+    config: dict[str, Any],
+    run_dir: Path,
+    step: int,
+    *,
+    log_dir: Path,
+    exported: Path | None,
+    checkpoint: Path | None = None,
+    time_limits: dict[str, float] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`agentrepro eval --run` for a run whose config says `eval.engine: served`; `exported`: the backend's Hugging
     Face copy of checkpoint `step` (None: it has none); `time_limits` (the command line's request_timeout_s and
     deadline_s) take the place of eval.server's."""
@@ -111,6 +167,16 @@ def evaluate_run(config: dict[str, Any], run_dir: Path, step: int, *, log_dir: P
     server = ServerConfig.from_dict({**(evaluation.get("server") or {}), **(time_limits or {})})
     model_dir = run_model_dir(config, run_dir, step, checkpoint, exported)
     identity = {"study": config["study"], "method": config["method"], "seed": config["seed"]}
-    return evaluate_model(model_dir, identity=identity, step=step, env_name=env["name"], env_params=params, panel=panel,
-                          evaluation=evaluation, mode=(config.get("train") or {}).get("mode", "concat"), server=server,
-                          log_dir=log_dir, tensor_parallel=max(1, int((config.get("resources") or {}).get("gpus", 1) or 1)))
+    return evaluate_model(
+        model_dir,
+        identity=identity,
+        step=step,
+        env_name=env["name"],
+        env_params=params,
+        panel=panel,
+        evaluation=evaluation,
+        mode=(config.get("train") or {}).get("mode", "concat"),
+        server=server,
+        log_dir=log_dir,
+        tensor_parallel=max(1, int((config.get("resources") or {}).get("gpus", 1) or 1)),
+    )

@@ -36,7 +36,9 @@ from agentrepro.process import last_line, stop_tree
 from agentrepro.serving.client import MIN_REPLY_BYTES, REQUEST_TIMEOUT_S, ServerError, parse_answer, read_bounded_sync
 
 KINDS = ("transformers", "sglang", "url")
-DEADLINE_S = 12 * 3600.0   # a whole evaluation (eval.server.deadline_s): 128 tasks x 5 turns on a CPU server take an hour or two
+DEADLINE_S = (
+    12 * 3600.0
+)  # a whole evaluation (eval.server.deadline_s): 128 tasks x 5 turns on a CPU server take an hour or two
 # The largest value of each time limit (workflow/schemas/manifest.schema.json states the same; the `eval` options use them).
 TIME_LIMITS_S = {"startup_timeout_s": 86_400.0, "request_timeout_s": 86_400.0, "deadline_s": 7 * 86_400.0}
 PACKAGE = {"transformers": "transformers", "sglang": "sglang"}
@@ -47,26 +49,30 @@ class ServerConfig:
     """`eval.server` of a run config (or the `eval --server` option), validated by the manifest schema."""
 
     kind: str = "transformers"
-    url: str | None = None                # kind url: the server's base URL
-    model: str | None = None              # kind url: the served model name, when the server lists several
-    device: str = "cpu"                   # transformers: --device
+    url: str | None = None  # kind url: the server's base URL
+    model: str | None = None  # kind url: the served model name, when the server lists several
+    device: str = "cpu"  # transformers: --device
     deterministic_inference: bool = True  # sglang: --enable-deterministic-inference
-    concurrency: int = 8                  # episodes in flight
-    max_tokens: int = 256                 # per turn, sent with every request
-    startup_timeout_s: float = 600.0     # the server process until it answers
-    request_timeout_s: float = REQUEST_TIMEOUT_S   # one chat request, from connecting to the last byte
-    deadline_s: float = DEADLINE_S        # every episode of the evaluation
-    args: tuple[str, ...] = ()            # further arguments for the server program, one word each
+    concurrency: int = 8  # episodes in flight
+    max_tokens: int = 256  # per turn, sent with every request
+    startup_timeout_s: float = 600.0  # the server process until it answers
+    request_timeout_s: float = REQUEST_TIMEOUT_S  # one chat request, from connecting to the last byte
+    deadline_s: float = DEADLINE_S  # every episode of the evaluation
+    args: tuple[str, ...] = ()  # further arguments for the server program, one word each
 
     @classmethod
-    def from_dict(cls, block: dict[str, Any] | None, *, path: object = None) -> "ServerConfig":
+    def from_dict(cls, block: dict[str, Any] | None, *, path: object = None) -> ServerConfig:
         block = dict(block or {})
         known = set(cls.__dataclass_fields__)
         for key in block:
             if key not in known:
-                raise BadInput(f"unknown key (expected one of: {', '.join(sorted(known))})", path=path, where=f"eval.server.{key}")
+                raise BadInput(
+                    f"unknown key (expected one of: {', '.join(sorted(known))})", path=path, where=f"eval.server.{key}"
+                )
         if block.get("kind", "transformers") not in KINDS:
-            raise BadInput(f"expected one of {', '.join(KINDS)}, got {block['kind']!r}", path=path, where="eval.server.kind")
+            raise BadInput(
+                f"expected one of {', '.join(KINDS)}, got {block['kind']!r}", path=path, where="eval.server.kind"
+            )
         if (block.get("kind") == "url") != (block.get("url") is not None):
             raise BadInput("a url is given exactly when kind is url", path=path, where="eval.server.url")
         if "args" in block:
@@ -80,33 +86,83 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def transformers_argv(model_dir: str, port: int, *, device: str = "cpu", seed: int = 0, args: tuple[str, ...] = ()) -> list[str]:
-    return [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", "127.0.0.1",
-            "--port", str(port), "--device", device, "--default-seed", str(seed), "--log-level", "warning", *args]
+def transformers_argv(
+    model_dir: str, port: int, *, device: str = "cpu", seed: int = 0, args: tuple[str, ...] = ()
+) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "transformers.cli.transformers",
+        "serve",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        device,
+        "--default-seed",
+        str(seed),
+        "--log-level",
+        "warning",
+        *args,
+    ]
 
 
-def sglang_argv(model_dir: str, port: int, *, seed: int = 0, tensor_parallel: int = 1, deterministic: bool = True,
-                args: tuple[str, ...] = ()) -> list[str]:
-    argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(model_dir), "--host", "127.0.0.1",
-            "--port", str(port), "--random-seed", str(seed), "--tp-size", str(tensor_parallel)]
+def sglang_argv(
+    model_dir: str,
+    port: int,
+    *,
+    seed: int = 0,
+    tensor_parallel: int = 1,
+    deterministic: bool = True,
+    args: tuple[str, ...] = (),
+) -> list[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--random-seed",
+        str(seed),
+        "--tp-size",
+        str(tensor_parallel),
+    ]
     return argv + (["--enable-deterministic-inference"] if deterministic else []) + list(args)
 
 
 def determinism(config: ServerConfig, *, temperature: float) -> dict[str, Any]:
     """Whether the same request seeds give the same responses again, and why (engine.py explains the seeds)."""
     if config.kind == "sglang":
-        why = ("--enable-deterministic-inference: per-request seeds honoured" if config.deterministic_inference
-               else "SGLang without --enable-deterministic-inference: batching changes results")
+        why = (
+            "--enable-deterministic-inference: per-request seeds honoured"
+            if config.deterministic_inference
+            else "SGLang without --enable-deterministic-inference: batching changes results"
+        )
         return {"deterministic": config.deterministic_inference, "why": why}
     if config.kind == "transformers":
         if temperature == 0:
             return {"deterministic": True, "why": "greedy decoding"}
         if "--continuous-batching" in config.args:
-            return {"deterministic": False, "why": "sampling under --continuous-batching: per-request seeds not verified"}
+            return {
+                "deterministic": False,
+                "why": "sampling under --continuous-batching: per-request seeds not verified",
+            }
         if config.concurrency == 1:
-            return {"deterministic": True, "why": "one request at a time: the request seed sets torch's global generator"}
-        return {"deterministic": False, "why": "transformers serve seeds one global generator per request; "
-                                               f"{config.concurrency} requests in flight reseed it under each other"}
+            return {
+                "deterministic": True,
+                "why": "one request at a time: the request seed sets torch's global generator",
+            }
+        return {
+            "deterministic": False,
+            "why": "transformers serve seeds one global generator per request; "
+            f"{config.concurrency} requests in flight reseed it under each other",
+        }
     return {"deterministic": None, "why": "a server the user runs: unknown"}
 
 
@@ -137,13 +193,16 @@ def served_models(url: str, timeout_s: float = 5.0) -> list[str]:
     listed = parse_answer(data, where)
     models = listed.get("data") if isinstance(listed, dict) else None
     if not isinstance(models, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in models):
-        raise ServerError(f"{where}: expected {{\"data\": [{{\"id\": <name>}}, ...]}}, got {data[:200].decode('utf-8', 'replace')!r}")
+        raise ServerError(
+            f'{where}: expected {{"data": [{{"id": <name>}}, ...]}}, got {data[:200].decode("utf-8", "replace")!r}'
+        )
     return [m["id"] for m in models]
 
 
 @contextlib.contextmanager
-def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, seed: int = 0,
-          tensor_parallel: int = 1) -> Iterator[Server]:
+def serve(
+    config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, seed: int = 0, tensor_parallel: int = 1
+) -> Iterator[Server]:
     """The server of `config` for `model_dir`, ready; stopped (when started here) on leaving the block."""
     if config.kind == "url":
         yield _attach(config, model_dir)
@@ -155,14 +214,26 @@ def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, 
         raise Failure(f"{config.kind} is not installed here (pip install 'agentrepro[{extra}]')")
     model = str(Path(model_dir).resolve())
     port = free_port()
-    argv = (transformers_argv(model, port, device=config.device, seed=seed, args=config.args) if config.kind == "transformers"
-            else sglang_argv(model, port, seed=seed, tensor_parallel=tensor_parallel,
-                             deterministic=config.deterministic_inference, args=config.args))
+    argv = (
+        transformers_argv(model, port, device=config.device, seed=seed, args=config.args)
+        if config.kind == "transformers"
+        else sglang_argv(
+            model,
+            port,
+            seed=seed,
+            tensor_parallel=tensor_parallel,
+            deterministic=config.deterministic_inference,
+            args=config.args,
+        )
+    )
     url = f"http://127.0.0.1:{port}"
     make_dir(log_dir)
     err_path = log_dir / "server.stderr.log"
     header = f"=== agentrepro {now()}: {shlex.join(argv)}\n"
-    with open(log_dir / "server.stdout.log", "a", encoding="utf-8") as out, open(err_path, "a", encoding="utf-8") as err:
+    with (
+        open(log_dir / "server.stdout.log", "a", encoding="utf-8") as out,
+        open(err_path, "a", encoding="utf-8") as err,
+    ):
         out.write(header)
         err.write(header)
         out.flush()
@@ -171,9 +242,19 @@ def serve(config: ServerConfig, model_dir: str | Path | None, *, log_dir: Path, 
             process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         except OSError as exc:
             raise Failure(f"cannot start the {config.kind} server ({argv[0]}): {exc}") from exc
-    server = Server(url=url, model=model, process=process, provenance={
-        "kind": config.kind, "version": program_version(config.kind), "argv": argv, "url": url, "model": model,
-        "pid": process.pid})
+    server = Server(
+        url=url,
+        model=model,
+        process=process,
+        provenance={
+            "kind": config.kind,
+            "version": program_version(config.kind),
+            "argv": argv,
+            "url": url,
+            "model": model,
+            "pid": process.pid,
+        },
+    )
     try:
         _wait_ready(server, config.startup_timeout_s, err_path)
         yield server
@@ -202,8 +283,10 @@ def _wait_ready(server: Server, timeout_s: float, err_path: Path) -> None:
     while True:
         if not server.alive():
             tail = last_line(err_path)
-            raise Failure(f"the {server.provenance['kind']} server exited with status {server.process.returncode} before it was "
-                          f"ready; see {err_path}" + (f" (last line: {tail})" if tail else ""))
+            raise Failure(
+                f"the {server.provenance['kind']} server exited with status {server.process.returncode} before it was "
+                f"ready; see {err_path}" + (f" (last line: {tail})" if tail else "")
+            )
         if ready(server):
             return
         if time.monotonic() > deadline:
@@ -215,14 +298,21 @@ def _attach(config: ServerConfig, model_dir: str | Path | None) -> Server:
     try:
         listed = served_models(config.url)
     except (httpx.HTTPError, ServerError) as exc:
-        raise ServerError(f"{config.url}: no OpenAI-compatible server answers GET /v1/models ({type(exc).__name__}: {exc})") from None
+        raise ServerError(
+            f"{config.url}: no OpenAI-compatible server answers GET /v1/models ({type(exc).__name__}: {exc})"
+        ) from None
     wanted = config.model or (str(Path(model_dir).resolve()) if model_dir is not None else None)
     if wanted is None and len(listed) == 1:
         model = listed[0]  # neither a model directory nor a name given: the one model the server serves
     elif wanted in listed:
         model = wanted
     else:
-        raise BadInput(f"the server at {config.url} serves {listed}, not {wanted!r} (name the served model in eval.server.model)",
-                       where="eval.server.model")
-    return Server(url=config.url, model=model, provenance={"kind": "url", "version": None, "argv": None, "url": config.url,
-                                                           "model": model})
+        raise BadInput(
+            f"the server at {config.url} serves {listed}, not {wanted!r} (name the served model in eval.server.model)",
+            where="eval.server.model",
+        )
+    return Server(
+        url=config.url,
+        model=model,
+        provenance={"kind": "url", "version": None, "argv": None, "url": config.url, "model": model},
+    )

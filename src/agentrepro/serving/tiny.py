@@ -21,11 +21,23 @@ CHAT_TEMPLATE = (
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 SHAPES = {
-    "tiny": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, vocab_size=512),
+    "tiny": dict(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=512,
+    ),
     # Qwen2.5-0.5B(-Instruct)'s config.json shape (its own vocabulary size; our tokenizer uses the first ids)
-    "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                         num_key_value_heads=2, vocab_size=151936),
+    "qwen2.5-0.5b": dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+    ),
 }
 
 
@@ -51,20 +63,36 @@ def build(out: str | Path, *, shape: str = "tiny", seed: int = 0, max_tokens: in
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=min(dims["vocab_size"], 512), special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=min(dims["vocab_size"], 512),
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(corpus(), trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        bos_token=None, model_max_length=max_tokens)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        model_max_length=max_tokens,
+    )
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(out)
     eos, pad = tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    config = Qwen2Config(**dims, max_position_embeddings=max_tokens, tie_word_embeddings=True,
-                         eos_token_id=eos, pad_token_id=pad, bos_token_id=None)
+    config = Qwen2Config(
+        **dims,
+        max_position_embeddings=max_tokens,
+        tie_word_embeddings=True,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        bos_token_id=None,
+    )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
-    model.generation_config = GenerationConfig(do_sample=True, temperature=1.0, top_p=1.0, eos_token_id=eos,
-                                               pad_token_id=pad, max_new_tokens=64)
+    model.generation_config = GenerationConfig(
+        do_sample=True, temperature=1.0, top_p=1.0, eos_token_id=eos, pad_token_id=pad, max_new_tokens=64
+    )
     model.save_pretrained(out)
     (out / "agentrepro_tiny.json").write_text(json.dumps({"shape": shape, "seed": seed}) + "\n", encoding="utf-8")
     return out

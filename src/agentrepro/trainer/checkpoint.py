@@ -22,7 +22,7 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes
 from agentrepro.layout import checkpoint_dir, checkpoint_file, tokenizer_dir
 
-_STEP_RE = re.compile(r"^step(\d+)\.pt$")   # the names layout.checkpoint_file gives
+_STEP_RE = re.compile(r"^step(\d+)\.pt$")  # the names layout.checkpoint_file gives
 
 
 def checkpoint_path(run_dir: str | Path, step: int) -> Path:
@@ -36,7 +36,7 @@ def saved_steps(run_dir: str | Path) -> list[int]:
     return sorted(int(m.group(1)) for p in d.iterdir() if (m := _STEP_RE.match(p.name)))
 
 
-GLOBAL_STREAM = 0x6C0B   # the global generators' stream of a run seed (numpy SeedSequence entropy [seed, GLOBAL_STREAM])
+GLOBAL_STREAM = 0x6C0B  # the global generators' stream of a run seed (numpy SeedSequence entropy [seed, GLOBAL_STREAM])
 
 
 def seed_global_rng(seed: int) -> None:
@@ -52,8 +52,11 @@ def seed_global_rng(seed: int) -> None:
 
 
 def rng_state(generators: dict[str, torch.Generator], numpy_rng: np.random.Generator) -> dict[str, Any]:
-    return {"torch_cpu": torch.get_rng_state(), "numpy": numpy_rng.bit_generator.state,
-            "generators": {k: g.get_state() for k, g in generators.items()}}
+    return {
+        "torch_cpu": torch.get_rng_state(),
+        "numpy": numpy_rng.bit_generator.state,
+        "generators": {k: g.get_state() for k, g in generators.items()},
+    }
 
 
 def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator], numpy_rng: np.random.Generator) -> None:
@@ -68,12 +71,17 @@ def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator], n
         g.set_state(state["generators"][k])
 
 
-def save_checkpoint(run_dir, step: int, *, policy, optimizer=None, scheduler=None, rng: dict | None = None,
-                    counters: dict | None = None) -> Path:
-    payload = {"step": step, "model": policy.state_dict(),
-               "optimizer": None if optimizer is None else optimizer.state_dict(),
-               "scheduler": None if scheduler is None else scheduler.state_dict(),
-               "rng": rng, "counters": counters or {}}
+def save_checkpoint(
+    run_dir, step: int, *, policy, optimizer=None, scheduler=None, rng: dict | None = None, counters: dict | None = None
+) -> Path:
+    payload = {
+        "step": step,
+        "model": policy.state_dict(),
+        "optimizer": None if optimizer is None else optimizer.state_dict(),
+        "scheduler": None if scheduler is None else scheduler.state_dict(),
+        "rng": rng,
+        "counters": counters or {},
+    }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     return atomic_write_bytes(checkpoint_path(run_dir, step), buffer.getvalue())

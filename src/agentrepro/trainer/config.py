@@ -26,7 +26,7 @@ ESTIMATOR_OPTIONS: tuple[Option, ...] = all_options(tuple(SPECS_BY_NAME.values()
 """One TrainConfig field each, right after `estimator`."""
 
 
-MAX_BATCH_TRAJECTORIES = 1_000_000     # groups x group_size: trajectories sampled per step
+MAX_BATCH_TRAJECTORIES = 1_000_000  # groups x group_size: trajectories sampled per step
 
 # Every integer field with its smallest and largest value: the largest bound what a manifest can ask of any backend
 # (a batch, a sequence, a count of processes or threads). train_config.schema.json states the same (trainer/schema.py
@@ -91,7 +91,9 @@ class TrainConfig:
     max_turns: int = 5  # agent turns per episode
     max_new_tokens: int = 6  # generated tokens per turn (including the end-of-turn token)
     temperature: float = 1.0  # sampling temperature of training rollouts
-    format_reward: float | None = 0.0  # environment format reward during RL rollouts (None keeps the env's); eval always uses the env's
+    format_reward: float | None = (
+        0.0  # environment format reward during RL rollouts (None keeps the env's); eval always uses the env's
+    )
     train_first_seed: int = 0  # training tasks are drawn uniformly from [train_first_seed, +train_num_seeds)
     train_num_seeds: int = 10000  # size of the training seed range (disjoint from eval and warm-start validation)
     # --- supervised warm start on BFS demonstrations -----------------------------------------------
@@ -108,15 +110,21 @@ class TrainConfig:
     device: str = "cpu"  # cpu | cuda | cuda:N
     bf16: bool = True  # bf16 autocast on CUDA (ignored on the CPU)
     rollout_engine: str = "auto"  # eager (transformers forward per token) | static (trainer/decode.py: static KV cache, CUDA graph) | auto (static on CUDA for Qwen2-family models, else eager)
-    update_kernels: str = "eager"  # eager | compiled (trainer/kernels.py: Qwen2 RMSNorm and silu(gate) * up through torch.compile)
+    update_kernels: str = (
+        "eager"  # eager | compiled (trainer/kernels.py: Qwen2 RMSNorm and silu(gate) * up through torch.compile)
+    )
     update_precision: str = "fp32"  # fp32 (the update on the float32 policy) | bf16-master (on a bf16 copy; float32 master weights, gradients and AdamW step: trainer/precision.py)
     micro_batch_tokens: int = 0  # padded tokens per forward/backward pass of the update (gradients accumulated); 0 = a whole minibatch at once
     grad_checkpointing: bool = False  # activation checkpointing in the update's forward (memory for compute)
     threads: int = 1  # torch intra-op threads on the CPU
     data_parallel: int = 0  # data-parallel ranks (trainer/parallel.py): 0 = one per GPU the job is given (resources.gpus) on CUDA, one on the CPU; N = N ranks (gloo processes on the CPU)
-    checkpoint_every: int = 50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (runconfig.evaluated_steps)
+    checkpoint_every: int = (
+        50  # eval.checkpoint: all evaluates (and so checkpoints) every this many steps (runconfig.evaluated_steps)
+    )
     dump_batches_every: int = 0  # write batches/step<N>.jsonl (step rows with advantages) every N steps; 0 = never
-    step_rows: tuple[int, ...] = ()  # steps whose step rows and trainer advantages go to batches/step<N>.jsonl for the parity certificate (every backend)
+    step_rows: tuple[
+        int, ...
+    ] = ()  # steps whose step rows and trainer advantages go to batches/step<N>.jsonl for the parity certificate (every backend)
     progress: bool = True  # tqdm progress bars
     wandb: bool = False  # also log to Weights & Biases (offline unless WANDB_MODE says otherwise)
 
@@ -141,14 +149,16 @@ class TrainConfig:
         return self.estimator_spec.needs_critic
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None, *, path: object = None, where: str = "train") -> "TrainConfig":
+    def from_dict(cls, data: dict[str, Any] | None, *, path: object = None, where: str = "train") -> TrainConfig:
         """Build from a mapping; unknown keys, wrong types and out-of-range values raise BadInput."""
         data = dict(data or {})
         hints = get_type_hints(cls)
         names = {f.name for f in dataclasses.fields(cls)}
         for key in data:
             if key not in names:
-                raise BadInput(f"unknown key (expected one of: {', '.join(sorted(names))})", path=path, where=f"{where}.{key}")
+                raise BadInput(
+                    f"unknown key (expected one of: {', '.join(sorted(names))})", path=path, where=f"{where}.{key}"
+                )
         values = {}
         for key, value in data.items():
             values[key] = _coerce(value, hints[key], path, f"{where}.{key}")
@@ -157,23 +167,32 @@ class TrainConfig:
         return config
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}   # YAML/JSON lists
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }  # YAML/JSON lists
 
     def validate(self, *, path: object = None, where: str = "train") -> None:
         def bad(key: str, expected: str) -> None:
             raise BadInput(f"expected {expected}, got {getattr(self, key)!r}", path=path, where=f"{where}.{key}")
 
         if self.estimator not in SPECS_BY_NAME:
-            variants = [f"{s.name} is {s.variant_of} with {', '.join(f'{k} {v:g}' for k, v in s.fixed.items())}"
-                        for s in SPECS if s.variant_of]
+            variants = [
+                f"{s.name} is {s.variant_of} with {', '.join(f'{k} {v:g}' for k, v in s.fixed.items())}"
+                for s in SPECS
+                if s.variant_of
+            ]
             bad("estimator", "one of " + ", ".join(ESTIMATORS) + "".join(f" ({v})" for v in variants))
         for option in ESTIMATOR_OPTIONS:
             expected = option.expected(getattr(self, option.name))
             if expected:
                 bad(option.name, expected)
-        choices = {"lr_schedule": ("constant", "linear"), "mode": ("concat", "non_concat"),
-                   "rollout_engine": ("auto", "eager", "static"), "update_kernels": ("eager", "compiled"),
-                   "update_precision": ("fp32", "bf16-master")}
+        choices = {
+            "lr_schedule": ("constant", "linear"),
+            "mode": ("concat", "non_concat"),
+            "rollout_engine": ("auto", "eager", "static"),
+            "update_kernels": ("eager", "compiled"),
+            "update_precision": ("fp32", "bf16-master"),
+        }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 bad(key, "one of " + ", ".join(allowed))
@@ -224,7 +243,9 @@ def _coerce(value: Any, hint: Any, path: object, where: str) -> Any:
         raise BadInput(f"expected a list of integers, got {value!r}", path=path, where=where)
     else:  # pragma: no cover - every field has one of the types above
         return value
-    raise BadInput(f"expected {getattr(hint, '__name__', text)}, got {type(value).__name__} {value!r}", path=path, where=where)
+    raise BadInput(
+        f"expected {getattr(hint, '__name__', text)}, got {type(value).__name__} {value!r}", path=path, where=where
+    )
 
 
 DEFAULTS = TrainConfig()

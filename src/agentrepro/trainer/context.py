@@ -17,8 +17,22 @@ from agentrepro.trainer.dialogue import Codec
 from agentrepro.trainer.policy import ModelSpec, load_local_tokenizer
 from agentrepro.trainer.tokenizer import build_word_tokenizer, encode_words, probe_texts
 
-EVAL_KEYS = {"tasks", "first_seed", "episodes_per_task", "temperature", "top_p", "max_turns", "every", "checkpoint", "task_panel", "sample_seed", "engine", "server",
-             "keep_checkpoints", "panel"}  # pruning once evaluated (backends/checkpoints.py); the panel's selection
+EVAL_KEYS = {
+    "tasks",
+    "first_seed",
+    "episodes_per_task",
+    "temperature",
+    "top_p",
+    "max_turns",
+    "every",
+    "checkpoint",
+    "task_panel",
+    "sample_seed",
+    "engine",
+    "server",
+    "keep_checkpoints",
+    "panel",
+}  # pruning once evaluated (backends/checkpoints.py); the panel's selection
 VOCAB_PROBE_SEEDS = range(20001, 20033)  # warm-start validation seeds: never evaluated
 
 
@@ -34,7 +48,7 @@ class RunSpec:
     eval: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], *, path: object = None) -> "RunSpec":
+    def from_config(cls, config: dict[str, Any], *, path: object = None) -> RunSpec:
         for key in ("study", "method", "seed", "env"):
             if key not in config:
                 raise BadInput("missing key", path=path, where=key)
@@ -46,15 +60,29 @@ class RunSpec:
             raise BadInput("missing key", path=path, where="env.name")
         params = validate_params(env["name"], env.get("params") or {}, path=path)
         if params.get("render_mode") == "vision":  # a text model would see only the "<image>" placeholder
-            raise BadInput("the builtin trainer plays text observations only; image observations need a vision-language "
-                           "model of another backend (evaluated with eval.engine: served)", path=path, where="env.params.render_mode")
+            raise BadInput(
+                "the builtin trainer plays text observations only; image observations need a vision-language "
+                "model of another backend (evaluated with eval.engine: served)",
+                path=path,
+                where="env.params.render_mode",
+            )
         evaluation = dict(config.get("eval") or {})
         for key in evaluation:
             if key not in EVAL_KEYS:
-                raise BadInput(f"unknown key (expected one of: {', '.join(sorted(EVAL_KEYS))})", path=path, where=f"eval.{key}")
+                raise BadInput(
+                    f"unknown key (expected one of: {', '.join(sorted(EVAL_KEYS))})", path=path, where=f"eval.{key}"
+                )
         train = TrainConfig.from_dict(config.get("train") or {}, path=path)
-        return cls(str(config["study"]), str(config["method"]), seed, ModelSpec.from_dict(config.get("model") or {}, path=path),
-                   env["name"], params, train, evaluation)
+        return cls(
+            str(config["study"]),
+            str(config["method"]),
+            seed,
+            ModelSpec.from_dict(config.get("model") or {}, path=path),
+            env["name"],
+            params,
+            train,
+            evaluation,
+        )
 
     def make_env(self, *, training: bool):
         """A fresh environment; training rollouts use `train.format_reward` when it is set."""
@@ -76,17 +104,20 @@ class RunSpec:
     def make_codec(self, tokenizer) -> Codec:
         env = self.make_env(training=False)  # writes action words in the env's own prompt format
         if self.model.emits_action_words:
+
             def render(ids: list[int]) -> str:
                 return env.format_actions(tokenizer.convert_ids_to_tokens(ids))
 
             def demo(actions: list[str]) -> list[int]:
                 return [tokenizer.convert_tokens_to_ids(a) for a in actions] + [tokenizer.eos_token_id]
         else:
+
             def render(ids: list[int]) -> str:
                 return tokenizer.decode(ids, skip_special_tokens=True)
 
             def demo(actions: list[str]) -> list[int]:
                 return encode_words(tokenizer, env.format_actions(actions)) + [tokenizer.eos_token_id]
+
         # a local model whose tokenizer has a chat template is prompted as the served evaluator prompts it
         template = None if self.model.emits_action_words else getattr(tokenizer, "chat_template", None)
         if isinstance(template, dict):  # named templates: apply_chat_template (and a chat server) use "default"

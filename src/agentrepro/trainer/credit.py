@@ -40,7 +40,9 @@ class Targets(NamedTuple):
 def training_targets(rollout: Rollout, values: torch.Tensor | None, cfg: TrainConfig) -> Targets:
     """Targets of the configured estimator; `values` (rows, tokens) are the value head's, when it needs a critic."""
     if cfg.estimator_spec.needs_critic:
-        return Targets(*ppo_targets(rollout, values, cfg, "non_concat" if rollout.per_turn_rows else "concat"), None, None)
+        return Targets(
+            *ppo_targets(rollout, values, cfg, "non_concat" if rollout.per_turn_rows else "concat"), None, None
+        )
     turn_adv, result = turn_advantages(rollout, cfg)
     return Targets(broadcast_turns(rollout, ordered_turns(rollout), turn_adv), None, turn_adv, result)
 
@@ -60,7 +62,7 @@ def broadcast_turns(rollout: Rollout, turns, values) -> torch.Tensor:
     """(rows, tokens) float32: values[k] on the generated tokens of turns[k], 0 elsewhere."""
     out = torch.zeros(rollout.input_ids.shape, dtype=torch.float32)
     for turn, value in zip(turns, values):
-        out[turn.row, turn.start:turn.end] = float(value)
+        out[turn.row, turn.start : turn.end] = float(value)
     return out
 
 
@@ -72,7 +74,9 @@ def token_rewards(rollout: Rollout) -> torch.Tensor:
     return out
 
 
-def ppo_targets(rollout: Rollout, values: torch.Tensor, cfg: TrainConfig, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+def ppo_targets(
+    rollout: Rollout, values: torch.Tensor, cfg: TrainConfig, mode: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(advantages, returns), each (rows, tokens) float32, from token values (rows, tokens) aligned with ids."""
     mask = rollout.loss_mask.float()
     if mode == "concat":
@@ -86,7 +90,9 @@ def ppo_targets(rollout: Rollout, values: torch.Tensor, cfg: TrainConfig, mode: 
         for k, t in enumerate(turns):
             by_traj.setdefault(t.traj, []).append(k)
         for ks in by_traj.values():
-            a, r = turn_gae(np.array([turns[k].reward for k in ks]), np.array([turn_values[k] for k in ks]), cfg.gamma, cfg.lam)
+            a, r = turn_gae(
+                np.array([turns[k].reward for k in ks]), np.array([turn_values[k] for k in ks]), cfg.gamma, cfg.lam
+            )
             adv_k[ks], ret_k[ks] = a, r
         adv, ret = broadcast_turns(rollout, turns, adv_k), broadcast_turns(rollout, turns, ret_k)
     if mask.sum() >= 2:

@@ -37,7 +37,7 @@ def supports_model(lm) -> bool:
     return type(lm).__name__ in SUPPORTED
 
 
-def engine_for(choice: str, policy, device: torch.device, bf16: bool) -> "StaticDecoder | None":
+def engine_for(choice: str, policy, device: torch.device, bf16: bool) -> StaticDecoder | None:
     """`train.rollout_engine`: the static engine (static; auto on CUDA for a supported model) or None (eager)."""
     if choice == "auto":
         choice = "static" if device.type == "cuda" and supports(policy) else "eager"
@@ -49,8 +49,10 @@ class StaticDecoder:
 
     def __init__(self, policy, device: torch.device, bf16: bool, *, graphs: bool | None = None):
         if not supports(policy):
-            raise BadInput(f"the static rollout engine supports {', '.join(SUPPORTED)}, not {type(policy.lm).__name__}",
-                           where="train.rollout_engine")
+            raise BadInput(
+                f"the static rollout engine supports {', '.join(SUPPORTED)}, not {type(policy.lm).__name__}",
+                where="train.rollout_engine",
+            )
         self.device = torch.device(device)
         self.dtype = torch.bfloat16 if self.device.type == "cuda" and bf16 else next(policy.lm.parameters()).dtype
         self.lm = copy.deepcopy(policy.lm).to(device=self.device, dtype=self.dtype).eval().requires_grad_(False)
@@ -62,8 +64,13 @@ class StaticDecoder:
         self.graph = None
         # fewer, larger kernels per layer (a decode step is bound by their count): q, k, v as one matmul, gate and up as one
         layers = self.lm.model.layers
-        self.qkv = [(torch.cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
-                     torch.cat([l.self_attn.q_proj.bias, l.self_attn.k_proj.bias, l.self_attn.v_proj.bias])) for l in layers]
+        self.qkv = [
+            (
+                torch.cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
+                torch.cat([l.self_attn.q_proj.bias, l.self_attn.k_proj.bias, l.self_attn.v_proj.bias]),
+            )
+            for l in layers
+        ]
         self.gate_up = [torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight]) for l in layers]
 
     @torch.no_grad()
@@ -125,11 +132,12 @@ class StaticDecoder:
             half = D // 2
             qk = qk * cos + torch.cat([-qk[..., half:], qk[..., :half]], -1) * sin  # RoPE (rotate_half)
             q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
-            v = qkv[:, :, H + K:].transpose(1, 2)
+            v = qkv[:, :, H + K :].transpose(1, 2)
             self.k[i].index_copy_(2, cols, k)
             self.v[i].index_copy_(2, cols, v)
-            o = F.scaled_dot_product_attention(q.reshape(B, K, g * T, D), self.k[i], self.v[i],
-                                               attn_mask=attend, scale=a.scaling)
+            o = F.scaled_dot_product_attention(
+                q.reshape(B, K, g * T, D), self.k[i], self.v[i], attn_mask=attend, scale=a.scaling
+            )
             h = h + a.o_proj(o.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D))
             gate, up = F.linear(_rms(layer.post_attention_layernorm, h), self.gate_up[i]).chunk(2, -1)
             h = h + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)
@@ -179,8 +187,8 @@ def left_padded(chunks: list[list[int]], pad: int, width: int) -> tuple[torch.Te
     attn = torch.zeros_like(ids)
     for r, chunk in enumerate(chunks):
         if chunk:
-            ids[r, width - len(chunk):] = torch.tensor(chunk)
-            attn[r, width - len(chunk):] = 1
+            ids[r, width - len(chunk) :] = torch.tensor(chunk)
+            attn[r, width - len(chunk) :] = 1
     return ids, attn
 
 
@@ -196,10 +204,10 @@ class StaticRows:
         self.cached = 0  # columns whose K/V are in the cache
 
     # the rows as rollout._Rows shows them: the written columns only
-    ids = property(lambda self: self.engine.ids[:, :self.cols])
-    attn = property(lambda self: self.engine.attn[:, :self.cols])
-    loss = property(lambda self: self.engine.loss[:, :self.cols])
-    turn = property(lambda self: self.engine.turn[:, :self.cols])
+    ids = property(lambda self: self.engine.ids[:, : self.cols])
+    attn = property(lambda self: self.engine.attn[:, : self.cols])
+    loss = property(lambda self: self.engine.loss[:, : self.cols])
+    turn = property(lambda self: self.engine.turn[:, : self.cols])
 
     def _room(self, more: int) -> None:
         need = self.cols + more + self.reserve
@@ -219,13 +227,15 @@ class StaticRows:
         e.turn[:, span] = torch.where(attn.bool(), turn, -1).to(e.device)
         self.cols += width
 
-    def generate(self, live: list[bool], trajs: list[int], codec, sampler, max_new_tokens: int, turn: int) -> list[tuple[int, list[int]]]:
+    def generate(
+        self, live: list[bool], trajs: list[int], codec, sampler, max_new_tokens: int, turn: int
+    ) -> list[tuple[int, list[int]]]:
         """Generate one turn for the live rows: per row (start column, generated ids incl. <eos>)."""
         e, start = self.engine, self.cols
         self._room(0)
         logits = e.prefill(self.cached, self.cols)
         going = torch.tensor(live, device=e.device)
-        npos = e.attn[:, :self.cols].sum(-1)  # attended tokens so far = position of the next attended one
+        npos = e.attn[:, : self.cols].sum(-1)  # attended tokens so far = position of the next attended one
         pad = torch.full_like(npos, codec.pad)
         for position in range(max_new_tokens):
             c = self.cols
@@ -243,8 +253,8 @@ class StaticRows:
         gen_ids, gen_attn = e.ids[:, start:written].cpu(), e.attn[:, start:written].cpu().bool()
         out = [gen_ids[r][gen_attn[r]].tolist() for r in range(len(live))]
         self.cols = start + max((len(o) for o in out), default=0)  # drop the all-padding columns at the end
-        e.ids[:, self.cols:], e.attn[:, self.cols:], e.loss[:, self.cols:] = codec.pad, 0, 0
-        e.turn[:, self.cols:] = -1
+        e.ids[:, self.cols :], e.attn[:, self.cols :], e.loss[:, self.cols :] = codec.pad, 0, 0
+        e.turn[:, self.cols :] = -1
         self.cached = min(written - 1, self.cols)
         return [(start, o) for o in out]
 

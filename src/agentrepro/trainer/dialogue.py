@@ -43,7 +43,9 @@ def first_template_token(tokenizer) -> int:
     try:
         return template_ids(tokenizer, _PROBE)[0]
     except (TemplateError, IndexError) as exc:  # e.g. a template that refuses a system message
-        raise BadInput(f"the tokenizer's chat template cannot render a system and a user message: {exc}", where="model.path") from None
+        raise BadInput(
+            f"the tokenizer's chat template cannot render a system and a user message: {exc}", where="model.path"
+        ) from None
 
 
 def prompt_record(codec, mode: str) -> dict[str, Any]:
@@ -53,9 +55,12 @@ def prompt_record(codec, mode: str) -> dict[str, Any]:
         kind = "chat_template"
     else:
         kind = "observation_text" if codec.markers == [None, None] else "word_level"
-    return {"kind": kind, "mode": mode,
-            "chat_template_sha256": hashlib.sha256(template.encode("utf-8")).hexdigest() if template is not None else None,
-            "rows": "one per turn" if template is not None or mode == "non_concat" else "one per trajectory"}
+    return {
+        "kind": kind,
+        "mode": mode,
+        "chat_template_sha256": hashlib.sha256(template.encode("utf-8")).hexdigest() if template is not None else None,
+        "rows": "one per turn" if template is not None or mode == "non_concat" else "one per trajectory",
+    }
 
 
 class WordDialogue:
@@ -85,8 +90,11 @@ class ChatDialogue:
         """The template's tokens of this turn's messages after the row's first token (`Codec.bos`)."""
         ids = template_ids(self.codec.tokenizer, self.chat.messages())
         if not ids or ids[0] != self.codec.bos:
-            raise BadInput(f"the chat template does not start every prompt with the same token (expected id {self.codec.bos}, "
-                           f"got {ids[:1]})", where="model.path")
+            raise BadInput(
+                f"the chat template does not start every prompt with the same token (expected id {self.codec.bos}, "
+                f"got {ids[:1]})",
+                where="model.path",
+            )
         return ids[1:]
 
     def step(self, response: str, observation: str, info: dict) -> None:
@@ -101,7 +109,9 @@ class Codec:
     tokenizer: Any
     view: Callable[[str, dict], str]  # (observation, info) -> text the policy reads
     render: Callable[[list[int]], str]  # generated ids (without <eos>) -> environment response
-    demo: Callable[[list[str]], list[int]]  # demonstrated action words -> the ids the policy should generate (with <eos>)
+    demo: Callable[
+        [list[str]], list[int]
+    ]  # demonstrated action words -> the ids the policy should generate (with <eos>)
     chat_template: str | None = None  # set: prompts are the chat template's rendering of the served messages
 
     def __post_init__(self):

@@ -30,27 +30,53 @@ def panel_of(spec: RunSpec) -> list[dict[str, Any]]:
     return outcomes.frozen_panel(spec.env_name, spec.env_params, spec.eval)
 
 
-def evaluate_policy(policy, spec: RunSpec, codec, panel: list[dict[str, Any]], step: int, device) -> list[dict[str, Any]]:
+def evaluate_policy(
+    policy, spec: RunSpec, codec, panel: list[dict[str, Any]], step: int, device
+) -> list[dict[str, Any]]:
     """Outcome rows of `policy` on `panel` (episodes_per_task each)."""
     ev, cfg = spec.eval, spec.train
     temperature = float(ev.get("temperature", 0.0))
     episodes = int(ev.get("episodes_per_task", 1))
     rows = []
     seeds = [int(t["seed"]) for t in panel]
-    bar = tqdm(range(episodes), desc=f"eval {spec.method} seed{spec.seed} step{step}", unit="episode x panel",
-               disable=not cfg.progress)
+    bar = tqdm(
+        range(episodes),
+        desc=f"eval {spec.method} seed{spec.seed} step{step}",
+        unit="episode x panel",
+        disable=not cfg.progress,
+    )
     for episode in bar:
         key = np.random.SeedSequence([int(ev.get("sample_seed", 0)), spec.seed, step, episode]).generate_state(1)[0]
         generator = torch.Generator().manual_seed(int(key))
         envs = [spec.make_env(training=False) for _ in panel]
-        ro = rollout(policy, envs, seeds, list(range(len(panel))), codec, Sampler(temperature, generator, float(ev.get("top_p", 1.0))),
-                     mode=cfg.mode, max_turns=int(ev.get("max_turns", cfg.max_turns)), max_new_tokens=cfg.max_new_tokens, device=device, bf16=cfg.bf16)
+        ro = rollout(
+            policy,
+            envs,
+            seeds,
+            list(range(len(panel))),
+            codec,
+            Sampler(temperature, generator, float(ev.get("top_p", 1.0))),
+            mode=cfg.mode,
+            max_turns=int(ev.get("max_turns", cfg.max_turns)),
+            max_new_tokens=cfg.max_new_tokens,
+            device=device,
+            bf16=cfg.bf16,
+        )
         for i, task in enumerate(panel):
             turns = ro.traj_turns(i)
-            rows.append(outcomes.row({"study": spec.study, "method": spec.method, "seed": spec.seed}, step, task,
-                                     episode=episode, success=any(t.success for t in turns),
-                                     reward=sum(t.reward for t in turns), turns=len(turns),
-                                     tokens=sum(t.end - t.start for t in turns), category=spec.env_name))
+            rows.append(
+                outcomes.row(
+                    {"study": spec.study, "method": spec.method, "seed": spec.seed},
+                    step,
+                    task,
+                    episode=episode,
+                    success=any(t.success for t in turns),
+                    reward=sum(t.reward for t in turns),
+                    turns=len(turns),
+                    tokens=sum(t.end - t.start for t in turns),
+                    category=spec.env_name,
+                )
+            )
         bar.set_postfix(success=f"{sum(r['success'] for r in rows) / len(rows):.3f}")
     return rows
 

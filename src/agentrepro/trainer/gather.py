@@ -32,8 +32,17 @@ def merge_rollouts(parts: list[Rollout], pad: int) -> Rollout:
         trajs += p.n_traj
         rows += p.input_ids.shape[0]
     cat = lambda name, value: torch.cat([_padded(getattr(p, name), width, value) for p in parts])  # noqa: E731
-    return Rollout(cat("input_ids", pad), cat("attention_mask", 0), cat("loss_mask", 0), cat("turn_index", -1),
-                   torch.cat(row_traj), turns, seeds, groups, per_turn_rows=parts[0].per_turn_rows)
+    return Rollout(
+        cat("input_ids", pad),
+        cat("attention_mask", 0),
+        cat("loss_mask", 0),
+        cat("turn_index", -1),
+        torch.cat(row_traj),
+        turns,
+        seeds,
+        groups,
+        per_turn_rows=parts[0].per_turn_rows,
+    )
 
 
 def merge_tokens(parts: list[torch.Tensor | None], width: int) -> torch.Tensor | None:

@@ -53,8 +53,10 @@ def apply(choice: str, lm: torch.nn.Module) -> bool:
     if choice == "eager":
         return False
     if not (supports_model(lm) and getattr(lm.config, "hidden_act", None) == "silu"):
-        raise BadInput(f"compiled update kernels support Qwen2 models with silu, not {type(lm).__name__}",
-                       where="train.update_kernels")
+        raise BadInput(
+            f"compiled update kernels support Qwen2 models with silu, not {type(lm).__name__}",
+            where="train.update_kernels",
+        )
     from transformers.models.qwen2 import modeling_qwen2  # heavy: transformers, only for compiled update kernels
 
     for module in lm.modules():

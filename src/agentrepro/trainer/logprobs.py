@@ -45,10 +45,10 @@ class _HeadLogprobs(torch.autograd.Function):
         logp = torch.empty(n, device=h.device, dtype=torch.float32)
         entropy = torch.empty(n, device=h.device, dtype=torch.float32) if with_entropy else None
         for s in range(0, n, step):
-            logp_all = _chunk_log_softmax(h[s:s + step], w, b)
-            logp[s:s + step] = logp_all.gather(-1, targets[s:s + step, None]).squeeze(-1)
+            logp_all = _chunk_log_softmax(h[s : s + step], w, b)
+            logp[s : s + step] = logp_all.gather(-1, targets[s : s + step, None]).squeeze(-1)
             if with_entropy:
-                entropy[s:s + step] = -(logp_all.exp() * logp_all).sum(-1)
+                entropy[s : s + step] = -(logp_all.exp() * logp_all).sum(-1)
         ctx.save_for_backward(hidden, weight, bias, targets, entropy)
         ctx.dtype, ctx.step = dtype, step
         ctx.set_materialize_grads(False)
@@ -65,20 +65,20 @@ class _HeadLogprobs(torch.autograd.Function):
         grad_b = torch.zeros_like(bias, dtype=torch.float32) if want_b and bias is not None else None
         step = ctx.step
         for s in range(0, h.shape[0], step):
-            hs = h[s:s + step]
+            hs = h[s : s + step]
             logp_all = _chunk_log_softmax(hs, w, b)
             p = logp_all.exp()
             if g_logp is not None:
-                g = g_logp[s:s + step, None].float()
+                g = g_logp[s : s + step, None].float()
                 gz = -p * g
-                gz.scatter_add_(-1, targets[s:s + step, None], g)
+                gz.scatter_add_(-1, targets[s : s + step, None], g)
             else:
                 gz = torch.zeros_like(p)
             if g_entropy is not None and entropy is not None:
-                gz -= g_entropy[s:s + step, None].float() * p * (logp_all + entropy[s:s + step, None])
+                gz -= g_entropy[s : s + step, None].float() * p * (logp_all + entropy[s : s + step, None])
             gz = gz.to(ctx.dtype)
             if grad_h is not None:
-                grad_h[s:s + step] = (gz @ w).to(hidden.dtype)
+                grad_h[s : s + step] = (gz @ w).to(hidden.dtype)
             if grad_w is not None:
                 grad_w += (gz.T @ hs).float()
             if grad_b is not None:
@@ -88,8 +88,14 @@ class _HeadLogprobs(torch.autograd.Function):
         return grad_h, grad_w, grad_b, None, None, None
 
 
-def head_logprobs(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, *, bias: torch.Tensor | None = None,
-                  with_entropy: bool):
+def head_logprobs(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    bias: torch.Tensor | None = None,
+    with_entropy: bool,
+):
     """(log-probs of `targets`, entropies or None), each (n,) float32, of softmax(hidden @ weight.T + bias) over
     the vocabulary at hidden states (n, d); the matmul in the autocast dtype when autocast is on."""
     out = _HeadLogprobs.apply(hidden, weight, bias, targets, with_entropy, _compute_dtype(hidden))

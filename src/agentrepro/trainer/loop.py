@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from agentrepro import runconfig
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, make_dir
 from agentrepro.layout import RunFiles, batch_dump
 from agentrepro.reading import iter_jsonl
@@ -68,7 +67,7 @@ class Trainer:
         make_dir(self.run_dir)
         self.save_steps = set(checkpoint_schedule(self.spec))
         self.device = run_device(cfg, ranks.device(cfg.device))
-        ckpt.seed_global_rng(self.spec.seed)   # a resume then restores the saved state over it
+        ckpt.seed_global_rng(self.spec.seed)  # a resume then restores the saved state over it
         self.sample_gen = torch.Generator().manual_seed(sampling_seed(self.spec.seed, ranks.rank))
         self.update_gen = torch.Generator().manual_seed(self.spec.seed * 1_000_003 + 2)
         self.task_rng = np.random.default_rng([self.spec.seed, 0x7A5C])
@@ -101,8 +100,12 @@ class Trainer:
     # --- setup -----------------------------------------------------------------------------------
     def _new_optimizer(self):
         # fused: one kernel for the whole step on CUDA (the CPU keeps the default, for bit-exact resume there)
-        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay,
-                                           fused=self.device.type == "cuda" or None)
+        self.optimizer = torch.optim.AdamW(
+            self.policy.parameters(),
+            lr=self.cfg.lr,
+            weight_decay=self.cfg.weight_decay,
+            fused=self.device.type == "cuda" or None,
+        )
         self.scheduler = _scheduler(self.optimizer, self.cfg)
 
     def _fresh(self) -> None:
@@ -128,7 +131,9 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
         ckpt.restore_rng(state["rng"], self._generators(), self.task_rng)
-        self.ranks.restore_sampling(self.sample_gen, state["rng"], self.spec.seed, where=ckpt.checkpoint_path(self.run_dir, step))
+        self.ranks.restore_sampling(
+            self.sample_gen, state["rng"], self.spec.seed, where=ckpt.checkpoint_path(self.run_dir, step)
+        )
         self.step = step
         self.counters = dict(state["counters"])
         self.logs = {name: _read_log(self.run_dir / name, step) for name in LOGS} if self.ranks.leader else {}
@@ -156,8 +161,15 @@ class Trainer:
         if every_rank:
             rng.update(self.ranks.sampling_states(self.sample_gen))
         if self.ranks.leader:
-            ckpt.save_checkpoint(self.run_dir, self.step, policy=self.policy, optimizer=self.optimizer, scheduler=self.scheduler,
-                                 rng=rng, counters=self.counters)
+            ckpt.save_checkpoint(
+                self.run_dir,
+                self.step,
+                policy=self.policy,
+                optimizer=self.optimizer,
+                scheduler=self.scheduler,
+                rng=rng,
+                counters=self.counters,
+            )
 
     # --- one step --------------------------------------------------------------------------------
     def train_step(self) -> None:
@@ -166,30 +178,60 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(self.device)
         timings: dict[str, float] = {}
         # rollout: groups x group_size trajectories, group g plays task seed seeds[g]; this rank plays its share of the groups
-        task_seeds = self.task_rng.integers(cfg.train_first_seed, cfg.train_first_seed + cfg.train_num_seeds, size=cfg.groups)
+        task_seeds = self.task_rng.integers(
+            cfg.train_first_seed, cfg.train_first_seed + cfg.train_num_seeds, size=cfg.groups
+        )
         groups = [g for g in self.ranks.share(cfg.groups) for _ in range(cfg.group_size)]
         seeds = [int(task_seeds[g]) for g in groups]
         t0 = time.perf_counter()
-        ro = rollout(self.policy, self.envs, seeds, groups, self.codec, Sampler(cfg.temperature, self.sample_gen), mode=cfg.mode,
-                     max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens, device=self.device, bf16=cfg.bf16,
-                     engine=self.engine)
+        ro = rollout(
+            self.policy,
+            self.envs,
+            seeds,
+            groups,
+            self.codec,
+            Sampler(cfg.temperature, self.sample_gen),
+            mode=cfg.mode,
+            max_turns=cfg.max_turns,
+            max_new_tokens=cfg.max_new_tokens,
+            device=self.device,
+            bf16=cfg.bf16,
+            engine=self.engine,
+        )
         timings["rollout"] = time.perf_counter() - t0
         # old log-probs (and values) under the policy that sampled, reference log-probs for the KL
         # (one on-policy pass without a value baseline needs no separate forward: the update uses its own, detached)
         old_logp = values = None
         with torch.no_grad():
             if cfg.uses_value or cfg.epochs * cfg.minibatches > 1:
-                old_logp, values = batched_token_stats(self.update_model, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
-                                                       with_values=cfg.uses_value, device=self.device, bf16=cfg.bf16,
-                                                       where=ro.loss_mask)
+                old_logp, values = batched_token_stats(
+                    self.update_model,
+                    ro.input_ids,
+                    ro.attention_mask,
+                    cfg.micro_batch_tokens,
+                    with_values=cfg.uses_value,
+                    device=self.device,
+                    bf16=cfg.bf16,
+                    where=ro.loss_mask,
+                )
             ref_logp = None
             if self.reference is not None:
-                ref_logp = batched_token_stats(self.reference, ro.input_ids, ro.attention_mask, cfg.micro_batch_tokens,
-                                               with_values=False, device=self.device, bf16=cfg.bf16, where=ro.loss_mask)[0]
+                ref_logp = batched_token_stats(
+                    self.reference,
+                    ro.input_ids,
+                    ro.attention_mask,
+                    cfg.micro_batch_tokens,
+                    with_values=False,
+                    device=self.device,
+                    bf16=cfg.bf16,
+                    where=ro.loss_mask,
+                )[0]
         shard = None
         if self.ranks.parallel:  # the whole batch on every rank: advantages over whole groups (and GraphGPO's graph)
             t0 = time.perf_counter()
-            ro, tokens, owned = self.ranks.gather_batch(ro, {"old": old_logp, "values": values, "ref": ref_logp}, self.codec.pad)
+            ro, tokens, owned = self.ranks.gather_batch(
+                ro, {"old": old_logp, "values": values, "ref": ref_logp}, self.codec.pad
+            )
             old_logp, values, ref_logp = tokens["old"], tokens["values"], tokens["ref"]
             shard = Shard(owned, self.ranks)
             timings["gather"] = time.perf_counter() - t0
@@ -206,9 +248,15 @@ class Trainer:
         diagnostics = targets.result.diagnostics if targets.result is not None else None
         # update
         t0 = time.perf_counter()
-        stats = update(self.update_model, self.optimizer, self.scheduler,
-                       TrainBatch(ro.input_ids, ro.attention_mask, mask, advantages, old_logp, ref_logp, returns, shard),
-                       cfg, self.update_gen, self.device)
+        stats = update(
+            self.update_model,
+            self.optimizer,
+            self.scheduler,
+            TrainBatch(ro.input_ids, ro.attention_mask, mask, advantages, old_logp, ref_logp, returns, shard),
+            cfg,
+            self.update_gen,
+            self.device,
+        )
         if self.ranks.parallel:
             stats = self.ranks.sum_stats(stats)
         timings["update"] = time.perf_counter() - t0
@@ -216,7 +264,9 @@ class Trainer:
         # log
         c = self.counters
         count(c, ro, mask)
-        metrics = metrics_row(self.step, c, ro, stats, self.scheduler.get_last_lr()[0], self.ranks.largest(memory_use(self.device)))
+        metrics = metrics_row(
+            self.step, c, ro, stats, self.scheduler.get_last_lr()[0], self.ranks.largest(memory_use(self.device))
+        )
         if self.step in self.save_steps:
             t0 = time.perf_counter()
             c["wall_s"] += time.perf_counter() - t_start
@@ -226,7 +276,9 @@ class Trainer:
         else:
             c["wall_s"] += time.perf_counter() - t_start
         timings["step_total"] = time.perf_counter() - t_start
-        metrics.update(wall_s=c["wall_s"], gpu_hours=c["wall_s"] * self.ranks.world / 3600 if self.device.type == "cuda" else 0.0)
+        metrics.update(
+            wall_s=c["wall_s"], gpu_hours=c["wall_s"] * self.ranks.world / 3600 if self.device.type == "cuda" else 0.0
+        )
         self.last_metrics = metrics
         if not self.ranks.leader:
             return
@@ -246,7 +298,9 @@ class Trainer:
         show = (self.cfg.progress if progress is None else progress) and self.ranks.leader
         bar = None
         if show and self.step < self.cfg.steps:
-            bar = tqdm(total=self.cfg.steps, initial=self.step, desc=f"{self.spec.method} seed{self.spec.seed}", unit="step")
+            bar = tqdm(
+                total=self.cfg.steps, initial=self.step, desc=f"{self.spec.method} seed{self.spec.seed}", unit="step"
+            )
         wandb_run = self._wandb() if self.cfg.wandb and self.ranks.leader else None
         while self.step < self.cfg.steps and (stop_at is None or self.step < stop_at):
             self.train_step()
@@ -264,14 +318,23 @@ class Trainer:
         import wandb  # optional: the wandb extra
 
         os.environ.setdefault("WANDB_MODE", "offline")
-        return wandb.init(project="agentrepro", name=f"{self.spec.study}/{self.spec.method}/seed{self.spec.seed}",
-                          dir=str(self.run_dir / RunFiles.LOGS), config={"train": self.cfg.to_dict()})
+        return wandb.init(
+            project="agentrepro",
+            name=f"{self.spec.study}/{self.spec.method}/seed{self.spec.seed}",
+            dir=str(self.run_dir / RunFiles.LOGS),
+            config={"train": self.cfg.to_dict()},
+        )
 
 
-def train(config: dict[str, Any], run_dir: str | Path, *, resume: bool = True, stop_at: int | None = None,
-          ranks: Ranks = SINGLE) -> Trainer:
+def train(
+    config: dict[str, Any],
+    run_dir: str | Path,
+    *,
+    resume: bool = True,
+    stop_at: int | None = None,
+    ranks: Ranks = SINGLE,
+) -> Trainer:
     """Train one method x seed into `run_dir` (see Trainer) as rank `ranks`; returns the trainer for inspection."""
     trainer = Trainer(config, run_dir, resume=resume, ranks=ranks)
     trainer.run(stop_at=stop_at)
     return trainer
-

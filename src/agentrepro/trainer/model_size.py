@@ -40,31 +40,42 @@ CONFIG: dict[str, Size] = {
     "n_heads": Size(4, 1, 128, "attention heads"),
     "max_positions": Size(512, 1, 65_536, "longest sequence: prompt and generated tokens of a trajectory"),
 }
-MAX_VOCAB = 65_536                 # words of the builtin word-level tokenizer (specials, actions, observation words)
-MAX_TRAINING_BYTES = 16 << 30      # weights, gradients and optimizer state of a builtin model: 16 GiB
-BYTES_PER_PARAMETER = 4 + 4 + 8    # float32 weights and gradients, AdamW's exp_avg and exp_avg_sq
-KL_REFERENCE_BYTES = 4             # the frozen float32 reference policy (train.kl_coef > 0)
-BF16_MASTER_BYTES = 2 + 2          # the bf16 copy and its gradients (train.update_precision: bf16-master)
+MAX_VOCAB = 65_536  # words of the builtin word-level tokenizer (specials, actions, observation words)
+MAX_TRAINING_BYTES = 16 << 30  # weights, gradients and optimizer state of a builtin model: 16 GiB
+BYTES_PER_PARAMETER = 4 + 4 + 8  # float32 weights and gradients, AdamW's exp_avg and exp_avg_sq
+KL_REFERENCE_BYTES = 4  # the frozen float32 reference policy (train.kl_coef > 0)
+BF16_MASTER_BYTES = 2 + 2  # the bf16 copy and its gradients (train.update_precision: bf16-master)
 
 
 def check_config(name: Any, config: Any, *, path: object = None) -> dict[str, int]:
     """The full config of builtin model `name` (defaults filled in); BadInput naming `model.<key>` otherwise."""
     if name not in TINY_ARCHS:
-        raise BadInput(f"expected one of {', '.join(TINY_ARCHS)} (or give model.path: a local model directory), got {shown(name)}",
-                       path=path, where="model.name")
+        raise BadInput(
+            f"expected one of {', '.join(TINY_ARCHS)} (or give model.path: a local model directory), got {shown(name)}",
+            path=path,
+            where="model.name",
+        )
     if not isinstance(config, dict):
         raise BadInput(f"expected a mapping, got {shown(config)}", path=path, where="model.config")
     for key, value in config.items():
         size = CONFIG.get(key)
         if size is None:
-            raise BadInput(f"unknown key (expected one of: {', '.join(sorted(CONFIG))})", path=path, where=f"model.config.{key}")
+            raise BadInput(
+                f"unknown key (expected one of: {', '.join(sorted(CONFIG))})", path=path, where=f"model.config.{key}"
+            )
         if not isinstance(value, int) or isinstance(value, bool) or not size.low <= value <= size.high:
-            raise BadInput(f"expected an integer in [{size.low:,}, {size.high:,}], got {shown(value)}",
-                           path=path, where=f"model.config.{key}")
+            raise BadInput(
+                f"expected an integer in [{size.low:,}, {size.high:,}], got {shown(value)}",
+                path=path,
+                where=f"model.config.{key}",
+            )
     full = {key: config.get(key, size.default) for key, size in CONFIG.items()}
     if full["d_model"] % full["n_heads"]:
-        raise BadInput(f"d_model ({full['d_model']}) must be a multiple of n_heads ({full['n_heads']})", path=path,
-                       where="model.config.n_heads")
+        raise BadInput(
+            f"d_model ({full['d_model']}) must be a multiple of n_heads ({full['n_heads']})",
+            path=path,
+            where="model.config.n_heads",
+        )
     return full
 
 
@@ -72,13 +83,13 @@ def parameters(name: str, config: dict[str, int], vocab: int = MAX_VOCAB) -> int
     """Parameters of builtin model `name` with the full `config` over `vocab` words, the value head included
     (the output head is tied to the input embedding in both)."""
     d, layers, positions = config["d_model"], config["n_layers"], config["max_positions"]
-    if name == "tiny-gpt2":   # wte, wpe; per block ln_1, c_attn, c_proj, ln_2, c_fc, mlp c_proj; ln_f
+    if name == "tiny-gpt2":  # wte, wpe; per block ln_1, c_attn, c_proj, ln_2, c_fc, mlp c_proj; ln_f
         per_layer = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (4 * d * d + 4 * d) + (4 * d * d + d)
         body = vocab * d + positions * d + layers * per_layer + 2 * d
-    else:                     # embed_tokens; per block q/k/v (biased), o_proj, gate/up/down (4d), two RMSNorms; norm
+    else:  # embed_tokens; per block q/k/v (biased), o_proj, gate/up/down (4d), two RMSNorms; norm
         per_layer = 3 * (d * d + d) + d * d + 3 * (4 * d * d) + 2 * d
         body = vocab * d + layers * per_layer + d
-    return body + d + 1       # the value head
+    return body + d + 1  # the value head
 
 
 @dataclass(frozen=True)
@@ -96,11 +107,16 @@ class Memory:
         return f"{self.parameters:,} parameters x {self.bytes_per_parameter} bytes = {self.bytes / (1 << 30):.1f} GiB"
 
 
-def training_memory(name: str, config: dict[str, Any], train: dict[str, Any] | None = None, *, vocab: int = MAX_VOCAB) -> Memory:
+def training_memory(
+    name: str, config: dict[str, Any], train: dict[str, Any] | None = None, *, vocab: int = MAX_VOCAB
+) -> Memory:
     """The memory estimate of training builtin model `name` with `config` (checked) under the `train` block."""
     train = train or {}
-    per = BYTES_PER_PARAMETER + (KL_REFERENCE_BYTES if (train.get("kl_coef") or 0) > 0 else 0) \
+    per = (
+        BYTES_PER_PARAMETER
+        + (KL_REFERENCE_BYTES if (train.get("kl_coef") or 0) > 0 else 0)
         + (BF16_MASTER_BYTES if train.get("update_precision") == "bf16-master" else 0)
+    )
     return Memory(parameters(name, check_config(name, config), vocab), per)
 
 
@@ -111,6 +127,10 @@ def check_model(model: dict[str, Any], trains: dict[str, dict[str, Any]], *, pat
     for label, train in trains.items():
         memory = training_memory(model["name"], config, train)
         if memory.bytes > MAX_TRAINING_BYTES:
-            raise BadInput(f"training this model would hold about {memory} (vocabulary at its bound, {MAX_VOCAB:,} words; "
-                           f"{label}), more than the builtin model's bound of {MAX_TRAINING_BYTES / (1 << 30):g} GiB: "
-                           "make it smaller, or give model.path (a local model directory)", path=path, where="model.config")
+            raise BadInput(
+                f"training this model would hold about {memory} (vocabulary at its bound, {MAX_VOCAB:,} words; "
+                f"{label}), more than the builtin model's bound of {MAX_TRAINING_BYTES / (1 << 30):g} GiB: "
+                "make it smaller, or give model.path (a local model directory)",
+                path=path,
+                where="model.config",
+            )

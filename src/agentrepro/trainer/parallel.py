@@ -52,14 +52,24 @@ def world_size(config: dict[str, Any], *, path: object = None) -> int:
     cuda = train.device.startswith("cuda")
     ranks = train.data_parallel or (gpus if cuda and gpus else 1)
     if ranks > 1 and cuda and train.device != "cuda":
-        raise BadInput(f"with {ranks} data-parallel ranks each rank takes cuda:<its local rank>: write device: cuda, "
-                       f"not {train.device!r}", path=path, where="train.device")
+        raise BadInput(
+            f"with {ranks} data-parallel ranks each rank takes cuda:<its local rank>: write device: cuda, "
+            f"not {train.device!r}",
+            path=path,
+            where="train.device",
+        )
     if ranks > 1 and cuda and gpus is not None and ranks > gpus:
-        raise BadInput(f"{ranks} ranks on CUDA need as many GPUs, the job is given resources.gpus = {gpus}",
-                       path=path, where="train.data_parallel")
+        raise BadInput(
+            f"{ranks} ranks on CUDA need as many GPUs, the job is given resources.gpus = {gpus}",
+            path=path,
+            where="train.data_parallel",
+        )
     if ranks > train.groups:
-        raise BadInput(f"each rank rolls out whole groups: at most train.groups = {train.groups} ranks, got {ranks}",
-                       path=path, where="train.data_parallel" if train.data_parallel else "resources.gpus")
+        raise BadInput(
+            f"each rank rolls out whole groups: at most train.groups = {train.groups} ranks, got {ranks}",
+            path=path,
+            where="train.data_parallel" if train.data_parallel else "resources.gpus",
+        )
     return ranks
 
 
@@ -92,7 +102,7 @@ class Ranks:
         return self.world > 1
 
     @classmethod
-    def join(cls, device: str) -> "Ranks":
+    def join(cls, device: str) -> Ranks:
         """Join the process group described by torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
         MASTER_PORT; the store is the launcher's, trainer/spawn.py): NCCL on CUDA, gloo on the CPU."""
         env = os.environ
@@ -100,9 +110,16 @@ class Ranks:
         if device.startswith("cuda"):
             device_of(device)  # BadInput naming train.device on a machine without CUDA
             torch.cuda.set_device(ranks.local_rank)
-        store = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), ranks.world, is_master=False, timeout=TIMEOUT)
-        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", store=store, rank=ranks.rank,
-                                world_size=ranks.world, timeout=TIMEOUT)
+        store = dist.TCPStore(
+            env["MASTER_ADDR"], int(env["MASTER_PORT"]), ranks.world, is_master=False, timeout=TIMEOUT
+        )
+        dist.init_process_group(
+            "nccl" if device.startswith("cuda") else "gloo",
+            store=store,
+            rank=ranks.rank,
+            world_size=ranks.world,
+            timeout=TIMEOUT,
+        )
         return ranks
 
     def device(self, name: str) -> str:
@@ -116,7 +133,9 @@ class Ranks:
         """What a checkpoint keeps of the ranks' sampling generators: {"sample_ranks": [state of rank r]} ({} for one process)."""
         return {"sample_ranks": self.gather(generator.get_state())} if self.parallel else {}
 
-    def restore_sampling(self, generator: torch.Generator, rng: dict[str, Any] | None, seed: int, *, where: object) -> None:
+    def restore_sampling(
+        self, generator: torch.Generator, rng: dict[str, Any] | None, seed: int, *, where: object
+    ) -> None:
         """Put this rank's saved sampling state back (after checkpoint.restore_rng gave it rank 0's); a checkpoint
         without one (step 0, written before the other ranks took part) leaves every rank at its seeded state."""
         if not self.parallel:
@@ -150,7 +169,10 @@ class Ranks:
         """Per-rank update statistics (each a rank's share of a mean over the whole minibatch) summed over ranks;
         the keys in `keep` are the same on every rank (computed after the gradient sum) and kept."""
         parts = self.gather(stats)
-        return {k: stats[k] if k in keep else sum(p.get(k, 0.0) for p in parts) for k in sorted({k for p in parts for k in p})}
+        return {
+            k: stats[k] if k in keep else sum(p.get(k, 0.0) for p in parts)
+            for k in sorted({k for p in parts for k in p})
+        }
 
     def largest(self, values: dict[str, float | None]) -> dict[str, float | None]:
         """Each value's maximum over ranks (None where no rank has one)."""

@@ -37,12 +37,14 @@ class ModelSpec:
     path: str | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, path: object = None) -> "ModelSpec":
+    def from_dict(cls, data: dict[str, Any], *, path: object = None) -> ModelSpec:
         data = dict(data or {})
         allowed = {"name", "config", "path", "sha256", "revision", "tokenizer_revision"}
         for key in data:
             if key not in allowed:
-                raise BadInput(f"unknown key (expected one of: {', '.join(sorted(allowed))})", path=path, where=f"model.{key}")
+                raise BadInput(
+                    f"unknown key (expected one of: {', '.join(sorted(allowed))})", path=path, where=f"model.{key}"
+                )
         name = data.get("name", "tiny-qwen2")
         cfg = dict(data.get("config") or {})
         if data.get("path") is None:
@@ -73,18 +75,37 @@ def run_device(train, name: str | None = None) -> torch.device:
 
 def _lm_config(spec: ModelSpec, vocab_size: int, tokenizer):
     c = spec.config
-    common = dict(vocab_size=vocab_size, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                  eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=True)
+    common = dict(
+        vocab_size=vocab_size,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+    )
     if spec.name == "tiny-gpt2":
         from transformers import GPT2Config  # heavy: transformers
 
-        return GPT2Config(n_embd=c["d_model"], n_layer=c["n_layers"], n_head=c["n_heads"], n_positions=c["max_positions"],
-                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **common)
+        return GPT2Config(
+            n_embd=c["d_model"],
+            n_layer=c["n_layers"],
+            n_head=c["n_heads"],
+            n_positions=c["max_positions"],
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            **common,
+        )
     from transformers import Qwen2Config  # heavy: transformers
 
-    return Qwen2Config(hidden_size=c["d_model"], num_hidden_layers=c["n_layers"], num_attention_heads=c["n_heads"],
-                       num_key_value_heads=c["n_heads"], intermediate_size=4 * c["d_model"],
-                       max_position_embeddings=c["max_positions"], **common)
+    return Qwen2Config(
+        hidden_size=c["d_model"],
+        num_hidden_layers=c["n_layers"],
+        num_attention_heads=c["n_heads"],
+        num_key_value_heads=c["n_heads"],
+        intermediate_size=4 * c["d_model"],
+        max_position_embeddings=c["max_positions"],
+        **common,
+    )
 
 
 _CACHE_KWARG: dict[type, str] = {}
@@ -98,14 +119,30 @@ class Policy(nn.Module):
         self.lm = lm
         self.value_head = nn.Linear(hidden_size, 1)
 
-    def forward(self, input_ids, attention_mask, position_ids, past_key_values=None, use_cache=False, with_values=False):
+    def forward(
+        self, input_ids, attention_mask, position_ids, past_key_values=None, use_cache=False, with_values=False
+    ):
         """Return (logits (B, T, V) float32, values (B, T) or None, cache)."""
         # transformers >= 5.x names the KV cache `cache`; earlier versions `past_key_values`
-        key = "cache" if _CACHE_KWARG.get(type(self.lm)) is None and "cache" in inspect.signature(self.lm.forward).parameters else None
+        key = (
+            "cache"
+            if _CACHE_KWARG.get(type(self.lm)) is None and "cache" in inspect.signature(self.lm.forward).parameters
+            else None
+        )
         key = _CACHE_KWARG.setdefault(type(self.lm), key or "past_key_values")
-        out = self.lm(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                      use_cache=use_cache, output_hidden_states=with_values, **{key: past_key_values})
-        values = self.value_head(out.hidden_states[-1].to(self.value_head.weight.dtype)).squeeze(-1).float() if with_values else None
+        out = self.lm(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            use_cache=use_cache,
+            output_hidden_states=with_values,
+            **{key: past_key_values},
+        )
+        values = (
+            self.value_head(out.hidden_states[-1].to(self.value_head.weight.dtype)).squeeze(-1).float()
+            if with_values
+            else None
+        )
         cache = getattr(out, key, None) if use_cache else None
         return out.logits.float(), values, cache
 
@@ -113,8 +150,9 @@ class Policy(nn.Module):
         """(last hidden states (B, T, d), values (B, T) or None) without the LM head: the update applies the head
         to the tokens it trains only (trainer/logprobs.py). The logits are `self.head` of these states
         (`check_plain_head`)."""
-        hidden = self.lm.base_model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                                    use_cache=False).last_hidden_state
+        hidden = self.lm.base_model(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+        ).last_hidden_state
         values = self.value_head(hidden.to(self.value_head.weight.dtype)).squeeze(-1).float() if with_values else None
         return hidden, values
 
@@ -135,8 +173,12 @@ def check_plain_head(policy: Policy, *, path: object, where: str) -> None:
     hidden = lm.base_model(input_ids=ids, use_cache=False).last_hidden_state
     lm.train(training)
     if not isinstance(head, nn.Linear) or not torch.allclose(head(hidden), logits, rtol=1e-4, atol=1e-5):
-        raise BadInput("the builtin trainer needs logits = output head(last hidden state) (no soft-capping or logit scaling); "
-                       f"{type(lm).__name__} differs", path=path, where=where)
+        raise BadInput(
+            "the builtin trainer needs logits = output head(last hidden state) (no soft-capping or logit scaling); "
+            f"{type(lm).__name__} differs",
+            path=path,
+            where=where,
+        )
 
 
 def build_policy(spec: ModelSpec, tokenizer, seed: int) -> Policy:
@@ -146,7 +188,9 @@ def build_policy(spec: ModelSpec, tokenizer, seed: int) -> Policy:
         if spec.path is None:
             from transformers import AutoModelForCausalLM  # heavy: transformers
 
-            lm = AutoModelForCausalLM.from_config(_lm_config(spec, len(tokenizer), tokenizer), attn_implementation="sdpa")
+            lm = AutoModelForCausalLM.from_config(
+                _lm_config(spec, len(tokenizer), tokenizer), attn_implementation="sdpa"
+            )
             hidden = spec.config["d_model"]
         else:
             from transformers import AutoModelForCausalLM  # heavy: transformers
@@ -179,5 +223,3 @@ def autocast(device: torch.device, bf16: bool):
     if device.type == "cuda" and bf16:
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-

@@ -82,8 +82,19 @@ class Rollout:
             success[t.traj] = success.get(t.traj, False) or t.success
         rows = []
         for t in sorted(self.turns, key=lambda t: (t.traj, t.turn)):
-            rows.append({"group": t.group, "traj": t.traj, "turn": t.turn, "state": t.state, "next_state": t.next_state,
-                         "reward": t.reward, "episode_reward": episode[t.traj], "valid": t.valid, "success": success[t.traj]})
+            rows.append(
+                {
+                    "group": t.group,
+                    "traj": t.traj,
+                    "turn": t.turn,
+                    "state": t.state,
+                    "next_state": t.next_state,
+                    "reward": t.reward,
+                    "episode_reward": episode[t.traj],
+                    "valid": t.valid,
+                    "success": success[t.traj],
+                }
+            )
         return rows
 
     def generated_tokens(self) -> int:
@@ -148,7 +159,12 @@ class _Rows:
             return
         ids, attn = left_padded(chunks, pad, width)
         turn_ids = torch.where(attn.bool(), turn, -1)
-        self.append(ids.to(self.device), attn.to(self.device), torch.zeros_like(ids, device=self.device), turn_ids.to(self.device))
+        self.append(
+            ids.to(self.device),
+            attn.to(self.device),
+            torch.zeros_like(ids, device=self.device),
+            turn_ids.to(self.device),
+        )
 
     @torch.no_grad()
     def next_logits(self) -> torch.Tensor:
@@ -157,13 +173,16 @@ class _Rows:
         if not self.kv_cache:  # baseline for benchmarks: recompute the whole prefix every token
             self.cache, self.cached = None, 0
         with autocast(self.device, self.bf16):
-            logits, _, self.cache = self.policy(self.ids[:, self.cached:], self.attn, pos[:, self.cached:],
-                                                past_key_values=self.cache, use_cache=True)
+            logits, _, self.cache = self.policy(
+                self.ids[:, self.cached :], self.attn, pos[:, self.cached :], past_key_values=self.cache, use_cache=True
+            )
         self.cached = self.ids.shape[1]
         return logits[:, -1]
 
 
-def _generate(rows: _Rows, live: list[bool], trajs: list[int], codec: Codec, sampler, max_new_tokens: int, turn: int) -> list[tuple[int, list[int]]]:
+def _generate(
+    rows: _Rows, live: list[bool], trajs: list[int], codec: Codec, sampler, max_new_tokens: int, turn: int
+) -> list[tuple[int, list[int]]]:
     """Generate one turn for the live rows: returns per row (start column, generated ids incl. <eos>)."""
     start = rows.ids.shape[1]
     going = torch.tensor(live, device=rows.device)
@@ -193,9 +212,22 @@ def _finish_rows(rows: _Rows, row_traj: list[int], turns, seeds, groups) -> Roll
     return Rollout(ids, attn, loss, turn, torch.tensor(row_traj), turns, list(seeds), list(groups))
 
 
-def rollout(policy, envs: Sequence, seeds: Sequence[int], groups: Sequence[int], codec: Codec, sampler, *,
-            mode: str, max_turns: int, max_new_tokens: int, device, bf16: bool = True, kv_cache: bool = True,
-            engine=None) -> Rollout:
+def rollout(
+    policy,
+    envs: Sequence,
+    seeds: Sequence[int],
+    groups: Sequence[int],
+    codec: Codec,
+    sampler,
+    *,
+    mode: str,
+    max_turns: int,
+    max_new_tokens: int,
+    device,
+    bf16: bool = True,
+    kv_cache: bool = True,
+    engine=None,
+) -> Rollout:
     """Play one episode per environment (env i reset with seeds[i], in group groups[i]) and record tokens.
 
     `kv_cache=False` recomputes the prefix for every token (same result, slower; a benchmark baseline).
@@ -210,6 +242,7 @@ def rollout(policy, envs: Sequence, seeds: Sequence[int], groups: Sequence[int],
 
 def _row_maker(policy, device, bf16, kv_cache, engine, max_new_tokens, bos):
     """n_rows -> (rows, generate one turn on them): the eager rows or the static engine's."""
+
     def new_rows(n: int):
         if engine is not None:
             rows = StaticRows(engine, n, bos, max_new_tokens)
@@ -237,9 +270,24 @@ def _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_toke
             response, obs, reward, done, info = _step_env(envs[i], codec, gen)
             success = bool(info.get("success", False))
             last = done or t == max_turns - 1
-            turns.append(Turn(i, int(groups[i]), t, state, "success" if success else info["state_key"], reward,
-                              bool(info.get("valid", True)), done, success, response, list(info.get("actions", [])),
-                              i, start, start + len(gen)))
+            turns.append(
+                Turn(
+                    i,
+                    int(groups[i]),
+                    t,
+                    state,
+                    "success" if success else info["state_key"],
+                    reward,
+                    bool(info.get("valid", True)),
+                    done,
+                    success,
+                    response,
+                    list(info.get("actions", [])),
+                    i,
+                    start,
+                    start + len(gen),
+                )
+            )
             current[i] = (obs, info)
             live[i] = not last
         if not any(live):
@@ -270,20 +318,48 @@ def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max
             length = start + len(gen)
             row_index = len(pieces)
             # copies: the static engine's rows are reused by the next turn
-            pieces.append((i, *(x[r, :length].to("cpu", copy=True) for x in (rows.ids, rows.attn, rows.loss, rows.turn))))
-            turns.append(Turn(i, int(groups[i]), t, state, "success" if success else info["state_key"], reward,
-                              bool(info.get("valid", True)), done, success, response, list(info.get("actions", [])),
-                              row_index, start, length))
+            pieces.append(
+                (i, *(x[r, :length].to("cpu", copy=True) for x in (rows.ids, rows.attn, rows.loss, rows.turn)))
+            )
+            turns.append(
+                Turn(
+                    i,
+                    int(groups[i]),
+                    t,
+                    state,
+                    "success" if success else info["state_key"],
+                    reward,
+                    bool(info.get("valid", True)),
+                    done,
+                    success,
+                    response,
+                    list(info.get("actions", [])),
+                    row_index,
+                    start,
+                    length,
+                )
+            )
             current[i] = (obs, info)
             if not (done or t == max_turns - 1):
                 dialogues[i].step(response, obs, info)
                 still.append(i)
         live = still
     width = max(p[1].shape[0] for p in pieces)
+
     def pad(k, value):
         out = torch.full((len(pieces), width), value, dtype=torch.long)
         for r, p in enumerate(pieces):
             out[r, : p[k].shape[0]] = p[k].cpu()
         return out
-    return Rollout(pad(1, codec.pad), pad(2, 0), pad(3, 0), pad(4, -1), torch.tensor([p[0] for p in pieces]),
-                   turns, list(seeds), list(groups), per_turn_rows=True)
+
+    return Rollout(
+        pad(1, codec.pad),
+        pad(2, 0),
+        pad(3, 0),
+        pad(4, -1),
+        torch.tensor([p[0] for p in pieces]),
+        turns,
+        list(seeds),
+        list(groups),
+        per_turn_rows=True,
+    )

@@ -34,11 +34,18 @@ def option_property(option: Option) -> dict[str, Any]:
 
 
 def estimator_property() -> dict[str, Any]:
-    variants = "; ".join(f"{s.name} is {s.variant_of} with " + ", ".join(f"{k} {v:g}" for k, v in s.fixed.items())
-                         for s in SPECS if s.variant_of)
-    return {"enum": list(SPECS_BY_NAME), "default": TrainConfig.estimator,
-            "description": "advantage estimator: " + " | ".join(f"{s.name} ({s.help})" for s in SPECS_BY_NAME.values())
-                           + (f"; {variants}" if variants else "")}
+    variants = "; ".join(
+        f"{s.name} is {s.variant_of} with " + ", ".join(f"{k} {v:g}" for k, v in s.fixed.items())
+        for s in SPECS
+        if s.variant_of
+    )
+    return {
+        "enum": list(SPECS_BY_NAME),
+        "default": TrainConfig.estimator,
+        "description": "advantage estimator: "
+        + " | ".join(f"{s.name} ({s.help})" for s in SPECS_BY_NAME.values())
+        + (f"; {variants}" if variants else ""),
+    }
 
 
 def render(document: dict[str, Any]) -> dict[str, Any]:
@@ -49,8 +56,11 @@ def render(document: dict[str, Any]) -> dict[str, Any]:
         if name in kept:
             rest = {k: v for k, v in kept[name].items() if k not in ("type", "minimum", "maximum")}
             kept[name] = {"type": "integer", "minimum": low, "maximum": high, **rest}
-    properties = {f.name: generated[f.name] if f.name in generated else kept[f.name] for f in dataclasses.fields(TrainConfig)
-                  if f.name in generated or f.name in kept}
+    properties = {
+        f.name: generated[f.name] if f.name in generated else kept[f.name]
+        for f in dataclasses.fields(TrainConfig)
+        if f.name in generated or f.name in kept
+    }
     return {**document, "properties": properties}
 
 

@@ -35,25 +35,38 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.attempts import read_provenance
+from agentrepro.environments import validate_params
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, sha256_file
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
 from agentrepro.layout import RunFiles, checkpoint_dir, checkpoint_file, outcomes_path, tokenizer_dir
 from agentrepro.reading import load_json, read_jsonl
 from agentrepro.seal import OUTPUTS, verify_outputs
-from agentrepro.environments import validate_params
-from agentrepro.fileio import sha256_json
 from agentrepro.trainer.config import TrainConfig
 
 BUILTIN = "builtin"
 WARMSTART_METHOD = "warmstart"
 """The `method` of a warm start's own config and step-0 outcome rows (a run relabels them with its method)."""
 WARMSTART_TRAIN_KEYS = (
-    "warmstart", "warmstart_target", "warmstart_max_steps", "warmstart_lr", "warmstart_batch", "warmstart_eval_every",
-    "warmstart_val_first_seed", "warmstart_val_seeds", "warmstart_actions_per_turn",
+    "warmstart",
+    "warmstart_target",
+    "warmstart_max_steps",
+    "warmstart_lr",
+    "warmstart_batch",
+    "warmstart_eval_every",
+    "warmstart_val_first_seed",
+    "warmstart_val_seeds",
+    "warmstart_actions_per_turn",
     # read by the demonstrations, the validation rollouts and the optimizer step of the warm start:
-    "train_first_seed", "train_num_seeds", "mode", "max_turns", "max_new_tokens", "grad_clip",
+    "train_first_seed",
+    "train_num_seeds",
+    "mode",
+    "max_turns",
+    "max_new_tokens",
+    "grad_clip",
     # the numbers themselves: device, precision and CPU threads change the bytes
-    "device", "bf16", "threads",
+    "device",
+    "bf16",
+    "threads",
 )
 WARMSTART_EVAL_KEYS = ("tasks", "first_seed", "episodes_per_task", "temperature", "top_p", "max_turns", "sample_seed")
 """The evaluation settings of step 0 (not `every`/`checkpoint`, which only say which later steps are evaluated)."""
@@ -62,7 +75,9 @@ UNHASHED_EVAL_KEYS = ("task_panel",)
 
 def uses_warmstart(resolved: dict[str, Any]) -> bool:
     """Whether a resolved run config trains with the builtin backend and warm-starts (its warm start can be shared)."""
-    return (resolved.get("backend") or {}).get("name") == BUILTIN and bool((resolved.get("train") or {}).get("warmstart"))
+    return (resolved.get("backend") or {}).get("name") == BUILTIN and bool(
+        (resolved.get("train") or {}).get("warmstart")
+    )
 
 
 def warmstart_config(resolved: dict[str, Any], *, path: object = None) -> dict[str, Any]:
@@ -70,7 +85,11 @@ def warmstart_config(resolved: dict[str, Any], *, path: object = None) -> dict[s
     backend, seed, model, env, and the warm-start part of `train` and `eval` (coerced by TrainConfig), with
     `method` = "warmstart". Every field the warm start and its evaluation read is here; nothing else is."""
     if not uses_warmstart(resolved):
-        raise BadInput("has no warm start to share (it needs backend builtin and train.warmstart: true)", path=path, where="train.warmstart")
+        raise BadInput(
+            "has no warm start to share (it needs backend builtin and train.warmstart: true)",
+            path=path,
+            where="train.warmstart",
+        )
     train = TrainConfig.from_dict(resolved.get("train") or {}, path=path).to_dict()
     env = resolved.get("env") or {}
     if "name" not in env:
@@ -79,19 +98,29 @@ def warmstart_config(resolved: dict[str, Any], *, path: object = None) -> dict[s
     config: dict[str, Any] = {"study": resolved["study"], "method": WARMSTART_METHOD, "seed": resolved["seed"]}
     if "lock" in resolved:
         config["lock"] = resolved["lock"]
-    config.update(backend={"name": BUILTIN}, model=resolved.get("model") or {},
-                  env={"name": env["name"], "params": validate_params(env["name"], env.get("params") or {}, path=path)},
-                  train={k: train[k] for k in WARMSTART_TRAIN_KEYS} | {"progress": train["progress"]},
-                  eval={k: evaluation[k] for k in (*WARMSTART_EVAL_KEYS, *UNHASHED_EVAL_KEYS) if k in evaluation})
+    config.update(
+        backend={"name": BUILTIN},
+        model=resolved.get("model") or {},
+        env={"name": env["name"], "params": validate_params(env["name"], env.get("params") or {}, path=path)},
+        train={k: train[k] for k in WARMSTART_TRAIN_KEYS} | {"progress": train["progress"]},
+        eval={k: evaluation[k] for k in (*WARMSTART_EVAL_KEYS, *UNHASHED_EVAL_KEYS) if k in evaluation},
+    )
     return config
 
 
 def identity(config: dict[str, Any]) -> str:
     """SHA-256 of what a warm start depends on: seed, model, env, the warm-start train keys, the step-0 eval keys.
     `config` is a warm-start config (`warmstart_config`)."""
-    return sha256_json({"seed": config["seed"], "model": config["model"], "env": config["env"],
-                        "train": {k: config["train"][k] for k in WARMSTART_TRAIN_KEYS},
-                        "eval": {k: v for k, v in config["eval"].items() if k in WARMSTART_EVAL_KEYS}})
+    return sha256_json(
+        {
+            "seed": config["seed"],
+            "model": config["model"],
+            "env": config["env"],
+            "train": {k: config["train"][k] for k in WARMSTART_TRAIN_KEYS},
+            "eval": {k: v for k, v in config["eval"].items() if k in WARMSTART_EVAL_KEYS},
+        }
+    )
+
 
 RECORD = RunFiles.WARMSTART
 
@@ -104,7 +133,9 @@ def check_warmstart(warmstart_dir: Path, resolved: dict[str, Any]) -> str:
     """The warm start's identity, after checking that it is sealed, unchanged, finished and made with `resolved`'s settings."""
     seal = warmstart_dir / OUTPUTS
     if not seal.is_file():
-        raise BadInput(f"no {OUTPUTS}: not a finished warm start (run `agentrepro warmstart` first)", path=warmstart_dir)
+        raise BadInput(
+            f"no {OUTPUTS}: not a finished warm start (run `agentrepro warmstart` first)", path=warmstart_dir
+        )
     problems = verify_outputs(seal)
     if problems:
         raise BadInput(f"changed after it was sealed: {problems[0]}", path=warmstart_dir)
@@ -113,8 +144,11 @@ def check_warmstart(warmstart_dir: Path, resolved: dict[str, Any]) -> str:
     theirs = read_provenance(warmstart_dir).get("warmstart_identity")
     mine = identity(warmstart_config(resolved))
     if theirs != mine:
-        raise BadInput(f"made with other settings (identity {str(theirs)[:12]}, this run's seed, model, env and warm-start "
-                       f"settings give {mine[:12]}): use the warm start of this run's settings", path=warmstart_dir)
+        raise BadInput(
+            f"made with other settings (identity {str(theirs)[:12]}, this run's seed, model, env and warm-start "
+            f"settings give {mine[:12]}): use the warm start of this run's settings",
+            path=warmstart_dir,
+        )
     return mine
 
 
@@ -123,13 +157,19 @@ def adopt(run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> dict[
     run_dir, warmstart_dir = Path(run_dir), Path(warmstart_dir)
     ident = check_warmstart(warmstart_dir, resolved)
     source = checkpoint_file(warmstart_dir, 0)
-    shared = {"dir": _relative(warmstart_dir, run_dir), "identity": ident, "checkpoint_sha256": sha256_file(source),
-              "outputs_sha256": sha256_file(warmstart_dir / OUTPUTS)}
+    shared = {
+        "dir": _relative(warmstart_dir, run_dir),
+        "identity": ident,
+        "checkpoint_sha256": sha256_file(source),
+        "outputs_sha256": sha256_file(warmstart_dir / OUTPUTS),
+    }
     if checkpoint_dir(run_dir).is_dir() and any(checkpoint_dir(run_dir).iterdir()):
         recorded = load_json(run_dir / RECORD).get("shared") if (run_dir / RECORD).is_file() else None
         if not isinstance(recorded, dict) or recorded.get("checkpoint_sha256") != shared["checkpoint_sha256"]:
-            raise BadInput("this run's checkpoints did not start from this warm start (pass --no-resume to start again from it)",
-                           path=run_dir / RECORD)
+            raise BadInput(
+                "this run's checkpoints did not start from this warm start (pass --no-resume to start again from it)",
+                path=run_dir / RECORD,
+            )
         return recorded
     target = checkpoint_dir(run_dir)
     target.mkdir(parents=True, exist_ok=True)
@@ -167,4 +207,7 @@ def step0_rows(run_dir: Path, config: dict[str, Any]) -> list[dict[str, Any]] | 
     mine = sha256_file(checkpoint_file(run_dir, 0))
     if mine != shared["checkpoint_sha256"] or sha256_file(checkpoint_file(warmstart_dir, 0)) != mine:
         raise BadInput("this run's step-0 checkpoint is not its warm start's", path=checkpoint_file(run_dir, 0))
-    return [{**row, "study": config["study"], "method": config["method"]} for row in read_jsonl(outcomes_path(warmstart_dir, 0))]
+    return [
+        {**row, "study": config["study"], "method": config["method"]}
+        for row in read_jsonl(outcomes_path(warmstart_dir, 0))
+    ]

@@ -28,8 +28,13 @@ GRACE_S = 20.0  # seconds a rank gets to end after SIGTERM before SIGKILL
 
 def train_ranks(world: int, config: dict[str, Any], run_dir: Path, *, resume: bool) -> None:
     store = dist.TCPStore(HOST, 0, None, True, timeout=TIMEOUT, wait_for_workers=False)  # port 0: a free one
-    context = mp.start_processes(_rank_main, args=(world, store.port, config, str(run_dir), resume), nprocs=world,
-                                 join=False, start_method="spawn")
+    context = mp.start_processes(
+        _rank_main,
+        args=(world, store.port, config, str(run_dir), resume),
+        nprocs=world,
+        join=False,
+        start_method="spawn",
+    )
     try:
         while not context.join(grace_period=GRACE_S):
             pass
@@ -45,7 +50,9 @@ def train_ranks(world: int, config: dict[str, Any], run_dir: Path, *, resume: bo
 
 def _rank_main(rank: int, world: int, port: int, config: dict[str, Any], run_dir: str, resume: bool) -> None:
     """One rank: join the group, train, leave the group."""
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR=HOST, MASTER_PORT=str(port))
+    os.environ.update(
+        RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR=HOST, MASTER_PORT=str(port)
+    )
     ranks = Ranks.join(str((config.get("train") or {}).get("device", "cpu")))
     try:
         train(config, run_dir, resume=resume, ranks=ranks)
@@ -73,4 +80,3 @@ def _stop(processes) -> None:
         if p.is_alive():
             p.kill()
             p.join()
-

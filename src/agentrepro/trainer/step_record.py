@@ -36,26 +36,39 @@ def memory_use(device: torch.device) -> dict[str, float | None]:
     return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
 
-def metrics_row(step: int, counters: dict[str, Any], ro: Rollout, stats: dict[str, Any], lr: float,
-                memory: dict[str, float | None]) -> dict[str, Any]:
+def metrics_row(
+    step: int, counters: dict[str, Any], ro: Rollout, stats: dict[str, Any], lr: float, memory: dict[str, float | None]
+) -> dict[str, Any]:
     """The metrics row of `step`: cumulative counters, the rollout's success, reward, valid actions and turns,
     the update's `stats`, the learning rate and `memory` (`memory_use`, the largest over ranks)."""
     successes = {t.traj for t in ro.turns if t.success}
-    return {"step": step, **{k: counters[k] for k in COUNTERS},
-            "train_success_rate": len(successes) / ro.n_traj,
-            "reward_mean": float(np.mean([sum(t.reward for t in ro.traj_turns(i)) for i in range(ro.n_traj)])),
-            "valid_action_ratio": float(np.mean([t.valid for t in ro.turns])),
-            "turns_mean": len(ro.turns) / ro.n_traj,
-            "loss_policy": stats["loss_policy"], "loss_value": stats.get("loss_value"), "kl": stats.get("kl"),
-            "entropy": stats["entropy"], "grad_norm": stats["grad_norm"], "clipfrac": stats["clipfrac"],
-            "lr": lr, **memory}
+    return {
+        "step": step,
+        **{k: counters[k] for k in COUNTERS},
+        "train_success_rate": len(successes) / ro.n_traj,
+        "reward_mean": float(np.mean([sum(t.reward for t in ro.traj_turns(i)) for i in range(ro.n_traj)])),
+        "valid_action_ratio": float(np.mean([t.valid for t in ro.turns])),
+        "turns_mean": len(ro.turns) / ro.n_traj,
+        "loss_policy": stats["loss_policy"],
+        "loss_value": stats.get("loss_value"),
+        "kl": stats.get("kl"),
+        "entropy": stats["entropy"],
+        "grad_norm": stats["grad_norm"],
+        "clipfrac": stats["clipfrac"],
+        "lr": lr,
+        **memory,
+    }
 
 
 def dump_rows(ro: Rollout, rows: list[dict], advantages: torch.Tensor, turn_advantages: Any) -> list[dict]:
     """The step rows `rows` of `ro`, each with its turn's `advantage`: the estimator's per-turn values when it
     gives them (`turn_advantages`), else the token-level advantage at the turn's first token."""
     dump = [dict(r) for r in rows]
-    per_turn = turn_advantages if turn_advantages is not None else [float(advantages[t.row, t.start]) for t in ordered_turns(ro)]
+    per_turn = (
+        turn_advantages
+        if turn_advantages is not None
+        else [float(advantages[t.row, t.start]) for t in ordered_turns(ro)]
+    )
     for r, a in zip(dump, per_turn):
         r["advantage"] = float(a)
     return dump

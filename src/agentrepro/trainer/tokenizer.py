@@ -33,14 +33,22 @@ def build_word_tokenizer(action_words: Iterable[str], texts: Iterable[str]) -> P
     ordered = SPECIALS + actions + [w for w in [NL] + sorted(words) if w not in SPECIALS and w not in actions]
     vocab = {w: i for i, w in enumerate(dict.fromkeys(ordered))}
     if len(vocab) > MAX_VOCAB:
-        raise Failure(f"the environment's probe episodes hold {len(vocab):,} distinct words, more than the builtin "
-                      f"tokenizer's bound of {MAX_VOCAB:,}: give model.path (a model with its own tokenizer)")
+        raise Failure(
+            f"the environment's probe episodes hold {len(vocab):,} distinct words, more than the builtin "
+            f"tokenizer's bound of {MAX_VOCAB:,}: give model.path (a model with its own tokenizer)"
+        )
     core = Tokenizer(WordLevel(vocab=vocab, unk_token=UNK))
     core.normalizer = normalizers.Replace("\n", f" {NL} ")
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     core.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with single spaces
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS,
-                                   unk_token=UNK, additional_special_tokens=[OBS, ACT])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token=PAD,
+        bos_token=BOS,
+        eos_token=EOS,
+        unk_token=UNK,
+        additional_special_tokens=[OBS, ACT],
+    )
 
 
 def encode_words(tokenizer: PreTrainedTokenizerFast, text: str) -> list[int]:

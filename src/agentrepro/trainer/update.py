@@ -25,8 +25,17 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor | None 
     return (x * mask).sum() / (mask.sum().clamp(min=1) if denom is None else denom)
 
 
-def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_entropy: bool, device, bf16: bool,
-                where: torch.Tensor | None = None):
+def token_stats(
+    policy,
+    input_ids,
+    attention_mask,
+    *,
+    with_values: bool,
+    with_entropy: bool,
+    device,
+    bf16: bool,
+    where: torch.Tensor | None = None,
+):
     """(log-probs, entropies or None, values or None), each (rows, tokens) float32, aligned with input_ids.
     With `where` (rows, tokens; the loss mask), log-probs and entropies only at its non-zero columns (0 elsewhere):
     the LM head runs over those tokens only, in chunks (trainer/logprobs.py). Values: every column."""
@@ -40,8 +49,9 @@ def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_en
     targets = input_ids.flatten()[at].to(device)
     at = at.to(device)
     with autocast(device, bf16):
-        lp, ent = head_logprobs(hidden.flatten(0, 1)[at - 1], policy.head.weight, targets, bias=policy.head.bias,
-                                with_entropy=with_entropy)
+        lp, ent = head_logprobs(
+            hidden.flatten(0, 1)[at - 1], policy.head.weight, targets, bias=policy.head.bias, with_entropy=with_entropy
+        )
     scatter = lambda x: torch.zeros(rows * width, device=device).index_copy(0, at, x).view(rows, width)  # noqa: E731
     logp = scatter(lp)
     entropy = scatter(ent) if with_entropy else None
@@ -53,17 +63,33 @@ def token_stats(policy, input_ids, attention_mask, *, with_values: bool, with_en
 
 
 @torch.no_grad()
-def batched_token_stats(policy, input_ids, attention_mask, budget: int, *, with_values: bool, device, bf16: bool,
-                        where: torch.Tensor | None = None):
+def batched_token_stats(
+    policy,
+    input_ids,
+    attention_mask,
+    budget: int,
+    *,
+    with_values: bool,
+    device,
+    bf16: bool,
+    where: torch.Tensor | None = None,
+):
     """token_stats (no entropy) over all rows in passes of at most `budget` padded tokens; (log-probs, values
     or None) on the CPU. `budget` 0: one pass. `where`: as in token_stats."""
     rows, width = input_ids.shape
     logp = torch.zeros(rows, width)
     values = torch.zeros(rows, width) if with_values else None
     for idx, cols in micro_batches(attention_mask, torch.arange(rows), budget):
-        lp, _, v = token_stats(policy, input_ids[idx, :cols], attention_mask[idx, :cols], with_values=with_values,
-                               with_entropy=False, device=device, bf16=bf16,
-                               where=None if where is None else where[idx, :cols])
+        lp, _, v = token_stats(
+            policy,
+            input_ids[idx, :cols],
+            attention_mask[idx, :cols],
+            with_values=with_values,
+            with_entropy=False,
+            device=device,
+            bf16=bf16,
+            where=None if where is None else where[idx, :cols],
+        )
         logp[idx, :cols] = lp.cpu()
         if with_values:
             values[idx, :cols] = v.cpu()
@@ -81,7 +107,9 @@ class TrainBatch:
     old_logp: torch.Tensor | None  # None: one epoch of one minibatch, so the sampling policy is the current one
     ref_logp: torch.Tensor | None = None
     returns: torch.Tensor | None = None
-    shard: Any = None  # data parallel (trainer/parallel.Shard): the rows this rank computes, the gradient sum over ranks
+    shard: Any = (
+        None  # data parallel (trainer/parallel.Shard): the rows this rank computes, the gradient sum over ranks
+    )
 
 
 def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float, denom=None):
@@ -100,7 +128,9 @@ def k3_kl(logp, ref_logp):
     return torch.exp(r) - r - 1
 
 
-def update(policy, optimizer, scheduler, batch: TrainBatch, cfg: TrainConfig, generator: torch.Generator, device) -> dict[str, float]:
+def update(
+    policy, optimizer, scheduler, batch: TrainBatch, cfg: TrainConfig, generator: torch.Generator, device
+) -> dict[str, float]:
     """`cfg.epochs` passes of `cfg.minibatches` optimizer steps over the batch; returns mean statistics.
     `policy` computes the loss; the gradients are those of `optimizer`'s parameters (the policy's own, or with
     `train.update_precision: bf16-master` the float32 masters its bf16 copy's gradients go to: trainer/precision.py)."""
@@ -166,9 +196,16 @@ def _backward(policy, batch: TrainBatch, idx, width: int, denom, cfg: TrainConfi
     take = lambda t: None if t is None else t[idx, :width].to(device)  # noqa: E731
     mean = lambda x, m: masked_mean(x, m, denom)  # noqa: E731
     mask, adv, old = take(batch.mask), take(batch.advantages), take(batch.old_logp)
-    logp, entropy, values = token_stats(policy, batch.input_ids[idx, :width], batch.attention_mask[idx, :width],
-                                        with_values=cfg.uses_value, with_entropy=True, device=device, bf16=cfg.bf16,
-                                        where=batch.mask[idx, :width])
+    logp, entropy, values = token_stats(
+        policy,
+        batch.input_ids[idx, :width],
+        batch.attention_mask[idx, :width],
+        with_values=cfg.uses_value,
+        with_entropy=True,
+        device=device,
+        bf16=cfg.bf16,
+        where=batch.mask[idx, :width],
+    )
     if old is None:  # single on-policy pass: old log-probs are the current ones (ratio 1, same gradient)
         old = logp.detach()
     loss_policy, clipfrac = ppo_clip_loss(logp, old, adv, mask, cfg.clip_ratio, denom)

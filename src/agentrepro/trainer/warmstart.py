@@ -26,17 +26,19 @@ from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.dialogue import Codec
 from agentrepro.trainer.evaluate import evaluate_run
 from agentrepro.trainer.policy import build_policy, run_device
-from agentrepro.trainer.shared_warmstart import RECORD
 from agentrepro.trainer.rollout import Sampler, rollout
+from agentrepro.trainer.shared_warmstart import RECORD
 from agentrepro.trainer.update import masked_mean, token_stats
 
 
-def demonstration_rows(env, seed: int, codec: Codec, mode: str, actions_per_turn: int) -> list[tuple[list[int], list[int]]]:
+def demonstration_rows(
+    env, seed: int, codec: Codec, mode: str, actions_per_turn: int
+) -> list[tuple[list[int], list[int]]]:
     """(ids, loss mask) rows of one solved episode: one row (concat) or one row per turn (non_concat, or a chat model)."""
     obs, info = env.reset(int(seed))
     dialogue = codec.dialogue(env, mode, obs, info)
     path = env.solve()
-    turns = [path[i:i + actions_per_turn] for i in range(0, len(path), actions_per_turn)]
+    turns = [path[i : i + actions_per_turn] for i in range(0, len(path), actions_per_turn)]
     one_row = mode == "concat" and not codec.chat
     rows: list[tuple[list[int], list[int]]] = []
     ids, mask = [codec.bos], [0]
@@ -75,8 +77,19 @@ def collate(rows: list[tuple[list[int], list[int]]], pad: int) -> tuple[torch.Te
 def greedy_success(policy, spec, codec: Codec, seeds: list[int], device) -> float:
     """Greedy success rate, one episode per seed, with the environment's own rewards."""
     envs = [spec.make_env(training=False) for _ in seeds]
-    result = rollout(policy, envs, seeds, list(range(len(seeds))), codec, Sampler(0.0, None), mode=spec.train.mode,
-                     max_turns=spec.train.max_turns, max_new_tokens=spec.train.max_new_tokens, device=device, bf16=spec.train.bf16)
+    result = rollout(
+        policy,
+        envs,
+        seeds,
+        list(range(len(seeds))),
+        codec,
+        Sampler(0.0, None),
+        mode=spec.train.mode,
+        max_turns=spec.train.max_turns,
+        max_new_tokens=spec.train.max_new_tokens,
+        device=device,
+        bf16=spec.train.bf16,
+    )
     solved = {t.traj for t in result.turns if t.success}
     return len(solved) / len(seeds)
 
@@ -84,8 +97,13 @@ def greedy_success(policy, spec, codec: Codec, seeds: list[int], device) -> floa
 def warm_start(policy, spec, codec: Codec, device, *, progress: bool = False) -> dict[str, Any]:
     """Train `policy` in place on demonstrations until the validation target; returns the record."""
     cfg = spec.train
-    record: dict[str, Any] = {"enabled": cfg.warmstart, "target": cfg.warmstart_target, "steps": 0, "curve": [],
-                              "demonstration": f"BFS shortest path (Env.solve), {cfg.warmstart_actions_per_turn} actions per turn"}
+    record: dict[str, Any] = {
+        "enabled": cfg.warmstart,
+        "target": cfg.warmstart_target,
+        "steps": 0,
+        "curve": [],
+        "demonstration": f"BFS shortest path (Env.solve), {cfg.warmstart_actions_per_turn} actions per turn",
+    }
     if not cfg.warmstart:
         return record
     started = time.perf_counter()
@@ -99,11 +117,14 @@ def warm_start(policy, spec, codec: Codec, device, *, progress: bool = False) ->
     step = 0
     while rate < cfg.warmstart_target and step < cfg.warmstart_max_steps:
         seeds = rng.integers(cfg.train_first_seed, cfg.train_first_seed + cfg.train_num_seeds, size=cfg.warmstart_batch)
-        rows = [r for s in seeds for r in demonstration_rows(env, int(s), codec, cfg.mode, cfg.warmstart_actions_per_turn)]
+        rows = [
+            r for s in seeds for r in demonstration_rows(env, int(s), codec, cfg.mode, cfg.warmstart_actions_per_turn)
+        ]
         ids, attn, mask = collate(rows, codec.pad)
         policy.train()
-        logp, _, _ = token_stats(policy, ids, attn, with_values=False, with_entropy=False, device=device, bf16=cfg.bf16,
-                                 where=mask)
+        logp, _, _ = token_stats(
+            policy, ids, attn, with_values=False, with_entropy=False, device=device, bf16=cfg.bf16, where=mask
+        )
         loss = -masked_mean(logp, mask.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -114,7 +135,9 @@ def warm_start(policy, spec, codec: Codec, device, *, progress: bool = False) ->
         if step % cfg.warmstart_eval_every == 0 or step == cfg.warmstart_max_steps:
             rate = greedy_success(policy, spec, codec, val_seeds, device)
             record["curve"].append({"step": step, "val_success": rate, "loss": float(loss.detach())})
-    record.update(steps=step, val_success=rate, reached=rate >= cfg.warmstart_target, wall_s=time.perf_counter() - started)
+    record.update(
+        steps=step, val_success=rate, reached=rate >= cfg.warmstart_target, wall_s=time.perf_counter() - started
+    )
     return record
 
 
@@ -124,7 +147,7 @@ def make_warmstart(config: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     same order, so the weights are the same bytes."""
     spec = RunSpec.from_config(config)
     device = run_device(spec.train)
-    ckpt.seed_global_rng(spec.seed)   # as a run that warm-starts itself does (loop.Trainer)
+    ckpt.seed_global_rng(spec.seed)  # as a run that warm-starts itself does (loop.Trainer)
     tokenizer = spec.build_tokenizer()
     codec = spec.make_codec(tokenizer)
     policy = build_policy(spec.model, tokenizer, spec.seed).to(device)
@@ -132,7 +155,13 @@ def make_warmstart(config: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     ckpt.save_tokenizer(out, tokenizer)
     record = warm_start(policy, spec, codec, device)
     atomic_write_json(out / RECORD, record)
-    counters = {"env_steps": 0, "episodes": 0, "tokens_generated": 0, "tokens_trained": 0, "wall_s": record.get("wall_s", 0.0)}
+    counters = {
+        "env_steps": 0,
+        "episodes": 0,
+        "tokens_generated": 0,
+        "tokens_trained": 0,
+        "wall_s": record.get("wall_s", 0.0),
+    }
     # the global torch state goes with the weights; a run's own generators start from its seed (loop.Trainer)
     ckpt.save_checkpoint(out, 0, policy=policy, rng={"torch_cpu": torch.get_rng_state()}, counters=counters)
     return evaluate_run(config, out, 0)

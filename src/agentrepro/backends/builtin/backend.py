@@ -83,14 +83,30 @@ class BuiltinBackend(Backend):
         """Every stream: the trainer's generators all start from the run's seed (trainer/loop.py, policy.py, evaluate.py)."""
         local = "path" in (config.get("model") or {})
         return [
-            SeedStream("environment games", True, "the task seeds of each step, drawn from a generator seeded by [seed, 0x7A5C] "
-                       "(trainer/loop.py)"),
-            SeedStream("data order", True, "the same draw: the order of the tasks is the games' (there is no other data)"),
-            SeedStream("rollout sampling", True, "a torch generator seeded by sampling_seed(seed, rank) (trainer/loop.py)"),
-            SeedStream("model initialisation", not local, "the local model's weights, the same for every seed" if local else
-                       "weights drawn under torch.manual_seed(seed) (trainer/policy.py build_policy)"),
-            SeedStream("evaluation sampling", True, "generators seeded by (eval.sample_seed, seed, step, episode) "
-                       "(trainer/evaluate.py); greedy at temperature 0"),
+            SeedStream(
+                "environment games",
+                True,
+                "the task seeds of each step, drawn from a generator seeded by [seed, 0x7A5C] (trainer/loop.py)",
+            ),
+            SeedStream(
+                "data order", True, "the same draw: the order of the tasks is the games' (there is no other data)"
+            ),
+            SeedStream(
+                "rollout sampling", True, "a torch generator seeded by sampling_seed(seed, rank) (trainer/loop.py)"
+            ),
+            SeedStream(
+                "model initialisation",
+                not local,
+                "the local model's weights, the same for every seed"
+                if local
+                else "weights drawn under torch.manual_seed(seed) (trainer/policy.py build_policy)",
+            ),
+            SeedStream(
+                "evaluation sampling",
+                True,
+                "generators seeded by (eval.sample_seed, seed, step, episode) "
+                "(trainer/evaluate.py); greedy at temperature 0",
+            ),
         ]
 
     def start_from(self, run_dir: Path, warmstart_dir: Path, resolved: dict[str, Any]) -> None:

@@ -56,26 +56,43 @@ EXTERNAL_COMMAND = "external_command.txt"
 HARNESS_VALUES = ("run_dir", "config", "resume", "python", "step", "eval_dir", "outcomes")  # also AGENTREPRO_<NAME>
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 TEMPLATES = ("command", "eval_command")
-BLOCK = COMMON | Block({
-    "command": text("the launch template"),
-    "eval_command": text("the evaluation template"),
-    "cwd": text("working directory of the commands"),
-    "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "environment variables (templates)"},
-    "adapter": {"type": "string", "minLength": 1, "description": "converter of the trainer's outputs: a backend that offers one"},
-    # read by the adapter's converters (backends/convert.py)
-    "task_key": text("output conversion: field holding the task id"),
-    "success_key": text("output conversion: field holding success"),
-    "success_threshold": {"type": "number", "description": "output conversion: success when the field is >= this"},
-    "turns_key": text("output conversion: field holding the turn count"),
-    "tokens_key": text("output conversion: field holding the token count"),
-}, required=("command",))
+BLOCK = COMMON | Block(
+    {
+        "command": text("the launch template"),
+        "eval_command": text("the evaluation template"),
+        "cwd": text("working directory of the commands"),
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "environment variables (templates)",
+        },
+        "adapter": {
+            "type": "string",
+            "minLength": 1,
+            "description": "converter of the trainer's outputs: a backend that offers one",
+        },
+        # read by the adapter's converters (backends/convert.py)
+        "task_key": text("output conversion: field holding the task id"),
+        "success_key": text("output conversion: field holding success"),
+        "success_threshold": {"type": "number", "description": "output conversion: success when the field is >= this"},
+        "turns_key": text("output conversion: field holding the turn count"),
+        "tokens_key": text("output conversion: field holding the token count"),
+    },
+    required=("command",),
+)
 
 
 def context(config: dict[str, Any], run_dir: Path, *, resume: bool = True, **extra: Any) -> dict[str, Any]:
     """Placeholder values: the resolved config plus run_dir, config, resume, python (and eval's extras)."""
     run_dir = Path(run_dir).resolve()
-    return {**config, "run_dir": str(run_dir), "config": str(run_dir / RunFiles.RESOLVED_CONFIG), "resume": resume,
-            "python": sys.executable, **{k: str(v) if isinstance(v, Path) else v for k, v in extra.items()}}
+    return {
+        **config,
+        "run_dir": str(run_dir),
+        "config": str(run_dir / RunFiles.RESOLVED_CONFIG),
+        "resume": resume,
+        "python": sys.executable,
+        **{k: str(v) if isinstance(v, Path) else v for k, v in extra.items()},
+    }
 
 
 def parse(block: dict[str, Any], key: str) -> list[template.Word]:
@@ -95,7 +112,9 @@ def prepare(block: dict[str, Any], key: str, ctx: dict[str, Any]) -> tuple[list[
     return argv, env
 
 
-def template_launch(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str, purpose: str) -> Launch:
+def template_launch(
+    block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str, purpose: str
+) -> Launch:
     """backend.<key> filled with `ctx`, as the program it runs and `agentrepro command` shows: in backend.cwd when
     given, inside the placement's container when it has one (launch.contain; its proof kept by the job it belongs to:
     the evaluation's directory, or the run's)."""
@@ -104,8 +123,9 @@ def template_launch(block: dict[str, Any], key: str, ctx: dict[str, Any], run_di
     return contain(launch, ctx, run_dir=Path(run_dir), job_dir=Path(ctx.get("eval_dir", run_dir)), label=label)
 
 
-def run_template(block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str,
-                 *, record: Path | None = None) -> list[str]:
+def run_template(
+    block: dict[str, Any], key: str, ctx: dict[str, Any], run_dir: Path, label: str, *, record: Path | None = None
+) -> list[str]:
     """Run backend.<key> (no shell) with its logs in run_dir/logs/, first writing it shell-quoted to `record`
     if given; returns the argv it ran (with its container's command line, when it has one)."""
     launch = template_launch(block, key, ctx, run_dir, label, label)
@@ -128,7 +148,7 @@ class CommandBackend(Backend):
     container = "optional"
 
     def __init__(self, registry: BackendRegistry | None = None) -> None:
-        self.registry = registry or REGISTRY   # where `adapter:` names are looked up (BackendRegistry.adapter)
+        self.registry = registry or REGISTRY  # where `adapter:` names are looked up (BackendRegistry.adapter)
 
     @classmethod
     def create(cls, registry: Any) -> CommandBackend:
@@ -146,10 +166,14 @@ class CommandBackend(Backend):
             raise BadInput("expected a mapping of variable names to values", where="backend.env")
         for name, value in (block.get("env") or {}).items():
             if not ENV_NAME.fullmatch(name):
-                raise BadInput(f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)",
-                               where="backend.env")
+                raise BadInput(
+                    f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)",
+                    where="backend.env",
+                )
             if name.startswith("AGENTREPRO_"):
-                raise BadInput("names starting with AGENTREPRO_ are the harness's own values", where=f"backend.env.{name}")
+                raise BadInput(
+                    "names starting with AGENTREPRO_ are the harness's own values", where=f"backend.env.{name}"
+                )
             template.text_parts(value, where=f"backend.env.{name}")
         if block.get("adapter") is not None:
             self._adapter(block)
@@ -171,12 +195,21 @@ class CommandBackend(Backend):
             return []
         eval_dir, outcomes = eval_paths(run_dir, eval_step)
         ctx = context(config, run_dir, step=eval_step, eval_dir=eval_dir, outcomes=outcomes)
-        return [template_launch(block, "eval_command", ctx, run_dir, f"eval_step{eval_step}", f"evaluate step {eval_step}")]
+        return [
+            template_launch(block, "eval_command", ctx, run_dir, f"eval_step{eval_step}", f"evaluate step {eval_step}")
+        ]
 
     def train(self, config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> None:
         run_dir, block = Path(run_dir), config["backend"]
         self.check_block(block)
-        run_template(block, "command", context(config, run_dir, resume=resume), run_dir, "train", record=run_dir / EXTERNAL_COMMAND)
+        run_template(
+            block,
+            "command",
+            context(config, run_dir, resume=resume),
+            run_dir,
+            "train",
+            record=run_dir / EXTERNAL_COMMAND,
+        )
         adapter = self._adapter(block)
         if adapter is not None:
             adapter.convert_training(run_dir, config)
@@ -193,7 +226,9 @@ class CommandBackend(Backend):
             ctx = context(config, run_dir, step=step, eval_dir=eval_dir, outcomes=outcomes)
             run_template(block, "eval_command", ctx, run_dir, f"eval_step{step}")
         elif adapter is None:
-            raise BadInput("an eval_command template is required to evaluate a command-backend run", where="backend.eval_command")
+            raise BadInput(
+                "an eval_command template is required to evaluate a command-backend run", where="backend.eval_command"
+            )
         if adapter is not None:
             return adapter.convert_eval(run_dir, step, config)
         if not outcomes.is_file():

@@ -47,22 +47,30 @@ class Spec:
     forbidden: tuple[str, ...] = ("eval", "exec")
 
 
-SHELL = Spec(frozenset({"-c"}), frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}), shell=True,
-             forbidden=("eval",))
+SHELL = Spec(
+    frozenset({"-c"}), frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}), shell=True, forbidden=("eval",)
+)
 PYTHON = Spec(frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"}), code_ends_options=True)
 SPECS: list[tuple[re.Pattern[str], Spec]] = [
     (re.compile(r"(ba|da|z|k|mk|a|ya|po|fi|c|tc|rba)?sh"), SHELL),
     (re.compile(r"(python|pypy)[0-9.]*"), PYTHON),
     (re.compile(r"perl[0-9.]*"), Spec(frozenset({"-e", "-E"}), frozenset({"-I", "-M", "-m"}))),
     (re.compile(r"ruby[0-9.]*"), Spec(frozenset({"-e"}), frozenset({"-I", "-r"}))),
-    (re.compile(r"node(js)?|deno|bun"), Spec(frozenset({"-e", "--eval", "-p", "--print"}), frozenset({"-r", "--require", "--import"}))),
+    (
+        re.compile(r"node(js)?|deno|bun"),
+        Spec(frozenset({"-e", "--eval", "-p", "--print"}), frozenset({"-r", "--require", "--import"})),
+    ),
     (re.compile(r"R|Rscript"), Spec(frozenset({"-e"}))),
     (re.compile(r"php[0-9.]*"), Spec(frozenset({"-r"}), frozenset({"-d", "-c"}))),
     (re.compile(r"lua[0-9.]*|luajit"), Spec(frozenset({"-e"}), frozenset({"-l"}))),
-    (re.compile(r"[gmn]?awk"), Spec(frozenset({"-f"}), frozenset({"-v", "-F"}), first_operand_is_code=True,
-                                    forbidden=("system",))),
-    (re.compile(r"sed"), Spec(frozenset({"-e", "--expression", "-f", "--file"}), frozenset(), first_operand_is_code=True,
-                              forbidden=())),
+    (
+        re.compile(r"[gmn]?awk"),
+        Spec(frozenset({"-f"}), frozenset({"-v", "-F"}), first_operand_is_code=True, forbidden=("system",)),
+    ),
+    (
+        re.compile(r"sed"),
+        Spec(frozenset({"-e", "--expression", "-f", "--file"}), frozenset(), first_operand_is_code=True, forbidden=()),
+    ),
 ]
 
 
@@ -84,17 +92,26 @@ def check(words: list[Word], *, where: str) -> None:
     """BadInput naming `where` when a value could become code (the rules in this module's docstring)."""
     program = literal(words[0])
     if program is None and words[0] != (Slot("python"),):
-        raise BadInput(f"the program {_show(words[0])} is a placeholder: a value would choose what runs; write the "
-                       "program itself (or {python}) as the first word", where=where)
+        raise BadInput(
+            f"the program {_show(words[0])} is a placeholder: a value would choose what runs; write the "
+            "program itself (or {python}) as the first word",
+            where=where,
+        )
     if program is not None and (program in SHELL_BUILTINS or ASSIGNMENT.match(program)):
-        raise BadInput(f"{program.split('=')[0]!r} needs a shell, and the command runs without one "
-                       "(environment variables go in backend.env; shell code in a script or `bash -c '...'`)", where=where)
+        raise BadInput(
+            f"{program.split('=')[0]!r} needs a shell, and the command runs without one "
+            "(environment variables go in backend.env; shell code in a script or `bash -c '...'`)",
+            where=where,
+        )
     for k, word in enumerate(words):
         text = "".join(p for p in word if isinstance(p, str))
         if any(isinstance(p, Slot) for p in word) and CODE_LIKE.search(text):
-            raise BadInput(f"{_show(word)} (word {k + 1}) puts a placeholder beside blanks or shell punctuation, "
-                           "text that a program would parse as code; make the placeholder a word of its own, "
-                           "or pass the value through backend.env", where=where)
+            raise BadInput(
+                f"{_show(word)} (word {k + 1}) puts a placeholder beside blanks or shell punctuation, "
+                "text that a program would parse as code; make the placeholder a word of its own, "
+                "or pass the value through backend.env",
+                where=where,
+            )
     k = 0
     while k < len(words):
         found = interpreter(words[k])
@@ -145,22 +162,31 @@ def _after_operand(i: int, spec: Spec, was_code: bool) -> int:
 
 def _no_slot(word: Word, i: int, name: str, role: str, where: str) -> None:
     if any(isinstance(p, Slot) for p in word):
-        raise BadInput(f"{_show(word)} (word {i + 1}) is among the {role} of `{name}`, where a value could become code "
-                       "or an option; pass values as the script's arguments (after the script, or after `--`) "
-                       "or through backend.env", where=where)
+        raise BadInput(
+            f"{_show(word)} (word {i + 1}) is among the {role} of `{name}`, where a value could become code "
+            "or an option; pass values as the script's arguments (after the script, or after `--`) "
+            "or through backend.env",
+            where=where,
+        )
 
 
 def _check_code(code: str, name: str, spec: Spec, *, where: str) -> None:
     """Refuse inline code that would run values reaching it again (eval) or, in a shell, split and glob them."""
     for word in spec.forbidden:
         if re.search(rf"(?<![\w.$]){re.escape(word)}\b", code):
-            raise BadInput(f"the code given to `{name}` uses `{word}`, which would run values that reach it "
-                           "(as arguments or through backend.env) as code; put that logic in a script file that "
-                           "treats values as data", where=where)
+            raise BadInput(
+                f"the code given to `{name}` uses `{word}`, which would run values that reach it "
+                "(as arguments or through backend.env) as code; put that logic in a script file that "
+                "treats values as data",
+                where=where,
+            )
     unquoted = _unquoted_expansion(code) if spec.shell else None
     if unquoted:
-        raise BadInput(f"the code given to `{name}` expands {unquoted} outside double quotes, where the shell would "
-                       f"split the value into words and expand wildcards in it; write \"{unquoted}\"", where=where)
+        raise BadInput(
+            f"the code given to `{name}` expands {unquoted} outside double quotes, where the shell would "
+            f'split the value into words and expand wildcards in it; write "{unquoted}"',
+            where=where,
+        )
 
 
 def _unquoted_expansion(code: str) -> str | None:
@@ -185,4 +211,4 @@ def _show(word: Word, limit: int = 80) -> str:
     """The word as written, on one line (an error message is one line), shortened past `limit` characters."""
     text = "".join(p if isinstance(p, str) else f"{{{p.name}}}" for p in word)
     text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -108,13 +108,16 @@ def split(template: Any, *, where: str = "command") -> list[Word]:
         if quote == '"':
             if ch == '"':
                 quote = None
-            elif ch == "\\" and template[i + 1:i + 2] in ('\\', '"', "$", "`", "\n"):
+            elif ch == "\\" and template[i + 1 : i + 2] in ("\\", '"', "$", "`", "\n"):
                 if template[i + 1] != "\n":
                     add(template[i + 1])
                 i += 1
             elif ch in "$`":
-                raise BadInput(f"{ch!r} inside double quotes at column {col}: a shell would expand it, but no shell runs "
-                               "this command (write it inside single quotes to mean the character)", where=where)
+                raise BadInput(
+                    f"{ch!r} inside double quotes at column {col}: a shell would expand it, but no shell runs "
+                    "this command (write it inside single quotes to mean the character)",
+                    where=where,
+                )
             else:
                 add(ch)
             i += 1
@@ -133,13 +136,19 @@ def split(template: Any, *, where: str = "command") -> list[Word]:
             word = None
         elif ch == "\n":
             if template[i:].strip():
-                raise BadInput(f"a line break at column {col} would end the command in a shell: write one command "
-                               "(end the line with a backslash to continue it)", where=where)
+                raise BadInput(
+                    f"a line break at column {col} would end the command in a shell: write one command "
+                    "(end the line with a backslash to continue it)",
+                    where=where,
+                )
             word = None
         elif ch in SHELL_OPERATORS or ch in "$`*?" or (ch in "#~" and word is None):
-            raise BadInput(f"shell syntax {ch!r} at column {col}: the command runs without a shell, as a list of "
-                           "arguments; quote it to mean the character, or put pipes, redirections and other shell "
-                           "syntax in a script (values reach it through backend.env)", where=where)
+            raise BadInput(
+                f"shell syntax {ch!r} at column {col}: the command runs without a shell, as a list of "
+                "arguments; quote it to mean the character, or put pipes, redirections and other shell "
+                "syntax in a script (values reach it through backend.env)",
+                where=where,
+            )
         else:
             add(ch)
         i += 1
@@ -176,10 +185,13 @@ def _brace(template: str, i: int, where: str) -> tuple[Part, int]:
     end = template.find("}", i)
     if end < 0:
         raise BadInput(f"unclosed '{{' at column {i + 1} (write '{{{{' for a literal brace)", where=where)
-    name = template[i + 1:end]
+    name = template[i + 1 : end]
     if not name or any(c in name for c in "!:[]{ \t\n'\"\\$"):
-        raise BadInput(f"bad placeholder {{{name}}}: use {{key}} or {{a.b.c}} without format specs "
-                       "(write '{{' and '}}' for literal braces)", where=where)
+        raise BadInput(
+            f"bad placeholder {{{name}}}: use {{key}} or {{a.b.c}} without format specs "
+            "(write '{{' and '}}' for literal braces)",
+            where=where,
+        )
     return Slot(name), end + 1
 
 
@@ -189,14 +201,19 @@ def value(context: dict[str, Any], name: str, *, where: str) -> str:
         found = lookup(context, name)
     except KeyError:
         known = ", ".join(sorted(k for k in context if not k.startswith("_")))
-        raise BadInput(f"unknown placeholder {{{name}}} (top-level names: {known}; "
-                       "write '{{' and '}}' for literal braces)", where=where) from None
+        raise BadInput(
+            f"unknown placeholder {{{name}}} (top-level names: {known}; write '{{{{' and '}}}}' for literal braces)",
+            where=where,
+        ) from None
     if found is None:
         raise BadInput(f"placeholder {{{name}}} is null in the resolved config", where=where)
     text = format_value(found)
     if "\0" in text:
-        raise BadInput(f"placeholder {{{name}}}: the value holds a NUL character, which no program argument or "
-                       "environment variable can carry", where=where)
+        raise BadInput(
+            f"placeholder {{{name}}}: the value holds a NUL character, which no program argument or "
+            "environment variable can carry",
+            where=where,
+        )
     return text
 
 
@@ -206,9 +223,12 @@ def fill_word(word: Word, context: dict[str, Any], *, where: str) -> str:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_ARG_BYTES:
         names = ", ".join(f"{{{n}}}" for n in placeholders([word]))
-        raise BadInput(f"filled with {names} this argument is {size} bytes, over Linux's limit of {MAX_ARG_BYTES} for "
-                       "one argument or environment value: let the program read the value from the resolved "
-                       "config ($AGENTREPRO_CONFIG)", where=where)
+        raise BadInput(
+            f"filled with {names} this argument is {size} bytes, over Linux's limit of {MAX_ARG_BYTES} for "
+            "one argument or environment value: let the program read the value from the resolved "
+            "config ($AGENTREPRO_CONFIG)",
+            where=where,
+        )
     return text
 
 

@@ -55,7 +55,18 @@ from typing import Any
 
 from agentrepro import containers, runconfig, schema
 from agentrepro.backends import checkpoints, convert, ray_head, step_rows
-from agentrepro.backends.base import COMMON, DIVIDES, EQUALS, FIXED, Backend, Block, Demand, SeedStream, StepCheckpoint, text
+from agentrepro.backends.base import (
+    COMMON,
+    DIVIDES,
+    EQUALS,
+    FIXED,
+    Backend,
+    Block,
+    Demand,
+    SeedStream,
+    StepCheckpoint,
+    text,
+)
 from agentrepro.backends.launch import Launch, contain, proven, run_launch
 from agentrepro.backends.relax import recipe, results
 from agentrepro.backends.relax.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
@@ -65,21 +76,31 @@ from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
 from agentrepro.layout import RunFiles
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
-SUBMIT = HOOKS / "agentrepro_relax_submit.py"   # run with the image's python3, under the job's Ray head
+SUBMIT = HOOKS / "agentrepro_relax_submit.py"  # run with the image's python3, under the job's Ray head
 SAVE, EXPANDED = "relax", "expanded_command.txt"
 TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats")
-BLOCK = COMMON | Block({
-    "alfworld_data": text("ALFWORLD_DATA, the downloaded ALFWorld data root"),
-    "alfworld_python": text("ALFWORLD_PYTHON, the interpreter with alfworld 0.4.2 (default python3)"),
-    "model_path": text("where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"),
-    "model_lock": text("MODEL_LOCK, the recipe's model lock JSON (task37-huggingface-model-lock-v1)"),
-    "pythonpath": {"type": "array", "items": {"type": "string", "minLength": 1},
-                   "description": "extra PYTHONPATH entries for Ray's workers (e.g. Megatron-LM)"},
-    "ray": {"type": "object", "description": "this job's own Ray head: executable, num_cpus, num_gpus"},
-    "success_threshold": {"type": "number", "description": "output conversion: success when the reward is >= this"},
-    "export_hf": {"type": "boolean", "description": "default true: save at the evaluated steps and export each save to "
-                  "Hugging Face format (--save-interval 5, --save-hf); false: the recipe's --save-interval 10 and no copy"},
-})
+BLOCK = COMMON | Block(
+    {
+        "alfworld_data": text("ALFWORLD_DATA, the downloaded ALFWorld data root"),
+        "alfworld_python": text("ALFWORLD_PYTHON, the interpreter with alfworld 0.4.2 (default python3)"),
+        "model_path": text(
+            "where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"
+        ),
+        "model_lock": text("MODEL_LOCK, the recipe's model lock JSON (task37-huggingface-model-lock-v1)"),
+        "pythonpath": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "description": "extra PYTHONPATH entries for Ray's workers (e.g. Megatron-LM)",
+        },
+        "ray": {"type": "object", "description": "this job's own Ray head: executable, num_cpus, num_gpus"},
+        "success_threshold": {"type": "number", "description": "output conversion: success when the reward is >= this"},
+        "export_hf": {
+            "type": "boolean",
+            "description": "default true: save at the evaluated steps and export each save to "
+            "Hugging Face format (--save-interval 5, --save-hf); false: the recipe's --save-interval 10 and no copy",
+        },
+    }
+)
 
 
 def save_dir(run_dir: Path) -> Path:
@@ -90,8 +111,18 @@ def job_launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     """The train job's three programs (`programs`), each as it runs: in the placement's container, its proof kept in
     the run directory."""
     labelled = zip(("prepare", "expand", "train"), programs(config, run_dir))
-    return [contain(launch, config, run_dir=Path(run_dir), job_dir=Path(run_dir), label=label, extra=mounts(config),
-                    shared=ray_head.shared() if label == "train" else ()) for label, launch in labelled]
+    return [
+        contain(
+            launch,
+            config,
+            run_dir=Path(run_dir),
+            job_dir=Path(run_dir),
+            label=label,
+            extra=mounts(config),
+            shared=ray_head.shared() if label == "train" else (),
+        )
+        for label, launch in labelled
+    ]
 
 
 def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
@@ -100,30 +131,73 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     workdir, data = Path(block["workdir"]), save / "data"
     knobs = recipe.recipe_env(config, save, data)
     tasks = (config.get("eval") or {}).get("tasks")
-    prepare = ["python3", "-m", "examples.graphgpo.prepare_alfworld", "--data-root", block["alfworld_data"],
-               "--output-dir", str(data), "--max-steps", knobs["MAX_STEPS"]]
+    prepare = [
+        "python3",
+        "-m",
+        "examples.graphgpo.prepare_alfworld",
+        "--data-root",
+        block["alfworld_data"],
+        "--output-dir",
+        str(data),
+        "--max-steps",
+        knobs["MAX_STEPS"],
+    ]
     if tasks:
         prepare += ["--limit", f"eval_in_distribution={tasks}"]
     contained = containers.container_for(config, run_dir=Path(run_dir)) is not None
-    inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") and not contained else []  # the host's: not in an image
-    pythonpath = os.pathsep.join([str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or []), *inherited])
+    inherited = (
+        [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") and not contained else []
+    )  # the host's: not in an image
+    pythonpath = os.pathsep.join(
+        [str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or []), *inherited]
+    )
     ray = block.get("ray") or {}
-    rows_env = step_rows.hook_env(config, run_dir)   # train.step_rows: the advantage wrapper dumps these steps
+    rows_env = step_rows.hook_env(config, run_dir)  # train.step_rows: the advantage wrapper dumps these steps
     if rows_env:
-        rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(recipe.policy_version_offset(recipe.checkpoint_dir(save, config)))
-    head_env = {**recipe.head_env(knobs), **rows_env, **ray_head.env(), "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1",
-                "CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_MODE": "offline", "RELAX_ENTRYPOINT_MODE": "agentrepro"}
+        rows_env["AGENTREPRO_POLICY_VERSION_OFFSET"] = str(
+            recipe.policy_version_offset(recipe.checkpoint_dir(save, config))
+        )
+    head_env = {
+        **recipe.head_env(knobs),
+        **rows_env,
+        **ray_head.env(),
+        "PYTHONPATH": pythonpath,
+        "PYTHONUNBUFFERED": "1",
+        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+        "WANDB_MODE": "offline",
+        "RELAX_ENTRYPOINT_MODE": "agentrepro",
+    }
     gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
-    head = ray_head.words(run_dir, ray=ray.get("executable", "ray"), num_cpus=ray.get("num_cpus"), num_gpus=gpus, dashboard=True,
-                          fixed_ports=(recipe.SERVE_PORT,))
-    submit = ["python3", str(SUBMIT), str(save / EXPANDED), *recipe.replaced_args(config, save),
-              *((recipe.ADVANTAGE_FLAG, recipe.ADVANTAGE_HOOK) if rows_env else ())]
+    head = ray_head.words(
+        run_dir,
+        ray=ray.get("executable", "ray"),
+        num_cpus=ray.get("num_cpus"),
+        num_gpus=gpus,
+        dashboard=True,
+        fixed_ports=(recipe.SERVE_PORT,),
+    )
+    submit = [
+        "python3",
+        str(SUBMIT),
+        str(save / EXPANDED),
+        *recipe.replaced_args(config, save),
+        *((recipe.ADVANTAGE_FLAG, recipe.ADVANTAGE_HOOK) if rows_env else ()),
+    ]
     return [
         Launch("prepare the recipe's ALFWorld prompt rows and manifests", tuple(prepare), {}, workdir),
-        Launch(f"check the inputs and print the expanded command (the recipe with DRY_RUN=1) into {save / EXPANDED}",
-               ("bash", recipe.RECIPE), {**knobs, "DRY_RUN": "1", "RELAX_ENTRYPOINT_MODE": "agentrepro"}, workdir),
-        Launch(f"this job's own Ray head (dashboard, Ray Serve's port {recipe.SERVE_PORT} reserved), then the expanded "
-               f"command (eval hook {recipe.HOOK}) submitted to it", (*head, *submit), head_env, workdir),
+        Launch(
+            f"check the inputs and print the expanded command (the recipe with DRY_RUN=1) into {save / EXPANDED}",
+            ("bash", recipe.RECIPE),
+            {**knobs, "DRY_RUN": "1", "RELAX_ENTRYPOINT_MODE": "agentrepro"},
+            workdir,
+        ),
+        Launch(
+            f"this job's own Ray head (dashboard, Ray Serve's port {recipe.SERVE_PORT} reserved), then the expanded "
+            f"command (eval hook {recipe.HOOK}) submitted to it",
+            (*head, *submit),
+            head_env,
+            workdir,
+        ),
     ]
 
 
@@ -132,7 +206,9 @@ def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
     (containers.container_for), read-only: the integration's hooks, and the block's data and model paths (ALFWorld's
     data, the model snapshot, the recipe's model lock, extra PYTHONPATH entries)."""
     block = config["backend"]
-    named = [block.get(key) for key in ("alfworld_data", "model_path", "model_lock")] + list(block.get("pythonpath") or [])
+    named = [block.get(key) for key in ("alfworld_data", "model_path", "model_lock")] + list(
+        block.get("pythonpath") or []
+    )
     return (HOOKS, SHARED_HOOKS, *(Path(path).absolute() for path in named if path))
 
 
@@ -145,8 +221,15 @@ def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[
     """The hook's per-trajectory lines of `step` -> outcome rows of docs/design.md §3.4. The hook writes Relax's task
     id, the game file relative to ALFWORLD_DATA (prepare_alfworld.py prompt_rows_bytes: metadata.task_id =
     task.game.relative_path); the panel names a game by its directory (environments/alfworld_data.py)."""
-    fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
-                                   category="category", success="success", task_id=task_id_of_game_file)
+    fields = convert.EpisodeFields(
+        task="task_id",
+        reward="reward",
+        turns="turns",
+        tokens="tokens",
+        category="category",
+        success="success",
+        task_id=task_id_of_game_file,
+    )
     return convert.episode_rows(config, step, outcome_file(run_dir, config, step), fields)
 
 
@@ -165,7 +248,9 @@ class RelaxBackend(Backend):
         """The harness's defaults of the knobs the recipe takes (train_config.schema.json), stated explicitly, but the
         episode weighting, whose default is the recipe's (trajectory_once)."""
         properties = schema.load("train_config.schema.json")["properties"]
-        recipe_stats = next(stats for stats, weighting in recipe.WEIGHTING.items() if weighting == recipe.RECIPE_WEIGHTING)
+        recipe_stats = next(
+            stats for stats, weighting in recipe.WEIGHTING.items() if weighting == recipe.RECIPE_WEIGHTING
+        )
         return {"train": {**{key: properties[key]["default"] for key in TRAIN_KEYS}, "episode_stats": recipe_stats}}
 
     def validate_config(self, config: dict[str, Any]) -> None:
@@ -190,41 +275,93 @@ class RelaxBackend(Backend):
         parallel 1), the model's heads and the batch; Ray Serve's hard-coded port. Relax sizes its Ray actors at run
         time from --resource, so neither its Ray worker processes (the head leaves each worker's port to the kernel)
         nor its CPUs are derived here."""
-        revision = Demand("model revision", "MODEL_REVISION pinned into prepare.lock.json", recipe.PINNED_MODEL_REVISION,
-                          "model.revision", (config.get("model") or {}).get("revision"), EQUALS,
-                          "examples/graphgpo/prepare_alfworld.py:34 PINNED_MODEL_REVISION; preflight.py verify_prepared_artifacts "
-                          "refuses another")
+        revision = Demand(
+            "model revision",
+            "MODEL_REVISION pinned into prepare.lock.json",
+            recipe.PINNED_MODEL_REVISION,
+            "model.revision",
+            (config.get("model") or {}).get("revision"),
+            EQUALS,
+            "examples/graphgpo/prepare_alfworld.py:34 PINNED_MODEL_REVISION; preflight.py verify_prepared_artifacts "
+            "refuses another",
+        )
         gpus = (config.get("resources") or {}).get("gpus")
         if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-            return [revision]   # validate_config names resources.gpus (the recipe's NUM_GPUS)
+            return [revision]  # validate_config names resources.gpus (the recipe's NUM_GPUS)
         tp, data_parallel = gpus, 1
         recipe_line = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
         return [
             revision,
-            Demand("query groups over Megatron's tensor parallel", "--num-query-groups", recipe.QUERY_GROUPS, "resources.gpus", tp,
-                   DIVIDES, f"{recipe_line}:170, Megatron's Attention divides them over the TP ranks", via="NUM_GPUS -> --tensor-model-parallel-size"),
-            Demand("attention heads over Megatron's tensor parallel", "--num-attention-heads", recipe.ATTENTION_HEADS, "resources.gpus", tp,
-                   DIVIDES, f"{recipe_line}:168, Megatron's Attention divides them over the TP ranks", via="NUM_GPUS -> --tensor-model-parallel-size"),
-            Demand("global batch over micro-batches x data parallel", "--global-batch-size", recipe.GLOBAL_BATCH_SIZE, "resources.gpus",
-                   recipe.MICRO_BATCH_SIZE * data_parallel, DIVIDES, f"{recipe_line}:136, 224",
-                   via=f"--micro-batch-size {recipe.MICRO_BATCH_SIZE} x data parallel {data_parallel} (NUM_GPUS / TP)"),
-            Demand("Ray Serve's HTTP port", "serve.start port, get_serve_url", recipe.SERVE_PORT, "-", None,
-                   FIXED, "relax/entrypoints/train.py:96, relax/utils/utils.py:558 @fork; reserved on the node at start"),
+            Demand(
+                "query groups over Megatron's tensor parallel",
+                "--num-query-groups",
+                recipe.QUERY_GROUPS,
+                "resources.gpus",
+                tp,
+                DIVIDES,
+                f"{recipe_line}:170, Megatron's Attention divides them over the TP ranks",
+                via="NUM_GPUS -> --tensor-model-parallel-size",
+            ),
+            Demand(
+                "attention heads over Megatron's tensor parallel",
+                "--num-attention-heads",
+                recipe.ATTENTION_HEADS,
+                "resources.gpus",
+                tp,
+                DIVIDES,
+                f"{recipe_line}:168, Megatron's Attention divides them over the TP ranks",
+                via="NUM_GPUS -> --tensor-model-parallel-size",
+            ),
+            Demand(
+                "global batch over micro-batches x data parallel",
+                "--global-batch-size",
+                recipe.GLOBAL_BATCH_SIZE,
+                "resources.gpus",
+                recipe.MICRO_BATCH_SIZE * data_parallel,
+                DIVIDES,
+                f"{recipe_line}:136, 224",
+                via=f"--micro-batch-size {recipe.MICRO_BATCH_SIZE} x data parallel {data_parallel} (NUM_GPUS / TP)",
+            ),
+            Demand(
+                "Ray Serve's HTTP port",
+                "serve.start port, get_serve_url",
+                recipe.SERVE_PORT,
+                "-",
+                None,
+                FIXED,
+                "relax/entrypoints/train.py:96, relax/utils/utils.py:558 @fork; reserved on the node at start",
+            ),
         ]
 
     def seed_streams(self, config: dict[str, Any]) -> list[SeedStream]:
         """SEED reaches Megatron (--seed) and SGLang (random_seed = --seed + engine rank); --rollout-seed (set from the seed,
         recipe.seed_args) orders the training prompts, i.e. the games, each prompt row being one game."""
         return [
-            SeedStream("environment games", True, "--rollout-seed = seed orders the training prompts, one game each "
-                       "(relax/engine/rollout/data_source.py:96 @fork); the agent seeds each game from its group id"),
+            SeedStream(
+                "environment games",
+                True,
+                "--rollout-seed = seed orders the training prompts, one game each "
+                "(relax/engine/rollout/data_source.py:96 @fork); the agent seeds each game from its group id",
+            ),
             SeedStream("data order", True, "--rollout-seed = seed (--rollout-shuffle)"),
-            SeedStream("rollout sampling", True, "--seed = SEED: SGLang's random_seed = --seed + engine rank "
-                       "(relax/backends/sglang/sglang_engine.py:907 @fork)"),
-            SeedStream("model initialisation", False, "none: every seed starts from the same pretrained weights (--seed seeds "
-                       "Megatron's RNG, relax/backends/megatron/initialize.py:110 @fork, with dropout 0)"),
-            SeedStream("evaluation sampling", True, "--seed = SEED (the same SGLang engines, temperature 0.4); the games are the "
-                       "frozen panel for every seed"),
+            SeedStream(
+                "rollout sampling",
+                True,
+                "--seed = SEED: SGLang's random_seed = --seed + engine rank "
+                "(relax/backends/sglang/sglang_engine.py:907 @fork)",
+            ),
+            SeedStream(
+                "model initialisation",
+                False,
+                "none: every seed starts from the same pretrained weights (--seed seeds "
+                "Megatron's RNG, relax/backends/megatron/initialize.py:110 @fork, with dropout 0)",
+            ),
+            SeedStream(
+                "evaluation sampling",
+                True,
+                "--seed = SEED (the same SGLang engines, temperature 0.4); the games are the "
+                "frozen panel for every seed",
+            ),
         ]
 
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
@@ -267,8 +404,19 @@ def _expand(launch: Launch, out: Path, logs: Path) -> None:
     """Run the recipe's dry run (in its container, proven like every launch); its stdout (the expanded command) goes to
     `out`, its stderr to the logs."""
     logs.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as stdout, open(logs / "expand.stderr.log", "a", encoding="utf-8") as stderr, proven(launch, logs.parent):
-        status = subprocess.run(list(launch.argv), cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=stdout,
-                                stderr=stderr, stdin=subprocess.DEVNULL, check=False).returncode
+    with (
+        open(out, "w", encoding="utf-8") as stdout,
+        open(logs / "expand.stderr.log", "a", encoding="utf-8") as stderr,
+        proven(launch, logs.parent),
+    ):
+        status = subprocess.run(
+            list(launch.argv),
+            cwd=launch.cwd,
+            env={**os.environ, **launch.env},
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        ).returncode
     if status != 0:
         raise Failure(f"the recipe's dry run failed with exit status {status}; see {logs / 'expand.stderr.log'}")

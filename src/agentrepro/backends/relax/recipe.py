@@ -45,14 +45,18 @@ from agentrepro.backends.relax.hooks.agentrepro_relax_submit import HOOK, HOOK_F
 from agentrepro.errors import BadInput
 
 RECIPE = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
-ADVANTAGE_FLAG = "--agentic-custom-advantage-path"   # the recipe's examples.graphgpo.custom_advantage.compute_custom_advantage
-ADVANTAGE_HOOK = "agentrepro_relax_advantage.compute_custom_advantage"   # calls it, and dumps the step rows of train.step_rows
+ADVANTAGE_FLAG = (
+    "--agentic-custom-advantage-path"  # the recipe's examples.graphgpo.custom_advantage.compute_custom_advantage
+)
+ADVANTAGE_HOOK = (
+    "agentrepro_relax_advantage.compute_custom_advantage"  # calls it, and dumps the step rows of train.step_rows
+)
 METHODS = ("grpo", "gigpo", "graphgpo")
 WEIGHTING = {"rows": "reference_cross_steps", "trajectories": "trajectory_once"}
-RECIPE_WEIGHTING = "trajectory_once"   # EPISODE_WEIGHTING="${EPISODE_WEIGHTING:-trajectory_once}", line 26
+RECIPE_WEIGHTING = "trajectory_once"  # EPISODE_WEIGHTING="${EPISODE_WEIGHTING:-trajectory_once}", line 26
 EVAL_INTERVAL = 5
 GLOBAL_BATCH_SIZE = 128
-MICRO_BATCH_SIZE = 32                  # --micro-batch-size 32, line 224
+MICRO_BATCH_SIZE = 32  # --micro-batch-size 32, line 224
 # The model the recipe builds (MODEL_ARGS): --num-attention-heads 12, line 168; --num-query-groups 2, line 170. Megatron
 # splits both over the tensor-parallel ranks (megatron/core/transformer/attention.py, Attention: divide(num_query_groups,
 # tp world size)), and the recipe sets --tensor-model-parallel-size to NUM_GPUS (line 257), PP and CP to 1 (258-259).
@@ -66,7 +70,7 @@ PINNED_MODEL_REVISION = "775b11afaf83e0dc75bd5abaf90133e47b3ec082"
 # get_serve_url (the agents', the controller's, the actor's /evaluate) (yeqinghe609/Relax@13cc7cac); redai-infra's
 # train.py:67-68 reads RELAX_SERVE_PORT (default 8000), which get_serve_url does not. Left at 8000 and reserved.
 SERVE_PORT = 8000
-SEED_FLAG, RECIPE_ROLLOUT_SEED = "--rollout-seed", 42   # relax/utils/arguments.py:667; the recipe does not pass it
+SEED_FLAG, RECIPE_ROLLOUT_SEED = "--rollout-seed", 42  # relax/utils/arguments.py:667; the recipe does not pass it
 # (block, key) -> the value the recipe fixes, and its script line
 FIXED = {
     ("train", "lr"): (1e-6, "--lr 1e-6, line 241"),
@@ -79,9 +83,16 @@ FIXED = {
     ("eval", "episodes_per_task"): (1, "--n-samples-per-eval-prompt 1, line 285"),
 }
 # The recipe's exports before its Ray head starts (lines 146-156): name -> the knob it copies.
-EXPORTS = {"GRAPHGPO_METHOD": "METHOD", "GRAPHGPO_EXPECTED_GROUP_SIZE": "GROUP_SIZE", "GRAPHGPO_OMEGA": "OMEGA",
-           "GRAPHGPO_GAMMA": "GAMMA", "GRAPHGPO_BETA": "BETA", "GRAPHGPO_BETA_EPISODE": "BETA_EPISODE",
-           "GRAPHGPO_EPISODE_WEIGHTING": "EPISODE_WEIGHTING", "RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE": "MAX_STEPS"}
+EXPORTS = {
+    "GRAPHGPO_METHOD": "METHOD",
+    "GRAPHGPO_EXPECTED_GROUP_SIZE": "GROUP_SIZE",
+    "GRAPHGPO_OMEGA": "OMEGA",
+    "GRAPHGPO_GAMMA": "GAMMA",
+    "GRAPHGPO_BETA": "BETA",
+    "GRAPHGPO_BETA_EPISODE": "BETA_EPISODE",
+    "GRAPHGPO_EPISODE_WEIGHTING": "EPISODE_WEIGHTING",
+    "RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE": "MAX_STEPS",
+}
 # train keys the recipe takes as knobs -> knob
 METHOD_KNOBS = {"omega": "OMEGA", "gamma": "GAMMA", "step_weight": "BETA", "episode_weight": "BETA_EPISODE"}
 
@@ -90,17 +101,24 @@ def validate(config: dict[str, Any]) -> None:
     """BadInput naming the key of anything the recipe cannot run."""
     train = config.get("train") or {}
     if train.get("estimator") not in METHODS:
-        raise BadInput(f"the Relax GraphGPO recipe runs {', '.join(METHODS)}, not {train.get('estimator')!r}", where="train.estimator")
+        raise BadInput(
+            f"the Relax GraphGPO recipe runs {', '.join(METHODS)}, not {train.get('estimator')!r}",
+            where="train.estimator",
+        )
     for (block, key), (value, source) in FIXED.items():
         given = (config.get(block) or {}).get(key)
         if given is not None and given != value:
-            raise BadInput(f"the Relax GraphGPO recipe fixes this at {value!r} ({source}); got {given!r}", where=f"{block}.{key}")
+            raise BadInput(
+                f"the Relax GraphGPO recipe fixes this at {value!r} ({source}); got {given!r}", where=f"{block}.{key}"
+            )
     if train.get("episode_stats", "rows") not in WEIGHTING:
         raise BadInput(f"expected one of {', '.join(WEIGHTING)}", where="train.episode_stats")
     groups, size = train.get("groups"), train.get("group_size")
     if isinstance(groups, int) and isinstance(size, int) and (groups * size) % GLOBAL_BATCH_SIZE:
-        raise BadInput(f"groups x group_size = {groups * size} must be a multiple of the recipe's global batch {GLOBAL_BATCH_SIZE}",
-                       where="train.group_size")
+        raise BadInput(
+            f"groups x group_size = {groups * size} must be a multiple of the recipe's global batch {GLOBAL_BATCH_SIZE}",
+            where="train.group_size",
+        )
     gpus = (config.get("resources") or {}).get("gpus")
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise BadInput(f"expected a positive integer (the recipe's NUM_GPUS), got {gpus!r}", where="resources.gpus")
@@ -121,14 +139,22 @@ def recipe_env(config: dict[str, Any], save_dir: Path, data_dir: Path) -> dict[s
     """The recipe's knobs for this run config (every value a string, never joined into shell syntax)."""
     train, block = config["train"], config["backend"]
     env = {
-        "METHOD": train["estimator"], "SEED": str(config["seed"]), "ENABLE_EVAL": "1",
+        "METHOD": train["estimator"],
+        "SEED": str(config["seed"]),
+        "ENABLE_EVAL": "1",
         "NUM_GPUS": str(config["resources"]["gpus"]),
-        "OUTER_EPOCHS": str(train["steps"]), "TASK_GROUPS": str(train["groups"]), "GROUP_SIZE": str(train["group_size"]),
-        "GLOBAL_BATCH_SIZE": str(GLOBAL_BATCH_SIZE), "MAX_STEPS": str(config["env"]["params"]["max_turns"]),
+        "OUTER_EPOCHS": str(train["steps"]),
+        "TASK_GROUPS": str(train["groups"]),
+        "GROUP_SIZE": str(train["group_size"]),
+        "GLOBAL_BATCH_SIZE": str(GLOBAL_BATCH_SIZE),
+        "MAX_STEPS": str(config["env"]["params"]["max_turns"]),
         "EPISODE_WEIGHTING": WEIGHTING[train["episode_stats"]],
-        "ALFWORLD_DATA": block["alfworld_data"], "ALFWORLD_PYTHON": block.get("alfworld_python", "python3"),
-        "HF_CHECKPOINT": block["model_path"], "MODEL_LOCK": block["model_lock"],
-        "SAVE_DIR": str(save_dir), "DATA_ARTIFACT_DIR": str(data_dir),
+        "ALFWORLD_DATA": block["alfworld_data"],
+        "ALFWORLD_PYTHON": block.get("alfworld_python", "python3"),
+        "HF_CHECKPOINT": block["model_path"],
+        "MODEL_LOCK": block["model_lock"],
+        "SAVE_DIR": str(save_dir),
+        "DATA_ARTIFACT_DIR": str(data_dir),
         "DEPENDENCY_LOCK": str(Path(config["lock"]["path"]).resolve()),
     }
     env.update({knob: _text(train[key]) for key, knob in METHOD_KNOBS.items()})
@@ -155,8 +181,8 @@ def hf_export_args(save_dir: Path) -> list[str]:
     return ["--save-interval", str(EVAL_INTERVAL), "--save-hf", str(Path(save_dir) / "hf" / "{rollout_id}")]
 
 
-RECIPE_SAVE_INTERVAL = 10   # --save-interval 10, line 194
-KEEP_FLAG, RECIPE_KEEP = "--max-actor-ckpt-to-keep", 2   # line 195
+RECIPE_SAVE_INTERVAL = 10  # --save-interval 10, line 194
+KEEP_FLAG, RECIPE_KEEP = "--max-actor-ckpt-to-keep", 2  # line 195
 
 
 def retention_args(config: dict[str, Any]) -> list[str]:
@@ -176,33 +202,68 @@ def seed_args(config: dict[str, Any]) -> list[str]:
 
 def replaced_args(config: dict[str, Any], save_dir: Path) -> list[str]:
     """The `--flag value` pairs a job sets in the recipe's command besides the eval hook (submit.py's arguments)."""
-    return [*(hf_export_args(save_dir) if config["backend"].get("export_hf", True) else []), *retention_args(config),
-            *seed_args(config)]
+    return [
+        *(hf_export_args(save_dir) if config["backend"].get("export_hf", True) else []),
+        *retention_args(config),
+        *seed_args(config),
+    ]
 
 
 def deviations(config: dict[str, Any], save_dir: Path) -> list[dict[str, Any]]:
     """What a job changes in the recipe's command ({key, value, official, why}): the eval-log hook, with
     backend.export_hf (the default) the save cadence and the Hugging Face copy (`hf_export_args`), and with
     eval.keep_checkpoints hf or none the Megatron checkpoints kept (`retention_args`)."""
-    out = [{"key": HOOK_FLAG, "value": HOOK, "official": RECIPE_HOOK,
-            "why": "outcomes per trajectory on the frozen panel (agentrepro's hook), then the recipe's own logger"},
-           {"key": SEED_FLAG, "value": config["seed"], "official": None,
-            "why": f"the seed orders the training prompts (Relax's default {RECIPE_ROLLOUT_SEED} would give every seed one order)"}]
+    out = [
+        {
+            "key": HOOK_FLAG,
+            "value": HOOK,
+            "official": RECIPE_HOOK,
+            "why": "outcomes per trajectory on the frozen panel (agentrepro's hook), then the recipe's own logger",
+        },
+        {
+            "key": SEED_FLAG,
+            "value": config["seed"],
+            "official": None,
+            "why": f"the seed orders the training prompts (Relax's default {RECIPE_ROLLOUT_SEED} would give every seed one order)",
+        },
+    ]
     weighting = WEIGHTING[config["train"].get("episode_stats", "rows")]
     if weighting != RECIPE_WEIGHTING:
-        out.append({"key": "EPISODE_WEIGHTING", "value": weighting, "official": RECIPE_WEIGHTING,
-                    "why": "manifest train.episode_stats: rows, the reference's episode statistics over every step row "
-                           "(verl-agent's), so the port is compared with its reference under the same weighting"})
+        out.append(
+            {
+                "key": "EPISODE_WEIGHTING",
+                "value": weighting,
+                "official": RECIPE_WEIGHTING,
+                "why": "manifest train.episode_stats: rows, the reference's episode statistics over every step row "
+                "(verl-agent's), so the port is compared with its reference under the same weighting",
+            }
+        )
     if config["backend"].get("export_hf", True):
         args = hf_export_args(save_dir)
-        out += [{"key": "--save-interval", "value": int(args[1]), "official": str(RECIPE_SAVE_INTERVAL),
-                 "why": "checkpoint cadence: the evaluated steps"},
-                {"key": "--save-hf", "value": args[3], "official": None,
-                 "why": "a Hugging Face copy of each checkpoint, for evaluation outside Relax"}]
+        out += [
+            {
+                "key": "--save-interval",
+                "value": int(args[1]),
+                "official": str(RECIPE_SAVE_INTERVAL),
+                "why": "checkpoint cadence: the evaluated steps",
+            },
+            {
+                "key": "--save-hf",
+                "value": args[3],
+                "official": None,
+                "why": "a Hugging Face copy of each checkpoint, for evaluation outside Relax",
+            },
+        ]
     if retention_args(config):
-        out.append({"key": KEEP_FLAG, "value": 1, "official": str(RECIPE_KEEP),
-                    "why": "eval.keep_checkpoints: older Megatron checkpoints go during training (resume needs the newest); "
-                           "the Hugging Face copies stay"})
+        out.append(
+            {
+                "key": KEEP_FLAG,
+                "value": 1,
+                "official": str(RECIPE_KEEP),
+                "why": "eval.keep_checkpoints: older Megatron checkpoints go during training (resume needs the newest); "
+                "the Hugging Face copies stay",
+            }
+        )
     return out
 
 

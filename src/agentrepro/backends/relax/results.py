@@ -36,20 +36,33 @@ def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[
     """rollout_result/eval/<step>.jsonl (one line per episode) -> outcome rows of docs/design.md §3.4."""
     block = config["backend"]
     path = Path(run_dir) / SAVE / "rollout_result" / "eval" / f"{recipe.rollout_of_step(step)}.jsonl"
-    fields = convert.EpisodeFields(task=block.get("task_key", "group_index"), reward="reward", turns="agent_turns",
-                                   tokens="response_length", category="dataset", success=block.get("success_key"),
-                                   threshold=_threshold(block))
+    fields = convert.EpisodeFields(
+        task=block.get("task_key", "group_index"),
+        reward="reward",
+        turns="agent_turns",
+        tokens="response_length",
+        category="dataset",
+        success=block.get("success_key"),
+        threshold=_threshold(block),
+    )
     return convert.episode_rows(config, step, path, fields)
 
 
 def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
     """rollout_result/train/<rollout_id>.jsonl (one line per episode) -> metrics.jsonl."""
-    summary_metrics(run_dir, Path(run_dir) / SAVE / "rollout_result" / "train", config, per_line="episodes",
-                    success_key=config["backend"].get("success_key"), hint="was Relax started with --save?")
+    summary_metrics(
+        run_dir,
+        Path(run_dir) / SAVE / "rollout_result" / "train",
+        config,
+        per_line="episodes",
+        success_key=config["backend"].get("success_key"),
+        hint="was Relax started with --save?",
+    )
 
 
-def summary_metrics(run_dir: Path, folder: Path, config: dict[str, Any], *, per_line: str, success_key: str | None,
-                    hint: str) -> None:
+def summary_metrics(
+    run_dir: Path, folder: Path, config: dict[str, Any], *, per_line: str, success_key: str | None, hint: str
+) -> None:
     """Relax's rollout summaries `folder/{rollout_id}.jsonl` -> RUN_DIR/metrics.jsonl, one row per rollout at
     step `recipe.step_of_rollout(rollout_id)`: `reward_mean` and `train_success_rate` (means over its lines;
     success as in `convert.success_value` with `success_key` and `backend.success_threshold`), cumulative
@@ -65,15 +78,26 @@ def summary_metrics(run_dir: Path, folder: Path, config: dict[str, Any], *, per_
         for line, record in convert.read_records(path):
             where = f"line {line}"
             rewards.append(convert.number(record, "reward", source=path, where=where))
-            successes += convert.success_value(record, key=success_key, reward_key="reward", threshold=threshold,
-                                               source=path, where=where)
+            successes += convert.success_value(
+                record, key=success_key, reward_key="reward", threshold=threshold, source=path, where=where
+            )
             tokens += convert.count(record, "response_length", source=path, where=where)
         if not rewards:
             raise BadInput("empty rollout summary", path=path)
-        records.append((recipe.step_of_rollout(int(path.stem)),
-                        {"reward_mean": sum(rewards) / len(rewards), "train_success_rate": successes / len(rewards),
-                         "_lines": len(rewards), "_tokens": tokens}))
-    rows = convert.merge_metric_records(records, rename={}, cumulative={per_line: "_lines", "tokens_generated": "_tokens"})
+        records.append(
+            (
+                recipe.step_of_rollout(int(path.stem)),
+                {
+                    "reward_mean": sum(rewards) / len(rewards),
+                    "train_success_rate": successes / len(rewards),
+                    "_lines": len(rewards),
+                    "_tokens": tokens,
+                },
+            )
+        )
+    rows = convert.merge_metric_records(
+        records, rename={}, cumulative={per_line: "_lines", "tokens_generated": "_tokens"}
+    )
     convert.write_metrics(run_dir, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
 
 

@@ -60,12 +60,19 @@ from agentrepro.layout import checkpoint_dir, eval_dir
 from agentrepro.reading import iter_jsonl
 
 DEVIATIONS = "verl_deviations.json"
-BLOCK = COMMON | Block({
-    "overrides": {"type": "object", "description": "extra Hydra overrides appended to the official script"},
-    "model_path": text("where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"),
-    "ray": {"type": "object", "description": "this job's own Ray head: executable, num_cpus, num_gpus, client, worker_ports "
-            "(default: the job's Ray worker processes and Ray's idle pool, agentrepro preflight shows them)"},
-})
+BLOCK = COMMON | Block(
+    {
+        "overrides": {"type": "object", "description": "extra Hydra overrides appended to the official script"},
+        "model_path": text(
+            "where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"
+        ),
+        "ray": {
+            "type": "object",
+            "description": "this job's own Ray head: executable, num_cpus, num_gpus, client, worker_ports "
+            "(default: the job's Ray worker processes and Ray's idle pool, agentrepro preflight shows them)",
+        },
+    }
+)
 RAY_KEYS = {"executable": str, "num_cpus": int, "num_gpus": int, "client": bool, "worker_ports": int}
 
 
@@ -96,8 +103,14 @@ def head_words(config: dict[str, Any], run_dir: Path, *, resume: bool = True) ->
     ray = (config.get("backend") or {}).get("ray") or {}
     gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
     _, ports = demands.worker_ports(config, recipes.composed(config, run_dir, resume=resume))
-    return ray_head.words(run_dir, ray=ray.get("executable"), num_cpus=demands.head_cpus(config)[1], num_gpus=gpus,
-                          client=ray.get("client") is not False, worker_ports=ports)
+    return ray_head.words(
+        run_dir,
+        ray=ray.get("executable"),
+        num_cpus=demands.head_cpus(config)[1],
+        num_gpus=gpus,
+        client=ray.get("client") is not False,
+        worker_ports=ports,
+    )
 
 
 def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
@@ -107,52 +120,86 @@ def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
     return (integration.HOOKS, SHARED_HOOKS, *([Path(model).absolute()] if model else []))
 
 
-def job_launches(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None) -> list[Launch]:
+def job_launches(
+    config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None
+) -> list[Launch]:
     """The job's programs (`programs`) as they run: in the placement's container, the Ray head's reservations folder
     mounted for the launch that starts it, the proof kept in the run directory (training) or the evaluation's."""
     run_dir = Path(run_dir).resolve()
     job_dir = run_dir if eval_step is None else eval_dir(run_dir, eval_step).resolve()
     prepare, launch = programs(config, run_dir, resume=resume, eval_step=eval_step)
-    return [contain(prepare, config, run_dir=run_dir, job_dir=job_dir, label=label(prepare, eval_step), extra=mounts(config)),
-            contain(launch, config, run_dir=run_dir, job_dir=job_dir, label=label(launch, eval_step), extra=mounts(config),
-                    shared=ray_head.shared())]
+    return [
+        contain(
+            prepare, config, run_dir=run_dir, job_dir=job_dir, label=label(prepare, eval_step), extra=mounts(config)
+        ),
+        contain(
+            launch,
+            config,
+            run_dir=run_dir,
+            job_dir=job_dir,
+            label=label(launch, eval_step),
+            extra=mounts(config),
+            shared=ray_head.shared(),
+        ),
+    ]
 
 
-def programs(config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None) -> list[Launch]:
+def programs(
+    config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None
+) -> list[Launch]:
     """Data preparation, then the official script with the appended overrides (recipes.appended); with
     `eval_step`, the script in validate-only mode from that step's checkpoint instead of training; as the image runs
     them (before `contain`)."""
     script, cwd, run_dir = recipes.script_for(config), workdir(config), Path(run_dir).resolve()
-    prepare = Launch("prepare data", ("python3", "-m", "examples.data_preprocess.prepare",
-                                      *recipes.prepare_args(config, run_dir)), {}, cwd)
+    prepare = Launch(
+        "prepare data",
+        ("python3", "-m", "examples.data_preprocess.prepare", *recipes.prepare_args(config, run_dir)),
+        {},
+        cwd,
+    )
     words = [o.word() for o in recipes.appended(config, run_dir, resume=resume)]
-    for word in words:   # the script's unquoted $@ expands a word holding [...] against the checkout's files
+    for word in words:  # the script's unquoted $@ expands a word holding [...] against the checkout's files
         if "[" in word and glob.glob(word, root_dir=cwd):
-            raise BadInput(f"the official script passes {word!r} unquoted ($@), and bash would replace it by the files it "
-                           f"matches in {cwd}: {', '.join(sorted(glob.glob(word, root_dir=cwd))[:3])}", where="backend.workdir")
+            raise BadInput(
+                f"the official script passes {word!r} unquoted ($@), and bash would replace it by the files it "
+                f"matches in {cwd}: {', '.join(sorted(glob.glob(word, root_dir=cwd))[:3])}",
+                where="backend.workdir",
+            )
     # The script's own exports reach only its driver; the head's workers (GPU workers, env workers) inherit the
     # head's environment, which is this launch's: so they are set here too.
-    env = {**{name: value for name, (value, _) in script.exports.items()},
-           **integration.env(run_dir, panel_file=run_dir / integration.PANEL)}
+    env = {
+        **{name: value for name, (value, _) in script.exports.items()},
+        **integration.env(run_dir, panel_file=run_dir / integration.PANEL),
+    }
     data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
     if (config.get("env") or {}).get("name") == "alfworld" and data_path:
-        env["ALFWORLD_DATA"] = str(Path(data_path).absolute())   # the frozen panel's data directory, for verl's envs too
+        env["ALFWORLD_DATA"] = str(Path(data_path).absolute())  # the frozen panel's data directory, for verl's envs too
     env.update(ray_head.env())
     head = head_words(config, run_dir, resume=resume)
-    if eval_step is None:   # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
+    if (
+        eval_step is None
+    ):  # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
         env.update(step_rows.hook_env(config, run_dir))
         env[prune_hook.PRUNE_ENV] = "1" if checkpoints.prunes_during_training(config) else "0"
         return [prepare, Launch("train", (*head, "bash", script.path, scripts.ENGINE, *words), env, cwd)]
-    source = ["trainer.resume_mode=disable"] if eval_step == 0 else [
-        "trainer.resume_mode=resume_path", f"trainer.resume_from_path={step_dir(run_dir, eval_step)}"]
+    source = (
+        ["trainer.resume_mode=disable"]
+        if eval_step == 0
+        else ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={step_dir(run_dir, eval_step)}"]
+    )
     validate = ["trainer.val_only=true", "trainer.val_before_train=true", *source]
-    return [prepare, Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, scripts.ENGINE, *words, *validate), env, cwd)]
+    return [
+        prepare,
+        Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, scripts.ENGINE, *words, *validate), env, cwd),
+    ]
 
 
 def label(launch: Launch, eval_step: int | None) -> str:
     """The name of a launch's logs (and its container's record): prepare_data and train; eval_step<N>_prepare and
     eval_step<N>_evaluate."""
-    return launch.purpose.replace(" ", "_") if eval_step is None else f"eval_step{eval_step}_{launch.purpose.split()[0]}"
+    return (
+        launch.purpose.replace(" ", "_") if eval_step is None else f"eval_step{eval_step}_{launch.purpose.split()[0]}"
+    )
 
 
 def run(launch: Launch, run_dir: Path, label: str) -> None:
@@ -160,7 +207,9 @@ def run(launch: Launch, run_dir: Path, label: str) -> None:
     the host's PYTHONPATH means nothing and the program sees the job's."""
     ray_head.ready()
     if launch.contained is None and "PYTHONPATH" in launch.env and os.environ.get("PYTHONPATH"):
-        launch = replace(launch, env={**launch.env, "PYTHONPATH": launch.env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]})
+        launch = replace(
+            launch, env={**launch.env, "PYTHONPATH": launch.env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]}
+        )
     run_launch(launch, run_dir, label)
 
 
@@ -182,27 +231,42 @@ class VerlAgentBackend(Backend):
             if kind is None:
                 raise BadInput(f"unknown key (expected {', '.join(sorted(RAY_KEYS))})", where=f"backend.ray.{key}")
             if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 1)):
-                raise BadInput(f"expected {'a positive integer' if kind is int else kind.__name__}, got {value!r}", where=f"backend.ray.{key}")
+                raise BadInput(
+                    f"expected {'a positive integer' if kind is int else kind.__name__}, got {value!r}",
+                    where=f"backend.ray.{key}",
+                )
         evaluation = config.get("eval") or {}
         if evaluation.get("episodes_per_task", 1) != 1:
-            raise BadInput("verl-agent validates each panel game once (one validation env per game, group size 1)",
-                           where="eval.episodes_per_task")
+            raise BadInput(
+                "verl-agent validates each panel game once (one validation env per game, group size 1)",
+                where="eval.episodes_per_task",
+            )
         panel = evaluation.get("task_panel") or []
         if panel and evaluation.get("tasks") not in (None, len(panel)):
             raise BadInput(f"one validation env per panel game: the panel has {len(panel)} games", where="eval.tasks")
-        values = recipes.composed(config, Path("."))   # unknown train keys, keys and values Hydra would not take as meant
+        values = recipes.composed(
+            config, Path(".")
+        )  # unknown train keys, keys and values Hydra would not take as meant
         highest = (config["seed"] + 1) * recipes.seed_stride(values) - 1
         if highest > MAX_SEED:
-            raise BadInput(f"seed {config['seed']} gives env seeds up to {highest} (seed x {recipes.seed_stride(values)} + "
-                           f"game streams), above {MAX_SEED}", where="seeds")
+            raise BadInput(
+                f"seed {config['seed']} gives env seeds up to {highest} (seed x {recipes.seed_stride(values)} + "
+                f"game streams), above {MAX_SEED}",
+                where="seeds",
+            )
         runconfig.step_rows(config)
         wanted, validated = runconfig.checkpoint_steps(config), validated_steps(config)
         if wanted != validated:
-            raise BadInput(f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
-                           f"but the study evaluates {wanted}", where="eval")
+            raise BadInput(
+                f"verl-agent validates at step 0, every eval.every steps and the last step ({validated}), "
+                f"but the study evaluates {wanted}",
+                where="eval",
+            )
         saved = recipes.saved_steps(recipes.save_freq(config), (config.get("train") or {}).get("steps", 0))
-        if saved != [s for s in wanted if s > 0]:   # step 0 is the base model
-            raise BadInput(f"trainer.save_freq would save steps {saved}, but the study evaluates {wanted}", where="eval")
+        if saved != [s for s in wanted if s > 0]:  # step 0 is the base model
+            raise BadInput(
+                f"trainer.save_freq would save steps {saved}, but the study evaluates {wanted}", where="eval"
+            )
 
     def launches(self, config: dict[str, Any], run_dir: Path, *, eval_step: int | None = None) -> list[Launch]:
         return job_launches(config, run_dir, eval_step=eval_step)
@@ -219,12 +283,19 @@ class VerlAgentBackend(Backend):
         stride = recipes.seed_stride(recipes.composed(config, Path(".")))
         return [
             SeedStream("environment games", True, f"env.seed = seed x {stride}: disjoint game streams per seed"),
-            SeedStream("data order", True, "+data.seed = seed (the train parquet's rows are placeholders; the games come "
-                       "from the env workers)"),
+            SeedStream(
+                "data order",
+                True,
+                "+data.seed = seed (the train parquet's rows are placeholders; the games come from the env workers)",
+            ),
             SeedStream("rollout sampling", True, "+actor_rollout_ref.rollout.seed = seed (vLLM's sampling seed)"),
             SeedStream("model initialisation", False, "none: every seed starts from the same pretrained weights"),
-            SeedStream("evaluation sampling", True, "+actor_rollout_ref.rollout.seed = seed (validation samples at "
-                       "temperature eval.temperature on the same engine); its games are the frozen panel for every seed"),
+            SeedStream(
+                "evaluation sampling",
+                True,
+                "+actor_rollout_ref.rollout.seed = seed (validation samples at "
+                "temperature eval.temperature on the same engine); its games are the frozen panel for every seed",
+            ),
         ]
 
     def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
@@ -241,10 +312,20 @@ class VerlAgentBackend(Backend):
         if not path.is_file():
             return None
         for number, line in iter_jsonl(path):
-            if not (isinstance(line, dict) and isinstance(line.get("path"), str) and isinstance(line.get("sha256"), str)
-                    and all(isinstance(line.get(k), int) and not isinstance(line.get(k), bool) for k in ("step", "saved", "bytes"))):
-                raise BadInput("expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)", path=path,
-                               where=f"line {number}")
+            if not (
+                isinstance(line, dict)
+                and isinstance(line.get("path"), str)
+                and isinstance(line.get("sha256"), str)
+                and all(
+                    isinstance(line.get(k), int) and not isinstance(line.get(k), bool)
+                    for k in ("step", "saved", "bytes")
+                )
+            ):
+                raise BadInput(
+                    "expected {step, saved, path, sha256, bytes} (hooks/agentrepro_verl_prune.py)",
+                    path=path,
+                    where=f"line {number}",
+                )
             found[line["path"]] = line
         return PrunedInTraining(path, found)
 
@@ -253,8 +334,12 @@ class VerlAgentBackend(Backend):
             raise BadInput(f"no verl-agent checkout at {workdir(config)}", where="backend.workdir")
         run_dir = Path(run_dir).resolve()
         script = recipes.script_for(config)
-        record = {"commit": scripts.COMMIT, "script": script.path, "entry": script.entry,
-                  "appended": [o.record() for o in recipes.appended(config, run_dir, resume=resume)]}
+        record = {
+            "commit": scripts.COMMIT,
+            "script": script.path,
+            "entry": script.entry,
+            "appended": [o.record() for o in recipes.appended(config, run_dir, resume=resume)],
+        }
         atomic_write_text(run_dir / DEVIATIONS, json.dumps(record, indent=1) + "\n")
         integration.write_panel(config, run_dir)
         for launch in job_launches(config, run_dir, resume=resume):
@@ -269,8 +354,11 @@ class VerlAgentBackend(Backend):
         if not outputs.validation_file(run_dir, step).is_file():
             actor = step_dir(run_dir, step) / "actor"
             if step and not any(actor.glob("model_world_size_*_rank_0.pt")):
-                raise BadInput(f"no FSDP checkpoint of step {step} to validate (pruned during training or after its evaluation, "
-                               "or never saved); its Hugging Face copy can be served (eval.engine: served)", path=actor)
+                raise BadInput(
+                    f"no FSDP checkpoint of step {step} to validate (pruned during training or after its evaluation, "
+                    "or never saved); its Hugging Face copy can be served (eval.engine: served)",
+                    path=actor,
+                )
             integration.write_panel(config, run_dir)
             for launch in job_launches(config, run_dir, eval_step=step):
                 run(launch, run_dir, label(launch, step))

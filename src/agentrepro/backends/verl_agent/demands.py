@@ -27,9 +27,9 @@ from agentrepro.backends.base import AT_LEAST, DIVIDES, DIVISOR, Demand
 from agentrepro.backends.verl_agent import recipes
 from agentrepro.reading import load_json
 
-TASK_RUNNER_CPUS = 1   # @ray.remote(num_cpus=1) class TaskRunner
-BUNDLE_CPUS = 1        # {"CPU": max_colocate_count = 1, "GPU": 1} per GPU worker
-DRIVERS = 1            # the entry point's own process
+TASK_RUNNER_CPUS = 1  # @ray.remote(num_cpus=1) class TaskRunner
+BUNDLE_CPUS = 1  # {"CPU": max_colocate_count = 1, "GPU": 1} per GPU worker
+DRIVERS = 1  # the entry point's own process
 
 
 def _where(config: dict[str, Any], graphgpo: str, ppo: str) -> str:
@@ -90,34 +90,101 @@ def demands(config: dict[str, Any], run_dir: Path) -> list[Demand]:
     have_gpus = int((config.get("resources") or {}).get("gpus", 0))
     micro = values["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]
     out = [
-        Demand("Ray worker ports", f"{processes} Ray worker processes ({envs} env workers = data.train_batch_size x env.rollout.n "
-               f"+ data.val_batch_size, 1 TaskRunner, {gpus} GPU workers, {DRIVERS} driver) + Ray's idle pool of {cpus} ({cpus_field})",
-               need_ports, "backend.ray.worker_ports", ports, AT_LEAST,
-               _where(config, "recipe/GraphGPO/alfworld_envs.py:249, main_graphgpo.py:53, graphgpo_ray_trainer.py:120",
-                      "alfworld/envs.py:102, main_ppo.py:54, ray_trainer.py:115")),
-        Demand("CPUs the recipe reserves in Ray", f"env.resources_per_worker.num_cpus {per_env} x {envs} env workers + "
-               f"{TASK_RUNNER_CPUS} TaskRunner + {BUNDLE_CPUS} x {gpus} GPU workers", reserved_cpus(values), cpus_field, cpus, AT_LEAST,
-               _where(config, "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh:9, alfworld_envs.py:249, main_graphgpo.py:53, base.py:114",
-                      "examples/*/run_alfworld.sh:5, alfworld/envs.py:102, main_ppo.py:54, base.py:114")),
-        Demand("GPUs of the trainer", "trainer.n_gpus_per_node x trainer.nnodes", gpus, "resources.gpus", have_gpus, AT_LEAST,
-               _where(config, "graphgpo_ray_trainer.py:120", "ray_trainer.py:115")),
-        Demand("rollout tensor parallel", "actor_rollout_ref.rollout.tensor_model_parallel_size", tp, "resources.gpus", gpus, DIVISOR,
-               "verl/workers/fsdp_workers.py:402", via="trainer.n_gpus_per_node x trainer.nnodes"),
-        Demand("train batch over the GPUs", "data.train_batch_size x actor_rollout_ref.rollout.n",
-               int(values["data.train_batch_size"]) * rollout_n, "resources.gpus", gpus, DIVIDES,
-               _where(config, "graphgpo_ray_trainer.py:490", "ray_trainer.py:470"), via="trainer.n_gpus_per_node x trainer.nnodes"),
+        Demand(
+            "Ray worker ports",
+            f"{processes} Ray worker processes ({envs} env workers = data.train_batch_size x env.rollout.n "
+            f"+ data.val_batch_size, 1 TaskRunner, {gpus} GPU workers, {DRIVERS} driver) + Ray's idle pool of {cpus} ({cpus_field})",
+            need_ports,
+            "backend.ray.worker_ports",
+            ports,
+            AT_LEAST,
+            _where(
+                config,
+                "recipe/GraphGPO/alfworld_envs.py:249, main_graphgpo.py:53, graphgpo_ray_trainer.py:120",
+                "alfworld/envs.py:102, main_ppo.py:54, ray_trainer.py:115",
+            ),
+        ),
+        Demand(
+            "CPUs the recipe reserves in Ray",
+            f"env.resources_per_worker.num_cpus {per_env} x {envs} env workers + "
+            f"{TASK_RUNNER_CPUS} TaskRunner + {BUNDLE_CPUS} x {gpus} GPU workers",
+            reserved_cpus(values),
+            cpus_field,
+            cpus,
+            AT_LEAST,
+            _where(
+                config,
+                "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh:9, alfworld_envs.py:249, main_graphgpo.py:53, base.py:114",
+                "examples/*/run_alfworld.sh:5, alfworld/envs.py:102, main_ppo.py:54, base.py:114",
+            ),
+        ),
+        Demand(
+            "GPUs of the trainer",
+            "trainer.n_gpus_per_node x trainer.nnodes",
+            gpus,
+            "resources.gpus",
+            have_gpus,
+            AT_LEAST,
+            _where(config, "graphgpo_ray_trainer.py:120", "ray_trainer.py:115"),
+        ),
+        Demand(
+            "rollout tensor parallel",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size",
+            tp,
+            "resources.gpus",
+            gpus,
+            DIVISOR,
+            "verl/workers/fsdp_workers.py:402",
+            via="trainer.n_gpus_per_node x trainer.nnodes",
+        ),
+        Demand(
+            "train batch over the GPUs",
+            "data.train_batch_size x actor_rollout_ref.rollout.n",
+            int(values["data.train_batch_size"]) * rollout_n,
+            "resources.gpus",
+            gpus,
+            DIVIDES,
+            _where(config, "graphgpo_ray_trainer.py:490", "ray_trainer.py:470"),
+            via="trainer.n_gpus_per_node x trainer.nnodes",
+        ),
     ]
     if micro is not None:
-        out.append(Demand("actor mini-batch per GPU", "actor_rollout_ref.actor.ppo_mini_batch_size x actor_rollout_ref.rollout.n",
-                          int(values["actor_rollout_ref.actor.ppo_mini_batch_size"]) * rollout_n, "resources.gpus", gpus * int(micro),
-                          DIVIDES, "verl/workers/fsdp_workers.py:151, 159",
-                          via=f"{gpus} GPUs x actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu {micro}"))
+        out.append(
+            Demand(
+                "actor mini-batch per GPU",
+                "actor_rollout_ref.actor.ppo_mini_batch_size x actor_rollout_ref.rollout.n",
+                int(values["actor_rollout_ref.actor.ppo_mini_batch_size"]) * rollout_n,
+                "resources.gpus",
+                gpus * int(micro),
+                DIVIDES,
+                "verl/workers/fsdp_workers.py:151, 159",
+                via=f"{gpus} GPUs x actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu {micro}",
+            )
+        )
     heads = model_heads(config)
     if heads is not None:
         attention, kv = heads
-        field = "backend.overrides.actor_rollout_ref.rollout.tensor_model_parallel_size"   # else the script's value
-        out.append(Demand("attention heads over the rollout's tensor parallel", "num_attention_heads (model config.json)", attention,
-                          field, tp, DIVIDES, "vLLM splits attention heads over tensor-parallel ranks"))
-        out.append(Demand("KV heads over the rollout's tensor parallel", "num_key_value_heads (model config.json)", kv, field, tp,
-                          DIVIDES if tp <= kv else DIVISOR, "vLLM splits KV heads over tensor-parallel ranks, or replicates them when fewer"))
+        field = "backend.overrides.actor_rollout_ref.rollout.tensor_model_parallel_size"  # else the script's value
+        out.append(
+            Demand(
+                "attention heads over the rollout's tensor parallel",
+                "num_attention_heads (model config.json)",
+                attention,
+                field,
+                tp,
+                DIVIDES,
+                "vLLM splits attention heads over tensor-parallel ranks",
+            )
+        )
+        out.append(
+            Demand(
+                "KV heads over the rollout's tensor parallel",
+                "num_key_value_heads (model config.json)",
+                kv,
+                field,
+                tp,
+                DIVIDES if tp <= kv else DIVISOR,
+                "vLLM splits KV heads over tensor-parallel ranks, or replicates them when fewer",
+            )
+        )
     return out

@@ -18,13 +18,16 @@ from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
-SITE = HOOKS / "startup"   # its sitecustomize.py imports hooks/agentrepro_verl_hook.py
+SITE = HOOKS / "startup"  # its sitecustomize.py imports hooks/agentrepro_verl_hook.py
 PANEL = "verl_panel.json"
 
 
 def env(run_dir: Path, *, panel_file: Path | None = None) -> dict[str, str]:
     """Switches the integration on in every Python process of the job (driver and Ray workers)."""
-    out = {"PYTHONPATH": os.pathsep.join(map(str, (SITE, HOOKS, SHARED_HOOKS))), "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve())}
+    out = {
+        "PYTHONPATH": os.pathsep.join(map(str, (SITE, HOOKS, SHARED_HOOKS))),
+        "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve()),
+    }
     if panel_file is not None:
         out["AGENTREPRO_VERL_PANEL"] = str(panel_file)
     return out
@@ -45,8 +48,11 @@ def write_panel(config: dict[str, Any], run_dir: Path) -> Path:
         if str(data_dir) != "." and data_dir.is_dir():
             return str((data_dir / entry["task_id"] / "game.tw-pddl").resolve())
         return str(entry["task_id"])
-    games = [{"task_id": t["task_id"], "task_hash": t.get("task_hash"), "category": t.get("category"), "game_file": game(t)}
-             for t in panel]
+
+    games = [
+        {"task_id": t["task_id"], "task_hash": t.get("task_hash"), "category": t.get("category"), "game_file": game(t)}
+        for t in panel
+    ]
     path = Path(run_dir) / PANEL
     atomic_write_text(path, json.dumps(games, indent=1) + "\n")
     return path

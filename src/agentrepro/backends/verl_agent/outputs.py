@@ -21,12 +21,21 @@ RENAME = {
     "train_success_rate": ("episode/success_rate",),
     "reward_mean": ("episode/reward/mean", "critic/rewards/mean"),
     "valid_action_ratio": ("episode/valid_action_ratio",),
-    "loss_policy": ("actor/pg_loss",), "loss_value": ("critic/vf_loss",),
-    "kl": ("actor/kl_loss",), "entropy": ("actor/entropy_loss",),
-    "grad_norm": ("actor/grad_norm",), "lr": ("actor/lr",), "val_success_rate": ("val/success_rate",),
+    "loss_policy": ("actor/pg_loss",),
+    "loss_value": ("critic/vf_loss",),
+    "kl": ("actor/kl_loss",),
+    "entropy": ("actor/entropy_loss",),
+    "grad_norm": ("actor/grad_norm",),
+    "lr": ("actor/lr",),
+    "val_success_rate": ("val/success_rate",),
 }
-TIMINGS = {"rollout": "timing_s/gen", "advantage": "timing_s/adv", "update": "timing_s/update_actor",
-           "checkpoint": "timing_s/save_checkpoint", "step_total": "timing_s/step"}
+TIMINGS = {
+    "rollout": "timing_s/gen",
+    "advantage": "timing_s/adv",
+    "update": "timing_s/update_actor",
+    "checkpoint": "timing_s/save_checkpoint",
+    "step_total": "timing_s/step",
+}
 
 
 def validation_file(run_dir: Path, step: int) -> Path:
@@ -50,8 +59,9 @@ def convert_training(run_dir: Path, config: dict[str, Any]) -> None:
 
 def convert_eval(run_dir: Path, step: int, config: dict[str, Any]) -> list[dict[str, Any]]:
     """verl_validation/<step>.jsonl (the integration's lines, one per episode) -> outcome rows of docs/design.md §3.4."""
-    fields = convert.EpisodeFields(task="task_id", reward="reward", turns="turns", tokens="tokens",
-                                   category="category", success="won")
+    fields = convert.EpisodeFields(
+        task="task_id", reward="reward", turns="turns", tokens="tokens", category="category", success="won"
+    )
     return convert.episode_rows(config, step, validation_file(run_dir, step), fields)
 
 

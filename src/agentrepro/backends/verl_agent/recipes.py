@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentrepro import runconfig
 from agentrepro.backends.verl_agent.scripts import COMMIT, SCRIPTS, Script
 from agentrepro.errors import BadInput
 from agentrepro.layout import checkpoint_dir
@@ -31,9 +30,9 @@ TRAIN_KEYS: dict[str, str] = {
     "lr": "actor_rollout_ref.actor.optim.lr",
     "invalid_penalty": "actor_rollout_ref.actor.invalid_action_penalty_coef",
     "kl_coef": "actor_rollout_ref.actor.kl_loss_coef",
-    "steps": "trainer.total_epochs",       # 1 step per epoch: the train parquet has `groups` rows (see prepare_args)
-    "gamma": "algorithm.gamma",            # GiGPO's discount
-    "omega": "algorithm.gamma",            # GraphGPO's ω: the recipe reads it as algorithm.gamma (its script sets 0.10)
+    "steps": "trainer.total_epochs",  # 1 step per epoch: the train parquet has `groups` rows (see prepare_args)
+    "gamma": "algorithm.gamma",  # GiGPO's discount
+    "omega": "algorithm.gamma",  # GraphGPO's ω: the recipe reads it as algorithm.gamma (its script sets 0.10)
     "episode_weight": "algorithm.{est}.episode_advantage_w",
     "step_weight": "algorithm.{est}.step_advantage_w",
     "mode": "algorithm.{est}.mode",
@@ -79,18 +78,30 @@ class Override:
         one it has), or the value cannot reach Hydra through the script's unquoted $@ as the manifest means it."""
         where = self.where or self.key
         if not KEY.fullmatch(self.key):
-            raise BadInput(f"{self.key!r} is not a Hydra key (dotted identifiers, as the composed config names them)", where=where)
+            raise BadInput(
+                f"{self.key!r} is not a Hydra key (dotted identifiers, as the composed config names them)", where=where
+            )
         if (self.key in script.composed) == self.add:
             state = "already has" if self.add else "has no"
-            raise BadInput(f"{script.entry}'s composed config at {COMMIT[:7]} {state} the key {self.key!r}", where=where)
+            raise BadInput(
+                f"{script.entry}'s composed config at {COMMIT[:7]} {state} the key {self.key!r}", where=where
+            )
         try:
             self.word()
         except Unrenderable as exc:
-            raise BadInput(f"{exc} (the official script passes its extra arguments unquoted, as $@: bash splits them at "
-                           "blanks and expands *, ? and [...]; Hydra resolves ${...} even in quotes)", where=where) from None
+            raise BadInput(
+                f"{exc} (the official script passes its extra arguments unquoted, as $@: bash splits them at "
+                "blanks and expands *, ? and [...]; Hydra resolves ${...} even in quotes)",
+                where=where,
+            ) from None
 
     def record(self) -> dict[str, Any]:
-        return {"key": ("+" if self.add else "") + self.key, "value": self.value, "official": self.official, "why": self.why}
+        return {
+            "key": ("+" if self.add else "") + self.key,
+            "value": self.value,
+            "official": self.official,
+            "why": self.why,
+        }
 
 
 def hydra_value(value: Any) -> str:
@@ -134,8 +145,11 @@ def typed(text: str) -> Any:
 def script_for(config: dict[str, Any]) -> Script:
     estimator = (config.get("train") or {}).get("estimator")
     if estimator not in SCRIPTS:
-        raise BadInput(f"verl-agent @ {COMMIT[:7]} has an official ALFWorld script for {', '.join(sorted(SCRIPTS))}, "
-                       f"not {estimator!r}", where="train.estimator")
+        raise BadInput(
+            f"verl-agent @ {COMMIT[:7]} has an official ALFWorld script for {', '.join(sorted(SCRIPTS))}, "
+            f"not {estimator!r}",
+            where="train.estimator",
+        )
     return SCRIPTS[estimator]
 
 
@@ -162,16 +176,18 @@ def manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
     for field, key in TRAIN_KEYS.items():
         if field in train:
             out.append((f"train.{field}", key.format(est=estimator), train[field]))
-    unknown = sorted(set(train) - set(TRAIN_KEYS) - {"checkpoint_every", "step_rows"})   # step_rows: the integration's
+    unknown = sorted(set(train) - set(TRAIN_KEYS) - {"checkpoint_every", "step_rows"})  # step_rows: the integration's
     if unknown:
-        raise BadInput(f"the verl-agent backend has no recipe setting for this (known: {', '.join(sorted(TRAIN_KEYS))})",
-                       where=f"train.{unknown[0]}")
+        raise BadInput(
+            f"the verl-agent backend has no recipe setting for this (known: {', '.join(sorted(TRAIN_KEYS))})",
+            where=f"train.{unknown[0]}",
+        )
     if "temperature" in evaluation:
         temperature = evaluation["temperature"]
         out.append(("eval.temperature", "actor_rollout_ref.rollout.val_kwargs.temperature", temperature))
         out.append(("eval.temperature", "actor_rollout_ref.rollout.val_kwargs.do_sample", temperature > 0))
     if "tasks" in evaluation:
-        out.append(("eval.tasks", "data.val_batch_size", evaluation["tasks"]))   # one validation env per panel task
+        out.append(("eval.tasks", "data.val_batch_size", evaluation["tasks"]))  # one validation env per panel task
     if "every" in evaluation:
         out.append(("eval.every", "trainer.test_freq", evaluation["every"]))
     max_turns = ((config.get("env") or {}).get("params") or {}).get("max_turns")
@@ -183,7 +199,9 @@ def manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
     block, model = config.get("backend") or {}, config.get("model") or {}
     path = block.get("model_path") or model.get("name")
     if path is not None:
-        out.append(("backend.model_path" if block.get("model_path") else "model.name", "actor_rollout_ref.model.path", path))
+        out.append(
+            ("backend.model_path" if block.get("model_path") else "model.name", "actor_rollout_ref.model.path", path)
+        )
     return out
 
 
@@ -206,7 +224,7 @@ def saved_steps(freq: int, steps: int) -> list[int]:
 
 # The validation envs' seeds start this far above env.seed (graphgpo_env_manager.py:734, env_manager.py:643 at 20bd331).
 VAL_SEED_OFFSET = 1000
-TRACKER = "latest_checkpointed_iteration.txt"   # written into default_local_dir at each save (ray_trainer.py:939)
+TRACKER = "latest_checkpointed_iteration.txt"  # written into default_local_dir at each save (ray_trainer.py:939)
 
 
 def seed_stride(values: dict[str, Any]) -> int:
@@ -224,12 +242,27 @@ def seed_settings(config: dict[str, Any], values: dict[str, Any]) -> list[tuple[
     """(key, value, why, added) of every knob of the framework that the study's seed sets."""
     seed, stride = config["seed"], seed_stride(values)
     return [
-        ("env.seed", seed * stride, f"seed x {stride}: the game streams of training env i (env.seed + i // env.rollout.n) and "
-         f"validation env i (env.seed + {VAL_SEED_OFFSET} + i) of seed k lie in [k x {stride}, (k + 1) x {stride}), so no two "
-         "seeds share one (alfworld_envs.py:252, graphgpo_env_manager.py:733-734)", False),
-        ("actor_rollout_ref.rollout.seed", seed, "vLLM's sampling seed, of rollouts and validation alike (vllm_rollout_spmd.py:203 "
-         "reads rollout.seed, default 0)", True),
-        ("data.seed", seed, "the train dataloader's shuffle (main_graphgpo.py:241, main_ppo.py:242 read data.seed, default 1)", True),
+        (
+            "env.seed",
+            seed * stride,
+            f"seed x {stride}: the game streams of training env i (env.seed + i // env.rollout.n) and "
+            f"validation env i (env.seed + {VAL_SEED_OFFSET} + i) of seed k lie in [k x {stride}, (k + 1) x {stride}), so no two "
+            "seeds share one (alfworld_envs.py:252, graphgpo_env_manager.py:733-734)",
+            False,
+        ),
+        (
+            "actor_rollout_ref.rollout.seed",
+            seed,
+            "vLLM's sampling seed, of rollouts and validation alike (vllm_rollout_spmd.py:203 "
+            "reads rollout.seed, default 0)",
+            True,
+        ),
+        (
+            "data.seed",
+            seed,
+            "the train dataloader's shuffle (main_graphgpo.py:241, main_ppo.py:242 read data.seed, default 1)",
+            True,
+        ),
     ]
 
 
@@ -242,34 +275,51 @@ def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Ove
     """The overrides the harness appends to the official script: its own settings always, a manifest value
     only where it differs from the script's, the seed's knobs (`seed_settings`); then backend.overrides. One entry
     per key (the last wins), each checked against the entry's composed config (`Override.check`)."""
-    script, run_dir = script_for(config), Path(run_dir)   # absolute for a job; relative (runs/...) in the lock
+    script, run_dir = script_for(config), Path(run_dir)  # absolute for a job; relative (runs/...) in the lock
     harness = [
         ("trainer.project_name", config["study"], "run name"),
         ("trainer.experiment_name", f"{config['method']}-seed{config['seed']}", "run name"),
-        ("trainer.logger", ["console"], "no account-bound logger (wandb) in a reproduction; metrics come from the integration"),
+        (
+            "trainer.logger",
+            ["console"],
+            "no account-bound logger (wandb) in a reproduction; metrics come from the integration",
+        ),
         ("trainer.default_local_dir", str(checkpoint_dir(run_dir)), "path: checkpoints inside the run directory"),
         ("data.train_files", str(data_dir(run_dir) / "text" / "train.parquet"), "path: this job's data preparation"),
         ("data.val_files", str(data_dir(run_dir) / "text" / "test.parquet"), "path: this job's data preparation"),
         ("trainer.save_freq", save_freq(config), "checkpoint cadence: the evaluated steps (the script saves none)"),
-        ("actor_rollout_ref.actor.checkpoint.contents", ["model", "optimizer", "extra", "hf_model"],
-         "a Hugging Face copy of each checkpoint, for evaluation outside verl"),
+        (
+            "actor_rollout_ref.actor.checkpoint.contents",
+            ["model", "optimizer", "extra", "hf_model"],
+            "a Hugging Face copy of each checkpoint, for evaluation outside verl",
+        ),
         ("trainer.resume_mode", "auto" if resume else "disable", "resume an interrupted job from its checkpoints"),
     ]
     if resume and resumes(run_dir):
-        harness.append(("trainer.val_before_train", False, "a resumed job does not validate its resumed step again: verl "
-                        "validates at the loaded step before its loop (ray_trainer.py:1028-1033, graphgpo_ray_trainer.py:1049-1053), "
-                        "which would overwrite that step's outcomes"))
+        harness.append(
+            (
+                "trainer.val_before_train",
+                False,
+                "a resumed job does not validate its resumed step again: verl "
+                "validates at the loaded step before its loop (ray_trainer.py:1028-1033, graphgpo_ray_trainer.py:1049-1053), "
+                "which would overwrite that step's outcomes",
+            )
+        )
     out: dict[str, Override] = {}
     for key, value, why in harness:
         out[key] = Override(key, value, why, _official(script, key))
     for field, key, value in manifest_values(config):
         official = _official(script, key)
         if official is not None and _same(typed(official), value):
-            out.pop(key, None)   # the script already sets this value (a later field may still differ)
+            out.pop(key, None)  # the script already sets this value (a later field may still differ)
             continue
         out[key] = Override(key, value, f"manifest {field}", official, where=field)
-    overrides = {key: Override(key, value, f"manifest backend.overrides.{key}", _official(script, key), where=f"backend.overrides.{key}")
-                 for key, value in ((config.get("backend") or {}).get("overrides") or {}).items()}
+    overrides = {
+        key: Override(
+            key, value, f"manifest backend.overrides.{key}", _official(script, key), where=f"backend.overrides.{key}"
+        )
+        for key, value in ((config.get("backend") or {}).get("overrides") or {}).items()
+    }
     for override in overrides.values():
         override.check(script)
     for key, value, why, added in seed_settings(config, _values(script, [*out.values(), *overrides.values()])):

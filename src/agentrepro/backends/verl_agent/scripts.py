@@ -36,20 +36,26 @@ class Script:
     entry: str
     prepare: tuple[str, ...]
     official: dict[str, tuple[str, int]]
-    entry_line: int     # the line of `python3 -m <entry>`
-    prepare_line: int   # the line of the data-preparation command
-    composed: dict[str, Any]              # the entry's composed config: key -> value before the script's overrides
-    exports: dict[str, tuple[str, int]]   # `export NAME=VALUE` with a literal value -> (value, script line)
+    entry_line: int  # the line of `python3 -m <entry>`
+    prepare_line: int  # the line of the data-preparation command
+    composed: dict[str, Any]  # the entry's composed config: key -> value before the script's overrides
+    exports: dict[str, tuple[str, int]]  # `export NAME=VALUE` with a literal value -> (value, script line)
 
 
 def _scripts(facts: dict) -> dict[str, Script]:
     out = {}
     for estimator, script in facts["scripts"].items():
         (entry, entry_line), (prepare, prepare_line) = script["entry"], script["prepare"]
-        out[estimator] = Script(path=script["path"], entry=entry, prepare=tuple(prepare),
-                                official={key: (value, line) for key, (value, line) in script["official"].items()},
-                                entry_line=entry_line, prepare_line=prepare_line, composed=facts["configs"][script["config"]],
-                                exports={name: (value, line) for name, (value, line) in script["exports"].items()})
+        out[estimator] = Script(
+            path=script["path"],
+            entry=entry,
+            prepare=tuple(prepare),
+            official={key: (value, line) for key, (value, line) in script["official"].items()},
+            entry_line=entry_line,
+            prepare_line=prepare_line,
+            composed=facts["configs"][script["config"]],
+            exports={name: (value, line) for name, (value, line) in script["exports"].items()},
+        )
     return out
 
 

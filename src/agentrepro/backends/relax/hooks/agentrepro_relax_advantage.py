@@ -25,15 +25,15 @@ from __future__ import annotations
 import importlib
 import os
 
-try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+try:  # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
     import agentrepro_signature
     import agentrepro_step_rows as step_rows
-except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
+except ModuleNotFoundError:  # as part of the agentrepro package (tests, the harness)
     from agentrepro.hooks import agentrepro_signature
     from agentrepro.hooks import agentrepro_step_rows as step_rows
 
 HANDOVER = "examples.graphgpo.custom_advantage.compute_custom_advantage"
-SIGNATURE = "(metadata_by_slot)"   # examples/graphgpo/custom_advantage.py @ eaf262f, annotations aside
+SIGNATURE = "(metadata_by_slot)"  # examples/graphgpo/custom_advantage.py @ eaf262f, annotations aside
 SUCCESS = "__GRAPHGPO_SUCCESS__"
 SUCCESS_REWARD = 10.0
 OFFSET = "AGENTREPRO_POLICY_VERSION_OFFSET"
@@ -55,11 +55,23 @@ def group_rows(metadata_by_slot, result) -> list[dict]:
     for slot, advantages in zip(metadata_by_slot, result):
         for unit, meta in slot.items():
             success, goal = bool(meta["success"]), meta["next_state_key"] == SUCCESS
-            rows.append({"group": str(meta["rollout_group_id"]), "traj": str(meta["trajectory_id"]), "turn": int(meta["turn_index"]),
-                         "state": str(meta["state_key"]), "next_state": step_rows.GOAL if goal else str(meta["next_state_key"]),
-                         "reward": SUCCESS_REWARD if (success and goal) else 0.0, "episode_reward": SUCCESS_REWARD * success,
-                         "valid": bool(meta["is_action_valid"]), "success": success, "advantage": float(advantages[unit]),
-                         "episode_return": float(meta["episode_return"]), "policy_version": meta["policy_version"], "unit": unit})
+            rows.append(
+                {
+                    "group": str(meta["rollout_group_id"]),
+                    "traj": str(meta["trajectory_id"]),
+                    "turn": int(meta["turn_index"]),
+                    "state": str(meta["state_key"]),
+                    "next_state": step_rows.GOAL if goal else str(meta["next_state_key"]),
+                    "reward": SUCCESS_REWARD if (success and goal) else 0.0,
+                    "episode_reward": SUCCESS_REWARD * success,
+                    "valid": bool(meta["is_action_valid"]),
+                    "success": success,
+                    "advantage": float(advantages[unit]),
+                    "episode_return": float(meta["episode_return"]),
+                    "policy_version": meta["policy_version"],
+                    "unit": unit,
+                }
+            )
     return rows
 
 
@@ -86,7 +98,7 @@ def compute_custom_advantage(metadata_by_slot):
             if step in steps:
                 try:
                     rows = group_rows(metadata_by_slot, result)
-                except Exception as exc:  # noqa: BLE001 - recorded for the certificate; training goes on
+                except Exception as exc:
                     step_rows.write_error(step, f"{type(exc).__name__}: {exc}")
                 else:
                     step_rows.append(step, rows)

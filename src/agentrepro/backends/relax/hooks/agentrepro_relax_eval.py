@@ -25,8 +25,14 @@ from pathlib import Path
 
 HANDOVER = "examples.graphgpo.eval_logger.log_eval_rollout_data"
 FOLDER = "agentrepro_eval"
-TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
-              "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
+TASK_TYPES = (
+    "pick_and_place_simple",
+    "look_at_obj_in_light",
+    "pick_clean_then_place_in_recep",
+    "pick_heat_then_place_in_recep",
+    "pick_cool_then_place_in_recep",
+    "pick_two_obj_and_place",
+)
 
 
 def task_type(task_id: str) -> str:
@@ -67,11 +73,21 @@ def trajectories(dataset: str, samples) -> list[dict]:
             raise ValueError(f"{context}: success must be a boolean and episode_return a finite number")
         if turns != list(range(len(rows))):
             raise ValueError(f"{context}: turn_index values {turns} are not 0..{len(rows) - 1}")
-        tokens = sum(int(getattr(sample, "response_length")) for sample, _, _ in rows)
-        records.append({"dataset": dataset, "trajectory_id": str(trajectory_id), "task_id": task_id,
-                        "task_id_sha256": hashlib.sha256(task_id.encode()).hexdigest(), "category": task_type(task_id),
-                        "success": success, "reward": float(reward), "turns": len(rows), "tokens": tokens,
-                        "truncated": any(bool(m.get("truncated")) for _, m, _ in rows)})
+        tokens = sum(int(sample.response_length) for sample, _, _ in rows)
+        records.append(
+            {
+                "dataset": dataset,
+                "trajectory_id": str(trajectory_id),
+                "task_id": task_id,
+                "task_id_sha256": hashlib.sha256(task_id.encode()).hexdigest(),
+                "category": task_type(task_id),
+                "success": success,
+                "reward": float(reward),
+                "turns": len(rows),
+                "tokens": tokens,
+                "truncated": any(bool(m.get("truncated")) for _, m, _ in rows),
+            }
+        )
     return records
 
 

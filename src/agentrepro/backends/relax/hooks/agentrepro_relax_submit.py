@@ -35,12 +35,16 @@ def submitted_argv(printed: str, *, source: Path, replace: list[str] | None = No
     and the value of each `--flag value` pair in `replace` set (appended when the recipe lacks the flag)."""
     words = shlex.split(printed)
     n = len(LAUNCHER)
-    if tuple(words[:n]) != LAUNCHER or tuple(words[n:n + len(ENTRY)]) != ENTRY:
-        raise Refused(f"{source}: expected the recipe to print `{shlex.join(LAUNCHER + ENTRY)} ...`, got {printed[:120]!r}")
+    if tuple(words[:n]) != LAUNCHER or tuple(words[n : n + len(ENTRY)]) != ENTRY:
+        raise Refused(
+            f"{source}: expected the recipe to print `{shlex.join(LAUNCHER + ENTRY)} ...`, got {printed[:120]!r}"
+        )
     hooks = [i for i, word in enumerate(words) if word == HOOK_FLAG]
     if len(hooks) != 1 or hooks[0] + 1 >= len(words) or words[hooks[0] + 1] != RECIPE_HOOK:
-        raise Refused(f"{source}: expected one {HOOK_FLAG} {RECIPE_HOOK} (the recipe's eval logger, which agentrepro's "
-                      "hook hands over to)")
+        raise Refused(
+            f"{source}: expected one {HOOK_FLAG} {RECIPE_HOOK} (the recipe's eval logger, which agentrepro's "
+            "hook hands over to)"
+        )
     words[hooks[0] + 1] = HOOK
     pairs = list(replace or [])
     for flag, value in zip(pairs[0::2], pairs[1::2]):

@@ -38,32 +38,45 @@ import os
 import sys
 import threading
 
-try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+try:  # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
     import agentrepro_signature
     import agentrepro_verl_prune
     import agentrepro_verl_rows
-except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
+except ModuleNotFoundError:  # as part of the agentrepro package (tests, the harness)
     from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune, agentrepro_verl_rows
     from agentrepro.hooks import agentrepro_signature
 
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 ENVS_INIT = "(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={})"
 PROCESS_BATCH = "(self, batch_idx, total_batch_list, total_infos, success)"
-ADVANTAGE = ("(data, adv_estimator, gamma=1.0, lam=1.0, num_repeat=1, multi_turn=False, norm_adv_by_std_in_grpo=True, "
-             "step_advantage_w=1.0, {}gigpo_mode='mean_std_norm', {}**kwargs)")
+ADVANTAGE = (
+    "(data, adv_estimator, gamma=1.0, lam=1.0, num_repeat=1, multi_turn=False, norm_adv_by_std_in_grpo=True, "
+    "step_advantage_w=1.0, {}gigpo_mode='mean_std_norm', {}**kwargs)"
+)
 # module -> {qualified name: signature at COMMIT}
 PATCHES = {
-    "recipe.GraphGPO.alfworld_envs": {"AlfworldEnvs.__init__": ENVS_INIT, "AlfworldWorker.__init__": "(self, config, seed, base_env)"},
-    "agent_system.environments.env_package.alfworld.envs": {"AlfworldEnvs.__init__": ENVS_INIT,
-                                                            "AlfworldWorker.__init__": "(self, config, seed, base_env)"},
+    "recipe.GraphGPO.alfworld_envs": {
+        "AlfworldEnvs.__init__": ENVS_INIT,
+        "AlfworldWorker.__init__": "(self, config, seed, base_env)",
+    },
+    "agent_system.environments.env_package.alfworld.envs": {
+        "AlfworldEnvs.__init__": ENVS_INIT,
+        "AlfworldWorker.__init__": "(self, config, seed, base_env)",
+    },
     "recipe.GraphGPO.graphgpo_env_manager": {"AlfWorldEnvironmentManager._process_batch": PROCESS_BATCH},
     "agent_system.environments.env_manager": {"AlfWorldEnvironmentManager._process_batch": PROCESS_BATCH},
-    "recipe.GraphGPO.graphgpo_ray_trainer": {"RayPPOTrainer._validate": "(self)", "RayPPOTrainer.fit": "(self)",
-                                             "RayPPOTrainer._save_checkpoint": "(self)",
-                                             "compute_advantage": ADVANTAGE.format("episode_advantage_w=0.0, ", "")},
-    "verl.trainer.ppo.ray_trainer": {"RayPPOTrainer._validate": "(self)", "RayPPOTrainer.fit": "(self)",
-                                     "RayPPOTrainer._save_checkpoint": "(self)",
-                                     "compute_advantage": ADVANTAGE.format("", "gigpo_enable_similarity=False, gigpo_similarity_thresh=0.95, ")},
+    "recipe.GraphGPO.graphgpo_ray_trainer": {
+        "RayPPOTrainer._validate": "(self)",
+        "RayPPOTrainer.fit": "(self)",
+        "RayPPOTrainer._save_checkpoint": "(self)",
+        "compute_advantage": ADVANTAGE.format("episode_advantage_w=0.0, ", ""),
+    },
+    "verl.trainer.ppo.ray_trainer": {
+        "RayPPOTrainer._validate": "(self)",
+        "RayPPOTrainer.fit": "(self)",
+        "RayPPOTrainer._save_checkpoint": "(self)",
+        "compute_advantage": ADVANTAGE.format("", "gigpo_enable_similarity=False, gigpo_similarity_thresh=0.95, "),
+    },
     "verl.utils.tracking": {"Tracking.log": "(self, data, step, backend=None)"},
 }
 _state = threading.local()
@@ -99,10 +112,14 @@ def check(module, qualname: str, expected: str) -> None:
     try:
         _, _, target = _resolve(module, qualname)
     except AttributeError:
-        raise RuntimeError(f"agentrepro: {module.__name__} has no {qualname} (integration written for verl-agent {COMMIT[:7]})") from None
+        raise RuntimeError(
+            f"agentrepro: {module.__name__} has no {qualname} (integration written for verl-agent {COMMIT[:7]})"
+        ) from None
     found = agentrepro_signature.bare(target)
     if found != expected:
-        raise RuntimeError(f"agentrepro: {module.__name__}.{qualname}{found} is not {expected} of verl-agent {COMMIT[:7]}")
+        raise RuntimeError(
+            f"agentrepro: {module.__name__}.{qualname}{found} is not {expected} of verl-agent {COMMIT[:7]}"
+        )
 
 
 def _wrap(module, qualname: str, make):
@@ -127,15 +144,20 @@ def patch_envs(module) -> None:
         def __init__(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={}):  # noqa: B006
             games = panel()
             if is_train or games is None:
-                return original(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train, env_kwargs)
+                return original(
+                    self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train, env_kwargs
+                )
             if env_num * group_n != len(games):
-                raise RuntimeError(f"agentrepro: {env_num * group_n} validation envs for a panel of {len(games)} games "
-                                   "(data.val_batch_size must equal eval.tasks)")
-            module.AlfworldWorker = PinnedWorker   # looked up by name when the workers are created
-            try:   # seed 0: worker i gets seed 0 + i (one game each: the seed no longer orders anything)
+                raise RuntimeError(
+                    f"agentrepro: {env_num * group_n} validation envs for a panel of {len(games)} games "
+                    "(data.val_batch_size must equal eval.tasks)"
+                )
+            module.AlfworldWorker = PinnedWorker  # looked up by name when the workers are created
+            try:  # seed 0: worker i gets seed 0 + i (one game each: the seed no longer orders anything)
                 return original(self, alf_config_path, 0, env_num, group_n, resources_per_worker, is_train, env_kwargs)
             finally:
                 module.AlfworldWorker = worker_class
+
         return __init__
 
     _wrap(module, "AlfworldEnvs.__init__", make)
@@ -155,12 +177,21 @@ def patch_manager(module) -> None:
             result = original(self, batch_idx, total_batch_list, total_infos, success)
             episodes = getattr(_state, "episodes", None)
             if episodes is not None:
-                steps = [(row, info) for row, info in zip(total_batch_list[batch_idx], total_infos[batch_idx]) if row["active_masks"]]
+                steps = [
+                    (row, info)
+                    for row, info in zip(total_batch_list[batch_idx], total_infos[batch_idx])
+                    if row["active_masks"]
+                ]
                 tokens = [_tokens(row) for row, _ in steps]
                 last = steps[-1][1] if steps else {}
-                episodes[batch_idx] = {"won": bool(last.get("won", False)), "turns": len(steps),
-                                       "tokens": None if None in tokens else sum(tokens), "gamefile": last.get("extra.gamefile")}
+                episodes[batch_idx] = {
+                    "won": bool(last.get("won", False)),
+                    "turns": len(steps),
+                    "tokens": None if None in tokens else sum(tokens),
+                    "gamefile": last.get("extra.gamefile"),
+                }
             return result
+
         return _process_batch
 
     _wrap(module, "AlfWorldEnvironmentManager._process_batch", make)
@@ -175,11 +206,13 @@ def episode_lines(episodes: dict[int, dict], games: list[dict] | None) -> list[d
             entry = games[index]
             seen = episode.get("gamefile")
             if seen is not None and os.path.normpath(seen) != os.path.normpath(game_path(entry)):
-                raise RuntimeError(f"agentrepro: validation env {index} played {seen}, not its pinned game {game_path(entry)}")
+                raise RuntimeError(
+                    f"agentrepro: validation env {index} played {seen}, not its pinned game {game_path(entry)}"
+                )
             episode.update(task_id=entry["task_id"], task_hash=entry.get("task_hash"), category=entry.get("category"))
         else:
             episode.update(task_id=episode.get("gamefile"))
-        episode["reward"] = 10.0 * episode["won"]   # the ALFWorld text reward (alfworld_envs.py compute_reward)
+        episode["reward"] = 10.0 * episode["won"]  # the ALFWorld text reward (alfworld_envs.py compute_reward)
         lines.append(episode)
     return lines
 
@@ -200,6 +233,7 @@ def patch_trainer(module) -> None:
                 f.writelines(json.dumps(line, sort_keys=True) + "\n" for line in lines)
             os.replace(path + ".tmp", path)
             return metrics
+
         return _validate
 
     _wrap(module, "RayPPOTrainer._validate", make)
@@ -222,6 +256,7 @@ def patch_tracking(module) -> None:
             with open(os.path.join(out_dir(), "verl_metrics.jsonl"), "a", encoding="utf-8") as f:
                 f.write(json.dumps({"step": int(step), "data": record}) + "\n")
             return original(self, data, step, backend)
+
         return log
 
     _wrap(module, "Tracking.log", make)

@@ -31,10 +31,10 @@ import json
 import os
 import re
 
-STEP_DIR = "global_step_{}"          # <default_local_dir>/global_step_<N>/ (ray_trainer.py:913)
-HF_COPY = ("actor", "huggingface")   # inside it: the Hugging Face copy (fsdp_checkpoint_manager.py:208), kept
+STEP_DIR = "global_step_{}"  # <default_local_dir>/global_step_<N>/ (ray_trainer.py:913)
+HF_COPY = ("actor", "huggingface")  # inside it: the Hugging Face copy (fsdp_checkpoint_manager.py:208), kept
 RECORD = "pruned_in_training.jsonl"  # in <default_local_dir>, next to latest_checkpointed_iteration.txt
-PRUNE_ENV = "AGENTREPRO_VERL_PRUNE"   # "1": prune older steps after each save; "0" or unset: keep them
+PRUNE_ENV = "AGENTREPRO_VERL_PRUNE"  # "1": prune older steps after each save; "0" or unset: keep them
 _STEP = re.compile(r"^global_step_(\d+)$")
 
 
@@ -80,8 +80,10 @@ def prune_older(root: str, latest: int, run_dir: str) -> list[dict]:
     first (module docstring); returns the lines written."""
     run_dir, real_root = os.path.realpath(run_dir), os.path.realpath(root)
     if os.path.commonpath([real_root, run_dir]) != run_dir:
-        raise RuntimeError(f"agentrepro: checkpoints in {root}, outside the run directory {run_dir}; "
-                           f"not pruned ({PRUNE_ENV}); trainer.default_local_dir must stay inside the run")
+        raise RuntimeError(
+            f"agentrepro: checkpoints in {root}, outside the run directory {run_dir}; "
+            f"not pruned ({PRUNE_ENV}); trainer.default_local_dir must stay inside the run"
+        )
     steps = sorted(int(m.group(1)) for m in map(_STEP.match, os.listdir(root)) if m)
     written = []
     for step in (s for s in steps if s < latest):
@@ -89,8 +91,16 @@ def prune_older(root: str, latest: int, run_dir: str) -> list[dict]:
         files = state_files(step_dir)
         if not files:
             continue
-        lines = [{"step": step, "saved": latest, "path": _relative(real_root, os.path.relpath(path, root), run_dir),
-                  "sha256": _sha256(path), "bytes": os.path.getsize(path)} for path in files]
+        lines = [
+            {
+                "step": step,
+                "saved": latest,
+                "path": _relative(real_root, os.path.relpath(path, root), run_dir),
+                "sha256": _sha256(path),
+                "bytes": os.path.getsize(path),
+            }
+            for path in files
+        ]
         with open(os.path.join(root, RECORD), "a", encoding="utf-8") as f:
             f.writelines(json.dumps(line, sort_keys=True) + "\n" for line in lines)
             f.flush()
@@ -108,6 +118,9 @@ def wrap_save_checkpoint(original):
     def _save_checkpoint(self):
         result = original(self)
         if prune:
-            prune_older(str(self.config.trainer.default_local_dir), int(self.global_steps), os.environ["AGENTREPRO_VERL_OUT"])
+            prune_older(
+                str(self.config.trainer.default_local_dir), int(self.global_steps), os.environ["AGENTREPRO_VERL_OUT"]
+            )
         return result
+
     return _save_checkpoint

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import threading
 
-try:   # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+try:  # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
     import agentrepro_step_rows as step_rows
-except ModuleNotFoundError:   # as part of the agentrepro package (tests, the harness)
+except ModuleNotFoundError:  # as part of the agentrepro package (tests, the harness)
     from agentrepro.hooks import agentrepro_step_rows as step_rows
 
 _state = threading.local()
@@ -76,10 +76,22 @@ def batch_rows(data) -> list[dict]:
     for idx in positions.values():
         for k, i in enumerate(idx):
             turn[i] = k
-    return [{"group": str(uid[i]), "traj": str(traj[i]), "turn": turn[i], "state": anchor[i], "next_state": nxt[i],
-             "reward": float(rewards[i]), "episode_reward": float(episode[i]), "valid": bool(valid[i]),
-             "success": float(episode[i]) > 0, "active": bool(active[i]),
-             "advantage": row_advantage(advantages[i], masks[i])} for i in range(n)]
+    return [
+        {
+            "group": str(uid[i]),
+            "traj": str(traj[i]),
+            "turn": turn[i],
+            "state": anchor[i],
+            "next_state": nxt[i],
+            "reward": float(rewards[i]),
+            "episode_reward": float(episode[i]),
+            "valid": bool(valid[i]),
+            "success": float(episode[i]) > 0,
+            "active": bool(active[i]),
+            "advantage": row_advantage(advantages[i], masks[i]),
+        }
+        for i in range(n)
+    ]
 
 
 def wrap_fit(original):
@@ -89,6 +101,7 @@ def wrap_fit(original):
             return original(self)
         finally:
             _state.trainer = None
+
     return fit
 
 
@@ -101,9 +114,10 @@ def wrap_compute_advantage(original):
             step = int(trainer.global_steps)
             try:
                 rows = batch_rows(result)
-            except Exception as exc:  # noqa: BLE001 - recorded for the certificate; training goes on
+            except Exception as exc:
                 step_rows.write_error(step, f"{type(exc).__name__}: {exc}")
             else:
                 step_rows.write(step, rows)
         return result
+
     return compute_advantage
