@@ -73,9 +73,8 @@ def goal_distances(graph: StateGraph) -> Distances:
     if goals.size == 0 or graph.n_nodes == 0:
         d = np.full(graph.n_nodes, np.inf)
     else:
-        from scipy.sparse import (
-            csr_matrix,
-        )  # heavy: loaded here, verbs that only name the estimators (freeze, command) skip it
+        # heavy: loaded here, verbs that only name the estimators (freeze, command) skip it
+        from scipy.sparse import csr_matrix  # heavy: see above
         from scipy.sparse.csgraph import dijkstra  # heavy: as above
 
         # reversed adjacency: an edge u → v becomes v → u, so distances from the goals are distances *to* them

@@ -50,10 +50,10 @@ def textworld_env(game_file: Path):
     """A TextWorld environment for one ALFWorld game, wrapped and with the infos AlfredTWEnv requests."""
     try:
         import textworld  # optional: the alfworld extra
-        from alfworld.agents.environment.alfred_tw_env import (
+        from alfworld.agents.environment.alfred_tw_env import (  # optional: the alfworld extra
             AlfredDemangler,
             AlfredInfos,
-        )  # optional: the alfworld extra
+        )
     except ImportError as exc:
         raise BadInput(
             f"the alfworld package is not installed ({exc}): pip install '.[alfworld]'", where="package"
