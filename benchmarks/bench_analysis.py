@@ -79,7 +79,7 @@ def main() -> None:
         root = Path(tmp)
         t_write, paths = timed(lambda: write_files(root, args.seeds, args.tasks))
         t_parse, _ = timed(lambda: sum(len([json.loads(line) for line in open(p)]) for p in paths))
-        t_full, out = timed(
+        t_full, _out = timed(
             lambda: analyze_outcomes(paths, root / "out", tolerance_pp=3, claims=["graphgpo > grpo", "gigpo > grpo"])
         )
         df = read_outcomes(paths)

@@ -14,6 +14,7 @@ Run: .venv/bin/python benchmarks/bench_containers.py
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import statistics
@@ -75,22 +76,9 @@ def main() -> None:
     for name, block in (("host (image: none)", {"none": "on the host"}), ("podman", image.block())):
         path = work / f"{name.split()[0]}.yaml"
         path.write_text(yaml.safe_dump(config(block)))
-        run = lambda: subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "agentrepro",
-                "train",
-                "--config",
-                str(path),
-                "--out",
-                str(work / "runs" / name.split()[0]),
-                "--no-resume",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        rows.append((name, median(run)))
+        argv = [sys.executable, "-m", "agentrepro", "train", "--config", str(path)]
+        argv += ["--out", str(work / "runs" / name.split()[0]), "--no-resume"]
+        rows.append((name, median(functools.partial(subprocess.run, argv, check=True, capture_output=True))))
     print(f"| job | agentrepro train (s, median of {REPEATS}) |\n|---|---|")
     for name, seconds in rows:
         print(f"| {name} | {seconds:.2f} |")
@@ -122,7 +110,7 @@ def main() -> None:
     for _ in range(3):
         podman_kit.podman("rmi", "--force", image.image_id)
         file_container = containers.container_for(config(file_block), run_dir=work)
-        loads.append(timed(lambda: prepare(file_container)))
+        loads.append(timed(functools.partial(prepare, file_container)))
     parts[f"load a {archive.stat().st_size / 1e6:.0f} MB OCI archive (first job on a node; median of 3)"] = (
         statistics.median(loads)
     )

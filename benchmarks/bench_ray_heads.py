@@ -83,7 +83,7 @@ def main() -> int:
         proc, out, config, values = start(work, 0, count, args.ray)
         _, stderr = proc.communicate(timeout=3600)
         report = json.loads(out.read_text()) if proc.returncode == 0 else {"error": stderr[-2000:]}
-        need, ports = demands.worker_ports(config, values)
+        _need, ports = demands.worker_ports(config, values)
         print(
             json.dumps(
                 {

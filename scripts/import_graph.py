@@ -74,34 +74,38 @@ def part(module: str) -> str:
 def imports(src: Path) -> list[Import]:
     """Every import statement of the package, with agentrepro targets resolved to the module they name."""
     known = modules(src)
+    return [edge for module, path in sorted(known.items()) for edge in _module_imports(module, path, known)]
+
+
+def _module_imports(module: str, path: Path, known: dict[str, Path]) -> list[Import]:
+    """The import statements of one module, each marked as inside a function body or not."""
     found: list[Import] = []
-    for module, path in sorted(known.items()):
-        source = path.read_text(encoding="utf-8")
-        lines = source.splitlines()
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
 
-        def visit(node: ast.AST, inside: bool) -> None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    visit(child, True)
-                    continue
-                if isinstance(child, ast.Import):
-                    names = [alias.name for alias in child.names]
-                elif isinstance(child, ast.ImportFrom):
-                    base = child.module or ""
-                    if child.level:
-                        kept = package.split(".")[: len(package.split(".")) - child.level + 1]
-                        base = ".".join(kept + ([base] if base else []))
-                    names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in child.names]
-                else:
-                    visit(child, inside)
-                    continue
-                for name in names:
-                    while name.startswith("agentrepro.") and name not in known and "." in name:
-                        name = name.rpartition(".")[0]
-                    found.append(Import(module, name, child.lineno, inside, lines[child.lineno - 1]))
+    def visit(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, True)
+                continue
+            if isinstance(child, ast.Import):
+                names = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    kept = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join(kept + ([base] if base else []))
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in child.names]
+            else:
+                visit(child, inside)
+                continue
+            for name in names:
+                while name.startswith("agentrepro.") and name not in known and "." in name:
+                    name = name.rpartition(".")[0]
+                found.append(Import(module, name, child.lineno, inside, lines[child.lineno - 1]))
 
-        visit(ast.parse(source), False)
+    visit(ast.parse(source), False)
     return found
 
 

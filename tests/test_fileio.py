@@ -51,7 +51,7 @@ def test_jsonl_error_names_line(tmp_path):
 
 def test_read_jsonl_missing_file(tmp_path):
     """A missing file is BadInput naming the path, not a bare FileNotFoundError."""
-    with pytest.raises(BadInput, match="nope.jsonl: file not found"):
+    with pytest.raises(BadInput, match=r"nope.jsonl: file not found"):
         read_jsonl(tmp_path / "nope.jsonl")
 
 
@@ -67,7 +67,7 @@ def test_yaml_is_loaded_safely(tmp_path):
     """Python object tags are refused (safe_load), so a manifest cannot execute code."""
     path = tmp_path / "m.yaml"
     path.write_text("x: !!python/object/apply:os.system ['echo pwned']\n")
-    with pytest.raises(Exception):
+    with pytest.raises(BadInput, match="could not determine a constructor"):
         load_yaml(path)
 
 

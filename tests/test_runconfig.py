@@ -91,7 +91,7 @@ def test_checkpoint_steps_of_a_run_config():
     """A run config's train.steps, train.checkpoint_every and eval block give its checkpoint steps."""
     config = {"train": {"steps": 6, "checkpoint_every": 2}, "eval": {"checkpoint": "all"}}
     assert runconfig.checkpoint_steps(config) == [0, 2, 4, 6]
-    with pytest.raises(BadInput, match="train.steps"):
+    with pytest.raises(BadInput, match=r"train.steps"):
         runconfig.checkpoint_steps({"train": {"steps": -1}})
 
 

@@ -15,5 +15,5 @@ def test_schemas_are_found_in_one_folder_and_a_missing_one_is_an_error():
     repo_schemas = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
     for file in repo_schemas.glob("*.schema.json"):
         assert schema.schema_path(file.name).read_bytes() == file.read_bytes()
-    with pytest.raises(Failure, match="no-such.schema.json: schema not found"):
+    with pytest.raises(Failure, match=r"no-such.schema.json: schema not found"):
         schema.schema_path("no-such.schema.json")

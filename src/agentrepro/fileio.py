@@ -161,7 +161,7 @@ def _first_non_finite(obj: Any, parts: tuple = ()) -> tuple[str, Any] | None:
     else:
         return None
     for key, value in items:
-        found = _first_non_finite(value, parts + (key,))
+        found = _first_non_finite(value, (*parts, key))
         if found:
             return found
     return None

@@ -134,13 +134,13 @@ def describe(error: jsonschema.ValidationError) -> tuple[str, str]:
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
         if extra:
-            parts = parts + [extra[0]]
+            parts = [*parts, extra[0]]
             hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
             return key_path(parts), f"unknown key{hint}"
     if kind == "required":
         missing = [k for k in expected if isinstance(value, dict) and k not in value]
         if missing:
-            return key_path(parts + [missing[0]]), "missing required key"
+            return key_path([*parts, missing[0]]), "missing required key"
     if kind == "type":
         names = expected if isinstance(expected, list) else [expected]
         return key_path(parts), f"expected {' or '.join(_TYPE_NAMES.get(n, n) for n in names)}, got {_short(value)}"
@@ -149,7 +149,7 @@ def describe(error: jsonschema.ValidationError) -> tuple[str, str]:
     if kind == "const":
         return key_path(parts), f"expected {_short(expected)}, got {_short(value)}"
     if kind == "pattern" and "propertyNames" in error.schema_path:
-        return key_path(parts + [value]), f"invalid name {_short(value)}: names must match {expected}"
+        return key_path([*parts, value]), f"invalid name {_short(value)}: names must match {expected}"
     if kind == "pattern":
         return key_path(parts), f"got {_short(value)}, which does not match {expected}"
     if kind == "propertyNames":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 
 import numpy as np
 from helpers import run_cli
@@ -52,9 +54,10 @@ def test_cli_whitens_the_whole_file_together(tmp_path):
         )
         assert np.allclose(r["advantages"], a[0]) and np.allclose(r["returns"], ret[0])
     flat = masked_whiten(
-        np.array([sum((r["advantages"] for r in raw_rows), [])]), np.array([sum((s["mask"] for s in seqs), [])])
+        np.array([functools.reduce(operator.iadd, (r["advantages"] for r in raw_rows), [])]),
+        np.array([functools.reduce(operator.iadd, (s["mask"] for s in seqs), [])]),
     )
-    assert np.allclose(sum((w["advantages"] for w in white_rows), []), flat[0])
+    assert np.allclose(functools.reduce(operator.iadd, (w["advantages"] for w in white_rows), []), flat[0])
     assert [w["returns"] for w in white_rows] == [r["returns"] for r in raw_rows]  # returns are never whitened
     alone = masked_whiten(np.array([raw_rows[0]["advantages"]]), np.array([seqs[0]["mask"]]))[0]
     assert not np.allclose(white_rows[0]["advantages"], alone)

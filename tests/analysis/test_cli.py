@@ -87,7 +87,7 @@ def test_study_mode(tmp_path):
 def test_bad_input_exits_2_naming_file_and_line_and_writes_nothing(tmp_path):
     """A duplicated key exits 2 with one line naming the file and lines; no output directory appears."""
     rows = outcome_rows("x", "m", 0, 1, [1, 0, 1])
-    path = write_jsonl(tmp_path / "dup.jsonl", rows + [rows[0]])
+    path = write_jsonl(tmp_path / "dup.jsonl", [*rows, rows[0]])
     res = run_cli("analyze", "--outcomes", path, "--out", tmp_path / "out")
     assert res.returncode == 2
     assert str(path) in res.stderr and "line 1" in res.stderr and "line 4" in res.stderr

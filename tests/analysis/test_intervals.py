@@ -53,13 +53,13 @@ def test_clustered_se_equals_statsmodels_cluster_robust_se():
     groups = np.tile(np.arange(40), 3)
     fit = sm.OLS(y.ravel(), np.ones(y.size)).fit(cov_type="cluster", cov_kwds={"groups": groups})
     assert clustered_se(y) == pytest.approx(float(fit.bse[0]), rel=1e-10)
-    mean, se, lo, hi = clustered_interval(y)
+    mean, se, _lo, hi = clustered_interval(y)
     assert mean == pytest.approx(y.mean()) and hi - mean == pytest.approx(stats.t.ppf(0.975, 39) * se)
 
 
 def clustered_wilson_by_hand(success, alpha=0.05):
     """Kish's design effect written out: n_eff = N / deff, deff = clustered variance / binomial variance, in [tasks, N]."""
-    seeds, tasks, episodes = success.shape
+    _seeds, tasks, _episodes = success.shape
     n, p = success.size, success.mean()
     per_task = success.mean(axis=(0, 2))
     var_clustered = per_task.var(ddof=1) / tasks

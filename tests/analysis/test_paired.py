@@ -42,7 +42,7 @@ NEWCOMBE_TABLE_II = [
 @pytest.mark.parametrize("cells,lo,hi", NEWCOMBE_TABLE_II)
 def test_newcombe_method_10_reproduces_the_published_examples(cells, lo, hi):
     """Our method-10 interval matches Newcombe's (1998) Table II to the 4 published decimals."""
-    e, f, g, h = cells
+    _e, f, g, _h = cells
     delta, got_lo, got_hi = newcombe_paired_ci(*cells)
     assert delta == pytest.approx((f - g) / sum(cells))
     assert round(got_lo, 4) == pytest.approx(lo, abs=1e-4)

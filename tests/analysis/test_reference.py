@@ -63,7 +63,7 @@ def test_the_reference_is_named_by_its_kind(tmp_path):
     assert load_reference(write(tmp_path, GOOD))["kind"] == "paper"
     ref = load_reference(write(tmp_path, "kind: earlier run\n" + GOOD.replace("checked: true", "checked: false")))
     success = np.r_[np.ones(113), np.zeros(15)][None, :]
-    table, notes = verdicts_table(runs_frame("a", [113]), {"a": success}, ref, 0.03, 10)
+    _table, notes = verdicts_table(runs_frame("a", [113]), {"a": success}, ref, 0.03, 10)
     assert any(n.startswith("a: inconclusive against the earlier run's 88.00%") for n in notes)
     assert any(n.startswith("a: the earlier run's value 88.00%") for n in notes)
     assert not any("paper" in n for n in notes)

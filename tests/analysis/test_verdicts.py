@@ -49,7 +49,10 @@ def test_one_run_of_128_tasks_at_88_percent_cannot_show_equivalence_within_3pp()
     paper = k / n
     (lo90,), (hi90,) = wilson([k], [n], 0.10)
     (lo95,), (hi95,) = wilson([k], [n], 0.05)
-    at = lambda m: tuple(tuple(float(x[0]) for x in wilson([paper * m], [m], a)) for a in (0.10, 0.05))
+
+    def at(m):
+        return tuple(tuple(float(x[0]) for x in wilson([paper * m], [m], a)) for a in (0.10, 0.05))
+
     v = fixed_value_verdict(paper, (lo90, hi90), (lo95, hi95), paper, D, n, "tasks", "wilson", at)
     assert v.verdict == INCONCLUSIVE
     assert (hi90 - lo90) / 2 > D
@@ -75,7 +78,7 @@ def test_units_needed_directions():
 def test_welch_ci_and_tost_p_agree_with_scipy():
     """Welch CI and TOST p-values equal those from scipy's ttest_ind_from_stats (shifted one-sided tests)."""
     m1, s1, n1, m2, s2, n2 = 0.84, 0.02, 3, 0.85, 0.015, 5
-    delta, lo, hi, df = welch_ci(m1, s1, n1, m2, s2, n2, 0.10)
+    delta, _lo, hi, df = welch_ci(m1, s1, n1, m2, s2, n2, 0.10)
     se = math.sqrt(s1**2 / n1 + s2**2 / n2)
     t, _ = stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False)
     assert delta / se == pytest.approx(t)

@@ -85,7 +85,7 @@ def test_run_from_another_lock_or_config_is_detected(frozen):
 
 def test_outcomes_not_on_the_frozen_panel_are_detected(frozen):
     """Rows whose task_hash differs from the lock's panel, repeated keys and missing tasks are reported."""
-    root, lock = frozen
+    root, _lock = frozen
     step = root / "runs" / "demo" / "grpo" / "seed0" / "eval" / "step10"
     rows = [row for _, row in iter_jsonl(step / "outcomes.jsonl")]
     rows[0]["task_hash"] = sha256_json("another map")
@@ -119,7 +119,7 @@ def test_unsealed_run_and_files_added_after_sealing_are_detected(frozen):
 
 def test_run_of_a_method_the_lock_does_not_have(frozen):
     """A run directory for a method outside the lock is reported."""
-    root, lock = frozen
+    root, _lock = frozen
     stray = root / "runs" / "demo" / "ppo" / "seed0"
     stray.mkdir(parents=True)
     assert f"{stray.parent}: 'ppo' is not a method of the lock" in audit_study("demo", root)

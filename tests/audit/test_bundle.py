@@ -48,7 +48,7 @@ def test_bundle_verifies_on_a_clean_copy_elsewhere(frozen, tmp_path):
 def test_bundle_contents(frozen, tmp_path):
     """Manifest, lock, reference, data, configs, commands, provenance, outcomes, analysis and report are packed;
     checkpoints are left out and listed; every member is in BUNDLE.sha256."""
-    root, lock = frozen
+    root, _lock = frozen
     info = write_bundle("demo", tmp_path / "b.tar.gz", root)
     members = _members(tmp_path / "b.tar.gz")
     run = "runs/demo/grpo/seed0/"

@@ -68,5 +68,5 @@ def test_manifest_schema_takes_only_the_three_keep_values(tmp_path):
             ]
             == keep
         )
-    with pytest.raises(BadInput, match="eval.keep_checkpoints"):
+    with pytest.raises(BadInput, match=r"eval.keep_checkpoints"):
         load_manifest(write_study(tmp_path / "bad", set_key(BASE, "eval.keep_checkpoints", "optimizer")))

@@ -75,7 +75,7 @@ def fake_verl_step(run_dir: Path, step: int, world: int = 2) -> None:
             names += [path.replace("{W}", str(world)).replace("{R}", str(r)) for r in range(world)]
         elif path.endswith("/actor/huggingface/"):
             names += [path + "config.json", path + "model.safetensors", path + "tokenizer.json"]
-        elif path.endswith("data.pt") or path.endswith("latest_checkpointed_iteration.txt"):
+        elif path.endswith(("data.pt", "latest_checkpointed_iteration.txt")):
             names.append(path)
         elif "{config.json," in path:
             names.append(path.split("{")[0] + "config.json")
@@ -296,7 +296,7 @@ def test_pruned_files_reports_a_record_that_disagrees_with_the_seal(tmp_path):
 
 def test_keep_checkpoints_is_validated(tmp_path):
     """An unknown eval.keep_checkpoints is BadInput naming the key."""
-    with pytest.raises(BadInput, match="eval.keep_checkpoints"):
+    with pytest.raises(BadInput, match=r"eval.keep_checkpoints"):
         checkpoints.keep_setting({"eval": {"keep_checkpoints": "some"}})
 
 

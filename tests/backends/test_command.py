@@ -43,21 +43,21 @@ def test_nasty_config_value_reaches_the_trainer_verbatim(tmp_path, make_config, 
 
 def test_block_checks():
     """Unknown keys, a missing command, bad env names, an unknown adapter and shell syntax are BadInput at their key."""
-    with pytest.raises(BadInput, match="backend.extra"):
+    with pytest.raises(BadInput, match=r"backend.extra"):
         validate_block({"name": "command", "command": "x", "extra": 1})
-    with pytest.raises(BadInput, match="backend.command"):
+    with pytest.raises(BadInput, match=r"backend.command"):
         validate_block({"name": "command"})
-    with pytest.raises(BadInput, match="backend.env"):
+    with pytest.raises(BadInput, match=r"backend.env"):
         validate_block({"name": "command", "command": "x", "env": ["A=1"]})
-    with pytest.raises(BadInput, match="backend.adapter: unknown adapter 'ray'"):
+    with pytest.raises(BadInput, match=r"backend.adapter: unknown adapter 'ray'"):
         validate_block({"name": "command", "command": "x", "adapter": "ray"})
-    with pytest.raises(BadInput, match="backend.env: 'BASH_FUNC_f%%' is not a variable name"):
+    with pytest.raises(BadInput, match=r"backend.env: 'BASH_FUNC_f%%' is not a variable name"):
         validate_block({"name": "command", "command": "x", "env": {"BASH_FUNC_f%%": "() { {x}; }"}})
     with pytest.raises(
-        BadInput, match="backend.env.AGENTREPRO_RUN_DIR: names starting with AGENTREPRO_ are the harness's"
+        BadInput, match=r"backend.env.AGENTREPRO_RUN_DIR: names starting with AGENTREPRO_ are the harness's"
     ):
         validate_block({"name": "command", "command": "x", "env": {"AGENTREPRO_RUN_DIR": "/elsewhere"}})
-    with pytest.raises(BadInput, match="backend.eval_command: shell syntax '>'"):
+    with pytest.raises(BadInput, match=r"backend.eval_command: shell syntax '>'"):
         validate_block({"name": "command", "command": "x", "eval_command": "x > {outcomes}"})
 
 
@@ -78,7 +78,7 @@ def test_eval_without_eval_command(trained_run):
     resolved = runconfig.read_resolved_config(trained_run)
     del resolved["backend"]["eval_command"]
     runconfig.write_resolved_config(trained_run, resolved)
-    with pytest.raises(BadInput, match="backend.eval_command"):
+    with pytest.raises(BadInput, match=r"backend.eval_command"):
         CommandBackend().evaluate(trained_run, 3)
     assert yaml.safe_load((trained_run / "resolved_config.yaml").read_text())["backend"].get("eval_command") is None
 

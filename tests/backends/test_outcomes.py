@@ -75,7 +75,7 @@ def test_bad_field_is_named(field, value, message):
 def test_duplicates_missing_and_missing_fields():
     """Duplicated keys, a task of the panel never played, a row without a field, and no rows at all are refused."""
     with pytest.raises(BadInput, match="duplicate"):
-        check_rows(rows() + [copy.deepcopy(rows()[0])], config=config(), step=5, source="src")
+        check_rows([*rows(), copy.deepcopy(rows()[0])], config=config(), step=5, source="src")
     with pytest.raises(BadInput, match="not played 1 time"):
         check_rows(rows(1), config=config(), step=5, source="src")
     incomplete = rows()

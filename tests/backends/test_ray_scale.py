@@ -99,7 +99,7 @@ def test_a_jobs_head_holds_every_env_worker_of_the_graphgpo_recipe(tmp_path):
         tmp_path,
         **{ray_head.PORTS_ENV: str(tmp_path / "ports")},
     )
-    stdout, stderr = proc.communicate(timeout=1500)
+    _stdout, stderr = proc.communicate(timeout=1500)
     assert proc.returncode == 0, stderr[-3000:]
     report = json.loads(out.read_text())
     block = next(line for line in stderr.splitlines() if "agentrepro: Ray head of job" in line)
@@ -121,13 +121,13 @@ def test_two_jobs_on_one_machine_at_once_do_not_collide(tmp_path):
     shared = {ray_head.PORTS_ENV: str(tmp_path / "ports")}
     procs, outs = [], []
     for seed in (0, 1):
-        config, launch = train_launch(tmp_path, seed=seed)
+        _config, launch = train_launch(tmp_path, seed=seed)
         out = tmp_path / f"actors{seed}.json"
         outs.append(out)
         procs.append(run_head(launch, [sys.executable, str(ACTORS), "12", "0.2", str(out)], ray, tmp_path, **shared))
     blocks = []
     for proc in procs:
-        stdout, stderr = proc.communicate(timeout=900)
+        _stdout, stderr = proc.communicate(timeout=900)
         assert proc.returncode == 0, stderr[-3000:]
         line = next(line for line in stderr.splitlines() if "agentrepro: Ray head of job" in line)
         low, high = (int(p) for p in line.split(" on ports ")[1].split(",")[0].split("-"))

@@ -76,9 +76,12 @@ def stand_in_checkout(workdir: Path, sources: list[str]) -> str:
     for path in {relax_recipe.RECIPE, *sources}:
         (workdir / path).parent.mkdir(parents=True, exist_ok=True)
         (workdir / path).write_text(f"# stand-in for {path}\n")
-    git = lambda *args: subprocess.run(
-        ["git", "-C", str(workdir), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
+
+    def git(*args):
+        return subprocess.run(
+            ["git", "-C", str(workdir), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
     git("init", "-q")
     git("-c", "user.email=t@example.org", "-c", "user.name=t", "add", "-A")
     git("-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-q", "-m", "stand-in recipe")
@@ -127,12 +130,12 @@ def test_freeze_pins_the_recipe_sources_at_the_relax_commit(study):
     lock, _, root = study
     pinned = lock["backend_sources"]["relax"]
     sources = yaml.safe_load(MANIFEST.read_text())["backend"]["sources"]
-    blob = lambda path: subprocess.run(
-        ["git", "-C", str(root / "relax"), "hash-object", path],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+
+    def blob(path):
+        return subprocess.run(
+            ["git", "-C", str(root / "relax"), "hash-object", path], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
     assert pinned["commit"] == lock["manifest"]["backend"]["commit"] and sorted(pinned["files"]) == sorted(sources)
     assert pinned["files"] == {path: blob(path) for path in sources}
 
@@ -269,7 +272,7 @@ def test_every_method_renders_knobs_and_flags_the_parser_accepts(study, method, 
         for value in values:
             PARSERS[str(entry.get("type"))](value)
             assert "choices" not in entry or value in map(str, entry["choices"]), flag
-    given = dict((flag, values) for flag, values in pairs)
+    given = dict(pairs)
     assert given["--advantage-estimator"] == ["grpo"] and given["--custom-eval-rollout-log-function-path"] == [
         relax_recipe.HOOK
     ]
@@ -473,7 +476,7 @@ def test_eval_hook_writes_one_outcome_per_trajectory(study, tmp_path, recipe_log
         hook.write_outcomes(9, args, {"alfworld": {"rewards": [1.0]}})
     bad = eval_samples(tasks[:1])
     bad[0].metadata["success"] = "yes"
-    with pytest.raises(ValueError, match="traj-0.*success must be a boolean"):
+    with pytest.raises(ValueError, match=r"traj-0.*success must be a boolean"):
         hook.trajectories("alfworld", bad)
 
 
@@ -514,7 +517,7 @@ def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, t
         assert {json.loads(x)["rollout_id"] for x in file.read_text().splitlines()} == {
             relax_recipe.rollout_of_step(step)
         }
-    with pytest.raises(BadInput, match="3.jsonl: file not found"):
+    with pytest.raises(BadInput, match=r"3.jsonl: file not found"):
         relax.convert_eval(run_dir, 4, config)
 
 

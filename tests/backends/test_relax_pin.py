@@ -71,7 +71,7 @@ def relax_rules(num_rollout: int, eval_interval: int, save_interval: int) -> dic
     )
     rollouts = range(num_rollout)
     return {
-        "metrics": {r for r in rollouts},
+        "metrics": set(rollouts),
         "evaluated": {0} | {r for r in rollouts if (r + 1) % eval_interval == 0},
         "saved": {r for r in rollouts if (r + 1) % save_interval == 0 or r + 1 == num_rollout},
     }
@@ -148,5 +148,5 @@ def test_a_resumed_run_names_its_rows_from_the_rollout_it_resumes_at(tmp_path):
     offset = relax_recipe.policy_version_offset(tmp_path)
     assert offset == 10 and 1 + offset == relax_recipe.step_of_rollout(10)
     (tmp_path / relax_recipe.TRACKER).write_text("release\n")
-    with pytest.raises(BadInput, match="latest_checkpointed_iteration.txt"):
+    with pytest.raises(BadInput, match=r"latest_checkpointed_iteration.txt"):
         relax_recipe.policy_version_offset(tmp_path)

@@ -50,9 +50,9 @@ def test_pinned_and_running_agree_until_a_file_is_edited(repo, tmp_path):
 def test_pinned_refuses_an_unknown_commit_or_path(repo):
     """A commit the checkout lacks and a path the commit lacks are BadInput naming the manifest field."""
     commit = git(repo, "rev-parse", "HEAD")
-    with pytest.raises(BadInput, match="backend.commit"):
+    with pytest.raises(BadInput, match=r"backend.commit"):
         sources.pinned(repo, "0" * 40, ["trainer.py"])
-    with pytest.raises(BadInput, match="backend.sources: missing.py is not a file"):
+    with pytest.raises(BadInput, match=r"backend.sources: missing.py is not a file"):
         sources.pinned(repo, commit, ["missing.py"])
 
 

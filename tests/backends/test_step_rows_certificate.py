@@ -303,9 +303,9 @@ def test_step_rows_field_is_validated_naming_it():
     from agentrepro.trainer.config import TrainConfig
 
     for bad in ([0], [11], [3, 3], ["1"], 5):
-        with pytest.raises(BadInput, match="train.step_rows"):
+        with pytest.raises(BadInput, match=r"train.step_rows"):
             TrainConfig.from_dict({"steps": 10, "step_rows": bad})
-        with pytest.raises(BadInput, match="train.step_rows"):
+        with pytest.raises(BadInput, match=r"train.step_rows"):
             runconfig.step_rows({"train": {"steps": 10, "step_rows": bad}})
     assert TrainConfig.from_dict({"steps": 10, "step_rows": [10, 1]}).to_dict()["step_rows"] == [10, 1]
     assert step_rows.hook_env({"train": {"steps": 10}}, Path("run")) == {}

@@ -178,5 +178,5 @@ def test_value_formats_and_braces():
 def test_environment_values_are_plain_text():
     """An environment value is one text: blanks and quotes in it are literal, placeholders are filled as elsewhere."""
     assert text_parts('it\'s {a.b} "x" {{y}}', where="backend.env.X") == ("it's ", Slot("a.b"), ' "x" {y}')
-    with pytest.raises(BadInput, match="backend.env.X: unclosed"):
+    with pytest.raises(BadInput, match=r"backend.env.X: unclosed"):
         text_parts("{a", where="backend.env.X")

@@ -127,7 +127,7 @@ def test_convert_training(tmp_path):
 def test_convert_training_bad_line(tmp_path):
     """A line that is not a FileLogger record is BadInput naming the file and line."""
     (tmp_path / "verl_metrics.jsonl").write_text('{"step": 1, "data": {}}\n{"step": "x"}\n')
-    with pytest.raises(BadInput, match="verl_metrics.jsonl: line 2"):
+    with pytest.raises(BadInput, match=r"verl_metrics.jsonl: line 2"):
         outputs.convert_training(tmp_path, config(tmp_path))
 
 
@@ -177,7 +177,7 @@ def test_train_without_checkout_is_bad_input(tmp_path):
     """Training needs backend.workdir to be a verl-agent checkout."""
     cfg = config(tmp_path)
     cfg["backend"]["workdir"] = str(tmp_path / "missing")
-    with pytest.raises(BadInput, match="backend.workdir"):
+    with pytest.raises(BadInput, match=r"backend.workdir"):
         verl_agent.VerlAgentBackend().train(cfg, tmp_path / "run")
 
 
@@ -187,16 +187,13 @@ ENGINE=${1:-vllm}
 python3 fake_trainer.py actor_rollout_ref.rollout.name=$ENGINE $@
 """
 
-RAN_IN = (
-    """\
+RAN_IN = f"""\
 import json, os, sys
 IMAGE = "/etc/agentrepro-image"   # the test image's marker (tests/podman_kit.py); no such file on the host
 with open("ran_in.jsonl", "a") as fh:   # in the checkout, the working directory
-    fh.write(json.dumps({"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get(%r),
-                         "image": open(IMAGE).read() if os.path.exists(IMAGE) else None}) + "\\n")
+    fh.write(json.dumps({{"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get({STAND_IN_GPU_ENV!r}),
+                         "image": open(IMAGE).read() if os.path.exists(IMAGE) else None}}) + "\\n")
 """
-    % STAND_IN_GPU_ENV
-)
 
 FAKE_PREPARE = (
     RAN_IN
@@ -388,7 +385,7 @@ def test_validate_config_refuses_what_verl_cannot_run(tmp_path):
             backend.validate_config(cfg)
     cfg = config(tmp_path)
     cfg["train"]["entropy_coef"] = 0.01
-    with pytest.raises(BadInput, match="train.entropy_coef"):
+    with pytest.raises(BadInput, match=r"train.entropy_coef"):
         backend.validate_config(cfg)
 
 

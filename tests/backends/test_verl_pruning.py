@@ -199,7 +199,7 @@ def test_the_audit_refuses_a_record_that_the_seal_contradicts_or_that_is_malform
         f"training, but the run's seal {run / seal.OUTPUTS} lists it"
     ]
     training_record(run).write_text(json.dumps({**line, "step": "5"}) + "\n")
-    with pytest.raises(BadInput, match="line 1: expected {step, saved, path, sha256, bytes}"):
+    with pytest.raises(BadInput, match=r"line 1: expected {step, saved, path, sha256, bytes}"):
         VERL.pruned_in_training(run)
     from agentrepro.audit.study import _pruned
 

@@ -179,11 +179,11 @@ def test_a_value_the_script_would_split_is_refused(tmp_path):
     """A value with a blank (the scripts pass extra arguments as an unquoted $@) or an estimator with no script is BadInput."""
     _, config = next(study_configs(tmp_path))
     config["backend"]["overrides"] = {"trainer.project_name": "two words"}
-    with pytest.raises(BadInput, match="backend.overrides.trainer.project_name"):
+    with pytest.raises(BadInput, match=r"backend.overrides.trainer.project_name"):
         verl_recipes.appended(config, tmp_path / "run", resume=True)
     config["backend"]["overrides"] = {}
     config["train"]["estimator"] = "ppo"
-    with pytest.raises(BadInput, match="train.estimator"):
+    with pytest.raises(BadInput, match=r"train.estimator"):
         verl_recipes.appended(config, tmp_path / "run", resume=True)
 
 

@@ -130,7 +130,7 @@ def test_bad_game_references_are_bad_input(games, tmp_path, monkeypatch):
     """A missing game, an escaping id or no data directory is BadInput naming what is wrong."""
     root, _ = games
     env = make_env("alfworld", {"data_dir": str(root)})
-    with pytest.raises(BadInput, match="no game.tw-pddl"):
+    with pytest.raises(BadInput, match=r"no game.tw-pddl"):
         env.reset("json_2.1.1/valid_seen/none")
     with pytest.raises(BadInput, match="plain relative path"):
         env.reset("../etc")

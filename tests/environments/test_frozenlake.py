@@ -96,7 +96,7 @@ def test_falling_into_a_hole_ends_without_success():
     """A hole ends the episode: done, no success, format reward only, later actions not executed."""
     env = make_env("frozenlake", {"desc": ["SHFG"]})
     env.reset(3)
-    obs, reward, done, info = env.step("<think>x</think><answer>right, right, right</answer>")
+    _obs, reward, done, info = env.step("<think>x</think><answer>right, right, right</answer>")
     assert (done, info["success"], info["actions"], reward) == (True, False, ["right"], 0.02)
     assert info["grid"] == " _  X  _  G "
     assert shortest_path(["SHFG"], (0, 0), (0, 3)) is None

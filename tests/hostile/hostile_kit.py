@@ -108,9 +108,9 @@ def any_value() -> st.SearchStrategy[Hostile]:
 def leaves(obj: Any, parts: tuple = ()) -> list[tuple]:
     """Key paths of every scalar (and empty container) in a JSON-like document."""
     if isinstance(obj, dict) and obj:
-        return [p for k, v in obj.items() for p in leaves(v, parts + (k,))]
+        return [p for k, v in obj.items() for p in leaves(v, (*parts, k))]
     if isinstance(obj, list) and obj:
-        return [p for i, v in enumerate(obj) for p in leaves(v, parts + (i,))]
+        return [p for i, v in enumerate(obj) for p in leaves(v, (*parts, i))]
     return [parts]
 
 
@@ -149,7 +149,7 @@ def duplicate_key_line(text: str, index: int) -> str | None:
     if not candidates:
         return None
     i = candidates[index % len(candidates)]
-    return "".join(lines[: i + 1] + [lines[i]] + lines[i + 1 :])
+    return "".join([*lines[: i + 1], lines[i], *lines[i + 1 :]])
 
 
 def alias_bomb(levels: int, width: int) -> str:

@@ -61,7 +61,7 @@ def test_manifest_that_is_not_utf8_names_file_and_line(tmp_path):
     """A manifest with a byte that is not UTF-8 is refused naming the file and its line (not a UnicodeDecodeError traceback)."""
     manifest = _demo(tmp_path)
     lines = manifest.read_bytes().split(b"\n")
-    manifest.write_bytes(b"\n".join(lines[:3] + [lines[3] + b"\xff"] + lines[4:]))
+    manifest.write_bytes(b"\n".join([*lines[:3], lines[3] + b"\xff", *lines[4:]]))
     _one_line(_freeze(manifest), str(manifest), "line 4", "not UTF-8")
     record("encoding", "verb:freeze")
 

@@ -199,7 +199,7 @@ def test_bytes_that_are_not_utf8_are_refused_with_the_line(frozen_study, analysi
 @given(index=INDEX)
 def test_duplicate_yaml_keys_are_refused(frozen_study, analysis_doc, reader, index):
     """A YAML key given twice in one mapping is refused (the last would silently win), naming the file and line."""
-    name, fmt, doc, read = _readers(frozen_study, analysis_doc)[reader]
+    name, _fmt, doc, read = _readers(frozen_study, analysis_doc)[reader]
     text = duplicate_key_line(yaml.safe_dump(doc, sort_keys=False), index)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name

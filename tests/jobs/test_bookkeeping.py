@@ -22,7 +22,7 @@ def test_lock_hash_is_verified_when_the_file_is_there(tmp_path):
     config = {**base_config(), "lock": {"path": "s.lock.json", "sha256": sha256_json(lock)}}
     assert bookkeeping.lock_identity(config, tmp_path)["lock_verified"] is True
     config["lock"]["sha256"] = "0" * 64
-    with pytest.raises(BadInput, match="lock.sha256"):
+    with pytest.raises(BadInput, match=r"lock.sha256"):
         bookkeeping.lock_identity(config, tmp_path)
     config["lock"]["path"] = "elsewhere.json"
     assert bookkeeping.lock_identity(config, tmp_path)["lock_verified"] is False

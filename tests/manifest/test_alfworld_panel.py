@@ -95,5 +95,5 @@ def test_too_few_games_and_bad_splits_are_refused(root):
         .replace("tasks: 7", "tasks: 2")
     )
     git_commit_all(root)
-    with pytest.raises(BadInput, match="env.split: unknown ALFWorld split 'valid_seen'"):
+    with pytest.raises(BadInput, match=r"env.split: unknown ALFWorld split 'valid_seen'"):
         freeze(manifest, root=root)

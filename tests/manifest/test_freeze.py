@@ -159,10 +159,10 @@ def test_local_model_directory_is_hashed(tmp_path):
     digest, files = directory_sha256(tmp_path / "models" / "m")
     assert lock["resolved"]["model"]["sha256"] == digest and set(files) == {"config.json", "weights.bin"}
     write_study(tmp_path, _builtin({"path": "models/m", "sha256": "1" * 64}))
-    with pytest.raises(BadInput, match="model.sha256: .* not the manifest's"):
+    with pytest.raises(BadInput, match=r"model.sha256: .* not the manifest's"):
         build_lock(tmp_path / "manifests" / "demo.yaml", root=tmp_path, allow_dirty=True)
     write_study(tmp_path, _builtin({"path": "TODO-local-qwen"}))
-    with pytest.raises(BadInput, match="model.path: placeholder"):
+    with pytest.raises(BadInput, match=r"model.path: placeholder"):
         build_lock(tmp_path / "manifests" / "demo.yaml", root=tmp_path, allow_dirty=True)
 
 

@@ -204,9 +204,7 @@ def build_analysis(
             verdict = "inconclusive"
             reason = "90% CI crosses the tolerance bound; more tasks are needed"
             margin = tol - abs(delta)
-            need = (
-                int(math.ceil((1.645 * math.sqrt(max(ours * (1 - ours), 1e-4)) / margin) ** 2)) if margin > 0 else None
-            )
+            need = math.ceil((1.645 * math.sqrt(max(ours * (1 - ours), 1e-4)) / margin) ** 2) if margin > 0 else None
         verdicts.append(
             {
                 "method": m,

@@ -92,7 +92,7 @@ def test_page_that_is_not_self_contained_is_refused(tmp_path, engine_name):
         require_executable("chromium", "chromium")
     page = tmp_path / "p.html"
     page.write_text('<html><body><img src="http://127.0.0.1:9/x.png"></body></html>')
-    with pytest.raises(Failure, match="not self-contained.*127.0.0.1"):
+    with pytest.raises(Failure, match=r"not self-contained.*127.0.0.1"):
         html_to_pdf(page, tmp_path / "p.pdf", choose_engine(engine_name))
     assert not (tmp_path / "p.pdf").exists()
 
@@ -116,5 +116,5 @@ def test_weasyprint_without_its_libraries_names_them(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_pango)
-    with pytest.raises(Failure, match="libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0"):
+    with pytest.raises(Failure, match=r"libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0"):
         choose_engine("weasyprint")

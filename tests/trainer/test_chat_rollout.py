@@ -89,7 +89,7 @@ def prompt_ids(ro, turn):
 def test_prompts_at_turns_1_and_2_are_the_template_of_the_served_messages(tiny_chat_model, mode):
     """For given seeds, the tokens fed at turns 0, 1 and 2 equal the chat-template tokens of the messages the served engine
     sends (same system prompt, same user text, same prior turns); concat prompts carry the earlier assistant turns."""
-    ro, spec, tok, codec = _play(tiny_chat_model, mode)
+    ro, spec, tok, _codec = _play(tiny_chat_model, mode)
     start = tok.convert_tokens_to_ids("<|im_start|>")
     checked = 0
     for traj, seed in enumerate(SEEDS):
@@ -110,7 +110,7 @@ def test_prompts_at_turns_1_and_2_are_the_template_of_the_served_messages(tiny_c
 def test_only_the_generated_tokens_are_trained(tiny_chat_model, mode):
     """loss_mask is 1 exactly on each turn's generated tokens, which are exactly what was sampled; the template's tokens
     (system, user, earlier assistant turns, generation prompt) and padding are never trained."""
-    spec, tok, codec = chat_spec_and_codec(tiny_chat_model, mode=mode)
+    _spec, tok, codec = chat_spec_and_codec(tiny_chat_model, mode=mode)
     forced = ForcedSampler(codec, seed=1)
     ro, *_ = _play(tiny_chat_model, mode, forced)
     assert ro.per_turn_rows and ro.input_ids.shape[0] == len(ro.turns)
@@ -160,7 +160,7 @@ def test_prompt_record_names_the_chat_template(tiny_chat_model):
 
     from trainer_helpers import tiny_spec_and_codec
 
-    spec, tok, codec = chat_spec_and_codec(tiny_chat_model)
+    _spec, tok, codec = chat_spec_and_codec(tiny_chat_model)
     record = prompt_record(codec, "concat")
     assert record == {
         "kind": "chat_template",
@@ -181,7 +181,7 @@ def test_ppo_on_a_concat_chat_rollout_uses_turn_level_gae(tiny_chat_model):
     """A concat chat rollout has one row per turn, so PPO's targets are the turn-level GAE of its rows, not token GAE."""
     from agentrepro.trainer.credit import ppo_targets, training_targets
 
-    ro, spec, *_ = _play(tiny_chat_model, "concat")
+    ro, _spec, *_ = _play(tiny_chat_model, "concat")
     cfg = chat_spec_and_codec(tiny_chat_model, mode="concat", estimator="ppo")[0].train
     for t in ro.turns:
         t.reward = float(t.turn == 2 and t.traj % 2 == 0)  # a reward at the end of some trajectories
@@ -198,6 +198,6 @@ def test_a_template_that_refuses_a_system_message_is_one_clear_line(tiny_chat_mo
 
     spec, tok, _ = chat_spec_and_codec(tiny_chat_model)
     tok.chat_template = "{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}x"
-    with pytest.raises(BadInput, match="model.path") as caught:
+    with pytest.raises(BadInput, match=r"model.path") as caught:
         spec.make_codec(tok)
     assert "no system role" in str(caught.value)

@@ -36,7 +36,7 @@ def test_each_action_token_gets_its_own_turns_advantage(mode, estimator):
     """Token (row, p) carries the advantage of the turn that generated it, and 0 off generated tokens."""
     ro = _rollout(mode)
     cfg = TrainConfig(estimator=estimator, norm="std")
-    adv, result = turn_advantages(ro, cfg)
+    adv, _result = turn_advantages(ro, cfg)
     turns = ordered_turns(ro)
     tokens = broadcast_turns(ro, turns, adv)
     # slow, obvious version: walk every token and look its turn up

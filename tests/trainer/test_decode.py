@@ -59,7 +59,7 @@ def test_static_engine_greedy_with_early_stops_and_a_grown_cache():
 
 def test_static_engine_logits_match_the_model_forward():
     """The engine's own forward (prefill then one decode step) gives the transformers model's logits."""
-    spec, tok, codec = tiny_spec_and_codec()
+    spec, tok, _codec = tiny_spec_and_codec()
     policy = tiny_policy(spec, tok, seed=1)
     engine = StaticDecoder(policy, torch.device("cpu"), bf16=False)
     ids = torch.randint(6, len(tok), (3, 7))

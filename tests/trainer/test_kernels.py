@@ -60,5 +60,5 @@ def test_eager_compiles_nothing():
 def test_compiled_kernels_refuse_other_models():
     """Asking for compiled kernels on a GPT-2 model is one BadInput naming train.update_kernels."""
     lm = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_embd=16, n_layer=1, n_head=2, n_positions=16))
-    with pytest.raises(BadInput, match="train.update_kernels"):
+    with pytest.raises(BadInput, match=r"train.update_kernels"):
         kernels.apply("compiled", lm)

@@ -40,7 +40,7 @@ def test_chunked_head_logprobs_equal_the_full_vocabulary_values_and_gradients(mo
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
         ref = _grads(full_vocab_stats, hidden, weight, targets, coef)
         new = _grads(chunked, hidden, weight, targets, coef)
-    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
     for a, b in zip(ref, new):
         assert a.shape == b.shape and torch.allclose(a.float(), b.float(), **tol), (a - b).abs().max()
     assert float(new[3].abs().sum()) > 0
@@ -68,7 +68,7 @@ def test_token_stats_on_the_loss_mask_equal_the_full_vocabulary_ones(monkeypatch
     monkeypatch.setattr(logprobs, "CHUNK_ELEMENTS", 1)  # one token a chunk
     spec, tok, codec = tiny_spec_and_codec()
     policy, batch, cpu = tiny_policy(spec, tok), tiny_train_batch(codec), torch.device("cpu")
-    kw = dict(with_values=True, with_entropy=True, device=cpu, bf16=False)
+    kw = {"with_values": True, "with_entropy": True, "device": cpu, "bf16": False}
     with torch.no_grad():
         ref = reference_token_stats(policy, batch.input_ids, batch.attention_mask, **kw)
         new = update_mod.token_stats(policy, batch.input_ids, batch.attention_mask, where=batch.mask, **kw)
@@ -123,7 +123,7 @@ def test_a_model_with_soft_capped_logits_is_refused():
         final_logit_softcapping=0.5,
     )
     torch.manual_seed(0)
-    with pytest.raises(BadInput, match="model.path: .*soft-capping"):
+    with pytest.raises(BadInput, match=r"model.path: .*soft-capping"):
         check_plain_head(Policy(Gemma2ForCausalLM(cfg), 16), path="/models/g", where="model.path")
     spec, tok, _ = tiny_spec_and_codec()
     check_plain_head(tiny_policy(spec, tok), path=None, where="model.name")  # the tiny Qwen2 passes

@@ -10,11 +10,11 @@ from agentrepro.trainer.policy import ModelSpec, positions
 
 def test_model_spec_rejects_unknown_keys_and_names():
     """Unknown model keys, unknown tiny architectures and missing local directories are BadInput with key paths."""
-    with pytest.raises(BadInput, match="model.config.width"):
+    with pytest.raises(BadInput, match=r"model.config.width"):
         ModelSpec.from_dict({"name": "tiny-qwen2", "config": {"width": 3}})
-    with pytest.raises(BadInput, match="model.name"):
+    with pytest.raises(BadInput, match=r"model.name"):
         ModelSpec.from_dict({"name": "gpt-5"})
-    with pytest.raises(BadInput, match="model.path"):
+    with pytest.raises(BadInput, match=r"model.path"):
         ModelSpec.from_dict({"name": "x", "path": "/nonexistent/model"})
     with pytest.raises(BadInput, match="n_heads"):
         ModelSpec.from_dict({"name": "tiny-gpt2", "config": {"d_model": 10, "n_heads": 3}})

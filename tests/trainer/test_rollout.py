@@ -48,7 +48,7 @@ def _play(mode, sampler=None, max_new=4):
 @pytest.mark.parametrize("mode", ["concat", "non_concat"])
 def test_loss_mask_is_exactly_the_generated_tokens(mode):
     """loss_mask = 1 exactly on each turn's generated tokens: never on <bos>, observation, markers or padding."""
-    spec, _, codec = tiny_spec_and_codec()
+    _spec, _, codec = tiny_spec_and_codec()
     ro, codec = _play(mode, ForcedSampler(codec, len(SEEDS), 4, 4, seed=1))
     expected = torch.zeros_like(ro.loss_mask)
     for t in ro.turns:
@@ -77,7 +77,7 @@ def test_every_turn_is_generated_right_after_its_observation(mode):
 def test_each_turn_ends_on_its_tokens_and_reward_lands_on_the_last_generated_token(mode):
     """Turn token ranges hold only that turn's index; the reward sits on the last generated token of each turn,
     and a concat row ends on a generated token (the episode never ends on an appended observation)."""
-    ro, codec = _play(mode, max_new=6)
+    ro, _codec = _play(mode, max_new=6)
     rewards = token_rewards(ro)
     for t in ro.turns:
         assert set(ro.turn_index[t.row, t.start : t.end].tolist()) == {t.turn}
@@ -92,7 +92,7 @@ def test_each_turn_ends_on_its_tokens_and_reward_lands_on_the_last_generated_tok
 
 def test_concat_and_non_concat_agree_on_the_same_actions():
     """Same seeds and the same sampled action tokens: identical per-turn actions, rewards, states and ends."""
-    spec, _, codec = tiny_spec_and_codec()
+    _spec, _, codec = tiny_spec_and_codec()
     forced = ForcedSampler(codec, len(SEEDS), 4, 4, seed=3)
     a, _ = _play("concat", forced)
     b, _ = _play("non_concat", forced)

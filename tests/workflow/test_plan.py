@@ -22,7 +22,7 @@ def test_job_resources_from_manifest():
     )
     assert resources == {"gpu": 2, "runtime": 1440, "mem_mb": 200000, "cpus_per_task": 8, "slurm_partition": "h200"}
     assert threads == 8
-    with pytest.raises(BadInput, match="resources.gpus"):
+    with pytest.raises(BadInput, match=r"resources.gpus"):
         plan.job_resources({"gpus": -1})
 
 

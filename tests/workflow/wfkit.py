@@ -29,8 +29,8 @@ def load_script(name: str):
 
 
 def _snakemake_call(workdir: Path, args: tuple[str, ...], env: dict | None, wrap: list[str] | None) -> dict:
-    return dict(
-        args=[
+    return {
+        "args": [
             *(wrap or []),
             sys.executable,
             "-m",
@@ -41,9 +41,9 @@ def _snakemake_call(workdir: Path, args: tuple[str, ...], env: dict | None, wrap
             str(workdir),
             *args,
         ],
-        cwd=workdir,
-        env={**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "WANDB_MODE": "offline", **(env or {})},
-    )
+        "cwd": workdir,
+        "env": {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "WANDB_MODE": "offline", **(env or {})},
+    }
 
 
 def snakemake(

@@ -38,7 +38,7 @@ def local_devices(env: dict[str, str] | None = None) -> list[str]:
             return [d.strip() for d in value.split(",") if d.strip()]
     if shutil.which("nvidia-smi"):
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False).stdout
-        return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+        return [str(i) for i, line in enumerate(row for row in out.splitlines() if row.startswith("GPU "))]
     return []
 
 

@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output != STDIO:
         check_output_file(args.output, option="-o")
     seqs, parsed = [], []
-    for number, seq in iter_input_jsonl(args.input):
-        where = f"line {number}"
+    for line_number, seq in iter_input_jsonl(args.input):
+        where = f"line {line_number}"
         if not isinstance(seq, dict):
             raise BadInput("expected a JSON object", path=source, where=where)
         if "id" not in seq:
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         gamma = _param(seq, "gamma", args.gamma, source, where)
         lam = _param(seq, "lam", args.lam, source, where)
         seqs.append(seq)
-        parsed.append((number, rewards, values, mask, gamma, lam))
+        parsed.append((line_number, rewards, values, mask, gamma, lam))
 
     # One padded (batch, T) call per (γ, λ); trailing padding has mask 0 and so changes nothing.
     adv: list = [None] * len(parsed)

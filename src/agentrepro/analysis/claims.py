@@ -35,8 +35,8 @@ def shared_arrays(final: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.n
     A task is kept when both methods have it for every shared seed with the same episodes.
     """
     keys = ["seed", "task_id", "episode"]
-    left = final.loc[final["method"] == a, keys + ["success"]]
-    right = final.loc[final["method"] == b, keys + ["success"]]
+    left = final.loc[final["method"] == a, [*keys, "success"]]
+    right = final.loc[final["method"] == b, [*keys, "success"]]
     both = left.merge(right, on=keys, suffixes=("_a", "_b"))
     seeds = sorted(both["seed"].unique().tolist())
     if not seeds:
@@ -62,7 +62,7 @@ def _equivalence_rows(claim: Claim, final: pd.DataFrame, where: str, path: objec
         )
     blocks = [(str(s), a[i : i + 1], b[i : i + 1]) for i, s in enumerate(seeds)] if len(seeds) > 1 else []
     rows = []
-    for seed, xa, xb in blocks + [("all", a, b)]:
+    for seed, xa, xb in [*blocks, ("all", a, b)]:
         e = equivalence(xa, xb, claim.margin)
         rows.append(
             {

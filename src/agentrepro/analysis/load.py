@@ -105,7 +105,7 @@ def _normalise(table: pa.Table, lines: np.ndarray) -> pa.Table:
         table.column(c).cast(pa.float64() if c == "reward" else pa.int64() if c in _INT_COLUMNS else pa.string())
         for c in COLUMNS
     ]
-    return pa.Table.from_arrays(columns + [pa.array(lines, pa.int64())], names=COLUMNS + ["_line"])
+    return pa.Table.from_arrays([*columns, pa.array(lines, pa.int64())], names=[*COLUMNS, "_line"])
 
 
 def _first_bad_row(frame: pd.DataFrame) -> int | None:

@@ -127,31 +127,31 @@ def _compare(
         rows = []
         for s, seed in enumerate(seeds):
             rows.append(
-                dict(
-                    seed=str(seed),
-                    n_tasks=n_tasks,
-                    both=int(both[p, s]),
-                    a_only=int(a_only[p, s]),
-                    b_only=int(b_only[p, s]),
-                    neither=int(neither[p, s]),
-                    delta=float(delta_s[p, s]),
-                    ci_lo=float(lo_s[p, s]),
-                    ci_hi=float(hi_s[p, s]),
-                    mcnemar_p=float(mp_s[p, s]),
-                    p_holm=np.nan,
-                    p=float(mp_s[p, s]),
-                    test=EXACT,
-                    boot_lo=np.nan,
-                    boot_hi=np.nan,
-                    n_pairs=n_items,
-                )
+                {
+                    "seed": str(seed),
+                    "n_tasks": n_tasks,
+                    "both": int(both[p, s]),
+                    "a_only": int(a_only[p, s]),
+                    "b_only": int(b_only[p, s]),
+                    "neither": int(neither[p, s]),
+                    "delta": float(delta_s[p, s]),
+                    "ci_lo": float(lo_s[p, s]),
+                    "ci_hi": float(hi_s[p, s]),
+                    "mcnemar_p": float(mp_s[p, s]),
+                    "p_holm": np.nan,
+                    "p": float(mp_s[p, s]),
+                    "test": EXACT,
+                    "boot_lo": np.nan,
+                    "boot_hi": np.nan,
+                    "n_pairs": n_items,
+                }
             )
-        cells = dict(
-            both=int(both[p].sum()),
-            a_only=int(a_only[p].sum()),
-            b_only=int(b_only[p].sum()),
-            neither=int(neither[p].sum()),
-        )
+        cells = {
+            "both": int(both[p].sum()),
+            "a_only": int(a_only[p].sum()),
+            "b_only": int(b_only[p].sum()),
+            "neither": int(neither[p].sum()),
+        }
         if len(seeds) == 1 and n_items == n_tasks:
             # one seed, one episode per task: nothing to cluster, the `all` row is the exact paired analysis
             delta, lo, hi = float(delta_s[p, 0]), float(lo_s[p, 0]), float(hi_s[p, 0])

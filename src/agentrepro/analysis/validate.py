@@ -28,7 +28,7 @@ def _ids(values) -> str:
 def check_duplicates(df: pd.DataFrame) -> None:
     dup = df.duplicated(KEY, keep=False)
     if dup.any():
-        rows = df[dup].sort_values(KEY + ["_file", "_line"])
+        rows = df[dup].sort_values([*KEY, "_file", "_line"])
         first = rows.iloc[0]
         same = rows[(rows[KEY] == first[KEY]).all(axis=1)]
         places = "; ".join(f"{r['_file']}: line {r['_line']}" for _, r in same.iterrows())

@@ -59,7 +59,7 @@ def units_needed(units: int, delta: float, half90: float, half95: float, toleran
         margin, half = -margin, half95
     if margin <= 0 or not np.isfinite(half) or units <= 0:
         return None
-    return max(int(math.ceil(units * (half / margin) ** 2)), units)
+    return max(math.ceil(units * (half / margin) ** 2), units)
 
 
 def units_needed_search(units: int, tolerance: float, diff_interval_at, limit: int = 10**7) -> int | None:

@@ -99,7 +99,7 @@ def check_analysis(
         )
     entries = prov.get("runs")
     if not isinstance(entries, list):
-        return found + [f"{path}: provenance.runs: expected a list, got {type(entries).__name__}"]
+        return [*found, f"{path}: provenance.runs: expected a list, got {type(entries).__name__}"]
     read: dict[tuple[str, int], dict] = {}
     for i, entry in enumerate(entries):
         outputs = entry.get("outputs") if isinstance(entry, dict) else None

@@ -113,7 +113,8 @@ def check_report_values(report_html: Path, recomputed: dict) -> list[str]:
             "(rendered by an older agentrepro, or edited)"
         )
     if len(lines) > EXAMPLES:
-        lines = lines[:EXAMPLES] + [
-            f"{report_html}: and {len(lines) - EXAMPLES} more printed value(s) that differ from the recomputation"
+        lines = [
+            *lines[:EXAMPLES],
+            f"{report_html}: and {len(lines) - EXAMPLES} more printed value(s) that differ from the recomputation",
         ]
     return lines

@@ -88,7 +88,7 @@ def _pruned(run: Path, lock: dict[str, Any] | None, method: str) -> tuple[set[Pa
         during = get_backend(method_placement(lock["manifest"], method).name).pruned_in_training(run)
     except BadInput as exc:
         pruned, problems = pruned_files(run)
-        return pruned, problems + [str(exc)]
+        return pruned, [*problems, str(exc)]
     return pruned_files(run, during)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agentrepro.environments.alfworld_data import Game, data_dir_or_env, eligible_games, read_game, split_dir
 from agentrepro.environments.alfworld_prompts import FORMAT, ALFWorldPrompts, parse_action
@@ -225,7 +225,7 @@ class ALFWorld(Env):
 
     # -- task identity ---------------------------------------------------------------------------
     #: eval.panel's choices for a panel of game files: which eligible games of the split it takes
-    PANEL_SELECTIONS = {
+    PANEL_SELECTIONS: ClassVar[dict[str, str]] = {
         "first": "the first eval.tasks eligible games in path order, as the Relax recipe's data preparation selects its "
         "evaluation games (prepare_alfworld.py select_task_files with --limit eval_in_distribution=N), so both "
         "backends play the same games",

@@ -115,7 +115,7 @@ GAMES = (
         "",
         "put some apple in fridge",
         _TAKE_APPLE + _TO_FRIDGE,
-        _TAKE_APPLE + ("go to cabinet 1", "open cabinet 1", "move apple 1 to cabinet 1"),
+        (*_TAKE_APPLE, "go to cabinet 1", "open cabinet 1", "move apple 1 to cabinet 1"),
     ),
     TestGame(
         "look_at_obj_in_light",
@@ -132,8 +132,8 @@ GAMES = (
         "Fridge",
         "",
         "clean some apple and put it in fridge",
-        _TAKE_APPLE + ("go to sinkbasin 1", "clean apple 1 with sinkbasin 1") + _TO_FRIDGE,
-        _TAKE_APPLE + ("go to sinkbasin 1",) + _TO_FRIDGE,
+        (*_TAKE_APPLE, "go to sinkbasin 1", "clean apple 1 with sinkbasin 1", *_TO_FRIDGE),
+        (*_TAKE_APPLE, "go to sinkbasin 1", *_TO_FRIDGE),
     ),
     TestGame(
         "pick_heat_then_place_in_recep",
@@ -164,9 +164,14 @@ GAMES = (
         "CounterTop",
         "",
         "cool some apple and put it in countertop",
-        _TAKE_APPLE
-        + ("go to fridge 1", "cool apple 1 with fridge 1", "go to countertop 1", "move apple 1 to countertop 1"),
-        _TAKE_APPLE + ("go to fridge 1", "go to countertop 1", "move apple 1 to countertop 1"),
+        (
+            *_TAKE_APPLE,
+            "go to fridge 1",
+            "cool apple 1 with fridge 1",
+            "go to countertop 1",
+            "move apple 1 to countertop 1",
+        ),
+        (*_TAKE_APPLE, "go to fridge 1", "go to countertop 1", "move apple 1 to countertop 1"),
     ),
     TestGame(
         "pick_two_obj_and_place",

@@ -51,7 +51,7 @@ def _package_dir(package: str, pip_name: str) -> Path:
         raise MissingRenderer(
             f"image observations need the {pip_name} package (pip install 'agentrepro[vision]')", where="render_mode"
         )
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def package_versions(names: Sequence[str]) -> dict[str, str]:

@@ -227,5 +227,5 @@ def bfs_solution(state: list[int], fixed: list[int], rows: int, cols: int, max_d
         for action, word in enumerate(ACTION_WORDS):
             nxt = list(cur)
             if push_or_move(nxt, fixed, rows, cols, action):
-                queue.append((tuple(nxt), path + (word,)))
+                queue.append((tuple(nxt), (*path, word)))
     return []

@@ -28,13 +28,13 @@ def _non_json(value: Any, parts: list) -> tuple[list, Any] | None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return parts + [str(key)], key
-            found = _non_json(item, parts + [key])
+                return [*parts, str(key)], key
+            found = _non_json(item, [*parts, key])
             if found:
                 return found
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            found = _non_json(item, parts + [i])
+            found = _non_json(item, [*parts, i])
             if found:
                 return found
     elif isinstance(value, float) and not math.isfinite(value):

@@ -11,6 +11,7 @@ by `python -m agentrepro.trainer.schema`; tests keep it in step).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
@@ -58,7 +59,7 @@ INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
 def _with_estimator_options(cls):
     """Declare one field per estimator option (type and default from its spec) right after `estimator`."""
     annotations = {}
-    for name, hint in cls.__dict__["__annotations__"].items():
+    for name, hint in inspect.get_annotations(cls).items():
         annotations[name] = hint
         if name == "estimator":
             for option in ESTIMATOR_OPTIONS:

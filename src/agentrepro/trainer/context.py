@@ -116,7 +116,7 @@ class RunSpec:
                 return tokenizer.decode(ids, skip_special_tokens=True)
 
             def demo(actions: list[str]) -> list[int]:
-                return encode_words(tokenizer, env.format_actions(actions)) + [tokenizer.eos_token_id]
+                return [*encode_words(tokenizer, env.format_actions(actions)), tokenizer.eos_token_id]
 
         # a local model whose tokenizer has a chat template is prompted as the served evaluator prompts it
         template = None if self.model.emits_action_words else getattr(tokenizer, "chat_template", None)

@@ -66,23 +66,25 @@ class StaticDecoder:
         layers = self.lm.model.layers
         self.qkv = [
             (
-                torch.cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
-                torch.cat([l.self_attn.q_proj.bias, l.self_attn.k_proj.bias, l.self_attn.v_proj.bias]),
+                torch.cat(
+                    [layer.self_attn.q_proj.weight, layer.self_attn.k_proj.weight, layer.self_attn.v_proj.weight]
+                ),
+                torch.cat([layer.self_attn.q_proj.bias, layer.self_attn.k_proj.bias, layer.self_attn.v_proj.bias]),
             )
-            for l in layers
+            for layer in layers
         ]
-        self.gate_up = [torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight]) for l in layers]
+        self.gate_up = [torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight]) for layer in layers]
 
     @torch.no_grad()
     def sync(self, policy) -> None:
         """Copy the policy's current weights into the replica (in place: captured graphs stay valid)."""
         for dst, src in zip(self.lm.parameters(), policy.lm.parameters(), strict=True):
             dst.copy_(src)
-        for l, (w, b), gu in zip(self.lm.model.layers, self.qkv, self.gate_up):
-            a = l.self_attn
+        for layer, (w, b), gu in zip(self.lm.model.layers, self.qkv, self.gate_up):
+            a = layer.self_attn
             torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight], out=w)
             torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias], out=b)
-            torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight], out=gu)
+            torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight], out=gu)
 
     # --- buffers ---------------------------------------------------------------------------------
     def allocate(self, rows: int, width: int, *, keep: int = 0) -> None:

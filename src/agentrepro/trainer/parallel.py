@@ -26,6 +26,7 @@ sampling state (`rng["sample_ranks"]`) and a resumed run continues each rank's s
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -76,7 +77,7 @@ def world_size(config: dict[str, Any], *, path: object = None) -> int:
 def shares(groups: int, world: int) -> list[range]:
     """Group indices of each rank: contiguous, sizes differing by at most one (rank order = batch order)."""
     bounds = np.linspace(0, groups, world + 1).round().astype(int) if world > 1 else [0, groups]
-    return [range(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [range(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
 
 
 def sampling_seed(seed: int, rank: int) -> int:

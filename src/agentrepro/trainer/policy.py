@@ -75,13 +75,13 @@ def run_device(train, name: str | None = None) -> torch.device:
 
 def _lm_config(spec: ModelSpec, vocab_size: int, tokenizer):
     c = spec.config
-    common = dict(
-        vocab_size=vocab_size,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=True,
-    )
+    common = {
+        "vocab_size": vocab_size,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "tie_word_embeddings": True,
+    }
     if spec.name == "tiny-gpt2":
         from transformers import GPT2Config  # heavy: transformers
 

@@ -30,7 +30,7 @@ def build_word_tokenizer(action_words: Iterable[str], texts: Iterable[str]) -> P
     words: set[str] = set()
     for text in texts:
         words.update(text.replace("\n", f" {NL} ").split())
-    ordered = SPECIALS + actions + [w for w in [NL] + sorted(words) if w not in SPECIALS and w not in actions]
+    ordered = SPECIALS + actions + [w for w in [NL, *sorted(words)] if w not in SPECIALS and w not in actions]
     vocab = {w: i for i, w in enumerate(dict.fromkeys(ordered))}
     if len(vocab) > MAX_VOCAB:
         raise Failure(

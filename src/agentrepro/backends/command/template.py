@@ -21,7 +21,7 @@ than Linux's limit on one argument are BadInput, as are unknown placeholders and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import canonical_json
@@ -36,7 +36,7 @@ class Slot:
     name: str
 
 
-Part = Union[str, Slot]
+Part = str | Slot
 Word = tuple[Part, ...]
 
 SHELL_OPERATORS = set(";&|<>()")

@@ -24,6 +24,7 @@ agentrepro_verl_hook.py, which checks each name's signature first:
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 try:  # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
@@ -68,7 +69,7 @@ def batch_rows(data) -> list[dict]:
     else:
         nxt = [None] * n
         for idx in positions.values():
-            for a, b in zip(idx, idx[1:]):
+            for a, b in itertools.pairwise(idx):
                 nxt[a] = anchor[b]
             last = idx[-1]
             nxt[last] = step_rows.GOAL if float(episode[last]) > 0 else anchor[last]
