@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from agentrepro import runconfig
+from agentrepro import runconfig, schema
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_json
-from agentrepro.runconfig import write_resolved_config
+from agentrepro.runconfig import EvalConfig, write_resolved_config
 
 
 def base_config():
@@ -101,3 +101,22 @@ def test_config_hash_of_a_document_and_of_its_file(tmp_path):
     digest = write_resolved_config(tmp_path, config)
     assert digest == runconfig.config_sha256(config) == sha256_json(config)
     assert runconfig.config_file_sha256(tmp_path / runconfig.RESOLVED) == digest
+
+
+def test_the_eval_block_is_typed_once():
+    """EvalConfig and the manifest schema's eval block name the same keys (task_panel is added by resolve, not
+    written by a person), and where the schema states a default it is EvalConfig's."""
+    block = schema.load("manifest.schema.json")["$defs"]["eval"]["properties"]
+    assert set(EvalConfig.keys()) - {"task_panel"} == set(block)
+    defaults = EvalConfig()
+    assert {k: p["default"] for k, p in block.items() if "default" in p} == {
+        k: getattr(defaults, k) for k, p in block.items() if "default" in p
+    }
+
+
+def test_the_eval_block_reads_its_defaults_and_refuses_an_unknown_key():
+    ev = EvalConfig.of({"eval": {"tasks": 8, "temperature": 0.7}})
+    assert (ev.tasks, ev.temperature, ev.episodes_per_task, ev.top_p, ev.checkpoint) == (8, 0.7, 1, 1.0, "last")
+    assert not ev.served and EvalConfig.of({}).served is False and EvalConfig.of({"eval": {"engine": "served"}}).served
+    with pytest.raises(BadInput, match=r"r\.yaml: eval\.episodes: unknown key"):
+        EvalConfig.of({"eval": {"episodes": 2}}, path="r.yaml")

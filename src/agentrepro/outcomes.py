@@ -20,6 +20,7 @@ from typing import Any
 from agentrepro import schema
 from agentrepro.environments import task_panel
 from agentrepro.errors import BadInput, Failure
+from agentrepro.runconfig import EvalConfig
 
 OUTCOMES_SCHEMA = "outcomes.schema.json"
 
@@ -70,11 +71,11 @@ def row(
     }
 
 
-def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: dict[str, Any]) -> list[dict[str, Any]]:
+def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: EvalConfig) -> list[dict[str, Any]]:
     """The panel to play: `eval.task_panel` checked hash for hash against the environment's own task
     descriptions, or, without one, the seeds `eval.first_seed .. + eval.tasks`."""
-    if evaluation.get("task_panel"):
-        panel = list(evaluation["task_panel"])
+    if evaluation.task_panel:
+        panel = list(evaluation.task_panel)
         fresh = {r["task_id"]: r for r in task_panel(env_name, env_params, [int(r["seed"]) for r in panel])}
         for k, task in enumerate(panel):
             mine = fresh.get(task.get("task_id"))
@@ -84,7 +85,7 @@ def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: dict[str
                     f"differently (hash {None if mine is None else mine['task_hash'][:12]} vs frozen {str(task.get('task_hash'))[:12]})"
                 )
         return panel
-    tasks, first = evaluation.get("tasks"), evaluation.get("first_seed")
+    tasks, first = evaluation.tasks, evaluation.first_seed
     if tasks is None or first is None:
         raise BadInput("needs either task_panel or both tasks and first_seed", where="eval")
     return task_panel(env_name, env_params, range(int(first), int(first) + int(tasks)))
@@ -145,11 +146,11 @@ def check_rows(rows: list[Any], *, config: dict[str, Any], step: int, source: st
 
 
 def _check_panel(rows: list[dict[str, Any]], config: dict[str, Any], source: str) -> None:
-    evaluation = config.get("eval") or {}
-    panel = evaluation.get("task_panel")
+    evaluation = EvalConfig.of(config, path=source)
+    panel = evaluation.task_panel
     if panel is None:
         return
-    episodes = evaluation.get("episodes_per_task", 1)
+    episodes = evaluation.episodes_per_task
     by_id = {task["task_id"]: task for task in panel}
     played: Counter = Counter()
     for number, row in enumerate(rows, start=1):

@@ -5,6 +5,8 @@ from it that every backend and the builtin trainer share.
 * `resolve_config(config, defaults)`: the config deep-merged over the backend's defaults.
 * `write_resolved_config(run_dir, resolved)` / `read_resolved_config(run_dir)`: resolved_config.yaml, with its hash
   in a header comment (`config_sha256`, over the canonical JSON of the document, so `config_file_sha256` recomputes it).
+* `EvalConfig.of(config)`: the `eval` block, typed, with each evaluation default stated once; the dict stays what
+  is written and hashed, this is how every reader reads it.
 * `evaluated_steps(...)` / `checkpoint_steps(config)`: the one rule for which steps are evaluated, and therefore
   checkpointed; the builtin trainer saves exactly these, the plan (agentrepro.planning) evaluates exactly these,
   and a framework backend that cannot save them refuses the config.
@@ -15,8 +17,10 @@ from it that every backend and the builtin trainer share.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,52 @@ RUN_CONFIG_KEYS = {
     "analysis",
 }
 MAPPING_KEYS = ("backend", "image", "model", "env", "data", "train", "eval", "resources", "analysis")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """A run config's (or a manifest's) `eval` block, typed. Each default lives here and only here; the manifest
+    schema's eval block names the same keys (tests/test_runconfig.py checks both ways). Built from the dict that is
+    written and hashed, never written back: a default is what a reader assumes, not a value added to the config."""
+
+    tasks: int | None = None
+    first_seed: int | None = None
+    episodes_per_task: int = 1
+    temperature: float = 0
+    top_p: float = 1.0
+    max_turns: int | None = None  # None: the evaluator's own (the trainer's train.max_turns, the served DEFAULT)
+    every: int | None = None
+    checkpoint: str | int | list[int] = "last"
+    sample_seed: int = 0
+    engine: str = "backend"  # backend: the backend evaluates its checkpoints; served: agentrepro.serving does
+    server: dict[str, Any] = field(default_factory=dict)
+    keep_checkpoints: str = "hf"
+    panel: str | None = None  # a panel of game files: which eligible games it takes (the manifest must say)
+    task_panel: list[dict[str, Any]] | None = None  # the frozen panel, added by resolve from the lock
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_dict(cls, block: dict[str, Any] | None, *, path: object = None) -> EvalConfig:
+        """The block's values over the defaults; an unknown key is BadInput naming `eval.<key>` (the values
+        themselves were checked by the manifest schema when the study was frozen)."""
+        block = block or {}
+        for key in block:
+            if key not in cls.keys():
+                expected = ", ".join(sorted(cls.keys()))
+                raise BadInput(f"unknown key (expected one of: {expected})", path=path, where=f"eval.{key}")
+        return cls(**{k: v for k, v in block.items() if v is not None})
+
+    @classmethod
+    def of(cls, config: dict[str, Any], *, path: object = None) -> EvalConfig:
+        """The typed `eval` block of a run config or manifest (an absent block: every default)."""
+        return cls.from_dict(config.get("eval"), path=path)
+
+    @property
+    def served(self) -> bool:
+        return self.engine == "served"
 
 
 def load_run_config(path: str | Path) -> dict[str, Any]:
@@ -154,14 +204,20 @@ def _positive_int(value: Any) -> bool:
 
 
 def evaluated_steps(
-    train_steps: int, eval_block: dict[str, Any], *, checkpoint_every: int | None = None, path: object = "manifest"
+    train_steps: int,
+    eval_block: EvalConfig | dict[str, Any],
+    *,
+    checkpoint_every: int | None = None,
+    path: object = "manifest",
 ) -> list[int]:
     """The evaluated steps, which are also the saved checkpoints: 0 (the policy before RL), every `eval.every`
     steps, and `eval.checkpoint`: `last` (the default: train_steps), `all` (every `checkpoint_every` steps, else
     every step, and the last), one step, or a list of steps. Sorted, unique, none beyond `train_steps`.
     """
+    if not isinstance(eval_block, EvalConfig):
+        eval_block = EvalConfig.from_dict(eval_block, path=path)
     steps = {0}
-    every = eval_block.get("every")
+    every = eval_block.every
     if every is not None:
         if not _positive_int(every):
             raise BadInput(f"expected a positive integer, got {every!r}", path=path, where="eval.every")
@@ -170,7 +226,7 @@ def evaluated_steps(
         raise BadInput(
             f"expected a positive integer, got {checkpoint_every!r}", path=path, where="train.checkpoint_every"
         )
-    checkpoint = eval_block.get("checkpoint", "last")
+    checkpoint = eval_block.checkpoint
     for value in checkpoint if isinstance(checkpoint, list) else [checkpoint]:
         if value == "last":
             steps.add(train_steps)

@@ -21,6 +21,7 @@ from agentrepro.backends.verl_agent import integration
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as verl_prune
 from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles
+from agentrepro.runconfig import EvalConfig
 
 VERL = get_backend("verl-agent")
 _spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
@@ -156,7 +157,7 @@ def test_a_prune_value_the_hook_does_not_know_stops_at_import(tmp_path):
         text=True,
     )
     assert result.returncode != 0 and "AGENTREPRO_VERL_PRUNE='some' is neither 0 nor 1" in result.stderr
-    assert checkpoints.keep_setting(cfg) == checkpoints.DEFAULT_KEEP
+    assert checkpoints.keep_setting(cfg) == EvalConfig().keep_checkpoints == "hf"
     assert {
         keep: checkpoints.prunes_during_training(config(tmp_path, keep_checkpoints=keep)) for keep in checkpoints.KEEP
     } == {"hf": True, "none": True, "all": False}

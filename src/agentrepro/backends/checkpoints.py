@@ -37,10 +37,10 @@ from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_json, sha256_file
 from agentrepro.layout import RunFiles, eval_dir, evaluations_on_disk
 from agentrepro.reading import load_json
+from agentrepro.runconfig import EvalConfig
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
 KEEP = ("hf", "none", "all")
-DEFAULT_KEEP = "hf"
 RECORD = RunFiles.PRUNED
 
 
@@ -52,7 +52,7 @@ def base_model(config: dict[str, Any], step: int) -> StepCheckpoint:
 
 def keep_setting(config: dict[str, Any], *, path: object = None) -> str:
     """eval.keep_checkpoints of a run config: `hf` (default), `none` or `all`; BadInput naming the key otherwise."""
-    keep = (config.get("eval") or {}).get("keep_checkpoints", DEFAULT_KEEP)
+    keep = EvalConfig.of(config, path=path).keep_checkpoints
     if keep not in KEEP:
         raise BadInput(f"expected one of {', '.join(KEEP)}, got {keep!r}", path=path, where="eval.keep_checkpoints")
     return keep

@@ -27,10 +27,11 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl
 from agentrepro.layout import RunFiles
 from agentrepro.reading import iter_jsonl
+from agentrepro.runconfig import EvalConfig
 
 
 def panel_of(config: dict[str, Any], source: Path) -> list[dict[str, Any]]:
-    panel = (config.get("eval") or {}).get("task_panel")
+    panel = EvalConfig.of(config, path=source).task_panel
     if not panel:
         raise BadInput("the run config has no eval.task_panel to map the framework's tasks onto", path=source)
     return panel

@@ -32,7 +32,7 @@ from agentrepro.fileio import atomic_write_jsonl, make_dir, sha256_file
 from agentrepro.layout import RunFiles
 from agentrepro.layout import eval_dir as evaluation_dir
 from agentrepro.process import install_sigterm_handler
-from agentrepro.runconfig import config_sha256
+from agentrepro.runconfig import EvalConfig, config_sha256
 from agentrepro.serving import cli as serving_cli
 from agentrepro.serving.evaluate import evaluate_run
 
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     attempts.start_attempt(eval_dir, stage="eval", command=command, base=base)
     containers.clear_records(eval_dir)  # programs run in a container record which image they ran in
     with attempts.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
-        served = (config.get("eval") or {}).get("engine") == "served"
+        served = EvalConfig.of(config).served
         if served:
             rows, record = evaluate_run(
                 config,

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from agentrepro.report.glossary import Glossary
 from agentrepro.report.marks import ci, number, pct, pp, pvalue, said, seconds, share
+from agentrepro.runconfig import EvalConfig
 
 NOT_PROVIDED = "not provided"
 TASK_SEEDS_CHECK = "training and evaluation task seeds are disjoint"  # agentrepro.analysis.rundirs.task_seed_check
@@ -163,7 +164,7 @@ def checkpoints(analysis: dict, step) -> Answer:
             "analysis settings (no lock)",
             ["not declared before running: no lock"],
         )
-    rule = (manifest.get("eval") or {}).get("checkpoint", "last")
+    rule = (manifest.get("eval") or {}).get("checkpoint", EvalConfig.checkpoint)  # a lock read as found: no key checks
     declared = (manifest.get("analysis") or {}).get("final_step")
     line = f"step {step} for every method; declared before running: eval.checkpoint = {rule}"
     line += f", analysis.final_step = {declared}" if declared is not None else " (the last evaluated step)"

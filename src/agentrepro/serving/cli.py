@@ -22,6 +22,7 @@ from agentrepro.environments.seeds import parse_seed_ranges
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, check_output_dir, make_dir
 from agentrepro.layout import RunFiles
+from agentrepro.runconfig import EvalConfig
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.evaluate import evaluate_model
 from agentrepro.serving.servers import KINDS, TIME_LIMITS_S, ServerConfig
@@ -128,13 +129,13 @@ def run_model(args: argparse.Namespace) -> int:
     panel = task_panel(args.env, params, seeds)
     identity = {"study": args.study, "method": args.method or model.resolve().name, "seed": args.seed}
     step = args.step if args.step is not None else 0
-    evaluation = {
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "sample_seed": args.sample_seed,
-        "max_turns": args.max_turns,
-        "episodes_per_task": args.episodes,
-    }
+    evaluation = EvalConfig(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        sample_seed=args.sample_seed,
+        max_turns=args.max_turns,
+        episodes_per_task=args.episodes,
+    )
     make_dir(out)
     (out / seal.OUTPUTS).unlink(missing_ok=True)
     attempts.start_attempt(

@@ -14,6 +14,7 @@ evaluation is refused rather than silently greedy.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles, eval_dir
 from agentrepro.reading import load_json
+from agentrepro.runconfig import EvalConfig
 from agentrepro.serving.chat import MODES
 from agentrepro.serving.client import ChatClient, ServerError
 from agentrepro.serving.engine import Sampling, evaluate_panel
@@ -51,7 +53,7 @@ def evaluate_model(
     env_name: str,
     env_params: dict[str, Any],
     panel: list[dict[str, Any]],
-    evaluation: dict[str, Any],
+    evaluation: EvalConfig,
     mode: str,
     server: ServerConfig,
     log_dir: Path,
@@ -61,14 +63,14 @@ def evaluate_model(
     if mode not in MODES:
         raise BadInput(f"expected one of {', '.join(MODES)}, got {mode!r}", where="train.mode")
     sampling = Sampling(
-        temperature=float(evaluation.get("temperature", 0.0)),
-        top_p=float(evaluation.get("top_p", 1.0)),
+        temperature=float(evaluation.temperature),
+        top_p=float(evaluation.top_p),
         max_tokens=server.max_tokens,
-        sample_seed=int(evaluation.get("sample_seed", 0)),
+        sample_seed=int(evaluation.sample_seed),
     )
     check_sampling(model_dir, server, sampling.temperature)
-    max_turns = int(evaluation.get("max_turns", DEFAULT_MAX_TURNS))
-    episodes = int(evaluation.get("episodes_per_task", 1))
+    max_turns = int(DEFAULT_MAX_TURNS if evaluation.max_turns is None else evaluation.max_turns)
+    episodes = int(evaluation.episodes_per_task)
     with serve(server, model_dir, log_dir=log_dir, seed=sampling.sample_seed, tensor_parallel=tensor_parallel) as live:
 
         async def play() -> list[dict[str, Any]]:
@@ -133,7 +135,7 @@ def run_model_dir(
     `eval.server.model` names what it serves)."""
     if checkpoint is not None:
         return checkpoint
-    server = (config.get("eval") or {}).get("server") or {}
+    server = EvalConfig.of(config).server
     if server.get("kind") == "url" and server.get("model"):
         return None  # a server someone else runs, serving the model it names
     if exported is not None and exported.is_dir():
@@ -159,12 +161,14 @@ def evaluate_run(
     """`agentrepro eval --run` for a run whose config says `eval.engine: served`; `exported`: the backend's Hugging
     Face copy of checkpoint `step` (None: it has none); `time_limits` (the command line's request_timeout_s and
     deadline_s) take the place of eval.server's."""
-    evaluation = dict(config.get("eval") or {})
+    evaluation = EvalConfig.of(config)
     env = config["env"]
     params = validate_params(env["name"], env.get("params") or {})
     panel = outcomes.frozen_panel(env["name"], params, evaluation)
-    evaluation.setdefault("max_turns", (config.get("train") or {}).get("max_turns", DEFAULT_MAX_TURNS))
-    server = ServerConfig.from_dict({**(evaluation.get("server") or {}), **(time_limits or {})})
+    if evaluation.max_turns is None:  # the run's own train.max_turns, as the backend's evaluation plays
+        turns = (config.get("train") or {}).get("max_turns", DEFAULT_MAX_TURNS)
+        evaluation = dataclasses.replace(evaluation, max_turns=turns)
+    server = ServerConfig.from_dict({**evaluation.server, **(time_limits or {})})
     model_dir = run_model_dir(config, run_dir, step, checkpoint, exported)
     identity = {"study": config["study"], "method": config["method"], "seed": config["seed"]}
     return evaluate_model(

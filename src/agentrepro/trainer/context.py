@@ -12,27 +12,12 @@ from typing import Any
 
 from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
+from agentrepro.runconfig import EvalConfig
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.dialogue import Codec
 from agentrepro.trainer.policy import ModelSpec, load_local_tokenizer
 from agentrepro.trainer.tokenizer import build_word_tokenizer, encode_words, probe_texts
 
-EVAL_KEYS = {
-    "tasks",
-    "first_seed",
-    "episodes_per_task",
-    "temperature",
-    "top_p",
-    "max_turns",
-    "every",
-    "checkpoint",
-    "task_panel",
-    "sample_seed",
-    "engine",
-    "server",
-    "keep_checkpoints",
-    "panel",
-}  # pruning once evaluated (backends/checkpoints.py); the panel's selection
 VOCAB_PROBE_SEEDS = range(20001, 20033)  # warm-start validation seeds: never evaluated
 
 
@@ -45,7 +30,7 @@ class RunSpec:
     env_name: str
     env_params: dict[str, Any]
     train: TrainConfig
-    eval: dict[str, Any] = field(default_factory=dict)
+    eval: EvalConfig = field(default_factory=EvalConfig)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, path: object = None) -> RunSpec:
@@ -66,12 +51,7 @@ class RunSpec:
                 path=path,
                 where="env.params.render_mode",
             )
-        evaluation = dict(config.get("eval") or {})
-        for key in evaluation:
-            if key not in EVAL_KEYS:
-                raise BadInput(
-                    f"unknown key (expected one of: {', '.join(sorted(EVAL_KEYS))})", path=path, where=f"eval.{key}"
-                )
+        evaluation = EvalConfig.of(config, path=path)
         train = TrainConfig.from_dict(config.get("train") or {}, path=path)
         return cls(
             str(config["study"]),

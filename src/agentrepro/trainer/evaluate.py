@@ -35,8 +35,8 @@ def evaluate_policy(
 ) -> list[dict[str, Any]]:
     """Outcome rows of `policy` on `panel` (episodes_per_task each)."""
     ev, cfg = spec.eval, spec.train
-    temperature = float(ev.get("temperature", 0.0))
-    episodes = int(ev.get("episodes_per_task", 1))
+    temperature = float(ev.temperature)
+    episodes = int(ev.episodes_per_task)
     rows = []
     seeds = [int(t["seed"]) for t in panel]
     bar = tqdm(
@@ -46,7 +46,7 @@ def evaluate_policy(
         disable=not cfg.progress,
     )
     for episode in bar:
-        key = np.random.SeedSequence([int(ev.get("sample_seed", 0)), spec.seed, step, episode]).generate_state(1)[0]
+        key = np.random.SeedSequence([int(ev.sample_seed), spec.seed, step, episode]).generate_state(1)[0]
         generator = torch.Generator().manual_seed(int(key))
         envs = [spec.make_env(training=False) for _ in panel]
         ro = rollout(
@@ -55,9 +55,9 @@ def evaluate_policy(
             seeds,
             list(range(len(panel))),
             codec,
-            Sampler(temperature, generator, float(ev.get("top_p", 1.0))),
+            Sampler(temperature, generator, float(ev.top_p)),
             mode=cfg.mode,
-            max_turns=int(ev.get("max_turns", cfg.max_turns)),
+            max_turns=int(cfg.max_turns if ev.max_turns is None else ev.max_turns),
             max_new_tokens=cfg.max_new_tokens,
             device=device,
             bf16=cfg.bf16,

@@ -23,11 +23,13 @@ from typing import Any
 from agentrepro import runconfig
 from agentrepro.backends.base import BUILTIN_FORM, COMMON, Backend, SeedStream, StepCheckpoint
 from agentrepro.layout import checkpoint_file, hf_checkpoint
+from agentrepro.runconfig import EvalConfig
 from agentrepro.trainer.config import TrainConfig
 from agentrepro.trainer.shared_warmstart import adopt, step0_rows
 
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
-DEFAULT_EVAL = {"episodes_per_task": 1, "temperature": 0}
+# written into each resolved config (so hashed): the evaluation defaults, stated for the reader of the file
+DEFAULT_EVAL = {key: getattr(EvalConfig(), key) for key in ("episodes_per_task", "temperature")}
 
 
 class BuiltinBackend(Backend):

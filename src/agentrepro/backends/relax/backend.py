@@ -74,6 +74,7 @@ from agentrepro.environments.alfworld_data import task_id_of_game_file
 from agentrepro.errors import BadInput, Failure
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
 from agentrepro.layout import RunFiles
+from agentrepro.runconfig import EvalConfig
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
 SUBMIT = HOOKS / "agentrepro_relax_submit.py"  # run with the image's python3, under the job's Ray head
@@ -130,7 +131,7 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     block, save = config["backend"], save_dir(run_dir)
     workdir, data = Path(block["workdir"]), save / "data"
     knobs = recipe.recipe_env(config, save, data)
-    tasks = (config.get("eval") or {}).get("tasks")
+    tasks = EvalConfig.of(config).tasks
     prepare = [
         "python3",
         "-m",

@@ -58,6 +58,7 @@ from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
 from agentrepro.layout import checkpoint_dir, eval_dir
 from agentrepro.reading import iter_jsonl
+from agentrepro.runconfig import EvalConfig
 
 DEVIATIONS = "verl_deviations.json"
 BLOCK = COMMON | Block(
@@ -91,7 +92,7 @@ def step_dir(run_dir: str | Path, step: int) -> Path:
 
 def validated_steps(config: dict[str, Any]) -> list[int]:
     """The steps verl validates: 0 (val_before_train), every trainer.test_freq steps, and the last step."""
-    steps, every = (config.get("train") or {}).get("steps", 0), (config.get("eval") or {}).get("every")
+    steps, every = (config.get("train") or {}).get("steps", 0), EvalConfig.of(config).every
     return sorted({0} | (set(range(every, steps + 1, every)) | {steps} if every else set()))
 
 
@@ -235,14 +236,14 @@ class VerlAgentBackend(Backend):
                     f"expected {'a positive integer' if kind is int else kind.__name__}, got {value!r}",
                     where=f"backend.ray.{key}",
                 )
-        evaluation = config.get("eval") or {}
-        if evaluation.get("episodes_per_task", 1) != 1:
+        evaluation = EvalConfig.of(config)
+        if evaluation.episodes_per_task != 1:
             raise BadInput(
                 "verl-agent validates each panel game once (one validation env per game, group size 1)",
                 where="eval.episodes_per_task",
             )
-        panel = evaluation.get("task_panel") or []
-        if panel and evaluation.get("tasks") not in (None, len(panel)):
+        panel = evaluation.task_panel or []
+        if panel and evaluation.tasks not in (None, len(panel)):
             raise BadInput(f"one validation env per panel game: the panel has {len(panel)} games", where="eval.tasks")
         values = recipes.composed(
             config, Path(".")

@@ -16,6 +16,7 @@ from typing import Any
 
 from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
+from agentrepro.runconfig import EvalConfig
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
 SITE = HOOKS / "startup"  # its sitecustomize.py imports hooks/agentrepro_verl_hook.py
@@ -38,7 +39,7 @@ def write_panel(config: dict[str, Any], run_dir: Path) -> Path:
     (environments/alfworld_data.py, frozen in the lock): an entry's `game_file` (or `gamefile`) if it has one;
     else, when data.eval.path is an ALFWorld data directory, `<that directory>/<task_id>/game.tw-pddl`; else the
     task_id itself, which the integration takes under $ALFWORLD_DATA when relative."""
-    panel = (config.get("eval") or {}).get("task_panel") or []
+    panel = EvalConfig.of(config).task_panel or []
     data_dir = Path(((config.get("data") or {}).get("eval") or {}).get("path") or "")
 
     def game(entry: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from agentrepro.backends.verl_agent.scripts import COMMIT, SCRIPTS, Script
 from agentrepro.errors import BadInput
 from agentrepro.layout import checkpoint_dir
+from agentrepro.runconfig import EvalConfig
 
 # Manifest values -> the recipe's names. "{est}" is the method's estimator (gigpo / graphgpo sections).
 TRAIN_KEYS: dict[str, str] = {
@@ -213,7 +214,7 @@ def save_freq(config: dict[str, Any]) -> int:
     and validates by the same rule with test_freq, plus step 0 before training. A verl-agent study evaluates exactly
     its validated steps (VerlAgentBackend.validate_config), so one cadence, test_freq's, covers them all; step 0 is
     the base model, never saved. `train.checkpoint_every` only widens `eval.checkpoint: all` (runconfig.evaluated_steps)."""
-    every = (config.get("eval") or {}).get("every")
+    every = EvalConfig.of(config).every
     return every if every else -1
 
 
