@@ -30,8 +30,9 @@ demo: $(STAMP)
 	bash scripts/system-deps.sh report
 	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/snakemake --cores $(CORES) --config manifest=$(MANIFEST)
 
-# The linter and the formatter first (seconds): a test run that ends red on style is found before the 45-minute suite.
+# The linter, the formatter and the type checker first (a minute): a test run that ends red on style is found before the 45-minute suite.
 test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest $(PYTEST_ARGS)
