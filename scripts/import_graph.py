@@ -23,7 +23,7 @@ LAYERS = (
     ("reading",),
     ("bounds", "fileio"),
     ("layout", "schema", "placement"),
-    ("process", "seal", "runconfig"),
+    ("process", "seal", "runconfig", "lockfile"),
     ("attempts", "containers"),
     ("hooks", "environments", "algorithms"),
     ("outcomes",),

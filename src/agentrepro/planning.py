@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrepro import layout, runconfig
+from agentrepro import layout, lockfile, runconfig
 from agentrepro.backends import Backend, get_backend
 from agentrepro.backends.launch import Launch
 from agentrepro.errors import BadInput, read_from
@@ -40,7 +40,6 @@ from agentrepro.fileio import sha256_json
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.resolve import run_config
 from agentrepro.placement import placements
-from agentrepro.reading import load_json
 from agentrepro.trainer.shared_warmstart import identity, uses_warmstart, warmstart_config
 
 NOT_FROZEN = "(not frozen)"
@@ -213,21 +212,21 @@ def lock_state(manifest_path: str | os.PathLike, lock_file: str | os.PathLike | 
     if not lock_file.exists():
         return "missing"
     try:
-        lock = load_json(lock_file)
+        lock = lockfile.read_lock(lock_file, verify=False)  # its hashes are resolve's and the audit's to check
     except BadInput as exc:
         raise LockMismatch(
             f"{exc.message}; run `agentrepro freeze {manifest_path}` to freeze it again",
             path=lock_file,
             where=exc.where,
         ) from None
-    recorded = lock.get("manifest_sha256") if isinstance(lock, dict) else None
+    recorded = lock.get(lockfile.MANIFEST_SHA256)
     current = sha256_json(load_manifest(manifest_path))
     if recorded != current:
         raise LockMismatch(
             f"frozen from a different manifest (manifest_sha256 {str(recorded)[:12]}…, {manifest_path} is now {current[:12]}…); "
             f"the workflow never re-freezes silently: review the change, then run `agentrepro freeze {manifest_path}`",
             path=lock_file,
-            where="manifest_sha256",
+            where=lockfile.MANIFEST_SHA256,
         )
     return "ok"
 

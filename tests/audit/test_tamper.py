@@ -24,7 +24,7 @@ from agentrepro.audit.study import audit_study
 from agentrepro.cli import main
 from agentrepro.fileio import atomic_write_jsonl, sha256_file, sha256_json
 from agentrepro.layout import locate
-from agentrepro.manifest.lock import seal as seal_lock
+from agentrepro.lockfile import seal as seal_lock
 from agentrepro.planning import planned_warmstarts
 from agentrepro.reading import iter_jsonl, load_yaml
 from agentrepro.seal import write_outputs_manifest

@@ -151,7 +151,7 @@ def test_a_member_outside_the_plan_is_refused_even_when_listed(good_bundle, tmp_
 
 def test_a_lock_that_hashes_a_file_outside_the_archive_is_not_read(good_bundle, tmp_path):
     """A lock naming /etc/passwd among its files (self-hash re-made): reported, and never hashed."""
-    from agentrepro.manifest.lock import seal
+    from agentrepro.lockfile import seal
 
     lock = json.loads(good_bundle["manifests/demo.lock.json"])
     lock["resolved"]["files"]["/etc/passwd"] = "0" * 64

@@ -70,8 +70,8 @@ def _readers(frozen_study: Path, analysis_doc: dict) -> dict:
     from agentrepro.analysis.reference import load_reference
     from agentrepro.attempts import read_provenance
     from agentrepro.environments.cli import read_episodes, read_responses
+    from agentrepro.lockfile import read_lock
     from agentrepro.manifest.loading import check_manifest
-    from agentrepro.manifest.lock import read_lock
     from agentrepro.reading import iter_jsonl, load_json, load_yaml
     from agentrepro.report.load import load_analysis
     from agentrepro.runconfig import load_run_config

@@ -11,8 +11,8 @@ from study_kit import BASE, COMMIT_A, DELETE, git, set_key, write_study
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.jobs.freeze import build_lock, directory_sha256, freeze
+from agentrepro.lockfile import content_sha256, lock_problems
 from agentrepro.manifest import taskpanel
-from agentrepro.manifest.lock import content_sha256, lock_problems
 
 
 def test_freeze_writes_a_complete_lock(study):

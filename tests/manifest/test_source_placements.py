@@ -140,7 +140,7 @@ def test_a_lock_from_before_placements_asks_for_a_new_freeze(two_checkouts):
     """A lock whose backend_sources are the old one-backend form {commit, files}: audit and analyze exit 2 with one
     line asking to freeze again, no traceback; freezing again replaces it with the per-placement form."""
     from agentrepro.fileio import atomic_write_json
-    from agentrepro.manifest.lock import seal
+    from agentrepro.lockfile import seal
 
     root, _, _ = two_checkouts
     lock = freeze_and_run(root)

@@ -19,7 +19,7 @@ from helpers import run_cli
 from podman_kit import leftover_containers
 from wfkit import HERE, snakemake
 
-from agentrepro.manifest.lock import seal
+from agentrepro.lockfile import seal
 
 STUDY = "wf-container"
 CONFIG = ("--config", f"manifest=manifests/{STUDY}.yaml", "freeze_flags=--allow-dirty", "pdf=false")

@@ -36,11 +36,12 @@ from agentrepro.analysis.reference import load_reference
 from agentrepro.analysis.rundirs import check_paths, overlapping_runs, read_run, run_provenance, task_seed_check
 from agentrepro.analysis.validate import validate_outcomes
 from agentrepro.analysis.verdicts import verdicts_table
-from agentrepro.backends.sources import check_lock_form, study_rows
+from agentrepro.backends.sources import study_rows
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, sha256_file, sha256_json
 from agentrepro.layout import locate
-from agentrepro.reading import load_json, load_yaml
+from agentrepro.lockfile import manifest_of, read_lock
+from agentrepro.reading import load_yaml
 from agentrepro.seal import write_outputs_manifest
 
 ANALYSIS_JSON, OUTCOMES_PARQUET = "analysis.json", "outcomes.parquet"
@@ -303,11 +304,8 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
     study, lock_path, manifest_path = home.name, home.lock, home.manifest
     lock = None
     if lock_path.is_file():
-        lock = load_json(lock_path)
-        check_lock_form(lock, lock_path)
-        manifest, source = lock.get("manifest"), _shown(lock_path, root)
-        if not isinstance(manifest, dict):
-            raise BadInput("missing key (the canonical manifest)", path=lock_path, where="manifest")
+        lock = read_lock(lock_path, verify=False)  # the audit checks its hashes
+        manifest, source = manifest_of(lock, lock_path), _shown(lock_path, root)
     elif manifest_path.is_file():
         manifest, source = load_yaml(manifest_path), _shown(manifest_path, root)
     else:

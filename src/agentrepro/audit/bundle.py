@@ -48,7 +48,7 @@ from agentrepro.bounds import number
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
 from agentrepro.layout import SLUG_RE, RunFiles, locate
-from agentrepro.manifest.lock import lock_sha256, read_lock
+from agentrepro.lockfile import lock_sha256, read_lock
 from agentrepro.reading import load_json
 from agentrepro.seal import read_sums, sums_text
 

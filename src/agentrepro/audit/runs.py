@@ -25,7 +25,7 @@ from agentrepro.backends.sources import parity_problems
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file
 from agentrepro.layout import RunFiles
-from agentrepro.manifest.lock import lock_sha256
+from agentrepro.lockfile import lock_sha256
 from agentrepro.placement import method_placement
 from agentrepro.reading import iter_jsonl, load_yaml
 from agentrepro.runconfig import config_file_sha256

@@ -37,16 +37,15 @@ from agentrepro.audit.chain import check_analysis, check_report
 from agentrepro.audit.recount import check_analysis_files, check_counts, recompute
 from agentrepro.audit.report import REPORT_HTML, check_report_values
 from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
-from agentrepro.audit.tree import Tree, check_seal, link_problem, load_object, walk
+from agentrepro.audit.tree import Tree, check_seal, link_problem, walk
 from agentrepro.audit.warmstart import check_warmstarts
 from agentrepro.backends import get_backend
 from agentrepro.backends.checkpoints import pruned_files
-from agentrepro.backends.sources import check_lock_form
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, locate
+from agentrepro.lockfile import lock_sha256, read_with_problems
 from agentrepro.manifest.loading import load_manifest
-from agentrepro.manifest.lock import lock_problems, lock_sha256
 from agentrepro.placement import method_placement
 from agentrepro.planning import planned_steps
 from agentrepro.seal import OUTPUTS
@@ -101,9 +100,8 @@ def _check_lock(study: str, root: Path, not_bundled: set[Path]) -> tuple[dict | 
     if not lpath.is_file():
         found.append(f"{lpath}: missing: the study was never frozen (agentrepro freeze {mpath})")
     else:
-        lock, problem = load_object(lpath)
-        check_lock_form(lock, lpath)  # a lock from before per-backend sources: one line, freeze again
-        found += [problem] if problem else [f"{lpath}: {p}" for p in lock_problems(lock)]
+        lock, problems = read_with_problems(lpath)  # a lock of an older form: one line, freeze again
+        found += problems
         if lock is not None and lock.get("study") != study:
             found.append(f"{lpath}: study is {lock.get('study')!r}, not {study!r}")
     if not mpath.is_file():

@@ -16,7 +16,7 @@ files). Three records, compared by git blob hash (what `git hash-object` prints)
   for the report, so a locally patched framework never passes as the official one.
 
 A lock frozen before sources were per placement (`backend_sources: {commit, files}`, the default backend's
-only) is refused with one line asking for a new freeze (`check_lock_form`): it cannot say what the other
+only) is refused with one line asking for a new freeze (`lockfile.check_form`): it cannot say what the other
 backends' runs should have run.
 """
 
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrepro import lockfile
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import evaluations_on_disk
@@ -36,7 +37,7 @@ from agentrepro.placement import declared, method_placement
 from agentrepro.reading import load_json
 
 RUN_FILE = "backend_sources.json"
-LOCK_KEY = "backend_sources"
+LOCK_KEY = lockfile.SOURCES
 
 
 def _git(workdir: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
@@ -136,19 +137,6 @@ def record_run(config: dict[str, Any], run_dir: Path, root: str | os.PathLike = 
     path = Path(run_dir) / RUN_FILE
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return path
-
-
-def check_lock_form(lock: Any, path: object) -> None:
-    """BadInput (one line) for a lock whose backend_sources predate placements: it must be frozen again."""
-    sources = lock.get(LOCK_KEY) if isinstance(lock, dict) else None
-    if isinstance(sources, dict) and isinstance(sources.get("commit"), str):
-        manifest = lock.get("manifest_path") or "the manifest"
-        raise BadInput(
-            f"pins the sources of the default backend only (frozen before each backend had its own); "
-            f"freeze again (agentrepro freeze {manifest}) so every backend's sources are pinned",
-            path=path,
-            where=LOCK_KEY,
-        )
 
 
 @dataclass

@@ -17,7 +17,7 @@ from agentrepro.attempts import package_versions
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_text
 from agentrepro.layout import RunFiles, checkpoint_dir
-from agentrepro.manifest.lock import lock_sha256
+from agentrepro.lockfile import lock_sha256
 from agentrepro.reading import iter_jsonl, load_json
 
 # What `--no-resume` removes: the run contract's outputs, never anything else in the directory.

@@ -21,19 +21,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentrepro import containers, placement, planning, preflight
+from agentrepro import containers, lockfile, placement, planning, preflight
 from agentrepro.analysis.reference import load_reference
 from agentrepro.backends.sources import pinned_sources
 from agentrepro.errors import BadInput, Failure, read_from
 from agentrepro.fileio import atomic_write_json, check_output_file, sha256_file, sha256_json
 from agentrepro.layout import lock_path
+from agentrepro.lockfile import lock_sha256
 from agentrepro.manifest.gitstate import harness_state
 from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_placeholder, sha256_problem
 from agentrepro.manifest.loading import load_manifest
-from agentrepro.manifest.lock import LOCK_VERSION, SELF_KEY, lock_problems, lock_sha256, seal
 from agentrepro.manifest.pyenv import python_environment
 from agentrepro.manifest.taskpanel import build_panel_sources, panel_deviations
-from agentrepro.reading import load_json
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -252,23 +251,20 @@ def build_lock(
         *planning.deviations(manifest, manifest_file),  # the backends' departures from their official recipes
         *panel_deviations(manifest, root, panel),
     ]  # and the evaluation panel's composition
-    lock = {
-        "lock_version": LOCK_VERSION,
-        "study": manifest["study"],
-        "manifest_path": _rel(manifest_file, root),
-        "manifest": json.loads(json.dumps(manifest)),
-        "manifest_sha256": sha256_json(manifest),
-        "resolved": resolved,
-        "task_panel": panel,
-        **({"backend_sources": sources} if sources else {}),
-        **({"deviations": deviations} if deviations else {}),
-        "seed_streams": planning.seed_streams(manifest, manifest_file),
-        "harness": harness,
-        "python": python_environment(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    lock = seal(lock)
-    found = lock_problems(lock)
+    lock = lockfile.build(
+        study=manifest["study"],
+        manifest_path=_rel(manifest_file, root),
+        manifest=json.loads(json.dumps(manifest)),
+        resolved=resolved,
+        task_panel=panel,
+        backend_sources=sources,
+        deviations=deviations,
+        seed_streams=planning.seed_streams(manifest, manifest_file),
+        harness=harness,
+        python=python_environment(),
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+    found = lockfile.lock_problems(lock)
     if found:  # our own output must satisfy the lock schema
         raise Failure(f"the lock built for {manifest_file} is invalid: {found[0]}")
     return lock
@@ -278,11 +274,6 @@ def _backend_sources(manifest: dict[str, Any], manifest_file: Path, root: Path) 
     """The git blob hashes of every backend's `sources` at its commit, by placement (backends/sources.py); None if none."""
     with read_from(manifest_file):
         return pinned_sources(manifest, root) or None
-
-
-def _same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    strip = lambda lock: {k: v for k, v in lock.items() if k not in ("created", SELF_KEY)}  # noqa: E731
-    return sha256_json(strip(a)) == sha256_json(strip(b))
 
 
 def freeze(
@@ -299,10 +290,10 @@ def freeze(
     lock = build_lock(manifest_file, root=root, out=out, allow_dirty=allow_dirty)
     if out.is_file():
         try:
-            existing = load_json(out)
-        except BadInput:  # an unreadable old lock is simply replaced
+            existing = lockfile.read_lock(out)
+        except BadInput:  # an unreadable, edited or older lock is simply replaced
             existing = None
-        if isinstance(existing, dict) and not lock_problems(existing) and _same_content(existing, lock):
+        if existing is not None and lockfile.same_content(existing, lock):
             return existing, out, False
     atomic_write_json(out, lock)
     return lock, out, True

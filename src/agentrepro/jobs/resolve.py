@@ -6,7 +6,7 @@ import argparse
 
 from agentrepro.bounds import SEED
 from agentrepro.fileio import atomic_write_yaml, check_output_file
-from agentrepro.manifest.lock import read_lock
+from agentrepro.lockfile import read_lock
 from agentrepro.manifest.resolve import run_config
 
 

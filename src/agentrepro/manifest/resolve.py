@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput
-from agentrepro.manifest.lock import lock_sha256
+from agentrepro.lockfile import lock_sha256
 from agentrepro.placement import method_placement
 
 
