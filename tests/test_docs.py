@@ -105,6 +105,8 @@ DOTTED = re.compile(r"^(?P<name>[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?
 PATH = re.compile(
     r"(?<![\w/.<>{}*~$:-])((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:py|smk|md|sh|toml|yaml|yml|j2|css))(?![\w/])"
 )
+#: the last part of a file's name, not of a Python name (`outcomes.jsonl`)
+FILE_SUFFIXES = {"json", "jsonl", "parquet", "csv", "yaml", "yml", "md", "html", "pdf", "png", "txt", "sha256", "pt"}
 #: paths extending.md invents for its worked example of a fifth backend
 EXAMPLE_PATHS = re.compile(r"(^|/)(openrlhf|test_openrlhf\.py)(/|$)")
 
@@ -163,9 +165,11 @@ def _exists_under(folder: Path, parts: list[str]) -> bool:
 
 
 def cited_python_names(text: str, package: Path = PACKAGE) -> list[str]:
-    """The dotted names of `text`'s code spans that claim to be agentrepro's: those written `agentrepro.…`, those
-    written as a call, and those whose first two parts are a package of agentrepro and one of its modules (so that
-    manifest keys such as `eval.tasks` and file names such as `analysis.json` are not taken for Python)."""
+    """The dotted names of `text`'s code spans that claim to be agentrepro's: those written `agentrepro.…`, those whose
+    first part is a top-level module of agentrepro (`planning.StudyPlan`), and those whose first part is a package of
+    agentrepro and that are written as a call or whose second part is one of its modules (so that manifest keys such
+    as `eval.tasks`, framework keys such as `trainer.nnodes` and file names such as `analysis.json` are not taken for
+    Python, nor a call on a variable such as `plan.job(...)`)."""
     parts = {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
     found = []
     for span in CODE_SPAN.findall(text):
@@ -173,9 +177,13 @@ def cited_python_names(text: str, package: Path = PACKAGE) -> list[str]:
         if not match:
             continue
         name = match.group("name")
+        if name.rsplit(".", 1)[1] in FILE_SUFFIXES:
+            continue
         first, second = name.split(".")[:2]
         module = package / first / f"{second}.py"
-        if name.startswith("agentrepro.") or match.group("call") or (first in parts and module.exists()):
+        top_module = (package / f"{first}.py").exists()
+        ours = first in parts and (match.group("call") or module.exists())
+        if name.startswith("agentrepro.") or top_module or ours:
             found.append(name)
     return found
 
@@ -220,13 +228,14 @@ def test_the_name_check_finds_a_stale_name(tmp_path):
     text = (
         "`backends.base.Backend.checkpoint` `agentrepro.layout.hf_checkpoint` `layout.nothing_here(run)` "
         "`backends.outcomes.row(identity)` `agentrepro.backends.base.Backend.nope` `eval.tasks` `analysis.json` "
-        "`trainer.total_epochs`\n"
+        "`trainer.total_epochs` `planning.planned_steps`\n"
     )
     names = cited_python_names(text)
     assert [n for n in names if not python_name_exists(n)] == [
         "layout.nothing_here",
         "backends.outcomes.row",
         "agentrepro.backends.base.Backend.nope",
+        "planning.planned_steps",
     ]
     tracked = _tracked()
     paths = cited_paths("see tests/test_docs.py, test_ray_job.py, backends/ray_launch.py and recipe/GraphGPO/x.sh\n")

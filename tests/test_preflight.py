@@ -19,6 +19,7 @@ from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.backends.verl_agent import demands
 from agentrepro.errors import BadInput
 from agentrepro.manifest.loading import load_manifest
+from agentrepro.planning import StudyPlan
 
 RAY = json.loads((FIXTURES / "frameworks" / "verl-agent-20bd331.ray.json").read_text())
 RECIPES = json.loads((FIXTURES / "frameworks" / "verl-agent-20bd331.recipes.json").read_text())
@@ -50,9 +51,7 @@ def test_the_shipped_studies_pass_with_the_numbers_of_the_recipes(tmp_path):
     (16 x 8 training + 128 validation env workers) + the TaskRunner's 1 + one per GPU worker = 54.2, which its
     resources.cpus (55) covers; GiGPO's script has 0.1 (28.6); the worker ports cover 256 env workers, the TaskRunner,
     2 GPU workers and the driver plus Ray's idle pool of num_cpus."""
-    jobs = preflight.check(
-        load_manifest(REPO / "manifests" / "graphgpo-alfworld.yaml"), REPO / "manifests" / "graphgpo-alfworld.yaml"
-    )
+    jobs = preflight.check(StudyPlan.load(REPO / "manifests" / "graphgpo-alfworld.yaml"))
     by = {(j.method, d.what): d for j in jobs for d in j.demands}
     graphgpo = float(script_variable("recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh", "num_cpus_per_env_worker"))
     gigpo = float(script_variable("examples/gigpo_trainer/run_alfworld.sh", "num_cpus_per_env_worker"))
@@ -71,10 +70,7 @@ def test_the_shipped_studies_pass_with_the_numbers_of_the_recipes(tmp_path):
     cpus = load_manifest(REPO / "manifests" / "graphgpo-alfworld.yaml")["resources"]["cpus"]
     assert cpus == math.ceil(max(d.need for (m, w), d in by.items() if w == "CPUs the recipe reserves in Ray"))
     assert by[("graphgpo", "Ray worker ports")].need == envs + 1 + gpus + 1 + cpus
-    jobs = preflight.check(
-        load_manifest(REPO / "manifests" / "graphgpo-alfworld-relax.yaml"),
-        REPO / "manifests" / "graphgpo-alfworld-relax.yaml",
-    )
+    jobs = preflight.check(StudyPlan.load(REPO / "manifests" / "graphgpo-alfworld-relax.yaml"))
     assert {j.backend for j in jobs} == {"relax"}
 
 
@@ -176,13 +172,13 @@ def test_relax_tensor_parallel_must_divide_the_query_groups(tmp_path):
     )
     path = study(tmp_path, "graphgpo-alfworld", **{"backends.relax.resources": {"gpus": 4}})
     with pytest.raises(BadInput, match=r"gigpo@relax seed 0: backends\.relax\.resources\.gpus -> NUM_GPUS"):
-        preflight.check(load_manifest(path), path)
+        preflight.check(StudyPlan.load(path))
 
 
 def test_the_hard_coded_port_is_shown_and_reserved_not_compared():
     """Relax's Ray Serve port (8000) is a row of the table, reserved when the job starts (never a violation here)."""
     path = REPO / "manifests" / "graphgpo-alfworld-relax.yaml"
-    job = preflight.job_demands(load_manifest(path), path, "grpo", 0)
+    job = preflight.job_demands(StudyPlan.load(path), "grpo", 0)
     serve = next(d for d in job.demands if d.what == "Ray Serve's HTTP port")
     assert (
         serve.need == 8000
@@ -220,5 +216,5 @@ def test_docs_show_each_shipped_studys_demand_table():
     docs = (REPO / "docs" / "preflight.md").read_text(encoding="utf-8")
     for name in ("graphgpo-alfworld", "graphgpo-alfworld-relax"):
         path = REPO / "manifests" / f"{name}.yaml"
-        for table in preflight.tables(preflight.study_demands(load_manifest(path), path)):
+        for table in preflight.tables(preflight.study_demands(StudyPlan.load(path))):
             assert table in docs, (name, table.splitlines()[0])

@@ -1,6 +1,6 @@
 """`agentrepro preflight MANIFEST`: what each job of a study will demand, checked before anything is queued.
 
-For every method x seed, the job's draft config (planning.draft_config: what `agentrepro train` will run) and its
+For every method x seed, the job's draft config (its `planning.Job`: what `agentrepro train` will run) and its
 backend's `Backend.demands`: values its framework takes only as they are (a pinned model revision), Ray worker
 processes against the head's worker ports, the CPUs its recipe reserves in Ray against resources.cpus, GPUs against
 tensor-parallel sizes, the model's heads and the batch sizes that must divide by the data-parallel size, ports the
@@ -17,18 +17,16 @@ method when every seed demands the same) and exits 2 after listing every violati
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentrepro import planning
 from agentrepro.backends.base import FIXED, Demand
 from agentrepro.bounds import SEED
 from agentrepro.errors import BadInput, read_from
-from agentrepro.manifest.loading import load_manifest
 from agentrepro.placement import method_placement
+from agentrepro.planning import StudyPlan
 
 
 @dataclass(frozen=True)
@@ -58,18 +56,18 @@ def _in_manifest(manifest: dict[str, Any], method: str, field: str, *, path: obj
     return field
 
 
-def job_demands(manifest: dict[str, Any], manifest_file: str | os.PathLike, method: str, seed: int) -> JobDemands:
+def job_demands(plan: StudyPlan, method: str, seed: int) -> JobDemands:
     """The demands of one job, from its draft config (the config a job of it will run; its backend's own checks of a
     config, some of which read files relative to where a job runs, are the job's and `agentrepro command`'s)."""
-    backend, config = planning.draft_config(manifest, manifest_file, method, seed, check=False)
-    with read_from(manifest_file):
-        found = backend.demands(config, planning.run_dir(manifest, manifest_file, method, seed))
+    job = plan.job(method, seed)
+    with read_from(plan.manifest_file):
+        found = job.backend.demands(job.config, job.run_dir)
     named = tuple(
         Demand(
             d.what,
             d.key,
             d.need,
-            _in_manifest(manifest, method, d.field, path=manifest_file),
+            _in_manifest(plan.document, method, d.field, path=plan.manifest_file),
             d.have,
             d.rule,
             d.source,
@@ -77,26 +75,18 @@ def job_demands(manifest: dict[str, Any], manifest_file: str | os.PathLike, meth
         )
         for d in found
     )
-    return JobDemands(method, seed, backend.name, named)
+    return JobDemands(method, seed, job.backend.name, named)
 
 
 def study_demands(
-    manifest: dict[str, Any],
-    manifest_file: str | os.PathLike,
-    *,
-    methods: list[str] | None = None,
-    seeds: list[int] | None = None,
+    plan: StudyPlan, *, methods: list[str] | None = None, seeds: list[int] | None = None
 ) -> list[JobDemands]:
-    return [
-        job_demands(manifest, manifest_file, method, seed)
-        for method in (methods or list(manifest["methods"]))
-        for seed in (seeds or list(manifest["seeds"]))
-    ]
+    return [job_demands(plan, method, seed) for method in (methods or plan.methods) for seed in (seeds or plan.seeds)]
 
 
-def check(manifest: dict[str, Any], manifest_file: str | os.PathLike) -> list[JobDemands]:
+def check(plan: StudyPlan) -> list[JobDemands]:
     """Every job's demands; BadInput with the first violation (and how many more) when one does not hold."""
-    jobs = study_demands(manifest, manifest_file)
+    jobs, manifest_file = study_demands(plan), plan.manifest_file
     bad = [(job, demand) for job in jobs for demand in job.demands if not demand.holds()]
     if bad:
         (job, demand), more = bad[0], len(bad) - 1
@@ -149,7 +139,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    manifest = load_manifest(args.manifest)
+    plan = StudyPlan.load(args.manifest)
+    manifest = plan.document
     for method in args.method or []:
         if method not in manifest["methods"]:
             raise BadInput(
@@ -164,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
                 path=args.manifest,
                 where="--seed",
             )
-    jobs = study_demands(manifest, args.manifest, methods=args.method, seeds=args.seed)
+    jobs = study_demands(plan, methods=args.method, seeds=args.seed)
     print("\n\n".join(tables(jobs)))
     lines = [line for job in jobs for line in job.violations(args.manifest)]
     for line in dict.fromkeys(lines):

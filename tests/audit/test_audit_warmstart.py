@@ -77,9 +77,9 @@ def built(tmp_path_factory) -> Path:
                 _run(method) / "config.yaml",
             )
         from agentrepro.layout import locate
-        from agentrepro.planning import planned_warmstarts
+        from agentrepro.planning import StudyPlan
 
-        ident = planned_warmstarts(MANIFEST)[("grpo", 0)]
+        ident = StudyPlan(MANIFEST, "manifest").warmstarts[("grpo", 0)]
         warm = locate(STUDY).warmstart_dir(0, ident)
         _cli("warmstart", "--config", _run("grpo") / "config.yaml", "--out", warm)
         for method in METHODS:

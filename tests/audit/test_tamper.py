@@ -25,7 +25,7 @@ from agentrepro.cli import main
 from agentrepro.fileio import atomic_write_jsonl, sha256_file, sha256_json
 from agentrepro.layout import locate
 from agentrepro.lockfile import seal as seal_lock
-from agentrepro.planning import planned_warmstarts
+from agentrepro.planning import StudyPlan
 from agentrepro.reading import iter_jsonl, load_yaml
 from agentrepro.seal import write_outputs_manifest
 
@@ -47,7 +47,9 @@ def finished(tmp_path_factory) -> Path:
     (root / "manifests" / MANIFEST.name).write_text(MANIFEST.read_text() + "reference: references/earlier.yaml\n")
     (root / "manifests" / "references" / "earlier.yaml").write_text(REFERENCE)
     warm = str(
-        locate(STUDY).warmstart_dir(0, planned_warmstarts(load_yaml(root / "manifests" / MANIFEST.name))[("grpo", 0)])
+        locate(STUDY).warmstart_dir(
+            0, StudyPlan(load_yaml(root / "manifests" / MANIFEST.name), "m").warmstarts[("grpo", 0)]
+        )
     )
     with contextlib.chdir(root):
         assert main(["freeze", f"manifests/{STUDY}.yaml", "--allow-dirty"]) == 0

@@ -341,8 +341,7 @@ def test_relax_export_is_a_recorded_deviation_beside_verl_agents(tmp_path):
     (the recipe's 10, from the facts), the added --save-hf and the eval hook, and still verl's trainer.save_freq."""
     from helpers import REPO
 
-    from agentrepro import planning as jobs
-    from agentrepro.manifest.loading import load_manifest
+    from agentrepro.planning import StudyPlan
 
     args = json.loads((FIXTURES / "frameworks" / "relax.args.json").read_text())
     recipe = {f["flag"]: f.get("value") for f in args["graphgpo_recipe"]["flags"]}
@@ -356,6 +355,6 @@ def test_relax_export_is_a_recorded_deviation_beside_verl_agents(tmp_path):
         and records["--save-hf"]["official"] is None
     )
     manifest_file = REPO / "manifests" / "graphgpo-alfworld.yaml"
-    sentences = jobs.deviations(load_manifest(manifest_file), manifest_file)
+    sentences = StudyPlan.load(manifest_file).deviations()
     assert any(s.startswith("--save-interval = 5 (the script sets 10;") and "@relax" in s for s in sentences), sentences
     assert any(s.startswith("trainer.save_freq = 5 (the script sets -1;") for s in sentences), sentences

@@ -15,6 +15,7 @@ import pytest
 
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.hooks import agentrepro_ray_head as ray_head
+from agentrepro.planning import StudyPlan
 
 
 def alive(pid: int) -> bool:
@@ -105,7 +106,7 @@ def test_program_gets_its_head_and_only_that_head_is_stopped(tmp_path, fake_ray)
         workers = int(flag(head["args"], "max-worker-port")) - int(flag(head["args"], "min-worker-port")) + 1
         demand = next(
             d
-            for d in preflight.job_demands(yaml_manifest(REPO, cpus=55), "m.yaml", "gigpo", 0).demands
+            for d in preflight.job_demands(StudyPlan(yaml_manifest(REPO, cpus=55), "m.yaml"), "gigpo", 0).demands
             if d.what == "Ray worker ports"
         )
         assert workers == demand.need == 260 + 55

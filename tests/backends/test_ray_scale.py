@@ -27,8 +27,7 @@ from agentrepro import preflight
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import demands
 from agentrepro.hooks import agentrepro_ray_head as ray_head
-from agentrepro.manifest.loading import load_manifest
-from agentrepro.planning import draft_config
+from agentrepro.planning import StudyPlan
 
 MANIFEST = REPO / "manifests" / "graphgpo-alfworld.yaml"
 ACTORS = Path(__file__).with_name("ray_actors.py")
@@ -52,8 +51,7 @@ def available_mb() -> int:
 
 def train_launch(tmp_path, method: str = "graphgpo", seed: int = 0):
     """(the draft config, the job's train launch) of graphgpo-alfworld, run directory under tmp_path."""
-    manifest = load_manifest(MANIFEST)
-    _, config = draft_config(manifest, MANIFEST, method, seed)
+    config = StudyPlan.load(MANIFEST).checked(method, seed).config
     config["backend"]["workdir"] = str(tmp_path)
     run_dir = tmp_path / f"{method}-{seed}"
     run_dir.mkdir()  # the train job's, which agentrepro train creates
@@ -82,7 +80,7 @@ def test_a_jobs_head_holds_every_env_worker_of_the_graphgpo_recipe(tmp_path):
     config, launch = train_launch(tmp_path)
     values = verl_agent.recipes.composed(config, tmp_path)
     envs, _, processes = demands.ray_processes(values)
-    job = preflight.job_demands(load_manifest(MANIFEST), MANIFEST, "graphgpo", 0)
+    job = preflight.job_demands(StudyPlan.load(MANIFEST), "graphgpo", 0)
     ports = next(d for d in job.demands if d.what == "Ray worker ports")
     assert ports.holds() and ports.need == processes + config["resources"]["cpus"] and envs == 16 * 8 + 128
     head = launch.argv[: launch.argv.index("--")]

@@ -523,16 +523,16 @@ def test_training_metrics_and_evaluation_files_share_one_step_numbering(study, t
 
 def test_a_study_whose_steps_relax_would_not_evaluate_is_refused():
     """150 steps evaluate every 5th update; 12 steps would need step 12, which Relax (every 5 rollouts) skips."""
-    from agentrepro.planning import planned_steps
+    from agentrepro.planning import StudyPlan
 
     manifest = yaml.safe_load(MANIFEST.read_text())
-    assert planned_steps(manifest) == list(range(0, 151, 5))
+    assert StudyPlan(manifest, "manifest").steps == tuple(range(0, 151, 5))
     manifest["train"]["steps"] = 12
     with pytest.raises(
         BadInput,
         match=r"eval: the relax backend would save steps \[0, 5, 10\] of grpo, but the study evaluates \[0, 5, 10, 12\]",
     ):
-        planned_steps(manifest)
+        StudyPlan(manifest, "manifest").steps  # noqa: B018 (planning it raises)
 
 
 def test_no_resume_removes_only_this_runs_relax_save(study, tmp_path):

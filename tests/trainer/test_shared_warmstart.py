@@ -11,7 +11,7 @@ import yaml
 from helpers import run_cli
 from trainer_helpers import tiny_config
 
-from agentrepro.planning import planned_warmstarts
+from agentrepro.planning import StudyPlan
 
 WARM = {"warmstart_target": 1.0, "warmstart_max_steps": 2, "warmstart_eval_every": 1, "steps": 2}
 
@@ -33,7 +33,7 @@ def _manifest(**methods) -> dict:
 def test_methods_share_a_warm_start_unless_they_change_what_it_reads():
     """RL settings (estimator, lr, gamma) and a default spelled out share one identity per seed; a warm-start
     setting, or grad_clip (which the warm start's optimizer step reads), gives another; warmstart off plans none."""
-    plan = planned_warmstarts(
+    plan = StudyPlan(
         _manifest(
             grpo={"estimator": "grpo"},
             gigpo={"estimator": "gigpo", "gamma": 0.9, "lr": 0.01},
@@ -41,14 +41,15 @@ def test_methods_share_a_warm_start_unless_they_change_what_it_reads():
             other_lr={"warmstart_lr": 1.0e-3},
             clip={"grad_clip": 0.5},
             none={"warmstart": False},
-        )
-    )
+        ),
+        "manifest",
+    ).warmstarts
     for seed in (0, 1):
         assert plan[("grpo", seed)] == plan[("gigpo", seed)] == plan[("spelled", seed)]
         assert len({plan[(m, seed)] for m in ("grpo", "other_lr", "clip")}) == 3
         assert ("none", seed) not in plan
     assert plan[("grpo", 0)] != plan[("grpo", 1)]
-    assert planned_warmstarts({**_manifest(grpo={}), "backend": {"name": "command"}}) == {}
+    assert StudyPlan({**_manifest(grpo={}), "backend": {"name": "command"}}, "manifest").warmstarts == {}
 
 
 def _write(path: Path, config: dict) -> Path:

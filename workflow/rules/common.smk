@@ -6,7 +6,6 @@ from snakemake.exceptions import WorkflowError
 
 from agentrepro import layout, planning
 from agentrepro.errors import BadInput
-from agentrepro.manifest import load_manifest
 
 WORKFLOW_DIR = Path(workflow.basedir) / "workflow" if (Path(workflow.basedir) / "workflow").is_dir() else Path(workflow.basedir).parent
 
@@ -21,7 +20,7 @@ PDF = str(config.get("pdf", True)).lower() not in ("false", "0", "no")
 
 try:
     PLAN = planning.study_plan(MANIFEST)
-    LOCK_STATE = planning.lock_state(MANIFEST)
+    LOCK_STATE = PLAN.lock_state()
 except BadInput as exc:
     raise WorkflowError(str(exc)) from None
 
@@ -68,14 +67,12 @@ _SHOWN = {}
 
 def get_launches(wildcards):
     """What the train job of these wildcards runs, as `agentrepro command MANIFEST --method M --seed K` prints it
-    (agentrepro.planning.shown): the train job's message, so `snakemake -n -p` lists every external program
+    (agentrepro.planning.StudyPlan.shown): the train job's message, so `snakemake -n -p` lists every external program
     before anything runs. Text only: it never enters a job's shell command."""
     key = (wildcards.method, int(wildcards.seed))
     if key not in _SHOWN:
         try:
-            if "manifest" not in _SHOWN:
-                _SHOWN["manifest"] = load_manifest(MANIFEST)
-            _SHOWN[key] = planning.shown(_SHOWN["manifest"], Path(MANIFEST), *key, check=False)  # freeze and train check
+            _SHOWN[key] = PLAN.shown(*key, check=False)  # freeze and train check
         except BadInput as exc:
             raise WorkflowError(str(exc)) from None
     return _SHOWN[key]

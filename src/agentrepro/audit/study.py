@@ -3,7 +3,7 @@
 `audit_study(study, root=".")` returns one problem per string, each naming a path. It follows a chain:
 * the lock: present, valid against lock.schema.json, not edited by hand (its self-hash); the manifest still
   hashes to the lock's `manifest_sha256`; every file the lock hashed (data, reference) unchanged;
-* the plan: the lock's manifest names methods × seeds and the evaluated steps (`agentrepro.planning.planned_steps`,
+* the plan: the lock's manifest names methods × seeds and the evaluated steps (`agentrepro.planning.StudyPlan.steps`,
   the rule the workflow plans with and the trainer checkpoints by); every run directory and every eval/step<N>/ of the plan exists, and nothing else does:
   stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported;
 * the shared warm starts (runs/<study>/_warmstart/, audit/warmstart.py): each planned one is there, sealed and from
@@ -47,7 +47,7 @@ from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, lo
 from agentrepro.lockfile import lock_sha256, read_with_problems
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.placement import method_placement
-from agentrepro.planning import planned_steps
+from agentrepro.planning import StudyPlan
 from agentrepro.seal import OUTPUTS
 
 STAGES = ("lock", "runs", "analysis", "report")
@@ -139,7 +139,7 @@ def _plan(lock: dict | None) -> tuple[list[str], list[int], list[int], list[str]
     methods = list(manifest.get("methods") or {})
     seeds = [s for s in manifest.get("seeds") or [] if isinstance(s, int)]
     try:
-        return methods, seeds, planned_steps(manifest, path="the lock's manifest"), []
+        return methods, seeds, list(StudyPlan(manifest, "the lock's manifest").steps), []
     except BadInput as exc:
         return methods, seeds, [], [str(exc)]
 

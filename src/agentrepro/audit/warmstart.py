@@ -1,7 +1,7 @@
 """The audit of the shared warm starts (runs/<study>/_warmstart/): each is planned, sealed, from the lock, and every
 method of its seed started from its weights and shows its step-0 outcomes.
 
-* The plan: `planned_warmstarts` of the lock's manifest (trainer/shared_warmstart.py) gives every method x seed's
+* The plan: `StudyPlan.warmstarts` of the lock's manifest (trainer/shared_warmstart.py) gives every method x seed's
   warm-start identity; the folders `seed<k>-<id12>` of those identities must exist (once the runs are required),
   and nothing else may sit in runs/<study>/_warmstart/.
 * Each warm start: provenance.json from this lock, its resolved_config.yaml hashing as recorded, the identity the
@@ -29,7 +29,7 @@ from agentrepro.layout import (
     outcomes_path,
     warmstart_name,
 )
-from agentrepro.planning import planned_warmstarts
+from agentrepro.planning import StudyPlan
 from agentrepro.reading import read_jsonl
 from agentrepro.seal import OUTPUTS
 from agentrepro.trainer.shared_warmstart import WARMSTART_METHOD
@@ -44,7 +44,7 @@ def plan(lock: dict[str, Any] | None) -> tuple[dict[tuple[str, int], str], list[
     if not isinstance(manifest, dict):
         return {}, []
     try:
-        return planned_warmstarts(manifest, path="the lock's manifest"), []
+        return StudyPlan(manifest, "the lock's manifest").warmstarts, []
     except (BadInput, KeyError, TypeError) as exc:
         return {}, [f"the lock's manifest: its warm starts cannot be planned ({exc})"]
 

@@ -7,7 +7,7 @@ After the train job's programs it prints the job's demand table (agentrepro.pref
 GPUs, batch sizes, hard-coded ports, each beside the manifest value it must fit). Nothing runs. It reads the
 manifest, not the lock, so a study can be reviewed before it is frozen: a placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
 on runs/<study>/<method>/seed<k>/ (relative to the current directory, as the workflow runs them).
-`snakemake -n -p` shows the same text (agentrepro.planning.shown) as each train job's message.
+`snakemake -n -p` shows the same text (`StudyPlan.shown`) as each train job's message.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from pathlib import Path
 
 from agentrepro import preflight
 from agentrepro.bounds import SEED
-from agentrepro.manifest.loading import load_manifest
-from agentrepro.planning import shown
+from agentrepro.planning import StudyPlan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    manifest = load_manifest(args.manifest)
-    print(shown(manifest, args.manifest, args.method, args.seed, args.eval_step))
+    plan = StudyPlan.load(args.manifest)
+    print(plan.shown(args.method, args.seed, args.eval_step))
     if args.eval_step is None:  # what the train job will demand of its node (agentrepro.preflight)
-        job = preflight.job_demands(manifest, args.manifest, args.method, args.seed)
+        job = preflight.job_demands(plan, args.method, args.seed)
         print("\n# what the job will demand (agentrepro preflight):\n" + preflight.table(job))
     return 0

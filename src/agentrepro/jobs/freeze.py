@@ -227,7 +227,8 @@ def build_lock(
     manifest = load_manifest(manifest_file)
     resolved = resolve_identifiers(manifest, manifest_file, root)
     _check_reference(manifest, manifest_file)
-    preflight.check(manifest, manifest_file)  # what every job will demand of its node, before anything is queued
+    plan = planning.StudyPlan(manifest, manifest_file)  # every job's draft config, built once
+    preflight.check(plan)  # what every job will demand of its node, before anything is queued
     harness = harness_state(root, ignore=[out])
     if harness["dirty"] and not allow_dirty:
         if harness["commit"] is None:
@@ -248,7 +249,7 @@ def build_lock(
         resolved["env_packages"] = packages
     sources = _backend_sources(manifest, manifest_file, root)
     deviations = [
-        *planning.deviations(manifest, manifest_file),  # the backends' departures from their official recipes
+        *plan.deviations(),  # the backends' departures from their official recipes
         *panel_deviations(manifest, root, panel),
     ]  # and the evaluation panel's composition
     lock = lockfile.build(
@@ -259,7 +260,7 @@ def build_lock(
         task_panel=panel,
         backend_sources=sources,
         deviations=deviations,
-        seed_streams=planning.seed_streams(manifest, manifest_file),
+        seed_streams=plan.seed_streams(),
         harness=harness,
         python=python_environment(),
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
