@@ -30,3 +30,17 @@ def test_unknown_verb_is_usage_error():
     """An unknown verb is a usage error (exit 2) that lists the verbs."""
     proc = run_cli("nonsense")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_every_verb_lives_in_its_own_module():
+    """`agentrepro X` is agentrepro/cli/X.py, with its arguments and its run; no other module defines a verb."""
+    from helpers import REPO
+
+    package = REPO / "src" / "agentrepro"
+    assert sorted(p.stem for p in (package / "cli").glob("*.py") if p.stem != "__init__") == sorted(VERBS)
+    defines_a_verb = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if "def add_arguments(parser" in p.read_text(encoding="utf-8") and p.parent.name != "cli"
+    )
+    assert defines_a_verb == []

@@ -10,20 +10,15 @@ Freeze runs the same check (`check`), and `agentrepro command` prints the job's 
 come from the backend's facts about its framework, computed in the backend's folder; here they are only compared
 and shown. The backends' own checks of a config (some read files relative to where a job runs) stay the job's.
 
-The verb: `agentrepro preflight MANIFEST [--method M] [--seed K]` prints the demand table of each job (one per
-method when every seed demands the same) and exits 2 after listing every violation, one per line.
+The verb `agentrepro preflight` (agentrepro/cli/preflight.py) prints the demand tables and every violation.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agentrepro.backends.base import FIXED, Demand
-from agentrepro.bounds import SEED
 from agentrepro.errors import BadInput, read_from
 from agentrepro.placement import method_placement
 from agentrepro.planning import StudyPlan
@@ -130,34 +125,3 @@ def tables(jobs: list[JobDemands]) -> list[str]:
         else:
             out += [table(job) for job in method_jobs]
     return out
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("manifest", type=Path, help="the study manifest (placeholders allowed: nothing is resolved)")
-    parser.add_argument("--method", action="append", help="only this method (repeatable; default: every method)")
-    parser.add_argument("--seed", action="append", type=SEED, help="only this seed (repeatable; default: every seed)")
-
-
-def run(args: argparse.Namespace) -> int:
-    plan = StudyPlan.load(args.manifest)
-    manifest = plan.document
-    for method in args.method or []:
-        if method not in manifest["methods"]:
-            raise BadInput(
-                f"not a method of the study (methods: {', '.join(manifest['methods'])})",
-                path=args.manifest,
-                where="--method",
-            )
-    for seed in args.seed or []:
-        if seed not in manifest["seeds"]:
-            raise BadInput(
-                f"not a seed of the study (seeds: {', '.join(map(str, manifest['seeds']))})",
-                path=args.manifest,
-                where="--seed",
-            )
-    jobs = study_demands(plan, methods=args.method, seeds=args.seed)
-    print("\n\n".join(tables(jobs)))
-    lines = [line for job in jobs for line in job.violations(args.manifest)]
-    for line in dict.fromkeys(lines):
-        print(f"agentrepro preflight: error: {line}", file=sys.stderr)
-    return 2 if lines else 0

@@ -127,7 +127,7 @@ def test_schema_is_generated_from_the_spec():
 
 def test_advantages_flags_are_the_step_row_options():
     """`agentrepro advantages` has one flag per option of a step-row estimator, with the spec's type and choices."""
-    from agentrepro.algorithms import cli_advantages
+    from agentrepro.cli import advantages as cli_advantages
 
     parser = argparse.ArgumentParser()
     cli_advantages.add_arguments(parser)

@@ -139,8 +139,8 @@ def test_backend_exception_is_a_failed_attempt(tmp_path, make_config, write_conf
     import argparse
 
     from agentrepro.backends.command.backend import CommandBackend
+    from agentrepro.cli import train as cli_train
     from agentrepro.errors import Failure
-    from agentrepro.jobs import train as cli_train
 
     class Crashing(CommandBackend):
         def train(self, config, run_dir, *, resume=True):

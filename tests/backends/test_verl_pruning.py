@@ -218,7 +218,7 @@ def test_the_train_verb_shows_and_records_what_went_during_training(
     import argparse
 
     from agentrepro.backends.command.backend import CommandBackend
-    from agentrepro.jobs import train as train_job
+    from agentrepro.cli import train as train_job
 
     class RecordingCommand(CommandBackend):
         pruned_in_training = verl_agent.VerlAgentBackend.pruned_in_training

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from agentrepro.cli.env import show_record
 from agentrepro.environments import make_env, task_panel, validate_params
-from agentrepro.environments.cli import show_record
 from agentrepro.fileio import sha256_bytes, sha256_json
 
 LAKE = ["SFFF", "FHFH", "FFFH", "HFFG"]

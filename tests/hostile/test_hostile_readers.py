@@ -69,7 +69,7 @@ def _readers(frozen_study: Path, analysis_doc: dict) -> dict:
     from agentrepro.analysis.load import read_outcomes, read_steps_jsonl
     from agentrepro.analysis.reference import load_reference
     from agentrepro.attempts import read_provenance
-    from agentrepro.environments.cli import read_episodes, read_responses
+    from agentrepro.cli.env import read_episodes, read_responses
     from agentrepro.lockfile import read_lock
     from agentrepro.manifest.loading import check_manifest
     from agentrepro.reading import iter_jsonl, load_json, load_yaml

@@ -14,7 +14,7 @@ from helpers import REPO, require_executable, run_cli
 from report_synthetic import STUDY, write_analysis_dir, write_outcomes
 
 from agentrepro.errors import BadInput
-from agentrepro.report.cli import write_report
+from agentrepro.report.write import write_report
 from agentrepro.seal import verify_outputs, write_outputs_manifest
 
 

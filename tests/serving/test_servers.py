@@ -135,7 +135,7 @@ def test_server_option_picks_the_server(tmp_path):
     """--server takes transformers, sglang or a URL; anything else is bad input naming --server."""
     import argparse
 
-    from agentrepro.serving.cli import add_model_arguments, server_config
+    from agentrepro.cli.eval import add_model_arguments, server_config
 
     parser = argparse.ArgumentParser()
     add_model_arguments(parser)

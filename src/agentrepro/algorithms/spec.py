@@ -2,7 +2,7 @@
 and what it needs. Every other place that names an estimator or one of its options is derived from `SPECS`:
 
 * the registry's names and option checking (registry.py),
-* the `agentrepro advantages` flags and their help (cli_advantages.py),
+* the `agentrepro advantages` flags and their help (cli/advantages.py),
 * the builtin trainer's estimator fields, their validation and its dispatch (trainer/config.py, trainer/credit.py),
 * the options the parity check reads from a run's resolved config (analysis/parity.py),
 * the training config's JSON Schema (workflow/schemas/train_config.schema.json, written by

@@ -3,7 +3,7 @@ the audit of a study on disk (`audit_study`) and of a reviewer's bundle (`audit_
 
 Modules: study.py (the chain from the lock up), tree.py (what the output trees hold, read without following a
 link), runs.py (one run and its evaluations), warmstart.py (the shared warm starts), chain.py (the analysis read
-these runs, the report shows this analysis), bundle.py (pack and verify); cli.py and cli_bundle.py are the verbs.
+these runs, the report shows this analysis), bundle.py (pack and verify); the verbs are cli/audit.py and cli/bundle.py.
 """
 
 from agentrepro.audit.bundle import audit_bundle, write_bundle

@@ -1,6 +1,6 @@
-"""The `agentrepro` command: one sub-command per verb, each defined in the module that owns the concept.
+"""The `agentrepro` command: one sub-command per verb, each in its own module, agentrepro/cli/<verb>.py.
 
-A verb module provides `add_arguments(parser)` and `run(args) -> int`. Modules are imported only when
+A verb module provides `add_arguments(parser)` and `run(args) -> int`, and calls the part that owns the work. Modules are imported only when
 their verb is used, so `agentrepro --help` and light verbs stay fast (no torch import).
 Exit status: 0 success, 2 bad input (one line on stderr), 1 failure (docs/design.md §3.7).
 """
@@ -15,38 +15,40 @@ from agentrepro import __version__
 from agentrepro.errors import BadInput, Failure
 from agentrepro.reading import check_string
 
-# verb -> (module, one-line help)
-VERBS: dict[str, tuple[str, str]] = {
-    "freeze": ("agentrepro.jobs.freeze", "resolve a study manifest into an immutable lock"),
-    "audit": ("agentrepro.audit.cli", "check that runs, analysis and report match the lock"),
-    "bundle": ("agentrepro.audit.cli_bundle", "pack everything a reviewer needs into one archive"),
-    "resolve": ("agentrepro.jobs.resolve", "write the resolved config of one method x seed"),
-    "warmstart": ("agentrepro.jobs.warmstart", "the builtin trainer's warm start of one seed, shared by its methods"),
-    "train": ("agentrepro.jobs.train", "train one method x seed into a run directory"),
-    "eval": ("agentrepro.jobs.evaluate", "evaluate one checkpoint of a run on the frozen task panel"),
-    "command": ("agentrepro.jobs.command", "show the programs a job would run (before or after freezing)"),
-    "preflight": (
-        "agentrepro.preflight",
-        "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",
-    ),
-    "analyze": ("agentrepro.analysis.cli", "paired statistics, verdicts, diagnostics and overhead"),
-    "report": ("agentrepro.report.cli", "render the HTML and PDF report of a study"),
-    "advantages": ("agentrepro.algorithms.cli_advantages", "add advantages to step rows (JSONL)"),
-    "gae": ("agentrepro.algorithms.cli_gae", "token-level (masked) GAE over sequences (JSONL)"),
-    "env": ("agentrepro.environments.cli", "show, replay and play the text environments"),
+# verb -> one-line help; the verb's module is agentrepro/cli/<verb>.py (`module_of`)
+VERBS: dict[str, str] = {
+    "freeze": "resolve a study manifest into an immutable lock",
+    "audit": "check that runs, analysis and report match the lock",
+    "bundle": "pack everything a reviewer needs into one archive",
+    "resolve": "write the resolved config of one method x seed",
+    "warmstart": "the builtin trainer's warm start of one seed, shared by its methods",
+    "train": "train one method x seed into a run directory",
+    "eval": "evaluate one checkpoint of a run on the frozen task panel",
+    "command": "show the programs a job would run (before or after freezing)",
+    "preflight": "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",
+    "analyze": "paired statistics, verdicts, diagnostics and overhead",
+    "report": "render the HTML and PDF report of a study",
+    "advantages": "add advantages to step rows (JSONL)",
+    "gae": "token-level (masked) GAE over sequences (JSONL)",
+    "env": "show, replay and play the text environments",
 }
 
 
-def build_parser(verbs: dict[str, tuple[str, str]] = VERBS, argv: list[str] | None = None) -> argparse.ArgumentParser:
+def module_of(verb: str) -> str:
+    """Where a verb lives: agentrepro/cli/<verb>.py, its arguments and its run, calling the part that owns the work."""
+    return f"{__name__}.{verb}"
+
+
+def build_parser(verbs: dict[str, str] = VERBS, argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentrepro", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"agentrepro {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     # Only the verb being run is imported; the others are listed with their help line.
     wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
-    for verb, (module_name, help_line) in verbs.items():
+    for verb, help_line in verbs.items():
         p = sub.add_parser(verb, help=help_line, description=help_line)
         if verb == wanted:
-            module = importlib.import_module(module_name)
+            module = importlib.import_module(module_of(verb))
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
     return parser

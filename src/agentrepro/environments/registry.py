@@ -13,6 +13,7 @@ the default registry, `REGISTRY`, which holds the built-in environments listed i
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +22,7 @@ from agentrepro.environments.base import Env
 from agentrepro.environments.frozenlake import FrozenLake
 from agentrepro.environments.sokoban import Sokoban
 from agentrepro.errors import BadInput
+from agentrepro.reading import MalformedJSON, check_string, parse_json
 
 BUILTIN: tuple[type[Env], ...] = (Sokoban, FrozenLake, ALFWorld)
 
@@ -121,3 +123,28 @@ def panel_packages(name: str, params: dict[str, Any] | None) -> dict[str, str]:
     """Package versions a generated panel of `name` with `params` depends on (`Env.panel_packages`)."""
     cls = REGISTRY.get(name)
     return cls.panel_packages(cls.validate_params(params, path=None))
+
+
+def parse_params(items: list[str], env: str, data_dir: str | None = None) -> dict[str, Any]:
+    """The command line's `--param k=v` (JSON or plain text; `--data-dir` too) → validated full parameters of `env`
+    (BadInput names `--param k`): read by the env verb and the served evaluation's."""
+    params: dict[str, Any] = {}
+    if data_dir is not None:
+        if "data_dir" not in {p.name for p in REGISTRY.get(env).parameters}:
+            raise BadInput(f"environment {env!r} reads no data directory", where="--data-dir")
+        items = [*items, "data_dir=" + json.dumps(data_dir)]
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise BadInput(f"expected NAME=VALUE, got {item!r}", where="--param")
+        if key in params:
+            raise BadInput("given twice", where=f"--param {key}")
+        try:
+            params[key] = parse_json(raw, where=f"--param {key}")
+        except MalformedJSON:  # not JSON: the text itself
+            params[key] = check_string(raw, where=f"--param {key}")
+    try:
+        return validate_params(env, params)
+    except BadInput as exc:
+        raise BadInput(str(exc).replace("env.params.", "--param ", 1)) from None

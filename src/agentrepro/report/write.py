@@ -1,4 +1,4 @@
-"""`agentrepro report STUDY [--root DIR]`: reports/STUDY/report.html, report.pdf, provenance.html (every hash and the
+"""What `agentrepro report STUDY` writes: reports/STUDY/report.html, report.pdf, provenance.html (every hash and the
 whole lock, linked from the report and left out of its printed pages), figures/*.png, sealed.
 
 Reads analysis/STUDY/analysis.json only (plus the hashes of the files beside it), embeds the result of
@@ -13,9 +13,7 @@ and a finished report is never unsealed.
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import sys
 from pathlib import Path
 
 from agentrepro import layout
@@ -28,32 +26,12 @@ from agentrepro.fileio import (
     make_temp_dir,
     sha256_file,
 )
-from agentrepro.layout import STUDY_HELP, locate
+from agentrepro.layout import locate
 from agentrepro.report.audit import audit_result
 from agentrepro.report.load import load_analysis
-from agentrepro.report.paged import PAPERS
-from agentrepro.report.pdf import ENGINES, Engine, choose_engine, html_to_pdf
+from agentrepro.report.pdf import Engine, choose_engine, html_to_pdf
 from agentrepro.report.render import PROVENANCE_PAGE, render_report
-from agentrepro.seal import OUTPUTS, sums_text, write_outputs_manifest
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", help=f"{STUDY_HELP}; reads analysis/STUDY/, writes reports/STUDY/")
-    parser.add_argument("--root", default=".", help="directory holding analysis/ and reports/ (default: .)")
-    parser.add_argument(
-        "--chromium",
-        default=None,
-        help="Chromium executable for the PDF (default: $AGENTREPRO_CHROMIUM or chromium on PATH)",
-    )
-    parser.add_argument(
-        "--pdf-engine",
-        choices=ENGINES,
-        default="auto",
-        help="chromium: print the page with headless Chromium (error if missing); weasyprint: print it with "
-        "WeasyPrint (no browser); auto (default): Chromium if found or named, else WeasyPrint",
-    )
-    parser.add_argument("--paper", choices=tuple(PAPERS), default="a4", help="page size of the PDF (default: a4)")
-    parser.add_argument("--no-pdf", action="store_true", help="write only the HTML")
+from agentrepro.seal import sums_text, write_outputs_manifest
 
 
 def analysis_files(directory: Path) -> dict[str, str]:
@@ -119,22 +97,3 @@ def write_report(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out, printer
-
-
-def run(args: argparse.Namespace) -> int:
-    out, printer = write_report(
-        args.study,
-        Path(args.root),
-        pdf=not args.no_pdf,
-        chromium=args.chromium,
-        engine=args.pdf_engine,
-        paper=args.paper,
-    )
-    names = ["report.html"] + ([] if printer is None else ["report.pdf"]) + [OUTPUTS]
-    print("\n".join(str(out / n) for n in names))
-    if printer is None:
-        print("agentrepro report: --no-pdf given: no report.pdf written", file=sys.stderr)
-    else:
-        why = " (no Chromium found)" if printer.name == "weasyprint" and args.pdf_engine == "auto" else ""
-        print(f"agentrepro report: report.pdf ({args.paper}) printed by {printer.version}{why}", file=sys.stderr)
-    return 0

@@ -28,13 +28,13 @@ import sys
 from typing import Any, TextIO
 
 from agentrepro.bounds import MAX_SEED, MAX_TASKS, SEED, integer
-from agentrepro.environments.cli_pictures import TurnPictures, write_picture
-from agentrepro.environments.cli_play import run_play
-from agentrepro.environments.registry import REGISTRY, env_names, make_env, validate_params
+from agentrepro.environments.pictures import TurnPictures, write_picture
+from agentrepro.environments.play import run_play
+from agentrepro.environments.registry import REGISTRY, env_names, make_env, parse_params
 from agentrepro.environments.seeds import directive_payload, expand_directive, parse_seed_ranges
 from agentrepro.errors import BadInput
 from agentrepro.fileio import check_output_file, iter_input_jsonl
-from agentrepro.reading import MalformedJSON, check_string, parse_json
+from agentrepro.reading import MalformedJSON, parse_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,30 +100,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start.add_argument("--task", metavar="GAME_DIR", help="game relative to --data-dir (game-file environments)")
     play.add_argument("--max-turns", type=integer(0), default=None, help="stop after this many turns")
     play.add_argument("--images", metavar="DIR", help="write each state's picture to DIR/turn-K.png as you play")
-
-
-def parse_params(items: list[str], env: str, data_dir: str | None = None) -> dict[str, Any]:
-    """`["k=v", ...]` (and `--data-dir`) → validated full parameters of `env` (BadInput names `--param k`)."""
-    params: dict[str, Any] = {}
-    if data_dir is not None:
-        if "data_dir" not in {p.name for p in REGISTRY.get(env).parameters}:
-            raise BadInput(f"environment {env!r} reads no data directory", where="--data-dir")
-        items = [*items, "data_dir=" + json.dumps(data_dir)]
-    for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise BadInput(f"expected NAME=VALUE, got {item!r}", where="--param")
-        if key in params:
-            raise BadInput("given twice", where=f"--param {key}")
-        try:
-            params[key] = parse_json(raw, where=f"--param {key}")
-        except MalformedJSON:  # not JSON: the text itself
-            params[key] = check_string(raw, where=f"--param {key}")
-    try:
-        return validate_params(env, params)
-    except BadInput as exc:
-        raise BadInput(str(exc).replace("env.params.", "--param ", 1)) from None
 
 
 def _dump(obj: Any, out: TextIO) -> None:

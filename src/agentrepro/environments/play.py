@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from agentrepro.environments.cli_pictures import TurnPictures
+from agentrepro.environments.pictures import TurnPictures
 from agentrepro.environments.registry import make_env
 
 
