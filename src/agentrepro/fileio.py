@@ -154,6 +154,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def _first_non_finite(obj: Any, parts: tuple = ()) -> tuple[str, Any] | None:
     if isinstance(obj, float) and not math.isfinite(obj):
         return reading.key_path(parts), obj
+    items: Iterable[tuple[Any, Any]]
     if isinstance(obj, dict):
         items = obj.items()
     elif isinstance(obj, (list, tuple)):

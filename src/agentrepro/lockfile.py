@@ -50,7 +50,7 @@ def build(
     resolved: dict[str, Any],
     task_panel: list[dict[str, Any]],
     backend_sources: dict[str, Any] | None,
-    deviations: list[dict[str, Any]],
+    deviations: list[str],
     seed_streams: Any,
     harness: dict[str, Any],
     python: dict[str, Any],

@@ -134,8 +134,8 @@ def check_rows(rows: list[Any], *, config: dict[str, Any], step: int, source: st
                 )
         error = next(iter(validator.iter_errors(row)), None)
         if error is not None:
-            key = ".".join(str(p) for p in error.absolute_path) or "(row)"
-            raise BadInput(f"{error.message} (outcomes schema)", path=source, where=f"{where}: {key}")
+            field_path = ".".join(str(p) for p in error.absolute_path) or "(row)"
+            raise BadInput(f"{error.message} (outcomes schema)", path=source, where=f"{where}: {field_path}")
         key = (row["task_id"], row["episode"])
         if key in seen:
             raise BadInput(f"duplicate (task_id, episode) = {key}", path=source, where=where)

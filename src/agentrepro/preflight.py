@@ -115,7 +115,8 @@ def table(job: JobDemands, *, seeds: str | None = None) -> str:
 
 def tables(jobs: list[JobDemands]) -> list[str]:
     """One table per method when every seed of it demands the same, else one per job."""
-    out, by_method = [], {}
+    out: list[str] = []
+    by_method: dict[str, list[JobDemands]] = {}
     for job in jobs:
         by_method.setdefault(job.method, []).append(job)
     for method_jobs in by_method.values():

@@ -50,7 +50,7 @@ class StepBatch:
     episode_reward: np.ndarray
     valid: np.ndarray
     success: np.ndarray
-    lines: np.ndarray = field(default=None, repr=False)
+    lines: np.ndarray | None = field(default=None, repr=False)
     source: str | None = field(default=None, repr=False)
 
     def __len__(self) -> int:

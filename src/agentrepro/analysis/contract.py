@@ -72,7 +72,7 @@ def _cols(required: str, extra: str = "") -> tuple[Column, ...]:
     """Columns from 'name:kind' words: the required ones, then the extra ones."""
 
     def parse(words: str, req: bool) -> list[Column]:
-        return [Column(*w.split(":"), required=req) for w in words.split()]
+        return [Column(name, kind, required=req) for name, _, kind in (w.partition(":") for w in words.split())]
 
     return tuple(parse(required, True) + parse(extra, False))
 

@@ -128,7 +128,8 @@ class EpisodeFields:
 def episode_rows(config: dict[str, Any], step: int, path: Path, fields: EpisodeFields) -> list[dict[str, Any]]:
     """Outcome rows (docs/design.md §3.4) of the per-episode records in `path`, one per record, in file order."""
     panel = panel_of(config, path)
-    rows, episodes = [], {}
+    rows: list[dict[str, Any]] = []
+    episodes: dict[Any, int] = {}
     for line, record in read_records(path):
         where = f"line {line}"
         if fields.task not in record:
@@ -186,7 +187,8 @@ def merge_metric_records(
     by_step: dict[int, dict[str, Any]] = {}
     for step, metrics in records:
         by_step.setdefault(step, {}).update(metrics)
-    rows, totals = [], {}
+    rows: list[dict[str, Any]] = []
+    totals: dict[str, Any] = {}
     for step in sorted(s for s in by_step if s >= 1):
         raw = by_step[step]
         row: dict[str, Any] = {"step": step}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import Any
 
 from agentrepro import attempts, containers, outcomes, runconfig, seal
 from agentrepro.backends import checkpoints, get_backend
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     containers.clear_records(eval_dir)  # programs run in a container record which image they ran in
     with attempts.attempt_closed_on_error(eval_dir, verb="eval", backend_name=config["backend"]["name"]):
         served = EvalConfig.of(config).served
+        record: dict[str, Any] | None  # what evaluated: the served evaluator's record, or the backend's prompt
         if served:
             rows, record = evaluate_run(
                 config,

@@ -117,8 +117,8 @@ def run(args: argparse.Namespace) -> int:
                 bounds = np.cumsum([0] + [p[1].size for p in parsed])
                 adv = [flat[bounds[i] : bounds[i + 1]] for i in range(len(parsed))]
         except ValueError as exc:
-            where = f"line {parsed[i][0]}" if args.whiten_scope == "sequence" else None
-            raise BadInput(f"cannot whiten: {exc}", path=source, where=where) from None
+            failed_at = f"line {parsed[i][0]}" if args.whiten_scope == "sequence" else None
+            raise BadInput(f"cannot whiten: {exc}", path=source, where=failed_at) from None
 
     text = "".join(
         json_text({**seq, "advantages": a.tolist(), "returns": g.tolist()}, path=args.output) + "\n"

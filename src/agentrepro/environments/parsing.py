@@ -107,7 +107,8 @@ def split_actions(action_content: str, action_sep: str, max_actions: int) -> tup
 def _free_think(response: str, action_sep: str, max_actions: int) -> dict[str, Any]:
     match = match_tags(response, "free_think")
     if match is None:
-        think, content, actions, ok = "", "", [], False
+        actions: list[str] = []
+        think, content, ok = "", "", False
     else:
         think, content = match[0].strip(), match[1].strip()
         actions, content = split_actions(content, action_sep, max_actions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
 
 
-def harness_state(root: str | os.PathLike, *, ignore: list[str | os.PathLike] = ()) -> dict[str, Any]:
+def harness_state(root: str | os.PathLike, *, ignore: Sequence[str | os.PathLike] = ()) -> dict[str, Any]:
     """{"commit": 40-hex or None, "dirty": bool, "dirty_paths": [...], "note"?: why no commit}."""
     root = Path(root).resolve()
     try:

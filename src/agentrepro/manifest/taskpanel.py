@@ -35,7 +35,8 @@ def panel_from_file(path: str | os.PathLike, *, tasks: int, env_name: str) -> li
     path = Path(path)
     if not path.is_file():
         raise BadInput("evaluation data file not found: the task panel is read from it", path=path)
-    panel, seen = [], {}
+    panel: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
     for number, row in iter_jsonl(path):
         if not isinstance(row, dict) or not isinstance(row.get("task_id"), str) or not row["task_id"]:
             raise BadInput("expected an object with a non-empty string task_id", path=path, where=f"line {number}")

@@ -142,8 +142,9 @@ def check_value(obj: Any, *, path: object = None, where: str | None = None) -> A
             for key, item in value.items():
                 if type(key) is not str:
                     raise bad(f"key {key!r} ({type(key).__name__}) must be a string: quote it", chain)
-                if _BAD_CHAR.search(key):
-                    raise bad(f"{describe_char(_BAD_CHAR.search(key).group())} in the key {key[:40]!r}", chain)
+                found = _BAD_CHAR.search(key)
+                if found:
+                    raise bad(f"{describe_char(found.group())} in the key {key[:40]!r}", chain)
                 stack.append((item, (chain, key), depth + 1))
         elif kind is list:
             if depth >= MAX_DEPTH:

@@ -144,7 +144,7 @@ def validate(analysis: Any, path: str | Path) -> dict:
 
 
 # provenance.source_parity (agentrepro.backends.sources.study_rows): one row per method; what each key must hold
-SOURCE_ROW = {
+SOURCE_ROW: dict[str, type | tuple[type, ...]] = {
     "method": str,
     "placement": str,
     "commit": (str, type(None)),
@@ -154,7 +154,12 @@ SOURCE_ROW = {
     "unrecorded": list,
     "differences": list,
 }
-SOURCE_DIFFERENCE = {"seed": (int, str), "path": str, "pinned": str, "ran": (str, type(None))}
+SOURCE_DIFFERENCE: dict[str, type | tuple[type, ...]] = {
+    "seed": (int, str),
+    "path": str,
+    "pinned": str,
+    "ran": (str, type(None)),
+}
 
 
 def _check_source_parity(rows: Any, bad) -> None:

@@ -55,8 +55,8 @@ def sourced(doc: dict) -> dict:
 
 def mark(name: str, text: str, *values) -> Markup | str:
     """`text` (what formatter `name` printed for `values`) marked with the values' paths when every one is sourced."""
-    ats = [getattr(v, "at", None) for v in values]
-    return MARK.format(" ".join(ats), name, text) if ats and all(ats) else text
+    ats = [at for at in (getattr(v, "at", None) for v in values) if at]
+    return MARK.format(" ".join(ats), name, text) if values and len(ats) == len(values) else text
 
 
 def _marking(name: str):
