@@ -57,7 +57,8 @@ def _learning(rows: list[dict], alpha: float) -> tuple[list[str], list[str]]:
 
 
 def _claims(rows: list[dict]) -> tuple[list[str], list[str]]:
-    held, failed = [], []
+    held: list[str] = []
+    failed: list[str] = []
     for r in rows:
         if r.get("kind") == "equivalence":
             if r.get("seed") != "all":
@@ -94,7 +95,9 @@ def _verdicts(rows: list[dict], kind: str) -> tuple[list[str], list[str]]:
 def _parity(doc: dict) -> tuple[list[str], list[str], list[str]]:
     """(held, did not hold, not checked) of the parity certificate and parity checks."""
     cert = doc.get("certificate") or []
-    held, failed, unchecked = [], [], []
+    held: list[str] = []
+    failed: list[str] = []
+    unchecked: list[str] = []
     passed = [e for e in cert if e.get("status") == "pass"]
     if passed:
         held.append(f"the trainers' advantages matched the reference estimator in {len(passed)} dumped batch(es)")
@@ -143,7 +146,9 @@ def bottom_line(doc: dict) -> list[str]:
         + (f", and {len(claims)} claim(s) declared before running" if claims else "")
         + "."
     )
-    held, failed, unchecked = [], [], []
+    held: list[str] = []
+    failed: list[str] = []
+    unchecked: list[str] = []
     for h, f in (_learning(t["learning"], alpha), _claims(t["claims"]), _verdicts(t["verdicts"], kind)):
         held += h
         failed += f
