@@ -118,5 +118,8 @@ def test_the_eval_block_reads_its_defaults_and_refuses_an_unknown_key():
     ev = EvalConfig.of({"eval": {"tasks": 8, "temperature": 0.7}})
     assert (ev.tasks, ev.temperature, ev.episodes_per_task, ev.top_p, ev.checkpoint) == (8, 0.7, 1, 1.0, "last")
     assert not ev.served and EvalConfig.of({}).served is False and EvalConfig.of({"eval": {"engine": "served"}}).served
+    # a null is the config's own value, refused by whoever reads it, never silently the default
+    with pytest.raises(BadInput, match=r"eval\.checkpoint"):
+        runconfig.evaluated_steps(4, EvalConfig.of({"eval": {"checkpoint": None}}))
     with pytest.raises(BadInput, match=r"r\.yaml: eval\.episodes: unknown key"):
         EvalConfig.of({"eval": {"episodes": 2}}, path="r.yaml")

@@ -89,7 +89,7 @@ class EvalConfig:
             if key not in cls.keys():
                 expected = ", ".join(sorted(cls.keys()))
                 raise BadInput(f"unknown key (expected one of: {expected})", path=path, where=f"eval.{key}")
-        return cls(**{k: v for k, v in block.items() if v is not None})
+        return cls(**block)
 
     @classmethod
     def of(cls, config: dict[str, Any], *, path: object = None) -> EvalConfig:

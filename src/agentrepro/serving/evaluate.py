@@ -135,7 +135,7 @@ def run_model_dir(
     `eval.server.model` names what it serves)."""
     if checkpoint is not None:
         return checkpoint
-    server = EvalConfig.of(config).server
+    server = EvalConfig.of(config).server or {}
     if server.get("kind") == "url" and server.get("model"):
         return None  # a server someone else runs, serving the model it names
     if exported is not None and exported.is_dir():
@@ -168,7 +168,7 @@ def evaluate_run(
     if evaluation.max_turns is None:  # the run's own train.max_turns, as the backend's evaluation plays
         turns = (config.get("train") or {}).get("max_turns", DEFAULT_MAX_TURNS)
         evaluation = dataclasses.replace(evaluation, max_turns=turns)
-    server = ServerConfig.from_dict({**evaluation.server, **(time_limits or {})})
+    server = ServerConfig.from_dict({**(evaluation.server or {}), **(time_limits or {})})
     model_dir = run_model_dir(config, run_dir, step, checkpoint, exported)
     identity = {"study": config["study"], "method": config["method"], "seed": config["seed"]}
     return evaluate_model(
