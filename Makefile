@@ -30,7 +30,7 @@ demo: $(STAMP)
 	bash scripts/system-deps.sh report
 	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/snakemake --cores $(CORES) --config manifest=$(MANIFEST)
 
-# The linter, the formatter and the type checker first (a minute): a test run that ends red on style is found before the 45-minute suite.
+# The linter, the formatter and the type checker first (a minute): a test run that ends red on style is found before the suite.
 test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
