@@ -88,7 +88,7 @@ class StudyPlan:
             config["lock"] = {"path": NOT_FROZEN, "sha256": NOT_FROZEN}
             with read_from(self.manifest_file):
                 backend = get_backend(config["backend"]["name"])
-            config = runconfig.resolve_config(config, backend.default_config())
+            config = backend.resolve(config)
             self._jobs[key] = Job(method, seed, backend, config, self.layout.run_dir(method, seed))
         return self._jobs[key]
 
@@ -248,7 +248,8 @@ class StudyPlan:
                 found = job.backend.deviations(job.config, job.run_dir)
             for record in found:
                 entry = seen.setdefault(
-                    (record["key"], str(record["official"]), record["why"]), {"values": [], "methods": []}
+                    (record["key"], str(record["official"]), record["why"]),
+                    {"values": [], "methods": [], "source": record.get("source", "the script")},
                 )
                 entry["values"].append(json.dumps(record["value"]))
                 if job.method not in entry["methods"]:
@@ -258,7 +259,8 @@ class StudyPlan:
             values = set(entry["values"])  # one value, set by every job of its methods: shown; else it varies by run
             every = len(entry["values"]) == len(entry["methods"]) * len(self.seeds)
             value = values.pop() if len(values) == 1 and every else "per run"
-            official = "not set by the script" if official == "None" else f"the script sets {official}"
+            source = entry["source"]
+            official = f"not set by {source}" if official == "None" else f"{source} sets {official}"
             methods = "all methods" if len(entry["methods"]) == len(self.methods) else ", ".join(entry["methods"])
             sentences.append(f"{key} = {value} ({official}; {why}; {methods})")
         return sentences

@@ -52,6 +52,22 @@ def test_methods_share_a_warm_start_unless_they_change_what_it_reads():
     assert StudyPlan({**_manifest(grpo={}), "backend": {"name": "command"}}, "manifest").warmstarts == {}
 
 
+def test_a_pretrained_model_starts_rl_from_its_own_weights_unless_the_manifest_asks():
+    """model.path: no warm start is planned and no deviation recorded; a method stating `warmstart: true` gets its
+    warm start, recorded as a deviation naming that method; a model built from a config still warm-starts."""
+    pretrained = {**_manifest(grpo={}, asked={"warmstart": True}), "model": {"name": "qwen", "path": "models/qwen"}}
+    plan = StudyPlan(pretrained, "manifest")
+    assert set(plan.warmstarts) == {("asked", 0), ("asked", 1)}
+    assert plan.job("grpo", 0).config["train"]["warmstart"] is False
+    (deviation,) = plan.deviations()
+    assert deviation.startswith("train.warmstart = true (the reference recipe sets False; ") and deviation.endswith(
+        "; asked)"
+    ), deviation
+    scratch = StudyPlan(_manifest(grpo={}), "manifest")
+    assert scratch.job("grpo", 0).config["train"]["warmstart"] is True and scratch.deviations() == []
+    assert set(scratch.warmstarts) == {("grpo", 0), ("grpo", 1)}
+
+
 def _write(path: Path, config: dict) -> Path:
     path.write_text(yaml.safe_dump(config))
     return path

@@ -18,13 +18,12 @@ from pathlib import Path
 from agentrepro.backends.builtin.backend import BuiltinBackend
 from agentrepro.fileio import atomic_write_jsonl
 from agentrepro.reading import load_yaml
-from agentrepro.runconfig import resolve_config
 
 
 def builtin_config(path: str) -> dict:
     """The command backend's run config as the builtin trainer takes it (same study, method, seed, panel)."""
     config = {**load_yaml(path), "backend": {"name": "builtin"}}
-    return resolve_config(config, BuiltinBackend().default_config())
+    return BuiltinBackend().resolve(config)
 
 
 def main() -> int:

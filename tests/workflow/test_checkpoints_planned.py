@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, run_cli
+from test_snakefile import job_counts
 from wfkit import HERE, snakemake
 
 from agentrepro import planning as plan
@@ -22,7 +23,6 @@ from agentrepro.backends import get_backend
 from agentrepro.fileio import sha256_json
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.placement import method_placement
-from agentrepro.runconfig import resolve_config
 
 SHIPPED = sorted((REPO / "manifests").glob("*.yaml"))
 
@@ -44,7 +44,7 @@ def _run_config(manifest: dict, method: str, model_dir: Path) -> dict:
         "eval": manifest["eval"],
         "resources": placement.resources,
     }
-    return resolve_config(config, get_backend(placement.name).default_config())
+    return get_backend(placement.name).resolve(config)
 
 
 @pytest.mark.parametrize("manifest_path", SHIPPED, ids=[p.stem for p in SHIPPED])
@@ -82,6 +82,8 @@ def test_vagen_sokoban_plans_every_25_steps_and_snakemake_asks_for_no_other(tmp_
     evaluated = [int(s) for s in re.findall(r"^\s+wildcards: .*\bstep=(\d+)", proc.stdout, re.M)]
     assert sorted(set(evaluated)) == list(range(0, 201, 25))
     assert len(evaluated) == 4 * 3 * 9  # methods x seeds x steps
+    counts = job_counts(proc.stdout)
+    assert counts["train"] == 12 and "warmstart" not in counts, counts  # a pretrained model: RL starts from its weights
 
 
 @pytest.mark.slow

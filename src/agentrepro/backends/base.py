@@ -17,7 +17,9 @@ Facts, as class attributes, read by the manifest checks, the schema generator (b
 * `shares_warmstart`: whether its runs can start from a shared warm start (`start_from`).
 
 What a job asks (methods):
-* `default_config()` -> a partial run config, deep-merged *under* the run config (values given in the config win).
+* `default_config()` -> a partial run config, deep-merged *under* the run config (values given in the config win);
+  `resolve(config)` -> the run config a job runs: that merge, then whatever default the backend derives from the
+  config itself (the builtin backend's warm start and fast paths); every reader of a resolved config calls it.
 * `check_block(block)` raises BadInput naming the key path of anything in its manifest block it cannot take (the base
   class refuses keys it does not declare); `validate_config(config)` the same for a whole run config.
 * `train(config, run_dir, resume=True)` writes metrics.jsonl (one object per step, with `step`), timings.jsonl,
@@ -227,6 +229,10 @@ class Backend(abc.ABC):
     def default_config(self) -> dict[str, Any]:
         return {}
 
+    def resolve(self, config: dict[str, Any]) -> dict[str, Any]:
+        """`config` completed with this backend's defaults (a new dict; resolving a resolved config changes nothing)."""
+        return runconfig.resolve_config(config, self.default_config())
+
     def check_block(self, block: dict[str, Any]) -> None:
         """Raise BadInput (with the key path) for a manifest block this backend cannot take, read alone (at load)."""
         self.block.check(block)
@@ -255,7 +261,8 @@ class Backend(abc.ABC):
         return []
 
     def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
-        """Settings the job changes in the framework's official recipe ({key, value, official, why}); [] if none."""
+        """Settings the job changes in the framework's official recipe ({key, value, official, why}, and `source`
+        where the official value is not the launch script's); [] if none."""
         return []
 
     def prompt_record(self, config: dict[str, Any], run_dir: Path) -> dict[str, Any] | None:

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     config = runconfig.load_run_config(args.config)
     with read_from(args.config):
         backend = get_backend(config["backend"]["name"])
-        resolved = runconfig.resolve_config(config, backend.default_config())
+        resolved = backend.resolve(config)
         backend.validate_config(resolved)
     resolved_sha = config_sha256(resolved)
     out: Path = make_dir(check_output_dir(args.out, option="--out"))

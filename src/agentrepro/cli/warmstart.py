@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         )
     with read_from(args.config):
         backend = get_backend(BUILTIN)
-        resolved = runconfig.resolve_config(config, backend.default_config())
+        resolved = backend.resolve(config)
         backend.validate_config(resolved)
         ws_config = warmstart_config(resolved, path=args.config)
     out: Path = make_dir(check_output_dir(args.out, option="--out"))

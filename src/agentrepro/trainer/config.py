@@ -98,7 +98,7 @@ class TrainConfig:
     train_first_seed: int = 0  # training tasks are drawn uniformly from [train_first_seed, +train_num_seeds)
     train_num_seeds: int = 10000  # size of the training seed range (disjoint from eval and warm-start validation)
     # --- supervised warm start on BFS demonstrations -----------------------------------------------
-    warmstart: bool = True  # run the warm start (identical for every method of a seed)
+    warmstart: bool = True  # run the warm start (identical for every method of a seed); the builtin backend's default is off for a model.path model
     warmstart_target: float = 0.45  # stop once greedy success on the validation seeds reaches this
     warmstart_max_steps: int = 400  # hard cap on warm-start optimizer steps
     warmstart_lr: float = 2.0e-3  # Adam learning rate of the warm start

@@ -1,6 +1,9 @@
 """The builtin backend: the harness's own trainer (agentrepro.trainer) behind the Backend interface.
 
-`train(config, run_dir, resume=True)` runs the warm start (fresh runs) and the RL steps, writing the files of
+`resolve(config)` completes a run config with the trainer's defaults; the supervised warm start is on by default
+only for a model built from a config (random weights), and a warm start a manifest asks of a pretrained model
+(`model.path`) is a deviation recorded in the lock. `train(config, run_dir, resume=True)` runs the warm start (fresh
+runs that warm-start) and the RL steps, writing the files of
 docs/design.md §3.3 that a backend owns; `evaluate(run_dir, step)` plays checkpoint `step` on the frozen task panel
 and returns outcome rows (docs/design.md §3.4). A run started from a shared warm start (`start_from`, `agentrepro
 train --from-warmstart`) takes its step-0 checkpoint byte for byte, and its step 0 is that warm start's evaluation,
@@ -32,6 +35,11 @@ DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, 
 DEFAULT_EVAL = {key: getattr(EvalConfig(), key) for key in ("episodes_per_task", "temperature")}
 
 
+def pretrained(config: dict[str, Any]) -> bool:
+    """Whether the run's model is a local pretrained model (`model.path`) rather than one built from a config."""
+    return (config.get("model") or {}).get("path") is not None
+
+
 class BuiltinBackend(Backend):
     name = "builtin"
     block = COMMON
@@ -41,6 +49,15 @@ class BuiltinBackend(Backend):
 
     def default_config(self) -> dict[str, Any]:
         return {"model": dict(DEFAULT_MODEL), "train": TrainConfig().to_dict(), "eval": dict(DEFAULT_EVAL)}
+
+    def resolve(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The defaults, then the warm start's: on for a model built from a config (it starts from random weights),
+        off for a pretrained one (`model.path`: RL starts from its own weights, as the papers' runs do) unless the
+        config states `train.warmstart`."""
+        resolved = super().resolve(config)
+        if "warmstart" not in (config.get("train") or {}):
+            resolved["train"]["warmstart"] = not pretrained(resolved)
+        return resolved
 
     def validate_config(self, config: dict[str, Any]) -> None:
         super().validate_config(config)
@@ -71,6 +88,22 @@ class BuiltinBackend(Backend):
     def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
         hf = hf_checkpoint(run_dir, step)
         return StepCheckpoint(step, hf, weights=(hf, checkpoint_file(run_dir, step)))
+
+    def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+        """A pretrained model warm-started on demonstrations (the manifest asked for it): the policy RL starts from
+        is no longer the model the paper's runs start from."""
+        if pretrained(config) and (config.get("train") or {}).get("warmstart"):
+            return [
+                {
+                    "key": "train.warmstart",
+                    "value": True,
+                    "official": False,
+                    "source": "the reference recipe",
+                    "why": "a supervised warm start on BFS demonstrations before RL, asked for by the manifest: RL "
+                    "starts from the warm-started weights, not from the pretrained model",
+                }
+            ]
+        return []
 
     def prompt_record(self, config: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         """The prompt kind (chat template, word level, observation text), the chat template's sha256 and the rows."""
