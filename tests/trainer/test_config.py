@@ -76,3 +76,45 @@ def test_schema_accepts_defaults_and_rejects_what_the_dataclass_rejects():
         jsonschema.validate({"mode": "both"}, schema)
     hints = typing.get_type_hints(TrainConfig)
     assert schema["properties"]["steps"]["type"] == "integer" and hints["steps"] is int
+
+
+@pytest.mark.parametrize(
+    ("device", "model", "expected"),
+    [
+        ("cpu", {"name": "tiny-qwen2"}, ("fp32", "eager")),
+        ("cuda", {"name": "tiny-qwen2"}, ("bf16-master", "compiled")),
+        ("cuda:1", {"name": "tiny-gpt2"}, ("bf16-master", "eager")),
+        ("cuda", {"name": "qwen", "path": "no/such/directory"}, ("bf16-master", "eager")),
+        ("cuda", "qwen2 directory", ("bf16-master", "compiled")),
+        ("cuda", "llama directory", ("bf16-master", "eager")),
+        ("cpu", "qwen2 directory", ("fp32", "eager")),
+    ],
+)
+def test_auto_update_precision_and_kernels_are_resolved_and_recorded(tmp_path, device, model, expected):
+    """The builtin backend's resolved config holds what `auto` means for the device and the model: the fast path
+    on CUDA (compiled kernels only for a Qwen2 model with silu, read from a local model's config.json), fp32 eager
+    on the CPU; the trainer's RunSpec reads the same from a config that still says auto."""
+    import json
+
+    from agentrepro.backends import get_backend
+
+    if isinstance(model, str):
+        (tmp_path / "config.json").write_text(
+            json.dumps(
+                {"model_type": model.split()[0], "hidden_act": "silu", "hidden_size": 8, "num_hidden_layers": 1}
+                | {"num_attention_heads": 2, "vocab_size": 16}
+            )
+        )
+        model = {"name": "local", "path": str(tmp_path)}
+    config = {"study": "s", "method": "m", "seed": 0, "backend": {"name": "builtin"}, "model": model}
+    config |= {"env": {"name": "frozenlake"}, "train": {"device": device}}
+    resolved = get_backend("builtin").resolve(config)
+    assert (resolved["train"]["update_precision"], resolved["train"]["update_kernels"]) == expected
+    assert get_backend("builtin").resolve(resolved) == resolved
+    stated = get_backend("builtin").resolve({**config, "train": {"device": device, "update_precision": "fp32"}})
+    assert stated["train"]["update_precision"] == "fp32"
+    if "path" not in model:
+        from agentrepro.trainer.context import RunSpec
+
+        spec = RunSpec.from_config({**config, "eval": {}})
+        assert (spec.train.update_precision, spec.train.update_kernels) == expected

@@ -77,3 +77,54 @@ def test_a_model_beyond_the_memory_bound_is_refused_naming_the_method():
     ):
         check_model(model, {"method ppo": {}}, path="m.yaml")
     check_model({"name": "tiny-gpt2", "config": {"d_model": 64}}, {"method ppo": {"kl_coef": 0.1}}, path="m.yaml")
+
+
+# Qwen2.5-0.5B-Instruct's and Qwen2.5-1.5B-Instruct's config.json values (as in benchmarks/bench_gpu.py SHAPES)
+QWEN_05B = {
+    "model_type": "qwen2",
+    "hidden_act": "silu",
+    "hidden_size": 896,
+    "intermediate_size": 4864,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        QWEN_05B,
+        {
+            **QWEN_05B,
+            "hidden_size": 1536,
+            "intermediate_size": 8960,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 12,
+        },
+        {**QWEN_05B, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "tie_word_embeddings": False},
+    ],
+)
+def test_a_local_models_parameters_are_counted_from_its_config_json(tmp_path, config):
+    """PretrainedShape.read counts what transformers builds from the same config.json (on the meta device: no
+    memory), plus the value head, and sees a Qwen2 model with silu."""
+    import json
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    shape = model_size.PretrainedShape.read(tmp_path)
+    assert shape is not None and shape.qwen2_silu
+    with torch.device("meta"):
+        lm = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(tmp_path))
+    assert shape.parameters == sum(p.numel() for p in lm.parameters()) + config["hidden_size"] + 1
+
+
+@pytest.mark.parametrize("text", ["", "[]", '{"hidden_size": 8}', '{"hidden_size": "x", "num_attention_heads": 2}'])
+def test_a_config_json_that_says_no_shape_reads_as_none(tmp_path, text):
+    (tmp_path / "config.json").write_text(text)
+    assert model_size.PretrainedShape.read(tmp_path) is None
+    assert model_size.PretrainedShape.read(tmp_path / "absent") is None

@@ -111,10 +111,8 @@ class TrainConfig:
     device: str = "cpu"  # cpu | cuda | cuda:N
     bf16: bool = True  # bf16 autocast on CUDA (ignored on the CPU)
     rollout_engine: str = "auto"  # eager (transformers forward per token) | static (trainer/decode.py: static KV cache, CUDA graph) | auto (static on CUDA for Qwen2-family models, else eager)
-    update_kernels: str = (
-        "eager"  # eager | compiled (trainer/kernels.py: Qwen2 RMSNorm and silu(gate) * up through torch.compile)
-    )
-    update_precision: str = "fp32"  # fp32 (the update on the float32 policy) | bf16-master (on a bf16 copy; float32 master weights, gradients and AdamW step: trainer/precision.py)
+    update_kernels: str = "auto"  # eager | compiled (trainer/kernels.py: Qwen2 RMSNorm and silu(gate) * up through torch.compile) | auto (FAST_UPDATE)
+    update_precision: str = "auto"  # fp32 (the update on the float32 policy) | bf16-master (on a bf16 copy; float32 master weights, gradients and AdamW step: trainer/precision.py) | auto (FAST_UPDATE)
     micro_batch_tokens: int = 0  # padded tokens per forward/backward pass of the update (gradients accumulated); 0 = a whole minibatch at once
     grad_checkpointing: bool = False  # activation checkpointing in the update's forward (memory for compute)
     threads: int = 1  # torch intra-op threads on the CPU
@@ -191,8 +189,8 @@ class TrainConfig:
             "lr_schedule": ("constant", "linear"),
             "mode": ("concat", "non_concat"),
             "rollout_engine": ("auto", "eager", "static"),
-            "update_kernels": ("eager", "compiled"),
-            "update_precision": ("fp32", "bf16-master"),
+            "update_kernels": ("auto", "eager", "compiled"),
+            "update_precision": ("auto", "fp32", "bf16-master"),
         }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
@@ -216,6 +214,28 @@ class TrainConfig:
             bad("group_size", f"groups x group_size at most {MAX_BATCH_TRAJECTORIES:,} (groups is {self.groups:,})")
         if self.minibatches > self.batch_trajectories:
             bad("minibatches", f"at most groups x group_size = {self.batch_trajectories}")
+
+
+AUTO = "auto"
+FAST_UPDATE = {"update_precision": "bf16-master", "update_kernels": "compiled"}
+"""What `auto` means on CUDA: the update's measured fast path (benchmarks/RESULTS.md, "bf16 weights with float32
+master weights": 33-37% of the bf16 peak at 0.5B against 27-28%, and the only way a 1.5B update fits an H200 without
+checkpointing). Compiled kernels only for a Qwen2 model with silu (trainer/kernels.py); the CPU keeps fp32 eager
+(bit-exact resume, the path every CPU test checks)."""
+PLAIN_UPDATE = {"update_precision": "fp32", "update_kernels": "eager"}
+
+
+def resolve_auto(train: dict[str, Any], *, qwen2_silu: bool) -> dict[str, Any]:
+    """`train` (a mapping of TrainConfig fields) with each `auto` of FAST_UPDATE's keys replaced by its value for the
+    device (`train.device`, default cpu) and the model (`qwen2_silu`: a Qwen2 model with silu, which compiled kernels
+    need); stated values are kept."""
+    cuda = str(train.get("device", DEFAULTS.device)).startswith("cuda")
+    out = dict(train)
+    for key, fast in FAST_UPDATE.items():
+        if out.get(key, AUTO) == AUTO:
+            usable = cuda and (qwen2_silu or key != "update_kernels")
+            out[key] = fast if usable else PLAIN_UPDATE[key]
+    return out
 
 
 def _coerce(value: Any, hint: Any, path: object, where: str) -> Any:

@@ -13,8 +13,9 @@ from typing import Any
 from agentrepro.environments import make_env, validate_params
 from agentrepro.errors import BadInput
 from agentrepro.runconfig import EvalConfig
-from agentrepro.trainer.config import TrainConfig
+from agentrepro.trainer.config import TrainConfig, resolve_auto
 from agentrepro.trainer.dialogue import Codec
+from agentrepro.trainer.model_size import qwen2_silu
 from agentrepro.trainer.policy import ModelSpec, load_local_tokenizer
 from agentrepro.trainer.tokenizer import build_word_tokenizer, encode_words, probe_texts
 
@@ -52,12 +53,15 @@ class RunSpec:
                 where="env.params.render_mode",
             )
         evaluation = EvalConfig.of(config, path=path)
-        train = TrainConfig.from_dict(config.get("train") or {}, path=path)
+        model = config.get("model") or {}
+        # `auto` update precision and kernels as the builtin backend resolves them (a config given straight to the
+        # trainer may still say auto)
+        train = TrainConfig.from_dict(resolve_auto(config.get("train") or {}, qwen2_silu=qwen2_silu(model)), path=path)
         return cls(
             str(config["study"]),
             str(config["method"]),
             seed,
-            ModelSpec.from_dict(config.get("model") or {}, path=path),
+            ModelSpec.from_dict(model, path=path),
             env["name"],
             params,
             train,

@@ -4,9 +4,10 @@ On an H200 at Qwen2.5-0.5B's shape, 62% of the update's kernel time was elementw
 eager Qwen2 under bf16 autocast (float32 RMSNorm, casts, silu(gate) * up), not matrix products
 (benchmarks/RESULTS.md, "Compiled RMSNorm and gated MLP"). `compiled` replaces, per module instance, the
 forward of every Qwen2 RMSNorm and MLP with the same arithmetic through `torch.compile`; the weights, the
-state dict and the rollout engine (trainer/decode.py has its own forward) are untouched. Opt-in
-(not the default) for the models the static rollout engine supports; the H200 measurements did not show a
-steady speed gain (one call 1.48x, a later one 0.98x), only less memory.
+state dict and the rollout engine (trainer/decode.py has its own forward) are untouched. For the models the
+static rollout engine supports; `auto` (the default) chooses it on CUDA (trainer/config.py FAST_UPDATE). Alone,
+the H200 measurements did not show a steady speed gain (one call 1.48x, a later one 0.98x), only less memory;
+with `update_precision: bf16-master` the update was 1.2-1.3x faster in three calls.
 """
 
 from __future__ import annotations

@@ -9,17 +9,20 @@ refuses anything else in one line naming `model.config.<key>` and the bound, and
 (no torch): its parameters (counted exactly as the two architectures lay them out, the vocabulary taken at
 its bound) times the bytes each takes during an update (float32 weights and gradients, AdamW's two moments;
 a frozen float32 copy for the KL reference when `kl_coef` > 0; a bf16 copy with its gradients under
-`update_precision: bf16-master`). Activations are not counted: they depend on the batch, not on the config.
+`update_precision: bf16-master`, which `auto` is on CUDA). Activations are not counted: they depend on the batch, not on the config.
 `check_model` (called when a manifest is loaded, so `freeze` refuses it) refuses a model whose estimate
 exceeds `MAX_TRAINING_BYTES`; a preflight on the machine that will train can call `training_memory` itself.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentrepro.errors import BadInput, shown
+from agentrepro.trainer.config import resolve_auto
 
 TINY_ARCHS = ("tiny-gpt2", "tiny-qwen2")
 
@@ -111,11 +114,11 @@ def training_memory(
     name: str, config: dict[str, Any], train: dict[str, Any] | None = None, *, vocab: int = MAX_VOCAB
 ) -> Memory:
     """The memory estimate of training builtin model `name` with `config` (checked) under the `train` block."""
-    train = train or {}
+    train = resolve_auto(train or {}, qwen2_silu=False)  # `auto` precision: bf16-master on CUDA
     per = (
         BYTES_PER_PARAMETER
         + (KL_REFERENCE_BYTES if (train.get("kl_coef") or 0) > 0 else 0)
-        + (BF16_MASTER_BYTES if train.get("update_precision") == "bf16-master" else 0)
+        + (BF16_MASTER_BYTES if train["update_precision"] == "bf16-master" else 0)
     )
     return Memory(parameters(name, check_config(name, config), vocab), per)
 
@@ -134,3 +137,66 @@ def check_model(model: dict[str, Any], trains: dict[str, dict[str, Any]], *, pat
                 path=path,
                 where="model.config",
             )
+
+
+@dataclass(frozen=True)
+class PretrainedShape:
+    """What a local model directory's config.json says of its shape (read without torch or transformers)."""
+
+    model_type: str
+    hidden_act: str
+    hidden: int
+    layers: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool
+
+    @classmethod
+    def read(cls, directory: object) -> PretrainedShape | None:
+        """The shape in `directory`/config.json; None when it has none, or not the keys of a decoder-only LM."""
+        path = Path(str(directory)) / "config.json"
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+            config = {**config, **(config.get("text_config") or {})}  # a vision-language model's language model
+            hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
+            return cls(
+                model_type=str(config.get("model_type", "")),
+                hidden_act=str(config.get("hidden_act", "silu")),
+                hidden=hidden,
+                layers=int(config["num_hidden_layers"]),
+                intermediate=int(config.get("intermediate_size") or 4 * hidden),
+                heads=heads,
+                kv_heads=int(config.get("num_key_value_heads") or heads),
+                head_dim=int(config.get("head_dim") or hidden // heads),
+                vocab=int(config["vocab_size"]),
+                tied=bool(config.get("tie_word_embeddings", False)),
+            )
+        except (OSError, ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
+            return None
+
+    @property
+    def qwen2_silu(self) -> bool:
+        """A Qwen2 model with silu: what compiled update kernels and the static rollout engine implement."""
+        return self.model_type == "qwen2" and self.hidden_act == "silu"
+
+    @property
+    def parameters(self) -> int:
+        """Parameters of a Llama/Qwen2-style decoder (biased q/k/v as Qwen2's), embeddings, head and value head."""
+        d, kv = self.hidden, self.kv_heads * self.head_dim
+        attention = d * self.heads * self.head_dim + self.heads * self.head_dim + 2 * (d * kv + kv)
+        attention += self.heads * self.head_dim * d
+        per_layer = attention + 3 * d * self.intermediate + 2 * d
+        embeddings = self.vocab * d * (1 if self.tied else 2)
+        return embeddings + self.layers * per_layer + d + d + 1
+
+
+def qwen2_silu(model: dict[str, Any]) -> bool:
+    """Whether the run's model (its manifest block) is a Qwen2 model with silu: a builtin tiny-qwen2, or a local
+    directory whose config.json says so (False when it cannot be read, e.g. a path not yet filled in)."""
+    if model.get("path") is None:
+        return model.get("name", "tiny-qwen2") == "tiny-qwen2"
+    shape = PretrainedShape.read(model["path"])
+    return shape is not None and shape.qwen2_silu

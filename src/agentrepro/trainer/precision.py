@@ -1,6 +1,7 @@
 """`train.update_precision`: the weights the update's forward and backward run on.
 
-`fp32` (the default): the policy itself, float32 weights (on CUDA under bf16 autocast, `train.bf16`).
+`auto` (the default): `bf16-master` on CUDA, `fp32` on the CPU (trainer/config.py FAST_UPDATE).
+`fp32`: the policy itself, float32 weights (on CUDA under bf16 autocast, `train.bf16`).
 `bf16-master`: a bfloat16 copy of the policy. The policy stays the float32 master: its parameters are the
 optimizer's, its state dict is what checkpoints save and resume loads, and the rollout engine copies it.
 The copy computes the update's log-probs (and the old log-probs of a multi-pass update); each of its

@@ -27,7 +27,8 @@ from agentrepro import runconfig
 from agentrepro.backends.base import BUILTIN_FORM, COMMON, Backend, SeedStream, StepCheckpoint
 from agentrepro.layout import checkpoint_file, hf_checkpoint
 from agentrepro.runconfig import EvalConfig
-from agentrepro.trainer.config import TrainConfig
+from agentrepro.trainer.config import TrainConfig, resolve_auto
+from agentrepro.trainer.model_size import qwen2_silu
 from agentrepro.trainer.shared_warmstart import adopt, step0_rows
 
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
@@ -53,10 +54,12 @@ class BuiltinBackend(Backend):
     def resolve(self, config: dict[str, Any]) -> dict[str, Any]:
         """The defaults, then the warm start's: on for a model built from a config (it starts from random weights),
         off for a pretrained one (`model.path`: RL starts from its own weights, as the papers' runs do) unless the
-        config states `train.warmstart`."""
+        config states `train.warmstart`; then `auto` update precision and kernels for the device and model
+        (trainer/config.py `resolve_auto`), so the resolved config records what ran."""
         resolved = super().resolve(config)
         if "warmstart" not in (config.get("train") or {}):
             resolved["train"]["warmstart"] = not pretrained(resolved)
+        resolved["train"] = resolve_auto(resolved["train"], qwen2_silu=qwen2_silu(resolved.get("model") or {}))
         return resolved
 
     def validate_config(self, config: dict[str, Any]) -> None:
