@@ -218,3 +218,41 @@ def test_docs_show_each_shipped_studys_demand_table():
         path = REPO / "manifests" / f"{name}.yaml"
         for table in preflight.tables(preflight.study_demands(StudyPlan.load(path))):
             assert table in docs, (name, table.splitlines()[0])
+
+
+# Qwen2.5-1.5B-Instruct's config.json shape (as in benchmarks/bench_gpu.py SHAPES): 1.54 billion parameters
+QWEN_15B = {
+    "model_type": "qwen2",
+    "hidden_act": "silu",
+    "hidden_size": 1536,
+    "intermediate_size": 8960,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+}
+
+
+def test_a_builtin_gpu_job_whose_model_does_not_fit_its_gpu_is_refused(tmp_path):
+    """vagen-sokoban with a local model of Qwen2.5-1.5B's shape: on a 16 GiB GPU preflight and freeze exit 2 naming
+    resources.gpu_mem_gb and both numbers; on an 80 GiB GPU the demand holds; without gpu_mem_gb it is listed, not
+    checked. Only config.json is read (no weights)."""
+    model = tmp_path / "qwen-1.5b"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(QWEN_15B))
+    path = study(tmp_path, "vagen-sokoban", **{"model.path": str(model), "resources.gpu_mem_gb": 16})
+    for verb in ("preflight", "freeze"):
+        result = run_cli(verb, path, "--allow-dirty", cwd=tmp_path) if verb == "freeze" else run_cli(verb, path)
+        assert result.returncode == 2, result.stderr
+        line = result.stderr.strip().splitlines()[-1]
+        assert "resources.gpu_mem_gb = 16: weights, optimizer state and bf16 copies of 1,543," in line, line
+        assert "exceeds it (GPU memory (GiB); model.path config.json" in line, line
+    (job,) = preflight.study_demands(StudyPlan.load(path), methods=["ppo_concat"], seeds=[0])
+    (demand,) = job.demands
+    assert 16 < demand.need < 80 and demand.field == "resources.gpu_mem_gb" and not demand.holds()
+    fits = study(tmp_path, "vagen-sokoban", **{"model.path": str(model), "resources.gpu_mem_gb": 80})
+    assert run_cli("preflight", fits).returncode == 0
+    unsaid = study(tmp_path, "vagen-sokoban", **{"model.path": str(model)})
+    shown = run_cli("preflight", unsaid)
+    assert shown.returncode == 0 and "resources.gpu_mem_gb = not set" in shown.stdout, shown.stdout

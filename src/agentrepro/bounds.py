@@ -26,6 +26,7 @@ MAX_GPUS = 1_024
 MAX_CPUS = 4_096
 MAX_RUNTIME_MIN = 525_600  # a year
 MAX_MEM_MB = 64 << 20  # 64 TiB
+MAX_GPU_MEM_GB = 65_536  # resources.gpu_mem_gb: one GPU's memory, 64 TiB
 
 
 def check_magnitude(value: float) -> bool:

@@ -145,17 +145,18 @@ def test_a_batch_past_its_bound_is_refused_by_the_trainer():
 
 def test_schema_maximums_are_the_bounds_the_code_applies():
     """The manifest schema states the maximums agentrepro.bounds, the train config and the served evaluator own."""
-    from agentrepro.bounds import MAX_CPUS, MAX_GPUS, MAX_MEM_MB, MAX_RUNTIME_MIN, MAX_TRAIN_STEPS
+    from agentrepro.bounds import MAX_CPUS, MAX_GPU_MEM_GB, MAX_GPUS, MAX_MEM_MB, MAX_RUNTIME_MIN, MAX_TRAIN_STEPS
     from agentrepro.serving.servers import TIME_LIMITS_S
     from agentrepro.trainer.config import INTEGER_BOUNDS
 
     schema = json.loads((REPO / "workflow" / "schemas" / "manifest.schema.json").read_text())["$defs"]
     resources = schema["resources"]["properties"]
-    assert [resources[k]["maximum"] for k in ("gpus", "cpus", "runtime_min", "mem_mb")] == [
+    assert [resources[k]["maximum"] for k in ("gpus", "cpus", "runtime_min", "mem_mb", "gpu_mem_gb")] == [
         MAX_GPUS,
         MAX_CPUS,
         MAX_RUNTIME_MIN,
         MAX_MEM_MB,
+        MAX_GPU_MEM_GB,
     ]
     evaluation = schema["eval"]["properties"]
     assert evaluation["every"]["maximum"] == evaluation["checkpoint"]["oneOf"][1]["maximum"] == MAX_TRAIN_STEPS

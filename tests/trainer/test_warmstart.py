@@ -47,3 +47,27 @@ def test_warm_start_stops_at_the_target_and_is_reproducible():
     assert results[0][0] == results[1][0] == 3
     assert all(torch.equal(results[0][1][k], results[1][1][k]) for k in results[0][1])
     assert any(not torch.equal(before[k], results[0][1][k]) for k in before)
+
+
+def test_warm_start_passes_of_a_token_budget_take_the_step_of_one_pass():
+    """With `micro_batch_tokens` the warm start accumulates passes of at most that many padded tokens to the whole
+    batch's token mean: the weights after 3 steps match one pass a step (float32 sums in another order), records
+    the budget, and differ from the starting weights."""
+    weights, records = [], []
+    for budget in (0, 40):
+        spec, tok, codec = tiny_spec_and_codec(
+            warmstart_target=1.0, warmstart_max_steps=3, warmstart_eval_every=3, micro_batch_tokens=budget
+        )
+        policy = tiny_policy(spec, tok)
+        start = {k: v.clone() for k, v in policy.state_dict().items()}
+        records.append(warm_start(policy, spec, codec, torch.device("cpu")))
+        weights.append(policy.state_dict())
+    ids, _, _ = collate(
+        [r for s in range(20) for r in demonstration_rows(spec.make_env(training=False), s, codec, "concat", 5)],
+        codec.pad,
+    )
+    assert ids.shape[1] < 40  # a pass then holds at most 40 // width rows: several passes a step
+    assert [r["micro_batch_tokens"] for r in records] == [0, 40]
+    for key, value in weights[0].items():
+        torch.testing.assert_close(weights[1][key], value, rtol=1e-4, atol=1e-5)
+    assert any(not torch.equal(start[k], weights[1][k]) for k in start)

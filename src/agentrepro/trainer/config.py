@@ -113,7 +113,7 @@ class TrainConfig:
     rollout_engine: str = "auto"  # eager (transformers forward per token) | static (trainer/decode.py: static KV cache, CUDA graph) | auto (static on CUDA for Qwen2-family models, else eager)
     update_kernels: str = "auto"  # eager | compiled (trainer/kernels.py: Qwen2 RMSNorm and silu(gate) * up through torch.compile) | auto (FAST_UPDATE)
     update_precision: str = "auto"  # fp32 (the update on the float32 policy) | bf16-master (on a bf16 copy; float32 master weights, gradients and AdamW step: trainer/precision.py) | auto (FAST_UPDATE)
-    micro_batch_tokens: int = 0  # padded tokens per forward/backward pass of the update (gradients accumulated); 0 = a whole minibatch at once
+    micro_batch_tokens: int = 0  # padded tokens per forward/backward pass of the update and the warm start (gradients accumulated); 0 = auto: a whole minibatch at once on the CPU, on CUDA what the device's memory holds (trainer/memory.py)
     grad_checkpointing: bool = False  # activation checkpointing in the update's forward (memory for compute)
     threads: int = 1  # torch intra-op threads on the CPU
     data_parallel: int = 0  # data-parallel ranks (trainer/parallel.py): 0 = one per GPU the job is given (resources.gpus) on CUDA, one on the CPU; N = N ranks (gloo processes on the CPU)

@@ -13,6 +13,7 @@ while the others wait, then every rank starts from its checkpoint; only rank 0 w
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -31,10 +32,11 @@ from agentrepro.trainer import kernels, precision
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, training_targets
 from agentrepro.trainer.decode import engine_for
+from agentrepro.trainer.memory import auto_pass_tokens
 from agentrepro.trainer.parallel import SINGLE, Ranks, Shard, sampling_seed
 from agentrepro.trainer.policy import build_policy, run_device
 from agentrepro.trainer.rollout import Sampler, rollout
-from agentrepro.trainer.step_record import COUNTERS, count, dump_rows, memory_use, metrics_row
+from agentrepro.trainer.step_record import COUNTERS, count, device_memory, dump_rows, memory_use, metrics_row
 from agentrepro.trainer.update import TrainBatch, batched_token_stats, update
 from agentrepro.trainer.warmstart import warm_start
 
@@ -199,6 +201,10 @@ class Trainer:
             engine=self.engine,
         )
         timings["rollout"] = time.perf_counter() - t0
+        if cfg.micro_batch_tokens == 0 and self.device.type == "cuda":  # auto, sized once the engine holds its cache
+            available, total = device_memory(self.device)
+            tokens = auto_pass_tokens(self.policy, cfg, available=available, total=total)
+            self.cfg = cfg = dataclasses.replace(cfg, micro_batch_tokens=tokens)
         # old log-probs (and values) under the policy that sampled, reference log-probs for the KL
         # (one on-policy pass without a value baseline needs no separate forward: the update uses its own, detached)
         old_logp = values = None
@@ -277,7 +283,9 @@ class Trainer:
             c["wall_s"] += time.perf_counter() - t_start
         timings["step_total"] = time.perf_counter() - t_start
         metrics.update(
-            wall_s=c["wall_s"], gpu_hours=c["wall_s"] * self.ranks.world / 3600 if self.device.type == "cuda" else 0.0
+            micro_batch_tokens=cfg.micro_batch_tokens,
+            wall_s=c["wall_s"],
+            gpu_hours=c["wall_s"] * self.ranks.world / 3600 if self.device.type == "cuda" else 0.0,
         )
         self.last_metrics = metrics
         if not self.ranks.leader:

@@ -36,6 +36,12 @@ def memory_use(device: torch.device) -> dict[str, float | None]:
     return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
 
+def device_memory(device: torch.device) -> tuple[int, int]:
+    """(bytes torch can still use on CUDA `device`: free plus its own cached blocks, the device's total)."""
+    free, total = torch.cuda.mem_get_info(device)
+    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device), total
+
+
 def metrics_row(
     step: int, counters: dict[str, Any], ro: Rollout, stats: dict[str, Any], lr: float, memory: dict[str, float | None]
 ) -> dict[str, Any]:

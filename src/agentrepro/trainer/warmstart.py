@@ -1,13 +1,16 @@
 """Supervised warm start on BFS demonstrations (Env.solve), stopped at a validation success target.
 
-Real studies start RL from a pretrained instruct model; a tiny model from scratch cannot learn FrozenLake
+Real studies start RL from a pretrained instruct model (the builtin backend turns the warm start off for a
+`model.path` model unless the manifest asks for it); a tiny model from scratch cannot learn FrozenLake
 by RL within a CPU budget, so the builtin trainer first imitates the environment's shortest-path solver:
 each demonstration plays the BFS path in turns of `warmstart_actions_per_turn` actions, laid out exactly
 like a rollout of the configured mode (same tokens, same loss mask on the demonstrated actions and
 <eos>). Training stops as soon as greedy success on the validation seeds (disjoint from the training and
 evaluation seeds) reaches `warmstart_target`, so that RL has room to improve. It depends only on the run
 seed and the warm-start settings, never on the RL method: every method of a seed starts from the same
-weights. Its record (steps, validation curve) is written to warmstart.json. `make_warmstart` makes a warm start of
+weights. Its passes take at most `train.micro_batch_tokens` padded tokens (auto on CUDA: trainer/memory.py), the
+gradients accumulated to the whole batch's token mean. Its record (steps, validation curve, the pass budget) is
+written to warmstart.json. `make_warmstart` makes a warm start of
 its own, shared by the methods of a seed (trainer/shared_warmstart.py).
 """
 
@@ -25,10 +28,12 @@ from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.dialogue import Codec
 from agentrepro.trainer.evaluate import evaluate_run
+from agentrepro.trainer.memory import auto_pass_tokens
 from agentrepro.trainer.policy import build_policy, run_device
 from agentrepro.trainer.rollout import Sampler, rollout
 from agentrepro.trainer.shared_warmstart import RECORD
-from agentrepro.trainer.update import masked_mean, token_stats
+from agentrepro.trainer.step_record import device_memory
+from agentrepro.trainer.update import masked_mean, micro_batches, token_stats
 
 
 def demonstration_rows(
@@ -114,6 +119,11 @@ def warm_start(policy, spec, codec: Codec, device, *, progress: bool = False) ->
     policy.eval()
     rate = greedy_success(policy, spec, codec, val_seeds, device)
     record["curve"].append({"step": 0, "val_success": rate})
+    budget = cfg.micro_batch_tokens
+    if budget == 0 and device.type == "cuda":  # auto (trainer/memory.py), sized after the first validation rollouts
+        available, total = device_memory(device)
+        budget = auto_pass_tokens(policy, cfg, available=available, total=total, warmstart=True)
+    record["micro_batch_tokens"] = budget
     step = 0
     while rate < cfg.warmstart_target and step < cfg.warmstart_max_steps:
         seeds = rng.integers(cfg.train_first_seed, cfg.train_first_seed + cfg.train_num_seeds, size=cfg.warmstart_batch)
@@ -122,12 +132,24 @@ def warm_start(policy, spec, codec: Codec, device, *, progress: bool = False) ->
         ]
         ids, attn, mask = collate(rows, codec.pad)
         policy.train()
-        logp, _, _ = token_stats(
-            policy, ids, attn, with_values=False, with_entropy=False, device=device, bf16=cfg.bf16, where=mask
-        )
-        loss = -masked_mean(logp, mask.to(device))
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        denom = mask.sum().clamp(min=1).to(device)  # each pass's share of the whole batch's token mean
+        loss = torch.zeros((), device=device)
+        for idx, cols in micro_batches(attn, torch.arange(len(rows)), budget):
+            part = mask[idx, :cols]
+            logp, _, _ = token_stats(
+                policy,
+                ids[idx, :cols],
+                attn[idx, :cols],
+                with_values=False,
+                with_entropy=False,
+                device=device,
+                bf16=cfg.bf16,
+                where=part,
+            )
+            term = -masked_mean(logp, part.to(device), denom)
+            term.backward()
+            loss += term.detach()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
         optimizer.step()
         policy.eval()

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro import runconfig
-from agentrepro.backends.base import BUILTIN_FORM, COMMON, Backend, SeedStream, StepCheckpoint
+from agentrepro.backends.base import AT_LEAST, BUILTIN_FORM, COMMON, Backend, Demand, SeedStream, StepCheckpoint
 from agentrepro.layout import checkpoint_file, hf_checkpoint
 from agentrepro.runconfig import EvalConfig
 from agentrepro.trainer.config import TrainConfig, resolve_auto
-from agentrepro.trainer.model_size import qwen2_silu
+from agentrepro.trainer.memory import GIB, MIN_PASS_TOKENS, gpu_bytes
+from agentrepro.trainer.model_size import PretrainedShape, qwen2_silu
 from agentrepro.trainer.shared_warmstart import adopt, step0_rows
 
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
@@ -107,6 +108,27 @@ class BuiltinBackend(Backend):
                 }
             ]
         return []
+
+    def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
+        """On CUDA with a local model whose config.json can be read: the GPU memory training it needs at the least
+        (trainer/memory.py `gpu_bytes`), beside `resources.gpu_mem_gb` (unchecked when the manifest does not say)."""
+        train, model = config.get("train") or {}, config.get("model") or {}
+        shape = PretrainedShape.read(model["path"]) if model.get("path") is not None else None
+        if shape is None or not str(train.get("device", "cpu")).startswith("cuda"):
+            return []
+        tokens = train.get("micro_batch_tokens") or MIN_PASS_TOKENS
+        return [
+            Demand(
+                "GPU memory (GiB)",
+                f"weights, optimizer state and bf16 copies of {shape.parameters:,} parameters and an update pass of "
+                f"{tokens:,} tokens",
+                round(gpu_bytes(shape, train) / GIB, 1),
+                "resources.gpu_mem_gb",
+                (config.get("resources") or {}).get("gpu_mem_gb"),
+                AT_LEAST,
+                "model.path config.json; trainer/memory.py gpu_bytes",
+            )
+        ]
 
     def prompt_record(self, config: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         """The prompt kind (chat template, word level, observation text), the chat template's sha256 and the rows."""

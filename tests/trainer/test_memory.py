@@ -1,0 +1,78 @@
+"""The update's token budget on a GPU (trainer/memory.py): the activation estimate against the peaks measured on an
+H200, the budget's bounds, one line when nothing fits, and what a job's GPU must hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentrepro.errors import BadInput
+from agentrepro.trainer import memory
+from agentrepro.trainer.model_size import PretrainedShape
+
+GIB = 1 << 30
+QWEN_05B = PretrainedShape("qwen2", "silu", 896, 24, 4864, 14, 2, 64, 151936, True)
+QWEN_15B = PretrainedShape("qwen2", "silu", 1536, 28, 8960, 12, 2, 128, 151936, True)
+
+# benchmarks/RESULTS.md, "The builtin trainer on one H200 at model size" (2026-12-01): peak GPU GiB of the same
+# 0.5B update without checkpointing at two pass sizes, so their difference is the activations of 16,384 tokens
+MEASURED_16K_TOKENS_GIB = {("fp32", "eager"): 64.4 - 40.8}
+
+
+def _per_token(shape, precision="bf16-master", kernels="compiled", checkpointing=False):
+    return memory.token_bytes(
+        layers=shape.layers,
+        hidden=shape.hidden,
+        intermediate=shape.intermediate,
+        precision=precision,
+        kernels=kernels,
+        checkpointing=checkpointing,
+    )
+
+
+def test_the_activation_estimate_is_not_below_what_the_h200_measured():
+    """16,384 more tokens a pass cost 23.6 GiB at 0.5B fp32 eager; the estimate holds at least that, and at most
+    25% more (a loose estimate wastes the budget it exists to use)."""
+    for (precision, kernels), measured in MEASURED_16K_TOKENS_GIB.items():
+        estimate = _per_token(QWEN_05B, precision, kernels) * 16_384 / GIB
+        assert measured <= estimate <= 1.25 * measured, (precision, kernels, estimate)
+    assert _per_token(QWEN_05B) < _per_token(QWEN_05B, "bf16-master", "eager") < _per_token(QWEN_05B, "fp32", "eager")
+    assert _per_token(QWEN_05B, checkpointing=True) < _per_token(QWEN_05B) / 3
+
+
+@pytest.mark.parametrize("shape", [QWEN_05B, QWEN_15B])
+def test_the_budget_fits_what_is_left_and_is_a_multiple_of_the_quantum(shape):
+    """On an H200 (139.8 GiB) with the weights and rollout engine in place, the budget leaves room for the step's
+    state, the head's chunk and the reserve, and falls in [1,024, 65,536]."""
+    total = int(139.8 * GIB)
+    available = total - shape.parameters * (4 + 2 + 2) - 4 * GIB  # weights, bf16 copy, engine, KV cache
+    per_token = _per_token(shape)
+    tokens = memory.pass_tokens(
+        available=available, total=total, parameters=shape.parameters, per_token=per_token, precision="bf16-master"
+    )
+    assert tokens % memory.QUANTUM == 0 and memory.MIN_PASS_TOKENS <= tokens <= memory.MAX_PASS_TOKENS
+    used = tokens * per_token + shape.parameters * (memory.STEP_BYTES + memory.BF16_GRAD_BYTES)
+    assert used + memory.HEAD_CHUNK_BYTES + memory.RESERVE_BYTES + 0.05 * total <= available
+    smaller = memory.pass_tokens(
+        available=available // 2, total=total, parameters=shape.parameters, per_token=per_token, precision="fp32"
+    )
+    assert smaller < tokens
+
+
+def test_a_gpu_that_cannot_hold_one_pass_is_refused_in_one_line_naming_the_field():
+    per_token = _per_token(QWEN_15B, "fp32", "eager")
+    with pytest.raises(BadInput, match=r"^train\.micro_batch_tokens: the GPU has 24\.0 GiB") as caught:
+        memory.pass_tokens(
+            available=24 * GIB, total=24 * GIB, parameters=QWEN_15B.parameters, per_token=per_token, precision="fp32"
+        )
+    assert "\n" not in str(caught.value)
+
+
+def test_what_a_gpu_must_hold_grows_with_the_model_and_the_options():
+    """0.5B with the fast path needs about 10 GiB before activations and fits the 40 GiB of an A100-40GB; 1.5B in
+    fp32 with a KL reference needs more than 1.5B with the fast path."""
+    fast = {"update_precision": "bf16-master", "update_kernels": "compiled"}
+    small = memory.gpu_bytes(QWEN_05B, fast) / GIB
+    assert 8 < small < 20
+    plain_kl = memory.gpu_bytes(QWEN_15B, {"update_precision": "fp32", "update_kernels": "eager", "kl_coef": 0.1})
+    assert plain_kl > memory.gpu_bytes(QWEN_15B, fast) > memory.gpu_bytes(QWEN_05B, fast)
+    assert memory.gpu_bytes(QWEN_05B, {**fast, "micro_batch_tokens": 32_768}) > memory.gpu_bytes(QWEN_05B, fast)
