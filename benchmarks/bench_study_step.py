@@ -1,0 +1,213 @@
+"""The RL step of the shipped GPU study (manifests/vagen-sokoban.yaml) as the workflow runs it, broken down.
+
+    PYTHONPATH=src python3 benchmarks/bench_study_step.py [--model qwen2.5-0.5b|tiny] [--method ppo_concat]
+        [--new-tokens 6] [--steps 3] [--eval-tasks 128] [--device cuda] [--profile] [--json out.json]
+
+The run config is the study's own: its env params (Sokoban 6x6, one box, up to 3 actions a turn, free_think
+prompts), its `train` block and the method's settings, 5 turns, 128 trajectories (16 groups x 8), resolved by
+the builtin backend as `agentrepro train` resolves it (so the defaults are what users get: `auto` update
+precision, kernels and pass budget), with `model.path` a random-weight Qwen2 of Qwen2.5-0.5B's shape and a
+ChatML chat template (`agentrepro.serving.tiny.build`; its tokenizer knows 512 tokens, the model's vocabulary
+is Qwen's 151,936, so a random model seldom samples its end token and turns run to `--new-tokens`).
+`--new-tokens` sets `train.max_new_tokens` (the study leaves it at the trainer's default of 6).
+
+Measured, each the median over `--steps` steps after one untimed step:
+* job start-up: importing the trainer (torch, transformers) and building the Trainer (model load, engine);
+* the RL step from timings.jsonl (rollout, advantage, update, step_total), and inside the rollout, with a device
+  sync around each: the prefills, the decode loops, the environment and the prompts (chat template) per turn;
+  how many times the engine allocated its buffers and captured its decode graph;
+* generated tokens per step and per rollout second; the pass budget `auto` chose and the peak GPU memory;
+* one checkpoint write (`Trainer._save`: weights, optimizer, RNG), and evaluating it on `--eval-tasks` tasks
+  (`trainer.evaluate.evaluate_run`, what the workflow's eval job runs) once the model is loaded;
+* `--profile`: cProfile of one more step, the 25 functions with the most cumulative time.
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.perf_counter()
+
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import io  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import pstats  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import yaml  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Clock:
+    """Seconds and calls per label, each timed between device syncs (so GPU work lands on the part that queued it)."""
+
+    def __init__(self, sync):
+        self.sync, self.seconds, self.calls = sync, defaultdict(float), defaultdict(int)
+
+    def wrap(self, owner, name: str, label: str) -> None:
+        real = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            self.sync()
+            t0 = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.sync()
+                self.seconds[label] += time.perf_counter() - t0
+                self.calls[label] += 1
+
+        setattr(owner, name, timed)
+
+    def take(self) -> dict:
+        out = {k: round(v, 4) for k, v in self.seconds.items()} | {f"{k}_calls": v for k, v in self.calls.items()}
+        self.seconds.clear(), self.calls.clear()
+        return out
+
+
+def study_config(args, model_dir: str) -> dict:
+    """The run config of `args.method` seed 0 of the shipped study, as `agentrepro resolve` writes it."""
+    manifest = yaml.safe_load((REPO / "manifests" / "vagen-sokoban.yaml").read_text())
+    train = {**manifest["train"], **(manifest["methods"][args.method] or {})}
+    train.update(
+        steps=1000,
+        device=args.device,
+        max_new_tokens=args.new_tokens,
+        progress=False,
+        checkpoint_every=1000,  # no checkpoint inside the timed steps: the write is timed on its own
+    )
+    evaluation = {**manifest["eval"], "tasks": args.eval_tasks, "checkpoint": "last"}
+    return {
+        "study": manifest["study"],
+        "method": args.method,
+        "seed": 0,
+        "backend": manifest["backend"],
+        "model": {"name": manifest["model"]["name"], "path": model_dir},
+        "env": manifest["env"],
+        "train": train,
+        "eval": evaluation,
+        "resources": manifest["resources"],
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="qwen2.5-0.5b", help="agentrepro.serving.tiny shape")
+    parser.add_argument("--method", default="ppo_concat")
+    parser.add_argument("--new-tokens", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=3, help="timed RL steps (after one untimed)")
+    parser.add_argument("--eval-tasks", type=int, default=128)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+
+    t0 = time.perf_counter()
+    import torch
+
+    import agentrepro.trainer.loop as loop
+    from agentrepro.backends.builtin.backend import BuiltinBackend
+    from agentrepro.serving import tiny
+    from agentrepro.trainer import decode, dialogue, rollout
+    from agentrepro.trainer.evaluate import evaluate_run
+
+    imports_s = time.perf_counter() - t0
+    cuda = args.device.startswith("cuda")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    out: dict = {
+        "args": vars(args),
+        "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "torch": torch.__version__,
+        "startup": {"python_to_main_s": round(t0 - STARTED, 3), "imports_s": round(imports_s, 3)},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = str(tiny.build(Path(tmp) / "model", shape=args.model, max_tokens=8192))
+        config = BuiltinBackend().resolve(study_config(args, model_dir))
+        out["resolved_train"] = {
+            k: config["train"][k]
+            for k in ("update_precision", "update_kernels", "micro_batch_tokens", "warmstart", "rollout_engine", "mode")
+        }
+        run_dir = Path(tmp) / "run"
+        t0 = time.perf_counter()
+        trainer = loop.Trainer(config, run_dir, resume=False)
+        sync()
+        out["startup"]["trainer_s"] = round(time.perf_counter() - t0, 3)
+
+        clock = Clock(sync)
+        clock.wrap(decode.StaticDecoder, "prefill", "prefill")
+        clock.wrap(decode.StaticDecoder, "allocate", "allocate")
+        clock.wrap(decode.StaticRows, "generate", "generate")  # prefill + decode loop + copies back
+        clock.wrap(rollout, "_step_env", "environment")
+        clock.wrap(dialogue.ChatDialogue, "prompt", "chat_prompt")
+        captures = defaultdict(int)
+        real_graph = torch.cuda.CUDAGraph
+
+        class CountedGraph(real_graph):  # type: ignore[misc,valid-type]
+            def __init__(self, *a, **k):
+                captures["graphs"] += 1
+                super().__init__(*a, **k)
+
+        torch.cuda.CUDAGraph = CountedGraph
+        steps = []
+        for k in range(args.steps + 1):
+            trainer.train_step()
+            parts = clock.take() | {"graph_captures": captures.pop("graphs", 0)}
+            if k:
+                steps.append(parts)
+        sync()
+        timings = [json.loads(x) for x in (run_dir / "timings.jsonl").read_text().splitlines()][1:]
+        metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        med = lambda rows, key: round(statistics.median(r.get(key, 0.0) for r in rows), 4)  # noqa: E731
+        out["step"] = {k: med(timings, k) for k in ("rollout", "advantage", "update", "step_total")}
+        out["rollout_parts"] = {k: med(steps, k) for k in sorted({k for s in steps for k in s})}
+        generated = [b["tokens_generated"] - a["tokens_generated"] for a, b in itertools.pairwise(metrics)]
+        out["generated_tokens_per_step"] = statistics.median(generated)
+        out["generated_tokens_per_rollout_s"] = round(out["generated_tokens_per_step"] / out["step"]["rollout"], 1)
+        out["micro_batch_tokens"] = metrics[-1].get("micro_batch_tokens")
+        out["gpu_peak_mem_gb"] = max((m["gpu_peak_mem_gb"] or 0.0) for m in metrics)
+        if args.profile:
+            profile = cProfile.Profile()
+            profile.enable()
+            trainer.train_step()
+            sync()
+            profile.disable()
+            text = io.StringIO()
+            pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(25)
+            out["profile_top25"] = text.getvalue().splitlines()[-40:]
+            clock.take()
+
+        sync()
+        t0 = time.perf_counter()
+        trainer._save()
+        sync()
+        out["checkpoint_write_s"] = round(time.perf_counter() - t0, 3)
+        out["checkpoint_bytes"] = sum(p.stat().st_size for p in (run_dir / "checkpoints").glob("step*.pt"))
+        torch.cuda.CUDAGraph = real_graph
+        del trainer
+        if cuda:
+            torch.cuda.empty_cache()
+        t0 = time.perf_counter()
+        rows = evaluate_run(config, run_dir, args.steps + 1 + int(args.profile))
+        sync()
+        out["eval"] = {
+            "tasks": len(rows),
+            "seconds_with_model_load": round(time.perf_counter() - t0, 3),
+            "success": sum(r["success"] for r in rows),
+            "parts": clock.take(),
+        }
+    print(json.dumps({k: v for k, v in out.items() if k != "profile_top25"}, indent=1))
+    if args.profile:
+        print("\n".join(out["profile_top25"]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
