@@ -82,6 +82,9 @@ def study_config(args, model_dir: str) -> dict:
         progress=False,
         checkpoint_every=1000,  # no checkpoint inside the timed steps: the write is timed on its own
     )
+    for setting in args.train:
+        key, _, value = setting.partition("=")
+        train[key] = yaml.safe_load(value)
     evaluation = {**manifest["eval"], "tasks": args.eval_tasks, "checkpoint": "last"}
     return {
         "study": manifest["study"],
@@ -105,6 +108,13 @@ def main(argv=None) -> int:
     parser.add_argument("--eval-tasks", type=int, default=128)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--train",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a train setting over the study's (YAML value)",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
@@ -113,6 +123,7 @@ def main(argv=None) -> int:
 
     import agentrepro.trainer.loop as loop
     from agentrepro.backends.builtin.backend import BuiltinBackend
+    from agentrepro.runconfig import resolve_config
     from agentrepro.serving import tiny
     from agentrepro.trainer import decode, dialogue, rollout
     from agentrepro.trainer.evaluate import evaluate_run
@@ -128,7 +139,12 @@ def main(argv=None) -> int:
     }
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = str(tiny.build(Path(tmp) / "model", shape=args.model, max_tokens=8192))
-        config = BuiltinBackend().resolve(study_config(args, model_dir))
+        backend = BuiltinBackend()
+        config = study_config(args, model_dir)
+        # a tree from before Backend.resolve: the defaults merged as it did
+        config = (
+            backend.resolve(config) if hasattr(backend, "resolve") else resolve_config(config, backend.default_config())
+        )
         out["resolved_train"] = {
             k: config["train"][k]
             for k in ("update_precision", "update_kernels", "micro_batch_tokens", "warmstart", "rollout_engine", "mode")
@@ -144,7 +160,10 @@ def main(argv=None) -> int:
         clock.wrap(decode.StaticDecoder, "allocate", "allocate")
         clock.wrap(decode.StaticRows, "generate", "generate")  # prefill + decode loop + copies back
         clock.wrap(rollout, "_step_env", "environment")
-        clock.wrap(dialogue.ChatDialogue, "prompt", "chat_prompt")
+        if hasattr(dialogue, "prompts"):  # the chat prompts of a turn in one batch
+            clock.wrap(rollout, "prompts", "chat_prompt")
+        else:
+            clock.wrap(dialogue.ChatDialogue, "prompt", "chat_prompt")
         captures = defaultdict(int)
         real_graph = torch.cuda.CUDAGraph
 
@@ -154,6 +173,14 @@ def main(argv=None) -> int:
                 super().__init__(*a, **k)
 
         torch.cuda.CUDAGraph = CountedGraph
+        shapes = []
+        real_update = loop.update
+
+        def spy(policy, optimizer, scheduler, batch, *rest):
+            shapes.append([batch.attention_mask.shape[0], int(batch.attention_mask.sum())])
+            return real_update(policy, optimizer, scheduler, batch, *rest)
+
+        loop.update = spy
         steps = []
         for k in range(args.steps + 1):
             trainer.train_step()
@@ -169,7 +196,8 @@ def main(argv=None) -> int:
         generated = [b["tokens_generated"] - a["tokens_generated"] for a, b in itertools.pairwise(metrics)]
         out["generated_tokens_per_step"] = statistics.median(generated)
         out["generated_tokens_per_rollout_s"] = round(out["generated_tokens_per_step"] / out["step"]["rollout"], 1)
-        out["micro_batch_tokens"] = metrics[-1].get("micro_batch_tokens")
+        out["micro_batch_tokens"] = metrics[-1].get("micro_batch_tokens", config["train"]["micro_batch_tokens"])
+        out["update_rows_attended_tokens"] = shapes[-1]
         out["gpu_peak_mem_gb"] = max((m["gpu_peak_mem_gb"] or 0.0) for m in metrics)
         if args.profile:
             profile = cProfile.Profile()

@@ -8,7 +8,6 @@ is written atomically, so the newest complete `step<N>.pt` is always a valid res
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 import tempfile
@@ -19,7 +18,7 @@ import numpy as np
 import torch
 
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_bytes
+from agentrepro.fileio import atomic_binary
 from agentrepro.layout import checkpoint_dir, checkpoint_file, tokenizer_dir
 
 _STEP_RE = re.compile(r"^step(\d+)\.pt$")  # the names layout.checkpoint_file gives
@@ -82,9 +81,10 @@ def save_checkpoint(
         "rng": rng,
         "counters": counters or {},
     }
-    buffer = io.BytesIO()
-    torch.save(payload, buffer)
-    return atomic_write_bytes(checkpoint_path(run_dir, step), buffer.getvalue())
+    path = checkpoint_path(run_dir, step)
+    with atomic_binary(path) as fh:  # straight to the file: no second copy of gigabytes in memory
+        torch.save(payload, fh)
+    return path
 
 
 def load_checkpoint(run_dir, step: int) -> dict[str, Any]:

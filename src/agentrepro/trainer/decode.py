@@ -88,10 +88,12 @@ class StaticDecoder:
 
     # --- buffers ---------------------------------------------------------------------------------
     def allocate(self, rows: int, width: int, *, keep: int = 0) -> None:
-        """Buffers for `rows` x `width` columns; the first `keep` columns of the old ones are carried over."""
+        """Buffers for `rows` x at least `width` columns; the first `keep` columns of the old ones are carried over.
+        Buffers of the same rows and at least that width are cleared and kept, and with them the captured decode
+        graph (each new shape costs a capture): columns past a row's tokens have attention 0."""
         old = None
         if self.shape is not None:
-            if self.shape == (rows, width) and keep == 0:
+            if self.shape[0] == rows and width <= self.shape[1] and keep == 0:
                 self.ids.fill_(0), self.attn.zero_(), self.loss.zero_(), self.turn.fill_(-1)
                 return
             old = (self.ids, self.attn, self.loss, self.turn, self.k, self.v)
@@ -213,8 +215,8 @@ class StaticRows:
 
     def _room(self, more: int) -> None:
         need = self.cols + more + self.reserve
-        if need > self.engine.shape[1]:
-            self.engine.allocate(self.engine.shape[0], _round_up(need), keep=self.cols)
+        if need > self.engine.shape[1]:  # a quarter more than needed: a growing dialogue reallocates less often
+            self.engine.allocate(self.engine.shape[0], _round_up(need + need // 4), keep=self.cols)
 
     def append_chunks(self, chunks: list[list[int]], pad: int, turn: int) -> None:
         """Append one chunk per row, left-padded (attention 0) to the longest."""

@@ -38,6 +38,18 @@ def template_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
     return list(encoded["input_ids"])
 
 
+def prompts(dialogues: list) -> list[list[int]]:
+    """Each dialogue's `prompt()`; chat dialogues rendered and tokenized in one batch (one call of the chat template
+    over every conversation: the tokenizer's batch encoding instead of one call per row, the same ids)."""
+    if not dialogues or not all(isinstance(d, ChatDialogue) for d in dialogues):
+        return [d.prompt() for d in dialogues]
+    codec = dialogues[0].codec
+    encoded = codec.tokenizer.apply_chat_template(
+        [d.messages() for d in dialogues], add_generation_prompt=True, tokenize=True, return_dict=True
+    )
+    return [ChatDialogue.after_bos(codec, list(ids)) for ids in encoded["input_ids"]]
+
+
 def first_template_token(tokenizer) -> int:
     """The token every rendering of the chat template starts with (the rows' first column)."""
     try:
@@ -88,10 +100,14 @@ class ChatDialogue:
 
     def prompt(self) -> list[int]:
         """The template's tokens of this turn's messages after the row's first token (`Codec.bos`)."""
-        ids = template_ids(self.codec.tokenizer, self.chat.messages())
-        if not ids or ids[0] != self.codec.bos:
+        return self.after_bos(self.codec, template_ids(self.codec.tokenizer, self.chat.messages()))
+
+    @staticmethod
+    def after_bos(codec, ids: list[int]) -> list[int]:
+        """A rendering's ids after its first token, which must be the rows' first column (`Codec.bos`)."""
+        if not ids or ids[0] != codec.bos:
             raise BadInput(
-                f"the chat template does not start every prompt with the same token (expected id {self.codec.bos}, "
+                f"the chat template does not start every prompt with the same token (expected id {codec.bos}, "
                 f"got {ids[:1]})",
                 where="model.path",
             )

@@ -6,7 +6,8 @@ with the panel's, so a row is only written for the task that was frozen. `eval.t
 decoding; above 0, sampling from a generator seeded by (`eval.sample_seed`, run seed, step, episode),
 so the same checkpoint always gives the same outcomes (`eval.top_p` < 1: nucleus sampling). `eval.max_turns`
 overrides the training turn limit. Episodes use the environment's own rewards.
-Step 0 is the policy after the warm start (before any RL update).
+Step 0 is the policy after the warm start (before any RL update). Episodes decode on the engine training rollouts
+use (`train.rollout_engine`: on CUDA the static engine for Qwen2-family models, trainer/decode.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tqdm import tqdm
 from agentrepro import outcomes
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer.context import RunSpec
+from agentrepro.trainer.decode import engine_for
 from agentrepro.trainer.policy import build_policy, run_device
 from agentrepro.trainer.rollout import Sampler, rollout
 
@@ -31,9 +33,10 @@ def panel_of(spec: RunSpec) -> list[dict[str, Any]]:
 
 
 def evaluate_policy(
-    policy, spec: RunSpec, codec, panel: list[dict[str, Any]], step: int, device
+    policy, spec: RunSpec, codec, panel: list[dict[str, Any]], step: int, device, engine=None
 ) -> list[dict[str, Any]]:
-    """Outcome rows of `policy` on `panel` (episodes_per_task each)."""
+    """Outcome rows of `policy` on `panel` (episodes_per_task each); `engine`: the static rollout engine to decode on
+    (trainer/decode.py), as training rollouts do."""
     ev, cfg = spec.eval, spec.train
     temperature = float(ev.temperature)
     episodes = int(ev.episodes_per_task)
@@ -61,6 +64,7 @@ def evaluate_policy(
             max_new_tokens=cfg.max_new_tokens,
             device=device,
             bf16=cfg.bf16,
+            engine=engine,
         )
         for i, task in enumerate(panel):
             turns = ro.traj_turns(i)
@@ -90,4 +94,5 @@ def evaluate_run(config: dict[str, Any], run_dir: str | Path, step: int) -> list
     policy = build_policy(spec.model, tokenizer, spec.seed)
     policy.load_state_dict(ckpt.load_checkpoint(run_dir, step)["model"])
     policy.to(device).eval()
-    return evaluate_policy(policy, spec, codec, panel_of(spec), step, device)
+    engine = engine_for(spec.train.rollout_engine, policy, device, spec.train.bf16)  # the training rollouts' engine
+    return evaluate_policy(policy, spec, codec, panel_of(spec), step, device, engine)

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from agentrepro.trainer.decode import StaticRows, left_padded
-from agentrepro.trainer.dialogue import Codec
+from agentrepro.trainer.dialogue import Codec, prompts
 from agentrepro.trainer.policy import autocast, positions
 
 
@@ -306,7 +306,7 @@ def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max
         if not live:
             break
         rows, generate = new_rows(len(live))
-        rows.append_chunks([dialogues[i].prompt() for i in live], codec.pad, t)
+        rows.append_chunks(prompts([dialogues[i] for i in live]), codec.pad, t)
         generated = generate([True] * len(live), list(live), codec, sampler, max_new_tokens, t)
         still = []
         for r, i in enumerate(live):
