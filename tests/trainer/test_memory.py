@@ -76,3 +76,20 @@ def test_what_a_gpu_must_hold_grows_with_the_model_and_the_options():
     plain_kl = memory.gpu_bytes(QWEN_15B, {"update_precision": "fp32", "update_kernels": "eager", "kl_coef": 0.1})
     assert plain_kl > memory.gpu_bytes(QWEN_15B, fast) > memory.gpu_bytes(QWEN_05B, fast)
     assert memory.gpu_bytes(QWEN_05B, {**fast, "micro_batch_tokens": 32_768}) > memory.gpu_bytes(QWEN_05B, fast)
+
+
+def test_a_shared_gpu_gives_the_job_its_share(monkeypatch):
+    """device_memory: free plus torch's cached blocks; with AGENTREPRO_GPU_SHARE=2 (gpu_slots.py --per-gpu 2) the
+    job's total is half the device and what it may still use is that half less what it holds (CUDA calls faked:
+    no GPU here)."""
+    import torch
+
+    from agentrepro.trainer import step_record
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (100 * GIB, 140 * GIB))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: 30 * GIB)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: 20 * GIB)
+    monkeypatch.delenv(step_record.GPU_SHARE, raising=False)
+    assert step_record.device_memory(torch.device("cuda")) == (110 * GIB, 140 * GIB)
+    monkeypatch.setenv(step_record.GPU_SHARE, "2")
+    assert step_record.device_memory(torch.device("cuda")) == (50 * GIB, 70 * GIB)

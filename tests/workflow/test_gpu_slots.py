@@ -107,3 +107,65 @@ def test_exit_status_passes_through(tmp_path):
         env=_env(),
     )
     assert proc.returncode == 3
+
+
+def test_with_two_jobs_per_gpu_two_jobs_share_the_device_and_a_third_waits(tmp_path):
+    """--per-gpu 2 (AGENTREPRO_JOBS_PER_GPU): two 1-GPU jobs get the one device at once, each told its share; a
+    third waits for a slot; without the option the second job waits (the default is one job a device)."""
+    env = _env(AGENTREPRO_GPU_DEVICES="0", AGENTREPRO_JOBS_PER_GPU="2")
+    show = [
+        sys.executable,
+        "-c",
+        "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['AGENTREPRO_GPU_SHARE'])",
+    ]
+    shared = subprocess.run(
+        [sys.executable, SCRIPT, "--gpus", "1", "--slots-dir", str(tmp_path), "--", *show],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shared.returncode == 0 and shared.stdout.split() == ["0", "2"], shared.stderr
+    first = gpu_slots.acquire(1, ["0"], tmp_path, per_gpu=2)
+    second = gpu_slots.acquire(1, ["0"], tmp_path, per_gpu=2, poll_s=0.05)
+    assert first[0] == second[0] == ["0"]
+    result = {}
+    thread = threading.Thread(
+        target=lambda: result.setdefault(
+            "taken", gpu_slots.acquire(1, ["0"], tmp_path, per_gpu=2, poll_s=0.05, log=open(os.devnull, "w"))
+        )
+    )
+    thread.start()
+    thread.join(0.3)
+    assert thread.is_alive(), "a third job must wait while both slots are held"
+    for fh in first[1]:
+        fh.close()
+    thread.join(10)
+    assert result["taken"][0] == ["0"]
+    for fh in second[1] + result["taken"][1]:
+        fh.close()
+    one = gpu_slots.acquire(1, ["0"], tmp_path)
+    alone = threading.Thread(
+        target=lambda: gpu_slots.acquire(1, ["0"], tmp_path, poll_s=0.05, log=open(os.devnull, "w"))
+    )
+    alone.daemon = True
+    alone.start()
+    alone.join(0.3)
+    assert alone.is_alive(), "one job a device by default"
+    for fh in one[1]:
+        fh.close()
+    alone.join(10)
+
+
+def test_jobs_per_gpu_must_be_a_positive_integer(tmp_path):
+    env = _env(AGENTREPRO_GPU_DEVICES="0", AGENTREPRO_JOBS_PER_GPU="two")
+    done = subprocess.run(
+        [sys.executable, SCRIPT, "--gpus", "1", "--slots-dir", str(tmp_path), "--", sys.executable, "-c", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        done.returncode == 2 and done.stderr.strip() == "gpu_slots: jobs per GPU must be a positive integer, got 'two'"
+    )

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -36,10 +37,21 @@ def memory_use(device: torch.device) -> dict[str, float | None]:
     return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
 
+GPU_SHARE = "AGENTREPRO_GPU_SHARE"
+"""Set by workflow/scripts/gpu_slots.py when K jobs may share a device: this job's share is 1/K of it."""
+
+
 def device_memory(device: torch.device) -> tuple[int, int]:
-    """(bytes torch can still use on CUDA `device`: free plus its own cached blocks, the device's total)."""
+    """(bytes torch can still use on CUDA `device`: free plus its own cached blocks, the device's total); under a
+    share of 1/K (GPU_SHARE), at most that share less what this process holds, and the total is the share."""
     free, total = torch.cuda.mem_get_info(device)
-    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device), total
+    allocated = torch.cuda.memory_allocated(device)
+    available = free + torch.cuda.memory_reserved(device) - allocated
+    share = os.environ.get(GPU_SHARE, "")
+    if share.isdigit() and int(share) > 1:
+        total //= int(share)
+        available = min(available, total - allocated)
+    return available, total
 
 
 def metrics_row(
