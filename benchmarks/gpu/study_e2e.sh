@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The shipped GPU study (manifests/vagen-sokoban.yaml) through the real Snakefile, at a reduced size, on one GPU:
+# its model.path placeholder filled with a random-weight Qwen2 of Qwen2.5-0.5B's shape and a ChatML template
+# (agentrepro.serving.tiny), then freeze -> resolve -> train -> eval -> analyze with the defaults users get.
+#
+#     benchmarks/gpu/study_e2e.sh OUT [DEVICE [SHAPE]]     # DEVICE cuda (default) or cpu, SHAPE qwen2.5-0.5b or tiny
+#
+# Reduced: the two methods of the study's first claim (ppo_concat, grpo_concat), seeds 0 and 1, 2 RL steps, evaluated
+# at steps 0 and 2 on 32 tasks; everything else as shipped. Two jobs share the GPU (AGENTREPRO_JOBS_PER_GPU=2). The
+# study is copied into OUT/study (manifest, lock, runs, analysis), with OUT/snakemake.log and OUT/wall.txt; the report
+# is built from the analysis elsewhere (`agentrepro report`). Needs snakemake and agentrepro importable, and
+# `agentrepro` on PATH.
+set -euo pipefail
+out=$(realpath -m "$1")
+device=${2:-cuda}
+shape=${3:-qwen2.5-0.5b}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+mkdir -p "$out"
+cp -r "$repo/Snakefile" "$repo/workflow" "$repo/profiles" "$repo/envs" "$work/"
+mkdir -p "$work/manifests"
+cp -r "$repo/manifests/references" "$work/manifests/"
+python3 -c "from agentrepro.serving.tiny import build; build('$work/model', shape='$shape', max_tokens=8192)"
+python3 - "$repo/manifests/vagen-sokoban.yaml" "$work/manifests/vagen-sokoban.yaml" "$work/model" "$device" <<'EOF'
+import sys
+
+import yaml
+
+source, target, model, device = sys.argv[1:]
+manifest = yaml.safe_load(open(source))
+manifest["model"]["path"] = model
+manifest["methods"] = {m: manifest["methods"][m] for m in ("ppo_concat", "grpo_concat")}
+manifest["seeds"] = [0, 1]
+manifest["train"].update(steps=2, device=device)
+manifest["eval"].update(tasks=32, every=2)
+manifest["resources"].update(runtime_min=30, gpus=0 if device == "cpu" else 1)
+manifest["analysis"]["claims"] = manifest["analysis"]["claims"][:1]
+yaml.safe_dump(manifest, open(target, "w"), sort_keys=False)
+EOF
+cd "$work"
+start=$(date +%s)
+gpus=$([ "$device" = cpu ] && echo 0 || echo 2)
+set +e
+AGENTREPRO_JOBS_PER_GPU=2 AGENTREPRO_GPU_DEVICES=0 python3 -m snakemake --cores 16 --resources gpu="$gpus" \
+    --until analyze --config manifest=manifests/vagen-sokoban.yaml freeze_flags=--allow-dirty \
+    > "$out/snakemake.log" 2>&1
+status=$?
+set -e
+echo "snakemake exit $status, $(( $(date +%s) - start )) s" | tee "$out/wall.txt"
+mkdir -p "$out/study"
+cp -r manifests analysis "$out/study/" 2>/dev/null || true
+# the runs without their checkpoints (gigabytes at model size): configs, metrics, timings, outcomes, provenance
+tar --exclude=checkpoints -cf - runs logs | tar -xf - -C "$out/study"
+exit $status
