@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from agentrepro.errors import BadInput
+from agentrepro.serving import tiny
 from agentrepro.trainer import model_size
 from agentrepro.trainer.model_size import (
     CONFIG,
@@ -79,18 +80,8 @@ def test_a_model_beyond_the_memory_bound_is_refused_naming_the_method():
     check_model({"name": "tiny-gpt2", "config": {"d_model": 64}}, {"method ppo": {"kl_coef": 0.1}}, path="m.yaml")
 
 
-# Qwen2.5-0.5B-Instruct's and Qwen2.5-1.5B-Instruct's config.json values (as in benchmarks/bench_gpu.py SHAPES)
-QWEN_05B = {
-    "model_type": "qwen2",
-    "hidden_act": "silu",
-    "hidden_size": 896,
-    "intermediate_size": 4864,
-    "num_hidden_layers": 24,
-    "num_attention_heads": 14,
-    "num_key_value_heads": 2,
-    "vocab_size": 151936,
-    "tie_word_embeddings": True,
-}
+# Qwen2.5-0.5B(-Instruct)'s config.json shape, as agentrepro.serving.tiny builds it, and 1.5B's below
+QWEN_05B = {"model_type": "qwen2", "hidden_act": "silu", **tiny.SHAPES["qwen2.5-0.5b"], "tie_word_embeddings": True}
 
 
 @pytest.mark.parametrize(
