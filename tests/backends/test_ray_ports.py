@@ -3,10 +3,18 @@ anything listening, released with the job (the head itself: test_ray_head.py; wi
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import io
+import os
 import random
+import shutil
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +159,175 @@ def test_a_head_is_stopped_when_anything_fails_after_it_started(tmp_path):
     finally:
         held.release()
     assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", duration]]
+
+
+# --- a folder every user's jobs share, and distrust --------------------------------------------------------------
+
+NOBODY = 65534
+SYSTEM_PYTHON = (
+    "/usr/bin/python3"  # readable by every user, unlike a virtual environment under /root; the hook is stdlib only
+)
+
+
+def _shared_parent() -> Path:
+    """A folder under /tmp that other users may enter (pytest's tmp_path is private to root)."""
+    parent = Path(tempfile.mkdtemp(prefix="agentrepro-ports-test-", dir="/tmp"))
+    parent.chmod(0o755)
+    return parent
+
+
+def test_the_folder_is_made_for_every_user_and_its_files_readable_by_them(tmp_path):
+    """A new folder is sticky and writable by all (as /tmp), the lock and the record readable by all whatever the
+    umask, and the record's name carries the user's ID."""
+    folder = tmp_path / "ports"
+    old = os.umask(0o077)
+    try:
+        held = ray_head.reserve(5, directory=folder)
+    finally:
+        os.umask(old)
+    try:
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o1777
+        assert stat.S_IMODE((folder / "agentrepro-ray.lock").stat().st_mode) == 0o644
+        assert stat.S_IMODE(held.path.stat().st_mode) == 0o644
+        assert held.path.name == f"agentrepro-ray-{held.ports.base}-{os.getuid()}.ports"
+    finally:
+        held.release()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path(SYSTEM_PYTHON).exists(), reason="needs root to run a job as nobody")
+def test_another_users_job_reserves_beside_roots_and_neither_can_touch_the_others_record():
+    """Issue 34 row 7: with root's reservation live in the shared folder, a job of user nobody (the hook run by the
+    system Python) reserves a disjoint block; before, the folder was 0755 with a 0644 lock and nobody's job died with
+    PermissionError."""
+    folder = _shared_parent() / "ports"
+    mine = ray_head.reserve(20, directory=folder)
+    try:
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[1]); import agentrepro_ray_head as h; from pathlib import Path; "
+            "r = h.reserve(20, directory=Path(sys.argv[2])); print(r.ports.base, r.path.name); r.release()"
+        )
+        theirs = subprocess.run(
+            [SYSTEM_PYTHON, "-c", code, str(Path(ray_head.__file__).parent), str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=lambda: (os.setgid(NOBODY), os.setuid(NOBODY)),
+        )
+        assert theirs.returncode == 0, theirs.stderr
+        base, name = theirs.stdout.split()
+        assert name == f"agentrepro-ray-{base}-{NOBODY}.ports"
+        assert not set(range(int(base), int(base) + 30)) & set(range(mine.ports.base, mine.ports.base + 30))
+        assert mine.path.exists()
+    finally:
+        mine.release()
+        shutil.rmtree(folder.parent)
+
+
+def test_a_link_planted_under_a_records_name_is_never_written_through(tmp_path):
+    """Issue 38: a symlink named as the record this job would write, pointing at a victim file, leaves the victim
+    intact (the job takes another block); a link under another record's name is skipped with one line naming it."""
+    folder, victim = tmp_path / "ports", tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    ray_head.shared_folder(folder)
+    base = ray_head.PORT_LOW + 100
+    (folder / f"agentrepro-ray-{base}-{os.getuid()}.ports").symlink_to(victim)
+    (folder / "agentrepro-ray-31000-0.ports").symlink_to(victim)
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        held = ray_head.reserve(0, directory=folder, rng=FixedStart(100))
+    try:
+        assert victim.read_text() == "precious\n"
+        assert held.ports.base != base
+        assert f"skipped reservation {folder / 'agentrepro-ray-31000-0.ports'}" in log.getvalue()
+    finally:
+        held.release()
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("20000 100000000000\n", "not BASE SIZE"),
+        ("65000 1000\n", "a port outside 1-65535"),
+        ("20000 10 70000\n", "a port outside 1-65535"),
+        ("garbage\n", "not BASE SIZE"),
+        ("\xff\xfe\n", "codec"),
+    ],
+)
+def test_a_live_record_that_is_not_a_reservation_is_skipped_in_one_line(tmp_path, content, why):
+    """Issue 38: a record held live whose content claims 10^11 ports, ports past 65535, or garbage is skipped with
+    one line naming it (not expanded, not a traceback), and the job still reserves."""
+    folder = ray_head.shared_folder(tmp_path / "ports")
+    record = folder / "agentrepro-ray-20000-12345.ports"
+    record.write_bytes(content.encode("latin-1"))
+    with open(record, "rb") as held_by_other:  # another open file: its flock makes the record live
+        fcntl.flock(held_by_other, fcntl.LOCK_EX)
+        log = io.StringIO()
+        with contextlib.redirect_stderr(log):
+            mine = ray_head.reserve(0, directory=folder)
+        mine.release()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"agentrepro: skipped reservation {record}: ") and why in lines[0]
+
+
+def test_a_directory_in_place_of_a_record_is_skipped_and_in_place_of_the_lock_ends_the_job_in_one_line(tmp_path):
+    folder = ray_head.shared_folder(tmp_path / "ports")
+    (folder / "agentrepro-ray-25000-7.ports").mkdir()
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        ray_head.reserve(0, directory=folder).release()
+    assert "is not a regular file" in log.getvalue() and len(log.getvalue().splitlines()) == 1
+    (folder / "agentrepro-ray.lock").unlink()
+    (folder / "agentrepro-ray.lock").mkdir()
+    done = subprocess.run(
+        [sys.executable, ray_head.__file__, "--key", "k", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, ray_head.PORTS_ENV: str(folder)},
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"agentrepro: no Ray ports for job k: {folder / 'agentrepro-ray.lock'} cannot be opened as the "
+        "reservations' lock: Is a directory; not starting"
+    ]
+
+
+def test_a_folder_that_is_a_link_or_open_to_all_without_the_sticky_bit_is_refused(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(ray_head.UnsafeFolder, match="is not a directory"):
+        ray_head.reserve(0, directory=tmp_path / "link")
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    with pytest.raises(ray_head.UnsafeFolder, match="not sticky"):
+        ray_head.reserve(0, directory=tmp_path / "open")
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--fixed-port", "70000"), ("--fixed-port", "0"), ("--worker-ports", "99999")]
+)
+def test_a_port_out_of_range_is_refused_in_one_line(flag, value):
+    done = subprocess.run(
+        [sys.executable, ray_head.__file__, "--key", "k", flag, value, "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"agentrepro_ray_head.py: {flag} {value} is out of range (ports are 1-65535)"]
+
+
+def test_the_harness_makes_the_shared_folder_or_names_what_it_cannot_trust(tmp_path, monkeypatch):
+    """backends/ray_head.ready (before a container mounts the folder): creates it shared; a link in its place is
+    refused in one line naming the setting."""
+    from agentrepro.backends import ray_head as harness
+    from agentrepro.errors import BadInput
+
+    monkeypatch.setenv(ray_head.PORTS_ENV, str(tmp_path / "ports"))
+    harness.ready()
+    assert stat.S_IMODE((tmp_path / "ports").stat().st_mode) == 0o1777
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "planted").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setenv(ray_head.PORTS_ENV, str(tmp_path / "planted"))
+    with pytest.raises(BadInput, match=rf"^{ray_head.PORTS_ENV}: .*planted is not a directory"):
+        harness.ready()

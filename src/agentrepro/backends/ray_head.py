@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentrepro.errors import BadInput
 from agentrepro.hooks import HOOKS_DIR
 from agentrepro.hooks import agentrepro_ray_head as head
 
@@ -52,5 +53,9 @@ def env() -> dict[str, str]:
 
 
 def ready() -> None:
-    """Create the reservations folder (a mount must exist before the container starts)."""
-    head.ports_dir().resolve().mkdir(parents=True, exist_ok=True)
+    """Create the reservations folder, shared by every user's jobs of the node (a mount must exist before the
+    container starts); BadInput in one line when what is there cannot be trusted (hooks/agentrepro_ray_head.py)."""
+    try:
+        head.shared_folder(head.ports_dir())
+    except head.UnsafeFolder as exc:
+        raise BadInput(str(exc), where=head.PORTS_ENV) from None

@@ -17,7 +17,7 @@ a list from start to end: no shell is involved.
 Ports: picked when the job starts, never derived from its name, so two jobs on one node cannot collide.
 `reserve(...)` takes a node-wide lock (`ports_dir()`/agentrepro-ray.lock), skips every block that a live
 reservation of another job holds and every port that something listens on, and records its block as a file
-(`agentrepro-ray-<base>.ports`) that stays locked (flock) while the job's head lives: a reservation is live
+(`agentrepro-ray-<base>-<uid>.ports`) that stays locked (flock) while the job's head lives: a reservation is live
 exactly as long as that lock is held, which the kernel releases when the last holder exits, whatever its PID
 namespace or container. Blocks lie in [PORT_LOW, the kernel's ephemeral range): no worker binding port 0 and no
 outgoing connection is given one by the kernel, and Ray's own defaults (6379, 8265, 10001, 10002-19999, 52365)
@@ -28,7 +28,13 @@ Ray Serve on 8000) are reserved the same way, so a second job needing one waits 
 
 The reservations live in AGENTREPRO_RAY_PORTS_DIR (default /tmp/agentrepro-ray): a folder every job of the node
 must see, so a job in a container gets it mounted read-write (set it to a node-local folder on a cluster whose
-jobs each get a private /tmp).
+jobs each get a private /tmp). Every user's jobs share it: the first job creates it sticky and writable by all, like
+/tmp (`shared_folder`), the lock is taken on a read-only handle, and each job's record carries its user's ID in its
+name. What other users wrote there is not trusted: the folder must be a real directory (not a link), sticky when
+others may write in it, or this user's or root's; nothing is opened through a link (O_NOFOLLOW), a file that is not a
+regular file is refused, a record is read to at most RECORD_MAX_BYTES and its ports must lie in 1-65535 (at most
+MAX_FIXED hard-coded ones), and a record that fails is skipped with one line naming it. A folder or lock that cannot
+be trusted ends the job in one line (exit 1): `UnsafeFolder`.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import os
 import random
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -55,6 +62,10 @@ PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
 PORTS_DEFAULT = "/tmp/agentrepro-ray"
 EX_TEMPFAIL = 75
 EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PORT_MAX = 65535
+RECORD_MAX_BYTES = 4096  # a record is one line of a few numbers
+MAX_FIXED = 64  # hard-coded ports one record may hold
+SHARED_MODE = 0o1777  # sticky and writable by every user, as /tmp: each user may remove only their own records
 
 
 def job_key(run_dir: str | os.PathLike, environ: dict[str, str] | None = None) -> str:
@@ -154,6 +165,60 @@ class PortsTaken(Exception):
     """No block could be reserved, or a hard-coded port is held by another job or listened on."""
 
 
+class UnsafeFolder(Exception):
+    """The reservations folder, or its lock, is not what this module made: a link, another kind of file, or a folder
+    others may write in that is not sticky (module docstring)."""
+
+
+def shared_folder(directory: Path) -> Path:
+    """`directory`, made (its parents as usual) sticky and writable by every user when it does not exist, then
+    checked: a directory reached without a link, and, when other users may write in it, sticky (so that none can
+    remove or replace another's records); otherwise it must be this user's or root's. UnsafeFolder otherwise."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(directory, 0o700)
+        os.chmod(directory, SHARED_MODE)  # after mkdir: the umask would take the others' bits away
+    except FileExistsError:
+        pass
+    info = os.lstat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeFolder(
+            f"{directory} is not a directory (a link or a file in its place); remove it or set {PORTS_ENV}"
+        )
+    shared = info.st_mode & 0o022
+    if shared and not info.st_mode & stat.S_ISVTX:
+        raise UnsafeFolder(
+            f"{directory} may be written by others but is not sticky (chmod 1777 it, or set {PORTS_ENV})"
+        )
+    if not shared and info.st_uid not in (0, os.getuid()):
+        raise UnsafeFolder(f"{directory} belongs to user {info.st_uid} and is not shared (set {PORTS_ENV})")
+    return directory
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
+    """A descriptor of `path` opened without following a link, checked to be a regular file; OSError or UnsafeFolder."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), mode)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UnsafeFolder(f"{path} is not a regular file (a directory, a device or a pipe in its place)")
+    if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != mode:
+        os.fchmod(fd, mode)  # readable by the node's other users whatever the umask: they lock and read it
+    return fd
+
+
+def _parse_record(text: str) -> set[int]:
+    """The ports of a record `BASE SIZE [FIXED...]`, every one in 1-65535; ValueError naming what is wrong."""
+    words = text.split()
+    if not 2 <= len(words) <= 2 + MAX_FIXED or not all(w.isdigit() and len(w) <= 5 for w in words):
+        raise ValueError(f"not BASE SIZE and at most {MAX_FIXED} ports")
+    base, size, *fixed = (int(w) for w in words)
+    if not (1 <= base <= PORT_MAX and 1 <= size <= PORT_MAX + 1 - base and all(1 <= p <= PORT_MAX for p in fixed)):
+        raise ValueError("a port outside 1-65535")
+    return {*range(base, base + size), *fixed}
+
+
 class HeadFailed(RuntimeError):
     """The head exited, or did not listen in time."""
 
@@ -202,20 +267,28 @@ class Reservation:
 
 
 def _live_reservations(directory: Path) -> list[set[int]]:
-    """The ports of every reservation whose lock is held; records of jobs that are gone are removed."""
+    """The ports of every reservation whose lock is held; records of jobs that are gone are removed (this user's, or
+    any as root). A record that cannot be read as one is skipped with one line on stderr naming it."""
     held = []
-    for record in directory.glob("agentrepro-ray-*.ports"):
+    for record in sorted(directory.glob("agentrepro-ray-*.ports")):
         try:
-            with open(record, encoding="utf-8") as fh:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:  # its job holds it: live
-                    base, size, *fixed = (int(word) for word in fh.read().split())
-                    held.append({*range(base, base + size), *fixed})
-                    continue
-                record.unlink()  # nobody holds it: its job is gone
-        except (OSError, ValueError):
+            fd = _open_regular(record, os.O_RDONLY)
+        except FileNotFoundError:  # released meanwhile
             continue
+        except (OSError, UnsafeFolder) as exc:
+            print(f"agentrepro: skipped reservation {record}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+            continue
+        with os.fdopen(fd, "rb") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # its job holds it: live
+                try:
+                    held.append(_parse_record(fh.read(RECORD_MAX_BYTES + 1)[:RECORD_MAX_BYTES].decode("ascii")))
+                except (ValueError, UnicodeDecodeError) as exc:
+                    print(f"agentrepro: skipped reservation {record}: {exc}", file=sys.stderr)
+                continue
+            with contextlib.suppress(OSError):  # nobody holds it: its job is gone (another user's may stay)
+                record.unlink()
     return held
 
 
@@ -224,18 +297,29 @@ def reserve(
 ) -> Reservation:
     """Reserve a block of HEAD_PORTS + `workers` ports (and the hard-coded `fixed` ones) for this job; PortsTaken
     when a fixed port is held or listened on, or when no block is free (module docstring)."""
-    directory = directory or ports_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = shared_folder(directory or ports_dir())
     size, high = HEAD_PORTS + workers, ephemeral_low()
-    with open(directory / "agentrepro-ray.lock", "a") as guard:
+    lock = directory / "agentrepro-ray.lock"
+    try:  # read-only: flock needs no write access, so the first user's lock serves every user
+        guard = os.fdopen(_open_regular(lock, os.O_RDONLY | os.O_CREAT), "rb")
+    except OSError as exc:
+        raise UnsafeFolder(f"{lock} cannot be opened as the reservations' lock: {exc.strerror}") from None
+    with guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
         held = set().union(*_live_reservations(directory))
         busy = [port for port in fixed if port in held or not bindable(port)]
         if busy:
             raise PortsTaken(f"port {busy[0]}, which the framework hard-codes, is in use on this node (another job's?)")
-        base = _free_block(size, PORT_LOW, high, held, rng or random.Random())
-        path = directory / f"agentrepro-ray-{base}.ports"
-        handle = open(path, "w", encoding="utf-8")
+        while True:
+            base = _free_block(size, PORT_LOW, high, held, rng or random.Random())
+            path = directory / f"agentrepro-ray-{base}-{os.getuid()}.ports"
+            try:  # never through a link, never over a file someone else left under this name
+                fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                held.add(base)  # a name taken by a file this job cannot use: another base
+                continue
+            break
+        handle = os.fdopen(fd, "w", encoding="utf-8")
         fcntl.flock(handle, fcntl.LOCK_EX)
         handle.write(" ".join(map(str, (base, size, *fixed))) + "\n")
         handle.flush()
@@ -344,6 +428,9 @@ def run(
     except PortsTaken as exc:
         print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
         return EX_TEMPFAIL
+    except UnsafeFolder as exc:
+        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
+        return 1
     ports = reservation.ports
     argv = head_argv(key, ports, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard, client=client)
     address = f"http://127.0.0.1:{ports.dashboard}" if dashboard else f"127.0.0.1:{ports.head}"
@@ -394,6 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         parser.error("give the program after --")
+    bad = [p for p in args.fixed_port if not 1 <= p <= PORT_MAX]
+    if bad or not 0 <= args.worker_ports <= PORT_MAX:
+        what = f"--fixed-port {bad[0]}" if bad else f"--worker-ports {args.worker_ports}"
+        print(f"agentrepro_ray_head.py: {what} is out of range (ports are 1-65535)", file=sys.stderr)
+        return 2
     return run(
         program,
         key=args.key,
@@ -415,6 +507,7 @@ __all__ = [
     "PortsTaken",
     "RayPorts",
     "Reservation",
+    "UnsafeFolder",
     "head_argv",
     "job_key",
     "listening",
@@ -423,6 +516,7 @@ __all__ = [
     "reserve",
     "run",
     "running_head",
+    "shared_folder",
     "stop_group",
     "temp_dir",
 ]
