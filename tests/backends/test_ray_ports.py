@@ -199,7 +199,10 @@ def test_another_users_job_reserves_beside_roots_and_neither_can_touch_the_other
     """Issue 34 row 7: with root's reservation live in the shared folder, a job of user nobody (the hook run by the
     system Python) reserves a disjoint block; before, the folder was 0755 with a 0644 lock and nobody's job died with
     PermissionError."""
-    folder = _shared_parent() / "ports"
+    parent = _shared_parent()
+    folder = parent / "ports"
+    hook = Path(shutil.copy(ray_head.__file__, parent))  # where nobody can read it (the clone may be private)
+    hook.chmod(0o644)
     mine = ray_head.reserve(20, directory=folder)
     try:
         code = (
@@ -207,7 +210,7 @@ def test_another_users_job_reserves_beside_roots_and_neither_can_touch_the_other
             "r = h.reserve(20, directory=Path(sys.argv[2])); print(r.ports.base, r.path.name); r.release()"
         )
         theirs = subprocess.run(
-            [SYSTEM_PYTHON, "-c", code, str(Path(ray_head.__file__).parent), str(folder)],
+            [SYSTEM_PYTHON, "-c", code, str(parent), str(folder)],
             capture_output=True,
             text=True,
             timeout=60,
