@@ -196,9 +196,8 @@ def test_the_folder_is_made_for_every_user_and_its_files_readable_by_them(tmp_pa
 
 @pytest.mark.skipif(os.geteuid() != 0 or not Path(SYSTEM_PYTHON).exists(), reason="needs root to run a job as nobody")
 def test_another_users_job_reserves_beside_roots_and_neither_can_touch_the_others_record():
-    """Issue 34 row 7: with root's reservation live in the shared folder, a job of user nobody (the hook run by the
-    system Python) reserves a disjoint block; before, the folder was 0755 with a 0644 lock and nobody's job died with
-    PermissionError."""
+    """With root's reservation live in the shared folder, a job of user nobody (the hook run by the system Python)
+    reserves a disjoint block: the folder, its lock and root's record let another user lock and read them."""
     parent = _shared_parent()
     folder = parent / "ports"
     hook = Path(shutil.copy(ray_head.__file__, parent))  # where nobody can read it (the clone may be private)
@@ -227,7 +226,7 @@ def test_another_users_job_reserves_beside_roots_and_neither_can_touch_the_other
 
 
 def test_a_link_planted_under_a_records_name_is_never_written_through(tmp_path):
-    """Issue 38: a symlink named as the record this job would write, pointing at a victim file, leaves the victim
+    """A symlink named as the record this job would write, pointing at a victim file, leaves the victim
     intact (the job takes another block); a link under another record's name is skipped with one line naming it."""
     folder, victim = tmp_path / "ports", tmp_path / "victim.txt"
     victim.write_text("precious\n")
@@ -257,7 +256,7 @@ def test_a_link_planted_under_a_records_name_is_never_written_through(tmp_path):
     ],
 )
 def test_a_live_record_that_is_not_a_reservation_is_skipped_in_one_line(tmp_path, content, why):
-    """Issue 38: a record held live whose content claims 10^11 ports, ports past 65535, or garbage is skipped with
+    """A record held live whose content claims 10^11 ports, ports past 65535, or garbage is skipped with
     one line naming it (not expanded, not a traceback), and the job still reserves."""
     folder = ray_head.shared_folder(tmp_path / "ports")
     record = folder / "agentrepro-ray-20000-12345.ports"

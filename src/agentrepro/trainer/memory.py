@@ -4,8 +4,8 @@
 CUDA the trainer measures, once the first rollout has run (so the rollout engine's KV cache is counted), the memory
 torch can still use on its device, takes away what the optimizer step will add, the LM head's chunk and a reserve,
 and divides the rest by the activations one token of a pass holds (`pass_tokens`). The warm start does the same
-before its first step. Without this a pass took the whole minibatch: the shipped GPU study's warm start asked for
-78 GiB at once and died on a 139.8 GiB H200.
+before its first step. One pass over a whole minibatch of a pretrained model's chat rows does not fit even a
+139.8 GiB H200.
 
 Activations per token are estimated from the model's shape: per layer, `ACTIVATION_BYTES` bytes per unit of
 (hidden + intermediate size), constants fitted to the peaks measured on an H200 without checkpointing and rounded up
