@@ -6,16 +6,42 @@ AGENTREPRO_REQUIRE lists it: then the missing dependency is a failure, so CI nev
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"  # reference data, each folder with a README of its provenance
+
+
+def load_file_module(name: str, path: Path) -> ModuleType:
+    """Import the Python file `path` (a script outside any package) as module `name`, registered in sys.modules
+    (dataclasses look their module up there)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def tar_members(path: str | os.PathLike) -> dict[str, bytes]:
+    """Every file of a .tar.gz (a bundle) by its member name."""
+    with tarfile.open(path, "r:gz") as tar:
+        found = {}
+        for member in tar:
+            data = tar.extractfile(member)
+            assert data is not None, f"{path}: {member.name} is not a file"
+            found[member.name] = data.read()
+        return found
 
 
 def require(name: str, available: bool, why: str) -> None:
@@ -30,6 +56,7 @@ def require(name: str, available: bool, why: str) -> None:
 def require_executable(name: str, executable: str) -> str:
     path = shutil.which(executable)
     require(name, path is not None, f"`{executable}` is not on PATH")
+    assert path is not None  # require skipped or failed the test otherwise
     return path
 
 
@@ -42,7 +69,7 @@ def require_alfworld() -> None:
 
 
 def run_cli(
-    *args: str,
+    *args: str | os.PathLike,
     cwd: str | os.PathLike | None = None,
     input: str | None = None,
     env: dict | None = None,
@@ -60,6 +87,20 @@ def run_cli(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def require_ray() -> tuple[str, str]:
+    """The `ray` executable (AGENTREPRO_RAY, else PATH) and the Python beside it; skip (or under
+    AGENTREPRO_REQUIRE=ray fail) without them."""
+    ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")
+    python = Path(ray).with_name("python") if ray else None
+    require(
+        "ray",
+        python is not None and python.exists(),
+        "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)",
+    )
+    assert ray is not None and python is not None  # require skipped or failed the test otherwise
+    return ray, str(python)
 
 
 def require_vision() -> None:

@@ -5,17 +5,13 @@ with its reason beside it."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import subprocess
 import sys
 
 import pytest
-from helpers import REPO
+from helpers import REPO, load_file_module
 
-_spec = importlib.util.spec_from_file_location("import_graph", REPO / "scripts" / "import_graph.py")
-graph = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = graph  # dataclasses look their module up there
-_spec.loader.exec_module(graph)
+graph = load_file_module("import_graph", REPO / "scripts" / "import_graph.py")
 
 SRC = REPO / "src"
 MODULES = graph.modules(SRC)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 from referencing import Registry, Resource
@@ -109,7 +109,7 @@ def _short(value: Any) -> str:
 
 def _branch_errors(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
     """For oneOf/anyOf: the errors of the alternative that came closest (fewest errors, deepest path)."""
-    branches: dict[int, list] = {}
+    branches: dict[str | int, list] = {}
     for sub in error.context:
         branches.setdefault(sub.schema_path[0], []).append(sub)
     if not branches:
@@ -129,9 +129,10 @@ def describe(error: jsonschema.ValidationError) -> tuple[str, str]:
     """(key path, message) for one validation error, written for the person editing the file."""
     error = _leaf(error)
     parts = list(error.absolute_path)
-    kind, expected, value = error.validator, error.validator_value, error.instance
+    # jsonschema's stubs allow "unset" for what a raised error always has
+    kind, expected, value, schema = error.validator, cast(Any, error.validator_value), error.instance, error.schema
     if kind == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
+        allowed = sorted(cast(Mapping[str, Any], schema).get("properties", {}))
         extra = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
         if extra:
             parts = [*parts, extra[0]]
@@ -143,7 +144,8 @@ def describe(error: jsonschema.ValidationError) -> tuple[str, str]:
             return key_path([*parts, missing[0]]), "missing required key"
     if kind == "type":
         names = expected if isinstance(expected, list) else [expected]
-        return key_path(parts), f"expected {' or '.join(_TYPE_NAMES.get(n, n) for n in names)}, got {_short(value)}"
+        wanted = " or ".join(_TYPE_NAMES.get(n, str(n)) for n in names)
+        return key_path(parts), f"expected {wanted}, got {_short(value)}"
     if kind == "enum":
         return key_path(parts), f"expected one of {', '.join(map(str, expected))}; got {_short(value)}"
     if kind == "const":

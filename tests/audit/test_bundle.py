@@ -10,15 +10,10 @@ import shutil
 import subprocess
 import tarfile
 
-from helpers import require_executable, run_cli
+from helpers import require_executable, run_cli, tar_members
 
 from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG, audit_bundle, write_bundle
 from agentrepro.audit.sign import sign
-
-
-def _members(path) -> dict[str, bytes]:
-    with tarfile.open(path, "r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar}
 
 
 def _repack(members: dict[str, bytes], path) -> None:
@@ -50,7 +45,7 @@ def test_bundle_contents(frozen, tmp_path):
     checkpoints are left out and listed; every member is in BUNDLE.sha256."""
     root, _lock = frozen
     info = write_bundle("demo", tmp_path / "b.tar.gz", root)
-    members = _members(tmp_path / "b.tar.gz")
+    members = tar_members(tmp_path / "b.tar.gz")
     run = "runs/demo/grpo/seed0/"
     for name in [
         "manifests/demo.yaml",
@@ -107,7 +102,7 @@ def test_one_changed_byte_in_a_member_is_named(frozen, tmp_path):
     root, _ = frozen
     path = tmp_path / "b.tar.gz"
     write_bundle("demo", path, root)
-    members = _members(path)
+    members = tar_members(path)
     name = "runs/demo/gigpo/seed1/eval/step10/outcomes.jsonl"
     members[name] = members[name].replace(b'"success": 1', b'"success": 0', 1)
     _repack(members, path)
@@ -162,7 +157,9 @@ def _key(tmp_path, name: str) -> tuple:
 
 
 def _digest(text: str) -> str:
-    return re.search(r"bundle digest (sha256:[0-9a-f]{16})", text).group(1)
+    found = re.search(r"bundle digest (sha256:[0-9a-f]{16})", text)
+    assert found, text
+    return found.group(1)
 
 
 def test_signed_bundle_verifies_against_allowed_signers(frozen, tmp_path):
@@ -174,7 +171,7 @@ def test_signed_bundle_verifies_against_allowed_signers(frozen, tmp_path):
     allowed.write_text(line)
     made = run_cli("bundle", "demo", "-o", tmp_path / "b.tar.gz", "--sign", key, cwd=root)
     assert made.returncode == 0, made.stderr
-    assert "signed (namespace agentrepro-bundle) by 256 SHA256:" in made.stdout and BUNDLE_SIG in _members(
+    assert "signed (namespace agentrepro-bundle) by 256 SHA256:" in made.stdout and BUNDLE_SIG in tar_members(
         tmp_path / "b.tar.gz"
     )
     checked = run_cli("audit", "--bundle", tmp_path / "b.tar.gz", "--allowed-signers", allowed)
@@ -198,7 +195,7 @@ def test_a_bad_signature_fails_the_audit(frozen, tmp_path):
     assert result.returncode == 1 and f"{BUNDLE_SIG}: the signing key is not in {allowed}" in result.stdout, (
         result.stdout
     )
-    members = _members(tmp_path / "b.tar.gz")
+    members = tar_members(tmp_path / "b.tar.gz")
     for case, signature in [
         ("other content", sign(b"another bundle's BUNDLE.sha256\n", author)),
         ("damaged", members[BUNDLE_SIG].replace(b"\n", b"\nAAAA", 2)),
@@ -250,7 +247,7 @@ def test_a_checkpoint_folder_ships_its_tokenizer_and_leaves_out_weights(frozen, 
     (run / "checkpoints/tokenizer/tokenizer.json").write_text('{"model": {"type": "WordLevel"}}\n')
     write_outputs_manifest(run, exclude_dirs={"eval", "logs"})
     info = write_bundle("demo", tmp_path / "b.tar.gz", root)
-    assert "runs/demo/grpo/seed0/checkpoints/tokenizer/tokenizer.json" in _members(tmp_path / "b.tar.gz")
+    assert "runs/demo/grpo/seed0/checkpoints/tokenizer/tokenizer.json" in tar_members(tmp_path / "b.tar.gz")
     reasons = {e["path"]: e["reason"] for e in info["left_out"]}
     assert (
         reasons["runs/demo/grpo/seed0/checkpoints/last.pt"]

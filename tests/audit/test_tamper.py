@@ -8,13 +8,13 @@ tampering and runs `agentrepro audit` as a subprocess, which must exit 1 with a 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
 import re
 import shutil
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,7 +51,8 @@ def finished(tmp_path_factory) -> Path:
             0, StudyPlan(load_yaml(root / "manifests" / MANIFEST.name), "m").warmstarts[("grpo", 0)]
         )
     )
-    with contextlib.chdir(root):
+    with pytest.MonkeyPatch.context() as patch:  # the freeze and jobs below run in the study's folder
+        patch.chdir(root)
         assert main(["freeze", f"manifests/{STUDY}.yaml", "--allow-dirty"]) == 0
         for method in ("grpo", "graphgpo"):
             run = f"runs/{STUDY}/{method}/seed0"
@@ -111,6 +112,16 @@ def _edit_jsonl(path: Path, change) -> None:
 
 def _flip_outcome(root: Path) -> None:
     _edit_jsonl(root / EVAL / "outcomes.jsonl", lambda rows: rows[0].update(success=1 - rows[0]["success"]))
+
+
+def _resealed(change: Callable[[Path], None], unit: str, **exclude) -> Callable[[Path], None]:
+    """`change`, then the seal of `unit` rewritten over the changed files, as a forger who recomputes checksums."""
+
+    def apply(root: Path) -> None:
+        change(root)
+        write_outputs_manifest(root / unit, **exclude)
+
+    return apply
 
 
 def _write(path: Path, text: str) -> None:
@@ -303,15 +314,16 @@ CASES = [
     ("outcomes-edited", _flip_outcome, f"{EVAL}/outcomes.jsonl", "changed"),
     (
         "outcomes-edited-and-resealed",
-        lambda r: (_flip_outcome(r), write_outputs_manifest(r / EVAL)),
+        _resealed(_flip_outcome, EVAL),
         f"{EVAL}/outcomes.jsonl",
         "re-sealed",
     ),
     (
         "metrics-edited-and-resealed",
-        lambda r: (
-            _edit_jsonl(r / RUN / "metrics.jsonl", lambda rows: rows[0].update(reward_mean=9.0)),
-            write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"}),
+        _resealed(
+            lambda r: _edit_jsonl(r / RUN / "metrics.jsonl", lambda rows: rows[0].update(reward_mean=9.0)),
+            RUN,
+            exclude_dirs={"eval", "logs"},
         ),
         f"{RUN}/metrics.jsonl",
         "re-sealed",
@@ -377,25 +389,19 @@ CASES = [
     ),
     (
         "run-provenance-not-an-object",
-        lambda r: (
-            _write(r / RUN / "provenance.json", "[1, 2]"),
-            write_outputs_manifest(r / RUN, exclude_dirs={"eval", "logs"}),
-        ),
+        _resealed(lambda r: _write(r / RUN / "provenance.json", "[1, 2]"), RUN, exclude_dirs={"eval", "logs"}),
         f"{RUN}/provenance.json",
         "expected a JSON object",
     ),
     (
         "eval-provenance-not-an-object",
-        lambda r: (_write(r / EVAL / "provenance.json", "null"), write_outputs_manifest(r / EVAL)),
+        _resealed(lambda r: _write(r / EVAL / "provenance.json", "null"), EVAL),
         f"{EVAL}/provenance.json",
         "expected a JSON object",
     ),
     (
         "analysis-json-not-an-object",
-        lambda r: (
-            _write(r / f"analysis/{STUDY}/analysis.json", '"text"'),
-            write_outputs_manifest(r / f"analysis/{STUDY}"),
-        ),
+        _resealed(lambda r: _write(r / f"analysis/{STUDY}/analysis.json", '"text"'), f"analysis/{STUDY}"),
         f"analysis/{STUDY}/analysis.json",
         "expected a JSON object",
     ),

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 import psutil
 import ray
@@ -20,17 +21,19 @@ import ray
 BOUND = 900  # seconds for every actor to answer: a hang detector, far above what the slowest machine needs
 
 
-@ray.remote
-class EnvWorker:
+class Worker:
     def describe(self) -> dict:
         listening = [c.laddr.port for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN]
         return {"pid": os.getpid(), "ports": listening, "env": os.environ.get("VLLM_ATTENTION_BACKEND")}
 
 
+EnvWorker = ray.remote(Worker)
+
+
 def main(count: int, cpus: float, out: str) -> int:
     started = time.monotonic()
     ray.init(logging_level="ERROR", log_to_driver=False)
-    workers = [EnvWorker.options(num_cpus=cpus).remote() for _ in range(count)]
+    workers: list[Any] = [EnvWorker.options(num_cpus=cpus).remote() for _ in range(count)]  # Ray's actor handles
     seen = ray.get([w.describe.remote() for w in workers], timeout=BOUND)
     elapsed = time.monotonic() - started
     report = {

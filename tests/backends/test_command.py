@@ -141,7 +141,7 @@ SHELL_ROUTE = {
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))))
+@given(st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"])))
 def test_any_value_reaches_an_inline_shell_script_as_data(value):
     """Property: through the backend, any text given to an inline sh script as "$1", "$2" and "$NOTE" is written back exactly."""
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from helpers import require_ray
 
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.hooks import agentrepro_ray_head as ray_head
@@ -190,27 +191,12 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
     assert not (run_dir / "ray_head.pid").exists()
 
 
-def real_ray() -> tuple[str, str]:
-    """The `ray` executable (AGENTREPRO_RAY or PATH) and the Python beside it; skip unless required."""
-    import shutil
-    from pathlib import Path
-
-    from helpers import require
-
-    ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")
-    python = Path(ray).with_name("python") if ray else None
-    require(
-        "ray", bool(ray) and python.exists(), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)"
-    )
-    return ray, str(python)
-
-
 @pytest.mark.slow
 def test_real_ray_private_head(tmp_path):
     """With real Ray: the program's ray.init() joins this job's head (our CPU count, our temp dir), which is gone afterwards."""
     import psutil
 
-    ray, python = real_ray()
+    ray, python = require_ray()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     key = ray_head.job_key(run_dir)

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, require
+from helpers import REPO, require_ray
 
 from agentrepro import preflight
 from agentrepro.backends.verl_agent import backend as verl_agent
@@ -33,14 +33,6 @@ MANIFEST = REPO / "manifests" / "graphgpo-alfworld.yaml"
 ACTORS = Path(__file__).with_name("ray_actors.py")
 OWN_MB = 64  # a Ray worker's own memory (measured PSS about 40 MB) with room for the raylet's bookkeeping
 PER_CORE = 64  # idle Ray workers one core carries: 256 on 2 cores kept the load above 150 for 14 minutes (RESULTS.md)
-
-
-def real_ray() -> str:
-    import shutil
-
-    ray = os.environ.get("AGENTREPRO_RAY") or shutil.which("ray")
-    require("ray", bool(ray), "no `ray` executable (set AGENTREPRO_RAY to one, e.g. a venv's bin/ray)")
-    return ray
 
 
 def available_mb() -> int:
@@ -76,7 +68,7 @@ def test_a_jobs_head_holds_every_env_worker_of_the_graphgpo_recipe(tmp_path):
     """The graphgpo job's head (worker ports and CPUs as the preflight computes them) brings up one actor per env worker
     of the recipe (256), or as many as this machine's memory holds, each alive and holding a worker port of the job's
     block, each seeing VLLM_ATTENTION_BACKEND, which the script exports to its driver only."""
-    ray = real_ray()
+    ray, _ = require_ray()
     config, launch = train_launch(tmp_path)
     values = verl_agent.recipes.composed(config, tmp_path)
     envs, _, processes = demands.ray_processes(values)
@@ -115,7 +107,7 @@ def test_a_jobs_head_holds_every_env_worker_of_the_graphgpo_recipe(tmp_path):
 def test_two_jobs_on_one_machine_at_once_do_not_collide(tmp_path):
     """Two graphgpo jobs' heads started at the same moment on one machine (each as the backend starts it, with the
     node's shared reservations) reserve disjoint blocks, each runs its actors to the end, and no reservation is left."""
-    ray = real_ray()
+    ray, _ = require_ray()
     shared = {ray_head.PORTS_ENV: str(tmp_path / "ports")}
     procs, outs = [], []
     for seed in (0, 1):

@@ -13,14 +13,15 @@ GraphGPO ω 0.1, episode statistics over rows), or ours in the other mode, or on
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import yaml
+from helpers import load_file_module
 
 from agentrepro.algorithms import StepBatch, estimate
 from agentrepro.analysis.parity import certificate, parity_checks
@@ -33,10 +34,8 @@ from agentrepro.layout import batch_dump
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "advantages" / "random_batches.jsonl"
 SRC = Path(__file__).parents[2] / "src"
-_spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
-verl_standin = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(verl_standin)
-OPTIONS = {
+verl_standin = load_file_module("verl_standin", Path(__file__).with_name("verl_standin.py"))
+OPTIONS: dict[str, Any] = {
     "estimator": "graphgpo",
     "omega": 0.1,
     "norm": "std",

@@ -5,11 +5,12 @@ that only do what the integration relies on. It cannot run against the real verl
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from helpers import load_file_module
 
 from agentrepro import outcomes
 from agentrepro.backends.verl_agent import integration, outputs
@@ -19,9 +20,7 @@ FACTS = json.loads(
 )
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_hook as hook  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
-standin = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(standin)
+standin = load_file_module("verl_standin", Path(__file__).with_name("verl_standin.py"))
 stand_in_tree = standin.stand_in_tree
 
 

@@ -5,14 +5,13 @@ through its real entry (sitecustomize on PYTHONPATH with the train launch's envi
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import step_checkpoint
+from helpers import load_file_module, step_checkpoint
 
 from agentrepro import seal
 from agentrepro.backends import checkpoints, get_backend
@@ -24,9 +23,7 @@ from agentrepro.layout import RunFiles
 from agentrepro.runconfig import EvalConfig
 
 VERL = get_backend("verl-agent")
-_spec = importlib.util.spec_from_file_location("verl_standin", Path(__file__).with_name("verl_standin.py"))
-standin = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(standin)
+standin = load_file_module("verl_standin", Path(__file__).with_name("verl_standin.py"))
 
 
 def config(tmp_path: Path, **evaluation) -> dict:

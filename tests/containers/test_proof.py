@@ -16,6 +16,7 @@ PATH = Path("runs/s/m/seed0/provenance.json")
 
 def entry(block: dict, resolved: dict, label: str = "train") -> dict:
     image = containers.image_of(block)
+    assert image is not None
     return containers.record(
         label=label,
         image=image,

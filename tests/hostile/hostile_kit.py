@@ -125,12 +125,16 @@ def _replace(obj: Any, parts: tuple, value: Any) -> Any:
 
 def splice_json(doc: Any, index: int, value: Hostile, *, indent: int | None = 2) -> str:
     """`doc` as JSON text with the `index`-th leaf (mod their number) replaced by the hostile raw text."""
+    if value.json_text is None:
+        raise ValueError(f"{value.name} has no JSON text")
     paths = leaves(doc)
     text = json.dumps(_replace(doc, paths[index % len(paths)], PLACEHOLDER), indent=indent)
     return text.replace(json.dumps(PLACEHOLDER), value.json_text, 1)
 
 
 def splice_yaml(doc: Any, index: int, value: Hostile) -> str:
+    if value.yaml_text is None:
+        raise ValueError(f"{value.name} has no YAML text")
     paths = leaves(doc)
     text = yaml.safe_dump(
         _replace(doc, paths[index % len(paths)], PLACEHOLDER), sort_keys=False, default_flow_style=None, width=10**6

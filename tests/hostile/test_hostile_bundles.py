@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from helpers import run_cli, tar_members
 from hostile_kit import record
 
 from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, audit_bundle, write_bundle
@@ -46,11 +46,6 @@ def files_opened() -> Iterator[list[str]]:
         yield _OPENED
     finally:
         _OPENED = None
-
-
-def _members(path: Path) -> dict[str, bytes]:
-    with tarfile.open(path, "r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar}
 
 
 def _forge(members: dict[str, bytes], path: Path) -> Path:
@@ -97,7 +92,7 @@ def good_bundle(complete_study, tmp_path_factory) -> dict[str, bytes]:
     path = tmp_path_factory.mktemp("bundle") / "good.tar.gz"
     write_bundle("demo", path, complete_study)
     assert audit_bundle(path) == []
-    return _members(path)
+    return tar_members(path)
 
 
 def _with_info(members: dict[str, bytes], **changes) -> dict[str, bytes]:
@@ -245,6 +240,6 @@ def test_file_names_with_line_separators_survive_audit_and_bundle(tmp_path):
     assert audit_study("demo", root) == []
     path = tmp_path / "odd.tar.gz"
     write_bundle("demo", path, root)
-    assert all(f"runs/demo/grpo/seed0/{name}" in _members(path) for name in ODD_NAMES)
+    assert all(f"runs/demo/grpo/seed0/{name}" in tar_members(path) for name in ODD_NAMES)
     assert audit_bundle(path) == []
     record("bundles", "bundle:separators")

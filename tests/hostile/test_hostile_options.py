@@ -95,7 +95,7 @@ def test_numeric_option_exits_0_or_2_naming_it(prefix, option, value):
                 json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} written for {option}={value!r}"))
 
 
-def _outputs(work: Path, study: Path) -> list[tuple[list, Path]]:
+def _outputs(work: Path, study: Path) -> list[tuple[list, str]]:
     """(argv, the output path) of every verb that writes where it is told; `{OUT}` marks the output."""
     rows = work / "rows.jsonl"
     rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))

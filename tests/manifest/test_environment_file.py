@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
-import tomllib
+import pytest
 import yaml
 from helpers import REPO
+
+tomllib = pytest.importorskip("tomllib", reason="Python 3.11's tomllib reads pyproject.toml")
 
 
 def _requirements() -> tuple[dict[str, str], list[str]]:
@@ -15,7 +17,9 @@ def _requirements() -> tuple[dict[str, str], list[str]]:
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     found = {}
     for spec in conda + [p for p in pip if not p.startswith("-e")]:
-        name, _, bound = re.match(r"^([A-Za-z0-9_.-]+)\s*(>=|=)?\s*(.*)$", spec).groups()
+        match = re.match(r"^([A-Za-z0-9_.-]+)\s*(>=|=)?\s*(.*)$", spec)
+        assert match, spec
+        name, _, bound = match.groups()
         found[name.lower()] = bound
     return found, pip
 

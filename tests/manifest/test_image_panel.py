@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from helpers import require_vision
 
@@ -11,7 +13,7 @@ from agentrepro.manifest.taskpanel import build_panel_sources
 
 
 def manifest(env: str, params: dict | None) -> dict:
-    m = {"env": {"name": env, "split": "val"}, "eval": {"tasks": 3, "first_seed": 10001}}
+    m: dict[str, Any] = {"env": {"name": env, "split": "val"}, "eval": {"tasks": 3, "first_seed": 10001}}
     if params is not None:
         m["env"]["params"] = params
     return m

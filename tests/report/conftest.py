@@ -39,6 +39,8 @@ def printed(tmp_path_factory, analysis_template):
 
     def make(engine: str) -> Path:
         if engine not in done:
+            args: tuple[str, ...]
+            env: dict[str, str] | None
             if engine == "chromium":
                 require_executable("chromium", "chromium")
                 args, env = ("--pdf-engine", "chromium"), None

@@ -225,16 +225,14 @@ def build_analysis(
 
     claims = []
     for a, b in [("graphgpo", "gigpo"), ("gigpo", "grpo")]:
-        r = next(
-            (
-                p
-                for p in paired
-                if p["method_a"] in (a, b) and p["method_b"] in (a, b) and p["seed"] == "all" and p["step"] == final
-            ),
-            None,
-        )
-        if r is None:
+        pooled = [
+            p
+            for p in paired
+            if p["method_a"] in (a, b) and p["method_b"] in (a, b) and p["seed"] == "all" and p["step"] == final
+        ]
+        if not pooled:
             continue
+        r = pooled[0]
         sign = 1 if r["method_a"] == a else -1
         lo, hi = sorted((sign * r["ci_lo"], sign * r["ci_hi"]))
         claims.append(

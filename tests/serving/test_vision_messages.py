@@ -37,7 +37,7 @@ def reference_pixels(row: dict) -> np.ndarray:
     return np.asarray(Image.open(REFERENCE / row["png"]).convert("RGB"))
 
 
-def expected_user(row: dict) -> list[dict]:
+def expected_user(row: dict) -> list[dict | str]:
     """The reference observation as VAGEN's OpenAI adapter splits it (text, picture, text), pictures compared separately."""
     before, after = row["obs_str"].split("<image>")
     return [{"type": "text", "text": before}, "IMAGE", {"type": "text", "text": after}]

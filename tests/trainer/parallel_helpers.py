@@ -37,7 +37,8 @@ def one_update(saved: dict, ranks: Ranks = SINGLE) -> dict:
     policy.load_state_dict(saved["model"])
     parts = saved["parts"]
     if ranks.parallel:
-        ro, tokens, owned = ranks.gather_batch(*parts[ranks.rank], codec.pad)
+        rollout, stats = parts[ranks.rank]
+        ro, tokens, owned = ranks.gather_batch(rollout, stats, codec.pad)
         shard = Shard(owned, ranks)
     else:
         ro = merge_rollouts([p[0] for p in parts], codec.pad)

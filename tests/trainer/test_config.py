@@ -52,7 +52,7 @@ def test_ints_are_accepted_for_floats_and_null_for_optional():
 def test_config_is_frozen():
     """The config cannot be changed after construction."""
     with pytest.raises(dataclasses.FrozenInstanceError):
-        TrainConfig().lr = 1.0  # type: ignore[misc]
+        TrainConfig().lr = 1.0
 
 
 def test_schema_matches_dataclass_fields_and_defaults():
@@ -118,3 +118,23 @@ def test_auto_update_precision_and_kernels_are_resolved_and_recorded(tmp_path, d
 
         spec = RunSpec.from_config({**config, "eval": {}})
         assert (spec.train.update_precision, spec.train.update_kernels) == expected
+
+
+def test_estimator_option_fields_are_declared_for_the_type_checker():
+    """TrainConfig's fields for the estimator options are added at import; the TYPE_CHECKING block that shows them
+    to mypy must name the same fields with the same types and defaults."""
+    import ast
+    import inspect
+
+    from agentrepro.trainer import config
+
+    tree = ast.parse(inspect.getsource(config.TrainConfig))
+    block = next(
+        node for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    declared = {
+        stmt.target.id: (ast.unparse(stmt.annotation), eval(ast.unparse(stmt.value), {"spec": config.spec}))
+        for stmt in block.body
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None
+    }
+    assert declared == {o.name: (o.type.__name__, o.default) for o in config.ESTIMATOR_OPTIONS}

@@ -31,7 +31,11 @@ def loss_and_grads(lm: Qwen2ForCausalLM, ids: torch.Tensor) -> tuple[torch.Tenso
     logits = lm(input_ids=ids).logits
     loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
     loss.backward()
-    return loss.detach(), [p.grad.clone() for p in lm.parameters()]
+    grads = []
+    for name, p in lm.named_parameters():
+        assert p.grad is not None, f"{name} got no gradient"
+        grads.append(p.grad.clone())
+    return loss.detach(), grads
 
 
 def test_compiled_kernels_give_eager_loss_and_gradients():

@@ -40,7 +40,9 @@ def _dry_run_jobs(workdir: Path) -> list[str]:
     jobs = []
     for block in re.split(r"^(?=(?:local)?rule \w+:)", proc.stdout, flags=re.M)[1:]:
         block = block.split("\n[", 1)[0]
-        name = re.match(r"(?:local)?rule (\w+):", block).group(1)
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        assert rule, block
+        name = rule.group(1)
         wildcards = re.search(r"^    wildcards: (.*)$", block, re.M)
         jobs.append(name + (f" {wildcards.group(1)}" if wildcards else ""))
     return jobs

@@ -6,13 +6,12 @@ all written under the scratch directory, never into the repository.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from helpers import REPO
+from helpers import REPO, load_file_module
 
 HERE = Path(__file__).resolve().parent
 TINY = HERE / "manifests" / "wf-tiny.yaml"
@@ -21,11 +20,7 @@ BIN = str(Path(sys.executable).parent)
 
 def load_script(name: str):
     """Import workflow/scripts/<name>.py (not a package) as a module."""
-    spec = importlib.util.spec_from_file_location(f"wf_{name}", REPO / "workflow" / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(f"wf_{name}", REPO / "workflow" / "scripts" / f"{name}.py")
 
 
 def _snakemake_call(workdir: Path, args: tuple[str, ...], env: dict | None, wrap: list[str] | None) -> dict:

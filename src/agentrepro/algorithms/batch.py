@@ -122,7 +122,7 @@ class StepBatch:
         return batch
 
     def _where(self, i: int) -> str:
-        return f"line {int(self.lines[i])}"
+        return f"line {int(self.lines[i])}" if self.lines is not None else f"row {i + 1}"
 
     def _check_trajectories(self) -> None:
         n = len(self)

@@ -18,6 +18,8 @@ from the per-step totals so that graph_diagnostics.jsonl stays one flat object p
 
 from __future__ import annotations
 
+from typing import SupportsFloat
+
 import numpy as np
 
 from agentrepro.algorithms.batch import StepBatch
@@ -29,7 +31,7 @@ def _hist(values: np.ndarray) -> dict[str, int]:
     return {str(int(k)): int(c) for k, c in zip(keys, counts)}
 
 
-def _ratio(num: float, den: float) -> float:
+def _ratio(num: SupportsFloat, den: SupportsFloat) -> float:
     return float(num) / float(den) if den else 0.0
 
 

@@ -83,7 +83,9 @@ class Registry:
 
     def estimate(self, batch: StepBatch, name: str, **options) -> AdvantageResult:
         resolved = self.resolve(name, options)
-        result = self.spec(name).fn(batch, **resolved)
+        fn = self.spec(name).fn
+        assert fn is not None  # resolve refuses an estimator without one
+        result = fn(batch, **resolved)
         result.estimator, result.options = name, resolved
         return result
 

@@ -52,6 +52,9 @@ def shared_arrays(final: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.n
 
 
 def _equivalence_rows(claim: Claim, final: pd.DataFrame, where: str, path: object) -> list[dict]:
+    margin = claim.margin
+    if margin is None:
+        raise ValueError(f"equivalence claim {claim.text!r} has no margin")  # the claim parser gives every one a margin
     a, b, seeds = shared_arrays(final, claim.a, claim.b)
     if a.size == 0 or a.shape[1] < 2:
         raise BadInput(
@@ -63,7 +66,7 @@ def _equivalence_rows(claim: Claim, final: pd.DataFrame, where: str, path: objec
     blocks = [(str(s), a[i : i + 1], b[i : i + 1]) for i, s in enumerate(seeds)] if len(seeds) > 1 else []
     rows = []
     for seed, xa, xb in [*blocks, ("all", a, b)]:
-        e = equivalence(xa, xb, claim.margin)
+        e = equivalence(xa, xb, margin)
         rows.append(
             {
                 "claim": claim.text,
@@ -75,7 +78,7 @@ def _equivalence_rows(claim: Claim, final: pd.DataFrame, where: str, path: objec
                 "p": e.p,
                 "p_holm": None,
                 "holds": e.verdict == "reproduced",
-                "statement": statement(e, claim.a, claim.b, claim.margin),
+                "statement": statement(e, claim.a, claim.b, margin),
                 "kind": EQUIVALENCE,
                 "seed": seed,
                 "margin": claim.margin,
@@ -167,7 +170,7 @@ def claims_table(
         else:
             ordering.append(len(rows))
             rows.append(_ordering_row(claim, pooled, final, final_step, where, path))
-    adjusted = holm([rows[k]["p"] for k in ordering]) if ordering else []
+    adjusted: np.ndarray | list[float] = holm([rows[k]["p"] for k in ordering]) if ordering else []
     for k, p_holm in zip(ordering, adjusted):
         r = rows[k]
         r.update(p_holm=float(p_holm), holds=bool(r["delta"] > 0 and p_holm < alpha))

@@ -65,8 +65,8 @@ def _interval(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[tuple[float, 
     diff = (a.astype(float) - b).mean(axis=2)  # (seeds, tasks)
     _, _, tlo, thi = clustered_interval(diff, alpha)
     a_, b_ = a.astype(bool), b.astype(bool)
-    counts = [int(x.sum()) for x in (a_ & b_, a_ & ~b_, ~a_ & b_, ~a_ & ~b_)]
-    _, nlo, nhi = newcombe_paired_ci(*counts, alpha=alpha)
+    both, a_only, b_only, neither = (int(x.sum()) for x in (a_ & b_, a_ & ~b_, ~a_ & b_, ~a_ & ~b_))
+    _, nlo, nhi = newcombe_paired_ci(both, a_only, b_only, neither, alpha=alpha)
     return (tlo, thi), (nlo, nhi), "clustered_t" if a.shape[0] > 1 else "paired_t"
 
 

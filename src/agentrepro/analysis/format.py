@@ -11,6 +11,7 @@ so that a table cell may wrap between values but never inside one ("[−12.9, 3.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 DASH = "—"
 MINUS = "−"
@@ -111,7 +112,7 @@ def status(x) -> str:
 
 
 # Every formatter by name (the report's marks say which one printed a value; the audit looks it up here).
-FORMATS = {
+FORMATS: dict[str, Callable[..., str]] = {
     "pct": pct,
     "pp": pp,
     "ci": ci,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +47,7 @@ _COLSET = frozenset(COLUMNS)
 _LONG_NUMBER = re.compile(rb"\d{19,}")
 
 
-def check_row(row: object, path: str | os.PathLike, line: int) -> None:
+def check_row(row: Any, path: str | os.PathLike, line: int) -> None:
     """Raise BadInput naming file, line and key when `row` does not match the outcomes schema."""
     errors = sorted(schema.validator("outcomes.schema.json").iter_errors(row), key=lambda e: list(e.absolute_path))
     if errors:
@@ -140,7 +142,7 @@ def _first_bad_row(frame: pd.DataFrame) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
-def read_outcomes(paths: list[str | os.PathLike]) -> pd.DataFrame:
+def read_outcomes(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
     """All rows of the given outcomes.jsonl files, schema-checked; see the module docstring.
 
     Files are parsed by Arrow's JSON reader when they are plainly well-typed and by Python's json with
@@ -149,9 +151,9 @@ def read_outcomes(paths: list[str | os.PathLike]) -> pd.DataFrame:
     """
     if not paths:
         raise BadInput("no outcomes files given")
-    paths = [Path(p) for p in paths]
+    files_read = [Path(p) for p in paths]
     tables = []
-    for path in paths:
+    for path in files_read:
         if not path.is_file():
             raise BadInput("outcomes file not found", path=path)
         fast = _fast_table(path)
@@ -162,13 +164,13 @@ def read_outcomes(paths: list[str | os.PathLike]) -> pd.DataFrame:
             tables.append(_normalise(slow, slow.column("_line").to_numpy()))
     counts = [t.num_rows for t in tables]
     frame = pa.concat_tables(tables).to_pandas()
-    files = np.repeat(np.arange(len(paths)), counts)
+    files = np.repeat(np.arange(len(files_read)), counts)
     bad = _first_bad_row(frame)
     if bad is not None:
-        path = paths[files[bad]]
+        path = files_read[files[bad]]
         _slow_table(path)  # raises with the exact line and key
         raise BadInput("row does not match the outcomes schema", path=path, where=f"line {frame['_line'].iloc[bad]}")
-    frame["_file"] = pd.Categorical.from_codes(files, categories=[str(p) for p in paths]).astype(object)
+    frame["_file"] = pd.Categorical.from_codes(files, categories=[str(p) for p in files_read]).astype(object)
     return frame
 
 

@@ -96,7 +96,9 @@ def compute(
     """Every table of docs/design.md §3.6 from validated outcomes; returns (tables, notes).
 
     `claim_field` (formatted with the claim's index `i`) and `claim_path` name where the claims were declared."""
-    alpha, tolerance = settings.alpha, settings.tolerance_pp / 100.0
+    alpha, tolerance, final_step = settings.alpha, settings.tolerance_pp / 100.0, settings.final_step
+    if final_step is None:
+        raise ValueError("Settings.final_step must be set before compute()")  # _final_step sets it from the outcomes
     notes: list[str] = []
     runs = T.runs_table(df, alpha)
     rng = np.random.default_rng(settings.bootstrap_seed)
@@ -106,24 +108,24 @@ def compute(
         "categories": T.categories_table(df, alpha),
         "paired": T.paired_table(df, methods, alpha, rng=rng, n_boot=settings.n_boot),
     }
-    final = df[df["step"] == settings.final_step]
+    final = df[df["step"] == final_step]
     success = {}
     for method, g in final.groupby("method"):
         per_task = g.groupby(["seed", "task_id"])["success"].mean().unstack("task_id")
         success[method] = per_task.to_numpy(dtype=float)
     if reference is not None:
-        out["verdicts"], ref_notes = verdicts_table(runs, success, reference, tolerance, settings.final_step)
+        out["verdicts"], ref_notes = verdicts_table(runs, success, reference, tolerance, final_step)
         notes += ref_notes
     else:
         out["verdicts"] = contract.empty("verdicts")
         notes.append("No reference values were given, so nothing was compared with the paper.")
-    out["learning"] = T.learning_table(df, methods, settings.final_step, alpha, rng=rng, n_boot=settings.n_boot)
+    out["learning"] = T.learning_table(df, methods, final_step, alpha, rng=rng, n_boot=settings.n_boot)
     out["claims"] = claims_table(
-        settings.claims, out["paired"], final, methods, settings.final_step, alpha, field=claim_field, path=claim_path
+        settings.claims, out["paired"], final, methods, final_step, alpha, field=claim_field, path=claim_path
     )
-    out["paired"] = families.join_claims(out["paired"], out["claims"], settings.final_step)
-    out["families"] = families.families_table(out, settings.final_step)
-    methods_final = out["methods"][out["methods"]["step"] == settings.final_step]
+    out["paired"] = families.join_claims(out["paired"], out["claims"], final_step)
+    out["families"] = families.families_table(out, final_step)
+    methods_final = out["methods"][out["methods"]["step"] == final_step]
     if settings.threshold is None:
         settings.threshold = float(0.9 * methods_final["mean"].max())
         notes.append(
@@ -372,12 +374,11 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
         )
     tables, more = compute(df, _ordered_methods(df, methods), settings, ref, inputs, "analysis.claims[{i}]", source)
     header = {"study": study, "title": manifest.get("title"), "settings": asdict(settings)}
+    runs = [run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])]
     provenance = {
         "lock": lock,
         "lock_sha256": sha256_json(lock) if lock else None,
-        "runs": [
-            run_provenance(d, m, s, root) for d, (m, s) in zip(run_dirs, [(m, s) for m in methods for s in seeds])
-        ],
+        "runs": runs,
     }
     if lock:  # the backend files each run ran against its placement's pinned ones, per method (backends/sources.py)
         provenance["source_parity"] = study_rows(
@@ -385,7 +386,7 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
         )
     entries = certificate(run_dirs, root)
     parity = parity_checks(run_dirs, entries)
-    overlap = overlapping_runs(provenance["runs"])
+    overlap = overlapping_runs(runs)
     if overlap:
         more.append(overlap)
     if panel:

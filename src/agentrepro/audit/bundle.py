@@ -237,15 +237,17 @@ def _extract(bundle: Path, into: Path, max_file_bytes: int) -> list[str]:
                 seen.add(name)
                 target = into / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with tar.extractfile(member) as src, open(target, "wb") as dst:
+                source = tar.extractfile(member)
+                assert source is not None  # a plain file: refused above otherwise
+                with source as src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         return [f"{bundle}: unreadable or corrupted archive ({type(exc).__name__}: {exc})"]
     return []
 
 
-def _bundle_info(bundle: Path, root: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """(BUNDLE.json with `manifest` filled in, None) or (None, the problem): the study a slug, its manifest a
+def _bundle_info(bundle: Path, root: Path) -> tuple[dict[str, Any] | None, str]:
+    """(BUNDLE.json with `manifest` filled in, "") or (None, the problem): the study a slug, its manifest a
     relative path inside the archive, `left_out` a list of objects with string paths."""
     try:
         info = load_json(root / BUNDLE_JSON)
@@ -264,7 +266,7 @@ def _bundle_info(bundle: Path, root: Path) -> tuple[dict[str, Any] | None, str |
             raise ValueError("left_out must list objects with a string path")
     except (BadInput, AttributeError, KeyError, TypeError, ValueError) as exc:
         return None, f"{bundle}:{BUNDLE_JSON}: unreadable or unsafe ({type(exc).__name__}: {exc})"
-    return {**info, "manifest": manifest, "left_out": left_out}, None
+    return {**info, "manifest": manifest, "left_out": left_out}, ""
 
 
 def _planned(root: Path, info: dict[str, Any], lock: dict[str, Any] | None) -> tuple[set[str], tuple[str, ...]]:
@@ -352,7 +354,7 @@ def verify_bundle(
         for name in sorted(members - set(listed) - {BUNDLE_SHA256, BUNDLE_SIG}):
             found.append(f"{bundle}:{name}: not listed in {BUNDLE_SHA256}")
         info, problem = _bundle_info(bundle, root)
-        if problem:
+        if info is None:
             found.append(problem)
             return result
         lock, _ = load_object(

@@ -29,8 +29,8 @@ def sealed_entries(run: Path, tree: Tree, root: Path) -> tuple[dict[str, str], s
     readable: set[str] = set()
     inside = f"{run}{os.sep}"
     for seal in sorted(p for p in tree.files if p.name == OUTPUTS and str(p).startswith(inside)):
-        entries, problem = read_seal(seal)
-        if problem:
+        entries, _ = read_seal(seal)
+        if entries is None:
             continue  # reported by the seal check
         prefix = seal.parent.relative_to(root).as_posix()
         readable.add(prefix)
@@ -87,7 +87,7 @@ def check_analysis(
     if not path.is_file() or path.is_symlink():
         return [] if path.is_symlink() else [f"{path}: missing: nothing says which runs the analysis read"]
     doc, problem = load_object(path)
-    if problem:
+    if doc is None:
         return [problem]
     prov = doc.get("provenance")
     if not isinstance(prov, dict):
@@ -135,7 +135,7 @@ def check_report(report_dir: Path, analysis_dir: Path, *, root: Path) -> list[st
     if not record.is_file():
         return [f"{record}: missing: nothing ties the report to the analysis it shows"]
     recorded, problem = read_seal(record)
-    if problem:
+    if recorded is None:
         return [problem]
     prefix = analysis_dir.relative_to(root).as_posix() + "/"
     seal = prefix + OUTPUTS

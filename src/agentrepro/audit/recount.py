@@ -61,7 +61,8 @@ def shown_pair(was: Any, now: Any) -> tuple[str, str]:
     if isinstance(was, str) and isinstance(now, str) and max(len(was), len(now)) > 100:
         start = next((i for i, (x, y) in enumerate(zip(was, now)) if x != y), min(len(was), len(now)))
         start = max(0, start - 30)
-        return tuple(("..." if start else "") + shown(text[start:]).strip("'") for text in (was, now))
+        lead = "..." if start else ""
+        return lead + shown(was[start:]).strip("'"), lead + shown(now[start:]).strip("'")
     return shown(was), shown(now)
 
 
@@ -177,7 +178,7 @@ def check_analysis_files(analysis_dir: Path, analysis: Analysis) -> list[str]:
     path = analysis_dir / ANALYSIS_JSON
     if path.is_file() and not path.is_symlink():
         recorded, problem = load_object(path)
-        found += [problem] if problem else check_document(path, recorded, analysis.document())
+        found += [problem] if recorded is None else check_document(path, recorded, analysis.document())
     path = analysis_dir / OUTCOMES_PARQUET
     if path.is_file() and not path.is_symlink():
         found += check_parquet(path, analysis.outcomes)
@@ -214,8 +215,8 @@ def check_counts(tree: Tree) -> list[str]:
     of the outcomes it describes (see the module docstring)."""
     found = []
     for prov in sorted(p for p in tree.files if p.name == RunFiles.PROVENANCE):
-        doc, problem = load_object(prov)
-        if problem:
+        doc, _ = load_object(prov)
+        if doc is None:
             continue  # reported by the provenance check
         done = [a for a in doc.get("attempts") or [] if isinstance(a, dict) and a.get("status") == "ok"]
         if not done or "episodes" not in done[-1]:

@@ -73,7 +73,9 @@ def formatted(name: str, values: list) -> str | None:
     base, _, unit = name.partition(":")
     if base not in fmt.FORMATS:
         return None
-    return fmt.seconds(*values, unit or None) if base == "seconds" else fmt.FORMATS[base](*values)
+    if base == "seconds" and len(values) == 1:
+        return fmt.seconds(values[0], unit or None)
+    return fmt.FORMATS[base](*values)
 
 
 def headline(doc: dict) -> set[str]:

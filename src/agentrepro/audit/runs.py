@@ -45,7 +45,7 @@ def check_run(run: Path, lock: dict[str, Any] | None) -> tuple[list[str], str | 
     if not path.is_file():
         return [f"{path}: missing: nothing says which lock and config produced this run"], None
     prov, problem = load_object(path)
-    if problem:
+    if prov is None:
         return [problem], None
     found: list[str] = []
     if lock is not None and prov.get("lock_sha256") != lock_sha256(lock):
@@ -122,7 +122,7 @@ def check_evaluation(step_dir: Path, lock: dict[str, Any] | None, config_sha: st
     if not path.is_file():
         return [f"{path}: missing: nothing says how these outcomes were produced"]
     prov, problem = load_object(path)
-    if problem:
+    if prov is None:
         return [problem]
     found = []
     if lock is not None and prov.get("lock_sha256") != lock_sha256(lock):

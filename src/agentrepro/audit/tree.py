@@ -13,9 +13,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file
@@ -82,10 +83,10 @@ def safe_entry(rel: str) -> bool:
     return bool(rel) and not path.is_absolute() and ".." not in path.parts
 
 
-def read_seal(seal: Path) -> tuple[dict[str, str] | None, str | None]:
-    """(entries, None) or (None, one problem line) for a malformed, undecodable or unreadable seal."""
+def read_seal(seal: Path) -> tuple[dict[str, str] | None, str]:
+    """(entries, "") or (None, one problem line) for a malformed, undecodable or unreadable seal."""
     try:
-        return read_outputs_manifest(seal), None
+        return read_outputs_manifest(seal), ""
     except BadInput as exc:
         return None, str(exc)
     except UnicodeDecodeError:
@@ -94,8 +95,8 @@ def read_seal(seal: Path) -> tuple[dict[str, str] | None, str | None]:
         return None, f"{seal}: unreadable ({exc.strerror or exc})"
 
 
-def load_object(path: Path) -> tuple[dict | None, str | None]:
-    """(object, None) or (None, one problem line) for a JSON file that is malformed, unreadable or not an object."""
+def load_object(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """(object, "") or (None, one problem line) for a JSON file that is malformed, unreadable or not an object."""
     try:
         doc = load_json(path)
     except BadInput as exc:
@@ -104,7 +105,7 @@ def load_object(path: Path) -> tuple[dict | None, str | None]:
         return None, f"{path}: unreadable ({type(exc).__name__})"
     if not isinstance(doc, dict):
         return None, f"{path}: expected a JSON object, got {type(doc).__name__}"
-    return doc, None
+    return doc, ""
 
 
 def own_files(unit: Path, tree: Tree, nested: Callable[[PurePosixPath], bool] = lambda rel: False) -> dict[str, Path]:
@@ -127,7 +128,7 @@ def check_seal(
     tree: Tree,
     *,
     nested: Callable[[PurePosixPath], bool] = lambda rel: False,
-    not_bundled: set[Path] = frozenset(),
+    not_bundled: Set[Path] = frozenset(),
     why_missing: str = "unfinished or never sealed",
 ) -> list[str]:
     """Problems of one sealed directory: no seal, a malformed seal, and every file missing, changed, extra or outside it."""
@@ -137,7 +138,7 @@ def check_seal(
     if seal not in tree.files:
         return [f"{unit}: no {OUTPUTS}: {why_missing}, so its files cannot be vouched for"]
     entries, problem = read_seal(seal)
-    if problem:
+    if entries is None:
         return [problem]
     own = own_files(unit, tree, nested)
     found: list[str] = []

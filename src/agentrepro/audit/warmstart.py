@@ -50,7 +50,7 @@ def plan(lock: dict[str, Any] | None) -> tuple[dict[tuple[str, int], str], list[
 
 
 def _step0_hash(unit: Path) -> str | None:
-    entries, _ = read_seal(unit / OUTPUTS) if (unit / OUTPUTS).is_file() else (None, None)
+    entries, _ = read_seal(unit / OUTPUTS) if (unit / OUTPUTS).is_file() else (None, "")
     return (entries or {}).get(STEP0)
 
 

@@ -156,14 +156,17 @@ class Demand:
     def holds(self) -> bool:
         if self.have is None or self.rule == FIXED:
             return True
+        have, need = self.have, self.need
         if self.rule == EQUALS:
-            return self.have == self.need
+            return have == need
+        if isinstance(have, str) or isinstance(need, str):
+            raise ValueError(f"rule {self.rule!r} compares numbers, not {have!r} and {need!r}")
         if self.rule == AT_LEAST:
-            return self.have >= self.need
+            return have >= need
         if self.rule == DIVIDES:
-            return bool(self.have) and self.need % self.have == 0
+            return bool(have) and need % have == 0
         if self.rule == DIVISOR:
-            return bool(self.need) and self.have % self.need == 0
+            return bool(need) and have % need == 0
         raise ValueError(f"unknown rule {self.rule!r}")
 
     def violation(self) -> str:

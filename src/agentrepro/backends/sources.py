@@ -169,8 +169,8 @@ def run_parity(lock: dict[str, Any], method: str, run_dir: Path) -> RunParity:
     except BadInput as exc:
         found.problem = f"unreadable: {exc}"
         return found
-    ran = record.get("files") if isinstance(record, dict) and isinstance(record.get("files"), dict) else {}
-    found.differences = differences(entry.get("files") or {}, ran)
+    ran = record.get("files") if isinstance(record, dict) else None
+    found.differences = differences(entry.get("files") or {}, ran if isinstance(ran, dict) else {})
     return found
 
 

@@ -105,16 +105,17 @@ def run(args: argparse.Namespace) -> int:
         backend.train(resolved, out, resume=resume)
         bookkeeping.check_training_outputs(out, resolved)
         prompt = backend.prompt_record(resolved, out)
-        pruned = checkpoints.training_summary(backend.pruned_in_training(out))  # older checkpoints' training state
+        during = backend.pruned_in_training(out)  # older checkpoints' training state
+        pruned = checkpoints.training_summary(during)
     extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})
     extra |= containers.attempt_extra(out)
     attempts.finish_attempt(out, status="ok", extra=extra or None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
-    if pruned:
+    if pruned and during is not None:
         print(
             f"agentrepro: training state of steps {', '.join(map(str, pruned['steps']))} pruned during training "
             f"({pruned['files']} files, {pruned['bytes'] / 1e9:.2f} GB; eval.keep_checkpoints), listed with their hashes in "
-            f"{backend.pruned_in_training(out).record}",
+            f"{during.record}",
             file=sys.stderr,
         )
     return 0

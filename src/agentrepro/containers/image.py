@@ -52,6 +52,13 @@ class Image:
         return self.file is not None
 
     @property
+    def local_file(self) -> str:
+        """`file`, for an image pinned as a local file (an error for a registry image)."""
+        if self.file is None:
+            raise ValueError(f"{self.ref} is a registry image, not a local file")
+        return self.file
+
+    @property
     def repository(self) -> str:
         """`ref` without its tag or digest: `ghcr.io:443/org/name:1.2@sha256:...` -> `ghcr.io:443/org/name`."""
         name = (self.ref or "").split("@", 1)[0]

@@ -58,7 +58,9 @@ class Container:
         """The image as the runtime's command line names it: pinned by digest, by image ID or by file."""
         if self.image.runtime == "apptainer":
             return self.runtime.reference(self.image, self.converted_sif)
-        return self.runtime.reference(self.image, archive_image_id(self.image.file) if self.image.is_file else None)
+        return self.runtime.reference(
+            self.image, archive_image_id(self.image.local_file) if self.image.is_file else None
+        )
 
 
 @dataclass(frozen=True)

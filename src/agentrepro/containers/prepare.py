@@ -85,17 +85,16 @@ def prepare(container: Container) -> dict[str, Any]:
 
 def _load(container: Container) -> str:
     image, runtime = container.image, container.runtime
-    wanted = archive_image_id(image.file)
+    file = image.local_file
+    wanted = archive_image_id(file)
     if succeeds(runtime.image_exists_argv(wanted)):
         return "present"
-    actual = sha256_file(image.file)
+    actual = sha256_file(file)
     if actual != image.sha256:
-        raise Failure(
-            f"{image.file} hashes to {actual}, not the pinned {image.sha256}: the image file changed since freeze"
-        )
-    ask(runtime.load_argv(Path(image.file)), timeout=PULL_TIMEOUT_S)
+        raise Failure(f"{file} hashes to {actual}, not the pinned {image.sha256}: the image file changed since freeze")
+    ask(runtime.load_argv(Path(file)), timeout=PULL_TIMEOUT_S)
     if not succeeds(runtime.image_exists_argv(wanted)):
-        raise Failure(f"{runtime.name} loaded {image.file}, but its image {wanted} is not in the store")
+        raise Failure(f"{runtime.name} loaded {file}, but its image {wanted} is not in the store")
     return "loaded"
 
 

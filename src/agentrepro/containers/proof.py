@@ -72,8 +72,8 @@ def mismatch(pinned: Image, entry: Any) -> str | None:
     if pinned.is_file and "archive_image_id" in resolved and resolved.get("image_id") != resolved["archive_image_id"]:
         return f"the container ran image {resolved.get('image_id')}, the archive holds {resolved['archive_image_id']}"
     if entry.get("requested") != pinned.identity():
-        requested = entry.get("requested") if isinstance(entry.get("requested"), dict) else {}
-        return f"asked for {_shown(requested)}, the lock pins {_shown(pinned.identity())}"
+        requested = entry.get("requested")
+        return f"asked for {_shown(requested if isinstance(requested, dict) else {})}, the lock pins {_shown(pinned.identity())}"
     return None
 
 

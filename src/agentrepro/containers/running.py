@@ -82,9 +82,9 @@ def _file_facts(container: Container) -> dict[str, Any]:
     image = container.image
     if not image.is_file:
         return {}
-    facts: dict[str, Any] = {"file_sha256": sha256_file(image.file)}
+    facts: dict[str, Any] = {"file_sha256": sha256_file(image.local_file)}
     if image.runtime != "apptainer":
-        facts["archive_image_id"] = archive_image_id(image.file)
+        facts["archive_image_id"] = archive_image_id(image.local_file)
     return facts
 
 

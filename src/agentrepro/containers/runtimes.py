@@ -109,7 +109,11 @@ class OciEngine:
 
     def reference(self, image: Any, archive_id: str | None = None) -> str:
         """`REPOSITORY@sha256:...`, or the image ID of a loaded archive (`archive_id`)."""
-        return archive_id if image.is_file else image.pinned
+        if not image.is_file:
+            return image.pinned
+        if archive_id is None:
+            raise ValueError("an image file runs by the image ID its archive holds: archive_id is needed")
+        return archive_id
 
     def run_argv(self, request: RunRequest) -> tuple[list[str], dict[str, str]]:
         argv = [self.executable, "run"]

@@ -102,9 +102,17 @@ class ALFWorld(Env):
     def __init__(self, params: dict[str, Any]):
         super().__init__(params)
         self.game: Game | None = None
-        self._tw = None
+        self._tw: Any = None  # textworld's environment (the alfworld extra)
+
+    @property
+    def loaded(self) -> Game:
+        """The game `reset` loaded; an error before the first reset."""
+        if self.game is None:
+            raise RuntimeError("ALFWorld used before reset()")
+        return self.game
 
     # -- episode ---------------------------------------------------------------------------------
+    # a task is a game directory where Env.reset takes a seed (task_panel passes either)
     def reset(self, task: str) -> tuple[str, dict[str, Any]]:  # type: ignore[override]
         """Load game `task` (its directory relative to the data directory) and start it."""
         data_dir = data_dir_or_env(self.params["data_dir"], where="env.params.data_dir")
@@ -114,7 +122,9 @@ class ALFWorld(Env):
         self._tw = textworld_env(game.game_file)
         state = self._tw.reset()
         self.game, self.seed, self.done, self.total_reward = game, None, False, 0.0
-        self.turns, self.effective, self.history, self.plan = 0, 0, [], []
+        self.turns, self.effective = 0, 0
+        self.history: list[tuple[str, str]] = []  # (observation, action) of each earlier turn
+        self.plan: list[str] = []
         self.feedback, self.won = state["feedback"], bool(state["won"])
         self.admissible = list(state["admissible_commands"])
         self.notes = Notes()
@@ -201,7 +211,7 @@ class ALFWorld(Env):
 
     def walkthrough(self) -> list[str]:
         """The game file's walkthrough (the commands that solve it from its start)."""
-        return list(load_json(self.game.game_file).get("walkthrough") or [])
+        return list(load_json(self.loaded.game_file).get("walkthrough") or [])
 
     def solve(self) -> list[str]:
         """The rest of the game's walkthrough if every command so far followed it, else [] (no planner here)."""
@@ -219,8 +229,8 @@ class ALFWorld(Env):
             "history": list(self.history),
             "history_length": self.params["history_length"],
             "task": self.task,
-            "category": self.game.category,
-            "task_id": self.game.task_id,
+            "category": self.loaded.category,
+            "task_id": self.loaded.task_id,
         }
 
     # -- task identity ---------------------------------------------------------------------------
@@ -283,13 +293,13 @@ class ALFWorld(Env):
         )
 
     def task_description(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
-        return task_description(self.game, self.params)
+        return task_description(self.loaded, self.params)
 
     def task_category(self, info: dict[str, Any]) -> str:
-        return self.game.category
+        return self.loaded.category
 
     def task_entry(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
-        return panel_entry(self.game, self.params)
+        return panel_entry(self.loaded, self.params)
 
     def turn_fields(self, info: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -301,12 +311,12 @@ class ALFWorld(Env):
 
     def show_fields(self) -> dict[str, Any]:
         return {
-            "task_type": self.game.task_type,
-            "category": self.game.category,
+            "task_type": self.loaded.task_type,
+            "category": self.loaded.category,
             "walkthrough": self.walkthrough(),
             "admissible_commands": list(self.admissible),
-            "game_sha256": self.game.game_sha256,
-            "traj_data_sha256": self.game.traj_sha256,
+            "game_sha256": self.loaded.game_sha256,
+            "traj_data_sha256": self.loaded.traj_sha256,
         }
 
 

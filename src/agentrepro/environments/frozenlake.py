@@ -43,9 +43,11 @@ def shortest_path(board, start: tuple[int, int], goal: tuple[int, int]) -> list[
         cell = queue.popleft()
         if cell == goal:
             path = []
-            while parent[cell] is not None:
-                cell, action = parent[cell]
+            step = parent[cell]
+            while step is not None:
+                cell, action = step
                 path.append(action)
+                step = parent[cell]
             return path[::-1]
         if board[cell[0]][cell[1]] == "H":
             continue
@@ -63,8 +65,10 @@ def generate_random_map(size: int, p: float, seed: int) -> list[str]:
     p = min(1, p)
     while True:
         board = rng.choice(["F", "H"], (size, size), p=[p, 1 - p])
-        start = tuple(int(v) for v in rng.integers(size, size=2))
-        goal = tuple(int(v) for v in rng.integers(size, size=2))
+        row, col = (int(v) for v in rng.integers(size, size=2))
+        start = (row, col)
+        row, col = (int(v) for v in rng.integers(size, size=2))
+        goal = (row, col)
         if start == goal:
             continue
         board[start] = "S"

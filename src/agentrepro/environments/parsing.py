@@ -77,13 +77,13 @@ def match_tags(text: str, prompt_format: str) -> tuple[str, ...] | None:
             groups += [text[pos:end], text[end + len(close) : gap_end]]
             pos = gap_end + len(following) + 2
             continue
-        end = text.find(close, pos)
+        end, sep = text.find(close, pos), None
         while end >= 0:
             sep = _WS_THEN[following].match(text, end + len(close))
             if sep:
                 break
             end = text.find(close, end + 1)
-        if end < 0:
+        if sep is None:
             return None
         groups.append(text[pos:end])
         pos = sep.end()

@@ -91,7 +91,8 @@ class Registry:
             if seed in seen:
                 raise BadInput(f"seed {seed} appears twice in the task panel", where="eval.seeds")
             seen.add(seed)
-            rows.append(env.task_entry(*env.reset(seed)))
+            # a str is an ALFWorld game directory, which its reset (overriding Env's seed) takes
+            rows.append(env.task_entry(*env.reset(seed)))  # type: ignore[arg-type]
         return rows
 
 

@@ -83,7 +83,7 @@ class _ReversePlay:
         self.fixed, self.cols, self.max_states = fixed, cols, max_states
         self.targets = [i for i, v in enumerate(fixed) if v == TARGET]
         self.explored: set[tuple[int, ...]] = set()
-        self.best: list[int] | None = None
+        self.best: list[int] = []  # set by the first state searched (its score beats -1)
         self.best_score = -1
         self.steps = tuple(dr * cols + dc for dr, dc in _CHANGES)
 

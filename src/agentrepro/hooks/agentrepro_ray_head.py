@@ -68,10 +68,10 @@ MAX_FIXED = 64  # hard-coded ports one record may hold
 SHARED_MODE = 0o1777  # sticky and writable by every user, as /tmp: each user may remove only their own records
 
 
-def job_key(run_dir: str | os.PathLike, environ: dict[str, str] | None = None) -> str:
+def job_key(run_dir: str | os.PathLike, env: Mapping[str, str] | None = None) -> str:
     """SLURM_JOB_ID (with SLURM_STEP_ID when set) or, outside SLURM, 'run-' + hash of the absolute run dir: names
     the job's temp dir and its messages (ports come from `reserve`)."""
-    environ = os.environ if environ is None else environ
+    environ = os.environ if env is None else env
     if environ.get("SLURM_JOB_ID"):
         step = environ.get("SLURM_STEP_ID")
         return f"slurm-{environ['SLURM_JOB_ID']}" + (f".{step}" if step else "")

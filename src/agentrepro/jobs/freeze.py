@@ -183,9 +183,9 @@ def _resolve_image(
                 sha256_problem(declared) or f"{path} hashes to {actual}, not the manifest's {declared}",
             )
         else:
-            problems.add(
-                f"{where}image.file", containers.file_problem(containers.image_of(image, where=f"{where}image"), path)
-            )
+            pinned = containers.image_of(image, where=f"{where}image")
+            assert pinned is not None  # a file block: `{none: ...}` returned above
+            problems.add(f"{where}image.file", containers.file_problem(pinned, path))
             files[_rel(path, root)] = actual
         return {"runtime": image["runtime"], "file": image["file"], "sha256": actual}
     before = len(problems)

@@ -10,6 +10,7 @@ anything walks them; over-long integer literals are refused before int() sees th
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -119,7 +120,14 @@ def _check_expansion(root, loader: _Checks) -> None:
         sizes[id(node)] = total
 
 
-_LOADERS = [_BoundedLoader]
+def _construct_int(loader: Any, node: yaml.Node) -> Any:
+    """The int constructor both loaders register: PyYAML's table holds SafeConstructor's own function, so the
+    bounded `_Checks.construct_yaml_int` is reached only through this."""
+    return loader.construct_yaml_int(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_LOADERS: list[Callable[[str, object], Any]] = [_BoundedLoader]
 if hasattr(yaml, "CSafeLoader"):  # libyaml: ~20x faster on large run configs; it bounds nesting itself (1000)
 
     class _BoundedCLoader(_Checks, yaml.CSafeLoader):
@@ -127,10 +135,8 @@ if hasattr(yaml, "CSafeLoader"):  # libyaml: ~20x faster on large run configs; i
             super().__init__(stream)
             self._path = path
 
+    _BoundedCLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     _LOADERS.append(_BoundedCLoader)
-
-for _loader in _LOADERS:
-    _loader.add_constructor("tag:yaml.org,2002:int", _loader.construct_yaml_int)
 
 
 def parse_yaml(text: str, *, path: object = None, fast: bool = False) -> Any:

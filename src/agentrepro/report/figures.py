@@ -12,6 +12,7 @@ import base64
 import io
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import matplotlib.ticker
@@ -21,7 +22,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-STYLE = {
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # matplotlib >= 3.10; for the type checker only
+
+STYLE: dict[RcKeyType, Any] = {
     "text.parse_math": False,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -64,12 +68,12 @@ def _axes(ax: Axes | None, size=(6.4, 3.2)) -> Axes:
 
 def method_colors(methods: Iterable[str]) -> dict[str, str]:
     """One colour per method, in order of first appearance (tab10)."""
-    palette = plt.get_cmap("tab10").colors
+    palette = matplotlib.color_sequences["tab10"]
     ordered = list(dict.fromkeys(methods))
     return {m: matplotlib.colors.to_hex(palette[i % len(palette)]) for i, m in enumerate(ordered)}
 
 
-def _at_step(rows: Sequence[dict], step) -> list[dict]:
+def _at_step(rows: Sequence[dict], step: int | None) -> list[dict]:
     return [r for r in rows if r.get("step") == step]
 
 
@@ -160,7 +164,7 @@ def learning_curves(methods_rows: Sequence[dict], ax: Axes | None = None, colors
     return ax
 
 
-def paired_deltas(paired_rows: Sequence[dict], step: int, alpha: float, ax: Axes | None = None) -> Axes:
+def paired_deltas(paired_rows: Sequence[dict], step: int | None, alpha: float, ax: Axes | None = None) -> Axes:
     """Paired differences a − b at `step`, seeds pooled by task (`all` rows), with their CIs; blue where Holm p < `alpha`."""
     rows = [r for r in _at_step(paired_rows, step) if r["seed"] == "all"]
     ax = _axes(ax, (6.4, 0.6 + 0.4 * max(len(rows), 1)))
@@ -187,7 +191,9 @@ def _dodged(rows: Sequence[dict], lane_key: str, lanes: list, methods: list) -> 
             yield m, r, lanes.index(r[lane_key]) - 0.4 + width * (j + 0.5)
 
 
-def per_category(category_rows: Sequence[dict], step: int, ax: Axes | None = None, colors: dict | None = None) -> Axes:
+def per_category(
+    category_rows: Sequence[dict], step: int | None, ax: Axes | None = None, colors: dict | None = None
+) -> Axes:
     """Success per task category at `step`: one dot per method with its 95% CI (`interval`); the legend below the axes."""
     rows = _at_step(category_rows, step)
     cats = list(dict.fromkeys(r["category"] for r in rows))

@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import jinja2
 import matplotlib.pyplot as plt
@@ -333,7 +334,7 @@ def build_context(
     categories = sorted({r["category"] for r in t["categories"] if r["step"] == step}, key=str)
     cat_methods = list(dict.fromkeys(r["method"] for r in t["categories"] if r["step"] == step))
     cat_cells = {(r["category"], r["method"]): r for r in t["categories"] if r["step"] == step}
-    diag_last = {}
+    diag_last: dict[tuple[str, Any], dict] = {}
     for r in t["diagnostics"]:
         key = (r["method"], r["seed"])
         if key not in diag_last or r["step"] > diag_last[key]["step"]:

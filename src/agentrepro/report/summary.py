@@ -8,6 +8,7 @@ returns one `Answer` per question, in the order the page shows them. Values of a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,7 +28,7 @@ HOW_STARTED = "how_started"  # a training attempt's start in words (agentrepro.b
 @dataclass(frozen=True)
 class Answer:
     question: str
-    lines: list[str]  # the answer; empty: not provided
+    lines: Sequence[str]  # the answer (Markup is a str); empty: not provided
     evidence: str  # where it was read from, or why it is missing
     flags: list[str] = field(default_factory=list)  # what a reviewer should be warned about
 
@@ -47,7 +48,7 @@ def _flat(value, prefix: str = "") -> list[str]:
 
 def _find(obj, key: str, path: str = "") -> list[tuple[str, object]]:
     """Every (key path, value) of `key` anywhere in `obj`."""
-    found = []
+    found: list[tuple[str, object]] = []
     if isinstance(obj, dict):
         for k, v in obj.items():
             here = f"{path}.{k}" if path else k

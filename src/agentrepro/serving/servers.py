@@ -282,6 +282,7 @@ def _wait_ready(server: Server, timeout_s: float, err_path: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         if not server.alive():
+            assert server.process is not None  # a server without a process of ours is always alive
             tail = last_line(err_path)
             raise Failure(
                 f"the {server.provenance['kind']} server exited with status {server.process.returncode} before it was "
@@ -295,8 +296,11 @@ def _wait_ready(server: Server, timeout_s: float, err_path: Path) -> None:
 
 
 def _attach(config: ServerConfig, model_dir: str | Path | None) -> Server:
+    url = config.url
+    if url is None:
+        raise BadInput("missing: the base URL of the server to evaluate with", where="eval.server.url")
     try:
-        listed = served_models(config.url)
+        listed = served_models(url)
     except (httpx.HTTPError, ServerError) as exc:
         raise ServerError(
             f"{config.url}: no OpenAI-compatible server answers GET /v1/models ({type(exc).__name__}: {exc})"
@@ -312,7 +316,7 @@ def _attach(config: ServerConfig, model_dir: str | Path | None) -> Server:
             where="eval.server.model",
         )
     return Server(
-        url=config.url,
+        url=url,
         model=model,
         provenance={"kind": "url", "version": None, "argv": None, "url": config.url, "model": model},
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from agentrepro.environments import make_env
 
@@ -20,7 +21,7 @@ CHAT_TEMPLATE = (
 )
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
-SHAPES = {
+SHAPES: dict[str, dict[str, Any]] = {
     "tiny": {
         "hidden_size": 32,
         "intermediate_size": 64,
@@ -79,7 +80,8 @@ def build(out: str | Path, *, shape: str = "tiny", seed: int = 0, max_tokens: in
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(out)
-    eos, pad = tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    vocab = tokenizer.get_vocab()
+    eos, pad = vocab["<|im_end|>"], vocab["<|endoftext|>"]
     config = Qwen2Config(
         **dims,
         max_position_embeddings=max_tokens,

@@ -13,9 +13,10 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from agentrepro import runconfig
+from agentrepro.algorithms import spec
 from agentrepro.algorithms.spec import SPECS, EstimatorSpec, Option, all_options, trainer_specs
 from agentrepro.bounds import MAX_SEED, MAX_TRAIN_STEPS
 from agentrepro.errors import BadInput
@@ -75,6 +76,18 @@ class TrainConfig:
     # --- algorithm -------------------------------------------------------------------------------
     estimator: str = "grpo"  # advantage estimator (agentrepro.algorithms.spec): grpo | gigpo | graphgpo | ppo
     # ... + one field per estimator option (norm, gamma, omega, lam, value_coef, ...: see ESTIMATOR_OPTIONS)
+    if TYPE_CHECKING:  # those fields as the type checker sees them (tests/trainer/test_config.py holds them equal)
+        norm: str = spec.NORM.default
+        invalid_penalty: float = spec.INVALID_PENALTY.default
+        episode_stats: str = spec.EPISODE_STATS.default
+        epsilon: float = spec.EPSILON.default
+        episode_weight: float = spec.EPISODE_WEIGHT.default
+        gamma: float = spec.GAMMA.default
+        step_weight: float = spec.STEP_WEIGHT.default
+        omega: float = spec.OMEGA.default
+        reward_form: str = spec.REWARD_FORM.default
+        lam: float = spec.LAM.default
+        value_coef: float = spec.VALUE_COEF.default
     steps: int = 150  # RL training steps (policy updates) after the warm start
     groups: int = 16  # tasks (environment seeds) per step
     group_size: int = 8  # trajectories sampled per task

@@ -40,6 +40,8 @@ class Targets(NamedTuple):
 def training_targets(rollout: Rollout, values: torch.Tensor | None, cfg: TrainConfig) -> Targets:
     """Targets of the configured estimator; `values` (rows, tokens) are the value head's, when it needs a critic."""
     if cfg.estimator_spec.needs_critic:
+        if values is None:
+            raise ValueError(f"{cfg.estimator} needs the value head's token values")
         return Targets(
             *ppo_targets(rollout, values, cfg, "non_concat" if rollout.per_turn_rows else "concat"), None, None
         )

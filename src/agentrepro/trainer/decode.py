@@ -47,6 +47,15 @@ def engine_for(choice: str, policy, device: torch.device, bf16: bool) -> StaticD
 class StaticDecoder:
     """A decoding replica of `policy.lm` with a static KV cache; `sync(policy)` before each rollout."""
 
+    # the buffers `allocate` makes: token rows (ids, attention, loss mask, turn) and the K/V cache per layer
+    ids: torch.Tensor
+    attn: torch.Tensor
+    loss: torch.Tensor
+    turn: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    logits: torch.Tensor
+
     def __init__(self, policy, device: torch.device, bf16: bool, *, graphs: bool | None = None):
         if not supports(policy):
             raise BadInput(
@@ -61,7 +70,7 @@ class StaticDecoder:
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.graphs = self.device.type == "cuda" if graphs is None else graphs
         self.shape: tuple[int, int] | None = None
-        self.graph = None
+        self.graph: torch.cuda.CUDAGraph | None = None
         # fewer, larger kernels per layer (a decode step is bound by their count): q, k, v as one matmul, gate and up as one
         layers = self.lm.model.layers
         self.qkv = [
@@ -147,10 +156,16 @@ class StaticDecoder:
             h = h + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)
         return lm.lm_head(_rms(model.norm, h[:, -1])).float()
 
+    def allocated(self) -> tuple[int, int]:
+        """(rows, width) of the buffers; an error before the first `allocate`."""
+        if self.shape is None:
+            raise RuntimeError("StaticDecoder used before allocate()")
+        return self.shape
+
     @torch.no_grad()
     def prefill(self, start: int, end: int) -> torch.Tensor:
         """Run columns [start, end) (already in `ids`/`attn`); logits of column end - 1 (B, V)."""
-        width = self.shape[1]
+        width = self.allocated()[1]
         cols = torch.arange(start, end, device=self.device)
         counts = self.attn[:, :end].cumsum(-1)
         pos = (counts[:, start:end] - 1).clamp(min=0)
@@ -215,8 +230,9 @@ class StaticRows:
 
     def _room(self, more: int) -> None:
         need = self.cols + more + self.reserve
-        if need > self.engine.shape[1]:  # a quarter more than needed: a growing dialogue reallocates less often
-            self.engine.allocate(self.engine.shape[0], _round_up(need + need // 4), keep=self.cols)
+        rows, width = self.engine.allocated()
+        if need > width:  # a quarter more than needed: a growing dialogue reallocates less often
+            self.engine.allocate(rows, _round_up(need + need // 4), keep=self.cols)
 
     def append_chunks(self, chunks: list[list[int]], pad: int, turn: int) -> None:
         """Append one chunk per row, left-padded (attention 0) to the longest."""

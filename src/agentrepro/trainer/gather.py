@@ -47,6 +47,9 @@ def merge_rollouts(parts: list[Rollout], pad: int) -> Rollout:
 
 def merge_tokens(parts: list[torch.Tensor | None], width: int) -> torch.Tensor | None:
     """Per-token tensors (rows, tokens) of each rank, zero-padded to `width` and stacked; None if they are None."""
-    if parts[0] is None:
+    present = [p for p in parts if p is not None]
+    if not present:
         return None
-    return torch.cat([_padded(p, width, 0.0) for p in parts])
+    if len(present) != len(parts):
+        raise ValueError("per-token tensors from some ranks and None from others")
+    return torch.cat([_padded(p, width, 0.0) for p in present])

@@ -60,9 +60,10 @@ def apply(choice: str, lm: torch.nn.Module) -> bool:
         )
     from transformers.models.qwen2 import modeling_qwen2  # heavy: transformers, only for compiled update kernels
 
+    # each instance's forward is replaced (the modules keep their parameters, hooks and state_dict keys)
     for module in lm.modules():
         if isinstance(module, modeling_qwen2.Qwen2RMSNorm):
-            module.forward = types.MethodType(_norm_forward, module)
+            module.forward = types.MethodType(_norm_forward, module)  # type: ignore[method-assign]
         elif isinstance(module, modeling_qwen2.Qwen2MLP):
-            module.forward = types.MethodType(_mlp_forward, module)
+            module.forward = types.MethodType(_mlp_forward, module)  # type: ignore[method-assign]
     return True

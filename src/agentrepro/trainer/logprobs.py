@@ -47,7 +47,7 @@ class _HeadLogprobs(torch.autograd.Function):
         for s in range(0, n, step):
             logp_all = _chunk_log_softmax(h[s : s + step], w, b)
             logp[s : s + step] = logp_all.gather(-1, targets[s : s + step, None]).squeeze(-1)
-            if with_entropy:
+            if entropy is not None:
                 entropy[s : s + step] = -(logp_all.exp() * logp_all).sum(-1)
         ctx.save_for_backward(hidden, weight, bias, targets, entropy)
         ctx.dtype, ctx.step = dtype, step

@@ -121,7 +121,7 @@ class Trainer:
         self._new_optimizer()
         self.step = 0
         self.counters = {**dict.fromkeys(COUNTERS, 0), "wall_s": record.get("wall_s", 0.0)}
-        self.logs = {name: [] for name in LOGS}
+        self.logs: dict[str, list[dict[str, Any]]] = {name: [] for name in LOGS}
         self._save(every_rank=False)  # the other ranks wait for it
         self.reference = self._reference()
 
@@ -246,7 +246,7 @@ class Trainer:
         mask = ro.loss_mask.float()
         rows = ro.step_rows()
         t0 = time.perf_counter()
-        targets = training_targets(ro, values.cpu() if cfg.uses_value else None, cfg)
+        targets = training_targets(ro, values.cpu() if cfg.uses_value and values is not None else None, cfg)
         advantages, returns, turn_adv = targets.advantages, targets.returns, targets.turn_advantages
         if targets.result is not None:
             timings.update({k: v for k, v in targets.result.timings.items() if k in TIMED})

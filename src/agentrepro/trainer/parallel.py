@@ -187,14 +187,16 @@ class Ranks:
         has = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=params[0].device)
         dist.all_reduce(has)
         live = [p for p, h in zip(params, has.tolist()) if h > 0]
+        grads = []
         for p in live:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-        for bucket in _buckets(live):
-            flat = torch.cat([p.grad.reshape(-1) for p in bucket])
+            grads.append(p.grad)
+        for bucket in _buckets(grads):
+            flat = torch.cat([g.reshape(-1) for g in bucket])
             dist.all_reduce(flat)
-            for p, g in zip(bucket, flat.split([p.numel() for p in bucket])):
-                p.grad.copy_(g.view_as(p.grad))
+            for g, reduced in zip(bucket, flat.split([g.numel() for g in bucket])):
+                g.copy_(reduced.view_as(g))
 
     def gather_batch(self, rollout, stats: dict[str, torch.Tensor | None], pad: int):
         """(whole-batch rollout, whole-batch per-token `stats`, this rank's rows (bool, rows)) from every rank's."""
@@ -207,7 +209,7 @@ class Ranks:
 
 
 def _buckets(params: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-    """Parameters in runs of one dtype and device of at most BUCKET elements (one larger tensor: a run of its own)."""
+    """Tensors (gradients) in runs of one dtype and device of at most BUCKET elements (one larger tensor: a run of its own)."""
     out: list[list[torch.Tensor]] = []
     size = 0
     for p in params:

@@ -116,7 +116,7 @@ class Policy(nn.Module):
 
     def __init__(self, lm: nn.Module, hidden_size: int):
         super().__init__()
-        self.lm = lm
+        self.lm: Any = lm  # a transformers causal LM: its config, base_model and heads are read below
         self.value_head = nn.Linear(hidden_size, 1)
 
     def forward(

@@ -21,6 +21,7 @@ gradients differ from `fp32`'s by bf16 rounding; tests/trainer/test_precision.py
 from __future__ import annotations
 
 import copy
+from typing import TypeVar
 
 import torch
 from torch import nn
@@ -30,23 +31,28 @@ def _add_to_master(master: nn.Parameter):
     """A post-accumulate-grad hook for a bf16 parameter: add its gradient to `master`'s in float32, drop it."""
 
     def hook(work: torch.Tensor) -> None:
+        grad = work.grad
+        assert grad is not None  # the hook runs once a gradient was accumulated
         if master.grad is None:
-            master.grad = work.grad.to(torch.float32)
+            master.grad = grad.to(torch.float32)
         else:
-            master.grad.add_(work.grad)
+            master.grad.add_(grad)
         work.grad = None
 
     return hook
 
 
-def _bf16_weights(model: nn.Module) -> nn.Module:
+Model = TypeVar("Model", bound=nn.Module)
+
+
+def _bf16_weights(model: Model) -> Model:
     """`model` with its parameters in bf16, in place; buffers (RoPE's inverse frequencies) keep their dtype."""
     for param in model.parameters():
         param.data = param.data.to(torch.bfloat16)
     return model
 
 
-def update_model(choice: str, policy: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module:
+def update_model(choice: str, policy: Model, optimizer: torch.optim.Optimizer) -> Model:
     """The module the update runs forward and backward on: `policy` for fp32; for bf16-master a bf16 copy
     whose gradients go to `policy`'s parameters (float32) and which `optimizer`'s every step re-syncs.
     Call before activation checkpointing or compiled kernels are applied (they go on the returned module)."""
@@ -68,6 +74,6 @@ def update_model(choice: str, policy: nn.Module, optimizer: torch.optim.Optimize
     return work
 
 
-def frozen_model(choice: str, model: nn.Module) -> nn.Module:
+def frozen_model(choice: str, model: Model) -> Model:
     """A forward-only model (the KL reference) in the update's weight dtype: bf16 for bf16-master."""
     return _bf16_weights(model) if choice == "bf16-master" else model

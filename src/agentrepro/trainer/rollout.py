@@ -75,8 +75,8 @@ class Rollout:
 
     def step_rows(self) -> list[dict[str, Any]]:
         """One docs/design.md §3.5 step row per agent turn, in (traj, turn) order."""
-        episode = {}
-        success = {}
+        episode: dict[int, float] = {}
+        success: dict[int, bool] = {}
         for t in self.turns:
             episode[t.traj] = episode.get(t.traj, 0.0) + t.reward
             success[t.traj] = success.get(t.traj, False) or t.success
@@ -245,10 +245,10 @@ def _row_maker(policy, device, bf16, kv_cache, engine, max_new_tokens, bos):
 
     def new_rows(n: int):
         if engine is not None:
-            rows = StaticRows(engine, n, bos, max_new_tokens)
-            return rows, rows.generate
-        rows = _Rows(policy, device, bf16, n, bos, kv_cache)
-        return rows, lambda *args: _generate(rows, *args)
+            static = StaticRows(engine, n, bos, max_new_tokens)
+            return static, static.generate
+        eager = _Rows(policy, device, bf16, n, bos, kv_cache)
+        return eager, lambda *args: _generate(eager, *args)
 
     return new_rows
 
@@ -300,7 +300,7 @@ def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max
     current = [env.reset(int(s)) for env, s in zip(envs, seeds)]
     dialogues = [codec.dialogue(env, mode, *c) for env, c in zip(envs, current)]
     live = list(range(n))
-    pieces = []  # (traj, ids, attn, loss, turn) per (traj, turn) row
+    pieces: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []  # per (traj, turn) row
     turns: list[Turn] = []
     for t in range(max_turns):
         if not live:

@@ -91,7 +91,7 @@ def batched_token_stats(
             where=None if where is None else where[idx, :cols],
         )
         logp[idx, :cols] = lp.cpu()
-        if with_values:
+        if values is not None:
             values[idx, :cols] = v.cpu()
     return logp, values
 
@@ -159,7 +159,9 @@ def micro_batches(attention_mask: torch.Tensor, idx: torch.Tensor, budget: int) 
     attended = attention_mask[idx].bool()
     cols = torch.arange(attended.shape[1])
     lengths = torch.where(attended, cols + 1, 0).amax(-1)  # one past the last attended column
-    out, rows, width = [], [], 0
+    out: list[tuple[torch.Tensor, int]] = []
+    rows: list[int] = []
+    width = 0
     for k in torch.argsort(lengths, descending=True, stable=True).tolist():
         length = int(lengths[k])
         if rows and (len(rows) + 1) * max(width, length) > budget:

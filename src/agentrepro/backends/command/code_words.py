@@ -125,13 +125,12 @@ def _check_interpreter(words: list[Word], k: int, name: str, spec: Spec, *, wher
     code_given = False  # a code flag's argument was read: the first operand is then data
     i = k + 1
     while i < len(words):
-        _no_slot(words[i], i, name, "options, script or code", where)
-        text = literal(words[i])
+        text = _slot_free(words[i], i, name, "options, script or code", where)
         if text == "--":
             if not code_given and i + 1 < len(words):
-                _no_slot(words[i + 1], i + 1, name, "script or code", where)
+                code = _slot_free(words[i + 1], i + 1, name, "script or code", where)
                 if code_first:
-                    _check_code(literal(words[i + 1]), name, spec, where=where)
+                    _check_code(code, name, spec, where=where)
             return _after_operand(i + 1, spec, code_first and not code_given)
         if not text.startswith(("-", "+")) or text in ("-", "+"):  # the first operand
             if code_first and not code_given:
@@ -142,15 +141,14 @@ def _check_interpreter(words: list[Word], k: int, name: str, spec: Spec, *, wher
         elif text in spec.code_flags:
             i += 1
             if i < len(words):
-                _no_slot(words[i], i, name, "code", where)
-                _check_code(literal(words[i]), name, spec, where=where)
+                _check_code(_slot_free(words[i], i, name, "code", where), name, spec, where=where)
             if spec.code_ends_options:
                 return i + 1
             code_given = True
         elif text in spec.arg_flags:
             i += 1
             if i < len(words):
-                _no_slot(words[i], i, name, "options", where)
+                _slot_free(words[i], i, name, "options", where)
         i += 1
     return i
 
@@ -160,14 +158,17 @@ def _after_operand(i: int, spec: Spec, was_code: bool) -> int:
     return i + (2 if spec.shell and was_code else 1)
 
 
-def _no_slot(word: Word, i: int, name: str, role: str, where: str) -> None:
-    if any(isinstance(p, Slot) for p in word):
+def _slot_free(word: Word, i: int, name: str, role: str, where: str) -> str:
+    """The word's text; BadInput when it holds a placeholder."""
+    text = literal(word)
+    if text is None:
         raise BadInput(
             f"{_show(word)} (word {i + 1}) is among the {role} of `{name}`, where a value could become code "
             "or an option; pass values as the script's arguments (after the script, or after `--`) "
             "or through backend.env",
             where=where,
         )
+    return text
 
 
 def _check_code(code: str, name: str, spec: Spec, *, where: str) -> None:

@@ -70,7 +70,8 @@ def placeholders(words: list[Word]) -> list[str]:
 
 def literal(word: Word) -> str | None:
     """The word's text when it holds no placeholder, else None."""
-    return None if any(isinstance(p, Slot) for p in word) else "".join(word)
+    texts = [p for p in word if isinstance(p, str)]
+    return "".join(texts) if len(texts) == len(word) else None
 
 
 def split(template: Any, *, where: str = "command") -> list[Word]:

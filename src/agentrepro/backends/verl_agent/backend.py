@@ -74,7 +74,7 @@ BLOCK = COMMON | Block(
         },
     }
 )
-RAY_KEYS = {"executable": str, "num_cpus": int, "num_gpus": int, "client": bool, "worker_ports": int}
+RAY_KEYS: dict[str, type] = {"executable": str, "num_cpus": int, "num_gpus": int, "client": bool, "worker_ports": int}
 
 
 def workdir(config: dict[str, Any]) -> Path:
@@ -231,7 +231,8 @@ class VerlAgentBackend(Backend):
             kind = RAY_KEYS.get(key)
             if kind is None:
                 raise BadInput(f"unknown key (expected {', '.join(sorted(RAY_KEYS))})", where=f"backend.ray.{key}")
-            if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 1)):
+            not_positive = kind is int and (not isinstance(value, int) or isinstance(value, bool) or value < 1)
+            if not isinstance(value, kind) or not_positive:
                 raise BadInput(
                     f"expected {'a positive integer' if kind is int else kind.__name__}, got {value!r}",
                     where=f"backend.ray.{key}",

@@ -37,6 +37,7 @@ import json
 import os
 import sys
 import threading
+from typing import Any
 
 try:  # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
     import agentrepro_signature
@@ -129,7 +130,7 @@ def _wrap(module, qualname: str, make):
 
 
 def patch_envs(module) -> None:
-    worker_class = module.AlfworldWorker
+    worker_class: Any = module.AlfworldWorker
 
     class PinnedWorker(worker_class):
         """Validation worker i (created with seed i) plays only game i of the panel."""

@@ -64,6 +64,7 @@ def batch_rows(data) -> list[dict]:
     positions: dict[str, list[int]] = {}
     for i, t in enumerate(traj):
         positions.setdefault(str(t), []).append(i)
+    nxt: list[str | None]
     if "next_obs" in non:
         nxt = [_key(x) for x in non["next_obs"]]
     else:
