@@ -17,7 +17,8 @@ Measured, each the median over `--steps` steps after one untimed step:
   sync around each: the prefills, the decode loops, the environment and the prompts (chat template) per turn;
   how many times the engine allocated its buffers and captured its decode graph;
 * generated tokens per step and per rollout second; the pass budget `auto` chose and the peak GPU memory;
-* one checkpoint write (`Trainer._save`: weights, optimizer, RNG), and evaluating it on `--eval-tasks` tasks
+* one checkpoint write (`Trainer._save`: weights, optimizer, RNG): its file's bytes (not the step-0 checkpoint's
+  beside it, which the trainer writes at start, weights only) and the bytes of its parts, and evaluating it on `--eval-tasks` tasks
   (`trainer.evaluate.evaluate_run`, what the workflow's eval job runs) once the model is loaded;
 * `--profile`: cProfile of one more step, the 25 functions with the most cumulative time.
 """
@@ -69,6 +70,15 @@ class Clock:
         out = {k: round(v, 4) for k, v in self.seconds.items()} | {f"{k}_calls": v for k, v in self.calls.items()}
         self.seconds.clear(), self.calls.clear()
         return out
+
+
+def storage_bytes(tensors) -> int:
+    """Bytes of the storages under `tensors`, each counted once (tied weights share one), as torch.save writes them."""
+    seen: dict[int, int] = {}
+    for tensor in tensors:
+        storage = tensor.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
 
 
 def study_config(args, model_dir: str) -> dict:
@@ -125,6 +135,7 @@ def main(argv=None) -> int:
     from agentrepro.backends.builtin.backend import BuiltinBackend
     from agentrepro.runconfig import resolve_config
     from agentrepro.serving import tiny
+    from agentrepro.trainer import checkpoint as ckpt
     from agentrepro.trainer import decode, dialogue, rollout
     from agentrepro.trainer.evaluate import evaluate_run
 
@@ -215,7 +226,13 @@ def main(argv=None) -> int:
         trainer._save()
         sync()
         out["checkpoint_write_s"] = round(time.perf_counter() - t0, 3)
-        out["checkpoint_bytes"] = sum(p.stat().st_size for p in (run_dir / "checkpoints").glob("step*.pt"))
+        out["checkpoint_bytes"] = ckpt.checkpoint_path(run_dir, trainer.step).stat().st_size
+        out["checkpoint_part_bytes"] = {
+            "model": storage_bytes(trainer.policy.state_dict().values()),
+            "optimizer": storage_bytes(
+                t for state in trainer.optimizer.state.values() for t in state.values() if torch.is_tensor(t)
+            ),
+        }
         torch.cuda.CUDAGraph = real_graph
         del trainer
         if cuda:
