@@ -15,10 +15,10 @@ Debian's `podman` and `runc` are installed by scripts/system-deps.sh; without th
 or fail under AGENTREPRO_REQUIRE=podman (CI).
 
 `derive` builds an image on one of them (`podman build`, FROM it, COPY files in), as a framework's image adds its
-framework to a base. `stand_in_gpus` is how a job that asks for GPUs (`--device nvidia.com/gpu=all`, CDI) runs on
-these machines, which have none: the command runs in a private mount namespace whose /etc (an overlay of the host's,
-which stays as it is) holds a CDI specification of `nvidia.com/gpu=all` that gives the container no device, only
-AGENTREPRO_STAND_IN_GPU=all in its environment; podman 4.3 reads CDI specifications from /etc/cdi and /var/run/cdi
+framework to a base. `stand_in_gpus` is how a job that asks for GPUs (`--device nvidia.com/gpu=ID` per GPU of the
+job, CDI) runs on these machines, which have none: the command runs in a private mount namespace whose /etc (an
+overlay of the host's, which stays as it is) holds a CDI specification of GPUs `0` to `7` that gives the container no
+device, only AGENTREPRO_STAND_IN_GPU_<ID>=<ID> in its environment for each GPU it was given (`stand_in_gpus_given`); podman 4.3 reads CDI specifications from /etc/cdi and /var/run/cdi
 only, as a GPU node's `nvidia-ctk cdi generate` writes them.
 """
 
@@ -63,14 +63,17 @@ cgroup_manager = "cgroupfs"
 """
 
 
-STAND_IN_GPU_ENV = "AGENTREPRO_STAND_IN_GPU"  # what the stand-in GPU device puts into a container: its only effect
-STAND_IN_GPU_SPEC = f"""cdiVersion: "0.3.0"
-kind: nvidia.com/gpu
-devices:
-  - name: all
-    containerEdits:
-      env: ["{STAND_IN_GPU_ENV}=all"]
-"""
+STAND_IN_GPU_ENV = "AGENTREPRO_STAND_IN_GPU"  # what each stand-in GPU device puts into a container: its only effect
+STAND_IN_GPU_SPEC = 'cdiVersion: "0.3.0"\nkind: nvidia.com/gpu\ndevices:\n' + "".join(
+    f'  - name: "{i}"\n    containerEdits:\n      env: ["{STAND_IN_GPU_ENV}_{i}={i}"]\n' for i in range(8)
+)
+
+
+def stand_in_gpus_given(environ: dict[str, str]) -> str:
+    """The stand-in GPUs a container's environment shows it was given, as "1,3" ("" for none)."""
+    return ",".join(sorted(v for k, v in environ.items() if k.startswith(f"{STAND_IN_GPU_ENV}_")))
+
+
 OVERLAY_ETC = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"'
 
 
@@ -205,7 +208,7 @@ def derive(base: TestImage, directory: Path, variant: str, files: dict[str, Path
 
 
 def stand_in_gpus(directory: Path) -> tuple[str, ...]:
-    """The words that run a command where podman resolves `--device nvidia.com/gpu=all` to the stand-in CDI
+    """The words that run a command where podman resolves `--device nvidia.com/gpu=ID` to the stand-in CDI
     specification (module docstring); skip (or under AGENTREPRO_REQUIRE=podman fail) where no private mount
     namespace with an overlay can be made."""
     upper, work = directory / "etc-upper", directory / "etc-work"
@@ -293,4 +296,5 @@ __all__ = [
     "python_rootfs",
     "require_podman",
     "stand_in_gpus",
+    "stand_in_gpus_given",
 ]

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_games
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
-from podman_kit import STAND_IN_GPU_ENV, check_proof, derive, leftover_containers, stand_in_gpus
+from podman_kit import check_proof, derive, leftover_containers, stand_in_gpus, stand_in_gpus_given
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_head
@@ -595,7 +595,9 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     config["train"]["steps"] = 10
     config["train"]["step_rows"] = [1, 5]  # within the shortened run
     config["lock"]["path"] = str(study[1])
-    env, prefix, image = {"SLURM_JOB_ID": f"relax-e2e-{os.getpid()}-{where}"}, (), None
+    # the job's GPU as SLURM names it: the node's index, where CUDA_VISIBLE_DEVICES inside a device cgroup says 0
+    env = {"SLURM_JOB_ID": f"relax-e2e-{os.getpid()}-{where}", "SLURM_JOB_GPUS": "2", "CUDA_VISIBLE_DEVICES": "0"}
+    prefix, image = (), None
     if (
         where == "podman"
     ):  # the image's `ray` (on its PATH) runs the head and `ray job submit`, with the image's python3
@@ -606,7 +608,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
         config["image"] = image.block()
         prefix = stand_in_gpus(
             tmp_path / "gpus"
-        )  # podman resolves the job's GPUs (resources.gpus) to a stand-in CDI device
+        )  # podman resolves the job's GPUs (resources.gpus) to stand-in CDI devices
     else:
         config.pop("image")
         env["PATH"] = f"{make_ray(tmp_path / 'bin', sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
@@ -621,9 +623,11 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     driver = json.loads((save / "driver.json").read_text())
     assert "RELAX_SERVE_PORT" not in driver["env"] and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
-    assert (driver["env"].get("container"), driver["env"].get(STAND_IN_GPU_ENV)) == (
-        ("podman", "all") if image else (None, None)
-    )
+    assert (
+        driver["env"].get("container"),
+        stand_in_gpus_given(driver["env"]),
+        driver["env"].get("CUDA_VISIBLE_DEVICES"),
+    ) == (("podman", "2", "0") if image else (None, "", "0"))
     assert (driver["env"]["AGENTREPRO_STEP_ROWS"], driver["env"]["AGENTREPRO_POLICY_VERSION_OFFSET"]) == (
         "1,5",
         "0",

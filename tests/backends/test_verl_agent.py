@@ -191,7 +191,8 @@ RAN_IN = f"""\
 import json, os, sys
 IMAGE = "/etc/agentrepro-image"   # the test image's marker (tests/podman_kit.py); no such file on the host
 with open("ran_in.jsonl", "a") as fh:   # in the checkout, the working directory
-    fh.write(json.dumps({{"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": os.environ.get({STAND_IN_GPU_ENV!r}),
+    fh.write(json.dumps({{"program": os.path.basename(sys.argv[0]), "python": sys.executable, "gpu": ",".join(sorted(v for k, v in os.environ.items() if k.startswith({STAND_IN_GPU_ENV + "_"!r}))),
+                         "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
                          "image": open(IMAGE).read() if os.path.exists(IMAGE) else None}}) + "\\n")
 """
 
@@ -294,9 +295,10 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
         cfg["image"] = image.block()
         prefix = stand_in_gpus(
             tmp_path / "gpus"
-        )  # podman resolves the job's GPUs (resources.gpus 2) to a stand-in CDI device
+        )  # podman resolves the job's GPUs (resources.gpus 2) to stand-in CDI devices
     run_dir = tmp_path / "run"
-    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, prefix=prefix)
+    gpus = {"CUDA_VISIBLE_DEVICES": "1,3"}  # as workflow/scripts/gpu_slots.py names a local job's GPUs
+    result = run_cli("train", "--config", write_config(cfg), "--out", run_dir, prefix=prefix, env=gpus)
     assert result.returncode == 0, result.stderr + "".join(
         p.read_text() for p in (run_dir / "logs").glob("*.stderr.log")
     )
@@ -329,17 +331,19 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     if image is None:  # a PID of the host's namespace: that head is gone (a container's PIDs are its own namespace's)
         assert subprocess.run(["kill", "-0", str(start["pid"])], capture_output=True).returncode != 0
     (run_dir / "verl_validation" / "1.jsonl").unlink()  # as for a re-evaluated checkpoint: verl's validate-only run
-    result = run_cli("eval", "--run", run_dir, "--step", 1, prefix=prefix)
+    result = run_cli("eval", "--run", run_dir, "--step", 1, prefix=prefix, env=gpus)
     assert result.returncode == 0, result.stderr
     rows = jsonl(run_dir / "eval" / "step1" / "outcomes.jsonl")
     assert [(r["task_id"], r["success"]) for r in rows] == [("alf-0", 1), ("alf-1", 0), ("alf-2", 0)]
     assert [e["event"] for e in jsonl(workdir / "bin" / "ray.jsonl")] == ["start", "stop"] * 2
     ran_in = jsonl(workdir / "ran_in.jsonl")
     assert [r["program"] for r in ran_in] == ["prepare.py", "fake_trainer.py"] * 2
-    ran_by = (
-        (str(PYTHON_IN_IMAGE), f"{image.variant}\n", "all") if image else (shutil.which("python3"), None, None)
-    )  # the image's, or the host's PATH's
-    assert {(r["python"], r["image"], r["gpu"]) for r in ran_in} == {ran_by}
+    ran_by = (  # the image's python with the job's GPUs only, numbered from 0 inside; or the host's PATH's
+        (str(PYTHON_IN_IMAGE), f"{image.variant}\n", "1,3", "0,1")
+        if image
+        else (shutil.which("python3"), None, "", "1,3")
+    )
+    assert {(r["python"], r["image"], r["gpu"], r["cuda"]) for r in ran_in} == {ran_by}
     if image:
         other = request.getfixturevalue("podman_images")["b"]
         check_proof(run_dir / "provenance.json", ["prepare_data", "train"], image, other, must_run=True)

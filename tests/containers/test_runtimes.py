@@ -13,11 +13,22 @@ import pytest
 from helpers import FIXTURES, REPO, require
 
 from agentrepro import containers
-from agentrepro.containers.runtimes import APPTAINER, DOCKER, PODMAN, Mount, RunRequest, merged_mounts
-from agentrepro.errors import BadInput
+from agentrepro.containers.runtimes import (
+    APPTAINER,
+    DOCKER,
+    GPU_SOURCES,
+    PODMAN,
+    UNNAMED_GPUS,
+    Mount,
+    RunRequest,
+    allocated_gpus,
+    merged_mounts,
+)
+from agentrepro.errors import BadInput, Failure
 from agentrepro.reading import load_json
 
 DIGEST = "sha256:" + "ab" * 32
+UUID = "GPU-8f6d2a3c-1b2e-4c5d-9e8f-0a1b2c3d4e5f"  # as `nvidia-smi -L` and the CDI names of nvidia-ctk print one
 REQUEST = RunRequest(
     "ghcr.io/org/trainer@" + DIGEST,
     ("python3", "-m", "train", "--lr", "$(x)"),
@@ -31,6 +42,7 @@ REQUEST = RunRequest(
         ]
     ),
     gpus=True,
+    devices=("1", UUID),
     cidfile=Path("/srv/study/runs/s/m/seed0/logs/train.cid"),
 )
 
@@ -52,10 +64,15 @@ def test_podman_renders_only_flags_its_help_documents():
         subprocess.run(["podman", "run", "--help"], capture_output=True, text=True, check=True).stdout
     )
     assert set(_options(argv, REQUEST.reference)) <= documented and env == {}
-    assert (
-        argv[argv.index("--device") + 1] == "nvidia.com/gpu=all"
-        and ["--env", "CUDA_VISIBLE_DEVICES"] == argv[argv.index("--env") : argv.index("--env") + 2]
-    )
+    gpus = argv[argv.index("--device") : argv.index("--volume")]
+    assert gpus == [
+        "--device",
+        "nvidia.com/gpu=1",
+        "--device",
+        f"nvidia.com/gpu={UUID}",
+        "--env",
+        "CUDA_VISIBLE_DEVICES=0,1",
+    ]
 
 
 def test_docker_renders_only_flags_its_help_documents():
@@ -63,7 +80,9 @@ def test_docker_renders_only_flags_its_help_documents():
     argv, _ = DOCKER.run_argv(REQUEST)
     documented = _documented((FIXTURES / "containers" / "docker-run-help.txt").read_text())
     assert set(_options(argv, REQUEST.reference)) <= documented
-    assert argv[argv.index("--gpus") + 1] == "all" and re.fullmatch(r"\d+:\d+", argv[argv.index("--user") + 1])
+    assert argv[argv.index("--gpus") + 1] == f'"device=1,{UUID}"' and re.fullmatch(
+        r"\d+:\d+", argv[argv.index("--user") + 1]
+    )
     assert "--format" in _documented((FIXTURES / "containers" / "docker-version-help.txt").read_text())
 
 
@@ -83,9 +102,11 @@ def test_podman_and_docker_command_lines_in_full():
         "--ipc",
         "host",
         "--device",
-        "nvidia.com/gpu=all",
+        "nvidia.com/gpu=1",
+        "--device",
+        f"nvidia.com/gpu={UUID}",
         "--env",
-        "CUDA_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES=0,1",
         "--volume",
         "/data/alfworld:/data/alfworld:ro",
         "--volume",
@@ -265,3 +286,50 @@ def test_the_runtimes_are_the_schemas_runtimes():
         tuple(form["properties"]["runtime"]["enum"]) == containers.RUNTIMES
         for form in lock["$defs"]["image"]["oneOf"][:2]
     )
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"SLURM_STEP_GPUS": "2", "SLURM_JOB_GPUS": "2,3", "CUDA_VISIBLE_DEVICES": "0"}, ("2",)),
+        ({"SLURM_JOB_GPUS": "2,3", "CUDA_VISIBLE_DEVICES": "0,1"}, ("2", "3")),
+        ({"CUDA_VISIBLE_DEVICES": f"3, {UUID}"}, ("3", UUID)),
+        ({"SLURM_JOB_GPUS": "", "CUDA_VISIBLE_DEVICES": ""}, None),
+        ({}, None),
+    ],
+)
+def test_a_jobs_gpus_are_the_ones_its_scheduler_named(environ, expected):
+    """SLURM's names of the node's GPUs (the indices CDI and docker name devices by) before CUDA_VISIBLE_DEVICES,
+    which inside a SLURM job's device cgroup counts from 0 whatever GPUs the job holds; none named: None."""
+    assert allocated_gpus(environ) == expected
+
+
+@pytest.mark.parametrize("value", ["all", "0,all", "-1", "0;1", "GPU-$(id)", "1,,2", "0 1"])
+def test_a_gpu_list_that_names_no_devices_is_refused_naming_its_variable(value):
+    with pytest.raises(BadInput) as caught:
+        allocated_gpus({"SLURM_JOB_GPUS": value, "CUDA_VISIBLE_DEVICES": "0"})
+    assert caught.value.where == "SLURM_JOB_GPUS"
+
+
+def test_a_job_whose_gpus_no_one_named_is_shown_but_never_runs(tmp_path, monkeypatch):
+    """Reviewed where no GPU is named (`agentrepro command` on a login node), the line shows a marker where the
+    devices go; run so, the job stops before its container starts instead of being given every GPU of the node."""
+    for name in GPU_SOURCES:
+        monkeypatch.delenv(name, raising=False)
+    config = {
+        "image": {"runtime": "podman", "ref": "ghcr.io/org/trainer", "digest": DIGEST},
+        "resources": {"gpus": 2},
+    }
+    run_dir = tmp_path / "run"
+    program = containers.program(
+        config, ["python3", "-c", "pass"], {}, None, run_dir=run_dir, job_dir=run_dir, label="t"
+    )
+    assert f"nvidia.com/gpu={UNNAMED_GPUS}" in program.argv and not [w for w in program.argv if w.endswith("=all")]
+    with pytest.raises(Failure, match="none of SLURM_STEP_GPUS, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES names any"):
+        with containers.proven(program, run_dir):
+            pytest.fail("the program ran")
+    monkeypatch.setenv("SLURM_JOB_GPUS", "5,7")
+    program = containers.program(
+        config, ["python3", "-c", "pass"], {}, None, run_dir=run_dir, job_dir=run_dir, label="t"
+    )
+    assert "nvidia.com/gpu=5" in program.argv and "nvidia.com/gpu=7" in program.argv

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.containers.image import Image, archive_image_id, image_of
-from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest, merged_mounts
+from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest, allocated_gpus, merged_mounts
 
 CACHE_VARIABLE = "AGENTREPRO_IMAGE_CACHE"
 
@@ -38,11 +38,13 @@ def image_cache() -> Path:
 
 @dataclass(frozen=True)
 class Container:
-    """The image a job's programs run in, with the job's mounts and GPUs."""
+    """The image a job's programs run in, with the job's mounts and GPUs (`gpu_devices`: allocated_gpus, None where
+    the environment names none)."""
 
     image: Image
     mounts: tuple[Mount, ...]
     gpus: bool = False
+    gpu_devices: tuple[str, ...] | None = None
     cache: Path = field(default_factory=image_cache)
 
     @property
@@ -98,7 +100,7 @@ def container_for(
     mounts += [Mount(Path(path).resolve()) for path in extra]
     mounts += [Mount(Path(path).resolve(), read_only=False) for path in shared]
     gpus = int((config.get("resources") or {}).get("gpus") or 0) > 0
-    return Container(image, merged_mounts(mounts), gpus=gpus)
+    return Container(image, merged_mounts(mounts), gpus=gpus, gpu_devices=allocated_gpus() if gpus else None)
 
 
 def program(
@@ -123,7 +125,14 @@ def program(
     )  # relative: under the mounted study root; absolute elsewhere: in the image
     cidfile = (Path(job_dir) / "logs" / f"{label}.cid").resolve() if container.image.runtime != "apptainer" else None
     request = RunRequest(
-        container.reference(), tuple(argv), dict(env), workdir, container.mounts, container.gpus, cidfile
+        container.reference(),
+        tuple(argv),
+        dict(env),
+        workdir,
+        container.mounts,
+        container.gpus,
+        container.gpu_devices,
+        cidfile,
     )
     wrapped, host_env = container.runtime.run_argv(request)
     return Program(tuple(wrapped), host_env, None, container, cidfile, label)

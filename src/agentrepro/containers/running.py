@@ -25,6 +25,7 @@ from agentrepro.containers.image import archive_image_id
 from agentrepro.containers.job import Container, Program
 from agentrepro.containers.prepare import ask, prepare
 from agentrepro.containers.proof import add_record, record
+from agentrepro.containers.runtimes import GPU_SOURCES
 from agentrepro.errors import Failure
 from agentrepro.fileio import sha256_file
 
@@ -36,6 +37,11 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
     if container is None:
         yield
         return
+    if container.gpus and container.gpu_devices is None:
+        raise Failure(
+            f"the job asks for GPUs, but none of {', '.join(GPU_SOURCES)} names any: a container is never given "
+            "every GPU of the node (set CUDA_VISIBLE_DEVICES to this job's, or run it under SLURM with --gpus)"
+        )
     for mount in container.mounts:
         if not mount.path.exists():
             raise Failure(f"{mount.path} cannot be mounted into the container: it does not exist")

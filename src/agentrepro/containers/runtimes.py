@@ -11,13 +11,16 @@ Paths keep their host names inside the container, so the program's own argv need
   ... --workdir DIR --env NAME=VALUE ... IMAGE ARGV`. The image is `REPOSITORY@sha256:<digest>` or the image ID of
   a loaded archive. No `--rm`: after the program ends, `container inspect` of the container named in the cidfile
   says which image ID it ran and `image inspect` of that ID the digests the runtime knows it by; then the
-  container is removed. GPUs: podman `--device nvidia.com/gpu=all` (CDI), docker `--gpus all`; the job's own
-  CUDA_VISIBLE_DEVICES is passed by name. docker also runs as the calling user (`--user UID:GID`) so the run
+  container is removed. GPUs: only the job's own (`allocated_gpus`: SLURM's SLURM_STEP_GPUS or SLURM_JOB_GPUS, the
+  node's indices, else CUDA_VISIBLE_DEVICES), never every GPU of the node: podman `--device nvidia.com/gpu=ID` per
+  device (CDI names, as `nvidia-ctk cdi generate` writes them: an index or a UUID), docker `--gpus "device=ID,..."`;
+  inside, they are devices 0..n-1, and CUDA_VISIBLE_DEVICES says so. docker also runs as the calling user (`--user UID:GID`) so the run
   directory stays the user's; rootful podman runs as root, rootless podman maps root to the user.
   Host settings (OCI runtime, cgroup manager, default ulimits) belong in containers.conf (podman) or the daemon's
   configuration (docker), not in the study.
 * apptainer: `apptainer exec --cleanenv --contain [--nv] --bind SRC:SRC[:ro] ... --pwd DIR IMAGE env -- NAME=VALUE
-  ... ARGV`. The image is a SIF: the study's own file, or the SIF converted once from `docker://REPOSITORY@sha256:...`
+  ... ARGV`. `--nv` binds the host's GPU devices and the host's CUDA_VISIBLE_DEVICES selects among them, as on the
+  host (under SLURM the job's device cgroup leaves only its own GPUs usable). The image is a SIF: the study's own file, or the SIF converted once from `docker://REPOSITORY@sha256:...`
   into the image cache (prepare.py). Proof: `apptainer inspect --deffile` of a converted SIF names the digest it was
   built from, and a study's own SIF is hashed before it runs.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,11 @@ from agentrepro.errors import BadInput
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PASSED_BY_NAME = ("CUDA_VISIBLE_DEVICES",)  # the scheduler's choice of GPUs for this job, when the job has GPUs
+# where a job's GPUs are named, first match first: SLURM's step, SLURM's job (the node's indices, which the runtimes'
+# device names use), a local run's CUDA_VISIBLE_DEVICES (workflow/scripts/gpu_slots.py sets the node's IDs)
+GPU_SOURCES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES")
+GPU_ID = re.compile(r"^(?:\d{1,4}|(?:GPU|MIG)-[0-9A-Za-z-]{1,80})$")  # an index or a UUID, as nvidia-smi -L prints them
+UNNAMED_GPUS = "<job-gpus>"  # shown for review where no GPU is named; a job never runs with it (running.py)
 FORBIDDEN_IN_PATH = re.compile(r"[:,\x00-\x1f\x7f]")  # ':' and ',' separate the runtimes' mount fields and lists
 
 
@@ -68,6 +77,7 @@ class RunRequest:
     cwd: Path = Path("/")
     mounts: tuple[Mount, ...] = ()
     gpus: bool = False
+    devices: tuple[str, ...] | None = None  # the job's GPUs when `gpus` (allocated_gpus); None: not named here
     cidfile: Path | None = None  # podman / docker: where the runtime writes the container's ID
 
     def __post_init__(self) -> None:
@@ -78,6 +88,22 @@ class RunRequest:
             raise BadInput("no program to run", where="argv")
         if not self.cwd.is_absolute():
             raise BadInput(f"the working directory must be absolute, got {str(self.cwd)!r}", where="cwd")
+
+
+def allocated_gpus(environ: Mapping[str, str] | None = None) -> tuple[str, ...] | None:
+    """The GPUs this job was given, by the node's names (GPU_SOURCES), or None where none is named (a review of the
+    command on a login node). BadInput naming the variable for a value that is not a list of GPU IDs."""
+    environ = os.environ if environ is None else environ
+    for name in GPU_SOURCES:
+        value = environ.get(name, "").strip()
+        if not value:
+            continue
+        ids = tuple(part.strip() for part in value.split(","))
+        bad = [part for part in ids if not GPU_ID.match(part)]
+        if bad:
+            raise BadInput(f"{bad[0]!r} is not a GPU index or UUID", where=name)
+        return ids
+    return None
 
 
 def merged_mounts(mounts: list[Mount]) -> tuple[Mount, ...]:
@@ -99,7 +125,7 @@ class OciEngine:
     """podman or docker: the same command line but for GPUs, the user, and the fields their inspect prints."""
 
     name: str
-    gpu_flags: tuple[str, ...]
+    cdi: bool  # GPUs as CDI devices (podman), or docker's --gpus
     version_format: str
     run_as_caller: bool = False
 
@@ -123,13 +149,23 @@ class OciEngine:
         if self.run_as_caller:
             argv += ["--user", f"{os.getuid()}:{os.getgid()}"]
         if request.gpus:
-            argv += [*self.gpu_flags, *(word for name in PASSED_BY_NAME for word in ("--env", name))]
+            argv += self.gpu_argv(request.devices)
         for mount in request.mounts:
             argv += ["--volume", mount.spec()]
         argv += ["--workdir", str(request.cwd)]
         for name, value in sorted(request.env.items()):
             argv += ["--env", f"{name}={value}"]
         return [*argv, request.reference, *request.argv], {}
+
+    def gpu_argv(self, devices: tuple[str, ...] | None) -> list[str]:
+        """The job's GPUs and nothing else of the node's, numbered 0..n-1 inside (CUDA_VISIBLE_DEVICES)."""
+        if self.cdi:
+            argv = [word for device in devices or (UNNAMED_GPUS,) for word in ("--device", f"nvidia.com/gpu={device}")]
+        else:  # docker splits the value at commas unless it is quoted: the quotes are part of the value
+            argv = ["--gpus", f'"device={",".join(devices or (UNNAMED_GPUS,))}"']
+        if devices:
+            argv += ["--env", "CUDA_VISIBLE_DEVICES=" + ",".join(str(i) for i in range(len(devices)))]
+        return argv
 
     def version_argv(self) -> list[str]:
         return [self.executable, "version", "--format", self.version_format]
@@ -245,7 +281,7 @@ def _with_prefix(image_id: str) -> str:
     return image_id if image_id.startswith("sha256:") or not image_id else f"sha256:{image_id}"
 
 
-PODMAN = OciEngine("podman", gpu_flags=("--device", "nvidia.com/gpu=all"), version_format="{{.Client.Version}}")
-DOCKER = OciEngine("docker", gpu_flags=("--gpus", "all"), version_format="{{.Server.Version}}", run_as_caller=True)
+PODMAN = OciEngine("podman", cdi=True, version_format="{{.Client.Version}}")
+DOCKER = OciEngine("docker", cdi=False, version_format="{{.Server.Version}}", run_as_caller=True)
 APPTAINER = Apptainer()
 RUNTIME = {"apptainer": APPTAINER, "podman": PODMAN, "docker": DOCKER}
