@@ -38,12 +38,63 @@ def test_a_block_holds_the_head_ports_and_every_worker_port_it_was_sized_for(tmp
         assert int(flags["max-worker-port"]) - int(flags["min-worker-port"]) + 1 == 315
         assert int(flags["min-worker-port"]) == ports.base + ray_head.HEAD_PORTS
         numbers = sorted(int(v) for k, v in flags.items())
-        assert numbers[0] == ports.base and numbers[-1] == ports.base + ports.size - 1 < ray_head.ephemeral_low()
+        first, last = ray_head.ephemeral_range()
+        assert numbers[0] == ports.base and not any(first <= n <= last for n in numbers)
         assert ports.base >= ray_head.PORT_LOW
     finally:
         held.release()
     assert ray_head.RayPorts(30000).flags()[-2:] == ["--min-worker-port=0", "--max-worker-port=0"]
     assert not any("client" in f for f in ray_head.RayPorts(30000).flags(client=False))
+
+
+def _kernel(monkeypatch, tmp_path, ephemeral: str, reserved: str = "") -> None:
+    """This node's kernel port settings, as /proc/sys/net/ipv4 shows them."""
+    for name, text in (("EPHEMERAL", ephemeral), ("RESERVED", reserved)):
+        path = tmp_path / name.lower()
+        path.write_text(text + "\n")
+        monkeypatch.setattr(ray_head, name, path)
+
+
+@pytest.mark.parametrize(
+    ("ephemeral", "reserved", "rooms"),
+    [
+        ("20000\t60999", "", [(61000, 65535)]),  # the range from PORT_LOW up: above it
+        ("9000\t65499", "20500-21999", [(20500, 21999), (65500, 65535)]),  # a tuned node: the ports it reserves
+        ("32768\t60999", "", [(20000, 32767), (61000, 65535)]),  # Linux's default: below it or above it
+    ],
+)
+def test_blocks_lie_where_the_kernel_gives_no_connection_its_ports(monkeypatch, tmp_path, ephemeral, reserved, rooms):
+    """A block lies outside the ephemeral range, or inside it where the kernel reserves ports, wherever that is; a
+    node whose range starts at PORT_LOW no longer refuses every job."""
+    _kernel(monkeypatch, tmp_path, ephemeral, reserved)
+    assert ray_head.port_windows() == [(low, high + 1) for low, high in rooms]
+    held = [ray_head.reserve(315, directory=tmp_path / "ports", rng=random.Random(seed)) for seed in range(2)]
+    try:
+        for reservation in held:
+            first, last = reservation.ports.base, reservation.ports.base + reservation.ports.size - 1
+            assert any(low <= first and last <= high for low, high in rooms), (first, last)
+    finally:
+        for reservation in held:
+            reservation.release()
+
+
+def test_a_node_with_no_room_for_the_block_says_so_once_instead_of_asking_to_retry(monkeypatch, tmp_path, capsys):
+    """ "9000 65499" leaves 36 ports above the range and none reserved: no block of 325 ever fits, so the head exits 1
+    with one line naming the kernel settings, not 75 (EX_TEMPFAIL: "busy, try later"), and starts nothing."""
+    _kernel(monkeypatch, tmp_path, "9000 65499")
+    monkeypatch.setenv(ray_head.PORTS_ENV, str(tmp_path / "ports"))
+    with pytest.raises(ray_head.NoRoom, match="65500-65535"):
+        ray_head.reserve(315, directory=tmp_path / "ports")
+    status = ray_head.run(["true"], key="k", worker_ports=315, ray=str(tmp_path / "no-ray"))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert status == 1 and len(lines) == 1 and "net.ipv4.ip_local_port_range" in lines[0]
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1-x", "70000-80000"])
+def test_reserved_ports_that_cannot_be_read_reserve_nothing_outside_the_kernels_own(monkeypatch, tmp_path, text):
+    """Unreadable or empty: none; ports past 65535 are dropped."""
+    _kernel(monkeypatch, tmp_path, "32768 60999", text)
+    assert ray_head.reserved_ports() == set()
 
 
 def test_two_reservations_starting_at_the_same_place_are_disjoint(tmp_path):

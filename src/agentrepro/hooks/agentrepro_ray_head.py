@@ -11,7 +11,8 @@ it through RAY_ADDRESS (verl's `ray.init()` and Ray's job CLI both read it): the
 127.0.0.1:<port>, or with `--dashboard` the job API http://127.0.0.1:<dashboard port> (Ray's job CLI prefers it to
 any --address). On exit, normal, failure or SIGTERM, only that head's process group is signalled, never
 `ray stop` or pkill, and the reservation goes with the head. Exit status: PROGRAM's; 75 (EX_TEMPFAIL) when no
-ports could be reserved (a hard-coded port in use: another job's); 1 if the head does not come up. Arguments are
+ports could be reserved (a hard-coded port in use: another job's, or every block held); 1 if the head does not come
+up, or if this node leaves no room for the block at all (`NoRoom`: a kernel setting, not a busy node). Arguments are
 a list from start to end: no shell is involved.
 
 Ports: picked when the job starts, never derived from its name, so two jobs on one node cannot collide.
@@ -19,9 +20,11 @@ Ports: picked when the job starts, never derived from its name, so two jobs on o
 reservation of another job holds and every port that something listens on, and records its block as a file
 (`agentrepro-ray-<base>-<uid>.ports`) that stays locked (flock) while the job's head lives: a reservation is live
 exactly as long as that lock is held, which the kernel releases when the last holder exits, whatever its PID
-namespace or container. Blocks lie in [PORT_LOW, the kernel's ephemeral range): no worker binding port 0 and no
-outgoing connection is given one by the kernel, and Ray's own defaults (6379, 8265, 10001, 10002-19999, 52365)
-are outside it. A block is HEAD_PORTS head ports (`RayPorts`), then, when the job states how many Ray worker
+namespace or container. Blocks lie in PORT_LOW-65535 outside the kernel's ephemeral range, or inside it where the
+kernel keeps ports out of it (ip_local_reserved_ports): no outgoing connection is given one of them by the kernel
+(`port_windows`), and Ray's own defaults (6379, 8265, 10001, 10002-19999) are below PORT_LOW. Linux's default range
+(32768-60999) leaves 20000-32767 and 61000-65535; a node tuned to "9000 65499" leaves 36 ports, too few for any
+block, and the job says so (NoRoom) instead of waiting for ports that never come free. A block is HEAD_PORTS head ports (`RayPorts`), then, when the job states how many Ray worker
 processes it creates, that many worker ports (`--min/--max-worker-port`); otherwise each worker binds a free
 port the kernel picks (`--min-worker-port=0 --max-worker-port=0`). Ports a framework hard-codes (Relax's
 Ray Serve on 8000) are reserved the same way, so a second job needing one waits for the first (EX_TEMPFAIL).
@@ -62,6 +65,7 @@ PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
 PORTS_DEFAULT = "/tmp/agentrepro-ray"
 EX_TEMPFAIL = 75
 EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+RESERVED = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")  # "8000-8010,9000": kept out of the ephemeral range
 PORT_MAX = 65535
 RECORD_MAX_BYTES = 4096  # a record is one line of a few numbers
 MAX_FIXED = 64  # hard-coded ports one record may hold
@@ -165,6 +169,10 @@ class PortsTaken(Exception):
     """No block could be reserved, or a hard-coded port is held by another job or listened on."""
 
 
+class NoRoom(Exception):
+    """No block of the job's size fits where this node lets blocks lie (port_windows), however idle the node."""
+
+
 class UnsafeFolder(Exception):
     """The reservations folder, or its lock, is not what this module made: a link, another kind of file, or a folder
     others may write in that is not sticky (module docstring)."""
@@ -227,12 +235,46 @@ def ports_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path((os.environ if environ is None else environ).get(PORTS_ENV) or PORTS_DEFAULT)
 
 
-def ephemeral_low() -> int:
-    """The first port of the kernel's ephemeral range (Linux's default 32768 when it cannot be read)."""
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's ephemeral range, first and last port (Linux's default 32768-60999 when it cannot be read)."""
     try:
-        return int(EPHEMERAL.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
+        low, high = (int(word) for word in EPHEMERAL.read_text().split()[:2])
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
+def reserved_ports() -> set[int]:
+    """The ports the kernel keeps out of its ephemeral range (none when they cannot be read)."""
+    found: set[int] = set()
+    try:
+        text = RESERVED.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return found
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        try:
+            low, high = int(first), int(last or first)
+        except ValueError:
+            return set()  # not the kernel's format: nothing is counted as reserved
+        found.update(range(max(low, 1), min(high, PORT_MAX) + 1))
+    return found
+
+
+def port_windows() -> list[tuple[int, int]]:
+    """Where a block may lie, as [low, high) runs of ports from PORT_LOW to 65535: outside the ephemeral range, or
+    inside it where the kernel reserves them."""
+    ephemeral, reserved = ephemeral_range(), reserved_ports()
+    windows: list[tuple[int, int]] = []
+    start = None
+    for port in range(PORT_LOW, PORT_MAX + 2):
+        usable = port <= PORT_MAX and (not ephemeral[0] <= port <= ephemeral[1] or port in reserved)
+        if usable and start is None:
+            start = port
+        elif not usable and start is not None:
+            windows.append((start, port))
+            start = None
+    return windows
 
 
 def bindable(port: int) -> bool:
@@ -298,7 +340,7 @@ def reserve(
     """Reserve a block of HEAD_PORTS + `workers` ports (and the hard-coded `fixed` ones) for this job; PortsTaken
     when a fixed port is held or listened on, or when no block is free (module docstring)."""
     directory = shared_folder(directory or ports_dir())
-    size, high = HEAD_PORTS + workers, ephemeral_low()
+    size, windows = HEAD_PORTS + workers, port_windows()
     lock = directory / "agentrepro-ray.lock"
     try:  # read-only: flock needs no write access, so the first user's lock serves every user
         guard = os.fdopen(_open_regular(lock, os.O_RDONLY | os.O_CREAT), "rb")
@@ -311,7 +353,7 @@ def reserve(
         if busy:
             raise PortsTaken(f"port {busy[0]}, which the framework hard-codes, is in use on this node (another job's?)")
         while True:
-            base = _free_block(size, PORT_LOW, high, held, rng or random.Random())
+            base = _free_block(size, windows, held, rng or random.Random())
             path = directory / f"agentrepro-ray-{base}-{os.getuid()}.ports"
             try:  # never through a link, never over a file someone else left under this name
                 fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -326,23 +368,32 @@ def reserve(
     return Reservation(RayPorts(base, workers), tuple(fixed), path, handle)
 
 
-def _free_block(size: int, low: int, high: int, held: set[int], rng: random.Random) -> int:
-    """The first base at or after a random start (wrapping once) whose `size` ports are neither held nor bound."""
-    if high - low < size:
-        raise PortsTaken(
-            f"a block of {size} ports does not fit in {low}-{high - 1} (below the kernel's ephemeral range)"
+def _free_block(size: int, windows: list[tuple[int, int]], held: set[int], rng: random.Random) -> int:
+    """The first base at or after a random start (wrapping once over the windows' bases) whose `size` ports are
+    neither held nor bound; NoRoom when no window holds `size` ports."""
+    bases = [(low, high - size + 1) for low, high in windows if high - low >= size]  # [first, last + 1) of bases
+    shown = ", ".join(f"{low}-{high - 1}" for low, high in windows) or "none"
+    if not bases:
+        raise NoRoom(
+            f"a block of {size} ports fits nowhere this node lets Ray's ports lie (from {PORT_LOW}, outside the "
+            f"kernel's ephemeral range {'-'.join(map(str, ephemeral_range()))} or in its reserved ports: {shown}); "
+            "widen the room with sysctl net.ipv4.ip_local_port_range or net.ipv4.ip_local_reserved_ports"
         )
-    span = high - low - size + 1
-    start, tried = rng.randrange(span), 0
-    offset = start
-    while tried < span:
-        base = low + offset
+    total = sum(last - first for first, last in bases)
+    offset, tried = rng.randrange(total), 0
+    while tried < total:
+        rest = offset
+        for first, last in bases:  # the base at `offset` of all windows' bases
+            if rest < last - first:
+                break
+            rest -= last - first
+        base = first + rest
         clash = next((p for p in range(base, base + size) if p in held or not bindable(p)), None)
         if clash is None:
             return base
-        step = clash - base + 1  # every base up to the clash contains it
-        tried, offset = tried + step, (offset + step) % span
-    raise PortsTaken(f"no {size} free consecutive ports in {low}-{high - 1}")
+        step = min(clash - base + 1, last - base)  # every base up to the clash contains it; not past the window
+        tried, offset = tried + step, (offset + step) % total
+    raise PortsTaken(f"no {size} free consecutive ports in {shown}")
 
 
 # --- the head --------------------------------------------------------------------------------------------------
@@ -428,7 +479,7 @@ def run(
     except PortsTaken as exc:
         print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
         return EX_TEMPFAIL
-    except UnsafeFolder as exc:
+    except (NoRoom, UnsafeFolder) as exc:
         print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
         return 1
     ports = reservation.ports
@@ -504,6 +555,7 @@ __all__ = [
     "EX_TEMPFAIL",
     "HEAD_PORTS",
     "HeadFailed",
+    "NoRoom",
     "PortsTaken",
     "RayPorts",
     "Reservation",
