@@ -69,6 +69,36 @@ def test_a_wrapped_program_runs_in_its_pinned_image_and_proves_it(podman_images,
     assert leftover_containers() == [] and not (run_dir / "logs" / "train.cid").exists()
 
 
+THREADS = """
+import json, os, threading
+stop, started = threading.Event(), 0
+try:
+    for _ in range(int(os.environ["COUNT"])):
+        threading.Thread(target=stop.wait).start()
+        started += 1
+except RuntimeError:  # can't start new thread: the container's process limit
+    pass
+stop.set()
+json.dump(started, open(os.path.join(os.environ["OUT"], "threads.json"), "w"))
+"""
+
+
+def test_a_job_runs_more_threads_than_podmans_default_limit(podman_images, tmp_path, monkeypatch):
+    """A framework's Ray actors run about 25 threads each, and a recipe's 256 env workers about 6,400 together: past
+    podman's default of 2,048 processes a container, where thread creation fails and `ray.get` never returns. The
+    container has no limit of the runtime's own (the node's cgroups bound the job): 3,000 threads start."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    config = {"image": podman_images["a"].block(), "resources": {"gpus": 0}}
+    env = {"OUT": str(run_dir), "COUNT": "3000"}
+    program = containers.program(
+        config, ["python3", "-c", THREADS], env, None, run_dir=run_dir, job_dir=run_dir, label="threads"
+    )
+    _run(program, run_dir)
+    assert json.loads((run_dir / "threads.json").read_text()) == 3000
+
+
 def test_another_images_digest_is_detected(podman_images, tmp_path, monkeypatch):
     """A run proven for image `a` is no proof of image `b`: the mismatch names the digest the runtime resolved and b's."""
     a, b = podman_images["a"], podman_images["b"]

@@ -101,6 +101,8 @@ def test_podman_and_docker_command_lines_in_full():
         "host",
         "--ipc",
         "host",
+        "--pids-limit",
+        "-1",
         "--device",
         "nvidia.com/gpu=1",
         "--device",

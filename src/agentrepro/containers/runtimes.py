@@ -7,8 +7,8 @@ for podman and docker; for Apptainer, whose `--env` splits at commas and evaluat
 under `env NAME=VALUE ...` inside the image), and a mount path is checked (`Mount`) before it becomes one.
 Paths keep their host names inside the container, so the program's own argv needs no rewriting.
 
-* podman, docker: `RUNTIME run --cidfile FILE --pull never --network host --ipc host [GPUs] --volume SRC:SRC[:ro]
-  ... --workdir DIR --env NAME=VALUE ... IMAGE ARGV`. The image is `REPOSITORY@sha256:<digest>` or the image ID of
+* podman, docker: `RUNTIME run --cidfile FILE --pull never --network host --ipc host --pids-limit -1 [GPUs]
+  --volume SRC:SRC[:ro] ... --workdir DIR --env NAME=VALUE ... IMAGE ARGV`. The image is `REPOSITORY@sha256:<digest>` or the image ID of
   a loaded archive. No `--rm`: after the program ends, `container inspect` of the container named in the cidfile
   says which image ID it ran and `image inspect` of that ID the digests the runtime knows it by; then the
   container is removed. GPUs: only the job's own (`allocated_gpus`: SLURM's SLURM_STEP_GPUS or SLURM_JOB_GPUS, the
@@ -146,6 +146,9 @@ class OciEngine:
         if request.cidfile is not None:
             argv += ["--cidfile", str(request.cidfile)]
         argv += ["--pull", "never", "--network", "host", "--ipc", "host"]
+        # no limit of the runtime's own on processes (podman's default is 2,048 a container, docker's none): Ray runs
+        # about 25 threads an actor, and a recipe's 256 env workers need about 6,400; the node's cgroups still bound it
+        argv += ["--pids-limit", "-1"]
         if self.run_as_caller:
             argv += ["--user", f"{os.getuid()}:{os.getgid()}"]
         if request.gpus:
