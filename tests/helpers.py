@@ -33,6 +33,14 @@ def load_file_module(name: str, path: Path) -> ModuleType:
     return module
 
 
+def head_pythonpath(env: dict[str, str], *rest: str | os.PathLike) -> str:
+    """The PYTHONPATH a job's Ray head gives its processes: the job's entries (AGENTREPRO_PYTHONPATH in its launch's
+    `env`), then the one the head runs with (`rest`: the image's own, or a stand-in checkout)."""
+    from agentrepro.hooks.agentrepro_ray_head import PYTHONPATH_ENV
+
+    return os.pathsep.join([env[PYTHONPATH_ENV], *map(str, rest)])
+
+
 def tar_members(path: str | os.PathLike) -> dict[str, bytes]:
     """Every file of a .tar.gz (a bundle) by its member name."""
     with tarfile.open(path, "r:gz") as tar:

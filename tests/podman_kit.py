@@ -193,11 +193,14 @@ def pinned(ref: str, variant: str) -> TestImage:
     return TestImage(ref, digest, f"sha256:{image_id.removeprefix('sha256:')}", variant)
 
 
-def derive(base: TestImage, directory: Path, variant: str, files: dict[str, Path]) -> TestImage:
-    """An image built FROM `base` with each host file copied to its path in the image (`files`: image path -> file)."""
+def derive(
+    base: TestImage, directory: Path, variant: str, files: dict[str, Path], env: dict[str, str] | None = None
+) -> TestImage:
+    """An image built FROM `base` with each host file copied to its path in the image (`files`: image path -> file)
+    and the image's own environment `env` (ENV lines)."""
     context = directory / f"context-{variant}"
     context.mkdir(parents=True)
-    lines = [f"FROM {base.ref}"]
+    lines = [f"FROM {base.ref}", *(f"ENV {name}={value}" for name, value in sorted((env or {}).items()))]
     for number, (target, source) in enumerate(sorted(files.items())):
         shutil.copy2(source, context / f"file{number}")
         lines.append(f"COPY file{number} {target}")

@@ -603,7 +603,11 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     ):  # the image's `ray` (on its PATH) runs the head and `ray job submit`, with the image's python3
         images = request.getfixturevalue("podman_images")
         image = derive(
-            images["a"], tmp_path, "a-ray", {"/usr/local/bin/ray": make_ray(tmp_path / "bin", str(PYTHON_IN_IMAGE))}
+            images["a"],
+            tmp_path,
+            "a-ray",
+            {"/usr/local/bin/ray": make_ray(tmp_path / "bin", str(PYTHON_IN_IMAGE))},
+            env={"PYTHONPATH": "/opt/image-lib"},  # as Relax's image puts Megatron-LM on it
         )
         config["image"] = image.block()
         prefix = stand_in_gpus(
@@ -612,6 +616,7 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     else:
         config.pop("image")
         env["PATH"] = f"{make_ray(tmp_path / 'bin', sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+        env["PYTHONPATH"] = "/host/lib"
     run_dir = tmp_path / "run"
     result = run_cli(
         "train", "--config", write_config(config), "--out", run_dir, env=env, timeout=300, cwd=study[2], prefix=prefix
@@ -623,6 +628,9 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     driver = json.loads((save / "driver.json").read_text())
     assert "RELAX_SERVE_PORT" not in driver["env"] and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
+    # the job's entries (the checkout first), then the image's own PYTHONPATH (or on the host the inherited one)
+    path = driver["env"]["PYTHONPATH"].split(os.pathsep)
+    assert path[0] == str(checkout) and path[-1] == ("/opt/image-lib" if image else "/host/lib")
     assert (
         driver["env"].get("container"),
         stand_in_gpus_given(driver["env"]),
@@ -850,4 +858,4 @@ def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, mo
             and words[words.index("--pwd") + 1] == config["backend"]["workdir"]
         )
         assert (f"{tmp_path / 'ports'}:{tmp_path / 'ports'}" in binds) == (program is programs[2])
-    assert "/host/only" not in programs[2].env["PYTHONPATH"]
+    assert "PYTHONPATH" not in programs[2].env and "/host/only" not in programs[2].env[ray_head.PYTHONPATH_ENV]

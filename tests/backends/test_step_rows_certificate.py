@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from helpers import load_file_module
+from helpers import head_pythonpath, load_file_module
 
 from agentrepro.algorithms import StepBatch, estimate
 from agentrepro.analysis.parity import certificate, parity_checks
@@ -105,7 +105,7 @@ def run_verl(tmp_path: Path, kind: str) -> tuple[Path, dict]:
         "STANDIN_BATCH": str(tmp_path / "batch.json"),
         "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json"),
     }
-    env["PYTHONPATH"] += f":{tree}"
+    env["PYTHONPATH"] = head_pythonpath(env, tree)
     result = subprocess.run([sys.executable, "fit.py"], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return run, case
@@ -361,7 +361,7 @@ def test_a_batch_without_the_recipe_columns_is_recorded_not_fatal(tmp_path):
         "STANDIN_BATCH": str(tmp_path / "batch.json"),
         "STANDIN_ADVANTAGES": str(tmp_path / "advantages.json"),
     }
-    env["PYTHONPATH"] += f":{tree}"
+    env["PYTHONPATH"] = head_pythonpath(env, tree)
     result = subprocess.run([sys.executable, "fit.py"], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     [entry] = certificate([run])

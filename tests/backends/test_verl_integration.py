@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import load_file_module
+from helpers import head_pythonpath, load_file_module
 
 from agentrepro import outcomes
 from agentrepro.backends.verl_agent import integration, outputs
@@ -65,7 +65,7 @@ def test_outcome_lines_from_the_stand_in_tree(tmp_path):
         "ALFWORLD_DATA": str(tmp_path / "data"),
         "PATH": "/usr/bin:/bin",
     }
-    env["PYTHONPATH"] += f":{tree}"  # the job's PYTHONPATH is the integration; the stand-in tree plays the checkout
+    env["PYTHONPATH"] = head_pythonpath(env, tree)  # the integration's, then the stand-in tree as the checkout
     result = subprocess.run([sys.executable, "driver.py", *split], cwd=tree, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(x) for x in (run / "verl_validation" / "5.jsonl").read_text().splitlines()]
@@ -97,7 +97,7 @@ def test_a_signature_other_than_20bd331_refuses_to_start(tmp_path):
         tracking.read_text().replace("def log(self, data, step, backend=None)", "def log(self, data, step)")
     )
     env = {**integration.env(run), "PATH": "/usr/bin:/bin"}
-    env["PYTHONPATH"] += f":{tree}"
+    env["PYTHONPATH"] = head_pythonpath(env, tree)
     result = subprocess.run(
         [sys.executable, "-c", "import verl.utils.tracking"], cwd=tree, env=env, capture_output=True, text=True
     )

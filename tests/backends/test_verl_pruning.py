@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import load_file_module, step_checkpoint
+from helpers import head_pythonpath, load_file_module, step_checkpoint
 
 from agentrepro import seal
 from agentrepro.backends import checkpoints, get_backend
@@ -48,7 +48,7 @@ def save(tmp_path: Path, cfg: dict, *steps: int) -> subprocess.CompletedProcess:
         standin.stand_in_tree(tree)
     run.mkdir(exist_ok=True)
     env = {**verl_agent.programs(cfg, run)[1].env, "PATH": "/usr/bin:/bin"}
-    env["PYTHONPATH"] += f":{tree}"
+    env["PYTHONPATH"] = head_pythonpath(env, tree)
     root = verl_agent.step_dir(run, 0).parent
     return subprocess.run(
         [sys.executable, "save_driver.py", str(root), *map(str, steps)],
@@ -145,7 +145,7 @@ def test_a_prune_value_the_hook_does_not_know_stops_at_import(tmp_path):
     tree.mkdir()
     standin.stand_in_tree(tree)
     env = {**integration.env(tmp_path), verl_prune.PRUNE_ENV: "some", "PATH": "/usr/bin:/bin"}
-    env["PYTHONPATH"] += f":{tree}"
+    env["PYTHONPATH"] = head_pythonpath(env, tree)
     result = subprocess.run(
         [sys.executable, "-c", "import recipe.GraphGPO.graphgpo_ray_trainer"],
         cwd=tree,

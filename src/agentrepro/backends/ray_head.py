@@ -16,6 +16,7 @@ from agentrepro.hooks import HOOKS_DIR
 from agentrepro.hooks import agentrepro_ray_head as head
 
 SCRIPT = HOOKS_DIR / "agentrepro_ray_head.py"
+PYTHONPATH_ENV = head.PYTHONPATH_ENV  # the job's Python path entries, before the one the head runs with
 
 
 def words(

@@ -15,6 +15,10 @@ ports could be reserved (a hard-coded port in use: another job's, or every block
 up, or if this node leaves no room for the block at all (`NoRoom`: a kernel setting, not a busy node). Arguments are
 a list from start to end: no shell is involved.
 
+Python path: the job's own entries (hooks, checkout) come as AGENTREPRO_PYTHONPATH and go before the PYTHONPATH
+this process runs with, which in an image is the image's own (Relax's image puts Megatron-LM there): the head, its
+workers and PROGRAM get both (`extended_pythonpath`). A PYTHONPATH set by the job would replace the image's.
+
 Ports: picked when the job starts, never derived from its name, so two jobs on one node cannot collide.
 `reserve(...)` takes a node-wide lock (`ports_dir()`/agentrepro-ray.lock), skips every block that a live
 reservation of another job holds and every port that something listens on, and records its block as a file
@@ -64,12 +68,22 @@ HEAD_PORTS = 10  # RayPorts below: the head's own ports, the first ten of a bloc
 PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
 PORTS_DEFAULT = "/tmp/agentrepro-ray"
 EX_TEMPFAIL = 75
+PYTHONPATH_ENV = "AGENTREPRO_PYTHONPATH"  # the job's entries, put before the PYTHONPATH this process runs with
 EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 RESERVED = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")  # "8000-8010,9000": kept out of the ephemeral range
 PORT_MAX = 65535
 RECORD_MAX_BYTES = 4096  # a record is one line of a few numbers
 MAX_FIXED = 64  # hard-coded ports one record may hold
 SHARED_MODE = 0o1777  # sticky and writable by every user, as /tmp: each user may remove only their own records
+
+
+def extended_pythonpath(environ: Mapping[str, str]) -> str | None:
+    """AGENTREPRO_PYTHONPATH, then the PYTHONPATH of `environ` (the image's, in a container); None without the first."""
+    first = environ.get(PYTHONPATH_ENV)
+    if not first:
+        return None
+    rest = environ.get("PYTHONPATH")
+    return first + (os.pathsep + rest if rest else "")
 
 
 def job_key(run_dir: str | os.PathLike, env: Mapping[str, str] | None = None) -> str:
@@ -537,6 +551,9 @@ def main(argv: list[str] | None = None) -> int:
         what = f"--fixed-port {bad[0]}" if bad else f"--worker-ports {args.worker_ports}"
         print(f"agentrepro_ray_head.py: {what} is out of range (ports are 1-65535)", file=sys.stderr)
         return 2
+    pythonpath = extended_pythonpath(os.environ)
+    if pythonpath is not None:  # inherited by the head, its workers and the program
+        os.environ["PYTHONPATH"] = pythonpath
     return run(
         program,
         key=args.key,
@@ -554,12 +571,14 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = [
     "EX_TEMPFAIL",
     "HEAD_PORTS",
+    "PYTHONPATH_ENV",
     "HeadFailed",
     "NoRoom",
     "PortsTaken",
     "RayPorts",
     "Reservation",
     "UnsafeFolder",
+    "extended_pythonpath",
     "head_argv",
     "job_key",
     "listening",

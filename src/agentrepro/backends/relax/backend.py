@@ -8,8 +8,9 @@ Programs (`launches`, in order; backends/launch.py), all run in the Relax checko
    kept as RUN_DIR/relax/expanded_command.txt;
 3. `python3 <hooks>/agentrepro_ray_head.py --dashboard --fixed-port 8000 ... -- python3 <hooks>/agentrepro_relax_submit.py
    ...`: this job's own Ray head (backends/ray_head.py: ports reserved on the node, the dashboard's job API among them),
-   with the recipe's exports, which Ray's workers inherit from the head, and PYTHONPATH = the checkout, this
-   backend's hooks/, the shared agentrepro/hooks/, backend.pythonpath, then (on the host) the PYTHONPATH it inherits; then the
+   with the recipe's exports, which Ray's workers inherit from the head, and the checkout, this backend's hooks/, the
+   shared agentrepro/hooks/ and backend.pythonpath put before the PYTHONPATH the head runs with (the image's in a
+   container, the inherited one on the host: AGENTREPRO_PYTHONPATH, hooks/agentrepro_ray_head.py); then the
    printed command with the values recipe.replaced_args sets (the eval-log hook, backends/relax/hooks/
    agentrepro_relax_eval.py, the save cadence, the rollout seed), submitted with RAY_ADDRESS naming this job's
    dashboard, which `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
@@ -18,7 +19,7 @@ Programs (`launches`, in order; backends/launch.py), all run in the Relax checko
 Each of the three runs inside the container of the placement (launch.contain: the run directory, the study root, the
 checkout, the data, the block's paths, the hooks folders and the node's Ray port reservations mounted) and records
 its proof; the head and the submission run in one container, with the image's Ray. In a container the host's
-PYTHONPATH is not inherited: name the image's own entries in backend.pythonpath.
+PYTHONPATH is not inherited, the image's is kept, and backend.pythonpath names paths of the image (not mounted).
 RELAX_ENTRYPOINT_MODE is set so the recipe never sources scripts/entrypoint/local.sh (which kills every
 python and ray process of the node and starts a head on the shared port 8265).
 
@@ -53,7 +54,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from agentrepro import containers, runconfig, schema
+from agentrepro import runconfig, schema
 from agentrepro.backends import checkpoints, convert, ray_head, step_rows
 from agentrepro.backends.base import (
     COMMON,
@@ -145,12 +146,8 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     ]
     if tasks:
         prepare += ["--limit", f"eval_in_distribution={tasks}"]
-    contained = containers.container_for(config, run_dir=Path(run_dir)) is not None
-    inherited = (
-        [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") and not contained else []
-    )  # the host's: not in an image
     pythonpath = os.pathsep.join(
-        [str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or []), *inherited]
+        [str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or [])]
     )
     ray = block.get("ray") or {}
     rows_env = step_rows.hook_env(config, run_dir)  # train.step_rows: the advantage wrapper dumps these steps
@@ -162,7 +159,7 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
         **recipe.head_env(knobs),
         **rows_env,
         **ray_head.env(),
-        "PYTHONPATH": pythonpath,
+        ray_head.PYTHONPATH_ENV: pythonpath,  # before the image's own PYTHONPATH (or, on the host, the inherited one)
         "PYTHONUNBUFFERED": "1",
         "CUDA_DEVICE_MAX_CONNECTIONS": "1",
         "WANDB_MODE": "offline",
@@ -205,11 +202,10 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
 def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
     """What the job's container sees besides the run directory, the study root, the checkout and the data
     (containers.container_for), read-only: the integration's hooks, and the block's data and model paths (ALFWorld's
-    data, the model snapshot, the recipe's model lock, extra PYTHONPATH entries)."""
+    data, the model snapshot, the recipe's model lock). backend.pythonpath names the image's own paths: a mount
+    from the host would hide them."""
     block = config["backend"]
-    named = [block.get(key) for key in ("alfworld_data", "model_path", "model_lock")] + list(
-        block.get("pythonpath") or []
-    )
+    named = [block.get(key) for key in ("alfworld_data", "model_path", "model_lock")]
     return (HOOKS, SHARED_HOOKS, *(Path(path).absolute() for path in named if path))
 
 

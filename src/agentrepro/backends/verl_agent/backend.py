@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -204,13 +202,9 @@ def label(launch: Launch, eval_step: int | None) -> str:
 
 
 def run(launch: Launch, run_dir: Path, label: str) -> None:
-    """Run one launch. On the host, a PYTHONPATH the job already has stays, after the integration's; in a container
-    the host's PYTHONPATH means nothing and the program sees the job's."""
+    """Run one launch (the integration's Python path goes before the one the head runs with: the image's own in a
+    container, the inherited one on the host)."""
     ray_head.ready()
-    if launch.contained is None and "PYTHONPATH" in launch.env and os.environ.get("PYTHONPATH"):
-        launch = replace(
-            launch, env={**launch.env, "PYTHONPATH": launch.env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]}
-        )
     run_launch(launch, run_dir, label)
 
 

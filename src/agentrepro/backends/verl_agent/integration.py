@@ -1,7 +1,7 @@
 """The harness's side of the integration that runs inside verl-agent's processes (hooks/, standard library only).
 
 * `env(run_dir)`: the environment that switches it on in every Python process of the job (driver and Ray workers
-  inherit it): PYTHONPATH = hooks/startup (whose sitecustomize.py installs agentrepro_verl_hook.py when
+  inherit it): the Python path begins with hooks/startup (whose sitecustomize.py installs agentrepro_verl_hook.py when
   AGENTREPRO_VERL_OUT is set), hooks/ (this backend's integration) and the shared agentrepro/hooks/ (the step-row
   dump and the pinned-signature check, shared with Relax's integration).
 * `write_panel(config, run_dir)`: verl_panel.json, which validation env i plays game i of.
@@ -16,6 +16,7 @@ from typing import Any
 
 from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
+from agentrepro.hooks.agentrepro_ray_head import PYTHONPATH_ENV
 from agentrepro.runconfig import EvalConfig
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
@@ -26,7 +27,8 @@ PANEL = "verl_panel.json"
 def env(run_dir: Path, *, panel_file: Path | None = None) -> dict[str, str]:
     """Switches the integration on in every Python process of the job (driver and Ray workers)."""
     out = {
-        "PYTHONPATH": os.pathsep.join(map(str, (SITE, HOOKS, SHARED_HOOKS))),
+        # put before the PYTHONPATH the job's Ray head runs with (the image's own in a container; hooks/agentrepro_ray_head.py)
+        PYTHONPATH_ENV: os.pathsep.join(map(str, (SITE, HOOKS, SHARED_HOOKS))),
         "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve()),
     }
     if panel_file is not None:
