@@ -23,6 +23,7 @@ from podman_kit import check_proof, derive, leftover_containers, stand_in_gpus, 
 
 from agentrepro import runconfig
 from agentrepro.backends import checkpoints, ray_head
+from agentrepro.backends.launch import OFFLINE
 from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.backends.relax.hooks import agentrepro_relax_eval as hook
@@ -850,8 +851,8 @@ def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, mo
         words = list(launch.argv)
         assert words[:5] == ["apptainer", "exec", "--cleanenv", "--contain", "--nv"]
         after = words[words.index(sif) + 1 :]
-        env = [f"{k}={v}" for k, v in sorted(program.env.items())]
-        assert after == (["env", "--", *env] if env else []) + list(program.argv)
+        env = [f"{k}={v}" for k, v in sorted({**OFFLINE, **program.env}.items())]  # every program offline
+        assert after == ["env", "--", *env, *program.argv]
         binds = [words[i + 1] for i, w in enumerate(words) if w == "--bind"]
         assert (
             f"{relax.HOOKS}:{relax.HOOKS}:ro" in binds

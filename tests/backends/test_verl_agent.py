@@ -23,6 +23,7 @@ from podman_kit import PYTHON as PYTHON_IN_IMAGE
 from podman_kit import STAND_IN_GPU_ENV, check_proof, leftover_containers, stand_in_gpus
 
 from agentrepro.backends import ray_head
+from agentrepro.backends.launch import OFFLINE
 from agentrepro.backends.verl_agent import backend as verl_agent
 from agentrepro.backends.verl_agent import integration, outputs
 from agentrepro.errors import BadInput
@@ -54,7 +55,7 @@ def test_launches_run_the_official_script_with_appended_overrides(tmp_path):
     only the harness's keys and the manifest values that differ appended; argv lists, never shell strings."""
     prepare, train = verl_agent.programs(config(tmp_path), tmp_path / "run")
     run = (tmp_path / "run").resolve()
-    assert prepare.argv[:3] == ("python3", "-m", "examples.data_preprocess.prepare") and prepare.cwd == tmp_path
+    assert prepare.argv[:2] == ("python3", str(integration.PREPARE)) and prepare.cwd == tmp_path
     assert prepare.argv[-2:] == ("--local_dir", str(run / "verl_data"))
     head, script = train.argv[: train.argv.index("--")], train.argv[train.argv.index("--") + 1 :]
     assert head[:2] == ("python3", str(ray_head.SCRIPT)) and head[head.index("--num-gpus") + 1] == "2"
@@ -413,7 +414,8 @@ def test_each_program_runs_in_the_placements_podman_image(tmp_path, monkeypatch)
             assert words[words.index(reference) + 1 :] == list(program.argv) and launch.job_dir == job_dir
             assert words[words.index("--workdir") + 1] == str(tmp_path / "checkout") and launch.cwd is None
             assert [words[i + 1] for i, w in enumerate(words) if w == "--env" and "=" in words[i + 1]] == [
-                f"{k}={v}" for k, v in sorted(program.env.items())
+                f"{k}={v}"
+                for k, v in sorted({**OFFLINE, **program.env}.items())  # every program offline
             ]
             volumes = [words[i + 1] for i, w in enumerate(words) if w == "--volume"]
             assert f"{integration.HOOKS}:{integration.HOOKS}:ro" in volumes

@@ -7,7 +7,9 @@ joined into shell syntax except `shown()`, which quotes each word for a person t
 
 `contain(...)` puts a launch into the container of the job's placement (agentrepro.containers): the launch then
 holds the runtime's command line, exactly what runs and what `agentrepro command` prints, and `run_launch` records
-its proof (`containers.proven`) in the job's directory: the run's, or an evaluation's.
+its proof (`containers.proven`) in the job's directory: the run's, or an evaluation's. Every launch it returns is
+offline (`OFFLINE`): a compute node has no network, and a download would fetch a hub's `main` instead of the pinned
+revision, so Hugging Face's libraries read only local files and caches; a launch's own value of one of them wins.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from __future__ import annotations
 import contextlib
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agentrepro import containers
 from agentrepro.layout import RunFiles
 from agentrepro.process import run_logged
+
+# Hugging Face hub, datasets and transformers: local files and caches only, never a download
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,8 @@ def contain(
 ) -> Launch:
     """`launch` as it runs in the container of the run config's placement (containers.program: the run directory,
     study root, checkout, data and model mounted, with `extra` read-only and `shared` read-write), its container's ID
-    and proof kept under `job_dir` as `label`; unchanged when the placement runs without a container."""
+    and proof kept under `job_dir` as `label`; without a container, as it is but offline."""
+    launch = replace(launch, env={**OFFLINE, **launch.env})
     program = containers.program(
         config,
         launch.argv,

@@ -1,9 +1,11 @@
 """The verl-agent backend (langfengQ/verl-agent @ 20bd331): the authors' own launch scripts, run unchanged.
 
 Launch (recipes.py). Each job runs, from the checkout in `backend.workdir`:
-1. data preparation: the script's own `python3 -m examples.data_preprocess.prepare ...` with the study's sizes
-   and `--local_dir` inside the run directory (the script runs it again into ~/data/verl-agent; that copy is
-   not read, because the data paths are appended);
+1. data preparation: the script's own examples/data_preprocess/prepare.py with the study's sizes and `--local_dir`
+   inside the run directory, run offline (hooks/agentrepro_verl_prepare.py answers its download of Geometry3K,
+   which it uses only to count rows, with local rows). The script runs it again into ~/data/verl-agent; offline that
+   call fails, into the log, and the script goes on (`set -x`, no `-e`): its copy would not be read anyway, because
+   the data paths are appended. Every program runs with Hugging Face's libraries offline (launch.OFFLINE);
 2. the official script of the method's estimator, `bash <script> vllm KEY=VALUE ...`, with the harness's
    overrides appended (`recipes.appended`: the deviations from the recipe, recorded in the run dir);
 3. for an evaluation, the same script in verl's validate-only mode (`trainer.val_only=true`) from the
@@ -150,9 +152,9 @@ def programs(
     `eval_step`, the script in validate-only mode from that step's checkpoint instead of training; as the image runs
     them (before `contain`)."""
     script, cwd, run_dir = recipes.script_for(config), workdir(config), Path(run_dir).resolve()
-    prepare = Launch(
+    prepare = Launch(  # examples/data_preprocess/prepare.py itself, offline (hooks/agentrepro_verl_prepare.py)
         "prepare data",
-        ("python3", "-m", "examples.data_preprocess.prepare", *recipes.prepare_args(config, run_dir)),
+        ("python3", str(integration.PREPARE), *recipes.prepare_args(config, run_dir)),
         {},
         cwd,
     )

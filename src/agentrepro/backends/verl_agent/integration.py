@@ -21,6 +21,7 @@ from agentrepro.runconfig import EvalConfig
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
 SITE = HOOKS / "startup"  # its sitecustomize.py imports hooks/agentrepro_verl_hook.py
+PREPARE = HOOKS / "agentrepro_verl_prepare.py"  # the script's data preparation, its download answered locally
 PANEL = "verl_panel.json"
 
 
