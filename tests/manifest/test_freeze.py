@@ -6,7 +6,7 @@ import json
 
 import pytest
 from helpers import REPO, run_cli
-from study_kit import BASE, COMMIT_A, DELETE, git, set_key, write_study
+from study_kit import BASE, COMMIT_A, COMMIT_B, DELETE, git, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
@@ -164,6 +164,24 @@ def test_local_model_directory_is_hashed(tmp_path):
     write_study(tmp_path, _builtin({"path": "TODO-local-qwen"}))
     with pytest.raises(BadInput, match=r"model.path: placeholder"):
         build_lock(tmp_path / "manifests" / "demo.yaml", root=tmp_path, allow_dirty=True)
+
+
+def test_a_model_snapshot_of_another_revision_is_refused(tmp_path):
+    """A framework job loads backend.model_path, whatever the lock pins: a Hugging Face cache's snapshot
+    (`.../snapshots/<commit>`) of another revision than model.revision is refused naming the field (exit 2); the
+    snapshot of model.revision freezes."""
+    snapshots = tmp_path / "hub" / "models--Qwen--Qwen2.5-1.5B-Instruct" / "snapshots"
+    for commit in ("c" * 40, COMMIT_B):
+        (snapshots / commit).mkdir(parents=True)
+        (snapshots / commit / "config.json").write_text("{}")
+    write_study(
+        tmp_path, set_key(BASE, "backend.model_path", f"hub/models--Qwen--Qwen2.5-1.5B-Instruct/snapshots/{'c' * 40}")
+    )
+    result = run_cli("freeze", "manifests/demo.yaml", "--allow-dirty", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "backend.model_path: " in result.stderr and f"not of model.revision {COMMIT_B}" in result.stderr
+    write_study(tmp_path, set_key(BASE, "backend.model_path", str(snapshots / COMMIT_B)))
+    build_lock(tmp_path / "manifests" / "demo.yaml", root=tmp_path, allow_dirty=True)
 
 
 def test_generated_panel_comes_from_the_environments_package(tmp_path, monkeypatch):

@@ -93,7 +93,10 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     files: dict[str, str] = {}
     model = manifest["model"]
     pinned = {
-        label: (_resolve_backend(p.backend, p.where, problems), _resolve_image(p.image, p.where, problems, root, files))
+        label: (
+            _resolve_backend(p.backend, p.where, problems, root=root, revision=model.get("revision")),
+            _resolve_image(p.image, p.where, problems, root, files),
+        )
         for label, p in placement.declared(manifest).items()
     }
     (resolved_backend, resolved_image), others = pinned.pop(manifest["backend"]["name"]), pinned
@@ -154,11 +157,24 @@ def resolve_identifiers(manifest: dict[str, Any], manifest_file: Path, root: Pat
     return resolved
 
 
-def _resolve_backend(backend: dict[str, Any], where: str, problems: _Problems) -> dict[str, Any]:
+def _resolve_backend(
+    backend: dict[str, Any], where: str, problems: _Problems, *, root: Path, revision: str | None
+) -> dict[str, Any]:
+    """The backend's pinned commit; and a local model snapshot (`model_path`) that a Hugging Face cache holds
+    (`.../snapshots/<commit>`) must be the one of model.revision, since the job loads what is there."""
     resolved = {"name": backend["name"]}
     if "commit" in backend or "repo" in backend:
         problems.add(f"{where}backend.commit", commit_problem(backend.get("commit")))
         resolved.update(repo=backend.get("repo"), commit=backend.get("commit"))
+    model_path = backend.get("model_path")
+    if revision and isinstance(model_path, str) and model_path and not is_placeholder(model_path):
+        snapshot = (root / model_path).resolve()
+        if snapshot.parent.name == "snapshots" and snapshot.name != revision:
+            problems.add(
+                f"{where}backend.model_path",
+                f"{snapshot} is the Hugging Face cache's snapshot of revision {snapshot.name}, not of model.revision "
+                f"{revision}: the job would train those weights",
+            )
     return resolved
 
 
