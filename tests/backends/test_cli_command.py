@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import run_cli
 
+from agentrepro import containers
 from agentrepro.backends import ray_head
 from agentrepro.hooks import agentrepro_ray_head as head_script
 
@@ -76,14 +77,19 @@ def test_backends_page_shows_the_current_output():
     )
     assert result.returncode == 0, result.stderr
     run = Path("runs/graphgpo-alfworld/graphgpo/seed0")  # the job's Ray key hashes its absolute run directory
+    scratch = str(containers.job_scratch(REPO / run))  # and its scratch folder too, with the user's ID
     shown = (
         result.stdout.replace(head_script.job_key(REPO / run, {}), head_script.job_key("/srv/agentrepro" / run, {}))
+        .replace(scratch, PAGE_SCRATCH)
         .replace(sys.executable, "/srv/agentrepro/.venv/bin/python")
         .replace(str(REPO), "/srv/agentrepro")
     )
     page = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
     command = "$ agentrepro command manifests/graphgpo-alfworld.yaml --method graphgpo --seed 0\n"
     assert binds_sorted(command + "".join(line + "\n" for line in shown.splitlines()) + "```\n") in binds_sorted(page)
+
+
+PAGE_SCRATCH = "/tmp/agentrepro-1000-76d2e6dfc3e7"  # job_scratch of user 1000 for /srv/agentrepro/runs/graphgpo-alfworld/graphgpo/seed0
 
 
 def binds_sorted(text: str) -> str:

@@ -21,7 +21,7 @@ from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_gam
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
 from podman_kit import check_proof, derive, leftover_containers, stand_in_gpus, stand_in_gpus_given
 
-from agentrepro import runconfig
+from agentrepro import containers, runconfig
 from agentrepro.backends import checkpoints, ray_head
 from agentrepro.backends.launch import OFFLINE
 from agentrepro.backends.relax import backend as relax
@@ -849,7 +849,9 @@ def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, mo
     assert [launch.contained.label for launch in launches] == ["prepare", "expand", "train"]
     for program, launch in zip(programs, launches):
         words = list(launch.argv)
-        assert words[:5] == ["apptainer", "exec", "--cleanenv", "--contain", "--nv"]
+        scratch = str(containers.job_scratch(tmp_path / "run"))  # /tmp, /var/tmp and $HOME: not the session tmpfs
+        assert words[:4] == ["apptainer", "exec", "--cleanenv", "--contain"]
+        assert words[4:9] == ["--workdir", scratch, "--home", f"{scratch}/home", "--nv"]
         after = words[words.index(sif) + 1 :]
         env = [f"{k}={v}" for k, v in sorted({**OFFLINE, **program.env}.items())]  # every program offline
         assert after == ["env", "--", *env, *program.argv]

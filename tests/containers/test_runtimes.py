@@ -4,15 +4,18 @@ Apptainer's recorded in tests/fixtures/containers/), and the checks on what beco
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, REPO, require
 
 from agentrepro import containers
+from agentrepro.containers.running import private_folder
 from agentrepro.containers.runtimes import (
     APPTAINER,
     DOCKER,
@@ -335,3 +338,50 @@ def test_a_job_whose_gpus_no_one_named_is_shown_but_never_runs(tmp_path, monkeyp
         config, ["python3", "-c", "pass"], {}, None, run_dir=run_dir, job_dir=run_dir, label="t"
     )
     assert "nvidia.com/gpu=5" in program.argv and "nvidia.com/gpu=7" in program.argv
+
+
+def test_a_jobs_scratch_folder_takes_what_the_runtime_would_put_where_it_does_not_fit(tmp_path):
+    """Apptainer's --contain puts /tmp, /var/tmp and $HOME on the session's tmpfs (64 MiB by default in
+    apptainer.conf), too small for Ray's temp dir and spills and the compile and model caches: --workdir moves them to
+    the job's scratch folder (Apptainer's documented --workdir; Apptainer does not run here). docker runs as the
+    caller, whose HOME in the image is /: HOME goes to the scratch folder, mounted. podman keeps the image's user."""
+    scratch = tmp_path / "scratch"
+    request = RunRequest("/cache/x.sif", ("python3",), {}, Path("/srv/study"), gpus=True, scratch=scratch)
+    argv, _ = APPTAINER.run_argv(request)
+    assert argv[:8] == [
+        "apptainer",
+        "exec",
+        "--cleanenv",
+        "--contain",
+        "--workdir",
+        str(scratch),
+        "--home",
+        str(scratch / "home"),
+    ]
+    argv, _ = DOCKER.run_argv(replace(request, reference="ghcr.io/org/t@" + DIGEST))
+    assert f"{scratch}:{scratch}" in argv and f"HOME={scratch / 'home'}" in argv
+    documented = set(re.findall(r"(?m)^exec (--[a-z-]+)", (FIXTURES / "containers" / "apptainer-cli.txt").read_text()))
+    assert {"--workdir", "--home"} <= documented
+    argv, _ = PODMAN.run_argv(replace(request, reference="ghcr.io/org/t@" + DIGEST))
+    assert str(scratch) not in " ".join(argv)
+
+
+def test_the_scratch_folder_is_the_jobs_own_and_private(tmp_path, monkeypatch):
+    """Under $TMPDIR (SLURM's node-local folder), one per job and user; made 0700 with a home in it, and refused
+    when something else already holds its name in a shared /tmp (a link, another user's folder)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    a, b = containers.job_scratch(tmp_path / "runs" / "a"), containers.job_scratch(tmp_path / "runs" / "b")
+    assert a.parent == tmp_path and a != b and a.name.startswith(f"agentrepro-{os.getuid()}-")
+    private_folder(a)
+    assert (a.stat().st_mode & 0o777, (a / "home").is_dir()) == (0o700, True)
+    private_folder(a)  # a second program of the job
+    (tmp_path / "elsewhere").mkdir()
+    b.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(Failure, match="not a folder of this user's"):
+        private_folder(b)
+    if os.getuid() == 0:  # a folder another user made under the name
+        other = containers.job_scratch(tmp_path / "runs" / "c")
+        other.mkdir()
+        os.chown(other, 65534, 65534)
+        with pytest.raises(Failure, match="not a folder of this user's"):
+            private_folder(other)

@@ -8,7 +8,7 @@ record and the rule the audit applies to it. docs/containers.md is the user's pa
 """
 
 from agentrepro.containers.image import RUNTIMES, Image, archive_image_id, file_problem, image_of
-from agentrepro.containers.job import Container, Program, container_for, image_cache, program
+from agentrepro.containers.job import Container, Program, container_for, image_cache, job_scratch, program
 from agentrepro.containers.prepare import prepare
 from agentrepro.containers.proof import attempt_extra, clear_records, mismatch, problems, record
 from agentrepro.containers.running import proven
@@ -29,6 +29,7 @@ __all__ = [
     "file_problem",
     "image_cache",
     "image_of",
+    "job_scratch",
     "mismatch",
     "prepare",
     "problems",

@@ -11,6 +11,11 @@ there.
 (`image: {none: ...}`) the program is returned as it is. Its working directory `cwd`, when relative, is under the
 study root; an absolute one outside every mount is a directory of the image (where an image holds its checkout).
 
+A job's scratch folder (`job_scratch`: under $TMPDIR, which SLURM points at node-local disk, else /tmp) holds what
+the program writes outside its mounts where the runtime would put it somewhere too small or unwritable: Apptainer's
+--workdir (/tmp, /var/tmp and $HOME) and docker's HOME. It is made private when the program starts and removed when
+it ends (running.py).
+
 The image cache (`AGENTREPRO_IMAGE_CACHE`, default `~/.cache/agentrepro/images`) holds what prepare.py makes once
 per node: Apptainer's SIFs converted from registry images, and the locks that keep two jobs from pulling at once.
 Put it on a shared file system to prepare once per study instead.
@@ -18,6 +23,7 @@ Put it on a shared file system to prepare once per study instead.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +82,13 @@ class Program:
     container: Container | None = None
     cidfile: Path | None = None
     label: str = ""
+    scratch: Path | None = None  # the job's scratch folder, when the runtime uses one (module docstring)
+
+
+def job_scratch(job_dir: Path) -> Path:
+    """The node-local scratch folder of the job whose records go to `job_dir` (module docstring)."""
+    digest = hashlib.sha256(str(Path(job_dir).resolve()).encode()).hexdigest()[:12]
+    return Path(os.environ.get("TMPDIR") or "/tmp").resolve() / f"agentrepro-{os.getuid()}-{digest}"
 
 
 def container_for(
@@ -124,6 +137,8 @@ def program(
         Path.cwd() / cwd if cwd else Path.cwd()
     )  # relative: under the mounted study root; absolute elsewhere: in the image
     cidfile = (Path(job_dir) / "logs" / f"{label}.cid").resolve() if container.image.runtime != "apptainer" else None
+    runtime = container.runtime
+    scratch = job_scratch(job_dir) if runtime.uses_scratch else None
     request = RunRequest(
         container.reference(),
         tuple(argv),
@@ -132,7 +147,8 @@ def program(
         container.mounts,
         container.gpus,
         container.gpu_devices,
+        scratch,
         cidfile,
     )
-    wrapped, host_env = container.runtime.run_argv(request)
-    return Program(tuple(wrapped), host_env, None, container, cidfile, label)
+    wrapped, host_env = runtime.run_argv(request)
+    return Program(tuple(wrapped), host_env, None, container, cidfile, label, scratch)

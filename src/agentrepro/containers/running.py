@@ -17,6 +17,9 @@ never hides the program's own.
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,8 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
     for mount in container.mounts:
         if not mount.path.exists():
             raise Failure(f"{mount.path} cannot be mounted into the container: it does not exist")
+    if program.scratch is not None:
+        private_folder(program.scratch)
     prepared = prepare(container)
     version = _version(container)
     before = _file_facts(container)
@@ -73,9 +78,24 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
                 )
             finally:
                 _remove(container, program)  # also after an interruption: `rm --force` stops a container still running
+                if program.scratch is not None:
+                    shutil.rmtree(program.scratch, ignore_errors=True)
         except Failure:
             if finished:
                 raise
+
+
+def private_folder(path: Path) -> Path:
+    """`path` as a folder of this user's alone, made when missing; Failure when something else is there (a folder
+    another user made in the shared /tmp, a link): a job never writes where someone else chose."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700, parents=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise Failure(f"{path} is not a folder of this user's: the job's scratch folder cannot be used")
+    path.chmod(0o700)
+    (path / "home").mkdir(exist_ok=True)
+    return path
 
 
 def _version(container: Container) -> str:

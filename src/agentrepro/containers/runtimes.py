@@ -15,11 +15,15 @@ Paths keep their host names inside the container, so the program's own argv need
   node's indices, else CUDA_VISIBLE_DEVICES), never every GPU of the node: podman `--device nvidia.com/gpu=ID` per
   device (CDI names, as `nvidia-ctk cdi generate` writes them: an index or a UUID), docker `--gpus "device=ID,..."`;
   inside, they are devices 0..n-1, and CUDA_VISIBLE_DEVICES says so. docker also runs as the calling user (`--user UID:GID`) so the run
-  directory stays the user's; rootful podman runs as root, rootless podman maps root to the user.
+  directory stays the user's, with HOME in the job's scratch folder (the caller has no home in the image, and HOME=/
+  is not writable); rootful podman runs as root, rootless podman maps root to the user.
   Host settings (OCI runtime, cgroup manager, default ulimits) belong in containers.conf (podman) or the daemon's
   configuration (docker), not in the study.
-* apptainer: `apptainer exec --cleanenv --contain [--nv] --bind SRC:SRC[:ro] ... --pwd DIR IMAGE env -- NAME=VALUE
-  ... ARGV`. `--nv` binds the host's GPU devices and the host's CUDA_VISIBLE_DEVICES selects among them, as on the
+* apptainer: `apptainer exec --cleanenv --contain --workdir SCRATCH --home SCRATCH/home [--nv] --bind SRC:SRC[:ro]
+  ... --pwd DIR IMAGE env -- NAME=VALUE ... ARGV`. With --contain alone, /tmp, /var/tmp and $HOME are on the
+  session's tmpfs (apptainer.conf `sessiondir max size`, 64 MiB by default), too small for Ray's temp dir and spilled
+  objects and the Triton, inductor and Hugging Face caches; `--workdir` and `--home` put them in the job's node-local
+  scratch folder instead (`--home` too, as SingularityCE's --workdir leaves $HOME out). `--nv` binds the host's GPU devices and the host's CUDA_VISIBLE_DEVICES selects among them, as on the
   host (under SLURM the job's device cgroup leaves only its own GPUs usable). The image is a SIF: the study's own file, or the SIF converted once from `docker://REPOSITORY@sha256:...`
   into the image cache (prepare.py). Proof: `apptainer inspect --deffile` of a converted SIF names the digest it was
   built from, and a study's own SIF is hashed before it runs.
@@ -78,6 +82,7 @@ class RunRequest:
     mounts: tuple[Mount, ...] = ()
     gpus: bool = False
     devices: tuple[str, ...] | None = None  # the job's GPUs when `gpus` (allocated_gpus); None: not named here
+    scratch: Path | None = None  # the job's node-local folder: Apptainer's --workdir, docker's HOME (job.job_scratch)
     cidfile: Path | None = None  # podman / docker: where the runtime writes the container's ID
 
     def __post_init__(self) -> None:
@@ -133,6 +138,11 @@ class OciEngine:
     def executable(self) -> str:
         return self.name
 
+    @property
+    def uses_scratch(self) -> bool:
+        """Whether the program needs the job's scratch folder: for HOME, when it runs as the caller."""
+        return self.run_as_caller
+
     def reference(self, image: Any, archive_id: str | None = None) -> str:
         """`REPOSITORY@sha256:...`, or the image ID of a loaded archive (`archive_id`)."""
         if not image.is_file:
@@ -151,6 +161,9 @@ class OciEngine:
         argv += ["--pids-limit", "-1"]
         if self.run_as_caller:
             argv += ["--user", f"{os.getuid()}:{os.getgid()}"]
+            if request.scratch is not None:  # the caller has no home in the image: HOME would be /, not writable
+                argv += ["--volume", Mount(request.scratch, read_only=False).spec()]
+                argv += ["--env", f"HOME={request.scratch / 'home'}"]
         if request.gpus:
             argv += self.gpu_argv(request.devices)
         for mount in request.mounts:
@@ -220,6 +233,7 @@ class Apptainer:
     """apptainer (and Singularity ≥ 3.6 under its own name): runs SIF files; a registry image through its SIF."""
 
     name: str = "apptainer"
+    uses_scratch: bool = True  # --workdir
 
     @property
     def executable(self) -> str:
@@ -235,6 +249,8 @@ class Apptainer:
 
     def run_argv(self, request: RunRequest) -> tuple[list[str], dict[str, str]]:
         argv = [self.executable, "exec", "--cleanenv", "--contain"]
+        if request.scratch is not None:  # /tmp, /var/tmp and $HOME there, not on the session's small tmpfs
+            argv += ["--workdir", str(request.scratch), "--home", str(request.scratch / "home")]
         env = dict(request.env)
         if request.gpus:
             argv.append("--nv")
