@@ -385,3 +385,20 @@ def test_the_scratch_folder_is_the_jobs_own_and_private(tmp_path, monkeypatch):
         os.chown(other, 65534, 65534)
         with pytest.raises(Failure, match="not a folder of this user's"):
             private_folder(other)
+
+
+def test_an_image_file_is_read_once_a_job_while_it_stays_the_same_file(tmp_path, monkeypatch):
+    """A job's programs all run the same image file (a SIF or an archive of tens of GB): it is hashed for the first
+    and not read again while its device, inode, size and modification time stay; a rewrite is hashed anew."""
+    from agentrepro.containers import image as image_module
+
+    reads: list[Path] = []
+    real = image_module.sha256_file
+    monkeypatch.setattr(image_module, "sha256_file", lambda path: reads.append(Path(path)) or real(path))
+    sif = tmp_path / "trainer.sif"
+    sif.write_bytes(b"SIF one")
+    first = image_module.file_sha256(sif)
+    assert image_module.file_sha256(tmp_path / "." / "trainer.sif") == first and len(reads) == 1
+    sif.write_bytes(b"SIF two")
+    os.utime(sif, ns=(0, sif.stat().st_mtime_ns + 1))
+    assert image_module.file_sha256(sif) != first and len(reads) == 2

@@ -25,6 +25,7 @@ from typing import Any
 
 from agentrepro.containers.runtimes import RUNTIME
 from agentrepro.errors import BadInput
+from agentrepro.fileio import sha256_file
 
 RUNTIMES = tuple(RUNTIME)  # manifest.schema.json's image.runtime says the same (a test keeps them equal)
 NO_RUNTIME = "none"
@@ -115,6 +116,21 @@ def image_of(block: dict[str, Any], *, where: str = "image") -> Image | None:
             where=f"{where}.digest",
         )
     return Image(runtime, ref=ref, digest=digest)
+
+
+_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a local image file, read once in a process for as long as the file keeps its identity (device,
+    inode, size, modification time): every program of a job runs the same SIF or archive, often tens of GB, which is
+    not read again for each of them unless it changed."""
+    real = Path(path).resolve()
+    info = real.stat()
+    key = (str(real), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = sha256_file(real)
+    return _DIGESTS[key]
 
 
 def archive_image_id(path: str | Path) -> str:

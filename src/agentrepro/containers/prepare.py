@@ -25,10 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agentrepro.containers.image import archive_image_id
+from agentrepro.containers.image import archive_image_id, file_sha256
 from agentrepro.containers.job import Container
 from agentrepro.errors import Failure
-from agentrepro.fileio import sha256_file
 
 QUERY_TIMEOUT_S = 300
 PULL_TIMEOUT_S = 6 * 3600  # a framework image is tens of GB
@@ -89,7 +88,7 @@ def _load(container: Container) -> str:
     wanted = archive_image_id(file)
     if succeeds(runtime.image_exists_argv(wanted)):
         return "present"
-    actual = sha256_file(file)
+    actual = file_sha256(file)
     if actual != image.sha256:
         raise Failure(f"{file} hashes to {actual}, not the pinned {image.sha256}: the image file changed since freeze")
     ask(runtime.load_argv(Path(file)), timeout=PULL_TIMEOUT_S)

@@ -24,13 +24,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agentrepro.containers.image import archive_image_id
+from agentrepro.containers.image import archive_image_id, file_sha256
 from agentrepro.containers.job import Container, Program
 from agentrepro.containers.prepare import ask, prepare
 from agentrepro.containers.proof import add_record, record
 from agentrepro.containers.runtimes import GPU_SOURCES
 from agentrepro.errors import Failure
-from agentrepro.fileio import sha256_file
 
 
 @contextlib.contextmanager
@@ -108,7 +107,7 @@ def _file_facts(container: Container) -> dict[str, Any]:
     image = container.image
     if not image.is_file:
         return {}
-    facts: dict[str, Any] = {"file_sha256": sha256_file(image.local_file)}
+    facts: dict[str, Any] = {"file_sha256": file_sha256(image.local_file)}
     if image.runtime != "apptainer":
         facts["archive_image_id"] = archive_image_id(image.local_file)
     return facts
@@ -122,7 +121,7 @@ def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
             return {}, "sha256 of the SIF file, hashed by the harness as the program started"
         digest = runtime.deffile_digest(ask(runtime.deffile_argv(container.converted_sif)))
         return (
-            {"digests": [digest] if digest else [], "sif_sha256": sha256_file(container.converted_sif)},
+            {"digests": [digest] if digest else [], "sif_sha256": file_sha256(container.converted_sif)},
             f"apptainer inspect --deffile {container.converted_sif} (From: ...@sha256:...), and the SIF's sha256",
         )
     if program.cidfile is None or not program.cidfile.is_file():
