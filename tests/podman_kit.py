@@ -2,8 +2,8 @@
 
 No registry is reachable from the test machines, so the images are made locally: `python_rootfs` writes a root
 file system holding Debian's /usr/bin/python3, the shared libraries it and its extension modules load (as
-`ldd` lists them) and its standard library, Debian's bash (/usr/bin/bash with its libraries, and /bin a link to
-usr/bin as in Debian, so /bin/bash too) for the framework backends' scripts, plus /etc/agentrepro-image naming the
+`ldd` lists them) and its standard library, Debian's bash (/usr/bin/bash with its libraries, /usr/bin/sh a link to it,
+and /bin a link to usr/bin as in Debian, so /bin/bash and /bin/sh too) for the framework backends' scripts, plus /etc/agentrepro-image naming the
 variant; `podman import` turns it into an image whose digest the tests pin. Two variants differ in that one file,
 so they are two images with two digests.
 
@@ -147,6 +147,7 @@ def python_rootfs(target: Path, variant: str) -> Path:
         add(directory)
     add_file(binary, "/usr/bin/python3", 0o755)
     add_file(bash, "/usr/bin/bash", 0o755)
+    add("/usr/bin/sh", link="bash")  # /bin/sh, which Ray's job supervisor runs an entrypoint with (bash as sh)
     add("/bin", link="usr/bin")
     for library in _libraries([binary, bash, *dynload]):
         add_file(library.resolve(), str(library), 0o755)

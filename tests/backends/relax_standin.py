@@ -138,7 +138,9 @@ elif args[:2] == ["job", "submit"]:
     with socket.create_connection((host, int(port)), timeout=10) as conn:
         data = b"".join(iter(lambda: conn.recv(65536), b""))
     head = json.loads(data)
-    sys.exit(subprocess.run(args[split + 1:], env=head["env"], cwd=head["cwd"]).returncode)
+    # as Ray's job CLI and supervisor: the entrypoint's words joined by list2cmdline, run through /bin/sh
+    entrypoint = subprocess.list2cmdline(args[split + 1:])
+    sys.exit(subprocess.run(entrypoint, shell=True, env=head["env"], cwd=head["cwd"]).returncode)
 sys.exit(f"stand-in ray: unsupported {args}")
 """
 

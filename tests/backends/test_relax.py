@@ -862,3 +862,26 @@ def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, mo
         )
         assert (f"{tmp_path / 'ports'}:{tmp_path / 'ports'}" in binds) == (program is programs[2])
     assert "PYTHONPATH" not in programs[2].env and "/host/only" not in programs[2].env[ray_head.PYTHONPATH_ENV]
+
+
+def test_ray_job_submission_hands_every_word_on_unchanged(tmp_path):
+    """Ray's job CLI joins the entrypoint's words with subprocess.list2cmdline and its supervisor runs the text with
+    /bin/sh (ray dashboard/modules/job/cli.py and job_supervisor.py, read): spelled by the submit hook, words with $,
+    backticks, quotes, globs, backslashes, `;` or the recipe's JSON reach the program as they were when the same two
+    steps run here; a word with whitespace, which no spelling survives, is refused naming the file."""
+    import subprocess
+
+    hostile = ["$(id)", "`id`", 'a"b', '{"actor":[1,2],"rollout":[1,2]}', "back\\slash", "it's", "*", "a;b|c&d"]
+    hostile += ['\\"', "'", '"', "$HOME", "~root", "é", "#x", "!x"]
+    printed = shlex.join([*submit_hook.LAUNCHER, *submit_hook.ENTRY, submit_hook.HOOK_FLAG, submit_hook.RECIPE_HOOK])
+    words = submit_hook.submitted_argv(printed + " --note " + shlex.join(hostile), source=Path("expanded"))
+    entry = submit_hook.ray_argv(words, Path("expanded"))[len(submit_hook.LAUNCHER) :]
+    (tmp_path / "relax" / "entrypoints").mkdir(parents=True)
+    (tmp_path / "relax" / "entrypoints" / "train.py").write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    entry[0] = sys.executable  # python3 of the image
+    ran = subprocess.run(
+        ["/bin/sh", "-c", subprocess.list2cmdline(entry)], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert json.loads(ran.stdout) == words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY) :]
+    with pytest.raises(submit_hook.Refused, match="expanded: 'a b' is empty or holds whitespace"):
+        submit_hook.ray_argv([*words, "a b"], Path("expanded"))

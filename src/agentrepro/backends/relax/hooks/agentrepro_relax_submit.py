@@ -5,9 +5,16 @@ image's Python. EXPANDED_FILE holds what the recipe printed with DRY_RUN=1 (its 
 are submitted as they are except what `submitted_argv` replaces (the eval-log hook, and each `--flag value` given
 after the file: the backend's recipe.replaced_args, i.e. backend.export_hf's save cadence and Hugging Face copy,
 and eval.keep_checkpoints' Megatron checkpoints kept); the submitted words are written next to the file
-(`submitted_command.json`) and then this process becomes `ray job submit` (exec), so its exit status is Ray's.
+(`submitted_command.json`, as the program will receive them) and then this process becomes `ray job submit` (exec),
+so its exit status is Ray's.
 RAY_ADDRESS, set by the job's head, names the job's own dashboard (Ray's job CLI prefers it to the recipe's
 --address). A line that is not the recipe's expected command is refused with exit status 2, naming the file.
+
+Ray's job CLI joins the entrypoint's words with `subprocess.list2cmdline` (Windows quoting: `"` becomes `\"`, a word
+with whitespace is wrapped in double quotes) and its supervisor runs the result through /bin/sh, so a word holding
+`$`, a backtick, a quote or a glob would be read again by the shell. Each word after `--` is written so that sh,
+given list2cmdline's text, reads back exactly the word (`for_ray_shell`); a word with whitespace, which no such
+spelling survives, is refused.
 """
 
 from __future__ import annotations
@@ -58,6 +65,27 @@ def submitted_argv(printed: str, *, source: Path, replace: list[str] | None = No
     return words
 
 
+def ray_argv(words: list[str], source: Path) -> list[str]:
+    """`ray job submit ... -- ENTRYPOINT` with each entrypoint word spelled for Ray's shell (module docstring)."""
+    n = len(LAUNCHER)
+    return [*words[:n], *(for_ray_shell(word, source) for word in words[n:])]
+
+
+SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def for_ray_shell(word: str, source: Path) -> str:
+    """`word` spelled so that /bin/sh, reading what list2cmdline makes of it, gets `word` back: safe characters as
+    they are, `"` bare (list2cmdline writes `\"`, which sh reads as `"`), `'` as `\'`, any other character single-quoted
+    (never a backslash right before a `"`, which list2cmdline would double)."""
+    if not word or any(ch.isspace() for ch in word):
+        raise Refused(
+            f"{source}: {word!r} is empty or holds whitespace, which Ray's job submission (list2cmdline, then "
+            "/bin/sh) cannot pass on unchanged"
+        )
+    return "".join(ch if ch in SAFE or ch == '"' else "\\'" if ch == "'" else f"'{ch}'" for ch in word)
+
+
 def read_expansion(path: Path, replace: list[str] | None = None) -> list[str]:
     """The words to submit, from the recipe's expanded command in `path`; Refused naming the file."""
     try:
@@ -76,6 +104,7 @@ def main(argv: list[str]) -> int:
     path = Path(argv[0])
     try:
         words = read_expansion(path, argv[1:])
+        spelled = ray_argv(words, path)
     except Refused as exc:
         print(f"agentrepro: {exc}", file=sys.stderr)
         return 2
@@ -84,7 +113,7 @@ def main(argv: list[str]) -> int:
     scratch.write_text(json.dumps(words, indent=1) + "\n", encoding="utf-8")
     os.replace(scratch, written)
     sys.stdout.flush()
-    os.execvp(words[0], words)
+    os.execvp(spelled[0], spelled)
     return 1  # not reached
 
 
