@@ -423,3 +423,19 @@ def test_each_program_runs_in_the_placements_podman_image(tmp_path, monkeypatch)
         assert [launch.contained.label for launch in launches] == (
             ["prepare_data", "train"] if eval_step is None else ["eval_step1_prepare", "eval_step1_evaluate"]
         )
+
+
+def test_a_resumed_run_says_it_replays_its_training_games(tmp_path):
+    """verl resumes from the step its tracker names (ray_trainer.py:939, resume_mode auto), but the recipe seeds each
+    env worker once, when made (recipe/GraphGPO/alfworld_envs.py:62-64, 249-252, read): the run records that its
+    training games start over, with the step; a fresh start records nothing."""
+    run = tmp_path / "run"
+    assert verl_agent.resumed_from(run) is None
+    tracker = run / "checkpoints" / verl_agent.TRACKER
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text("10\n")
+    resumed = verl_agent.resumed_from(run)
+    assert resumed is not None and resumed["step"] == 10
+    assert resumed["training_games"].startswith("replayed: steps after 10 play the games of steps 1 to 10 again")
+    tracker.write_text("garbage")
+    assert verl_agent.resumed_from(run) is None

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import glob
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,27 @@ def programs(
     ]
 
 
+TRACKER = (
+    "latest_checkpointed_iteration.txt"  # verl's record of its newest checkpoint (ray_trainer.py:939), resumed from
+)
+
+
+def resumed_from(run_dir: Path) -> dict[str, Any] | None:
+    """What a training launch that finds a checkpoint resumes from, and what that does to its games: verl's
+    resume_mode auto continues at the step its tracker names, but the GraphGPO recipe seeds each env worker once, when
+    it is made (recipe/GraphGPO/alfworld_envs.py:62-64, 249-252 at 20bd331), so the resumed run plays the training
+    games of step 1 onwards again instead of those an uninterrupted run would have played next. None: a fresh start."""
+    try:
+        step = int((checkpoint_dir(run_dir) / TRACKER).read_text(encoding="ascii").strip())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return {
+        "step": step,
+        "training_games": f"replayed: steps after {step} play the games of steps 1 to {step} again (the env workers "
+        "are seeded once, when made), where an uninterrupted run plays new ones",
+    }
+
+
 def label(launch: Launch, eval_step: int | None) -> str:
     """The name of a launch's logs (and its container's record): prepare_data and train; eval_step<N>_prepare and
     eval_step<N>_evaluate."""
@@ -332,12 +354,19 @@ class VerlAgentBackend(Backend):
             raise BadInput(f"no verl-agent checkout at {workdir(config)}", where="backend.workdir")
         run_dir = Path(run_dir).resolve()
         script = recipes.script_for(config)
-        record = {
+        record: dict[str, Any] = {
             "commit": scripts.COMMIT,
             "script": script.path,
             "entry": script.entry,
             "appended": [o.record() for o in recipes.appended(config, run_dir, resume=resume)],
         }
+        resumed = resumed_from(run_dir) if resume else None
+        if resumed is not None:  # recorded with the run, and said where the job's log shows it
+            record["resumed"] = resumed
+            print(
+                f"agentrepro: verl-agent resumes from step {resumed['step']}; training games {resumed['training_games']}",
+                file=sys.stderr,
+            )
         atomic_write_text(run_dir / DEVIATIONS, json.dumps(record, indent=1) + "\n")
         integration.write_panel(config, run_dir)
         for launch in job_launches(config, run_dir, resume=resume):
