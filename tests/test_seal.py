@@ -99,3 +99,35 @@ def test_an_attempt_records_the_cpus_it_could_use_and_the_cpu_time_it_used(tmp_p
     assert killed["how_started"] == "started from scratch" and "cpu_s" not in killed and "cpu_s_at_start" not in killed
     assert done["cpus"] == os.cpu_count() and done["cpu_affinity"] == len(os.sched_getaffinity(0))
     assert 0 < done["cpu_s"] < 5 and "cpu_s_at_start" not in done
+
+
+def test_no_verb_writes_its_output_over_a_file_of_the_study(tmp_path):
+    """`bundle -o`, `gae -o` and `advantages -o/--diagnostics` refuse, before any work and in one line naming the
+    option, a path inside a sealed folder, a study's lock or its manifest (exit 2); the file is left as it was."""
+    from helpers import run_cli
+
+    manifest = tmp_path / "manifests" / "demo.yaml"
+    manifest.parent.mkdir()
+    manifest.write_text("study: demo\ntitle: a study\n")
+    lock = manifest.with_name("demo.lock.json")
+    lock.write_text("{}\n")
+    run = tmp_path / "runs" / "demo" / "grpo" / "seed0"
+    (run / "eval").mkdir(parents=True)
+    (run / "metrics.jsonl").write_text("{}\n")
+    write_outputs_manifest(run)
+    seqs = tmp_path / "seqs.jsonl"
+    seqs.write_text('{"id": "a", "rewards": [1.0], "values": [0.0], "mask": [1]}\n')
+    gae = ["gae", "--gamma", "1", "--lam", "1", seqs, "-o"]
+    for argv, target, words in [
+        ([*gae, lock], lock, "is a study's lock"),
+        ([*gae, manifest], manifest, "is a study's manifest"),
+        ([*gae, run / "metrics.jsonl"], run / "metrics.jsonl", "a sealed folder of a study"),
+        ([*gae, run / "eval" / "new.jsonl"], run / "eval" / "new.jsonl", "a sealed folder of a study"),
+        (["bundle", "demo", "--root", tmp_path, "-o", lock], lock, "is a study's lock"),
+    ]:
+        before = target.read_bytes() if target.exists() else None
+        result = run_cli(*argv, cwd=tmp_path)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert words in result.stderr and "-o" in result.stderr
+        assert (target.read_bytes() if target.exists() else None) == before
+    assert run_cli(*gae, tmp_path / "out.jsonl", cwd=tmp_path).returncode == 0

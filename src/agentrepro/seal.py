@@ -94,3 +94,28 @@ def verify_outputs(seal: str | os.PathLike) -> list[str]:
         elif sha256_file(path) != digest:
             problems.append(f"{path}: changed after it was sealed in {seal}")
     return problems
+
+
+STUDY_MANIFEST = re.compile(rb"(?m)^study:")  # a manifest's first key names its study
+
+
+def refuse_study_file(path: str | os.PathLike, *, option: str | None = None) -> Path:
+    """Refuse, before any work, an output path that is a file of a study: inside a sealed folder (its seal would no
+    longer hold), a lock, or a manifest. Verbs whose output is never part of a study call it (bundle, advantages,
+    gae); BadInput names the option."""
+    target = Path(path).absolute()
+    for folder in target.parents:
+        if (folder / OUTPUTS).is_file():
+            raise BadInput(
+                f"is inside {folder}, a sealed folder of a study: writing there would break its seal",
+                path=path,
+                where=option,
+            )
+    if target.is_file():
+        if target.name.endswith(".lock.json"):
+            raise BadInput("is a study's lock: choose another output", path=path, where=option)
+        if target.suffix in (".yaml", ".yml"):
+            with open(target, "rb") as fh:
+                if STUDY_MANIFEST.search(fh.read(1 << 16)):
+                    raise BadInput("is a study's manifest: choose another output", path=path, where=option)
+    return Path(path)

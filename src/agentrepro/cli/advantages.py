@@ -30,6 +30,7 @@ from agentrepro.fileio import (
     json_text,
     write_output_text,
 )
+from agentrepro.seal import refuse_study_file
 
 STEP_ROW_SPECS = tuple(s for s in SPECS if s.step_rows)
 OPTIONS = all_options(STEP_ROW_SPECS)
@@ -88,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
     options = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name) is not None}
     source = input_name(args.input)
     if args.output != STDIO:
-        check_output_file(args.output, option="-o")
+        refuse_study_file(check_output_file(args.output, option="-o"), option="-o")
     if args.diagnostics:
-        check_output_file(args.diagnostics, option="--diagnostics")
+        refuse_study_file(check_output_file(args.diagnostics, option="--diagnostics"), option="--diagnostics")
     out_lines: list[str] = []
     reports: list[dict] = []
     if args.cases:

@@ -8,6 +8,7 @@ import argparse
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, write_bundle
 from agentrepro.audit.sign import NAMESPACE
 from agentrepro.fileio import check_output_file
+from agentrepro.seal import refuse_study_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_output_file(args.output, option="-o")
+    refuse_study_file(args.output, option="-o")
     info = write_bundle(args.study, args.output, args.root, max_file_bytes=max_file_bytes(args), key=args.sign)
     print(f"{args.output}: {info['files']} files, {len(info['left_out'])} left out, sha256 {info['sha256']}")
     print(f"bundle digest {info['digest']} (quote it: `agentrepro audit --bundle` prints the same for this content)")

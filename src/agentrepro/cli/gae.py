@@ -21,6 +21,7 @@ from agentrepro.algorithms.gae import masked_gae, masked_whiten
 from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude, number
 from agentrepro.errors import BadInput
 from agentrepro.fileio import STDIO, check_output_file, input_name, iter_input_jsonl, json_text, write_output_text
+from agentrepro.seal import refuse_study_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +69,7 @@ def _param(seq: dict, key: str, given: float | None, source: str, where: str) ->
 def run(args: argparse.Namespace) -> int:
     source = input_name(args.input)
     if args.output != STDIO:
-        check_output_file(args.output, option="-o")
+        refuse_study_file(check_output_file(args.output, option="-o"), option="-o")
     seqs, parsed = [], []
     for line_number, seq in iter_input_jsonl(args.input):
         where = f"line {line_number}"
