@@ -21,16 +21,16 @@ from pathlib import Path
 
 from agentrepro.errors import BadInput
 
-SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 # A method's directory name: a slug, or a slug @ the backend it runs on (`graphgpo@relax`; agentrepro.placement).
-METHOD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:@[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-STEP_DIR_RE = re.compile(r"^step(\d+)$")
-SEED_DIR_RE = re.compile(r"^seed(\d+)$")
+METHOD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:@[A-Za-z0-9][A-Za-z0-9._-]*)?\Z")
+STEP_DIR_RE = re.compile(r"^step(\d+)\Z")
+SEED_DIR_RE = re.compile(r"^seed(\d+)\Z")
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 MANIFESTS, RUNS, ANALYSIS, REPORTS, LOGS = "manifests", "runs", "analysis", "reports", "logs"
 # runs/<study>/_warmstart/seed<k>-<id>/: the shared warm starts (a name no method slug can take).
 WARMSTARTS = "_warmstart"
-WARMSTART_DIR_RE = re.compile(r"^seed(\d+)-([0-9a-f]{12})$")
+WARMSTART_DIR_RE = re.compile(r"^seed(\d+)-([0-9a-f]{12})\Z")
 LOCK_SUFFIX = ".lock.json"
 # reports/<study>/analysis.sha256: every analysis file the report was rendered from (sha256sum lines, root-relative
 # paths), sealed with the report; the audit checks that the analysis still hashes so (audit/chain.py).

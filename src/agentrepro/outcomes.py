@@ -24,7 +24,7 @@ from agentrepro.runconfig import EvalConfig
 
 OUTCOMES_SCHEMA = "outcomes.schema.json"
 
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
 FIELDS = (
     "study",
     "method",

@@ -33,7 +33,7 @@ from agentrepro.layout import METHOD_RE, SLUG_RE, RunFiles
 from agentrepro.reading import load_yaml
 
 RESOLVED = RunFiles.RESOLVED_CONFIG
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
 # Top-level keys of a run config (internals.md "Manifest -> lock -> run config").
 RUN_CONFIG_KEYS = {
     "study",

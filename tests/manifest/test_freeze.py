@@ -6,7 +6,7 @@ import json
 
 import pytest
 from helpers import REPO, run_cli
-from study_kit import BASE, COMMIT_A, COMMIT_B, DELETE, git, set_key, write_study
+from study_kit import BASE, COMMIT_A, COMMIT_B, DELETE, DIGEST, git, set_key, write_study
 
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file, sha256_json
@@ -83,6 +83,10 @@ def test_freeze_again_keeps_the_identical_lock(study):
         ("model.revision", "20bd331", "model.revision", "short commit hash"),
         ("model.tokenizer_revision", "TODO-pin", "model.tokenizer_revision", "placeholder"),
         ("backend.commit", "v0.2", "backend.commit", "branch or tag"),
+        ("backend.commit", COMMIT_A + "\n", "backend.commit", "whitespace around it"),
+        ("model.revision", COMMIT_B + "\n", "model.revision", "whitespace around it"),
+        ("image.digest", DIGEST + "\n", "image.digest", "expected sha256:<64"),
+        ("image.ref", "example.org/verl-agent:1.0\n", "image.ref", "expected a registry reference"),
         ("image.digest", DELETE, "image.digest", "alone is mutable"),
         ("image.digest", "sha256:1234", "image.digest", "expected sha256:<64"),
         ("data.eval.path", "data/missing.jsonl", "data.eval.path", "file not found"),

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
 # `logs/server.*.log` and `OUTPUTS.sha256`. The server is started and stopped by the command (a URL is used
 # as it is).
 
-URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
+URL = re.compile(r"^https?://[^\s/]+(/\S*)?\Z")
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

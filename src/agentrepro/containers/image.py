@@ -29,12 +29,12 @@ from agentrepro.fileio import sha256_file
 
 RUNTIMES = tuple(RUNTIME)  # manifest.schema.json's image.runtime says the same (a test keeps them equal)
 NO_RUNTIME = "none"
-DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 # A registry reference as the distribution grammar writes it (host[:port]/path[:tag]), and never an option.
 REFERENCE = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::[0-9]+)?(?:/[A-Za-z0-9._-]+)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?$"
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::[0-9]+)?(?:/[A-Za-z0-9._-]+)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?\Z"
 )
-WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")  # a digest or hash: one word of the reference, no '/' or '@'
+WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*\Z")  # a digest or hash: one word of the reference, no '/' or '@'
 SIF_MAGIC = b"SIF_MAGIC"  # in the first 64 bytes of every SIF file (after its launch line)
 
 

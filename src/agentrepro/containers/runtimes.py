@@ -41,12 +41,14 @@ from typing import Any
 
 from agentrepro.errors import BadInput
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 PASSED_BY_NAME = ("CUDA_VISIBLE_DEVICES",)  # the scheduler's choice of GPUs for this job, when the job has GPUs
 # where a job's GPUs are named, first match first: SLURM's step, SLURM's job (the node's indices, which the runtimes'
 # device names use), a local run's CUDA_VISIBLE_DEVICES (workflow/scripts/gpu_slots.py sets the node's IDs)
 GPU_SOURCES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES")
-GPU_ID = re.compile(r"^(?:\d{1,4}|(?:GPU|MIG)-[0-9A-Za-z-]{1,80})$")  # an index or a UUID, as nvidia-smi -L prints them
+GPU_ID = re.compile(
+    r"^(?:\d{1,4}|(?:GPU|MIG)-[0-9A-Za-z-]{1,80})\Z"
+)  # an index or a UUID, as nvidia-smi -L prints them
 UNNAMED_GPUS = "<job-gpus>"  # shown for review where no GPU is named; a job never runs with it (running.py)
 FORBIDDEN_IN_PATH = re.compile(r"[:,\x00-\x1f\x7f]")  # ':' and ',' separate the runtimes' mount fields and lists
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
-HEX = re.compile(r"^[0-9a-fA-F]+$")
-DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
+COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
+HEX = re.compile(r"^[0-9a-fA-F]+\Z")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 def is_placeholder(value: object) -> bool:
@@ -25,6 +25,8 @@ def commit_problem(value: object) -> str | None:
         return f"expected a 40-hex commit, got {value!r}"
     if is_placeholder(value):
         return f"placeholder {value!r}: replace it with the full 40-hex commit before freezing"
+    if value != value.strip():
+        return f"{value!r} has whitespace around it (a line break?): give the 40-hex commit alone"
     if COMMIT.match(value):
         return None
     if HEX.match(value) and len(value) == 40:

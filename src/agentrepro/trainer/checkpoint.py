@@ -21,7 +21,7 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_binary
 from agentrepro.layout import checkpoint_dir, checkpoint_file, tokenizer_dir
 
-_STEP_RE = re.compile(r"^step(\d+)\.pt$")  # the names layout.checkpoint_file gives
+_STEP_RE = re.compile(r"^step(\d+)\.pt\Z")  # the names layout.checkpoint_file gives
 
 
 def checkpoint_path(run_dir: str | Path, step: int) -> Path:
