@@ -1,6 +1,6 @@
 """verl-agent's own data preparation run offline: examples/data_preprocess/prepare.py of verl-agent @ 20bd331,
-extracted at test time from the shared archive (../shared/frameworks, beside the repository; skipped where it is
-absent), with the real `datasets` library and no Hugging Face cache.
+extracted at test time from its source archive (verl-agent-20bd331.tar.gz in the folder AGENTREPRO_FRAMEWORKS names;
+skipped where it is not given), with the real `datasets` library and no Hugging Face cache.
 
 What is stood in: `verl.utils.hdfs_io`, which the script imports and uses only with --hdfs_dir (importing the real
 `verl` package needs its GPU-side requirements, which the rehearsal image has and this test's environment does not).
@@ -15,19 +15,18 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from helpers import REPO
 
 from agentrepro.backends import launch
 from agentrepro.backends.verl_agent import integration
 
-ARCHIVE = REPO.parent / "shared" / "frameworks" / "verl-agent-20bd331.tar.gz"
+ARCHIVE = Path(os.environ.get("AGENTREPRO_FRAMEWORKS", "frameworks-not-given")) / "verl-agent-20bd331.tar.gz"
 SCRIPT = "examples/data_preprocess/prepare.py"
 
 
 @pytest.fixture
 def checkout(tmp_path) -> Path:
     if not ARCHIVE.is_file():
-        pytest.skip(f"verl-agent's source archive is not here ({ARCHIVE})")
+        pytest.skip(f"verl-agent's source archive is not here ({ARCHIVE}): set AGENTREPRO_FRAMEWORKS to its folder")
     pytest.importorskip("pyarrow.parquet")
     pytest.importorskip("datasets", reason="the test extra's datasets reads and writes what verl-agent's script does")
     root = tmp_path / "verl-agent"

@@ -8,13 +8,14 @@ at 20bd331): in text mode each row it writes is {data_source: "text", prompt: [{
 local rows are as many as the script selects (--train_data_size, --val_data_size; 256 each by default, as there),
 with `problem`, `images` and `answer` empty: the files hold what the download gives but for `answer`'s text. Every
 other call of `load_dataset` is the library's own, and with HF_DATASETS_OFFLINE=1 (every framework program's) it
-reads local files only. Standard library only; `datasets` is the image's, and a checkout whose preparation does
-not import it runs unchanged.
+reads local files only. Standard library only: `datasets` is the image's, patched when the script imports it (as
+the integration patches verl's modules), and a checkout whose preparation does not import it runs unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.abc
 import os
 import runpy
 import sys
@@ -34,11 +35,12 @@ def sizes(argv: list[str]) -> tuple[int, int]:
 
 
 def answer_locally(train: int, val: int) -> None:
-    """Make `datasets.load_dataset(SOURCE)` return `train` and `val` placeholder rows; leave every other call alone."""
-    try:
-        import datasets
-    except ImportError:
-        return
+    """When the script imports `datasets` (the image's), make its `load_dataset(SOURCE)` return `train` and `val`
+    placeholder rows; every other call is the library's own. Without the library nothing is patched."""
+    sys.meta_path.insert(0, _PatchOnImport("datasets", lambda module: _patch(module, train, val)))
+
+
+def _patch(datasets, train: int, val: int) -> None:
     real = datasets.load_dataset
 
     def rows(count: int):
@@ -52,6 +54,32 @@ def answer_locally(train: int, val: int) -> None:
         return datasets.DatasetDict({"train": rows(train), "test": rows(val)})
 
     datasets.load_dataset = load_dataset
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds module `name` with the usual machinery and calls `patch` on it once it has run."""
+
+    def __init__(self, name: str, patch):
+        self.name, self.patch, self.inner = name, patch, None
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                self.inner, spec.loader = spec.loader, self
+                return spec
+        return None
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        self.patch(module)
 
 
 def main(argv: list[str] | None = None) -> None:
