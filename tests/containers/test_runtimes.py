@@ -66,16 +66,7 @@ def test_podman_renders_only_flags_its_help_documents():
     documented = _documented(
         subprocess.run(["podman", "run", "--help"], capture_output=True, text=True, check=True).stdout
     )
-    assert set(_options(argv, REQUEST.reference)) <= documented and env == {}
-    gpus = argv[argv.index("--device") : argv.index("--volume")]
-    assert gpus == [
-        "--device",
-        "nvidia.com/gpu=1",
-        "--device",
-        f"nvidia.com/gpu={UUID}",
-        "--env",
-        "CUDA_VISIBLE_DEVICES=0,1",
-    ]
+    assert set(_options(argv, REQUEST.reference)) <= documented and env == {}  # the whole line: the test below
 
 
 def test_docker_renders_only_flags_its_help_documents():
