@@ -65,7 +65,7 @@ def _kernel(monkeypatch, tmp_path, ephemeral: str, reserved: str = "") -> None:
 )
 def test_blocks_lie_where_the_kernel_gives_no_connection_its_ports(monkeypatch, tmp_path, ephemeral, reserved, rooms):
     """A block lies outside the ephemeral range, or inside it where the kernel reserves ports, wherever that is; a
-    node whose range starts at PORT_LOW no longer refuses every job."""
+    node whose range starts at PORT_LOW still has room above it."""
     _kernel(monkeypatch, tmp_path, ephemeral, reserved)
     assert ray_head.port_windows() == [(low, high + 1) for low, high in rooms]
     held = [ray_head.reserve(315, directory=tmp_path / "ports", rng=random.Random(seed)) for seed in range(2)]
