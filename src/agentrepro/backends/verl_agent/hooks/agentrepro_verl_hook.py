@@ -31,8 +31,6 @@ Signatures are compared without annotations (the recipe annotates `data: DataPro
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import json
 import os
 import sys
@@ -40,11 +38,16 @@ import threading
 from typing import Any
 
 try:  # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
+    import agentrepro_import_patch
     import agentrepro_signature
     import agentrepro_verl_prune
     import agentrepro_verl_rows
 except ModuleNotFoundError:  # as part of the agentrepro package (tests, the harness)
-    from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune, agentrepro_verl_rows
+    from agentrepro.backends.verl_agent.hooks import (
+        agentrepro_import_patch,
+        agentrepro_verl_prune,
+        agentrepro_verl_rows,
+    )
     from agentrepro.hooks import agentrepro_signature
 
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
@@ -281,34 +284,9 @@ def apply(module) -> None:
     PATCHERS[module.__name__](module)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds the patched modules with the normal machinery and applies the patch after each one runs."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname not in PATCHES:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _Loader(spec.loader)
-                return spec
-        return None
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner):
-        self.inner = inner
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        apply(module)
+FINDER = agentrepro_import_patch.PatchOnImport(dict.fromkeys(PATCHES, apply))  # each patched module, as it runs
 
 
 def install() -> None:
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    if FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, FINDER)

@@ -15,10 +15,14 @@ the integration patches verl's modules), and a checkout whose preparation does n
 from __future__ import annotations
 
 import argparse
-import importlib.abc
 import os
 import runpy
 import sys
+
+try:  # by its own name, run as a script from the hooks folder
+    import agentrepro_import_patch
+except ModuleNotFoundError:  # as part of the agentrepro package
+    from agentrepro.backends.verl_agent.hooks import agentrepro_import_patch
 
 SOURCE = "hiyouga/geometry3k"
 MODULE = "examples.data_preprocess.prepare"
@@ -37,7 +41,9 @@ def sizes(argv: list[str]) -> tuple[int, int]:
 def answer_locally(train: int, val: int) -> None:
     """When the script imports `datasets` (the image's), make its `load_dataset(SOURCE)` return `train` and `val`
     placeholder rows; every other call is the library's own. Without the library nothing is patched."""
-    sys.meta_path.insert(0, _PatchOnImport("datasets", lambda module: _patch(module, train, val)))
+    sys.meta_path.insert(
+        0, agentrepro_import_patch.PatchOnImport({"datasets": lambda module: _patch(module, train, val)})
+    )
 
 
 def _patch(datasets, train: int, val: int) -> None:
@@ -54,32 +60,6 @@ def _patch(datasets, train: int, val: int) -> None:
         return datasets.DatasetDict({"train": rows(train), "test": rows(val)})
 
     datasets.load_dataset = load_dataset
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds module `name` with the usual machinery and calls `patch` on it once it has run."""
-
-    def __init__(self, name: str, patch):
-        self.name, self.patch, self.inner = name, patch, None
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                self.inner, spec.loader = spec.loader, self
-                return spec
-        return None
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        self.patch(module)
 
 
 def main(argv: list[str] | None = None) -> None:
