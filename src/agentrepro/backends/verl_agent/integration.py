@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentrepro.backends.ray_head import PYTHONPATH_ENV
 from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
-from agentrepro.hooks.agentrepro_ray_head import PYTHONPATH_ENV
 from agentrepro.runconfig import EvalConfig
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
