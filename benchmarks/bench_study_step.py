@@ -17,8 +17,10 @@ Measured, each the median over `--steps` steps after one untimed step:
   sync around each: the prefills, the decode loops, the environment and the prompts (chat template) per turn;
   how many times the engine allocated its buffers and captured its decode graph;
 * generated tokens per step and per rollout second; the pass budget `auto` chose and the peak GPU memory;
-* one checkpoint write (`Trainer._save`: weights, optimizer, RNG): its file's bytes (not the step-0 checkpoint's
-  beside it, which the trainer writes at start, weights only) and the bytes of its parts, and evaluating it on `--eval-tasks` tasks
+* one checkpoint write (`Trainer._save`: weights, optimizer, RNG), as the training step makes it: the time the step
+  waits (`checkpoint_blocked_s`: the copy to host memory) and until the file is written; its file's bytes (not
+  the step-0 checkpoint's beside it, which the trainer writes at start, weights only) and the bytes of its parts,
+  and evaluating it on `--eval-tasks` tasks
   (`trainer.evaluate.evaluate_run`, what the workflow's eval job runs) once the model is loaded;
 * `--profile`: cProfile of one more step, the 25 functions with the most cumulative time.
 """
@@ -223,7 +225,12 @@ def main(argv=None) -> int:
 
         sync()
         t0 = time.perf_counter()
-        trainer._save()
+        if hasattr(trainer, "writer"):  # the step's save: it waits for the copy to host memory, a thread writes
+            trainer._save(background=True)
+            out["checkpoint_blocked_s"] = round(time.perf_counter() - t0, 3)
+            trainer.writer.wait()
+        else:
+            trainer._save()
         sync()
         out["checkpoint_write_s"] = round(time.perf_counter() - t0, 3)
         out["checkpoint_bytes"] = ckpt.checkpoint_path(run_dir, trainer.step).stat().st_size

@@ -1,4 +1,4 @@
-"""The update's token budget on a GPU (trainer/memory.py): the activation estimate against the peaks measured on an
+"""The update's token budget (trainer/memory.py): the activation estimate against the peaks measured on an
 H200, the budget's bounds, one line when nothing fits, and what a job's GPU must hold."""
 
 from __future__ import annotations
@@ -93,3 +93,54 @@ def test_a_shared_gpu_gives_the_job_its_share(monkeypatch):
     assert step_record.device_memory(torch.device("cuda")) == (110 * GIB, 140 * GIB)
     monkeypatch.setenv(step_record.GPU_SHARE, "2")
     assert step_record.device_memory(torch.device("cuda")) == (50 * GIB, 70 * GIB)
+
+
+def test_the_host_memory_is_lowered_by_every_cgroup_limit_above_the_process(tmp_path):
+    """A SLURM job's cgroup (memory.max 8 GiB, 3 GiB used) bounds what the CPU's passes may take, though the node
+    has more; a group without a limit ("max") and a folder without the files change nothing."""
+    from agentrepro.trainer.step_record import host_memory
+
+    root = tmp_path / "cgroup"
+    job = root / "system.slice" / "slurmstepd.scope" / "job_7"
+    step = job / "step_0" / "user" / "task_0"
+    step.mkdir(parents=True)
+    (job / "memory.max").write_text(f"{8 * GIB}\n")
+    (job / "memory.current").write_text(f"{3 * GIB}\n")
+    (step / "memory.max").write_text("max\n")
+    (step / "memory.current").write_text(f"{1 * GIB}\n")
+    membership = tmp_path / "self-cgroup"
+    membership.write_text(f"0::/{step.relative_to(root)}\n")
+    node_available, node_total = host_memory(root, tmp_path / "absent")
+    available, total = host_memory(root, membership)
+    assert total == min(node_total, 8 * GIB) and available == min(node_available, 5 * GIB)
+    membership.write_text("0::/\n")  # the root group: no limit
+    assert host_memory(root, membership)[1] == node_total
+
+
+def test_a_budget_that_holds_the_whole_minibatch_makes_one_pass_as_zero_does():
+    """An auto budget larger than the minibatch keeps the one-pass path (rows in order, every column), so a small
+    CPU study trains exactly as before the budget applied there."""
+    import torch
+
+    from agentrepro.trainer.update import micro_batches
+
+    attn = torch.ones(4, 10, dtype=torch.long)
+    attn[1, 6:] = 0
+    idx = torch.arange(4)
+    for budget in (0, 40, 65_536):
+        ((rows, width),) = micro_batches(attn, idx, budget)
+        assert rows.tolist() == [0, 1, 2, 3] and width == 10
+    assert len(micro_batches(attn, idx, 39)) > 1
+
+
+def test_the_host_that_cannot_hold_one_pass_is_named_as_the_host():
+    per_token = _per_token(QWEN_15B, "fp32", "eager")
+    with pytest.raises(BadInput, match=r"^train\.micro_batch_tokens: the host has 8\.0 GiB"):
+        memory.pass_tokens(
+            available=8 * GIB,
+            total=8 * GIB,
+            parameters=QWEN_15B.parameters,
+            per_token=per_token,
+            precision="fp32",
+            where="host",
+        )

@@ -4,6 +4,12 @@ Layout under `<run>/checkpoints/`: `step<N>.pt` (one per saved step; step 0 is t
 start, also the reference of the KL term; a run started from a shared warm start has that warm start's
 step0.pt byte for byte, trainer/shared_warmstart.py) and `tokenizer/` (the run's tokenizer, saved once). Each file
 is written atomically, so the newest complete `step<N>.pt` is always a valid resume point.
+
+`Writer` writes a training step's checkpoint in the background: the step waits only while its tensors are copied to
+host memory (`host_copy`: GPU to host on CUDA, a copy on the CPU, whose parameters the next step changes in place),
+and the next steps run while a thread writes the file. Its next save, and the end of the run, wait for the write and
+raise its error. A run killed during a write leaves the previous checkpoint as its resume point, and its logs are cut
+back to that step on resume.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +77,11 @@ def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator], n
         g.set_state(state["generators"][k])
 
 
-def save_checkpoint(
-    run_dir, step: int, *, policy, optimizer=None, scheduler=None, rng: dict | None = None, counters: dict | None = None
-) -> Path:
-    payload = {
+def checkpoint_payload(
+    step: int, *, policy, optimizer=None, scheduler=None, rng: dict | None = None, counters: dict | None = None
+) -> dict[str, Any]:
+    """What `step<N>.pt` holds; its tensors are the live ones (the model's and optimizer's own)."""
+    return {
         "step": step,
         "model": policy.state_dict(),
         "optimizer": None if optimizer is None else optimizer.state_dict(),
@@ -81,10 +89,76 @@ def save_checkpoint(
         "rng": rng,
         "counters": counters or {},
     }
+
+
+def write_payload(run_dir, step: int, payload: dict[str, Any]) -> Path:
     path = checkpoint_path(run_dir, step)
     with atomic_binary(path) as fh:  # straight to the file: no second copy of gigabytes in memory
         torch.save(payload, fh)
     return path
+
+
+def save_checkpoint(run_dir, step: int, **parts: Any) -> Path:
+    """Write step `step`'s checkpoint now (`checkpoint_payload`'s parts)."""
+    return write_payload(run_dir, step, checkpoint_payload(step, **parts))
+
+
+def host_copy(payload: Any) -> Any:
+    """`payload` with every tensor copied to host memory, tensors that share storage (tied embeddings) still sharing
+    it, so the file is the same as the live payload's and nothing the training changes afterwards reaches it."""
+    copies: dict[tuple, torch.Tensor] = {}
+
+    def copy(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            key = (
+                value.device,
+                value.untyped_storage().data_ptr(),
+                value.storage_offset(),
+                value.shape,
+                value.stride(),
+            )
+            if key not in copies:
+                copies[key] = value.detach().to("cpu", copy=True)
+            return copies[key]
+        if isinstance(value, dict):
+            return {k: copy(v) for k, v in value.items()}
+        if type(value) in (list, tuple):  # exactly: a named tuple or torch.Size is kept as it is
+            return type(value)(copy(v) for v in value)
+        return value
+
+    return copy(payload)
+
+
+class Writer:
+    """Checkpoints written by one background thread, one at a time (see the module's text)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def save(self, run_dir, step: int, payload: dict[str, Any]) -> None:
+        """Copy `payload` to host memory, then write it in the background once the previous write has ended."""
+        self.wait()
+        snapshot = host_copy(payload)
+        self._thread = threading.Thread(
+            target=self._write, args=(run_dir, step, snapshot), name=f"checkpoint-step{step}"
+        )
+        self._thread.start()
+
+    def _write(self, run_dir, step: int, payload: dict[str, Any]) -> None:
+        try:
+            write_payload(run_dir, step, payload)
+        except BaseException as exc:  # raised in the training thread by wait()
+            self._error = exc
+
+    def wait(self) -> None:
+        """Block until the write under way has ended; raise its error, if it had one."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
 
 
 def load_checkpoint(run_dir, step: int) -> dict[str, Any]:

@@ -73,6 +73,7 @@ class Trainer:
         self.sample_gen = torch.Generator().manual_seed(sampling_seed(self.spec.seed, ranks.rank))
         self.update_gen = torch.Generator().manual_seed(self.spec.seed * 1_000_003 + 2)
         self.task_rng = np.random.default_rng([self.spec.seed, 0x7A5C])
+        self.writer = ckpt.Writer()
         done = ckpt.saved_steps(self.run_dir) if resume else []
         if not ranks.leader:  # wait for rank 0 to set the run up; start from the step it is at
             done = [ranks.broadcast(None)]
@@ -156,22 +157,28 @@ class Trainer:
     def _generators(self) -> dict[str, torch.Generator]:
         return {"sample": self.sample_gen, "update": self.update_gen}
 
-    def _save(self, *, every_rank: bool = True) -> None:
+    def _save(self, *, every_rank: bool = True, background: bool = False) -> None:
         """Rank 0 writes the checkpoint; with several ranks (`every_rank`: all of them are here) it keeps each
-        rank's sampling state."""
+        rank's sampling state. `background`: the write runs in `self.writer`'s thread once the tensors are copied
+        to host memory (checkpoint.Writer); otherwise it has ended when this returns."""
         rng = ckpt.rng_state(self._generators(), self.task_rng)
         if every_rank:
             rng.update(self.ranks.sampling_states(self.sample_gen))
-        if self.ranks.leader:
-            ckpt.save_checkpoint(
-                self.run_dir,
-                self.step,
-                policy=self.policy,
-                optimizer=self.optimizer,
-                scheduler=self.scheduler,
-                rng=rng,
-                counters=self.counters,
-            )
+        if not self.ranks.leader:
+            return
+        payload = ckpt.checkpoint_payload(
+            self.step,
+            policy=self.policy,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            rng=rng,
+            counters=self.counters,
+        )
+        if background:
+            self.writer.save(self.run_dir, self.step, payload)
+        else:
+            self.writer.wait()
+            ckpt.write_payload(self.run_dir, self.step, payload)
 
     # --- one step --------------------------------------------------------------------------------
     def train_step(self) -> None:
@@ -201,9 +208,10 @@ class Trainer:
             engine=self.engine,
         )
         timings["rollout"] = time.perf_counter() - t0
-        if cfg.micro_batch_tokens == 0 and self.device.type == "cuda":  # auto, sized once the engine holds its cache
+        if cfg.micro_batch_tokens == 0:  # auto (trainer/memory.py), sized once the engine holds its cache
             available, total = device_memory(self.device)
-            tokens = auto_pass_tokens(self.policy, cfg, available=available, total=total)
+            where = "GPU" if self.device.type == "cuda" else "host"
+            tokens = auto_pass_tokens(self.policy, cfg, available=available, total=total, where=where)
             self.cfg = cfg = dataclasses.replace(cfg, micro_batch_tokens=tokens)
         # old log-probs (and values) under the policy that sampled, reference log-probs for the KL
         # (one on-policy pass without a value baseline needs no separate forward: the update uses its own, detached)
@@ -276,7 +284,7 @@ class Trainer:
         if self.step in self.save_steps:
             t0 = time.perf_counter()
             c["wall_s"] += time.perf_counter() - t_start
-            self._save()
+            self._save(background=True)  # the step waits for the copy to host memory, not the disk
             timings["checkpoint"] = time.perf_counter() - t0
             c["wall_s"] += timings["checkpoint"]
         else:
@@ -310,13 +318,17 @@ class Trainer:
                 total=self.cfg.steps, initial=self.step, desc=f"{self.spec.method} seed{self.spec.seed}", unit="step"
             )
         wandb_run = self._wandb() if self.cfg.wandb and self.ranks.leader else None
-        while self.step < self.cfg.steps and (stop_at is None or self.step < stop_at):
-            self.train_step()
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(success=f"{self.last_metrics['train_success_rate']:.2f}")
-            if wandb_run is not None:
-                wandb_run.log({f"train/{k}": v for k, v in self.last_metrics.items() if v is not None}, step=self.step)
+        try:
+            while self.step < self.cfg.steps and (stop_at is None or self.step < stop_at):
+                self.train_step()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(success=f"{self.last_metrics['train_success_rate']:.2f}")
+                if wandb_run is not None:
+                    log = {f"train/{k}": v for k, v in self.last_metrics.items() if v is not None}
+                    wandb_run.log(log, step=self.step)
+        finally:
+            self.writer.wait()  # the last checkpoint is on disk (or its error raised) before the run returns
         if bar is not None:
             bar.close()
         if wandb_run is not None:

@@ -1,11 +1,14 @@
-"""How many padded tokens an update pass takes on a GPU when the manifest sets none, and what a job's GPU must hold.
+"""How many padded tokens an update pass takes when the manifest sets none, and what a job's GPU must hold.
 
-`train.micro_batch_tokens: 0` (the default) means auto: on the CPU a whole minibatch in one pass (today's path); on
-CUDA the trainer measures, once the first rollout has run (so the rollout engine's KV cache is counted), the memory
-torch can still use on its device, takes away what the optimizer step will add, the LM head's chunk and a reserve,
-and divides the rest by the activations one token of a pass holds (`pass_tokens`). The warm start does the same
-before its first step. One pass over a whole minibatch of a pretrained model's chat rows does not fit even a
-139.8 GiB H200.
+`train.micro_batch_tokens: 0` (the default) means auto: once the first rollout has run (so the rollout engine's KV
+cache is counted), the trainer measures the memory it can still use (on CUDA torch's free and cached memory; on the
+CPU the host's available memory under any cgroup limit, `step_record.device_memory`), takes away what the optimizer
+step will add, the LM head's chunk and a reserve, and divides the rest by the activations one token of a pass holds
+(`pass_tokens`). A budget that holds the whole minibatch makes one pass of it, as a budget of 0 does
+(`update.micro_batches`), so small CPU studies train as before. One pass over a whole minibatch of a pretrained
+model's chat rows does not fit even a 139.8 GiB H200; on the CPU, that of a tiny chat model's 128-token turns took
+more than the 24 GiB of the development machine. The warm start sizes its passes the same way on CUDA before its
+first step; on the CPU it takes whole batches (its demonstrations are short, and its models tiny).
 
 Activations per token are estimated from the model's shape: per layer, `ACTIVATION_BYTES` bytes per unit of
 (hidden + intermediate size), constants fitted to the peaks measured on an H200 without checkpointing and rounded up
@@ -56,16 +59,19 @@ def token_bytes(
     return layers * per_layer
 
 
-def pass_tokens(*, available: int, total: int, parameters: int, per_token: int, precision: str) -> int:
+def pass_tokens(
+    *, available: int, total: int, parameters: int, per_token: int, precision: str, where: str = "GPU"
+) -> int:
     """Padded tokens per pass: what torch can still use on the device (`available`: free plus its cached blocks),
     less the optimizer step's state, the head's chunk and a reserve, over `per_token`; a multiple of QUANTUM in
-    [MIN_PASS_TOKENS, MAX_PASS_TOKENS]. BadInput naming train.micro_batch_tokens when not even the smallest fits."""
+    [MIN_PASS_TOKENS, MAX_PASS_TOKENS]. BadInput naming train.micro_batch_tokens when not even the smallest fits;
+    `where`: what holds the memory, for that line ("GPU", or "host" on the CPU)."""
     later = parameters * (STEP_BYTES + (BF16_GRAD_BYTES if precision == "bf16-master" else 0)) + HEAD_CHUNK_BYTES
     room = available - later - int(RESERVE_FRACTION * total) - RESERVE_BYTES
     tokens = min(MAX_PASS_TOKENS, room // max(1, per_token) // QUANTUM * QUANTUM)
     if tokens < MIN_PASS_TOKENS:
         raise BadInput(
-            f"the GPU has {available / GIB:.1f} GiB for the update, which cannot hold the optimizer state of "
+            f"the {where} has {available / GIB:.1f} GiB for the update, which cannot hold the optimizer state of "
             f"{parameters:,} parameters ({later / GIB:.1f} GiB with the head's chunk) and a pass of {MIN_PASS_TOKENS} "
             f"tokens ({MIN_PASS_TOKENS * per_token / GIB:.1f} GiB): set train.grad_checkpointing, a smaller model or "
             "a larger GPU",
@@ -74,7 +80,9 @@ def pass_tokens(*, available: int, total: int, parameters: int, per_token: int, 
     return tokens
 
 
-def auto_pass_tokens(policy: Any, train: Any, *, available: int, total: int, warmstart: bool = False) -> int:
+def auto_pass_tokens(
+    policy: Any, train: Any, *, available: int, total: int, warmstart: bool = False, where: str = "GPU"
+) -> int:
     """`pass_tokens` for `policy` (a trainer Policy: its LM's config gives the shape) under `train` (a TrainConfig,
     `auto` resolved); `warmstart`: the warm start's passes, which train the float32 policy itself, eager."""
     config = policy.lm.config  # Qwen2 and GPT-2 configs both answer these names (GPT-2's MLP is 4 x hidden)
@@ -90,7 +98,7 @@ def auto_pass_tokens(policy: Any, train: Any, *, available: int, total: int, war
     )
     parameters = sum(p.numel() for p in policy.parameters())
     return pass_tokens(
-        available=available, total=total, parameters=parameters, per_token=per_token, precision=precision
+        available=available, total=total, parameters=parameters, per_token=per_token, precision=precision, where=where
     )
 
 

@@ -4,13 +4,15 @@
   trained tokens (checkpoints carry them, with `wall_s`), advanced by one step's rollout.
 * `metrics_row(step, counters, ro, stats, lr, memory)`: the step's metrics row up to its memory use; the loop
   adds `wall_s` and `gpu_hours` after the checkpoint, whose time they include.
-* `memory_use(device)`: the step's peak GPU memory and the process's RSS.
+* `memory_use(device)`: the step's peak GPU memory and the process's RSS; `device_memory(device)` and
+  `host_memory()`: what the update's passes may still take (trainer/memory.py sizes them from it).
 * `dump_rows(ro, rows, advantages, turn_advantages)`: batches/step<N>.jsonl, the step rows with each turn's advantage.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,8 +44,11 @@ GPU_SHARE = "AGENTREPRO_GPU_SHARE"
 
 
 def device_memory(device: torch.device) -> tuple[int, int]:
-    """(bytes torch can still use on CUDA `device`: free plus its own cached blocks, the device's total); under a
-    share of 1/K (GPU_SHARE), at most that share less what this process holds, and the total is the share."""
+    """(bytes torch can still use on `device`, its total). On CUDA: free plus torch's own cached blocks, and under a
+    share of 1/K (GPU_SHARE) at most that share less what this process holds, the total being the share. On the CPU:
+    the host's available memory, or less where a cgroup (a SLURM job's, a container's) limits this process."""
+    if device.type != "cuda":
+        return host_memory()
     free, total = torch.cuda.mem_get_info(device)
     allocated = torch.cuda.memory_allocated(device)
     available = free + torch.cuda.memory_reserved(device) - allocated
@@ -51,6 +56,33 @@ def device_memory(device: torch.device) -> tuple[int, int]:
     if share.isdigit() and int(share) > 1:
         total //= int(share)
         available = min(available, total - allocated)
+    return available, total
+
+
+def host_memory(
+    cgroup_root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")
+) -> tuple[int, int]:
+    """(bytes this process may still take, the most it may hold): the host's available and total memory, each
+    lowered by every cgroup v2 `memory.max` above this process (its room: that limit less the group's
+    `memory.current`). A SLURM job's cgroup is far smaller than the node; psutil reads only the node."""
+    host = psutil.virtual_memory()
+    available, total = int(host.available), int(host.total)
+    try:
+        line = next(x for x in membership.read_text().splitlines() if x.startswith("0::"))
+    except (OSError, StopIteration):
+        return available, total
+    group = cgroup_root / line[3:].strip().lstrip("/")
+    for folder in (group, *group.parents):
+        if not folder.is_relative_to(cgroup_root):
+            break
+        try:
+            limit = (folder / "memory.max").read_text().strip()
+            current = int((folder / "memory.current").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit))
+            available = min(available, max(0, int(limit) - current))
     return available, total
 
 

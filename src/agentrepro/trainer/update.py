@@ -153,8 +153,9 @@ def update(
 def micro_batches(attention_mask: torch.Tensor, idx: torch.Tensor, budget: int) -> list[tuple[torch.Tensor, int]]:
     """Split rows `idx` into micro-batches of at most `budget` padded tokens (rows x the longest row's length),
     rows sorted by length so that similar lengths share a pass; each as (rows, columns to keep).
-    A row longer than the budget gets a pass of its own; `budget` 0 keeps all rows and columns in one pass."""
-    if budget <= 0:
+    A row longer than the budget gets a pass of its own; `budget` 0, or one that holds every row at the full width,
+    keeps all rows and columns in one pass (so an auto budget that fits the whole minibatch changes nothing)."""
+    if budget <= 0 or len(idx) * attention_mask.shape[1] <= budget:
         return [(idx, attention_mask.shape[1])]
     attended = attention_mask[idx].bool()
     cols = torch.arange(attended.shape[1])
