@@ -99,6 +99,50 @@ def test_a_job_runs_more_threads_than_podmans_default_limit(podman_images, tmp_p
     assert json.loads((run_dir / "threads.json").read_text()) == 3000
 
 
+SNAPSHOT_READER = """
+import json, os, sys
+model, data = sys.argv[1:]
+json.dump({"config": open(os.path.join(model, "config.json")).read(), "games": sorted(os.listdir(data))},
+          open(os.path.join(os.environ["OUT"], "read.json"), "w"))
+"""
+
+
+def test_a_model_and_data_given_through_symlinks_are_found_inside_the_container(podman_images, tmp_path, monkeypatch):
+    """A hub cache's `snapshots/<rev>/` (its files links into `../../blobs/`) given as model.path through a symlink
+    outside every mount, and a data folder given through a symlinked folder: the program opens both at the paths it
+    is given, and the snapshot's links resolve inside the container."""
+    repo = tmp_path / "hub" / "models--org--tiny"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "blobs" / "0f3a").write_text('{"model_type": "qwen2"}\n')
+    snapshot = repo / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").symlink_to(Path("..") / ".." / "blobs" / "0f3a")
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "model").symlink_to(snapshot)
+    (tmp_path / "real-data" / "games").mkdir(parents=True)
+    (tmp_path / "real-data" / "games" / "g1.tw-pddl").write_text("{}\n")
+    (links / "data").symlink_to(tmp_path / "real-data")
+    run_dir = tmp_path / "study" / "run"
+    run_dir.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "study")
+    config = {
+        "image": podman_images["a"].block(),
+        "resources": {"gpus": 0},
+        "model": {"path": str(links / "model")},
+        "data": {"games": {"path": str(links / "data" / "games")}},
+    }
+    argv = ["python3", "-c", SNAPSHOT_READER, str(links / "model"), str(links / "data" / "games")]
+    program = containers.program(
+        config, argv, {"OUT": str(run_dir)}, None, run_dir=run_dir, job_dir=run_dir, label="read"
+    )
+    _run(program, run_dir)
+    assert json.loads((run_dir / "read.json").read_text()) == {
+        "config": '{"model_type": "qwen2"}\n',
+        "games": ["g1.tw-pddl"],
+    }
+
+
 def test_another_images_digest_is_detected(podman_images, tmp_path, monkeypatch):
     """A run proven for image `a` is no proof of image `b`: the mismatch names the digest the runtime resolved and b's."""
     a, b = podman_images["a"], podman_images["b"]

@@ -99,21 +99,68 @@ def container_for(
     image = image_of(config["image"]) if "image" in config else None
     if image is None:
         return None
-    mounts = [Mount(Path(run_dir).resolve(), read_only=False), Mount(Path.cwd(), read_only=False)]
+    mounts = [*given_at(run_dir, read_only=False), Mount(Path.cwd(), read_only=False)]
     checkout = (config.get("backend") or {}).get("workdir")
-    if checkout:
-        mounts.append(
-            Mount(Path(checkout).resolve(), read_only=False)
-        )  # frameworks write into their checkout (Hydra's outputs/)
-    mounts += [
-        Mount(Path(spec["path"]).resolve()) for spec in (config.get("data") or {}).values()
-    ]  # a file or a folder
+    if checkout:  # frameworks write into their checkout (Hydra's outputs/)
+        mounts += given_at(checkout, read_only=False)
+    for spec in (config.get("data") or {}).values():  # a file or a folder
+        mounts += given_at(spec["path"], links=True)
     if (config.get("model") or {}).get("path"):
-        mounts.append(Mount(Path(config["model"]["path"]).resolve()))
-    mounts += [Mount(Path(path).resolve()) for path in extra]
-    mounts += [Mount(Path(path).resolve(), read_only=False) for path in shared]
+        mounts += given_at(config["model"]["path"], links=True)
+    for path in extra:
+        mounts += given_at(path)
+    for path in shared:
+        mounts += given_at(path, read_only=False)
     gpus = int((config.get("resources") or {}).get("gpus") or 0) > 0
     return Container(image, merged_mounts(mounts), gpus=gpus, gpu_devices=allocated_gpus() if gpus else None)
+
+
+LINK_WALK_LIMIT = 100_000  # entries of a data or model folder looked at for links that lead out of it
+
+
+def given_at(given: str | os.PathLike, *, read_only: bool = True, links: bool = False) -> list[Mount]:
+    """The mounts that show `given` inside the container where the program looks for it: its real location at its
+    own path, and, when a symlink leads there, the same folder at the path the program is given (the config's value
+    and the environment that carries it, HF_CHECKPOINT or ALFWORLD_DATA, name that one). `links`: a folder whose
+    symlinks point out of it (a hub cache's `snapshots/<rev>/` into `../../blobs/`) gets their targets' folders too,
+    read-only, where the links lead from either path, so no link inside the container dangles."""
+    absolute = Path(os.path.abspath(given))
+    real = absolute.resolve()
+    mounts = [Mount(real, read_only)]
+    alias = absolute if absolute != real else None
+    if alias is not None:
+        mounts.append(Mount(alias, read_only, source=real))
+    if links and real.is_dir():
+        mounts += _outside_links(real, alias)
+    return mounts
+
+
+def _outside_links(folder: Path, alias: Path | None) -> list[Mount]:
+    """Mounts of the folders that hold the targets of `folder`'s symlinks leading out of it (a link to a folder
+    gives that folder), at their own paths and, for a relative link, where it leads from `alias` (the path the
+    program is given for `folder`); the first LINK_WALK_LIMIT entries are looked at."""
+    mounts: dict[Path, Mount] = {}
+    seen = 0
+    for root, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            seen += 1
+            entry = Path(root) / name
+            if not entry.is_symlink():
+                continue
+            target = entry.resolve()
+            if not target.exists() or target.is_relative_to(folder):
+                continue
+            held = target if target.is_dir() else target.parent
+            mounts[held] = Mount(held)
+            text = os.readlink(entry)
+            if alias is not None and not os.path.isabs(text):
+                lexical = Path(os.path.normpath(alias / entry.parent.relative_to(folder) / text))
+                lexical = lexical if target.is_dir() else lexical.parent
+                if lexical != held:
+                    mounts[lexical] = Mount(lexical, source=held)
+        if seen > LINK_WALK_LIMIT:
+            break
+    return list(mounts.values())
 
 
 def program(

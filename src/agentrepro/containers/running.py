@@ -45,8 +45,8 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
             "every GPU of the node (set CUDA_VISIBLE_DEVICES to this job's, or run it under SLURM with --gpus)"
         )
     for mount in container.mounts:
-        if not mount.path.exists():
-            raise Failure(f"{mount.path} cannot be mounted into the container: it does not exist")
+        if not mount.host.exists():
+            raise Failure(f"{mount.host} cannot be mounted into the container: it does not exist")
     if program.scratch is not None:
         private_folder(program.scratch)
     prepared = prepare(container)

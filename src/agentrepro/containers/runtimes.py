@@ -55,22 +55,29 @@ FORBIDDEN_IN_PATH = re.compile(r"[:,\x00-\x1f\x7f]")  # ':' and ',' separate the
 
 @dataclass(frozen=True)
 class Mount:
-    """A host directory or file bound at the same path inside the container."""
+    """A host directory or file bound at `path` inside the container: the host's `path` itself, or `source` (the
+    real location of a path the program is given through a symlink that no other mount shows)."""
 
     path: Path
     read_only: bool = True
+    source: Path | None = None
 
     def __post_init__(self) -> None:
-        text = str(self.path)
-        if not self.path.is_absolute() or FORBIDDEN_IN_PATH.search(text) or ".." in self.path.parts:
-            raise BadInput(
-                f"{text!r} cannot be mounted: a mount path must be absolute, without '..', ':', ',' or "
-                "control characters (the runtimes split their mount options at ':' and ',')",
-                where="mount",
-            )
+        for path in (self.path, self.source or self.path):
+            text = str(path)
+            if not path.is_absolute() or FORBIDDEN_IN_PATH.search(text) or ".." in path.parts:
+                raise BadInput(
+                    f"{text!r} cannot be mounted: a mount path must be absolute, without '..', ':', ',' or "
+                    "control characters (the runtimes split their mount options at ':' and ',')",
+                    where="mount",
+                )
+
+    @property
+    def host(self) -> Path:
+        return self.source or self.path
 
     def spec(self) -> str:
-        return f"{self.path}:{self.path}" + (":ro" if self.read_only else "")
+        return f"{self.host}:{self.path}" + (":ro" if self.read_only else "")
 
 
 @dataclass(frozen=True)
@@ -115,15 +122,19 @@ def allocated_gpus(environ: Mapping[str, str] | None = None) -> tuple[str, ...] 
 
 def merged_mounts(mounts: list[Mount]) -> tuple[Mount, ...]:
     """One mount per path (read-write wins over read-only), parents before children, in path order; a path inside
-    a mounted one is mounted again only to change its mode (a read-only data folder inside the read-write root)."""
-    by_path: dict[Path, bool] = {}
+    a mounted one is mounted again only to change its mode (a read-only data folder inside the read-write root).
+    A mount from another source (a symlinked path) is dropped under a mounted parent, which shows the link itself."""
+    by_path: dict[Path, Mount] = {}
     for mount in mounts:
-        by_path[mount.path] = by_path.get(mount.path, True) and mount.read_only
+        prior = by_path.get(mount.path)
+        by_path[mount.path] = (
+            mount if prior is None else Mount(mount.path, prior.read_only and mount.read_only, prior.source)
+        )
     kept: list[Mount] = []
-    for path, read_only in sorted(by_path.items(), key=lambda item: item[0].parts):
+    for path, mount in sorted(by_path.items(), key=lambda item: item[0].parts):
         enclosing = [m for m in kept if m.path in path.parents]
-        if not enclosing or enclosing[-1].read_only != read_only:
-            kept.append(Mount(path, read_only))
+        if not enclosing or (mount.source is None and enclosing[-1].read_only != mount.read_only):
+            kept.append(mount)
     return tuple(kept)
 
 
