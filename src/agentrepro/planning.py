@@ -35,6 +35,8 @@ from agentrepro.placement import placements
 from agentrepro.trainer.shared_warmstart import identity, uses_warmstart, warmstart_config
 
 NOT_FROZEN = "(not frozen)"
+CONVERT_RESOURCES = {"gpus": 0, "cpus": 1, "mem_mb": 2000, "runtime_min": 30}
+"""An eval job that converts what the training wrote (a JSONL of a few hundred episodes) into outcome rows."""
 
 
 class LockMismatch(BadInput):
@@ -176,20 +178,36 @@ class StudyPlan:
         found = placements(self.document, path=self.manifest_file).items()
         return {method: job_resources(placement.resources, path=self.manifest_file) for method, placement in found}
 
-    def job_resources(self) -> dict[str, Any]:
-        """The `resources:` of a train or eval job: values when every method's backend asks the same, else one
-        function of the job's wildcards per resource (a resource a backend does not set is None: unset)."""
-        per_method = self.method_resources
-        if all(res == self.resources for res, _ in per_method.values()):
-            return dict(self.resources)
+    @functools.cached_property
+    def method_eval_resources(self) -> dict[str, tuple[dict[str, Any], int]]:
+        """Per method, what its eval job asks: its placement's resources, or, where the backend evaluates during
+        training and the eval job only converts what it wrote (`Backend.evaluates_in_training`), CONVERT_RESOURCES
+        on the placement's partition."""
+        out = dict(self.method_resources)
+        for method, placement in placements(self.document, path=self.manifest_file).items():
+            if get_backend(placement.name).evaluates_in_training:
+                partition = (
+                    {"partition": placement.resources["partition"]} if placement.resources.get("partition") else {}
+                )
+                out[method] = job_resources({**CONVERT_RESOURCES, **partition}, path=self.manifest_file)
+        return out
+
+    def job_resources(self, *, evaluation: bool = False) -> dict[str, Any]:
+        """The `resources:` of a train job (or, `evaluation`, an eval job): values when every method asks the same,
+        else one function of the job's wildcards per resource (a resource a method does not set is None: unset)."""
+        per_method = self.method_eval_resources if evaluation else self.method_resources
+        first = next(iter(per_method.values()), (self.resources, self.threads))[0]
+        if all(res == first for res, _ in per_method.values()):
+            return dict(first)
         keys = dict.fromkeys(k for res, _ in per_method.values() for k in res)
         return {key: (lambda wildcards, key=key: per_method[wildcards.method][0].get(key)) for key in keys}
 
-    def job_threads(self) -> int | Any:
-        """The `threads:` of a train or eval job: a number, or a function of the wildcards when backends differ."""
-        per_method = self.method_resources
-        if all(threads == self.threads for _, threads in per_method.values()):
-            return self.threads
+    def job_threads(self, *, evaluation: bool = False) -> int | Any:
+        """The `threads:` of a train (or eval) job: a number, or a function of the wildcards when methods differ."""
+        per_method = self.method_eval_resources if evaluation else self.method_resources
+        first = next(iter(per_method.values()), (self.resources, self.threads))[1]
+        if all(threads == first for _, threads in per_method.values()):
+            return first
         return lambda wildcards: per_method[wildcards.method][1]
 
     # -- what each job runs ---------------------------------------------------------------------------------------

@@ -370,8 +370,19 @@ def test_ray_serve_stays_on_the_port_relax_reads_and_is_reserved(study, tmp_path
     head = launches[2].argv[: launches[2].argv.index("--")]
     assert head[:2] == ("python3", str(ray_head.SCRIPT)) and "--dashboard" in head
     assert head[head.index("--fixed-port") + 1] == "8000" and head[head.index("--key") + 1] == "slurm-1001"
+    assert head[head.index("--num-cpus") + 1] == str(config["resources"]["cpus"])  # the job's CPUs, not the node's
     assert "RAY_ADDRESS" not in launches[2].env and not any("8265" in w for w in launches[2].argv)
     assert launches[2].env["RELAX_ENTRYPOINT_MODE"] and launches[2].env["GRAPHGPO_METHOD"] == "graphgpo"
+
+
+def test_a_relax_job_without_its_cpus_is_refused_naming_resources_cpus(study):
+    """Without --num-cpus the job's Ray head offers Relax every CPU of the node though SLURM gave the job one."""
+    config = copy.deepcopy(resolved(study, "gigpo"))
+    del config["resources"]["cpus"]
+    with pytest.raises(BadInput, match=r"^resources\.cpus: missing: the job's CPUs"):
+        relax.RelaxBackend().validate_config(config)
+    config["backend"]["ray"] = {"num_cpus": 12}
+    relax.RelaxBackend().validate_config(config)
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,23 @@ def test_the_plan_gives_each_method_its_backends_resources():
     assert tiny.job_resources() == tiny.resources  # one backend: plain values
 
 
+@pytest.mark.parametrize("name", ["graphgpo-alfworld.yaml", "graphgpo-alfworld-relax.yaml"])
+def test_eval_jobs_that_convert_the_trainings_evaluation_ask_for_no_gpu(name):
+    """verl-agent and Relax evaluate during training; their eval jobs convert a JSONL, so they ask for one CPU, no
+    GPU and half an hour, not the training's GPUs, CPUs, memory and day."""
+    p = plan.study_plan(REPO / "manifests" / name)
+    train, evaluation = p.job_resources(), p.job_resources(evaluation=True)
+    assert train["gpu"] >= 1 and train["cpus_per_task"] > 1 and train["runtime"] > 60
+    assert evaluation == {"gpu": 0, "runtime": 30, "mem_mb": 2000, "cpus_per_task": 1, **_partition(train)}
+    assert p.job_threads(evaluation=True) == 1
+    builtin = plan.study_plan(REPO / "manifests" / "vagen-sokoban.yaml")  # the builtin backend evaluates the model
+    assert builtin.job_resources(evaluation=True) == builtin.job_resources()
+
+
+def _partition(resources: dict) -> dict:
+    return {"slurm_partition": resources["slurm_partition"]} if "slurm_partition" in resources else {}
+
+
 def test_a_backend_that_cannot_save_the_evaluated_steps_stops_the_plan(tmp_path):
     """verl-agent validates only on its eval.every grid: a checkpoint off the grid is BadInput at `eval`."""
     source = REPO / "manifests" / "graphgpo-alfworld.yaml"

@@ -18,9 +18,9 @@ rule eval:
     params:
         run_dir=run_dir,
         slots=GPU_SLOTS,
-    threads: PLAN.job_threads()
+    threads: PLAN.job_threads(evaluation=True)
     resources:
-        **PLAN.job_resources(),
+        **PLAN.job_resources(evaluation=True),
     shell:
         "python {params.slots:q} --gpus {resources.gpu} --"
         " agentrepro eval --run {params.run_dir} --step {wildcards.step} > {log} 2>&1"

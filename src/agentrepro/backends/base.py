@@ -14,7 +14,9 @@ Facts, as class attributes, read by the manifest checks, the schema generator (b
   refused), `optional`, or `never` (a backend that trains in the harness's own process has no program to wrap: only
   `image: {none: ...}`);
 * `adapter`: a converter of this framework's outputs that the `command` backend may name (`adapter:`), or None;
-* `shares_warmstart`: whether its runs can start from a shared warm start (`start_from`).
+* `shares_warmstart`: whether its runs can start from a shared warm start (`start_from`);
+* `evaluates_in_training`: whether its framework evaluates the checkpoints during training, so that an eval job
+  only converts what it wrote (and asks for no GPU: planning.CONVERT_RESOURCES).
 
 What a job asks (methods):
 * `default_config()` -> a partial run config, deep-merged *under* the run config (values given in the config win);
@@ -223,6 +225,7 @@ class Backend(abc.ABC):
     container: ClassVar[str] = "required"  # or "optional", "never"
     adapter: ClassVar[Adapter | None] = None
     shares_warmstart: ClassVar[bool] = False
+    evaluates_in_training: ClassVar[bool] = False
 
     @classmethod
     def create(cls, registry: Any) -> Backend:

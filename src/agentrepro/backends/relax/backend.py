@@ -169,7 +169,7 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     head = ray_head.words(
         run_dir,
         ray=ray.get("executable", "ray"),
-        num_cpus=ray.get("num_cpus"),
+        num_cpus=ray.get("num_cpus", (config.get("resources") or {}).get("cpus")),  # the job's, not the node's
         num_gpus=gpus,
         dashboard=True,
         fixed_ports=(recipe.SERVE_PORT,),
@@ -240,6 +240,7 @@ class RelaxBackend(Backend):
     name = "relax"
     block = BLOCK
     adapter = results.ADAPTER
+    evaluates_in_training = True  # the recipe evaluates each saved step; an eval job converts its hook's lines
 
     def default_config(self) -> dict[str, Any]:
         """The harness's defaults of the knobs the recipe takes (train_config.schema.json), stated explicitly, but the
@@ -254,6 +255,13 @@ class RelaxBackend(Backend):
         super().validate_config(config)
         recipe.validate(config)
         runconfig.step_rows(config)
+        resources, ray = config.get("resources") or {}, config["backend"].get("ray") or {}
+        if "cpus" not in resources and "num_cpus" not in ray:
+            raise BadInput(
+                "missing: the job's CPUs, which its Ray head is given (--num-cpus); without them Ray counts every "
+                "CPU of the node, though SLURM gives the job one",
+                where="resources.cpus",
+            )
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
         return recipe.evaluated_rollouts(int((config.get("train") or {}).get("steps", 0)))

@@ -54,6 +54,7 @@ from agentrepro.backends.launch import Launch, contain, run_launch
 from agentrepro.backends.verl_agent import demands, integration, outputs, recipes, scripts
 from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune as prune_hook
 from agentrepro.bounds import MAX_SEED
+from agentrepro.containers.runtimes import allocated_gpus
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
@@ -236,6 +237,7 @@ class VerlAgentBackend(Backend):
     name = "verl-agent"
     block = BLOCK
     adapter = outputs.ADAPTER
+    evaluates_in_training = True  # training validates every evaluated step; an eval job converts its dump
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
         return validated_steps(config)
@@ -385,6 +387,14 @@ class VerlAgentBackend(Backend):
                     f"no FSDP checkpoint of step {step} to validate (pruned during training or after its evaluation, "
                     "or never saved); its Hugging Face copy can be served (eval.engine: served)",
                     path=actor,
+                )
+            if int(config["resources"].get("gpus") or 0) and not allocated_gpus():
+                raise BadInput(
+                    f"the validation of step {step} is missing, and validating the checkpoint again runs verl on "
+                    f"{config['resources']['gpus']} GPU(s), which an eval job (it converts the training's validation) "
+                    "does not ask for: run this eval job with the training's resources (snakemake "
+                    "--set-resources eval:gpu=N eval:cpus_per_task=C eval:mem_mb=M)",
+                    path=outputs.validation_file(run_dir, step),
                 )
             integration.write_panel(config, run_dir)
             for launch in job_launches(config, run_dir, eval_step=step):
