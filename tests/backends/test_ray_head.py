@@ -128,36 +128,43 @@ def yaml_manifest(repo, *, cpus: int) -> dict:
     return manifest
 
 
-def test_a_hard_coded_port_in_use_refuses_to_start(tmp_path, fake_ray):
-    """If a port the framework hard-codes is already in use on the node, nothing starts and the exit status is 75
-    (EX_TEMPFAIL: a scheduler retries later)."""
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
+def _head_on_port(tmp_path, fake_ray, port: int, wait_s: float) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "agentrepro.hooks.agentrepro_ray_head", "--key", "k", "--ray", str(fake_ray)]
+    argv += ["--fixed-port", str(port), "--", sys.executable, "-c", "print('program ran')"]
+    env = {
+        **os.environ,
+        "FAKE_RAY_LOG": str(tmp_path / "ray.json"),
+        ray_head.PORTS_ENV: str(tmp_path / "ports"),
+        ray_head.PORT_WAIT_ENV: str(wait_s),
+    }
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_a_hard_coded_port_in_use_past_the_wait_refuses_to_start(tmp_path, fake_ray):
+    """If a port the framework hard-codes stays in use on the node through the wait, nothing starts and the exit
+    status is 75 (EX_TEMPFAIL: the scheduler's retry runs the job later)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        argv = [
-            sys.executable,
-            "-m",
-            "agentrepro.hooks.agentrepro_ray_head",
-            "--key",
-            "k",
-            "--ray",
-            str(fake_ray),
-            "--fixed-port",
-            str(s.getsockname()[1]),
-            "--",
-            "true",
-        ]
-        result = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)},
-        )
-    assert result.returncode == 75 and "in use on this node" in result.stderr
+        proc = _head_on_port(tmp_path, fake_ray, s.getsockname()[1], wait_s=1)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 75 and "in use on this node" in stderr and "(waited 1 s)" in stderr
     assert not (tmp_path / "ray.json").exists()
+
+
+def test_a_second_job_waits_for_the_hard_coded_port_and_starts_once_it_is_free(tmp_path, fake_ray):
+    """Another job holds the port (Relax's Ray Serve on 8000): this one says it waits, and starts its head and program
+    as soon as the port is free, instead of failing at once and having its retries fail too."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    proc = _head_on_port(tmp_path, fake_ray, s.getsockname()[1], wait_s=120)
+    time.sleep(3)
+    assert proc.poll() is None and not (tmp_path / "ray.json").exists()  # waiting, nothing started
+    s.close()
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "program ran" in stdout, stderr
+    assert "waits for Ray ports" in stderr and (tmp_path / "ray.json").exists()
 
 
 def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):

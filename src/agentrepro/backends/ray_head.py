@@ -9,6 +9,7 @@ read-write so that jobs in other containers see each other's reservations; `read
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from agentrepro.errors import BadInput
@@ -49,8 +50,10 @@ def shared() -> tuple[Path, ...]:
 
 
 def env() -> dict[str, str]:
-    """The head's view of the reservations folder: the host's path, mounted at the same path."""
-    return {head.PORTS_ENV: str(head.ports_dir().resolve())}
+    """The head's view of the reservations folder (the host's path, mounted at the same path) and, when the job's
+    environment sets it, how long it waits for taken ports (a container sees only the environment it is given)."""
+    wait = os.environ.get(head.PORT_WAIT_ENV)
+    return {head.PORTS_ENV: str(head.ports_dir().resolve()), **({head.PORT_WAIT_ENV: wait} if wait else {})}
 
 
 def ready() -> None:

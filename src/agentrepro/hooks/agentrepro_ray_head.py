@@ -11,7 +11,7 @@ it through RAY_ADDRESS (verl's `ray.init()` and Ray's job CLI both read it): the
 127.0.0.1:<port>, or with `--dashboard` the job API http://127.0.0.1:<dashboard port> (Ray's job CLI prefers it to
 any --address). On exit, normal, failure or SIGTERM, only that head's process group is signalled, never
 `ray stop` or pkill, and the reservation goes with the head. Exit status: PROGRAM's; 75 (EX_TEMPFAIL) when no
-ports could be reserved (a hard-coded port in use: another job's, or every block held); 1 if the head does not come
+ports could be reserved in the wait (a hard-coded port in use: another job's, or every block held); 1 if the head does not come
 up, or if this node leaves no room for the block at all (`NoRoom`: a kernel setting, not a busy node). Arguments are
 a list from start to end: no shell is involved.
 
@@ -31,7 +31,10 @@ kernel keeps ports out of it (ip_local_reserved_ports): no outgoing connection i
 block, and the job says so (NoRoom) instead of waiting for ports that never come free. A block is HEAD_PORTS head ports (`RayPorts`), then, when the job states how many Ray worker
 processes it creates, that many worker ports (`--min/--max-worker-port`); otherwise each worker binds a free
 port the kernel picks (`--min-worker-port=0 --max-worker-port=0`). Ports a framework hard-codes (Relax's
-Ray Serve on 8000) are reserved the same way, so a second job needing one waits for the first (EX_TEMPFAIL).
+Ray Serve on 8000) are reserved the same way. While ports are taken (a second Relax job on the node, or every block
+held), the job waits for them, retrying every PORT_RETRY_S and saying so once a minute, for up to --port-wait-s
+(AGENTREPRO_PORT_WAIT_S, default 15 minutes), then exits 75 (EX_TEMPFAIL) so that the scheduler's retry runs it
+later, perhaps on another node.
 
 The reservations live in AGENTREPRO_RAY_PORTS_DIR (default /tmp/agentrepro-ray): a folder every job of the node
 must see, so a job in a container gets it mounted read-write (set it to a node-local folder on a cluster whose
@@ -474,6 +477,31 @@ def stop_group(proc: subprocess.Popen) -> None:
 # --- the job: a head, then the program against it ------------------------------------------------------------
 
 
+PORT_WAIT_ENV = "AGENTREPRO_PORT_WAIT_S"
+PORT_WAIT_DEFAULT = 900.0  # long enough for a job ending on the node to free its ports, short beside a GPU job's day
+PORT_RETRY_S = 5.0
+
+
+def reserve_waiting(
+    key: str, workers: int, fixed: tuple[int, ...], wait_s: float, *, retry_s: float = PORT_RETRY_S
+) -> Reservation:
+    """`reserve`, tried again every `retry_s` while ports are taken (another job of the node holds a hard-coded port,
+    or every block), for up to `wait_s` seconds, saying on stderr what it waits for once a minute; PortsTaken after."""
+    deadline = time.monotonic() + wait_s
+    said = None
+    while True:
+        try:
+            return reserve(workers, fixed=fixed)
+        except PortsTaken as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PortsTaken(f"{exc} (waited {wait_s:.0f} s)") from None
+            if said is None or time.monotonic() - said >= 60:
+                print(f"agentrepro: job {key} waits for Ray ports: {exc}; {left:.0f} s left", file=sys.stderr)
+                said = time.monotonic()
+            time.sleep(min(retry_s, max(0.1, left)))
+
+
 def run(
     program: list[str],
     *,
@@ -487,9 +515,10 @@ def run(
     fixed_ports: tuple[int, ...] = (),
     pid_file: Path | None = None,
     wait_s: float = 120.0,
+    port_wait_s: float = 0.0,
 ) -> int:
     try:
-        reservation = reserve(worker_ports, fixed=fixed_ports)
+        reservation = reserve_waiting(key, worker_ports, fixed_ports, port_wait_s)
     except PortsTaken as exc:
         print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
         return EX_TEMPFAIL
@@ -541,6 +570,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--fixed-port", type=int, action="append", default=[], help="a port the framework hard-codes")
     parser.add_argument("--pid-file", type=Path)
+    parser.add_argument(
+        "--port-wait-s",
+        help=f"seconds to wait for taken ports before exit 75 (default ${PORT_WAIT_ENV}, else {PORT_WAIT_DEFAULT:.0f})",
+    )
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -550,6 +583,17 @@ def main(argv: list[str] | None = None) -> int:
     if bad or not 0 <= args.worker_ports <= PORT_MAX:
         what = f"--fixed-port {bad[0]}" if bad else f"--worker-ports {args.worker_ports}"
         print(f"agentrepro_ray_head.py: {what} is out of range (ports are 1-65535)", file=sys.stderr)
+        return 2
+    wait_text = args.port_wait_s or os.environ.get(PORT_WAIT_ENV) or str(PORT_WAIT_DEFAULT)
+    try:
+        port_wait_s = float(wait_text)
+    except ValueError:
+        port_wait_s = -1.0
+    if not 0 <= port_wait_s < float("inf"):
+        print(
+            f"agentrepro_ray_head.py: {wait_text!r} is not a number of seconds (--port-wait-s, {PORT_WAIT_ENV})",
+            file=sys.stderr,
+        )
         return 2
     pythonpath = extended_pythonpath(os.environ)
     if pythonpath is not None:  # inherited by the head, its workers and the program
@@ -565,12 +609,14 @@ def main(argv: list[str] | None = None) -> int:
         worker_ports=args.worker_ports,
         fixed_ports=tuple(args.fixed_port),
         pid_file=args.pid_file,
+        port_wait_s=port_wait_s,
     )
 
 
 __all__ = [
     "EX_TEMPFAIL",
     "HEAD_PORTS",
+    "PORT_WAIT_ENV",
     "PYTHONPATH_ENV",
     "HeadFailed",
     "NoRoom",
@@ -585,6 +631,7 @@ __all__ = [
     "main",
     "ports_dir",
     "reserve",
+    "reserve_waiting",
     "run",
     "running_head",
     "shared_folder",

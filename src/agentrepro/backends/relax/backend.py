@@ -15,7 +15,8 @@ Programs (`launches`, in order; backends/launch.py), all run in the Relax checko
    agentrepro_relax_eval.py, the save cadence, the rollout seed), submitted with RAY_ADDRESS naming this job's
    dashboard, which `ray job submit` prefers to the recipe's fixed --address=http://127.0.0.1:8265.
    Ray Serve stays on the port Relax hard-codes, 8000 (recipe.SERVE_PORT): every reader of it agrees on 8000, so
-   the job reserves that port on the node instead of moving it, and a second Relax job on the node waits (exit 75).
+   the job reserves that port on the node instead of moving it, and a second Relax job on the node waits for it
+   (up to AGENTREPRO_PORT_WAIT_S, then exit 75 for the scheduler's retry).
 Each of the three runs inside the container of the placement (launch.contain: the run directory, the study root, the
 checkout, the data, the block's paths, the hooks folders and the node's Ray port reservations mounted) and records
 its proof; the head and the submission run in one container, with the image's Ray. In a container the host's
