@@ -59,7 +59,20 @@ def env() -> dict[str, str]:
 def ready() -> None:
     """Create the reservations folder, shared by every user's jobs of the node (a mount must exist before the
     container starts); BadInput in one line when what is there cannot be trusted (hooks/agentrepro_ray_head.py)."""
+    folder = head.ports_dir().absolute()
     try:
-        head.shared_folder(head.ports_dir())
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        mountinfo = ""
+    private = head.private_mount(folder, mountinfo, os.environ.get("SLURM_JOB_ID"))
+    if private is not None:
+        raise BadInput(
+            f"{folder} lies in this job's private {private[0]} (mounted from {private[1]}), which the node's other jobs "
+            "do not see, so their Ray port blocks would overlap: set it to a node-local folder every job of the node "
+            "sees",
+            where=head.PORTS_ENV,
+        )
+    try:
+        head.shared_folder(folder)
     except head.UnsafeFolder as exc:
         raise BadInput(str(exc), where=head.PORTS_ENV) from None

@@ -55,6 +55,7 @@ import fcntl
 import hashlib
 import os
 import random
+import re
 import signal
 import socket
 import stat
@@ -250,6 +251,34 @@ class HeadFailed(RuntimeError):
 
 def ports_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path((os.environ if environ is None else environ).get(PORTS_ENV) or PORTS_DEFAULT)
+
+
+def private_mount(path: Path, mountinfo: str, job_id: str | None) -> tuple[str, str] | None:
+    """(mount point, what is mounted there) when `path` lies in a folder private to this job, as /proc/self/mountinfo
+    `mountinfo` shows it, else None: SLURM's job_container/tmpfs binds BasePath/<job id>/.<job id> at /tmp (and
+    /dev/shm, /var/tmp), systemd's PrivateTmp a systemd-private-* folder. There other jobs never see the folder."""
+    best: tuple[str, str] | None = None
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) < 5:
+            continue
+        root, point = (_unescape(field) for field in fields[3:5])
+        inside = point == "/" or str(path) == point or str(path).startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, root)
+    if best is None:
+        return None
+    parts = Path(best[1]).parts
+    if any(part.startswith("systemd-private-") for part in parts) or (
+        job_id and (job_id in parts or f".{job_id}" in parts)
+    ):
+        return best
+    return None
+
+
+def _unescape(field: str) -> str:
+    """mountinfo's octal escapes (\\040 for a space) undone."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -630,6 +659,7 @@ __all__ = [
     "listening",
     "main",
     "ports_dir",
+    "private_mount",
     "reserve",
     "reserve_waiting",
     "run",
