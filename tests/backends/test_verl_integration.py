@@ -106,3 +106,16 @@ def test_a_signature_other_than_20bd331_refuses_to_start(tmp_path):
         and "verl.utils.tracking.Tracking.log(self, data, step) is not (self, data, step, backend=None)"
         in result.stderr
     )
+
+
+def test_the_images_own_sitecustomize_still_runs_before_the_integration(tmp_path):
+    """The startup folder's sitecustomize.py comes first on the path and would shadow an image's own (one that sets
+    up its environment, say): it runs that one first, as `site` would have, then its own part; without
+    AGENTREPRO_VERL_OUT only the image's runs."""
+    image_site = tmp_path / "image-site"
+    image_site.mkdir()
+    (image_site / "sitecustomize.py").write_text("import os\nos.environ['IMAGE_SITE_RAN'] = 'yes'\n")
+    probe = "import os, sys; print(os.environ.get('IMAGE_SITE_RAN'), 'agentrepro_verl_hook' in sys.modules)"
+    env = {"PYTHONPATH": f"{integration.SITE}:{image_site}", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.split() == ["yes", "False"], done.stderr

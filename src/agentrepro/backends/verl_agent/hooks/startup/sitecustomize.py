@@ -1,10 +1,27 @@
 """Python imports this module at start-up when its folder is on PYTHONPATH (the `site` mechanism): the
 verl-agent backend puts it there for every process of a job, Ray workers included, because they inherit
-the environment. It does nothing unless AGENTREPRO_VERL_OUT is set; then it installs the outcome
-integration (agentrepro_verl_hook.py, in the parent folder, the next one on PYTHONPATH). It replaces any other
-sitecustomize on the path: a job's image should not rely on one."""
+the environment. First it runs the sitecustomize it shadows, the next one on sys.path (an image's own, or the
+interpreter's), as `site` would have run it; then, only when AGENTREPRO_VERL_OUT is set, it installs the outcome
+integration (agentrepro_verl_hook.py, in the parent folder, the next one on PYTHONPATH)."""
 
+import importlib.util
 import os
+import sys
+from importlib.machinery import PathFinder
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _run_shadowed() -> None:
+    others = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
+    spec = PathFinder.find_spec("sitecustomize", others)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+_run_shadowed()
 
 if os.environ.get("AGENTREPRO_VERL_OUT"):
     import agentrepro_verl_hook
