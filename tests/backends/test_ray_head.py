@@ -187,6 +187,11 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
         while not (tmp_path / "program.pid").is_file() or not (tmp_path / "program.pid").read_text():
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
+        pid, namespace = (run_dir / "ray_head.pid").read_text().split()  # the head's PID, in this PID namespace
+        assert (
+            namespace == os.readlink("/proc/self/ns/pid")
+            and int(pid) == json.loads((tmp_path / "ray.json").read_text())["pid"]
+        )
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
     finally:

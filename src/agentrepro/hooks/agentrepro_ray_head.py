@@ -281,6 +281,14 @@ def _unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
+def pid_namespace() -> str:
+    """This process's PID namespace as the kernel names it (`pid:[4026531836]`), or `unknown`."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return "unknown"
+
+
 def ephemeral_range() -> tuple[int, int]:
     """The kernel's ephemeral range, first and last port (Linux's default 32768-60999 when it cannot be read)."""
     try:
@@ -472,8 +480,8 @@ def running_head(
         pass_fds=(reservation.handle.fileno(),),
     )
     try:
-        if pid_file is not None:
-            pid_file.write_text(f"{proc.pid}\n")
+        if pid_file is not None:  # the PID and the namespace that counts it: a container's own under podman
+            pid_file.write_text(f"{proc.pid} {pid_namespace()}\n")
         deadline = time.monotonic() + wait_s
         while not all(listening(port) for port in wait_for):
             if proc.poll() is not None:
@@ -598,7 +606,9 @@ def main(argv: list[str] | None = None) -> int:
         "--worker-ports", type=int, default=0, help="ports reserved for Ray's workers (0: the kernel picks each)"
     )
     parser.add_argument("--fixed-port", type=int, action="append", default=[], help="a port the framework hard-codes")
-    parser.add_argument("--pid-file", type=Path)
+    parser.add_argument(
+        "--pid-file", type=Path, help="written while the head runs: its PID and the PID namespace counting it"
+    )
     parser.add_argument(
         "--port-wait-s",
         help=f"seconds to wait for taken ports before exit 75 (default ${PORT_WAIT_ENV}, else {PORT_WAIT_DEFAULT:.0f})",
