@@ -117,6 +117,26 @@ def test_the_host_memory_is_lowered_by_every_cgroup_limit_above_the_process(tmp_
     assert host_memory(root, membership)[1] == node_total
 
 
+def test_a_cgroup_v1_memory_limit_lowers_the_host_memory_too(tmp_path):
+    """Older SLURM nodes use cgroup v1: the memory controller's limit_in_bytes (6 GiB, 2 GiB used) bounds the passes;
+    v1's "no limit" (a number near 2^63) and the other controllers change nothing."""
+    from agentrepro.trainer.step_record import host_memory
+
+    root = tmp_path / "cgroup"
+    job = root / "memory" / "slurm" / "uid_0" / "job_9"
+    step = job / "step_batch"
+    step.mkdir(parents=True)
+    (job / "memory.limit_in_bytes").write_text(f"{6 * GIB}\n")
+    (job / "memory.usage_in_bytes").write_text(f"{2 * GIB}\n")
+    (step / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (step / "memory.usage_in_bytes").write_text(f"{1 * GIB}\n")
+    membership = tmp_path / "self-cgroup"
+    membership.write_text("5:cpuset:/slurm/uid_0/job_9\n4:memory:/slurm/uid_0/job_9/step_batch\n0::/\n")
+    node_available, node_total = host_memory(root, tmp_path / "absent")
+    available, total = host_memory(root, membership)
+    assert total == min(node_total, 6 * GIB) and available == min(node_available, 4 * GIB)
+
+
 def test_a_budget_that_holds_the_whole_minibatch_makes_one_pass_as_zero_does():
     """An auto budget larger than the minibatch keeps the one-pass path (rows in order, every column), so a small
     CPU study trains exactly as before the budget applied there."""

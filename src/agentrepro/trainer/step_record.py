@@ -63,26 +63,35 @@ def host_memory(
     cgroup_root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")
 ) -> tuple[int, int]:
     """(bytes this process may still take, the most it may hold): the host's available and total memory, each
-    lowered by every cgroup v2 `memory.max` above this process (its room: that limit less the group's
-    `memory.current`). A SLURM job's cgroup is far smaller than the node; psutil reads only the node."""
+    lowered by every memory limit of a cgroup above this process (its room: the limit less the group's use), under
+    cgroup v2 (`memory.max`) or v1's memory controller (`memory.limit_in_bytes`). A SLURM job's cgroup is far
+    smaller than the node; psutil reads only the node."""
     host = psutil.virtual_memory()
     available, total = int(host.available), int(host.total)
     try:
-        line = next(x for x in membership.read_text().splitlines() if x.startswith("0::"))
-    except (OSError, StopIteration):
+        lines = membership.read_text().splitlines()
+    except OSError:
         return available, total
-    group = cgroup_root / line[3:].strip().lstrip("/")
-    for folder in (group, *group.parents):
-        if not folder.is_relative_to(cgroup_root):
-            break
-        try:
-            limit = (folder / "memory.max").read_text().strip()
-            current = int((folder / "memory.current").read_text().strip())
-        except (OSError, ValueError):
+    for line in lines:
+        _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "-", "")
+        if controllers == "":
+            base, files = cgroup_root, ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):
+            base, files = cgroup_root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
             continue
-        if limit.isdigit():
-            total = min(total, int(limit))
-            available = min(available, max(0, int(limit) - current))
+        group = base / path.strip().lstrip("/")
+        for folder in (group, *group.parents):
+            if not folder.is_relative_to(base):
+                break
+            try:
+                limit = (folder / files[0]).read_text().strip()
+                used = int((folder / files[1]).read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if limit.isdigit() and int(limit) < 1 << 60:  # v1 writes "no limit" as a number near 2^63
+                total = min(total, int(limit))
+                available = min(available, max(0, int(limit) - used))
     return available, total
 
 
