@@ -27,6 +27,7 @@ from typing import Any
 from agentrepro import layout, lockfile, runconfig
 from agentrepro.backends import Backend, get_backend
 from agentrepro.backends.launch import Launch
+from agentrepro.containers.image import Image, image_of
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import sha256_json
 from agentrepro.manifest.loading import load_manifest
@@ -177,6 +178,18 @@ class StudyPlan:
         """Per method, (Snakemake resources, threads) of its placement (the schema has checked each block)."""
         found = placements(self.document, path=self.manifest_file).items()
         return {method: job_resources(placement.resources, path=self.manifest_file) for method, placement in found}
+
+    @functools.cached_property
+    def images(self) -> list[Image]:
+        """The distinct container images of the study's placements (none for placements without a container): what
+        `agentrepro images` prepares before the jobs, on the host that submits them."""
+        found: dict[tuple[str, str], Image] = {}
+        with read_from(self.manifest_file):
+            for placement in placements(self.document, path=self.manifest_file).values():
+                image = image_of(placement.image, where=f"{placement.where}image") if placement.image else None
+                if image is not None:
+                    found.setdefault((image.runtime, image.pinned), image)
+        return list(found.values())
 
     @functools.cached_property
     def method_eval_resources(self) -> dict[str, tuple[dict[str, Any], int]]:

@@ -107,3 +107,13 @@ def test_the_audit_passes_and_fails_once_the_lock_pins_another_image(finished, p
         if f"not the lock's {podman_images['b'].digest}" in line and podman_images["a"].digest in line
     ]
     assert len(mismatched) == 6, audit.stdout  # 2 runs x (train, eval step 0, eval step 2)
+
+
+def test_the_image_was_prepared_once_before_the_jobs_on_the_submitting_host(finished, podman_images):
+    """The workflow's `images` rule (a local rule: on a cluster, the host that submits the jobs) prepared the study's
+    one image before any train job, so no GPU job pulls or converts; the dry run planned it."""
+    workdir, dry = finished
+    record = json.loads((workdir / "logs" / STUDY / "images.json").read_text())
+    [image] = record["images"]
+    assert image["runtime"] == "podman" and image["image"].endswith(podman_images["a"].digest)
+    assert image["action"] == "present" and "rule images" in dry

@@ -11,6 +11,30 @@ localrules:
     resolve,
 
 
+# The study's container images, prepared on the host that submits the jobs (a local rule) before any train job: an
+# Apptainer conversion or a registry pull then never falls to a GPU job on a node without a network
+# (containers/prepare.py). Only for studies whose placements run in images.
+IMAGES = [study_log("images.json")] if PLAN.images else []
+if IMAGES:
+
+    localrules:
+        images,
+
+    rule images:
+        input:
+            lock=LOCK,
+        output:
+            record=IMAGES[0],
+        log:
+            study_log("images.log"),
+        conda:
+            "../../envs/agentrepro.yaml"
+        params:
+            manifest=MANIFEST,
+        shell:
+            "agentrepro images {params.manifest:q} -o {output.record} > {log} 2>&1"
+
+
 rule resolve:
     input:
         lock=LOCK,
@@ -36,6 +60,7 @@ rule train:
         config=run_file(RUN.CONFIG),
         lock=LOCK,
         warmstart=get_warmstart_seal,  # workflow/rules/warmstart.smk
+        images=IMAGES,
     output:
         seal=run_file(RUN.OUTPUTS),
     log:

@@ -26,6 +26,7 @@ VERBS: dict[str, str] = {
     "eval": "evaluate one checkpoint of a run on the frozen task panel",
     "command": "show the programs a job would run (before or after freezing)",
     "preflight": "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",
+    "images": "prepare the study's container images on this host before its jobs run",
     "analyze": "paired statistics, verdicts, diagnostics and overhead",
     "report": "render the HTML and PDF report of a study",
     "advantages": "add advantages to step rows (JSONL)",

@@ -12,6 +12,12 @@
 
 Jobs that start together on one node wait for each other through a lock file in the cache, so the image is
 pulled, loaded or converted once; the others find it present. The job that did the work records its time.
+
+`prepare_images(images)` does the same for a study's images before its jobs (`agentrepro images`, the workflow's
+`images` rule on the host that submits the jobs): Apptainer's conversion (up to hours, with the network, into the
+cache) then never falls to a GPU job on an offline node, when the cache (AGENTREPRO_IMAGE_CACHE) is a folder the
+nodes share; a podman or docker store is the node's own, so on nodes without a network give those runtimes an image
+file.
 """
 
 from __future__ import annotations
@@ -19,14 +25,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import shlex
+import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agentrepro.containers.image import archive_image_id, file_sha256
-from agentrepro.containers.job import Container
+from agentrepro.containers.image import Image, archive_image_id, file_sha256
+from agentrepro.containers.job import Container, image_cache
 from agentrepro.errors import Failure
 
 QUERY_TIMEOUT_S = 300
@@ -107,3 +114,18 @@ def _convert(container: Container) -> str:
     ask(runtime.pull_argv(partial, runtime.source(container.image)), timeout=PULL_TIMEOUT_S)
     partial.rename(target)
     return "converted"
+
+
+def prepare_images(images: Iterable[Image], *, say: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """`prepare` each image into this host's cache and store, saying what each took; their records (runtime, image,
+    action, seconds, host, cache). A Failure stops at the image that failed, naming its command."""
+    records = []
+    cache = image_cache()
+    for image in images:
+        say(f"{image.runtime} {image.pinned}: preparing")
+        done = prepare(Container(image, (), cache=cache))
+        say(f"{image.runtime} {image.pinned}: {done['action']} in {done['seconds']:.1f} s")
+        records.append(
+            {"runtime": image.runtime, "image": image.pinned, **done, "host": socket.gethostname(), "cache": str(cache)}
+        )
+    return records
