@@ -46,6 +46,7 @@ def wrapped(run_dir, program: list[str], **ray) -> list[str]:
     config["resources"] = {
         **config["resources"],
         "gpus": ray.pop("gpus", 2),
+        "mem_mb": ray.pop("mem_mb", 2000),  # the job's memory, which sizes Ray's object store: this machine's share
         **({"cpus": ray.pop("cpus")} if "cpus" in ray else {}),
     }
     return [*verl_agent.head_words(config, run_dir), *program]
@@ -205,7 +206,8 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
 
 @pytest.mark.slow
 def test_real_ray_private_head(tmp_path):
-    """With real Ray: the program's ray.init() joins this job's head (our CPU count, our temp dir), which is gone afterwards."""
+    """With real Ray: the program's ray.init() joins this job's head (our CPU count, our temp dir, an object store
+    and memory sized from the job's 2,000 MB, not the node's memory), which is gone afterwards."""
     import psutil
 
     ray, python = require_ray()
@@ -214,15 +216,18 @@ def test_real_ray_private_head(tmp_path):
     key = ray_head.job_key(run_dir)
     probe = (
         "import ray; ray.init(); ctx = ray._private.worker._global_node; "
-        "print(int(ray.cluster_resources()['CPU']), ctx.get_session_dir_path())"
+        "r = ray.cluster_resources(); "
+        "print(int(r['CPU']), int(r['object_store_memory']), int(r['memory']), ctx.get_session_dir_path())"
     )
     argv = wrapped(
         run_dir, [python, "-c", probe], executable=ray, num_cpus=1, gpus=0, client=False, worker_ports=20
     )  # minimal Ray: no client server
     result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    cpus, session = result.stdout.split()[-2:]
+    cpus, store, memory, session = result.stdout.split()[-4:]
     assert cpus == "1" and session.startswith(ray_head.temp_dir(key) + "/")
+    job = 2000 * 1024 * 1024
+    assert abs(int(store) - 0.3 * job) < 0.01 * job and abs(int(memory) - 0.7 * job) < 0.01 * job
     leftovers = [
         proc.pid
         for proc in psutil.process_iter(["cmdline", "status"])

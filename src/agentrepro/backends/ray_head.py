@@ -30,8 +30,10 @@ def words(
     dashboard: bool = False,
     worker_ports: int | None = None,
     fixed_ports: tuple[int, ...] = (),
+    memory_mb: int | None = None,
 ) -> tuple[str, ...]:
-    """The words before `--` that run a program against this job's own head, with the image's `python3`."""
+    """The words before `--` that run a program against this job's own head, with the image's `python3`;
+    `memory_mb`: the job's memory (resources.mem_mb), which sizes Ray's object store instead of the node's."""
     out = ["python3", str(SCRIPT), "--key", head.job_key(run_dir)]
     out += ["--dashboard"] if dashboard else []
     for port in fixed_ports:
@@ -41,6 +43,7 @@ def words(
     out += ["--num-cpus", str(num_cpus)] if num_cpus is not None else []
     out += ["--ray", ray] if ray is not None else []
     out += ["--num-gpus", str(num_gpus)] if num_gpus is not None else []
+    out += ["--memory-mb", str(memory_mb)] if memory_mb is not None else []
     return (*out, *([] if client else ["--no-client"]), "--")
 
 

@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+OBJECT_STORE_FRACTION = 0.3  # Ray's own default share of memory for the object store
 PORT_LOW = 20000  # above Ray's default worker range (10002-19999) and client port (10001)
 HEAD_PORTS = 10  # RayPorts below: the head's own ports, the first ten of a block
 PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
@@ -158,10 +159,13 @@ def head_argv(
     num_gpus: int | None = None,
     dashboard: bool = False,
     client: bool = True,
+    memory_mb: int | None = None,
 ) -> list[str]:
     """`ray start --head --block` on `ports` and this job's temp dir. With `dashboard`, the dashboard (and its
     job-submission API, which `ray job submit` needs) listens on 127.0.0.1 at `RayPorts.dashboard`. Workers
-    inherit the head's environment: that is how a Ray job's driver and actors receive the job's settings."""
+    inherit the head's environment: that is how a Ray job's driver and actors receive the job's settings.
+    `memory_mb`, the job's memory: Ray would size its object store (30%) and its memory resource from the node's
+    memory, past a SLURM job's limit; they are sized from the job's instead (OBJECT_STORE_FRACTION)."""
     argv = [
         ray,
         "start",
@@ -177,6 +181,10 @@ def head_argv(
         argv.append(f"--num-cpus={int(num_cpus)}")
     if num_gpus is not None:
         argv.append(f"--num-gpus={int(num_gpus)}")
+    if memory_mb is not None:
+        total = int(memory_mb) * 1024 * 1024
+        store = int(total * OBJECT_STORE_FRACTION)
+        argv += [f"--object-store-memory={store}", f"--memory={total - store}"]
     return argv
 
 
@@ -553,6 +561,7 @@ def run(
     pid_file: Path | None = None,
     wait_s: float = 120.0,
     port_wait_s: float = 0.0,
+    memory_mb: int | None = None,
 ) -> int:
     try:
         reservation = reserve_waiting(key, worker_ports, fixed_ports, port_wait_s)
@@ -563,7 +572,16 @@ def run(
         print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
         return 1
     ports = reservation.ports
-    argv = head_argv(key, ports, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard, client=client)
+    argv = head_argv(
+        key,
+        ports,
+        ray=ray,
+        num_cpus=num_cpus,
+        num_gpus=num_gpus,
+        dashboard=dashboard,
+        client=client,
+        memory_mb=memory_mb,
+    )
     address = f"http://127.0.0.1:{ports.dashboard}" if dashboard else f"127.0.0.1:{ports.head}"
     print(
         f"agentrepro: Ray head of job {key} on ports {ports.base}-{ports.base + ports.size - 1}, RAY_ADDRESS={address}",
@@ -600,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ray", default="ray")
     parser.add_argument("--num-cpus", type=int)
     parser.add_argument("--num-gpus", type=int)
+    parser.add_argument("--memory-mb", type=int, help="the job's memory: Ray's object store and memory from it")
     parser.add_argument("--no-client", action="store_true")
     parser.add_argument("--dashboard", action="store_true", help="start the dashboard (job API); RAY_ADDRESS names it")
     parser.add_argument(
@@ -649,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
         fixed_ports=tuple(args.fixed_port),
         pid_file=args.pid_file,
         port_wait_s=port_wait_s,
+        memory_mb=args.memory_mb,
     )
 
 

@@ -174,6 +174,7 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
         num_gpus=gpus,
         dashboard=True,
         fixed_ports=(recipe.SERVE_PORT,),
+        memory_mb=(config.get("resources") or {}).get("mem_mb"),  # the job's, not the node's
     )
     submit = [
         "python3",

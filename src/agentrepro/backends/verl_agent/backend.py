@@ -113,6 +113,7 @@ def head_words(config: dict[str, Any], run_dir: Path, *, resume: bool = True) ->
         num_gpus=gpus,
         client=ray.get("client") is not False,
         worker_ports=ports,
+        memory_mb=(config.get("resources") or {}).get("mem_mb"),  # the job's, not the node's
     )
 
 
