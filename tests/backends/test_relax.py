@@ -396,6 +396,11 @@ def test_a_relax_job_without_its_cpus_is_refused_naming_resources_cpus(study):
         ("backend.model_lock", None, "backend.model_lock: expected a path"),
         ("resources.gpus", 0, "resources.gpus: expected a positive integer"),
         ("backend.colour", "blue", "backend.colour: unknown key"),
+        (
+            "backend.alfworld_python",
+            "venv/bin/python",
+            "backend.alfworld_python: expected a command name or an absolute",
+        ),
     ],
 )
 def test_what_the_recipe_cannot_run_is_refused(study, key, value, message):

@@ -85,7 +85,11 @@ TRAIN_KEYS = ("omega", "gamma", "step_weight", "episode_weight", "episode_stats"
 BLOCK = COMMON | Block(
     {
         "alfworld_data": text("ALFWORLD_DATA, the downloaded ALFWorld data root"),
-        "alfworld_python": text("ALFWORLD_PYTHON, the interpreter with alfworld 0.4.2 (default python3)"),
+        "alfworld_python": text(
+            "ALFWORLD_PYTHON, the image's interpreter with alfworld 0.4.2 (default python3): a command name or an "
+            "absolute path inside the image, never mounted from the host (a host virtual environment does not run "
+            "on the image's libraries)"
+        ),
         "model_path": text(
             "where the pinned model revision was downloaded (launch detail; the revision is what is frozen)"
         ),

@@ -129,6 +129,13 @@ def validate(config: dict[str, Any]) -> None:
     for key in ("workdir", "alfworld_data", "model_path", "model_lock"):
         if not isinstance(config["backend"].get(key), str):
             raise BadInput("expected a path (see backends/relax/backend.py)", where=f"backend.{key}")
+    interpreter = config["backend"].get("alfworld_python", "python3")
+    if not isinstance(interpreter, str) or not interpreter or (not interpreter.startswith("/") and "/" in interpreter):
+        raise BadInput(
+            f"expected a command name or an absolute path of the image (run_agent_app.sh runs it inside the job's "
+            f"container, where a relative path would depend on its working directory), got {interpreter!r}",
+            where="backend.alfworld_python",
+        )
 
 
 def _text(value: Any) -> str:
