@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import IO
 
 OBJECT_STORE_FRACTION = 0.3  # Ray's own default share of memory for the object store
+SHM_FRACTION = 0.9  # of /dev/shm's free space at most, which Ray requires the store to fit
 PORT_LOW = 20000  # above Ray's default worker range (10002-19999) and client port (10001)
 HEAD_PORTS = 10  # RayPorts below: the head's own ports, the first ten of a block
 PORTS_ENV = "AGENTREPRO_RAY_PORTS_DIR"
@@ -165,7 +166,8 @@ def head_argv(
     job-submission API, which `ray job submit` needs) listens on 127.0.0.1 at `RayPorts.dashboard`. Workers
     inherit the head's environment: that is how a Ray job's driver and actors receive the job's settings.
     `memory_mb`, the job's memory: Ray would size its object store (30%) and its memory resource from the node's
-    memory, past a SLURM job's limit; they are sized from the job's instead (OBJECT_STORE_FRACTION)."""
+    memory, past a SLURM job's limit; they are sized from the job's instead (OBJECT_STORE_FRACTION), the store
+    within /dev/shm's free space (SHM_FRACTION)."""
     argv = [
         ray,
         "start",
@@ -184,8 +186,20 @@ def head_argv(
     if memory_mb is not None:
         total = int(memory_mb) * 1024 * 1024
         store = int(total * OBJECT_STORE_FRACTION)
+        shm = shm_free()
+        if shm is not None:  # Ray refuses a store larger than /dev/shm, which a node or container may keep small
+            store = min(store, int(shm * SHM_FRACTION))
         argv += [f"--object-store-memory={store}", f"--memory={total - store}"]
     return argv
+
+
+def shm_free(path: str = "/dev/shm") -> int | None:
+    """Bytes free in /dev/shm, where Ray's object store lives; None when it cannot be read."""
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
 
 
 # --- reservations ----------------------------------------------------------------------------------------------
