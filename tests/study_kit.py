@@ -29,7 +29,7 @@ TASKS = [{"task_id": f"t{i}", "category": ["pick", "clean"][i % 2], "gamefile": 
 BASE: dict[str, Any] = {
     "study": "demo",
     "title": "a test study",
-    "backend": {"name": "verl-agent", "repo": "langfengQ/verl-agent", "commit": COMMIT_A},
+    "backend": {"name": "verl-agent", "repo": "langfengQ/verl-agent", "commit": COMMIT_A, "model_path": "models/qwen"},
     "image": {"runtime": "apptainer", "ref": "example.org/verl-agent:1.0", "digest": DIGEST},
     "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct", "revision": COMMIT_B, "tokenizer_revision": COMMIT_B},
     "env": {"name": "alfworld", "split": "eval_in_distribution"},

@@ -34,7 +34,7 @@ def verl_config(tmp_path, steps=10, every=5, **evaluation):
         "study": "graphgpo-alfworld",
         "method": "gigpo",
         "seed": 1,
-        "backend": {"name": "verl-agent", "workdir": str(tmp_path)},
+        "backend": {"name": "verl-agent", "workdir": str(tmp_path), "model_path": str(tmp_path / "qwen")},
         "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"},
         "env": {"name": "alfworld"},
         "train": {"estimator": "gigpo", "steps": steps, "groups": 16, "group_size": 8},

@@ -290,7 +290,12 @@ def test_train_and_eval_verbs_with_stand_in_checkout(tmp_path, write_config, whe
     image = request.getfixturevalue("podman_images")["a"] if where == "podman" else None
     ray = stand_in_checkout(workdir, str(PYTHON_IN_IMAGE) if image else sys.executable)
     cfg = config(workdir, ray={"executable": str(ray), "num_cpus": 1})
-    cfg["backend"].update(repo="langfengQ/verl-agent", commit="20bd331bdbc9026a5668e11362178e10ab7400c8")
+    (tmp_path / "model").mkdir()  # the local snapshot verl would load (a job is refused without one)
+    cfg["backend"].update(
+        repo="langfengQ/verl-agent",
+        commit="20bd331bdbc9026a5668e11362178e10ab7400c8",
+        model_path=str(tmp_path / "model"),
+    )
     prefix = ()
     if image:
         cfg["image"] = image.block()
@@ -379,16 +384,18 @@ def test_panel_game_files(tmp_path):
 
 
 def test_validate_config_refuses_what_verl_cannot_run(tmp_path):
-    """Several episodes per task, a task count other than the panel's, and a train key with no recipe setting are
-    BadInput naming the field."""
+    """Several episodes per task, a task count other than the panel's, a train key with no recipe setting, and no
+    local model snapshot (verl would download the hub id at `main`, or fail offline) are BadInput naming the field."""
     backend = verl_agent.VerlAgentBackend()
-    backend.validate_config(config(tmp_path))
+    with pytest.raises(BadInput, match=r"^backend\.model_path: missing: the local snapshot of model\.revision"):
+        backend.validate_config(config(tmp_path))
+    backend.validate_config(config(tmp_path, model_path=str(tmp_path / "model")))
     for key, value, where in (("episodes_per_task", 2, "eval.episodes_per_task"), ("tasks", 5, "eval.tasks")):
-        cfg = config(tmp_path)
+        cfg = config(tmp_path, model_path=str(tmp_path / "model"))
         cfg["eval"][key] = value
         with pytest.raises(BadInput, match=where):
             backend.validate_config(cfg)
-    cfg = config(tmp_path)
+    cfg = config(tmp_path, model_path=str(tmp_path / "model"))
     cfg["train"]["entropy_coef"] = 0.01
     with pytest.raises(BadInput, match=r"train.entropy_coef"):
         backend.validate_config(cfg)

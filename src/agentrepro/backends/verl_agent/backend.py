@@ -248,6 +248,13 @@ class VerlAgentBackend(Backend):
         block = config["backend"]
         if "overrides" in block and not isinstance(block["overrides"], dict):
             raise BadInput("expected a mapping of Hydra keys to values", where="backend.overrides")
+        if not isinstance(block.get("model_path"), str) or not block["model_path"]:
+            raise BadInput(
+                "missing: the local snapshot of model.revision, which verl loads (actor_rollout_ref.model.path); the "
+                "hub id model.name would be downloaded at `main`, not the pinned revision, and not at all on a node "
+                "without a network",
+                where="backend.model_path",
+            )
         for key, value in (block.get("ray") or {}).items():
             kind = RAY_KEYS.get(key)
             if kind is None:
