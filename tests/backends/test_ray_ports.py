@@ -402,31 +402,46 @@ print("ready")
 def test_a_reservation_folder_in_a_jobs_private_tmp_is_refused(tmp_path, request):
     """SLURM's job_container/tmpfs gives each job its own /tmp (BasePath/<job id>/.<job id> bound there): the default
     /tmp/agentrepro-ray would be seen by this job alone, and two jobs' port blocks would overlap. Made for real in a
-    private mount namespace; the same /tmp under another job's ID, and a folder outside it, are accepted."""
+    private mount namespace (the job's folder bound over a folder standing for /tmp, so that a Python installed under
+    /tmp stays visible); the same folder under another job's ID, and a folder outside it, are accepted."""
     if shutil.which("unshare") is None:
         pytest.skip("`unshare` (util-linux) is not on PATH")
     base = tmp_path / "tmpfs" / "4711" / ".4711"
     base.mkdir(parents=True, mode=0o1777)
-    shared = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)) / "node-local"
-    request.addfinalizer(lambda: shutil.rmtree(shared.parent, ignore_errors=True))
-    script = 'mount --bind "$1" /tmp && shift && exec "$@"'
+    area = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    request.addfinalizer(lambda: shutil.rmtree(area, ignore_errors=True))
+    private, shared = area / "tmp", area / "node-local"
+    private.mkdir()
+    script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
 
-    def ready(job_id: str, folder: str) -> subprocess.CompletedProcess:
-        env = {**os.environ, "SLURM_JOB_ID": job_id, ray_head.PORTS_ENV: folder}
-        words = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", str(base)]
+    def ready(job_id: str, folder: Path) -> subprocess.CompletedProcess:
+        env = {**os.environ, "SLURM_JOB_ID": job_id, ray_head.PORTS_ENV: str(folder)}
+        words = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(base),
+            str(private),
+        ]
         return subprocess.run(
             [*words, sys.executable, "-c", PRIVATE_TMP_PROBE], capture_output=True, text=True, env=env, timeout=60
         )
 
-    probe = ready("1", str(shared))
+    probe = ready("1", shared)
     if probe.returncode not in (0, 2) or "ready" not in probe.stdout:
         pytest.skip(f"no private mount namespace here: {probe.stderr.strip()[-200:]}")
-    refused = ready("4711", "/tmp/agentrepro-ray")
+    refused = ready("4711", private / "agentrepro-ray")
     assert refused.returncode == 2
     assert (
         refused.stdout.startswith(
-            f"{ray_head.PORTS_ENV}: /tmp/agentrepro-ray lies in this job's private /tmp (mounted from "
+            f"{ray_head.PORTS_ENV}: {private}/agentrepro-ray lies in this job's private {private} (mounted from "
         )
         and refused.stdout.count("\n") == 1
     )
-    assert ready("4711", str(shared)).stdout == "ready\n"  # outside the private /tmp
+    assert ready("4711", shared).stdout == "ready\n"  # outside the private folder
