@@ -32,7 +32,7 @@ from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import sha256_json
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.resolve import run_config
-from agentrepro.placement import placements
+from agentrepro.placement import Placement, placements
 from agentrepro.trainer.shared_warmstart import identity, uses_warmstart, warmstart_config
 
 NOT_FROZEN = "(not frozen)"
@@ -174,9 +174,14 @@ class StudyPlan:
         return self._resources[1]
 
     @functools.cached_property
+    def placements(self) -> dict[str, Placement]:
+        """Each method's placement (its backend, image and resources blocks), read once."""
+        return placements(self.document, path=self.manifest_file)
+
+    @functools.cached_property
     def method_resources(self) -> dict[str, tuple[dict[str, Any], int]]:
         """Per method, (Snakemake resources, threads) of its placement (the schema has checked each block)."""
-        found = placements(self.document, path=self.manifest_file).items()
+        found = self.placements.items()
         return {method: job_resources(placement.resources, path=self.manifest_file) for method, placement in found}
 
     @functools.cached_property
@@ -185,7 +190,7 @@ class StudyPlan:
         `agentrepro images` prepares before the jobs, on the host that submits them."""
         found: dict[tuple[str, str], Image] = {}
         with read_from(self.manifest_file):
-            for placement in placements(self.document, path=self.manifest_file).values():
+            for placement in self.placements.values():
                 image = image_of(placement.image, where=f"{placement.where}image") if placement.image else None
                 if image is not None:
                     found.setdefault((image.runtime, image.pinned), image)
@@ -197,7 +202,7 @@ class StudyPlan:
         training and the eval job only converts what it wrote (`Backend.evaluates_in_training`), CONVERT_RESOURCES
         on the placement's partition."""
         out = dict(self.method_resources)
-        for method, placement in placements(self.document, path=self.manifest_file).items():
+        for method, placement in self.placements.items():
             if get_backend(placement.name).evaluates_in_training:
                 partition = (
                     {"partition": placement.resources["partition"]} if placement.resources.get("partition") else {}
@@ -260,7 +265,7 @@ class StudyPlan:
     def seed_streams(self) -> dict[str, list[dict[str, Any]]]:
         """{backend label: [{stream, reached, how}]} over the study's placements (each from its first method's job)."""
         out: dict[str, list[dict[str, Any]]] = {}
-        for method, placement in placements(self.document, path=self.manifest_file).items():
+        for method, placement in self.placements.items():
             label = placement.label or placement.name
             if label not in out:
                 job = self.job(method, self.seeds[0])
