@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python3 benchmarks/bench_study_step.py [--model qwen2.5-0.5b|tiny] [--method ppo_concat]
         [--new-tokens 6] [--steps 3] [--eval-tasks 128] [--device cuda] [--profile] [--json out.json]
+        [--answers sampled|canonical] [--fresh-prompts] [--unpacked]
 
 The run config is the study's own: its env params (Sokoban 6x6, one box, up to 3 actions a turn, free_think
 prompts), its `train` block and the method's settings, 5 turns, 128 trajectories (16 groups x 8), resolved by
@@ -23,6 +24,10 @@ Measured, each the median over `--steps` steps after one untimed step:
   the step-0 checkpoint's beside it, which the trainer writes at start, weights only) and the bytes of its parts,
   and evaluating it on `--eval-tasks` tasks
   (`trainer.evaluate.evaluate_run`, what the workflow's eval job runs) once the model is loaded;
+* how many concat chat turns extended their row and how many re-rendered the history (`history_last_step`);
+  `--fresh-prompts` prefills every prompt whole instead (the baseline), `--answers canonical` answers each turn
+  with the tokens of one fixed text (`CanonicalAnswer`) instead of the random model's samples; `--unpacked` trains
+  each turn's row on its own (the baseline of trainer/packing.py); the update's rows and attended tokens;
 * `--profile`: cProfile of one more step, the 25 functions with the most cumulative time.
 """
 
@@ -75,6 +80,28 @@ class Clock:
         return out
 
 
+class CanonicalAnswer:
+    """A sampler that answers every turn with the tokens of one fixed text (up to `new_tokens`, then <eos>), tokenized
+    as the tokenizer would: what a trained model mostly does, and a random one almost never (its tokens seldom
+    re-tokenize as generated, so every concat chat prompt re-renders the history; `--answers canonical` measures
+    the other case)."""
+
+    TEXT = (
+        "<think>The box is left of the goal and I stand left of the box, so pushing right moves it onto the goal. "
+        "Nothing blocks the way: the cells to the right are empty floor and the wall is further down. "
+    ) * 8 + "</think><answer>Right</answer>"
+
+    def __init__(self, codec, new_tokens: int):
+        import torch
+
+        ids = codec.tokenizer(self.TEXT, add_special_tokens=False)["input_ids"][: max(new_tokens - 1, 0)]
+        self.ids = torch.tensor([*ids, codec.eos])
+
+    def __call__(self, logits, trajs, turn, position):
+        token = self.ids[min(position, len(self.ids) - 1)]
+        return token.expand(logits.shape[0]).to(logits.device)
+
+
 def storage_bytes(tensors) -> int:
     """Bytes of the storages under `tensors`, each counted once (tied weights share one), as torch.save writes them."""
     seen: dict[int, int] = {}
@@ -114,6 +141,11 @@ def study_config(args, model_dir: str) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--unpacked",
+        action="store_true",
+        help="train each turn's row on its own (no trainer/packing.py: the baseline of the packed rows)",
+    )
     parser.add_argument("--model", default="qwen2.5-0.5b", help="agentrepro.serving.tiny shape")
     parser.add_argument("--method", default="ppo_concat")
     parser.add_argument("--new-tokens", type=int, default=6)
@@ -121,6 +153,17 @@ def main(argv=None) -> int:
     parser.add_argument("--eval-tasks", type=int, default=128)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--answers",
+        choices=("sampled", "canonical"),
+        default="sampled",
+        help="sampled (the random model's tokens) or canonical (every turn the tokens of one fixed answer)",
+    )
+    parser.add_argument(
+        "--fresh-prompts",
+        action="store_true",
+        help="prefill each concat chat prompt whole (rollout reuse_history=False, the baseline of the kept history)",
+    )
     parser.add_argument(
         "--train",
         action="append",
@@ -195,6 +238,22 @@ def main(argv=None) -> int:
             return real_update(policy, optimizer, scheduler, batch, *rest)
 
         loop.update = spy
+        histories = []
+        real_rollout = loop.rollout
+
+        def played(*a, **k):
+            if args.fresh_prompts:
+                k["reuse_history"] = False
+            ro = real_rollout(*a, **k)
+            histories.append(ro.extra.get("history"))
+            return ro
+
+        loop.rollout = played
+        if args.unpacked:
+            loop.pack_turn_rows = lambda ro, pad: ro
+        if args.answers == "canonical":
+            answer = CanonicalAnswer(trainer.codec, args.new_tokens)
+            loop.Sampler = lambda *_: answer
         steps = []
         for k in range(args.steps + 1):
             trainer.train_step()
@@ -210,6 +269,7 @@ def main(argv=None) -> int:
         generated = [b["tokens_generated"] - a["tokens_generated"] for a, b in itertools.pairwise(metrics)]
         out["generated_tokens_per_step"] = statistics.median(generated)
         out["generated_tokens_per_rollout_s"] = round(out["generated_tokens_per_step"] / out["step"]["rollout"], 1)
+        out["history_last_step"] = histories[-1]  # concat chat turns that extended their row, or were re-rendered
         out["micro_batch_tokens"] = metrics[-1].get("micro_batch_tokens", config["train"]["micro_batch_tokens"])
         out["update_rows_attended_tokens"] = shapes[-1]
         out["gpu_peak_mem_gb"] = max((m["gpu_peak_mem_gb"] or 0.0) for m in metrics)

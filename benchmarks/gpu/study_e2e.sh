@@ -9,7 +9,8 @@
 # at steps 0 and 2 on 32 tasks; everything else as shipped. Two jobs share the GPU (AGENTREPRO_JOBS_PER_GPU=2). The
 # study is copied into OUT/study (manifest, lock, runs, analysis), with OUT/snakemake.log and OUT/wall.txt; the report
 # is built from the analysis elsewhere (`agentrepro report`). Needs snakemake and agentrepro importable, and
-# `agentrepro` on PATH.
+# `agentrepro` on PATH. E2E_LIMIT_S (default: none) stops snakemake after that many seconds and still copies out what
+# finished, for a device whose commands have a time limit.
 set -euo pipefail
 out=$(realpath -m "$1")
 device=${2:-cuda}
@@ -41,7 +42,7 @@ cd "$work"
 start=$(date +%s)
 gpus=$([ "$device" = cpu ] && echo 0 || echo 2)
 set +e
-AGENTREPRO_JOBS_PER_GPU=2 AGENTREPRO_GPU_DEVICES=0 python3 -m snakemake --cores 16 --resources gpu="$gpus" \
+AGENTREPRO_JOBS_PER_GPU=2 AGENTREPRO_GPU_DEVICES=0 timeout "${E2E_LIMIT_S:-0}" python3 -m snakemake --cores 16 --resources gpu="$gpus" \
     --until analyze --config manifest=manifests/vagen-sokoban.yaml freeze_flags=--allow-dirty \
     > "$out/snakemake.log" 2>&1
 status=$?

@@ -38,7 +38,7 @@ class ForcedSampler:
         return row[: row.index(eos) + 1] if eos in row else row
 
 
-def _play(model_dir, mode, sampler=None, engine=False):
+def _play(model_dir, mode, sampler=None, engine=False, reuse_history=True):
     spec, tok, codec = chat_spec_and_codec(model_dir, mode=mode)
     policy = tiny_policy(spec, tok)
     envs = [spec.make_env(training=False) for _ in SEEDS]
@@ -55,6 +55,7 @@ def _play(model_dir, mode, sampler=None, engine=False):
         max_new_tokens=NEW,
         device=torch.device("cpu"),
         engine=StaticDecoder(policy, torch.device("cpu"), False, graphs=False) if engine else None,
+        reuse_history=reuse_history,
     )
     return ro, spec, tok, codec
 
@@ -132,6 +133,38 @@ def test_static_engine_plays_the_same_chat_rollout(tiny_chat_model):
     b, *_ = _play(tiny_chat_model, "concat", Sampler(1.0, torch.Generator().manual_seed(4)), engine=True)
     assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.loss_mask, b.loss_mask)
     assert a.step_rows() == b.step_rows()
+
+
+def _turn_rows(ro):
+    """Per (traj, turn): the attended ids of its row, the trained ones among them, and the generated span's ids."""
+    out = {}
+    for t in ro.turns:
+        keep = ro.attention_mask[t.row].bool()
+        out[t.traj, t.turn] = (
+            ro.input_ids[t.row][keep].tolist(),
+            ro.loss_mask[t.row][keep].tolist(),
+            ro.input_ids[t.row, t.start : t.end].tolist(),
+            t.response,
+        )
+    return out
+
+
+@pytest.mark.parametrize("engine", [False, True])
+def test_concat_history_kept_in_the_row_gives_the_rollout_of_fresh_prompts(tiny_chat_model, engine):
+    """A concat chat trajectory that keeps its row across turns (appending what each prompt adds, or re-rendering where
+    an earlier answer re-tokenizes differently) trains on the same rows, samples the same tokens, and ends in the same
+    turns as prefilling every prompt afresh; both ways of extending the row occur."""
+    sampler = lambda: Sampler(1.0, torch.Generator().manual_seed(7))  # noqa: E731
+    kept, *_ = _play(tiny_chat_model, "concat", sampler(), engine=engine)
+    fresh, *_ = _play(tiny_chat_model, "concat", sampler(), engine=engine, reuse_history=False)
+    assert _turn_rows(kept) == _turn_rows(fresh)
+    assert kept.step_rows() == fresh.step_rows()
+    assert kept.per_turn_rows and len(kept.turns) == kept.input_ids.shape[0] == len(SEEDS) * TURNS
+    history = kept.extra["history"]
+    assert history["extended"] + history["rerendered"] == len(SEEDS) * (TURNS - 1)
+    forced, *_ = _play(tiny_chat_model, "concat", ForcedSampler(_play(tiny_chat_model, "concat")[3]), engine=engine)
+    assert forced.extra["history"]["rerendered"] > 0  # random tokens that re-tokenize otherwise
+    assert history["extended"] > 0 or forced.extra["history"]["extended"] > 0
 
 
 @pytest.mark.parametrize("mode", ["concat", "non_concat"])

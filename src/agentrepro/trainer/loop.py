@@ -33,6 +33,7 @@ from agentrepro.trainer.context import RunSpec
 from agentrepro.trainer.credit import TIMED, training_targets
 from agentrepro.trainer.decode import engine_for
 from agentrepro.trainer.memory import auto_pass_tokens
+from agentrepro.trainer.packing import pack_turn_rows
 from agentrepro.trainer.parallel import SINGLE, Ranks, Shard, sampling_seed
 from agentrepro.trainer.policy import build_policy, run_device
 from agentrepro.trainer.rollout import Sampler, rollout
@@ -208,6 +209,7 @@ class Trainer:
             engine=self.engine,
         )
         timings["rollout"] = time.perf_counter() - t0
+        ro = pack_turn_rows(ro, self.codec.pad)  # a trajectory's chained turn rows trained as one (trainer/packing.py)
         if cfg.micro_batch_tokens == 0:  # auto (trainer/memory.py), sized once the engine holds its cache
             available, total = device_memory(self.device)
             where = "GPU" if self.device.type == "cuda" else "host"

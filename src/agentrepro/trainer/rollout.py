@@ -17,7 +17,9 @@ token, so its reward lands on the last generated token of its last turn.
 Output (`Rollout`): int64 tensors (rows, tokens) `input_ids`, `attention_mask`, `loss_mask`, `turn_index`
 (turn of every observation or generated token, -1 on `<bos>` and padding), `row_traj` (rows,) and one
 `Turn` per agent turn, which locates its generated tokens [start, end) in row `row`; `per_turn_rows` says
-whether each turn has a row of its own (non-concat, or any chat rollout) or each trajectory one row.
+whether each turn was played from a row of its own (non-concat, or any chat rollout; PPO's credit is then
+turn-level) or each trajectory from one row. For training, trainer/packing.py may pack a trajectory's turn rows
+that extend one another into one row; `per_turn_rows` stays, as it says how the turns were played.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import torch
 
-from agentrepro.trainer.decode import StaticRows, left_padded
+from agentrepro.trainer.decode import StaticRows, forget_history, left_padded
 from agentrepro.trainer.dialogue import Codec, prompts
 from agentrepro.trainer.policy import autocast, positions
 
@@ -166,6 +168,10 @@ class _Rows:
             turn_ids.to(self.device),
         )
 
+    def forget(self, row: int) -> None:
+        """Stop attending row `row`'s columns after its first (`<bos>`): its history is about to be appended anew."""
+        forget_history(self, row)
+
     @torch.no_grad()
     def next_logits(self) -> torch.Tensor:
         """Run the model over the columns not yet cached; logits of the last column (B, V)."""
@@ -227,16 +233,20 @@ def rollout(
     bf16: bool = True,
     kv_cache: bool = True,
     engine=None,
+    reuse_history: bool = True,
 ) -> Rollout:
     """Play one episode per environment (env i reset with seeds[i], in group groups[i]) and record tokens.
 
     `kv_cache=False` recomputes the prefix for every token (same result, slower; a benchmark baseline).
-    `engine` (a decode.StaticDecoder, synced to `policy`) decodes on its static KV cache instead."""
+    `engine` (a decode.StaticDecoder, synced to `policy`) decodes on its static KV cache instead.
+    `reuse_history=False` prefills a concat chat turn's whole prompt afresh (same result, slower; a benchmark baseline)."""
     if engine is not None:
         engine.sync(policy)
     new_rows = _row_maker(policy, device, bf16, kv_cache, engine, max_new_tokens, codec.bos)
     if mode == "concat" and not codec.chat:
         return _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows)
+    if mode == "concat" and reuse_history:
+        return _rollout_chat_history(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows)
     return _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max_new_tokens, new_rows)
 
 
@@ -295,6 +305,115 @@ def _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_toke
     return _finish_rows(rows, list(range(n)), turns, seeds, groups)
 
 
+def _rollout_chat_history(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows) -> Rollout:
+    """A concat chat rollout whose trajectories each keep one decoding row, so a turn prefills only what its prompt adds.
+
+    A turn's prompt is the template's rendering of the whole conversation (as in `_rollout_turn_rows`). Where it
+    begins with the tokens the row already holds (the earlier prompts and the tokens generated for them), only the
+    rest is appended and the row's cached keys and values serve the history. Where it does not (an earlier response
+    re-tokenizes differently from what was generated, as a chat server re-renders it), the row's history is masked
+    and the rendering appended whole: the model reads exactly the served prompt either way, as a server with prefix
+    caching would. Each turn's training row is then its row's attended tokens, so the result (one row per turn,
+    `per_turn_rows`) equals `_rollout_turn_rows`'s; `extra["history"]` counts the turns extended and re-rendered."""
+    n = len(envs)
+    current = [env.reset(int(s)) for env, s in zip(envs, seeds)]
+    dialogues = [codec.dialogue(env, "concat", *c) for env, c in zip(envs, current)]
+    held: list[list[int]] = [[] for _ in range(n)]  # each row's attended tokens after the first
+    live = list(range(n))
+    rows, generate = new_rows(n)
+    pieces: list[tuple[int, list[torch.Tensor]]] = []  # per (traj, turn): its training row
+    turns: list[Turn] = []
+    history = {"extended": 0, "rerendered": 0}
+    for t in range(max_turns):
+        if not live:
+            break
+        chunks: list[list[int]] = [[] for _ in range(n)]
+        for i, rendered in zip(live, prompts([dialogues[i] for i in live])):
+            if rendered[: len(held[i])] == held[i]:
+                chunks[i] = rendered[len(held[i]) :]
+                history["extended"] += t > 0
+            else:
+                rows.forget(i)
+                chunks[i] = rendered
+                history["rerendered"] += 1
+            held[i] = rendered
+        rows.append_chunks(chunks, codec.pad, t)
+        is_live = [False] * n
+        for i in live:
+            is_live[i] = True
+        generated = generate(is_live, list(range(n)), codec, sampler, max_new_tokens, t)
+        still = []
+        for i in live:
+            start, gen = generated[i]
+            held[i] = held[i] + gen
+            state = current[i][1]["state_key"]
+            response, obs, reward, done, info = _step_env(envs[i], codec, gen)
+            success = bool(info.get("success", False))
+            piece = _turn_row(rows, i, start + len(gen), t)
+            pieces.append((i, piece))
+            length = piece[0].shape[0]
+            turns.append(
+                Turn(
+                    i,
+                    int(groups[i]),
+                    t,
+                    state,
+                    "success" if success else info["state_key"],
+                    reward,
+                    bool(info.get("valid", True)),
+                    done,
+                    success,
+                    response,
+                    list(info.get("actions", [])),
+                    len(pieces) - 1,
+                    length - len(gen),
+                    length,
+                )
+            )
+            current[i] = (obs, info)
+            if not (done or t == max_turns - 1):
+                dialogues[i].step(response, obs, info)
+                still.append(i)
+        live = still
+    ro = _stack_turn_rows([(i, *piece) for i, piece in pieces], turns, seeds, groups, codec.pad)
+    ro.extra["history"] = history
+    return ro
+
+
+def _turn_row(rows, row: int, end: int, turn: int) -> list[torch.Tensor]:
+    """Turn `turn`'s training row from decoding row `row` (columns before `end`): its attended tokens, the loss on
+    this turn's generated tokens only, every token but the first in turn `turn` (as a row of its own would be)."""
+    keep = rows.attn[row, :end].bool()
+    ids = rows.ids[row, :end][keep].to("cpu", copy=True)
+    loss = (rows.loss[row, :end][keep] * (rows.turn[row, :end][keep] == turn)).to("cpu", copy=True)
+    turn_ids = torch.full_like(ids, turn)
+    turn_ids[0] = -1
+    return [ids, torch.ones_like(ids), loss, turn_ids]
+
+
+def _stack_turn_rows(pieces, turns, seeds, groups, pad_id: int) -> Rollout:
+    """One padded row per (traj, ids, attention, loss, turn) piece, in order; a Rollout of per-turn rows."""
+    width = max(p[1].shape[0] for p in pieces)
+
+    def pad(k, value):
+        out = torch.full((len(pieces), width), value, dtype=torch.long)
+        for r, p in enumerate(pieces):
+            out[r, : p[k].shape[0]] = p[k].cpu()
+        return out
+
+    return Rollout(
+        pad(1, pad_id),
+        pad(2, 0),
+        pad(3, 0),
+        pad(4, -1),
+        torch.tensor([p[0] for p in pieces]),
+        turns,
+        list(seeds),
+        list(groups),
+        per_turn_rows=True,
+    )
+
+
 def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max_new_tokens, new_rows) -> Rollout:
     n = len(envs)
     current = [env.reset(int(s)) for env, s in zip(envs, seeds)]
@@ -344,22 +463,4 @@ def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max
                 dialogues[i].step(response, obs, info)
                 still.append(i)
         live = still
-    width = max(p[1].shape[0] for p in pieces)
-
-    def pad(k, value):
-        out = torch.full((len(pieces), width), value, dtype=torch.long)
-        for r, p in enumerate(pieces):
-            out[r, : p[k].shape[0]] = p[k].cpu()
-        return out
-
-    return Rollout(
-        pad(1, codec.pad),
-        pad(2, 0),
-        pad(3, 0),
-        pad(4, -1),
-        torch.tensor([p[0] for p in pieces]),
-        turns,
-        list(seeds),
-        list(groups),
-        per_turn_rows=True,
-    )
+    return _stack_turn_rows(pieces, turns, seeds, groups, codec.pad)
