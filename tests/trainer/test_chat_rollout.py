@@ -151,8 +151,8 @@ def _turn_rows(ro):
 
 @pytest.mark.parametrize("engine", [False, True])
 def test_concat_history_kept_in_the_row_gives_the_rollout_of_fresh_prompts(tiny_chat_model, engine):
-    """A concat chat trajectory that keeps its row across turns (appending what each prompt adds, or re-rendering where
-    an earlier answer re-tokenizes differently) trains on the same rows, samples the same tokens, and ends in the same
+    """A concat chat trajectory that keeps its row across turns (appending what each prompt adds, or starting the rows
+    afresh where an earlier answer re-tokenizes differently) trains on the same rows, samples the same tokens, and ends in the same
     turns as prefilling every prompt afresh; both ways of extending the row occur."""
     sampler = lambda: Sampler(1.0, torch.Generator().manual_seed(7))  # noqa: E731
     kept, *_ = _play(tiny_chat_model, "concat", sampler(), engine=engine)
@@ -163,7 +163,8 @@ def test_concat_history_kept_in_the_row_gives_the_rollout_of_fresh_prompts(tiny_
     history = kept.extra["history"]
     assert history["extended"] + history["rerendered"] == len(SEEDS) * (TURNS - 1)
     forced, *_ = _play(tiny_chat_model, "concat", ForcedSampler(_play(tiny_chat_model, "concat")[3]), engine=engine)
-    assert forced.extra["history"]["rerendered"] > 0  # random tokens that re-tokenize otherwise
+    assert forced.extra["history"]["rerendered"] > 0  # random tokens that re-tokenize otherwise: the rows restart
+    assert 0 < forced.extra["history"]["restarts"] <= forced.extra["history"]["rerendered"]
     assert history["extended"] > 0 or forced.extra["history"]["extended"] > 0
 
 

@@ -36,7 +36,7 @@ def test_chained_turns_pack_into_one_row_per_trajectory(tiny_chat_model):
     own order kept, every generated token trained once and nothing else, each token in its turn."""
     codec = _codec(tiny_chat_model)
     ro, *_ = _play(tiny_chat_model, "concat", CanonicalAnswers(codec))
-    assert ro.extra["history"] == {"extended": len(SEEDS) * (TURNS - 1), "rerendered": 0}
+    assert ro.extra["history"] == {"extended": len(SEEDS) * (TURNS - 1), "rerendered": 0, "restarts": 0}
     packed = pack_turn_rows(ro, codec.pad)
     assert packed.input_ids.shape[0] == len(SEEDS) and packed.row_traj.tolist() == list(range(len(SEEDS)))
     assert _generated(packed) == _generated(ro)

@@ -211,16 +211,6 @@ def left_padded(chunks: list[list[int]], pad: int, width: int) -> tuple[torch.Te
     return ids, attn
 
 
-def forget_history(rows, row: int) -> None:
-    """Mask row `row`'s written columns after the first, in rollout's `_Rows` or a `StaticRows` (positions count
-    attended tokens only, so the tokens appended next start again at position 1; their cached keys and values stay,
-    unattended)."""
-    cols = rows.ids.shape[1]
-    rows.attn[row, 1:cols] = 0
-    rows.loss[row, 1:cols] = 0
-    rows.turn[row, 1:cols] = -1
-
-
 class StaticRows:
     """Token rows decoded in lockstep on a StaticDecoder's buffers (the interface of rollout._Rows)."""
 
@@ -237,10 +227,6 @@ class StaticRows:
     attn = property(lambda self: self.engine.attn[:, : self.cols])
     loss = property(lambda self: self.engine.loss[:, : self.cols])
     turn = property(lambda self: self.engine.turn[:, : self.cols])
-
-    def forget(self, row: int) -> None:
-        """Stop attending row `row`'s columns after its first (`forget_history`)."""
-        forget_history(self, row)
 
     def _room(self, more: int) -> None:
         need = self.cols + more + self.reserve

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from agentrepro.trainer.decode import StaticRows, forget_history, left_padded
+from agentrepro.trainer.decode import StaticRows, left_padded
 from agentrepro.trainer.dialogue import Codec, prompts
 from agentrepro.trainer.policy import autocast, positions
 
@@ -168,10 +168,6 @@ class _Rows:
             turn_ids.to(self.device),
         )
 
-    def forget(self, row: int) -> None:
-        """Stop attending row `row`'s columns after its first (`<bos>`): its history is about to be appended anew."""
-        forget_history(self, row)
-
     @torch.no_grad()
     def next_logits(self) -> torch.Tensor:
         """Run the model over the columns not yet cached; logits of the last column (B, V)."""
@@ -308,35 +304,39 @@ def _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_toke
 def _rollout_chat_history(envs, seeds, groups, codec, sampler, max_turns, max_new_tokens, new_rows) -> Rollout:
     """A concat chat rollout whose trajectories each keep one decoding row, so a turn prefills only what its prompt adds.
 
-    A turn's prompt is the template's rendering of the whole conversation (as in `_rollout_turn_rows`). Where it
-    begins with the tokens the row already holds (the earlier prompts and the tokens generated for them), only the
-    rest is appended and the row's cached keys and values serve the history. Where it does not (an earlier response
-    re-tokenizes differently from what was generated, as a chat server re-renders it), the row's history is masked
-    and the rendering appended whole: the model reads exactly the served prompt either way, as a server with prefix
-    caching would. Each turn's training row is then its row's attended tokens, so the result (one row per turn,
-    `per_turn_rows`) equals `_rollout_turn_rows`'s; `extra["history"]` counts the turns extended and re-rendered."""
+    A turn's prompt is the template's rendering of the whole conversation (as in `_rollout_turn_rows`). Where every
+    live row's rendering begins with the tokens the row already holds (the earlier prompts and the tokens generated
+    for them), only the rest is appended and the rows' cached keys and values serve the history. Where one does not
+    (an earlier response re-tokenizes differently from what was generated, as a chat server re-renders it), its
+    whole rendering would make every row's prefill that wide, so all rows start afresh from their renderings, as
+    `_rollout_turn_rows` does every turn: the model reads exactly the served prompt either way, as a server with prefix
+    caching would. Each turn's training row is its row's attended tokens, so the result (one row per turn,
+    `per_turn_rows`) equals `_rollout_turn_rows`'s; `extra["history"]` counts the turns after the first that extended
+    their row or were re-rendered, and the restarts."""
     n = len(envs)
     current = [env.reset(int(s)) for env, s in zip(envs, seeds)]
     dialogues = [codec.dialogue(env, "concat", *c) for env, c in zip(envs, current)]
-    held: list[list[int]] = [[] for _ in range(n)]  # each row's attended tokens after the first
+    held: dict[int, list[int]] = {i: [] for i in range(n)}  # each row's attended tokens after the first
     live = list(range(n))
     rows, generate = new_rows(n)
     pieces: list[tuple[int, list[torch.Tensor]]] = []  # per (traj, turn): its training row
     turns: list[Turn] = []
-    history = {"extended": 0, "rerendered": 0}
+    history = {"extended": 0, "rerendered": 0, "restarts": 0}
     for t in range(max_turns):
         if not live:
             break
-        chunks: list[list[int]] = [[] for _ in range(n)]
-        for i, rendered in zip(live, prompts([dialogues[i] for i in live])):
-            if rendered[: len(held[i])] == held[i]:
-                chunks[i] = rendered[len(held[i]) :]
-                history["extended"] += t > 0
-            else:
-                rows.forget(i)
-                chunks[i] = rendered
-                history["rerendered"] += 1
-            held[i] = rendered
+        rendered = dict(zip(live, prompts([dialogues[i] for i in live])))
+        extending = [rendered[i][: len(held[i])] == held[i] for i in live]
+        if t:
+            history["extended"] += sum(extending)
+            history["rerendered"] += len(live) - sum(extending)
+        if all(extending):
+            chunks = [rendered[i][len(held[i]) :] if i in rendered else [] for i in range(n)]
+        else:  # the whole rendering of one row makes every row's prefill that wide anyway: all rows start afresh
+            rows, generate = new_rows(n)
+            history["restarts"] += 1
+            chunks = [rendered.get(i, []) for i in range(n)]
+        held.update(rendered)
         rows.append_chunks(chunks, codec.pad, t)
         is_live = [False] * n
         for i in live:
