@@ -27,6 +27,7 @@ VERBS: dict[str, str] = {
     "command": "show the programs a job would run (before or after freezing)",
     "preflight": "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",
     "images": "prepare the study's container images on this host before its jobs run",
+    "rehearse": "run one framework job offline on this machine up to its first use of the GPUs",
     "analyze": "paired statistics, verdicts, diagnostics and overhead",
     "report": "render the HTML and PDF report of a study",
     "advantages": "add advantages to step rows (JSONL)",

@@ -23,6 +23,7 @@ Put it on a shared file system to prepare once per study instead.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrepro.containers import rehearsal
 from agentrepro.containers.image import Image, archive_image_id, image_of
 from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest, allocated_gpus, merged_mounts
 
@@ -177,9 +179,15 @@ def program(
 ) -> Program:
     """One program of a job as it runs: inside the job's container (its command line from the runtime, the container's
     ID written to `job_dir/logs/<label>.cid`), or unchanged when the placement has no container."""
+    gpus = int((config.get("resources") or {}).get("gpus") or 0)
+    rehearsing = rehearsal.folder()  # a rehearsal: its variables, its folder, no network, no GPU devices
+    env = {**env, **rehearsal.program_env(label, gpus)}
+    shared = [*shared, *([rehearsing] if rehearsing else [])]
     container = container_for(config, run_dir=run_dir, extra=extra, shared=shared)
     if container is None:
         return Program(tuple(argv), dict(env), Path(cwd) if cwd else None, label=label)
+    if rehearsing is not None:  # a machine without GPUs: the hook tells torch the job's count instead
+        container = dataclasses.replace(container, gpus=False, gpu_devices=None)
     workdir = (
         Path.cwd() / cwd if cwd else Path.cwd()
     )  # relative: under the mounted study root; absolute elsewhere: in the image
@@ -196,6 +204,7 @@ def program(
         container.gpu_devices,
         scratch,
         cidfile,
+        "host" if rehearsing is None else "none",
     )
     wrapped, host_env = runtime.run_argv(request)
     return Program(tuple(wrapped), host_env, None, container, cidfile, label, scratch)

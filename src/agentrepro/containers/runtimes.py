@@ -93,6 +93,7 @@ class RunRequest:
     devices: tuple[str, ...] | None = None  # the job's GPUs when `gpus` (allocated_gpus); None: not named here
     scratch: Path | None = None  # the job's node-local folder: Apptainer's --workdir, docker's HOME (job.job_scratch)
     cidfile: Path | None = None  # podman / docker: where the runtime writes the container's ID
+    network: str = "host"  # the node's network; "none" (a rehearsal: containers/rehearsal.py): loopback only
 
     def __post_init__(self) -> None:
         for name in self.env:
@@ -102,6 +103,8 @@ class RunRequest:
             raise BadInput("no program to run", where="argv")
         if not self.cwd.is_absolute():
             raise BadInput(f"the working directory must be absolute, got {str(self.cwd)!r}", where="cwd")
+        if self.network not in ("host", "none"):
+            raise ValueError(f"network is 'host' or 'none', not {self.network!r}")
 
 
 def allocated_gpus(environ: Mapping[str, str] | None = None) -> tuple[str, ...] | None:
@@ -168,7 +171,7 @@ class OciEngine:
         argv = [self.executable, "run"]
         if request.cidfile is not None:
             argv += ["--cidfile", str(request.cidfile)]
-        argv += ["--pull", "never", "--network", "host", "--ipc", "host"]
+        argv += ["--pull", "never", "--network", request.network, "--ipc", "host"]
         # no limit of the runtime's own on processes (podman's default is 2,048 a container, docker's none): Ray runs
         # about 25 threads an actor, and a recipe's 256 env workers need about 6,400; the node's cgroups still bound it
         argv += ["--pids-limit", "-1"]
@@ -264,6 +267,8 @@ class Apptainer:
         argv = [self.executable, "exec", "--cleanenv", "--contain"]
         if request.scratch is not None:  # /tmp, /var/tmp and $HOME there, not on the session's small tmpfs
             argv += ["--workdir", str(request.scratch), "--home", str(request.scratch / "home")]
+        if request.network == "none":  # a network namespace with loopback only (documented; not run here)
+            argv += ["--net", "--network", "none"]
         env = dict(request.env)
         if request.gpus:
             argv.append("--nv")

@@ -2,7 +2,8 @@
 verl-agent backend puts it there for every process of a job, Ray workers included, because they inherit
 the environment. First it runs the sitecustomize it shadows, the next one on sys.path (an image's own, or the
 interpreter's), as `site` would have run it; then, only when AGENTREPRO_VERL_OUT is set, it installs the outcome
-integration (agentrepro_verl_hook.py, in the parent folder, the next one on PYTHONPATH)."""
+integration (agentrepro_verl_hook.py, in the parent folder, the next one on PYTHONPATH), and only when
+AGENTREPRO_REHEARSAL is set, a rehearsal's GPU boundary (agentrepro_rehearsal.py)."""
 
 import importlib.util
 import os
@@ -27,3 +28,8 @@ if os.environ.get("AGENTREPRO_VERL_OUT"):
     import agentrepro_verl_hook
 
     agentrepro_verl_hook.install()
+
+if os.environ.get("AGENTREPRO_REHEARSAL"):
+    import agentrepro_rehearsal
+
+    agentrepro_rehearsal.install()
