@@ -15,6 +15,7 @@ import pytest
 from helpers import require_ray
 
 from agentrepro.backends.verl_agent import backend as verl_agent
+from agentrepro.errors import Failure
 from agentrepro.hooks import agentrepro_ray_head as ray_head
 from agentrepro.planning import StudyPlan
 
@@ -202,6 +203,59 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
     wait_dead(head["pid"], head["child"], program_pid)
     assert not alive(head["pid"]) and not alive(head["child"]) and not alive(program_pid)
     assert not (run_dir / "ray_head.pid").exists()
+
+
+OWNER = """\
+import sys, time
+from agentrepro.backends import ray_head
+with ray_head.owned(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_job_whose_agentrepro_is_killed_stops_its_program_and_head(tmp_path, fake_ray):
+    """The head launcher watches the run's owner lock (backends/ray_head.owned, held by the agentrepro process that
+    runs the job): SIGKILL of that process (which leaves a container's programs running) frees it, and the launcher
+    stops the program and this job's head within seconds, exit 143. A second holder of the lock is refused."""
+    from agentrepro.backends import ray_head as backend_head
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout.readline().strip() == "held"
+    with pytest.raises(Failure, match="another process runs a program of this run"), backend_head.owned(run_dir):
+        pass
+    program = [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(tmp_path / 'program.pid')!r}, 'w').write(str(os.getpid())); time.sleep(300)",
+    ]
+    proc = subprocess.Popen(
+        wrapped(run_dir, program, executable=str(fake_ray)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "program.pid").is_file() or not (tmp_path / "program.pid").read_text():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        time.sleep(3)
+        assert proc.poll() is None  # the owner lives: the job goes on
+        owner.kill()
+        owner.wait()
+        assert proc.wait(timeout=60) == 143
+    finally:
+        for p in (proc, owner):
+            if p.poll() is None:
+                p.kill()
+    head, program_pid = json.loads((tmp_path / "ray.json").read_text()), int((tmp_path / "program.pid").read_text())
+    wait_dead(head["pid"], head["child"], program_pid)
+    assert not alive(head["pid"]) and not alive(head["child"]) and not alive(program_pid)
+    assert "the process that ran this job is gone" in proc.stderr.read()
 
 
 @pytest.mark.slow

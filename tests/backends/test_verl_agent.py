@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -356,3 +357,59 @@ def test_a_resumed_run_says_it_replays_its_training_games(tmp_path):
     assert resumed["training_games"].startswith("replayed: steps after 10 play the games of steps 1 to 10 again")
     tracker.write_text("garbage")
     assert verl_agent.resumed_from(run) is None
+
+
+FIRST_ATTEMPT_HANGS = """\
+import os, time
+if not os.path.exists("first_attempt"):   # in the checkout, the working directory
+    open("first_attempt", "w").write(str(os.getpid()))
+    time.sleep(600)
+"""
+
+
+def test_a_killed_job_leaves_no_program_running_and_its_retry_removes_the_container(
+    tmp_path, write_config, podman_images
+):
+    """SIGKILL of `agentrepro train` and its `podman run` (what a scheduler's kill of the job's processes does, with
+    the container outside them under rootful podman) leaves the container running; its head launcher sees the owner
+    lock free and stops the program and the head, so the container exits within seconds. The retry removes the
+    container the killed attempt left (its cidfile names it) and trains to the end."""
+    from podman_kit import podman
+
+    workdir = tmp_path / "verl-agent"
+    image = podman_images["a"]
+    ray = stand_in_checkout(workdir, str(PYTHON_IN_IMAGE))
+    trainer = workdir / "fake_trainer.py"
+    trainer.write_text(FIRST_ATTEMPT_HANGS + trainer.read_text())
+    cfg = config(workdir, ray={"executable": str(ray), "num_cpus": 1})
+    (tmp_path / "model").mkdir()
+    cfg["backend"].update(
+        repo="langfengQ/verl-agent",
+        commit="20bd331bdbc9026a5668e11362178e10ab7400c8",
+        model_path=str(tmp_path / "model"),
+    )
+    cfg["image"] = image.block()
+    cfg["resources"] = {"gpus": 0}
+    run_dir, config_file = tmp_path / "run", write_config(cfg)
+    argv = [sys.executable, "-m", "agentrepro", "train", "--config", str(config_file), "--out", str(run_dir)]
+    job = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (workdir / "first_attempt").is_file():
+            assert time.monotonic() < deadline and job.poll() is None
+            time.sleep(0.2)
+        assert podman("ps", "--quiet").stdout.split()  # the trainer runs in its container
+        for process in [*psutil.Process(job.pid).children(recursive=True), psutil.Process(job.pid)]:
+            process.kill()  # the job's own processes: conmon and the container are not among them
+        job.wait()
+        deadline = time.monotonic() + 60
+        while podman("ps", "--quiet").stdout.split():  # still running until its head launcher stops it
+            assert time.monotonic() < deadline, "the container outlived its killed job"
+            time.sleep(0.5)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert leftover_containers()  # stopped, not removed: nothing of the dead job was left to remove it
+    retry = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert retry.returncode == 0, retry.stderr
+    assert "left by a killed attempt" in retry.stderr and leftover_containers() == []

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro import containers
+from agentrepro.backends import ray_head
 from agentrepro.layout import RunFiles
 from agentrepro.process import run_logged
 
@@ -92,8 +93,9 @@ def proven(launch: Launch, run_dir: Path) -> contextlib.AbstractContextManager:
 def run_launch(launch: Launch, run_dir: Path, label: str) -> None:
     """Run one launch, no shell, with its output appended to RUN_DIR/logs/<label>.stdout.log and .stderr.log;
     Failure names the exit status and the last line of stderr (process.run_logged). A contained launch runs with
-    its image prepared and its proof recorded (containers.proven)."""
-    with proven(launch, run_dir):
+    its image prepared and its proof recorded (containers.proven); every launch with the job's owner lock held
+    (ray_head.owned), which a job's Ray head watches so that it ends with the process running it."""
+    with ray_head.owned(run_dir), proven(launch, run_dir):
         run_logged(
             list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=dict(launch.env)
         )

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,7 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
     before = _file_facts(container)
     if program.cidfile is not None:
         program.cidfile.parent.mkdir(parents=True, exist_ok=True)
-        program.cidfile.unlink(missing_ok=True)  # the runtime refuses to overwrite one
+        _remove_stale(container, program)  # the runtime refuses to overwrite the file
     finished = False
     try:
         yield
@@ -137,6 +139,22 @@ def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
         f"{runtime.name} container inspect {container_id} (.Image, .ImageDigest); "
         f"{runtime.name} image inspect {image_id} (.Id, .Digest, .RepoDigests)"
     )
+
+
+CONTAINER_ID = re.compile(r"[0-9a-f]{12,64}")
+
+
+def _remove_stale(container: Container, program: Program) -> None:
+    """Before the program starts: a container ID left in its cidfile by an earlier attempt that was killed (nothing
+    removed its container, whose programs its head launcher has stopped) is removed, said on stderr; the file goes."""
+    assert program.cidfile is not None
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        container_id = program.cidfile.read_text(encoding="ascii").strip()
+        if CONTAINER_ID.fullmatch(container_id):
+            with contextlib.suppress(Failure):  # gone already
+                ask(container.runtime.remove_argv(container_id))
+                print(f"agentrepro: removed container {container_id[:12]}, left by a killed attempt", file=sys.stderr)
+    program.cidfile.unlink(missing_ok=True)
 
 
 def _remove(container: Container, program: Program) -> None:

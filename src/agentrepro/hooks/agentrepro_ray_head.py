@@ -61,6 +61,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -576,6 +577,7 @@ def run(
     wait_s: float = 120.0,
     port_wait_s: float = 0.0,
     memory_mb: int | None = None,
+    owner_lock: Path | None = None,
 ) -> int:
     try:
         reservation = reserve_waiting(key, worker_ports, fixed_ports, port_wait_s)
@@ -608,6 +610,8 @@ def run(
         raise SystemExit(143)
 
     previous = signal.signal(signal.SIGTERM, terminate)
+    if owner_lock is not None:
+        watch_owner(owner_lock)
     try:
         wait_for = (ports.head, ports.dashboard) if dashboard else (ports.head,)
         with running_head(argv, reservation, wait_for=wait_for, wait_s=wait_s, pid_file=pid_file):
@@ -626,6 +630,49 @@ def run(
         reservation.release()
 
 
+OWNER_POLL_S = 2.0
+
+
+def _lock_free(fd: int) -> bool:
+    """Whether no process holds an exclusive lock on `fd`'s file (a shared lock is taken and released at once)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
+def watch_owner(path: Path, poll_s: float = OWNER_POLL_S) -> threading.Thread | None:
+    """Stop this job when the agentrepro process that runs it is gone: it holds an exclusive lock on `path` (the run's
+    logs/job.owner, backends/ray_head.py `owned`) for as long as it lives, and the kernel releases it however that
+    process ends, SIGKILL included, which leaves a container (and so this program, its head and its ports) running
+    outside the dead job. Once the lock is free, SIGTERM to this process stops the program and the head. Watched only
+    when the lock is held at start (a program started by hand has no owner)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode) or _lock_free(fd):
+        os.close(fd)
+        return None
+
+    def watch() -> None:
+        while not _lock_free(fd):
+            time.sleep(poll_s)
+        print(
+            f"agentrepro: the process that ran this job is gone (its lock on {path} is free); stopping the program "
+            "and its Ray head",
+            file=sys.stderr,
+            flush=True,
+        )
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="agentrepro-owner", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentrepro_ray_head.py", description=__doc__.splitlines()[0])
     parser.add_argument("--key", required=True)
@@ -641,6 +688,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fixed-port", type=int, action="append", default=[], help="a port the framework hard-codes")
     parser.add_argument(
         "--pid-file", type=Path, help="written while the head runs: its PID and the PID namespace counting it"
+    )
+    parser.add_argument(
+        "--owner-lock", type=Path, help="a file the job's agentrepro process holds locked: stop once it is free"
     )
     parser.add_argument(
         "--port-wait-s",
@@ -683,6 +733,7 @@ def main(argv: list[str] | None = None) -> int:
         pid_file=args.pid_file,
         port_wait_s=port_wait_s,
         memory_mb=args.memory_mb,
+        owner_lock=args.owner_lock,
     )
 
 
