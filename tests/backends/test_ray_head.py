@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from helpers import require_ray
@@ -289,3 +290,50 @@ def test_real_ray_private_head(tmp_path):
         and ray_head.temp_dir(key) in " ".join(proc.info["cmdline"] or [])
     ]
     assert leftovers == []
+
+
+ORPHANS = """\
+import os, time
+for _ in range(5):   # each child leaves a grandchild that ends after the child: an orphan given to PID 1
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            time.sleep(0.3)
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+time.sleep(4)
+zombies = []
+for entry in os.listdir("/proc"):
+    if entry.isdigit():
+        try:
+            if open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+                zombies.append(entry)
+        except OSError:
+            pass
+print("zombies", len(zombies), "launcher pid", os.getppid())
+"""
+
+
+def test_in_a_container_the_launcher_reaps_the_jobs_orphans(tmp_path, podman_images):
+    """In the test image without --init (catatonit is not installed here), the head launcher is the container's PID 1:
+    the orphans the program leaves are reaped, not left as zombies for the job's lifetime."""
+    from helpers import load_file_module
+    from podman_kit import PYTHON as PYTHON_IN_IMAGE
+    from podman_kit import podman
+
+    from agentrepro.hooks import HOOKS_DIR
+
+    checkout = load_file_module("verl_checkout", Path(__file__).with_name("verl_checkout.py"))
+    ray = checkout.stand_in_checkout(tmp_path / "checkout", str(PYTHON_IN_IMAGE))
+    (tmp_path / "orphans.py").write_text(ORPHANS)
+    (tmp_path / "ports").mkdir()
+    result = podman(
+        "run", "--rm", "--network", "none", "--volume", f"{HOOKS_DIR}:{HOOKS_DIR}:ro",
+        "--volume", f"{tmp_path}:{tmp_path}", "--env", f"{ray_head.PORTS_ENV}={tmp_path / 'ports'}",
+        podman_images["a"].ref, "python3", str(HOOKS_DIR / "agentrepro_ray_head.py"), "--key", "k", "--ray", str(ray),
+        "--", "python3", str(tmp_path / "orphans.py"),
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "zombies 0 launcher pid 1" in result.stdout, result.stdout

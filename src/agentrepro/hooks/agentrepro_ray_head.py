@@ -15,6 +15,11 @@ ports could be reserved in the wait (a hard-coded port in use: another job's, or
 up, or if this node leaves no room for the block at all (`NoRoom`: a kernel setting, not a busy node). Arguments are
 a list from start to end: no shell is involved.
 
+The job ends with the agentrepro process that runs it: with --owner-lock, once that process's lock on the file is
+free (it was killed, SIGKILL included, which leaves a container running), PROGRAM and the head are stopped
+(`watch_owner`). As a container's first process (podman and docker without --init, whose catatonit or tini a node
+need not have) it reaps the orphans the job leaves (`reap_orphans`), so they do not stay zombies for the job's life.
+
 Python path: the job's own entries (hooks, checkout) come as AGENTREPRO_PYTHONPATH and go before the PYTHONPATH
 this process runs with, which in an image is the image's own (Relax's image puts Megatron-LM there): the head, its
 workers and PROGRAM get both (`extended_pythonpath`). A PYTHONPATH set by the job would replace the image's.
@@ -502,6 +507,7 @@ def running_head(
         start_new_session=True,
         pass_fds=(reservation.handle.fileno(),),
     )
+    _OWN.add(proc.pid)
     try:
         if pid_file is not None:  # the PID and the namespace that counts it: a container's own under podman
             pid_file.write_text(f"{proc.pid} {pid_namespace()}\n")
@@ -612,10 +618,13 @@ def run(
     previous = signal.signal(signal.SIGTERM, terminate)
     if owner_lock is not None:
         watch_owner(owner_lock)
+    if os.getpid() == 1:  # a container's first process: the orphans of the job are given to it
+        reap_orphans()
     try:
         wait_for = (ports.head, ports.dashboard) if dashboard else (ports.head,)
         with running_head(argv, reservation, wait_for=wait_for, wait_s=wait_s, pid_file=pid_file):
             child = subprocess.Popen(program, env={**os.environ, "RAY_ADDRESS": address})
+            _OWN.add(child.pid)
             try:
                 return child.wait()
             finally:
@@ -631,6 +640,39 @@ def run(
 
 
 OWNER_POLL_S = 2.0
+REAP_EVERY_S = 1.0
+_OWN: set[int] = set()  # the launcher's own children (the head, the program): their statuses are Popen.wait's
+
+
+def orphan_zombies(proc: Path = Path("/proc")) -> list[int]:
+    """Processes that ended after being given to this process (their parent died), not yet reaped, not its own."""
+    me, found = os.getpid(), []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) in _OWN:
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[1]) == me:
+            found.append(int(entry.name))
+    return found
+
+
+def reap_orphans(every_s: float = REAP_EVERY_S) -> threading.Thread:
+    """Reap the orphans a container's first process is given (podman and docker run without --init, and Ray leaves
+    some: a worker's children whose parent ended), so they do not pile up as zombies for the job's lifetime."""
+
+    def reap() -> None:
+        while True:
+            for pid in orphan_zombies():
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            time.sleep(every_s)
+
+    thread = threading.Thread(target=reap, name="agentrepro-reaper", daemon=True)
+    thread.start()
+    return thread
 
 
 def _lock_free(fd: int) -> bool:
