@@ -163,6 +163,26 @@ def test_a_job_that_reaches_the_gpus_holds(tmp_path, podman_images):
     assert not (tmp_path / "study" / "runs").exists() and leftover_containers() == []
 
 
+def test_a_frozen_study_is_rehearsed_from_its_lock(tmp_path, podman_images):
+    """Given the lock, the job runs from the config `agentrepro resolve` writes: the lock named, the frozen panel in."""
+    import yaml
+
+    from agentrepro.lockfile import lock_sha256, read_lock
+
+    manifest = rehearsed_study(tmp_path, podman_images["a"])
+    root = manifest.parents[1]
+    frozen = run_cli("freeze", manifest, "--allow-dirty", cwd=root)
+    assert frozen.returncode == 0, frozen.stderr
+    lock = root / "manifests" / "demo.lock.json"
+    out = tmp_path / "rehearsal"
+    result = run_cli("rehearse", lock, "--method", "gigpo", "--seed", "0", "--out", out, "--after-s", "30", cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "| train (train) | reached the GPUs |" in result.stdout
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["lock"]["sha256"] == lock_sha256(read_lock(lock))
+    assert [t["task_id"] for t in config["eval"]["task_panel"]] == ["t0", "t1", "t2", "t3"]
+
+
 def test_a_job_that_fails_before_the_gpus_does_not_hold(tmp_path, podman_images):
     """A program that fails on the way (as a download on an offline node does) is named with its last line: exit 1."""
     manifest = rehearsed_study(tmp_path, podman_images["a"], 'raise SystemExit("cannot reach huggingface.co")')

@@ -1,8 +1,8 @@
 """`agentrepro rehearse MANIFEST --method M --seed K`: one framework job run as its train job runs, on a machine without
 GPUs and offline, up to the framework's first use of the GPUs (docs/containers.md, "Rehearse before you queue").
 
-The job's draft config (planning.Job: the manifest's, before freeze, so the lock's task panel is not there yet) is
-written into the rehearsal's folder, and `agentrepro train` runs it there, never in the study's runs/, with
+The job's run config (from the study's lock, as `agentrepro resolve` writes it; or given the manifest, its draft
+config, planning.Job, before freeze, without the lock's task panel) is written into the rehearsal's folder, and `agentrepro train` runs it there, never in the study's runs/, with
 AGENTREPRO_REHEARSAL naming <folder>/boundary: every program of the job gets the rehearsal's variables and, in its
 container, no network and no GPU devices (containers/rehearsal.py); the framework's startup hook makes torch report
 the job's GPUs and records the first process that would use them, which then exits (verl-agent:
@@ -33,6 +33,7 @@ from agentrepro.containers import rehearsal
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_json, atomic_write_yaml, check_output_dir, make_dir
 from agentrepro.layout import RunFiles
+from agentrepro.manifest.resolve import run_config
 from agentrepro.planning import StudyPlan
 from agentrepro.process import stop_tree
 from agentrepro.reading import load_json
@@ -98,8 +99,11 @@ def rehearse(
     timeout_s: float,
     after_s: float,
     say: Callable[[str], None] = print,
+    lock: dict[str, Any] | None = None,
+    lock_path: Path | None = None,
 ) -> Rehearsal:
-    """Run the train job of `method` x `seed` in `out` up to its GPUs (module docstring)."""
+    """Run the train job of `method` x `seed` in `out` up to its GPUs (module docstring); with `lock` (the study's,
+    read from `lock_path`), from the run config `agentrepro resolve` writes, task panel included."""
     job = plan.checked(method, seed)
     if job.backend.name not in REHEARSED:
         raise BadInput(
@@ -110,8 +114,11 @@ def rehearse(
         )
     out = _fresh(Path(out).absolute())
     run_dir, boundary = out / "run", make_dir(out / "boundary")
-    # the draft has no lock yet: written without one, as a config outside a study (train records no lock for it)
-    config_file = atomic_write_yaml(out / "config.yaml", {k: v for k, v in job.config.items() if k != "lock"})
+    if lock is not None:  # the job's own run config, as the workflow resolves it
+        config = run_config(lock, method, seed, lock_path=lock_path or plan.manifest_file)
+    else:  # the draft has no lock yet: written without one, as a config outside a study (train records no lock)
+        config = {k: v for k, v in job.config.items() if k != "lock"}
+    config_file = atomic_write_yaml(out / "config.yaml", config)
     labels = [
         (launch.contained.label if launch.contained else launch.purpose.replace(" ", "_"), launch.purpose)
         for launch in job.backend.launches(job.config, run_dir)
