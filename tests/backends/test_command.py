@@ -158,10 +158,10 @@ def test_any_value_reaches_an_inline_shell_script_as_data(value):
         assert sorted(p.name for p in Path(tmp).rglob("*")) == [
             "cmd.txt",
             "env",
-            "job.owner",  # the owner lock the run held while its program ran (backends/ray_head.owned)
             "logs",
             "pos",
             "run",
+            "train.owner",  # the owner lock the run held while its program ran (backends/ray_head.owned)
             "train.stderr.log",
             "train.stdout.log",
             "word",

@@ -208,24 +208,26 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
 
 OWNER = """\
 import sys, time
+from pathlib import Path
 from agentrepro.backends import ray_head
-with ray_head.owned(sys.argv[1]):
+with ray_head.owned(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(300)
 """
 
 
 def test_a_job_whose_agentrepro_is_killed_stops_its_program_and_head(tmp_path, fake_ray):
-    """The head launcher watches the run's owner lock (backends/ray_head.owned, held by the agentrepro process that
-    runs the job): SIGKILL of that process (which leaves a container's programs running) frees it, and the launcher
+    """The head launcher watches the program's owner lock (backends/ray_head.owned, held by the agentrepro process that
+    runs the program): SIGKILL of that process (which leaves a container's programs running) frees it, and the launcher
     stops the program and this job's head within seconds, exit 143. A second holder of the lock is refused."""
     from agentrepro.backends import ray_head as backend_head
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    lock = backend_head.owner_lock(run_dir, "train")
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(lock)], stdout=subprocess.PIPE, text=True)
     assert owner.stdout.readline().strip() == "held"
-    with pytest.raises(Failure, match="another process runs a program of this run"), backend_head.owned(run_dir):
+    with pytest.raises(Failure, match="another process runs this program"), backend_head.owned(lock):
         pass
     program = [
         sys.executable,
@@ -237,7 +239,12 @@ def test_a_job_whose_agentrepro_is_killed_stops_its_program_and_head(tmp_path, f
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)},
+        env={
+            **os.environ,
+            "FAKE_RAY_LOG": str(tmp_path / "ray.json"),
+            ray_head.PORTS_ENV: str(tmp_path),
+            ray_head.OWNER_ENV: str(lock),
+        },
     )
     try:
         deadline = time.monotonic() + 60

@@ -869,7 +869,8 @@ def test_each_program_runs_in_the_placements_apptainer_image(study, tmp_path, mo
         assert words[:4] == ["apptainer", "exec", "--cleanenv", "--contain"]
         assert words[4:9] == ["--workdir", scratch, "--home", f"{scratch}/home", "--nv"]
         after = words[words.index(sif) + 1 :]
-        env = [f"{k}={v}" for k, v in sorted({**OFFLINE, **program.env}.items())]  # every program offline
+        owner = {ray_head.OWNER_ENV: str(ray_head.owner_lock(tmp_path / "run", launch.contained.label))}
+        env = [f"{k}={v}" for k, v in sorted({**OFFLINE, **program.env, **owner}.items())]  # every program offline
         assert after == ["env", "--", *env, *program.argv]
         binds = [words[i + 1] for i, w in enumerate(words) if w == "--bind"]
         assert (

@@ -333,7 +333,13 @@ def test_each_program_runs_in_the_placements_podman_image(tmp_path, monkeypatch)
             assert words[words.index("--workdir") + 1] == str(tmp_path / "checkout") and launch.cwd is None
             assert [words[i + 1] for i, w in enumerate(words) if w == "--env" and "=" in words[i + 1]] == [
                 f"{k}={v}"
-                for k, v in sorted({**OFFLINE, **program.env}.items())  # every program offline
+                for k, v in sorted(  # every program offline, and told the lock its agentrepro holds
+                    {
+                        **OFFLINE,
+                        **program.env,
+                        ray_head.OWNER_ENV: str(ray_head.owner_lock(job_dir, launch.contained.label)),
+                    }.items()
+                )
             ]
             volumes = [words[i + 1] for i, w in enumerate(words) if w == "--volume"]
             assert f"{integration.HOOKS}:{integration.HOOKS}:ro" in volumes

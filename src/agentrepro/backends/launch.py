@@ -42,6 +42,7 @@ class Launch:
         None  # the program in its container (contain), whose proof run_launch records
     )
     job_dir: Path | None = None  # where that proof goes: the run's directory or the evaluation's
+    owner: Path | None = None  # the owner lock run_launch holds while it runs (contain; ray_head.owned)
 
     def shown(self) -> str:
         """The command as a person would type it: `cd DIR && NAME=value ... argv`, every word quoted."""
@@ -64,7 +65,8 @@ def contain(
     """`launch` as it runs in the container of the run config's placement (containers.program: the run directory,
     study root, checkout, data and model mounted, with `extra` read-only and `shared` read-write), its container's ID
     and proof kept under `job_dir` as `label`; without a container, as it is but offline."""
-    launch = replace(launch, env={**OFFLINE, **launch.env})
+    owner = ray_head.owner_lock(job_dir, label)  # held by run_launch, watched by the head
+    launch = replace(launch, env={**OFFLINE, **launch.env, ray_head.OWNER_ENV: str(owner)}, owner=owner)
     program = containers.program(
         config,
         launch.argv,
@@ -78,7 +80,7 @@ def contain(
     )
     if program.container is None:
         return launch
-    return Launch(launch.purpose, program.argv, dict(program.env), program.cwd, program, Path(job_dir))
+    return Launch(launch.purpose, program.argv, dict(program.env), program.cwd, program, Path(job_dir), owner)
 
 
 def proven(launch: Launch, run_dir: Path) -> contextlib.AbstractContextManager:
@@ -93,9 +95,9 @@ def proven(launch: Launch, run_dir: Path) -> contextlib.AbstractContextManager:
 def run_launch(launch: Launch, run_dir: Path, label: str) -> None:
     """Run one launch, no shell, with its output appended to RUN_DIR/logs/<label>.stdout.log and .stderr.log;
     Failure names the exit status and the last line of stderr (process.run_logged). A contained launch runs with
-    its image prepared and its proof recorded (containers.proven); every launch with the job's owner lock held
-    (ray_head.owned), which a job's Ray head watches so that it ends with the process running it."""
-    with ray_head.owned(run_dir), proven(launch, run_dir):
+    its image prepared and its proof recorded (containers.proven); a launch made by `contain` with its owner lock held
+    (ray_head.owned), which its Ray head watches so that it ends with the process running it."""
+    with ray_head.owned(launch.owner) if launch.owner else contextlib.nullcontext(), proven(launch, run_dir):
         run_logged(
             list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=dict(launch.env)
         )

@@ -5,8 +5,8 @@ PROGRAM ...`, agentrepro/hooks/agentrepro_ray_head.py, standard library only), s
 Python, its Ray, one PID namespace and one /tmp for Ray's sockets and temp dir. `words` writes that prefix, `env`
 and `shared` what it needs of the host: the node's port reservations folder (AGENTREPRO_RAY_PORTS_DIR), mounted
 read-write so that jobs in other containers see each other's reservations; `ready` creates it before a job runs.
-`owned` holds the job's owner lock while agentrepro runs a program of it, and the head launcher stops the program
-and its head once that lock is free (`--owner-lock`): a job whose agentrepro was killed leaves nothing running.
+`owned` holds a program's owner lock while agentrepro runs it, and the head launcher stops the program and its head
+once that lock is free (OWNER_ENV): a job whose agentrepro was killed leaves nothing running.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ def words(
     for port in fixed_ports:
         out += ["--fixed-port", str(port)]
     out += ["--pid-file", str(Path(run_dir).resolve() / "ray_head.pid")]
-    out += ["--owner-lock", str(owner_lock(run_dir))]
     out += ["--worker-ports", str(worker_ports)] if worker_ports is not None else []
     out += ["--num-cpus", str(num_cpus)] if num_cpus is not None else []
     out += ["--ray", ray] if ray is not None else []
@@ -54,27 +53,28 @@ def words(
     return (*out, *([] if client else ["--no-client"]), "--")
 
 
-OWNER = "job.owner"  # in the run's logs/: locked by the agentrepro process while it runs a program of the job
+OWNER_ENV = head.OWNER_ENV  # names the file the agentrepro process running the program holds locked
 
 
-def owner_lock(run_dir: str | os.PathLike) -> Path:
-    """The file the agentrepro process running a job's program holds locked (`owned`), which the head watches."""
-    return Path(run_dir).resolve() / RunFiles.LOGS / OWNER
+def owner_lock(job_dir: str | os.PathLike, label: str) -> Path:
+    """The owner lock of the program `label` of the job whose records go to `job_dir` (its logs/), which the agentrepro
+    process running it holds (`owned`) and the head launcher watches: one per program, as a run's evaluations of
+    different steps run at once."""
+    return Path(job_dir).resolve() / RunFiles.LOGS / f"{label}.owner"
 
 
 @contextlib.contextmanager
-def owned(run_dir: str | os.PathLike) -> Iterator[None]:
-    """Hold the job's owner lock around the run of one of its programs: the head launcher (--owner-lock) stops the
-    program and its head once no process holds it, so a job whose agentrepro is killed (SIGKILL included: a container
-    outlives the `podman run` that started it) does not leave them running. Failure when another process holds it:
-    two jobs on one run directory."""
-    path = owner_lock(run_dir)
+def owned(path: Path) -> Iterator[None]:
+    """Hold a program's owner lock while it runs: the head launcher (OWNER_ENV) stops the program and its head once no
+    process holds it, so a job whose agentrepro is killed (SIGKILL included: a container outlives the `podman run`
+    that started it) does not leave them running. Failure when another process holds it: the same program run twice
+    at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:  # not inherited by the programs (close-on-exec)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise Failure(f"another process runs a program of this run (it holds {path})") from None
+            raise Failure(f"another process runs this program (it holds {path})") from None
         yield
 
 

@@ -15,7 +15,8 @@ ports could be reserved in the wait (a hard-coded port in use: another job's, or
 up, or if this node leaves no room for the block at all (`NoRoom`: a kernel setting, not a busy node). Arguments are
 a list from start to end: no shell is involved.
 
-The job ends with the agentrepro process that runs it: with --owner-lock, once that process's lock on the file is
+The job ends with the agentrepro process that runs it: with --owner-lock (or AGENTREPRO_OWNER_LOCK), once that
+process's lock on the file is
 free (it was killed, SIGKILL included, which leaves a container running), PROGRAM and the head are stopped
 (`watch_owner`). As a container's first process (podman and docker without --init, whose catatonit or tini a node
 need not have) it reaps the orphans the job leaves (`reap_orphans`), so they do not stay zombies for the job's life.
@@ -639,6 +640,7 @@ def run(
         reservation.release()
 
 
+OWNER_ENV = "AGENTREPRO_OWNER_LOCK"  # the file the agentrepro process running this program holds locked
 OWNER_POLL_S = 2.0
 REAP_EVERY_S = 1.0
 _OWN: set[int] = set()  # the launcher's own children (the head, the program): their statuses are Popen.wait's
@@ -687,7 +689,7 @@ def _lock_free(fd: int) -> bool:
 
 def watch_owner(path: Path, poll_s: float = OWNER_POLL_S) -> threading.Thread | None:
     """Stop this job when the agentrepro process that runs it is gone: it holds an exclusive lock on `path` (the run's
-    logs/job.owner, backends/ray_head.py `owned`) for as long as it lives, and the kernel releases it however that
+    logs/<program>.owner, backends/ray_head.py `owned`) for as long as it lives, and the kernel releases it however that
     process ends, SIGKILL included, which leaves a container (and so this program, its head and its ports) running
     outside the dead job. Once the lock is free, SIGTERM to this process stops the program and the head. Watched only
     when the lock is held at start (a program started by hand has no owner)."""
@@ -732,7 +734,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pid-file", type=Path, help="written while the head runs: its PID and the PID namespace counting it"
     )
     parser.add_argument(
-        "--owner-lock", type=Path, help="a file the job's agentrepro process holds locked: stop once it is free"
+        "--owner-lock",
+        type=Path,
+        help=f"a file the job's agentrepro process holds locked: stop once it is free (default ${OWNER_ENV})",
     )
     parser.add_argument(
         "--port-wait-s",
@@ -775,13 +779,14 @@ def main(argv: list[str] | None = None) -> int:
         pid_file=args.pid_file,
         port_wait_s=port_wait_s,
         memory_mb=args.memory_mb,
-        owner_lock=args.owner_lock,
+        owner_lock=args.owner_lock or (Path(os.environ[OWNER_ENV]) if os.environ.get(OWNER_ENV) else None),
     )
 
 
 __all__ = [
     "EX_TEMPFAIL",
     "HEAD_PORTS",
+    "OWNER_ENV",
     "PORT_WAIT_ENV",
     "PYTHONPATH_ENV",
     "HeadFailed",
