@@ -4,7 +4,8 @@ The layer just above the process helpers and below the backends (it imports only
 `runtimes` describes apptainer, podman and docker once each; `image` reads a placement's image block;
 `job` builds a job's container and wraps a program for it; `prepare` pulls, loads or converts an image once
 per node; `running.proven` records, around a program's run, what the runtime says it ran; `proof` owns that
-record and the rule the audit applies to it. docs/containers.md is the user's page.
+record and the rule the audit applies to it; `rehearsal` says what a rehearsed job's programs get instead (no
+network, no GPU devices, the rehearsal's folder and variables). docs/containers.md is the user's page.
 """
 
 from agentrepro.containers.image import RUNTIMES, Image, archive_image_id, file_problem, image_of
