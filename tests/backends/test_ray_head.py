@@ -170,15 +170,28 @@ def test_a_second_job_waits_for_the_hard_coded_port_and_starts_once_it_is_free(t
     assert "waits for Ray ports" in stderr and (tmp_path / "ray.json").exists()
 
 
+def sleeper(pid_file) -> list[str]:
+    """A program that writes its PID to `pid_file`, then sleeps."""
+    return [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(300)",
+    ]
+
+
+def wait_for_file(path, proc, timeout_s: float = 60) -> None:
+    """Until `path` holds something, `proc` still running."""
+    deadline = time.monotonic() + timeout_s
+    while not path.is_file() or not path.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+
+
 def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
     """SIGTERM to the wrapper (a scheduler's time limit) stops the program and this job's head and its child; exit 143."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    program = [
-        sys.executable,
-        "-c",
-        f"import os, time; open({str(tmp_path / 'program.pid')!r}, 'w').write(str(os.getpid())); time.sleep(300)",
-    ]
+    program = sleeper(tmp_path / "program.pid")
     proc = subprocess.Popen(
         wrapped(run_dir, program, executable=str(fake_ray)),
         stdout=subprocess.DEVNULL,
@@ -186,10 +199,7 @@ def test_sigterm_stops_the_program_and_the_head(tmp_path, fake_ray):
         env={**os.environ, "FAKE_RAY_LOG": str(tmp_path / "ray.json"), ray_head.PORTS_ENV: str(tmp_path)},
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "program.pid").is_file() or not (tmp_path / "program.pid").read_text():
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_for_file(tmp_path / "program.pid", proc)
         pid, namespace = (run_dir / "ray_head.pid").read_text().split()  # the head's PID, in this PID namespace
         assert (
             namespace == os.readlink("/proc/self/ns/pid")
@@ -229,11 +239,7 @@ def test_a_job_whose_agentrepro_is_killed_stops_its_program_and_head(tmp_path, f
     assert owner.stdout.readline().strip() == "held"
     with pytest.raises(Failure, match="another process runs this program"), backend_head.owned(lock):
         pass
-    program = [
-        sys.executable,
-        "-c",
-        f"import os, time; open({str(tmp_path / 'program.pid')!r}, 'w').write(str(os.getpid())); time.sleep(300)",
-    ]
+    program = sleeper(tmp_path / "program.pid")
     proc = subprocess.Popen(
         wrapped(run_dir, program, executable=str(fake_ray)),
         stdout=subprocess.DEVNULL,
@@ -247,10 +253,7 @@ def test_a_job_whose_agentrepro_is_killed_stops_its_program_and_head(tmp_path, f
         },
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "program.pid").is_file() or not (tmp_path / "program.pid").read_text():
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_for_file(tmp_path / "program.pid", proc)
         time.sleep(3)
         assert proc.poll() is None  # the owner lives: the job goes on
         owner.kill()

@@ -209,6 +209,15 @@ def _step_env(env, codec: Codec, gen: list[int]):
     return response, obs, float(reward), bool(done), info
 
 
+def _turn(traj: int, group: int, turn: int, state: str, step, row: int, start: int, end: int) -> Turn:
+    """The Turn of one environment step, `step` being `_step_env`'s (response, observation, reward, done, info)."""
+    response, _, reward, done, info = step
+    success = bool(info.get("success", False))
+    next_state = "success" if success else info["state_key"]
+    valid, actions = bool(info.get("valid", True)), list(info.get("actions", []))
+    return Turn(traj, group, turn, state, next_state, reward, valid, done, success, response, actions, row, start, end)
+
+
 def _finish_rows(rows: _Rows, row_traj: list[int], turns, seeds, groups) -> Rollout:
     ids, attn, loss, turn = (x.to("cpu", copy=True) for x in (rows.ids, rows.attn, rows.loss, rows.turn))
     return Rollout(ids, attn, loss, turn, torch.tensor(row_traj), turns, list(seeds), list(groups))
@@ -273,27 +282,10 @@ def _rollout_concat(envs, seeds, groups, codec, sampler, max_turns, max_new_toke
                 continue
             start, gen = generated[i]
             state = current[i][1]["state_key"]
-            response, obs, reward, done, info = _step_env(envs[i], codec, gen)
-            success = bool(info.get("success", False))
+            step = _step_env(envs[i], codec, gen)
+            _, obs, _, done, info = step
             last = done or t == max_turns - 1
-            turns.append(
-                Turn(
-                    i,
-                    int(groups[i]),
-                    t,
-                    state,
-                    "success" if success else info["state_key"],
-                    reward,
-                    bool(info.get("valid", True)),
-                    done,
-                    success,
-                    response,
-                    list(info.get("actions", [])),
-                    i,
-                    start,
-                    start + len(gen),
-                )
-            )
+            turns.append(_turn(i, int(groups[i]), t, state, step, i, start, start + len(gen)))
             current[i] = (obs, info)
             live[i] = not last
         if not any(live):
@@ -347,29 +339,12 @@ def _rollout_chat_history(envs, seeds, groups, codec, sampler, max_turns, max_ne
             start, gen = generated[i]
             held[i] = held[i] + gen
             state = current[i][1]["state_key"]
-            response, obs, reward, done, info = _step_env(envs[i], codec, gen)
-            success = bool(info.get("success", False))
+            step = _step_env(envs[i], codec, gen)
+            response, obs, _, done, info = step
             piece = _turn_row(rows, i, start + len(gen), t)
             pieces.append((i, piece))
             length = piece[0].shape[0]
-            turns.append(
-                Turn(
-                    i,
-                    int(groups[i]),
-                    t,
-                    state,
-                    "success" if success else info["state_key"],
-                    reward,
-                    bool(info.get("valid", True)),
-                    done,
-                    success,
-                    response,
-                    list(info.get("actions", [])),
-                    len(pieces) - 1,
-                    length - len(gen),
-                    length,
-                )
-            )
+            turns.append(_turn(i, int(groups[i]), t, state, step, len(pieces) - 1, length - len(gen), length))
             current[i] = (obs, info)
             if not (done or t == max_turns - 1):
                 dialogues[i].step(response, obs, info)
@@ -431,8 +406,8 @@ def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max
         for r, i in enumerate(live):
             start, gen = generated[r]
             state = current[i][1]["state_key"]
-            response, obs, reward, done, info = _step_env(envs[i], codec, gen)
-            success = bool(info.get("success", False))
+            step = _step_env(envs[i], codec, gen)
+            response, obs, _, done, info = step
             # trim this row's trailing padding (columns generated for other rows)
             length = start + len(gen)
             row_index = len(pieces)
@@ -440,24 +415,7 @@ def _rollout_turn_rows(envs, seeds, groups, codec, sampler, mode, max_turns, max
             pieces.append(
                 (i, *(x[r, :length].to("cpu", copy=True) for x in (rows.ids, rows.attn, rows.loss, rows.turn)))
             )
-            turns.append(
-                Turn(
-                    i,
-                    int(groups[i]),
-                    t,
-                    state,
-                    "success" if success else info["state_key"],
-                    reward,
-                    bool(info.get("valid", True)),
-                    done,
-                    success,
-                    response,
-                    list(info.get("actions", [])),
-                    row_index,
-                    start,
-                    length,
-                )
-            )
+            turns.append(_turn(i, int(groups[i]), t, state, step, row_index, start, length))
             current[i] = (obs, info)
             if not (done or t == max_turns - 1):
                 dialogues[i].step(response, obs, info)
