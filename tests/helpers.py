@@ -76,6 +76,12 @@ def require_alfworld() -> None:
     require("alfworld", installed, "the alfworld package is not installed (pip install '.[alfworld]')")
 
 
+def in_private_mounts(script: str, *args: str | os.PathLike) -> tuple[str, ...]:
+    """The words that run `sh -c SCRIPT sh ARGS...` (then the words after them) in a mount namespace of its own, whose
+    mounts never reach the host (`unshare --mount --propagation private`)."""
+    return ("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *map(str, args))
+
+
 def run_cli(
     *args: str | os.PathLike,
     cwd: str | os.PathLike | None = None,

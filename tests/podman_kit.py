@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import require
+from helpers import in_private_mounts, require
 
 from agentrepro import containers
 
@@ -220,19 +220,7 @@ def stand_in_gpus(directory: Path) -> tuple[str, ...]:
     work.mkdir()
     (upper / "cdi" / "stand-in-gpu.yaml").write_text(STAND_IN_GPU_SPEC)
     require("podman", shutil.which("unshare") is not None, "`unshare` (util-linux) is not on PATH")
-    words = (
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "--",
-        "sh",
-        "-c",
-        OVERLAY_ETC,
-        "sh",
-        str(upper),
-        str(work),
-    )
+    words = in_private_mounts(OVERLAY_ETC, upper, work)
     probe = subprocess.run([*words, "test", "-f", "/etc/cdi/stand-in-gpu.yaml"], capture_output=True, text=True)
     require("podman", probe.returncode == 0, f"no private mount namespace with /etc overlaid: {probe.stderr.strip()}")
     return words

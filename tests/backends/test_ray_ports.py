@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import in_private_mounts
 
 from agentrepro.hooks import agentrepro_ray_head as ray_head
 
@@ -416,19 +417,7 @@ def test_a_reservation_folder_in_a_jobs_private_tmp_is_refused(tmp_path, request
 
     def ready(job_id: str, folder: Path) -> subprocess.CompletedProcess:
         env = {**os.environ, "SLURM_JOB_ID": job_id, ray_head.PORTS_ENV: str(folder)}
-        words = [
-            "unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-c",
-            script,
-            "sh",
-            str(base),
-            str(private),
-        ]
+        words = in_private_mounts(script, base, private)
         return subprocess.run(
             [*words, sys.executable, "-c", PRIVATE_TMP_PROBE], capture_output=True, text=True, env=env, timeout=60
         )
