@@ -224,3 +224,27 @@ def test_a_failing_program_is_still_proven_and_its_container_removed(podman_imag
     [record] = containers.attempt_extra(tmp_path)["containers"]
     assert record["label"] == "eval_step2" and podman_images["b"].digest in record["resolved"]["digests"]
     assert leftover_containers() == []
+
+
+def test_a_program_that_rewrites_its_cidfile_never_reaches_rm(podman_images, tmp_path, monkeypatch):
+    """The job's logs/ are mounted into its container, so its program can write its own cidfile: `--all` written there
+    is not a container ID and never becomes a word of `podman rm --force` (which would remove every container of the
+    user): the run fails naming the missing ID, and another container of the store is left alone."""
+    monkeypatch.chdir(tmp_path)
+    bystander = podman("create", podman_images["a"].ref, "true").stdout.strip()
+    try:
+        cidfile = tmp_path / "logs" / "train.cid"
+        program = containers.program(
+            {"image": podman_images["a"].block()},
+            ["python3", "-c", f"open({str(cidfile)!r}, 'w').write('--all')"],
+            {},
+            None,
+            run_dir=tmp_path,
+            job_dir=tmp_path,
+            label="train",
+        )
+        with pytest.raises(Failure, match="wrote no container ID"):
+            _run(program, tmp_path)
+        assert bystander in podman("ps", "--all", "--quiet", "--no-trunc").stdout.split()
+    finally:
+        podman("rm", "--all", "--force", check=False)

@@ -126,9 +126,9 @@ def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
             {"digests": [digest] if digest else [], "sif_sha256": file_sha256(container.converted_sif)},
             f"apptainer inspect --deffile {container.converted_sif} (From: ...@sha256:...), and the SIF's sha256",
         )
-    if program.cidfile is None or not program.cidfile.is_file():
+    container_id = _container_id(program)
+    if container_id is None:
         raise Failure(f"{runtime.name} wrote no container ID to {program.cidfile}")
-    container_id = program.cidfile.read_text(encoding="ascii").strip()
     try:
         container_json = ask(runtime.container_argv(container_id))
         image_id = runtime.image_id_of(container_json)
@@ -144,24 +144,35 @@ def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
 CONTAINER_ID = re.compile(r"[0-9a-f]{12,64}")
 
 
+def _container_id(program: Program) -> str | None:
+    """The container ID the runtime wrote to the program's cidfile, or None: no file, or not an ID (the job's own
+    programs can write in its logs/, and what is read here becomes a word of `rm --force` and `inspect`)."""
+    if program.cidfile is None:
+        return None
+    try:
+        text = program.cidfile.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if CONTAINER_ID.fullmatch(text) else None
+
+
 def _remove_stale(container: Container, program: Program) -> None:
     """Before the program starts: a container ID left in its cidfile by an earlier attempt that was killed (nothing
     removed its container, whose programs its head launcher has stopped) is removed, said on stderr; the file goes."""
     assert program.cidfile is not None
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        container_id = program.cidfile.read_text(encoding="ascii").strip()
-        if CONTAINER_ID.fullmatch(container_id):
-            with contextlib.suppress(Failure):  # gone already
-                ask(container.runtime.remove_argv(container_id))
-                print(f"agentrepro: removed container {container_id[:12]}, left by a killed attempt", file=sys.stderr)
+    container_id = _container_id(program)
+    if container_id is not None:
+        with contextlib.suppress(Failure):  # gone already
+            ask(container.runtime.remove_argv(container_id))
+            print(f"agentrepro: removed container {container_id[:12]}, left by a killed attempt", file=sys.stderr)
     program.cidfile.unlink(missing_ok=True)
 
 
 def _remove(container: Container, program: Program) -> None:
     """Remove the stopped container (podman, docker) and its cidfile; apptainer leaves nothing behind."""
-    if program.cidfile is None or not program.cidfile.is_file():
+    if program.cidfile is None:
         return
-    container_id = program.cidfile.read_text(encoding="ascii").strip()
-    if container_id:
+    container_id = _container_id(program)
+    if container_id is not None:
         ask(container.runtime.remove_argv(container_id))
     program.cidfile.unlink(missing_ok=True)
