@@ -24,6 +24,7 @@ import psutil
 from agentrepro.errors import Failure
 
 GRACE_S = 20
+FAILED = ": external command failed with "  # after the program's label in its failure line (rehearse reads it)
 
 
 def now() -> str:
@@ -101,7 +102,4 @@ def run_logged(
     if status != 0:
         reason = f"signal {-status}" if status < 0 else f"exit status {status}"
         tail = last_line(err_path)
-        raise Failure(
-            f"{label}: external command failed with {reason}; see {err_path}"
-            + (f" (last line: {tail})" if tail else "")
-        )
+        raise Failure(f"{label}{FAILED}{reason}; see {err_path}" + (f" (last line: {tail})" if tail else ""))

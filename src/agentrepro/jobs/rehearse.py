@@ -35,12 +35,11 @@ from agentrepro.fileio import atomic_write_json, atomic_write_yaml, check_output
 from agentrepro.layout import RunFiles
 from agentrepro.manifest.resolve import run_config
 from agentrepro.planning import StudyPlan
-from agentrepro.process import stop_tree
+from agentrepro.process import FAILED, stop_tree
 from agentrepro.reading import load_json
 
 REHEARSED = ("verl-agent",)  # backends whose processes carry the boundary hook
 MARKER = "rehearsal.json"  # the rehearsal's own record in its folder: a folder holding it may be rehearsed again
-FAILED = ": external command failed with "  # how the train job reports a program that failed (process.run_logged)
 
 
 @dataclass
