@@ -111,8 +111,9 @@ def _libraries(paths: list[Path]) -> set[Path]:
     return found
 
 
-def python_rootfs(target: Path, variant: str) -> Path:
-    """A tar of a root file system that runs `python3` (this machine's Debian Python) and `bash`, and names `variant`."""
+def python_rootfs(target: Path, variant: str, trees: dict[str, Path] | None = None) -> Path:
+    """A tar of a root file system that runs `python3` (this machine's Debian Python) and `bash`, and names `variant`;
+    each host folder of `trees` copied to its image path, with the shared libraries its extension modules load."""
     stdlib = Path(
         subprocess.run(
             [str(PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
@@ -124,9 +125,9 @@ def python_rootfs(target: Path, variant: str) -> Path:
     dynload = sorted((stdlib / "lib-dynload").glob("*.so"))
     binary, bash = PYTHON.resolve(), BASH.resolve()
 
-    members: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
+    members: dict[str, tuple[tarfile.TarInfo, bytes | Path | None]] = {}
 
-    def add(name: str, data: bytes | None = None, mode: int = 0o755, link: str | None = None) -> None:
+    def add(name: str, data: bytes | Path | None = None, mode: int = 0o755, link: str | None = None) -> None:
         for parent in reversed(Path(name).parents[:-1]):
             if str(parent) not in members:
                 add(str(parent))
@@ -137,7 +138,7 @@ def python_rootfs(target: Path, variant: str) -> Path:
         elif data is None:
             info.type = tarfile.DIRTYPE
         else:
-            info.size = len(data)
+            info.size = len(data) if isinstance(data, bytes) else data.stat().st_size
         members[name] = (info, data)
 
     def add_file(host: Path, name: str | None = None, mode: int = 0o644) -> None:
@@ -149,7 +150,17 @@ def python_rootfs(target: Path, variant: str) -> Path:
     add_file(bash, "/usr/bin/bash", 0o755)
     add("/usr/bin/sh", link="bash")  # /bin/sh, which Ray's job supervisor runs an entrypoint with (bash as sh)
     add("/bin", link="usr/bin")
-    for library in _libraries([binary, bash, *dynload]):
+    extensions: list[Path] = []
+    for image_path, host in (trees or {}).items():
+        for path in sorted(host.rglob("*")):
+            name = f"{image_path}/{path.relative_to(host)}"
+            if path.is_symlink():
+                add(name, link=os.readlink(path))
+            elif path.is_file():  # streamed into the tar when it is written (gigabytes, for a framework's packages)
+                add(name, path, 0o755 if os.access(path, os.X_OK) else 0o644)
+                extensions += [path] if path.suffix == ".so" or ".so." in path.name else []
+    system = [lib for lib in _libraries(extensions) if not any(t in lib.parents for t in (trees or {}).values())]
+    for library in _libraries([binary, bash, *dynload]) | set(system):
         add_file(library.resolve(), str(library), 0o755)
     for root, dirs, files in os.walk(stdlib):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
@@ -161,7 +172,11 @@ def python_rootfs(target: Path, variant: str) -> Path:
     with tarfile.open(target, "w") as tar:
         for name in sorted(members, key=lambda n: Path(n).parts):
             info, data = members[name]
-            tar.addfile(info, None if data is None else io.BytesIO(data))
+            if isinstance(data, Path):
+                with data.open("rb") as fh:
+                    tar.addfile(info, fh)
+            else:
+                tar.addfile(info, None if data is None else io.BytesIO(data))
     return target
 
 

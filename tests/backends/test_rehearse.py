@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import load_file_module, run_cli
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
 from podman_kit import leftover_containers
@@ -147,7 +148,8 @@ def test_the_hook_stops_the_real_torch_at_its_first_gpu_use(tmp_path, nccl):
 def test_a_job_that_reaches_the_gpus_holds(tmp_path, podman_images):
     """In the job's image, with loopback only and no GPU device: data preparation ends, the train program runs under
     the job's Ray head, torch reports the job's 2 GPUs, and the move of a model to one is recorded as the boundary at
-    the trainer's line; the container is gone afterwards and the study's runs/ is untouched."""
+    the trainer's line; the container is gone afterwards and the study's runs/ is untouched. Before freeze the job
+    gets the task panel freeze will build (verl's validation envs play its games; without it they refuse to start)."""
     manifest = rehearsed_study(tmp_path, podman_images["a"])
     out = tmp_path / "rehearsal"
     result = rehearse(manifest, out, "--after-s", "30")
@@ -161,12 +163,12 @@ def test_a_job_that_reaches_the_gpus_holds(tmp_path, podman_images):
     assert boundary["program"] == "train" and boundary["argv"][0] == "fake_trainer.py"
     assert "driver sees True 2 ['lo'] train" in (out / "run" / "logs" / "train.stdout.log").read_text()
     assert not (tmp_path / "study" / "runs").exists() and leftover_containers() == []
+    config = yaml.safe_load((out / "config.yaml").read_text())  # no lock yet: the panel freeze would build
+    assert [t["task_id"] for t in config["eval"]["task_panel"]] == ["t0", "t1", "t2", "t3"] and "lock" not in config
 
 
 def test_a_frozen_study_is_rehearsed_from_its_lock(tmp_path, podman_images):
     """Given the lock, the job runs from the config `agentrepro resolve` writes: the lock named, the frozen panel in."""
-    import yaml
-
     from agentrepro.lockfile import lock_sha256, read_lock
 
     manifest = rehearsed_study(tmp_path, podman_images["a"])

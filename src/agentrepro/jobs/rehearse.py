@@ -2,7 +2,7 @@
 GPUs and offline, up to the framework's first use of the GPUs (docs/containers.md, "Rehearse before you queue").
 
 The job's run config (from the study's lock, as `agentrepro resolve` writes it; or given the manifest, its draft
-config, planning.Job, before freeze, without the lock's task panel) is written into the rehearsal's folder, and `agentrepro train` runs it there, never in the study's runs/, with
+config, planning.Job, before freeze, with the task panel freeze would build from the study's files) is written into the rehearsal's folder, and `agentrepro train` runs it there, never in the study's runs/, with
 AGENTREPRO_REHEARSAL naming <folder>/boundary: every program of the job gets the rehearsal's variables and, in its
 container, no network and no GPU devices (containers/rehearsal.py); the framework's startup hook makes torch report
 the job's GPUs and records the first process that would use them, which then exits (verl-agent:
@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro.containers import rehearsal
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import atomic_write_json, atomic_write_yaml, check_output_dir, make_dir
 from agentrepro.layout import RunFiles
 from agentrepro.manifest.resolve import run_config
+from agentrepro.manifest.taskpanel import build_panel_sources
 from agentrepro.planning import StudyPlan
 from agentrepro.process import FAILED, stop_tree
 from agentrepro.reading import load_json
@@ -117,6 +118,9 @@ def rehearse(
         config = run_config(lock, method, seed, lock_path=lock_path or plan.manifest_file)
     else:  # the draft has no lock yet: written without one, as a config outside a study (train records no lock)
         config = {k: v for k, v in job.config.items() if k != "lock"}
+        with read_from(plan.manifest_file):  # the panel freeze will build: verl's validation envs play its games
+            panel, _files, _packages = build_panel_sources(plan.document, Path.cwd())
+        config["eval"] = {**config["eval"], "task_panel": panel}
     config_file = atomic_write_yaml(out / "config.yaml", config)
     labels = [
         (launch.contained.label if launch.contained else launch.purpose.replace(" ", "_"), launch.purpose)
