@@ -143,6 +143,29 @@ def test_the_rollouts_heads_from_the_models_config(tmp_path):
     assert "num_attention_heads" not in result.stderr  # 12 heads split over 3
 
 
+def test_verl_agent_needs_alfworld_games_to_train_on(tmp_path):
+    """verl-agent's training env workers play $ALFWORLD_DATA/json_2.1.1/train (config_tw.yaml:2 at 20bd331), which
+    the harness sets to data.eval.path: a data directory holding only the evaluation split is refused, naming both
+    (with no game the workers start, and the first reset of a training env never returns: seen in the rehearsal of
+    verl-agent's own code, test_verl_rehearsal.py); one game directory there is enough."""
+    path = study(tmp_path)
+    for split, game in (("valid_seen", "look_at_obj-1/trial_T0"), ("train", "look_at_obj-2/trial_T0")):
+        folder = tmp_path / "data" / "alfworld" / "json_2.1.1" / split / game
+        folder.mkdir(parents=True)
+        (folder / "traj_data.json").write_text("{}")
+        if split == "train":
+            result = run_cli("preflight", path, "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
+            assert result.returncode == 2
+            assert (
+                "data.eval.path -> game directories in json_2.1.1/train = 0: data_path of config_tw.yaml "
+                "($ALFWORLD_DATA/json_2.1.1/train) = 1 exceeds it"
+            ) in result.stderr, result.stderr
+        (folder / "game.tw-pddl").write_text("{}")
+    result = run_cli("preflight", path, "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "| ALFWorld games to train on |" in result.stdout and "= 1 | at least | yes |" in result.stdout
+
+
 def test_relax_tensor_parallel_must_divide_the_query_groups(tmp_path):
     """The Relax recipe makes NUM_GPUS its tensor-parallel size (line 257) over a model with --num-query-groups 2 (line
     170): resources.gpus 4 is refused naming both; the study's own backends.relax.resources is named when it sets gpus."""

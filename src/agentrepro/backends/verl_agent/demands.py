@@ -15,16 +15,23 @@ Facts of verl-agent @ 20bd331 (tests/fixtures/frameworks/verl-agent-20bd331.ray.
   (graphgpo_ray_trainer.py:490, ray_trainer.py:470); ppo_mini_batch_size x rollout.n / GPUs divisible by
   ppo_micro_batch_size_per_gpu (fsdp_workers.py:151, 159); the GPUs divisible by the rollout's tensor-parallel size
   (fsdp_workers.py:402); vLLM splits the model's attention heads over that size, and its KV heads too, or
-  replicates them when there are fewer (read from the model's config.json when backend.model_path holds it).
+  replicates them when there are fewer (read from the model's config.json when backend.model_path holds it);
+* ALFWorld's training env workers draw their games from $ALFWORLD_DATA/json_2.1.1/train
+  (agent_system/environments/env_package/alfworld/configs/config_tw.yaml:2, which both entry points load:
+  graphgpo_env_manager.py:724, env_manager.py:633); the harness sets ALFWORLD_DATA to data.eval.path. With no game
+  there, the workers start and the first reset of a training env never returns (run: a rehearsal cannot see it, the
+  reset comes after the GPUs).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from agentrepro.backends.base import AT_LEAST, DIVIDES, DIVISOR, Demand
 from agentrepro.backends.verl_agent import recipes
+from agentrepro.environments.alfworld_data import GAME_FILE, JSON_DIR, SPLITS, TRAJ_FILE
 from agentrepro.reading import load_json
 
 TASK_RUNNER_CPUS = 1  # @ray.remote(num_cpus=1) class TaskRunner
@@ -76,6 +83,17 @@ def model_heads(config: dict[str, Any]) -> tuple[int, int] | None:
     heads = model.get("num_attention_heads") if isinstance(model, dict) else None
     kv = model.get("num_key_value_heads", heads) if isinstance(model, dict) else None
     return (heads, kv) if isinstance(heads, int) and isinstance(kv, int) else None
+
+
+def training_games(config: dict[str, Any]) -> int | None:
+    """The game directories (traj_data.json beside game.tw-pddl) of ALFWorld's train split under data.eval.path;
+    None for a study on another environment or without a data directory. Counted, not read: the split holds
+    thousands of games."""
+    data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
+    if (config.get("env") or {}).get("name") != "alfworld" or not data_path or not Path(data_path).is_dir():
+        return None
+    train = Path(data_path) / JSON_DIR / SPLITS["train"]
+    return sum(1 for _root, _dirs, files in os.walk(train) if GAME_FILE in files and TRAJ_FILE in files)
 
 
 def demands(config: dict[str, Any], run_dir: Path) -> list[Demand]:
@@ -185,6 +203,20 @@ def demands(config: dict[str, Any], run_dir: Path) -> list[Demand]:
                 tp,
                 DIVIDES if tp <= kv else DIVISOR,
                 "vLLM splits KV heads over tensor-parallel ranks, or replicates them when fewer",
+            )
+        )
+    games = training_games(config)
+    if games is not None:
+        out.append(
+            Demand(
+                "ALFWorld games to train on",
+                f"data_path of config_tw.yaml ($ALFWORLD_DATA/{JSON_DIR}/{SPLITS['train']})",
+                1,
+                "data.eval.path",
+                games,
+                AT_LEAST,
+                "config_tw.yaml:2; with no game there, a training env's first reset never returns",
+                via=f"game directories in {JSON_DIR}/{SPLITS['train']}",
             )
         )
     return out
