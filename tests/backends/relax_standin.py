@@ -7,7 +7,8 @@
   relax/entrypoints/train.py ...` with its knobs, as the real one does;
 * examples/graphgpo/prepare_alfworld.py: lists the games under --data-root into eval_in_distribution.prompts.jsonl,
   one row per game in the form the recipe's prepare_alfworld.py writes (metadata.task_id = the game file relative
-  to the data root);
+  to the data root), beside its other outputs (the two manifests and prepare.lock.json, here placeholders);
+* examples/graphgpo/configs/alfworld_qwen2_5_1_5b.yaml: the recipe's ALFWorld config (a placeholder);
 * examples/graphgpo/eval_logger.py: the recipe's logger, recording its calls;
 * relax/entrypoints/train.py: Relax's loop as the facts describe it: evaluation before training (rollout 0),
   a rollout_result/train/<r>.jsonl per rollout, an evaluation when (r + 1) % eval_interval == 0, the eval hook
@@ -49,6 +50,9 @@ p = argparse.ArgumentParser(); p.add_argument("--data-root"); p.add_argument("--
 p.add_argument("--max-steps", type=int); p.add_argument("--limit", action="append", default=[]); a = p.parse_args()
 games = sorted(os.path.relpath(os.path.join(d, f), a.data_root) for d, _, fs in os.walk(a.data_root) for f in fs if f == "game.tw-pddl")
 os.makedirs(a.output_dir, exist_ok=True)
+for name in ("train.manifest.json", "eval_in_distribution.manifest.json", "prepare.lock.json"):   # its other outputs
+    with open(os.path.join(a.output_dir, name), "w") as fh:
+        json.dump({"games": games, "file": name}, fh)
 with open(os.path.join(a.output_dir, "eval_in_distribution.prompts.jsonl"), "w") as fh:   # prompt_rows_bytes' row form
     for i, g in enumerate(games):
         meta = {"alfworld_train_eval": "eval_in_distribution", "manifest_index": i, "manifest_sha256": "0" * 64,
@@ -152,6 +156,7 @@ def make_checkout(root: Path) -> Path:
         "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh": RECIPE,
         "examples/graphgpo/prepare_alfworld.py": PREPARE,
         "examples/graphgpo/eval_logger.py": LOGGER,
+        "examples/graphgpo/configs/alfworld_qwen2_5_1_5b.yaml": "env: alfworld\n",
         "relax/entrypoints/train.py": TRAIN,
     }
     for name, text in files.items():

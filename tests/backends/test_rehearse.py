@@ -4,7 +4,7 @@ End to end in the job's real podman image (tests/podman_kit.py), against a stand
 script and module paths of 20bd331, a stand-in `ray`) whose trainer does what verl's workers do at the boundary: it
 asks torch for the GPUs and moves a model to one. The image has no torch, so the checkout carries a stand-in `torch`
 whose `.to("cuda")` calls `torch.cuda._lazy_init` by name, as torch's C++ side does; the hook itself
-(hooks/agentrepro_rehearsal.py) runs for real inside the container, reached through the job's Python path as verl's
+(agentrepro/hooks/agentrepro_rehearsal.py) runs for real inside the container, reached through the job's Python path as verl's
 processes reach it, and is also tested against the real torch on the host. The real verl-agent's code is not run here.
 """
 
@@ -23,9 +23,9 @@ from podman_kit import PYTHON as PYTHON_IN_IMAGE
 from podman_kit import leftover_containers
 from study_kit import BASE, write_study
 
-from agentrepro.backends.verl_agent import integration
-from agentrepro.backends.verl_agent.hooks import agentrepro_rehearsal as hook
 from agentrepro.containers import rehearsal
+from agentrepro.hooks import HOOKS_DIR, STARTUP_DIR
+from agentrepro.hooks import agentrepro_rehearsal as hook
 
 stand_in_checkout = load_file_module("verl_checkout", Path(__file__).with_name("verl_checkout.py")).stand_in_checkout
 
@@ -125,7 +125,7 @@ def test_the_hook_stops_the_real_torch_at_its_first_gpu_use(tmp_path, nccl):
     program.write_text(HOOK_PROGRAM)
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(map(str, (integration.SITE, integration.HOOKS))),
+        "PYTHONPATH": os.pathsep.join(map(str, (STARTUP_DIR, HOOKS_DIR))),
         **({"NCCL": "1"} if nccl else {}),
     }
     plain = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=300)

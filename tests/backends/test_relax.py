@@ -11,13 +11,14 @@ import copy
 import json
 import os
 import shlex
+import shutil
 import sys
 import types
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import FIXTURES, REPO, run_cli, step_checkpoint, write_alfworld_games
+from helpers import FIXTURES, REPO, load_file_module, run_cli, step_checkpoint, write_alfworld_games
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
 from podman_kit import check_proof, derive, leftover_containers, stand_in_gpus, stand_in_gpus_given
 
@@ -28,7 +29,9 @@ from agentrepro.backends.relax import backend as relax
 from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.backends.relax.hooks import agentrepro_relax_eval as hook
 from agentrepro.backends.relax.hooks import agentrepro_relax_submit as submit_hook
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import sha256_file
+from agentrepro.hooks import STARTUP_DIR
 from agentrepro.hooks import agentrepro_ray_head as head_script
 from agentrepro.jobs.freeze import freeze
 from agentrepro.manifest.resolve import run_config
@@ -645,9 +648,11 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     driver = json.loads((save / "driver.json").read_text())
     assert "RELAX_SERVE_PORT" not in driver["env"] and driver["env"]["GRAPHGPO_METHOD"] == "gigpo"
     assert driver["env"]["GRAPHGPO_GAMMA"] == "0.95" and driver["cwd"] == str(checkout)
-    # the job's entries (the checkout first), then the image's own PYTHONPATH (or on the host the inherited one)
+    # the job's entries (the start-up hook's folder, then the checkout), then the image's own PYTHONPATH (or on the
+    # host the inherited one)
     path = driver["env"]["PYTHONPATH"].split(os.pathsep)
-    assert path[0] == str(checkout) and path[-1] == ("/opt/image-lib" if image else "/host/lib")
+    assert path[:2] == [str(STARTUP_DIR), str(checkout)]
+    assert path[-1] == ("/opt/image-lib" if image else "/host/lib")
     assert (
         driver["env"].get("container"),
         stand_in_gpus_given(driver["env"]),
@@ -662,6 +667,20 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     assert submitted[submitted.index(relax_recipe.KEEP_FLAG) + 1] == "1"  # eval.keep_checkpoints hf (the default)
     assert submitted[submitted.index(relax_recipe.SEED_FLAG) + 1] == "1"  # the run's seed orders the training prompts
     assert sorted(p.name for p in save.glob("iter_*")) == ["iter_0000004", "iter_0000009"]  # rotated before each save
+    # the recipe's run_lock.env, which its dry run never writes: its settings and the SHA-256 of what it pins
+    run_lock = dict(line.split("=", 1) for line in (relax.save_dir(run_dir) / "run_lock.env").read_text().splitlines())
+    data = relax.save_dir(run_dir) / "data"
+    assert (run_lock["method"], run_lock["seed"], run_lock["episode_weighting"]) == ("gigpo", "1", "trajectory_once")
+    assert run_lock["dependency_lock_sha256"] == sha256_file(study[1]) and run_lock["model_revision"] == (
+        "775b11afaf83e0dc75bd5abaf90133e47b3ec082"
+    )
+    assert run_lock["model_lock_sha256"] == sha256_file(config["backend"]["model_lock"])
+    assert run_lock["prepare_lock_sha256"] == sha256_file(data / "prepare.lock.json")
+    assert run_lock["alfworld_config_sha256"] == sha256_file(checkout / relax_recipe.ALFWORLD_CONFIG)
+    assert list(run_lock)[-6:] == [
+        "alfworld_config_sha256", "train_manifest_sha256", "eval_manifest_sha256", "prepare_lock_sha256",
+        "dependency_lock_sha256", "model_lock_sha256",
+    ]  # fmt: skip
     calls = [json.loads(x) for x in (save / "recipe_logger_calls.jsonl").read_text().splitlines()]
     assert [c["rollout_id"] for c in calls] == [0, 4, 9] and all(c["rows"] > 128 for c in calls)
     assert not (run_dir / "ray_head.pid").exists()
@@ -687,6 +706,64 @@ def test_train_and_eval_drive_the_recipe_end_to_end(study, tmp_path, write_confi
     if image:
         check_proof(run_dir / "provenance.json", ["prepare", "expand", "train"], image, images["b"], must_run=True)
         assert leftover_containers() == []
+
+
+STAND_IN_TORCH_CUDA = """\
+def is_available():
+    return False
+def device_count():
+    return 0
+def set_device(device):
+    raise RuntimeError("Torch not compiled with CUDA enabled")
+"""
+
+
+def test_a_relax_job_is_rehearsed_up_to_its_gpus(tmp_path, podman_images):
+    """`agentrepro rehearse` of the shipped Relax manifest (placeholders filled) against the stand-in Relax and `ray`
+    in the podman test image, offline: data preparation and the recipe's dry run end, the job's head comes up, and the
+    submitted trainer's first GPU call (a stand-in `torch.cuda.set_device`, as Megatron's initialisation makes one) is
+    recorded at its line by the shared start-up hook, which the Relax job's Python path begins with as verl-agent's
+    does. Relax's own code is not here: its trainer is the stand-in's (relax_standin.py), so this shows the harness's
+    side (the hook reaches Relax's Ray job driver through the head), not where Relax's code first uses a GPU."""
+    standin = load_file_module("relax_standin", Path(__file__).with_name("relax_standin.py"))
+    checkout = standin.make_checkout(tmp_path / "relax")
+    (checkout / "torch").mkdir()
+    (checkout / "torch" / "__init__.py").write_text("from torch import cuda\n")
+    (checkout / "torch" / "cuda.py").write_text(STAND_IN_TORCH_CUDA)
+    trainer = checkout / "relax" / "entrypoints" / "train.py"
+    trainer.write_text("import torch\ntorch.cuda.set_device(0)  # BOUNDARY\n" + trainer.read_text())
+    image = derive(
+        podman_images["a"], tmp_path, "a-ray-rehearsal",
+        {"/usr/local/bin/ray": standin.make_ray(tmp_path / "bin", str(PYTHON_IN_IMAGE))},
+    )  # fmt: skip
+    root = tmp_path / "study"
+    data = root / "data" / "alfworld"
+    write_alfworld_games(data, [f"{TYPES[i % 5]}-Obj{i}-None-Place-{300 + i}" for i in range(128)])
+    (root / "model").mkdir(parents=True)
+    (root / "model.lock.json").write_text("{}\n")
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    manifest["backend"].update(
+        workdir=str(checkout), alfworld_data=str(data), alfworld_python="python3",
+        model_path=str(root / "model"), model_lock=str(root / "model.lock.json"),
+    )  # fmt: skip
+    manifest["image"] = image.block()
+    (root / "manifests" / "references").mkdir(parents=True)
+    shutil.copy(MANIFEST.parent / "references" / "graphgpo.yaml", root / "manifests" / "references")
+    path = root / "manifests" / MANIFEST.name
+    path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    out = tmp_path / "rehearsal"
+    result = run_cli("rehearse", path, "--method", "gigpo", "--seed", "0", "--out", out, "--after-s", "30", cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"reached the GPUs | torch.cuda.set_device at {trainer}:2 (<module>)" in result.stdout
+    record = json.loads((out / "rehearsal.json").read_text())
+    assert [(p["label"], p["outcome"]) for p in record["programs"]] == [
+        ("prepare", "ended"),
+        ("expand", "ended"),
+        ("train", "reached the GPUs"),
+    ]
+    (boundary,) = record["boundary"]
+    assert boundary["argv"][0].endswith("relax/entrypoints/train.py") and boundary["program"] == "train"
+    assert leftover_containers() == []
 
 
 @pytest.mark.slow
@@ -816,7 +893,7 @@ def test_episode_weighting_is_the_recipes_unless_stated_and_recorded_when_it_dif
     config = copy.deepcopy(resolved(study, "graphgpo"))
     config["train"].pop("episode_stats")
     config = runconfig.resolve_config(config, relax.RelaxBackend().default_config())
-    assert relax_recipe.recipe_env(config, tmp_path, tmp_path)["EPISODE_WEIGHTING"] == "trajectory_once"
+    assert relax_recipe.recipe_env(config, tmp_path, tmp_path, tmp_path)["EPISODE_WEIGHTING"] == "trajectory_once"
     assert not [d for d in relax.RelaxBackend().deviations(config, tmp_path) if d["key"] == "EPISODE_WEIGHTING"]
     config["train"]["episode_stats"] = "rows"
     (record,) = [d for d in relax.RelaxBackend().deviations(config, tmp_path) if d["key"] == "EPISODE_WEIGHTING"]
@@ -902,3 +979,21 @@ def test_ray_job_submission_hands_every_word_on_unchanged(tmp_path):
     assert json.loads(ran.stdout) == words[len(submit_hook.LAUNCHER) + len(submit_hook.ENTRY) :]
     with pytest.raises(submit_hook.Refused, match="expanded: 'a b' is empty or holds whitespace"):
         submit_hook.ray_argv([*words, "a b"], Path("expanded"))
+
+
+def test_the_run_lock_names_a_file_it_pins_that_is_not_there(tmp_path):
+    """The recipe hashes each pinned file with sha256sum, which leaves the value empty when the file is missing; the
+    harness stops instead, naming the file, before the job is submitted."""
+    knobs = {
+        "METHOD": "gigpo", "ENABLE_EVAL": "1", "EPISODE_WEIGHTING": "trajectory_once", "SEED": "0",
+        "DATA_ARTIFACT_DIR": str(tmp_path / "data"), "DEPENDENCY_LOCK": str(tmp_path / "lock.json"),
+        "MODEL_LOCK": str(tmp_path / "model.lock.json"),
+    }  # fmt: skip
+    data = ["data/train.manifest.json", "data/eval_in_distribution.manifest.json"]
+    for name in (relax_recipe.ALFWORLD_CONFIG, *data, "lock.json", "model.lock.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}\n")
+    with pytest.raises(Failure, match=r"pins .*prepare\.lock\.json \(prepare_lock_sha256\), which is not there"):
+        relax_recipe.run_lock(knobs, tmp_path)
+    (tmp_path / "data" / "prepare.lock.json").write_text("{}\n")
+    assert relax_recipe.run_lock(knobs, tmp_path).count("_sha256=") == 6

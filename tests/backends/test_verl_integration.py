@@ -14,6 +14,7 @@ from helpers import head_pythonpath, load_file_module
 
 from agentrepro import outcomes
 from agentrepro.backends.verl_agent import integration, outputs
+from agentrepro.hooks import STARTUP_DIR, STARTUP_ENV
 
 FACTS = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "frameworks" / "verl-agent-20bd331.patched.json").read_text()
@@ -110,12 +111,18 @@ def test_a_signature_other_than_20bd331_refuses_to_start(tmp_path):
 
 def test_the_images_own_sitecustomize_still_runs_before_the_integration(tmp_path):
     """The startup folder's sitecustomize.py comes first on the path and would shadow an image's own (one that sets
-    up its environment, say): it runs that one first, as `site` would have, then its own part; without
-    AGENTREPRO_VERL_OUT only the image's runs."""
+    up its environment, say): it runs that one first, as `site` would have, then installs the hooks
+    AGENTREPRO_STARTUP names, in order; without it only the image's runs."""
     image_site = tmp_path / "image-site"
     image_site.mkdir()
-    (image_site / "sitecustomize.py").write_text("import os\nos.environ['IMAGE_SITE_RAN'] = 'yes'\n")
-    probe = "import os, sys; print(os.environ.get('IMAGE_SITE_RAN'), 'agentrepro_verl_hook' in sys.modules)"
-    env = {"PYTHONPATH": f"{integration.SITE}:{image_site}", "PATH": "/usr/bin:/bin"}
+    (image_site / "sitecustomize.py").write_text("import os\nos.environ['RAN'] = 'image'\n")
+    for name in ("first_hook", "second_hook"):
+        (image_site / f"{name}.py").write_text(f"import os\ndef install():\n    os.environ['RAN'] += ',{name}'\n")
+    probe = "import os, sys; print(os.environ.get('RAN'), 'agentrepro_verl_hook' in sys.modules)"
+    env = {"PYTHONPATH": f"{STARTUP_DIR}:{image_site}", "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
-    assert done.stdout.split() == ["yes", "False"], done.stderr
+    assert done.stdout.split() == ["image", "False"], done.stderr
+    env[STARTUP_ENV] = "first_hook,second_hook"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.split() == ["image,first_hook,second_hook", "False"], done.stderr
+    assert integration.env(tmp_path)[STARTUP_ENV] == integration.HOOK == "agentrepro_verl_hook"

@@ -39,7 +39,7 @@ from agentrepro.planning import StudyPlan
 from agentrepro.process import FAILED, stop_tree
 from agentrepro.reading import load_json
 
-REHEARSED = ("verl-agent",)  # backends whose processes carry the boundary hook
+REHEARSED = ("verl-agent", "relax")  # backends whose processes carry the start-up hook (agentrepro/hooks/startup)
 MARKER = "rehearsal.json"  # the rehearsal's own record in its folder: a folder holding it may be rehearsed again
 
 

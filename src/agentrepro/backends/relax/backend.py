@@ -5,11 +5,13 @@ Programs (`launches`, in order; backends/launch.py), all run in the Relax checko
    idempotent) into RUN_DIR/relax/data;
 2. the recipe itself with DRY_RUN=1 and its knobs (recipe.py): it checks its inputs, runs its
    preflight, and prints the expanded `ray job submit ... -- python3 relax/entrypoints/train.py <flags>`,
-   kept as RUN_DIR/relax/expanded_command.txt;
+   kept as RUN_DIR/relax/expanded_command.txt; beside it the harness writes the recipe's run_lock.env (its settings
+   and the SHA-256 of the files it pins: recipe.run_lock), which the recipe writes only past its dry run;
 3. `python3 <hooks>/agentrepro_ray_head.py --dashboard --fixed-port 8000 ... -- python3 <hooks>/agentrepro_relax_submit.py
    ...`: this job's own Ray head (backends/ray_head.py: ports reserved on the node, the dashboard's job API among them),
-   with the recipe's exports, which Ray's workers inherit from the head, and the checkout, this backend's hooks/, the
-   shared agentrepro/hooks/ and backend.pythonpath put before the PYTHONPATH the head runs with (the image's in a
+   with the recipe's exports, which Ray's workers inherit from the head, and the shared start-up hook
+   (agentrepro/hooks/startup: a rehearsal's GPU boundary, `agentrepro rehearse`), the checkout, this backend's hooks/,
+   the shared agentrepro/hooks/ and backend.pythonpath put before the PYTHONPATH the head runs with (the image's in a
    container, the inherited one on the host: AGENTREPRO_PYTHONPATH, hooks/agentrepro_ray_head.py); then the
    printed command with the values recipe.replaced_args sets (the eval-log hook, backends/relax/hooks/
    agentrepro_relax_eval.py, the save cadence, the rollout seed), submitted with RAY_ADDRESS naming this job's
@@ -74,7 +76,9 @@ from agentrepro.backends.relax import recipe, results
 from agentrepro.backends.relax.hooks.agentrepro_relax_eval import FOLDER as HOOK_FOLDER
 from agentrepro.environments.alfworld_data import task_id_of_game_file
 from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
+from agentrepro.hooks import STARTUP_DIR
 from agentrepro.layout import RunFiles
 from agentrepro.runconfig import EvalConfig
 
@@ -132,11 +136,20 @@ def job_launches(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     ]
 
 
+def recipe_knobs(config: dict[str, Any], run_dir: Path) -> dict[str, str]:
+    """The recipe's knobs for this run (recipe.recipe_env); its DEPENDENCY_LOCK is the study's lock, or for a run
+    config without one (outside a study, or rehearsed before freeze) the run's resolved config."""
+    lock = config.get("lock")
+    dependency_lock = Path(lock["path"]) if lock else Path(run_dir) / RunFiles.RESOLVED_CONFIG
+    save = save_dir(run_dir)
+    return recipe.recipe_env(config, save, save / "data", dependency_lock)
+
+
 def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     """The train job's three programs (module docstring), in order, as the image runs them (before `contain`)."""
     block, save = config["backend"], save_dir(run_dir)
     workdir, data = Path(block["workdir"]), save / "data"
-    knobs = recipe.recipe_env(config, save, data)
+    knobs = recipe_knobs(config, run_dir)
     tasks = EvalConfig.of(config).tasks
     prepare = [
         "python3",
@@ -152,7 +165,7 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     if tasks:
         prepare += ["--limit", f"eval_in_distribution={tasks}"]
     pythonpath = os.pathsep.join(
-        [str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or [])]
+        [str(STARTUP_DIR), str(workdir), str(HOOKS), str(SHARED_HOOKS), *map(str, block.get("pythonpath") or [])]
     )
     ray = block.get("ray") or {}
     rows_env = step_rows.hook_env(config, run_dir)  # train.step_rows: the advantage wrapper dumps these steps
@@ -395,6 +408,7 @@ class RelaxBackend(Backend):
         ray_head.ready()
         run_launch(prepare, run_dir, "prepare")
         _expand(expand, save / EXPANDED, logs)
+        atomic_write_text(save / recipe.RUN_LOCK, recipe.run_lock(recipe_knobs(config, run_dir), workdir))
         run_launch(submit, run_dir, "train")
         convert_training(run_dir, config)
 

@@ -11,7 +11,8 @@ lines) are in tests/fixtures/frameworks/relax.args.json.
   rows -> reference_cross_steps, trajectories -> trajectory_once), SEED, NUM_GPUS, OUTER_EPOCHS (train.steps),
   TASK_GROUPS, GROUP_SIZE, MAX_STEPS (env.params.max_turns), MODEL_REVISION, and the paths: ALFWORLD_DATA,
   HF_CHECKPOINT, SAVE_DIR, DATA_ARTIFACT_DIR, MODEL_LOCK. DEPENDENCY_LOCK is the study's lock (the file
-  that pins this run's dependencies; the recipe records its SHA-256 in run_lock.env). PREPARE_LOCK is the
+  that pins this run's dependencies; the recipe records its SHA-256 in run_lock.env), or for a run config without
+  one (outside a study, or rehearsed before freeze) the run's resolved config, which pins what this run runs. PREPARE_LOCK is the
   lock the recipe's own data preparation writes.
 * What the recipe fixes (`FIXED`: lr 1e-6, eval every 5 rollouts at temperature 0.4 with one sample per
   task, ...) cannot be changed through it: a run config asking otherwise is refused, naming the key.
@@ -42,7 +43,8 @@ from typing import Any
 
 from agentrepro.backends.checkpoints import prunes_during_training
 from agentrepro.backends.relax.hooks.agentrepro_relax_submit import HOOK, HOOK_FLAG, RECIPE_HOOK, submitted_argv  # noqa: F401
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, Failure
+from agentrepro.fileio import sha256_file
 
 RECIPE = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
 ADVANTAGE_FLAG = (
@@ -95,6 +97,15 @@ EXPORTS = {
 }
 # train keys the recipe takes as knobs -> knob
 METHOD_KNOBS = {"omega": "OMEGA", "gamma": "GAMMA", "step_weight": "BETA", "episode_weight": "BETA_EPISODE"}
+# The recipe's run_lock.env (lines 349-368): written just before its `ray job submit`, after the DRY_RUN exit the harness
+# runs it with, so the harness writes it from the same knobs and files (`run_lock`). The recipe's defaults of what the
+# harness does not set:
+RUN_LOCK = "run_lock.env"
+SGLANG_MEM_FRACTION_STATIC = "0.50"  # line 43
+EXPECTED_IMAGE_DIGEST = (  # line 45; the recipe records it and leaves checking the image to its executor (the harness)
+    "ghcr.io/redai-infra/relaxrl@sha256:3fa8ce578acda6c829b83016bde42c38fa892681e4f36ca330f545616fe578e2"
+)
+ALFWORLD_CONFIG = "examples/graphgpo/configs/alfworld_qwen2_5_1_5b.yaml"  # line 64, ${SCRIPT_DIR}/configs/...
 
 
 def validate(config: dict[str, Any]) -> None:
@@ -142,7 +153,7 @@ def _text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def recipe_env(config: dict[str, Any], save_dir: Path, data_dir: Path) -> dict[str, str]:
+def recipe_env(config: dict[str, Any], save_dir: Path, data_dir: Path, dependency_lock: Path) -> dict[str, str]:
     """The recipe's knobs for this run config (every value a string, never joined into shell syntax)."""
     train, block = config["train"], config["backend"]
     env = {
@@ -162,13 +173,45 @@ def recipe_env(config: dict[str, Any], save_dir: Path, data_dir: Path) -> dict[s
         "MODEL_LOCK": block["model_lock"],
         "SAVE_DIR": str(save_dir),
         "DATA_ARTIFACT_DIR": str(data_dir),
-        "DEPENDENCY_LOCK": str(Path(config["lock"]["path"]).resolve()),
+        "DEPENDENCY_LOCK": str(dependency_lock.resolve()),
     }
     env.update({knob: _text(train[key]) for key, knob in METHOD_KNOBS.items()})
     revision = (config.get("model") or {}).get("revision")
     if revision:
         env["MODEL_REVISION"] = revision
     return env
+
+
+def run_lock(knobs: dict[str, str], workdir: Path) -> str:
+    """The text of the recipe's run_lock.env for these knobs: its settings, then the SHA-256 of each file it pins (the
+    data preparation's manifests and lock, the study's and the model's locks); Failure when one is not there."""
+    data = Path(knobs["DATA_ARTIFACT_DIR"])
+    pinned = {
+        "alfworld_config_sha256": workdir / ALFWORLD_CONFIG,
+        "train_manifest_sha256": data / "train.manifest.json",
+        **(
+            {"eval_manifest_sha256": data / "eval_in_distribution.manifest.json"} if knobs["ENABLE_EVAL"] == "1" else {}
+        ),
+        "prepare_lock_sha256": data / "prepare.lock.json",
+        "dependency_lock_sha256": Path(knobs["DEPENDENCY_LOCK"]),
+        "model_lock_sha256": Path(knobs["MODEL_LOCK"]),
+    }
+    lines = [
+        f"method={knobs['METHOD']}",
+        f"enable_eval={knobs['ENABLE_EVAL']}",
+        f"episode_weighting={knobs['EPISODE_WEIGHTING']}",
+        f"sglang_mem_fraction_static={SGLANG_MEM_FRACTION_STATIC}",
+        "graph_diagnostics_jsonl=disabled",  # GRAPHGPO_DIAGNOSTICS_JSONL, which the harness never sets
+        f"seed={knobs['SEED']}",
+        f"model_revision={knobs.get('MODEL_REVISION', PINNED_MODEL_REVISION)}",  # line 44's default is the pinned one
+        f"expected_external_image_digest={EXPECTED_IMAGE_DIGEST}",
+        "image_verification_scope=external_executor_required",
+    ]
+    for key, path in pinned.items():
+        if not path.is_file():
+            raise Failure(f"the recipe's {RUN_LOCK} pins {path} ({key}), which is not there")
+        lines.append(f"{key}={sha256_file(path)}")
+    return "".join(line + "\n" for line in lines)
 
 
 def head_env(knobs: dict[str, str]) -> dict[str, str]:

@@ -1,9 +1,10 @@
 """The harness's side of the integration that runs inside verl-agent's processes (hooks/, standard library only).
 
 * `env(run_dir)`: the environment that switches it on in every Python process of the job (driver and Ray workers
-  inherit it): the Python path begins with hooks/startup (whose sitecustomize.py installs agentrepro_verl_hook.py when
-  AGENTREPRO_VERL_OUT is set), hooks/ (this backend's integration) and the shared agentrepro/hooks/ (the step-row
-  dump and the pinned-signature check, shared with Relax's integration).
+  inherit it): the Python path begins with the shared agentrepro/hooks/startup (whose sitecustomize.py installs the
+  hooks AGENTREPRO_STARTUP names: agentrepro_verl_hook.py), hooks/ (this backend's integration) and the shared
+  agentrepro/hooks/ (the step-row dump, the pinned-signature check and the import patcher, shared with Relax's
+  integration).
 * `write_panel(config, run_dir)`: verl_panel.json, which validation env i plays game i of.
 """
 
@@ -17,10 +18,11 @@ from typing import Any
 from agentrepro.backends.ray_head import PYTHONPATH_ENV
 from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
+from agentrepro.hooks import STARTUP_DIR, STARTUP_ENV
 from agentrepro.runconfig import EvalConfig
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
-SITE = HOOKS / "startup"  # its sitecustomize.py imports hooks/agentrepro_verl_hook.py
+HOOK = "agentrepro_verl_hook"  # in hooks/: what the job's start-up hook installs (hooks/agentrepro_verl_hook.py)
 PREPARE = HOOKS / "agentrepro_verl_prepare.py"  # the script's data preparation, its download answered locally
 PANEL = "verl_panel.json"
 
@@ -29,7 +31,8 @@ def env(run_dir: Path, *, panel_file: Path | None = None) -> dict[str, str]:
     """Switches the integration on in every Python process of the job (driver and Ray workers)."""
     out = {
         # put before the PYTHONPATH the job's Ray head runs with (the image's own in a container; hooks/agentrepro_ray_head.py)
-        PYTHONPATH_ENV: os.pathsep.join(map(str, (SITE, HOOKS, SHARED_HOOKS))),
+        PYTHONPATH_ENV: os.pathsep.join(map(str, (STARTUP_DIR, HOOKS, SHARED_HOOKS))),
+        STARTUP_ENV: HOOK,
         "AGENTREPRO_VERL_OUT": str(Path(run_dir).resolve()),
     }
     if panel_file is not None:

@@ -1,7 +1,7 @@
 """Outcomes per validation episode from verl-agent, without editing its files (docs/design.md §3.4).
 
-Installed by sitecustomize.py in every process of a job when AGENTREPRO_VERL_OUT (the run directory) is
-set; AGENTREPRO_VERL_PANEL names the panel (a JSON list of {task_id, task_hash, category, game_file}; a
+Installed by the shared startup sitecustomize.py (agentrepro/hooks/startup) in every process of a job, which
+AGENTREPRO_STARTUP tells to, with AGENTREPRO_VERL_OUT naming the run directory; AGENTREPRO_VERL_PANEL names the panel (a JSON list of {task_id, task_hash, category, game_file}; a
 relative game_file is taken under $ALFWORLD_DATA). Self-contained: the job's image needs only this folder.
 
 An import hook wraps these names right after their module runs (before any `from m import name` binds
@@ -43,12 +43,8 @@ try:  # by its own name inside the framework's processes (the hooks folder is on
     import agentrepro_verl_prune
     import agentrepro_verl_rows
 except ModuleNotFoundError:  # as part of the agentrepro package (tests, the harness)
-    from agentrepro.backends.verl_agent.hooks import (
-        agentrepro_import_patch,
-        agentrepro_verl_prune,
-        agentrepro_verl_rows,
-    )
-    from agentrepro.hooks import agentrepro_signature
+    from agentrepro.backends.verl_agent.hooks import agentrepro_verl_prune, agentrepro_verl_rows
+    from agentrepro.hooks import agentrepro_import_patch, agentrepro_signature
 
 COMMIT = "20bd331bdbc9026a5668e11362178e10ab7400c8"
 ENVS_INIT = "(self, alf_config_path, seed, env_num, group_n, resources_per_worker, is_train=True, env_kwargs={})"

@@ -19,10 +19,12 @@ import os
 import runpy
 import sys
 
-try:  # by its own name, run as a script from the hooks folder
+try:  # by its own name, run as a script from this backend's hooks folder: the shared folder (mounted too) holds it
+    if __name__ == "__main__":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 3, "hooks"))
     import agentrepro_import_patch
 except ModuleNotFoundError:  # as part of the agentrepro package
-    from agentrepro.backends.verl_agent.hooks import agentrepro_import_patch
+    from agentrepro.hooks import agentrepro_import_patch
 
 SOURCE = "hiyouga/geometry3k"
 MODULE = "examples.data_preprocess.prepare"

@@ -1,7 +1,8 @@
-"""The GPU boundary of a rehearsal (`agentrepro rehearse`, agentrepro/rehearsal.py): in every Python process of a
-rehearsed job, the first use of the GPUs is recorded and ends that process.
+"""The GPU boundary of a rehearsal (`agentrepro rehearse`, agentrepro/containers/rehearsal.py): in every Python
+process of a rehearsed job, the first use of the GPUs is recorded and ends that process.
 
-startup/sitecustomize.py installs it when AGENTREPRO_REHEARSAL names a folder. A rehearsal runs on a machine
+startup/sitecustomize.py installs it when AGENTREPRO_REHEARSAL names a folder, in every backend whose job's Python
+path begins with that folder (verl-agent's and Relax's). A rehearsal runs on a machine
 without GPUs, where torch reports none and a framework takes its CPU or NPU branch instead of the one the GPU node
 takes (verl reads `torch.cuda.is_available()` once, at import: verl/utils/device.py:28 at 20bd331). So once
 `torch.cuda` has run, torch reports the job's GPUs: `is_available()` is True and `device_count()` is
@@ -28,7 +29,7 @@ import traceback
 try:  # by its own name inside the framework's processes (the hooks folder is on their PYTHONPATH)
     import agentrepro_import_patch
 except ModuleNotFoundError:  # as part of the agentrepro package (tests, the harness)
-    from agentrepro.backends.verl_agent.hooks import agentrepro_import_patch
+    from agentrepro.hooks import agentrepro_import_patch
 
 FOLDER_ENV, PROGRAM_ENV, GPUS_ENV = "AGENTREPRO_REHEARSAL", "AGENTREPRO_REHEARSAL_PROGRAM", "AGENTREPRO_REHEARSAL_GPUS"
 REACHED = 86  # the exit status of a process that reached the boundary

@@ -1,7 +1,7 @@
 """Patch a module when the program imports it: `PatchOnImport({name: patch})`, put first on sys.meta_path, finds
 each named module with the usual machinery and, once the module has run, calls its patch with it. Standard library
-only; the verl-agent integration (agentrepro_verl_hook.py) and its data preparation (agentrepro_verl_prepare.py)
-patch the framework's modules this way.
+only; the verl-agent integration (agentrepro_verl_hook.py), its data preparation (agentrepro_verl_prepare.py) and a
+rehearsal's GPU boundary (agentrepro_rehearsal.py) patch the framework's modules this way.
 """
 
 from __future__ import annotations
