@@ -5,8 +5,8 @@ A rehearsal is switched on by AGENTREPRO_REHEARSAL (the folder where the boundar
 `agentrepro train`; every program the job starts then gets, here (`job.program`, the one place a program is wrapped):
 
 * the rehearsal's variables: the folder, the program's label (AGENTREPRO_REHEARSAL_PROGRAM) and the job's GPUs
-  (AGENTREPRO_REHEARSAL_GPUS, resources.gpus), which the framework's startup hook reads (verl-agent:
-  backends/verl_agent/hooks/agentrepro_rehearsal.py, which records the boundary and exits with REACHED);
+  (AGENTREPRO_REHEARSAL_GPUS, resources.gpus), which the job's start-up hook reads
+  (hooks/agentrepro_rehearsal.py, which records the boundary and exits with REACHED);
 * in a container: the folder mounted read-write, no network (`--network none`: loopback only; Apptainer
   `--net --network none`), and no GPU devices (the machine has none; the hook tells torch the job's count).
 
