@@ -5,9 +5,9 @@ The job's run config (from the study's lock, as `agentrepro resolve` writes it; 
 config, planning.Job, before freeze, with the task panel freeze would build from the study's files) is written
 into the rehearsal's folder, and `agentrepro train` runs it there, never in the study's runs/, with
 AGENTREPRO_REHEARSAL naming <folder>/boundary: every program of the job gets the rehearsal's variables and, in its
-container, no network and no GPU devices (containers/rehearsal.py); the framework's startup hook makes torch report
-the job's GPUs and records the first process that would use them, which then exits (hooks/agentrepro_rehearsal.py,
-which the shared start-up hook installs in every process of a verl-agent or Relax job). Everything before that runs for real: data preparation, the
+container, no network and no GPU devices (containers/rehearsal.py); the job's start-up hook makes torch report the
+job's GPUs and records the first process that would use them, which then exits (hooks/agentrepro_rehearsal.py,
+installed in every process of a verl-agent or Relax job). Everything before that runs for real: data preparation, the
 framework's configuration, the model and tokenizer read from the local path, the job's Ray head and port block, the
 environment workers, the GPU placement request. Once a record is there the job has `after_s` to end by itself (its
 driver sees the worker go), then it is stopped with its processes.
