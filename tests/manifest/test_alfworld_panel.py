@@ -25,6 +25,7 @@ def alfworld_study(root, tasks=4):
     write_study(root, manifest)
     data = root / "data" / "alfworld"
     games = write_data_dir(data)
+    write_data_dir(data, split="train")  # what verl-agent's training env workers play (the preflight asks for some)
     valid = data / "json_2.1.1" / "valid_seen"
     # ALFWorld skips these: a 'movable' task, an unsolvable game, a task type it does not know, a missing game file
     shutil.copytree(valid / next(iter(games)).split("/")[2], valid / "pick_and_place_simple-movable-1")

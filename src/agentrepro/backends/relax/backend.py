@@ -309,10 +309,7 @@ class RelaxBackend(Backend):
             "examples/graphgpo/prepare_alfworld.py:34 PINNED_MODEL_REVISION; preflight.py verify_prepared_artifacts "
             "refuses another",
         )
-        gpus = (config.get("resources") or {}).get("gpus")
-        if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-            return [revision]  # validate_config names resources.gpus (the recipe's NUM_GPUS)
-        tp, data_parallel = gpus, 1
+        tp, data_parallel = recipe.num_gpus(config), 1  # the demands divide by it
         recipe_line = "examples/graphgpo/run_alfworld_qwen2_5_1_5b.sh"
         return [
             revision,

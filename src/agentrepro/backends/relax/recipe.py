@@ -108,6 +108,14 @@ EXPECTED_IMAGE_DIGEST = (  # line 45; the recipe records it and leaves checking 
 ALFWORLD_CONFIG = "examples/graphgpo/configs/alfworld_qwen2_5_1_5b.yaml"  # line 64, ${SCRIPT_DIR}/configs/...
 
 
+def num_gpus(config: dict[str, Any]) -> int:
+    """resources.gpus, the recipe's NUM_GPUS (its tensor-parallel size too); BadInput unless a positive integer."""
+    gpus = (config.get("resources") or {}).get("gpus")
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise BadInput(f"expected a positive integer (the recipe's NUM_GPUS), got {gpus!r}", where="resources.gpus")
+    return gpus
+
+
 def validate(config: dict[str, Any]) -> None:
     """BadInput naming the key of anything the recipe cannot run."""
     train = config.get("train") or {}
@@ -130,9 +138,7 @@ def validate(config: dict[str, Any]) -> None:
             f"groups x group_size = {groups * size} must be a multiple of the recipe's global batch {GLOBAL_BATCH_SIZE}",
             where="train.group_size",
         )
-    gpus = (config.get("resources") or {}).get("gpus")
-    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-        raise BadInput(f"expected a positive integer (the recipe's NUM_GPUS), got {gpus!r}", where="resources.gpus")
+    num_gpus(config)
     if not isinstance(((config.get("env") or {}).get("params") or {}).get("max_turns"), int):
         raise BadInput("expected an integer (the recipe's MAX_STEPS)", where="env.params.max_turns")
     if not isinstance(config["backend"].get("export_hf", False), bool):

@@ -79,6 +79,23 @@ BLOCK = COMMON | Block(
 RAY_KEYS: dict[str, type] = {"executable": str, "num_cpus": int, "num_gpus": int, "client": bool, "worker_ports": int}
 
 
+def check_ray(block: dict[str, Any]) -> None:
+    """BadInput naming the key of backend.ray that is unknown or not of its type (counts: positive integers)."""
+    ray = block.get("ray") or {}
+    if not isinstance(ray, dict):
+        raise BadInput(f"expected a mapping (keys: {', '.join(sorted(RAY_KEYS))})", where="backend.ray")
+    for key, value in ray.items():
+        kind = RAY_KEYS.get(key)
+        if kind is None:
+            raise BadInput(f"unknown key (expected {', '.join(sorted(RAY_KEYS))})", where=f"backend.ray.{key}")
+        not_positive = kind is int and (not isinstance(value, int) or isinstance(value, bool) or value < 1)
+        if not isinstance(value, kind) or not_positive:
+            raise BadInput(
+                f"expected {'a positive integer' if kind is int else kind.__name__}, got {value!r}",
+                where=f"backend.ray.{key}",
+            )
+
+
 def workdir(config: dict[str, Any]) -> Path:
     """The verl-agent checkout (backend.workdir; a relative path is taken from where agentrepro runs)."""
     value = (config.get("backend") or {}).get("workdir")
@@ -255,16 +272,7 @@ class VerlAgentBackend(Backend):
                 "without a network",
                 where="backend.model_path",
             )
-        for key, value in (block.get("ray") or {}).items():
-            kind = RAY_KEYS.get(key)
-            if kind is None:
-                raise BadInput(f"unknown key (expected {', '.join(sorted(RAY_KEYS))})", where=f"backend.ray.{key}")
-            not_positive = kind is int and (not isinstance(value, int) or isinstance(value, bool) or value < 1)
-            if not isinstance(value, kind) or not_positive:
-                raise BadInput(
-                    f"expected {'a positive integer' if kind is int else kind.__name__}, got {value!r}",
-                    where=f"backend.ray.{key}",
-                )
+        check_ray(block)
         evaluation = EvalConfig.of(config)
         if evaluation.episodes_per_task != 1:
             raise BadInput(
@@ -305,6 +313,7 @@ class VerlAgentBackend(Backend):
         return [o.record() for o in recipes.appended(config, run_dir, resume=True)]
 
     def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
+        check_ray(config["backend"])  # the demands compute with its numbers
         return demands.demands(config, run_dir)
 
     def seed_streams(self, config: dict[str, Any]) -> list[SeedStream]:

@@ -13,6 +13,7 @@ The official scripts' facts (`SCRIPTS`, `COMMIT`, `ENGINE`) are backends/verl_ag
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,27 @@ class Unrenderable(ValueError):
     """A value that no Hydra override word can carry as the manifest means it."""
 
 
+# The framework's keys the harness computes with (the seed streams, the preflight's demands, the Ray head's ports and
+# CPUs), each with the kind of number it must be and its least value: verl checks none of them before its workers
+# start, and a string, a list, a zero or a negative size would reach the harness's arithmetic. The kinds are those of
+# the composed defaults at 20bd331 (integers; the CPU share a float, 0.1); data.val_batch_size defaults to null there
+# (one batch of the whole set), but the harness sizes the validation env workers by it. A null micro-batch is verl's
+# own choice (it then reads the deprecated ppo_micro_batch_size).
+COMPUTED: dict[str, tuple[type, int]] = {
+    "data.train_batch_size": (int, 1),
+    "data.val_batch_size": (int, 1),
+    "env.rollout.n": (int, 1),
+    "trainer.n_gpus_per_node": (int, 0),  # 0: no GPU worker; verl refuses it as its workers start, nothing here divides
+    "trainer.nnodes": (int, 1),
+    "env.resources_per_worker.num_cpus": (float, 0),
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": (int, 1),
+    "actor_rollout_ref.rollout.n": (int, 1),
+    "actor_rollout_ref.actor.ppo_mini_batch_size": (int, 1),
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": (int, 1),
+}
+NULLABLE = frozenset({"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"})
+
+
 @dataclass(frozen=True)
 class Override:
     """One appended Hydra override: `official` is the script's value as written (None: not set by it); `where` the
@@ -87,6 +109,12 @@ class Override:
             raise BadInput(
                 f"{script.entry}'s composed config at {COMMIT[:7]} {state} the key {self.key!r}", where=where
             )
+        if self.key in COMPUTED and not (self.value is None and self.key in NULLABLE):
+            kind, least = COMPUTED[self.key]
+            number = isinstance(self.value, (int, float) if kind is float else int) and not isinstance(self.value, bool)
+            if not number or not math.isfinite(self.value) or self.value < least:
+                what = "a number" if kind is float else "an integer"
+                raise BadInput(f"expected {what} of at least {least} ({self.key}), got {self.value!r}", where=where)
         try:
             self.word()
         except Unrenderable as exc:
