@@ -208,6 +208,21 @@ def test_a_bad_signature_fails_the_audit(frozen, tmp_path):
         ), case
 
 
+def test_an_oversized_signature_is_refused_naming_it_without_running_ssh_keygen(frozen, tmp_path):
+    """A 60 MB BUNDLE.sha256.sig (ssh-keygen takes a minute over one, then names nothing) fails the audit with a line
+    naming it and its size; sign.check gives nothing that large to ssh-keygen."""
+    root, _ = frozen
+    author, _ = _key(tmp_path, "author")
+    write_bundle("demo", tmp_path / "b.tar.gz", root, key=author)
+    members = tar_members(tmp_path / "b.tar.gz")
+    armour = b"-----BEGIN SSH SIGNATURE-----\n" + b"A" * 60_000_000 + b"\n-----END SSH SIGNATURE-----\n"
+    _repack({**members, BUNDLE_SIG: armour}, tmp_path / "forged.tar.gz")
+    result = run_cli("audit", "--bundle", tmp_path / "forged.tar.gz")
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = f"{BUNDLE_SIG}: is {len(armour):,} bytes, more than an SSH signature has"
+    assert any(said in line for line in result.stdout.splitlines()), result.stdout
+
+
 def test_an_unsigned_bundle_fails_when_a_signer_is_required(frozen, tmp_path):
     """With --allowed-signers a bundle must be signed; --allowed-signers without --bundle is bad input (exit 2)."""
     root, _ = frozen

@@ -30,6 +30,9 @@ NAMESPACE = "agentrepro-bundle"
 DIGEST_HEX = 16
 INSTALL = "install OpenSSH's ssh-keygen (Debian: apt-get install openssh-client)"
 TIMEOUT_S = 60
+# An armoured SSHSIG signature is a few kilobytes (an RSA-16384 key's is under 5 KB); ssh-keygen takes a minute over
+# a 60 MB one and then names nothing, so a larger one is refused before it is given to ssh-keygen.
+MAX_SIGNATURE_BYTES = 64 * 1024
 
 
 def digest(sums: bytes) -> str:
@@ -77,6 +80,11 @@ def fingerprint(key: str | os.PathLike) -> str:
 
 def check(data: bytes, signature: bytes, allowed_signers: str | os.PathLike | None = None) -> tuple[str | None, str]:
     """(None, what was verified) or (one problem, what was attempted) for `signature` over `data` (module docstring)."""
+    if len(signature) > MAX_SIGNATURE_BYTES:
+        return (
+            f"is {len(signature):,} bytes, more than an SSH signature has ({MAX_SIGNATURE_BYTES:,}): not checked",
+            "signed, but the signature is not one",
+        )
     with tempfile.TemporaryDirectory(prefix="agentrepro-sig-") as tmp:
         sig = Path(tmp) / "bundle.sig"
         sig.write_bytes(signature)
