@@ -39,6 +39,18 @@ def read_from(path: object) -> Iterator[None]:
         raise BadInput(exc.message, path=path, where=exc.where) from None
 
 
+@contextlib.contextmanager
+def given_by(option: str) -> Iterator[None]:
+    """Inside: a BadInput that names no field or option is raised again naming `option` (the command-line option that
+    gave the path it is about), with its message and file kept."""
+    try:
+        yield
+    except BadInput as exc:
+        if exc.where is not None:
+            raise
+        raise BadInput(exc.message, path=exc.path, where=option) from None
+
+
 def shown(value: object, limit: int = 60) -> str:
     """`repr(value)` for a one-line message: cut to `limit` characters, saying how long it was."""
     text = repr(value)

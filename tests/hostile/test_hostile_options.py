@@ -265,3 +265,14 @@ def test_any_claim_text_exits_0_or_2_naming_the_claim(frozen_study, claim):
     ok = "Traceback" not in message and (status == 0 or (status == 2 and "--claim" in message))
     record("options", "verb:analyze", ok)
     assert ok, f"--claim {claim!r}: exit {status}: {message[-400:]}"
+
+
+@pytest.mark.parametrize("folder", ["/proc/self/x", "/proc/1", "/sys/kernel/agentrepro", "/dev/null/x"])
+def test_a_pictures_folder_under_proc_sys_or_a_device_is_refused_naming_images(tmp_path, folder):
+    """`env replay --images DIR` where nothing can be written: exit 2, one line naming --images and the path."""
+    responses = tmp_path / "r.jsonl"
+    responses.write_text('"Up"\n')
+    argv = ["env", "replay", "--env", "frozenlake", "--seed", "0", "--responses", responses, "--images", folder]
+    status, message = invoke(*argv)
+    lines = message.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and "--images: " in lines[0] and folder in lines[0], message

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from agentrepro.environments.base import Env
 from agentrepro.environments.images import png_bytes
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, given_by
 from agentrepro.fileio import atomic_write_bytes, check_output_dir, check_output_file, make_dir
+
+OPTION = "--images"  # the option of `env replay` and `env play` that names the pictures' folder
 
 
 def _pixels(env: Env, option: str):
@@ -27,8 +29,10 @@ class TurnPictures:
     """DIR/turn-K.png for each state of a replayed episode (K = 0 after the reset, K = N after turn N)."""
 
     def __init__(self, folder: str):
-        self.folder = make_dir(check_output_dir(folder, option="--images"))
+        with given_by(OPTION):
+            self.folder = make_dir(check_output_dir(folder, option=OPTION))
 
     def write(self, env: Env, turn: int) -> str:
         """Write the current state's picture as turn-`turn`.png; returns its path."""
-        return str(atomic_write_bytes(self.folder / f"turn-{turn}.png", png_bytes(_pixels(env, "--images"))))
+        with given_by(OPTION):
+            return str(atomic_write_bytes(self.folder / f"turn-{turn}.png", png_bytes(_pixels(env, OPTION))))
