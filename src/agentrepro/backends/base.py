@@ -283,6 +283,12 @@ class Backend(abc.ABC):
         """What the job's framework will ask for, each beside the manifest value it must fit; [] if none is stated."""
         return []
 
+    def mounted_fields(self, config: dict[str, Any]) -> dict[str, str]:
+        """The fields of the backend block whose paths the job's container mounts (field -> path), besides the
+        checkout, data and model every container mounts (containers.mounted_fields); freeze applies the mount rule
+        to each."""
+        return {}
+
     def seed_streams(self, config: dict[str, Any]) -> list[SeedStream]:
         """Which random streams the seed reaches; by default the backend cannot tell for any of them."""
         return [SeedStream(stream, None, f"not stated by the {self.name} backend") for stream in STREAMS]

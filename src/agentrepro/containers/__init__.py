@@ -9,7 +9,16 @@ network, no GPU devices, the rehearsal's folder and variables). docs/containers.
 """
 
 from agentrepro.containers.image import RUNTIMES, Image, archive_image_id, file_problem, image_of
-from agentrepro.containers.job import Container, Program, container_for, image_cache, job_scratch, program
+from agentrepro.containers.job import (
+    Container,
+    Program,
+    check_mount,
+    container_for,
+    image_cache,
+    job_scratch,
+    mounted_fields,
+    program,
+)
 from agentrepro.containers.prepare import prepare
 from agentrepro.containers.proof import attempt_extra, clear_records, mismatch, problems, record
 from agentrepro.containers.running import proven
@@ -25,6 +34,7 @@ __all__ = [
     "RunRequest",
     "archive_image_id",
     "attempt_extra",
+    "check_mount",
     "clear_records",
     "container_for",
     "file_problem",
@@ -32,6 +42,7 @@ __all__ = [
     "image_of",
     "job_scratch",
     "mismatch",
+    "mounted_fields",
     "prepare",
     "problems",
     "program",

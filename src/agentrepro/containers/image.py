@@ -16,16 +16,17 @@ ID it holds (the SHA-256 of its config), which `archive_image_id` reads from the
 
 from __future__ import annotations
 
-import json
 import re
 import tarfile
+import zlib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro.containers.runtimes import RUNTIME
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, shown
 from agentrepro.fileio import sha256_file
+from agentrepro.reading import parse_json
 
 RUNTIMES = tuple(RUNTIME)  # manifest.schema.json's image.runtime says the same (a test keeps them equal)
 NO_RUNTIME = "none"
@@ -135,57 +136,87 @@ def file_sha256(path: str | Path) -> str:
 
 def archive_image_id(path: str | Path) -> str:
     """The image ID (`sha256:<config digest>`) of a docker-archive or OCI archive: what podman and docker run after
-    loading it. BadInput naming the file for anything else, or for an archive of more than one image."""
+    loading it. BadInput naming the file, in one line, for anything else: a file that is no readable tar, an archive
+    of more than one image, an index or manifest of another shape, a blob it names and does not hold."""
     path = Path(path)
     try:
         with tarfile.open(path) as tar:
             names = set(tar.getnames())
             if "manifest.json" in names:  # docker-archive (`docker save`, `podman save --format docker-archive`)
                 entries = _member_json(tar, "manifest.json")
-                if not isinstance(entries, list) or len(entries) != 1 or not isinstance(entries[0], dict):
-                    raise BadInput("manifest.json: expected exactly one image in the archive", path=path)
-                config = str(entries[0].get("Config", ""))
-                digest = "sha256:" + Path(config).name.removesuffix(".json").removeprefix("sha256:")
+                if not isinstance(entries, list) or len(entries) != 1:
+                    raise BadInput("manifest.json: expected exactly one image in the archive")
+                config = _field(_field(entries, 0, "manifest.json", dict), "Config", "manifest.json[0]", str)
+                digest = "sha256:" + PurePosixPath(config).name.removesuffix(".json").removeprefix("sha256:")
             elif "index.json" in names:  # OCI archive (`podman save --format oci-archive`)
-                index = _member_json(tar, "index.json")
-                manifests = index.get("manifests") if isinstance(index, dict) else None
-                if not isinstance(manifests, list) or len(manifests) != 1:
-                    raise BadInput("index.json: expected exactly one image manifest in the archive", path=path)
-                manifest = _member_json(tar, _blob(manifests[0].get("digest")))
-                digest = str(((manifest or {}).get("config") or {}).get("digest", ""))
+                manifests = _field(_member_json(tar, "index.json"), "manifests", "index.json", list)
+                if len(manifests) != 1:
+                    raise BadInput("index.json: expected exactly one image manifest in the archive")
+                entry = _field(manifests, 0, "index.json manifests", dict)
+                blob = _blob(_field(entry, "digest", "index.json manifests[0]", str))
+                config = _field(_member_json(tar, blob), "config", blob, dict)
+                digest = _field(config, "digest", f"{blob} config", str)
             else:
-                raise BadInput(
-                    "not an image archive: no manifest.json (docker-archive) or index.json (OCI archive)", path=path
-                )
-    except (tarfile.TarError, OSError) as exc:
-        raise BadInput(f"not a readable image archive ({exc})", path=path) from None
+                raise BadInput("not an image archive: no manifest.json (docker-archive) or index.json (OCI archive)")
+    except BadInput as exc:
+        raise BadInput(exc.message if exc.where is None else f"{exc.where}: {exc.message}", path=path) from None
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise BadInput(f"not a readable image archive ({' '.join(str(exc).split())[:200]})", path=path) from None
     if not DIGEST.match(digest):
         raise BadInput(f"the archive's image config is not named by a sha256 digest ({digest!r})", path=path)
     return digest
 
 
-def _blob(digest: object) -> str:
-    if not isinstance(digest, str) or not DIGEST.match(digest):
-        raise BadInput(f"expected a sha256 digest, got {digest!r}", where="index.json")
+def _field(container: Any, key: str | int, what: str, kind: type) -> Any:
+    """`container[key]`, which must be a `kind`: BadInput naming `what` otherwise."""
+    found = (
+        container.get(key)
+        if isinstance(container, dict)
+        else container[key]
+        if isinstance(container, list) and isinstance(key, int) and key < len(container)
+        else None
+    )
+    if not isinstance(found, kind):
+        expected = "an object" if kind is dict else "a list" if kind is list else "a string"
+        raise BadInput(f"{what}: expected {expected} at {key!r}, got {shown(found)}")
+    return found
+
+
+def _blob(digest: str) -> str:
+    if not DIGEST.match(digest):
+        raise BadInput(f"index.json: expected a sha256 digest, got {shown(digest)}")
     return "blobs/sha256/" + digest.removeprefix("sha256:")
 
 
+MEMBER_JSON_BYTES = 1 << 20  # an archive's index or manifest is a few kilobytes
+
+
 def _member_json(tar: tarfile.TarFile, name: str) -> Any:
-    member = tar.extractfile(name)
+    """The JSON member `name` (a link inside the archive followed), parsed with the readers' bounds."""
+    try:
+        member = tar.extractfile(name)
+    except KeyError:  # named by the index, not in the archive; or a link whose target is not
+        raise BadInput(f"{name}: named in the archive but not held by it") from None
     if member is None:
         raise BadInput(f"{name} is not a file in the archive")
+    data = member.read(MEMBER_JSON_BYTES + 1)
+    if len(data) > MEMBER_JSON_BYTES:
+        raise BadInput(f"{name} is larger than {MEMBER_JSON_BYTES:,} bytes: no image index or manifest is")
     try:
-        return json.loads(member.read(1 << 20))
-    except ValueError:
-        raise BadInput(f"{name} in the archive is not JSON") from None
+        return parse_json(data.decode("utf-8"), where=name)
+    except UnicodeDecodeError:
+        raise BadInput(f"{name} in the archive is not UTF-8 JSON") from None
 
 
 def file_problem(image: Image, path: Path) -> str | None:
     """Why `path` is not an image file `image.runtime` can run (None if it is): a SIF for apptainer, an archive
     for podman and docker. Freeze asks, so a wrong file fails before any job."""
     if image.runtime == "apptainer":
-        with open(path, "rb") as fh:
-            head = fh.read(128)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(128)
+        except OSError as exc:
+            return f"cannot read {path} ({exc.strerror or exc})"
         return None if SIF_MAGIC in head else f"{path} is not a SIF image (no {SIF_MAGIC.decode()} in its header)"
     try:
         archive_image_id(path)

@@ -33,7 +33,15 @@ from typing import Any
 
 from agentrepro.containers import rehearsal
 from agentrepro.containers.image import Image, archive_image_id, image_of
-from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest, allocated_gpus, merged_mounts
+from agentrepro.containers.runtimes import (
+    FORBIDDEN_IN_PATH,
+    RUNTIME,
+    Mount,
+    RunRequest,
+    allocated_gpus,
+    merged_mounts,
+)
+from agentrepro.errors import BadInput
 
 CACHE_VARIABLE = "AGENTREPRO_IMAGE_CACHE"
 
@@ -93,6 +101,39 @@ def job_scratch(job_dir: Path) -> Path:
     return Path(os.environ.get("TMPDIR") or "/tmp").resolve() / f"agentrepro-{os.getuid()}-{digest}"
 
 
+def mounted_fields(config: dict[str, Any]) -> dict[str, str]:
+    """The run config's fields whose paths every framework job's container mounts (besides the run directory and the
+    study root): the framework's checkout, each data file or folder, and a model folder; a backend adds its own
+    (Backend.mounted_fields)."""
+    fields = {"backend.workdir": (config.get("backend") or {}).get("workdir")}
+    fields |= {f"data.{name}.path": (spec or {}).get("path") for name, spec in (config.get("data") or {}).items()}
+    fields["model.path"] = (config.get("model") or {}).get("path")
+    return {where: path for where, path in fields.items() if isinstance(path, str) and path}
+
+
+def check_mount(given: str | os.PathLike, *, where: str, root: Path | None = None) -> None:
+    """The mount rule, applied at freeze and before every container starts: BadInput naming `where` for a path no
+    runtime can mount (':' and ',' split their mount options; control characters), or one that would show the host
+    to the container: its root, or a folder that holds the study root (`root`, the working directory by default),
+    which would show every file beside the study. A relative path is taken under `root`."""
+    study = Path(os.path.abspath(root or Path.cwd()))
+    absolute = Path(os.path.abspath(study / given))
+    real, study = absolute.resolve(), study.resolve()
+    for path in (absolute, real):
+        if FORBIDDEN_IN_PATH.search(str(path)):
+            raise BadInput(
+                f"{str(path)!r} cannot be mounted: the runtimes split their mount options at ':' and ',' (and no "
+                "control character passes)",
+                where=where,
+            )
+    if real == Path(real.anchor) or (real != study and study.is_relative_to(real)):
+        what = "the host's root" if real == Path(real.anchor) else f"a folder that holds the study ({study})"
+        raise BadInput(
+            f"{given} is {what}: mounted, it would show the host's files to the job's container; give a folder of its own",
+            where=where,
+        )
+
+
 def container_for(
     config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = (), shared: Iterable[Path] = ()
 ) -> Container | None:
@@ -102,14 +143,13 @@ def container_for(
     if image is None:
         return None
     mounts = [*given_at(run_dir, read_only=False), Mount(Path.cwd(), read_only=False)]
-    checkout = (config.get("backend") or {}).get("workdir")
-    if checkout:  # frameworks write into their checkout (Hydra's outputs/)
-        mounts += given_at(checkout, read_only=False)
-    for spec in (config.get("data") or {}).values():  # a file or a folder
-        mounts += given_at(spec["path"], links=True)
-    if (config.get("model") or {}).get("path"):
-        mounts += given_at(config["model"]["path"], links=True)
-    for path in extra:
+    for where, given in mounted_fields(config).items():
+        check_mount(given, where=where)
+        # frameworks write into their checkout (Hydra's outputs/); a data or model folder's links are followed
+        checkout = where == "backend.workdir"
+        mounts += given_at(given, read_only=not checkout, links=not checkout)
+    for path in extra:  # the backend checks its own fields first (Backend.mounted_fields), naming them
+        check_mount(path, where="backend")
         mounts += given_at(path)
     for path in shared:
         mounts += given_at(path, read_only=False)

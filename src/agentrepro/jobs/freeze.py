@@ -190,7 +190,11 @@ def _resolve_image(
         if is_placeholder(image["file"]) or not path.is_file():
             problems.add(f"{where}image.file", f"image file not found: {path}")
             return dict(image)
-        actual = sha256_file(path)
+        try:
+            actual = sha256_file(path)
+        except OSError as exc:  # a file that is there and cannot be read (/proc/self/mem, a device, no permission)
+            problems.add(f"{where}image.file", f"cannot read the image file {path} ({exc.strerror or exc})")
+            return dict(image)
         if declared is None:
             problems.add(f"{where}image.sha256", f"missing: pin the image file by its hash (sha256: {actual})")
         elif sha256_problem(declared) is not None or declared != actual:
@@ -243,6 +247,7 @@ def build_lock(
     resolved = resolve_identifiers(manifest, manifest_file, root)
     _check_reference(manifest, manifest_file)
     plan = planning.StudyPlan(manifest, manifest_file)  # every job's draft config, built once
+    _check_mounts(plan, root)  # the paths every job's container will mount, before the demands read them
     preflight.check(plan)  # what every job will demand of its node, before anything is queued
     harness = harness_state(root, ignore=[out])
     if harness["dirty"] and not allow_dirty:
@@ -290,6 +295,20 @@ def _backend_sources(manifest: dict[str, Any], manifest_file: Path, root: Path) 
     """The git blob hashes of every backend's `sources` at its commit, by placement (backends/sources.py); None if none."""
     with read_from(manifest_file):
         return pinned_sources(manifest, root) or None
+
+
+def _check_mounts(plan: planning.StudyPlan, root: Path) -> None:
+    """The mount rule (containers.check_mount) on every path a job's container will mount, as the field names it."""
+    checked: set[tuple[str, str]] = set()
+    for job in plan.jobs():
+        if "image" not in job.config:
+            continue
+        fields = {**containers.mounted_fields(job.config), **job.backend.mounted_fields(job.config)}
+        for where, path in fields.items():
+            if (where, path) not in checked:
+                checked.add((where, path))
+                with read_from(plan.manifest_file):
+                    containers.check_mount(path, where=where, root=root)
 
 
 def freeze(

@@ -57,7 +57,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from agentrepro import runconfig, schema
+from agentrepro import containers, runconfig, schema
 from agentrepro.backends import checkpoints, convert, ray_head, step_rows
 from agentrepro.backends.base import (
     COMMON,
@@ -218,14 +218,21 @@ def programs(config: dict[str, Any], run_dir: Path) -> list[Launch]:
     ]
 
 
+def mounted_fields(config: dict[str, Any]) -> dict[str, str]:
+    """The block's data and model paths the job's container mounts: ALFWorld's data, the model snapshot, the recipe's
+    model lock. backend.pythonpath names the image's own paths: a mount from the host would hide them."""
+    block = config["backend"]
+    named = {f"backend.{key}": block.get(key) for key in ("alfworld_data", "model_path", "model_lock")}
+    return {where: path for where, path in named.items() if isinstance(path, str) and path}
+
+
 def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
     """What the job's container sees besides the run directory, the study root, the checkout and the data
-    (containers.container_for), read-only: the integration's hooks, and the block's data and model paths (ALFWorld's
-    data, the model snapshot, the recipe's model lock). backend.pythonpath names the image's own paths: a mount
-    from the host would hide them."""
-    block = config["backend"]
-    named = [block.get(key) for key in ("alfworld_data", "model_path", "model_lock")]
-    return (HOOKS, SHARED_HOOKS, *(Path(path).absolute() for path in named if path))
+    (containers.container_for), read-only: the integration's hooks, and the block's paths (`mounted_fields`)."""
+    fields = mounted_fields(config)
+    for where, path in fields.items():
+        containers.check_mount(path, where=where)
+    return (HOOKS, SHARED_HOOKS, *(Path(path).absolute() for path in fields.values()))
 
 
 def outcome_file(run_dir: Path, config: dict[str, Any], step: int) -> Path:
@@ -293,6 +300,9 @@ class RelaxBackend(Backend):
         hf = recipe.hf_checkpoint(save, config, step)
         megatron = recipe.checkpoint_dir(save, config) / f"iter_{recipe.rollout_of_step(step):07d}"
         return StepCheckpoint(step, hf, weights=(hf,), state=(megatron,))
+
+    def mounted_fields(self, config: dict[str, Any]) -> dict[str, str]:
+        return mounted_fields(config)
 
     def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
         """The model revision the recipe accepts; GPUs against its parallel sizes (TP = NUM_GPUS, PP = CP = 1, so data

@@ -47,7 +47,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import runconfig
+from agentrepro import containers, runconfig
 from agentrepro.backends import checkpoints, ray_head, step_rows
 from agentrepro.backends.base import COMMON, Backend, Block, Demand, PrunedInTraining, SeedStream, StepCheckpoint, text
 from agentrepro.backends.launch import Launch, contain, run_launch
@@ -134,11 +134,19 @@ def head_words(config: dict[str, Any], run_dir: Path, *, resume: bool = True) ->
     )
 
 
+def mounted_fields(config: dict[str, Any]) -> dict[str, str]:
+    """The block's paths the job's container mounts: the local model snapshot (backend.model_path)."""
+    model = (config.get("backend") or {}).get("model_path")
+    return {"backend.model_path": model} if isinstance(model, str) and model else {}
+
+
 def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
     """What the job's container sees besides the run directory, the study root, the checkout and the data
-    (containers.container_for): the integration's hooks (read-only), and a local model snapshot (backend.model_path)."""
-    model = (config.get("backend") or {}).get("model_path")
-    return (integration.HOOKS, SHARED_HOOKS, *([Path(model).absolute()] if model else []))
+    (containers.container_for): the integration's hooks (read-only), and the block's paths (`mounted_fields`)."""
+    fields = mounted_fields(config)
+    for where, path in fields.items():
+        containers.check_mount(path, where=where)
+    return (integration.HOOKS, SHARED_HOOKS, *(Path(path).absolute() for path in fields.values()))
 
 
 def job_launches(
@@ -311,6 +319,9 @@ class VerlAgentBackend(Backend):
 
     def deviations(self, config: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
         return [o.record() for o in recipes.appended(config, run_dir, resume=True)]
+
+    def mounted_fields(self, config: dict[str, Any]) -> dict[str, str]:
+        return mounted_fields(config)
 
     def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:
         check_ray(config["backend"])  # the demands compute with its numbers
