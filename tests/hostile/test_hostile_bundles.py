@@ -243,3 +243,29 @@ def test_file_names_with_line_separators_survive_audit_and_bundle(tmp_path):
     assert all(f"runs/demo/grpo/seed0/{name}" in tar_members(path) for name in ODD_NAMES)
     assert audit_bundle(path) == []
     record("bundles", "bundle:separators")
+
+
+def _run_member(members: dict[str, bytes], name: str) -> str:
+    return next(m for m in sorted(members) if m.startswith("runs/") and m.endswith("/" + name))
+
+
+@pytest.mark.parametrize(
+    ("member", "reason", "size"),
+    [
+        ("metrics.jsonl", "checkpoint weights or training state (its hash is in the run's seal)", 10),
+        ("command.txt", "an experiment tracker's directory (its numbers are in the run's own files)", 10),
+        ("metrics.jsonl", "outside the root directory", 10),
+        ("command.txt", "larger than 67108864 bytes", 100),
+        ("metrics.jsonl", "not needed", 10),
+    ],
+)
+def test_a_removed_member_excused_by_a_forged_left_out_fails_the_audit(good_bundle, tmp_path, member, reason, size):
+    """A run file removed from a resealed bundle and listed in BUNDLE.json's left_out with a reason that does not hold
+    for it (or none of the bundle's own): the audit names the entry, and the member is missing."""
+    name = _run_member(good_bundle, member)
+    members = {k: v for k, v in good_bundle.items() if k != name}
+    info = json.loads(members[BUNDLE_JSON])
+    members = _with_info(members, left_out=[*info["left_out"], {"path": name, "bytes": size, "reason": reason}])
+    problems = audit_bundle(_forge(members, tmp_path / "b.tar.gz"))
+    assert any(f"left_out excuses {name!r}" in p for p in problems), problems
+    assert any(name in p and "missing" in p for p in problems), problems

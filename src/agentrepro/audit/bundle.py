@@ -33,6 +33,7 @@ import gzip
 import io
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -45,7 +46,7 @@ from agentrepro.audit import sign
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.bounds import number
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, shown
 from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
 from agentrepro.layout import SLUG_RE, RunFiles, locate
 from agentrepro.lockfile import lock_sha256, read_lock
@@ -63,6 +64,23 @@ MAX_BUNDLE_BYTES = 16 << 30  # all members of a bundle together, extracted
 MAX_MEMBERS = 1_000_000  # members of a bundle
 LINK_REASON = "a symbolic link (never followed: its target could lie outside the study)"
 OUTSIDE_REASON = "outside the root directory"
+TRACKER_REASON = "an experiment tracker's directory (its numbers are in the run's own files)"
+CHECKPOINT_REASON = "checkpoint weights or training state (its hash is in the run's seal)"
+SIZE_REASON = re.compile(r"larger than (\d{1,20}) bytes")
+
+
+def may_leave_out(rel: str, reason: object, size: object) -> bool:
+    """Whether `bundle` leaves out `rel` for `reason` (a BUNDLE.json left_out entry, `size` its bytes): the reason is one
+    of the bundle's own and holds for that path, so that a forged BUNDLE.json cannot excuse a member it removed."""
+    parts = PurePosixPath(rel).parts
+    if reason in (LINK_REASON, OUTSIDE_REASON):
+        return reason == LINK_REASON or not safe_entry(rel)  # a link is reported by the audit whatever it is
+    if reason == TRACKER_REASON:
+        return any(part in TRACKER_DIRS for part in parts[:-1])
+    if reason == CHECKPOINT_REASON:
+        return RunFiles.CHECKPOINTS in parts[:-1] and PurePosixPath(rel).suffix not in CHECKPOINT_TEXT
+    bound = SIZE_REASON.fullmatch(reason) if isinstance(reason, str) else None
+    return bound is not None and isinstance(size, int) and not isinstance(size, bool) and size > int(bound[1])
 
 
 def _files_under(top: Path, root: Path) -> list[str]:
@@ -103,21 +121,9 @@ def collect(
         if not safe_entry(rel):
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": OUTSIDE_REASON})
         elif any(part in TRACKER_DIRS for part in parts[:-1]):
-            left_out.append(
-                {
-                    "path": rel,
-                    "bytes": path.stat().st_size,
-                    "reason": "an experiment tracker's directory (its numbers are in the run's own files)",
-                }
-            )
+            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": TRACKER_REASON})
         elif RunFiles.CHECKPOINTS in parts[:-1] and PurePosixPath(rel).suffix not in CHECKPOINT_TEXT:
-            left_out.append(
-                {
-                    "path": rel,
-                    "bytes": path.stat().st_size,
-                    "reason": "checkpoint weights or training state (its hash is in the run's seal)",
-                }
-            )
+            left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": CHECKPOINT_REASON})
         elif path.stat().st_size > max_file_bytes:
             left_out.append(
                 {"path": rel, "bytes": path.stat().st_size, "reason": f"larger than {max_file_bytes} bytes"}
@@ -367,6 +373,13 @@ def verify_bundle(
             if name not in names and not name.startswith(folders)
         ]
         left_out = {entry["path"]: entry.get("reason") for entry in info["left_out"]}
+        for entry in info["left_out"]:
+            if not may_leave_out(entry["path"], entry.get("reason"), entry.get("bytes")):
+                found.append(
+                    f"{bundle}:{BUNDLE_JSON}: left_out excuses {entry['path']!r} ({shown(entry.get('reason'))}), which "
+                    "the bundle packs: a member removed, or a forged list"
+                )
+                left_out.pop(entry["path"], None)
         not_bundled = set(left_out)
         for rel in sorted(names - {BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG}):
             if not safe_entry(rel):  # a path the lock hashed outside the archive: never read
