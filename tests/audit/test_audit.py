@@ -117,6 +117,19 @@ def test_unsealed_run_and_files_added_after_sealing_are_detected(frozen):
     assert not any("more.log" in p or ".snakemake_timestamp" in p for p in problems)
 
 
+def test_a_file_added_to_or_removed_from_the_analysis_and_resealed_is_detected(frozen):
+    """With the analysis folder sealed again over the change, the recount still finds a file the analysis never
+    writes, and one it writes that is gone."""
+    root, _ = frozen
+    sealed = root / "analysis" / "demo"
+    (sealed / "extra.csv").write_text("a,b\n")
+    (sealed / "learning.csv").unlink()
+    write_outputs_manifest(sealed)
+    problems = audit_study("demo", root)
+    assert f"{sealed / 'extra.csv'}: a stray file: the analysis writes no such file (added after it ran?)" in problems
+    assert f"{sealed / 'learning.csv'}: missing: the analysis writes it (removed after it ran?)" in problems
+
+
 def test_run_of_a_method_the_lock_does_not_have(frozen):
     """A run directory for a method outside the lock is reported."""
     root, _lock = frozen

@@ -168,9 +168,19 @@ def check_parquet(path: Path, recomputed: pd.DataFrame) -> list[str]:
 
 
 def check_analysis_files(analysis_dir: Path, analysis: Analysis) -> list[str]:
-    """Every file of analysis/<study>/ against `analysis`, the recomputation."""
+    """Every file of analysis/<study>/ against `analysis`, the recomputation: each file the analysis writes is there and
+    equal to it, and no other file is (a file added or removed and the folder sealed again shows here)."""
     found: list[str] = []
     payloads = analysis.files()
+    present = {p.name for p in analysis_dir.iterdir() if p.is_file() or p.is_symlink()}
+    found += [
+        f"{analysis_dir / name}: a stray file: the analysis writes no such file (added after it ran?)"
+        for name in sorted(present - set(payloads) - {RunFiles.OUTPUTS})
+    ]
+    found += [
+        f"{analysis_dir / name}: missing: the analysis writes it (removed after it ran?)"
+        for name in sorted(set(payloads) - present)
+    ]
     for table in contract.TABLES:
         path = analysis_dir / table.file
         if path.is_file() and not path.is_symlink():
