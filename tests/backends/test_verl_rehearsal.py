@@ -1,5 +1,6 @@
 """`agentrepro rehearse` of the shipped GraphGPO study on verl-agent @ 20bd331's own code, in a podman image that holds
-its pinned requirements (verl_image.py), offline, with a tiny local model and generated ALFWorld games.
+its pinned requirements (verl_image.py), offline, as a job step of the local SLURM (`srun`), with a tiny local model
+and generated ALFWorld games.
 
 Everything up to the GPUs is verl-agent's: the recipe's script run_qwen2.5_1.5b_alfworld_train.sh with the harness's
 overrides, Hydra's composition, the job's own Ray head (real Ray 2.49.2 in the image), the TaskRunner, the
@@ -72,7 +73,7 @@ def shipped_study(root: Path, checkout: Path, image) -> Path:
     return path
 
 
-def test_verl_agents_own_code_reaches_the_gpus_offline_in_its_image(tmp_path, verl_agent):
+def test_verl_agents_own_code_reaches_the_gpus_offline_in_its_image(tmp_path, verl_agent, slurm_cluster):
     """The data preparation ends; the train program runs verl-agent up to its GPU workers, whose first call on the
     device (verl/single_controller/base/worker.py, the worker's constructor, scheduled on a GPU bundle of the
     placement group) is the boundary; the env workers found ALFWorld's games (the panel's 4 for validation); nothing
@@ -83,8 +84,8 @@ def test_verl_agents_own_code_reaches_the_gpus_offline_in_its_image(tmp_path, ve
     out = tmp_path / "rehearsal"
     result = run_cli(
         "rehearse", manifest, "--method", "graphgpo", "--seed", "0", "--out", out, "--timeout-s", "900",
-        cwd=manifest.parents[1], timeout=1200,
-    )  # fmt: skip
+        cwd=manifest.parents[1], timeout=1200, prefix=("srun", "--ntasks=1", "--cpus-per-task=2", "--time=30"),
+    )  # as a user on a CPU partition: a SLURM job step of the local cluster  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "| prepare_data (prepare data) | ended |" in result.stdout
     worker = checkout / "verl" / "single_controller" / "base" / "worker.py"
@@ -93,6 +94,8 @@ def test_verl_agents_own_code_reaches_the_gpus_offline_in_its_image(tmp_path, ve
     (boundary,) = json.loads((out / "rehearsal.json").read_text())["boundary"]
     assert boundary["program"] == "train" and boundary["argv"][0].endswith("ray/_private/workers/default_worker.py")
     assert boundary["frames"][0]["file"] == str(worker) and boundary["frames"][0]["function"] == "__init__"
+    (attempt,) = json.loads((out / "run" / "provenance.json").read_text())["attempts"]
+    assert attempt["slurm_job_id"], attempt  # it ran as a SLURM job
     assert len(json.loads((out / "run" / "verl_panel.json").read_text())) == 4
     said = (out / "run" / "logs" / "train.stdout.log").read_text()
     assert "Training with 6 games" in said and "we have 6 games in split=eval_in_distribution" in said

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +12,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import default_study
-from helpers import REPO, require
 from wfkit import TINY
 
 
@@ -40,38 +38,3 @@ def study_dir(tmp_path: Path) -> Path:
     (tmp_path / "manifests").mkdir()
     shutil.copy(TINY, tmp_path / "manifests" / TINY.name)
     return tmp_path
-
-
-def _slurm_up() -> bool:
-    if not shutil.which("scontrol"):
-        return False
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
-    return ping.returncode == 0 and "UP" in ping.stdout
-
-
-@pytest.fixture(scope="session")
-def slurm_cluster():
-    """A running local SLURM: the one already up, or one started by scripts/slurm-cluster.sh and stopped after.
-
-    Required (not skipped) when AGENTREPRO_REQUIRE lists `slurm`, as in CI.
-    """
-    started = False
-    if not _slurm_up():
-        can_start = os.geteuid() == 0 and (
-            shutil.which("slurmctld") is not None or os.path.exists("/usr/sbin/slurmctld")
-        )
-        require(
-            "slurm",
-            can_start,
-            "no SLURM controller answers and this session cannot start one (needs root and Debian's slurmctld)",
-        )
-        proc = subprocess.run(
-            ["bash", str(REPO / "scripts" / "slurm-cluster.sh"), "start"], capture_output=True, text=True, timeout=120
-        )
-        require("slurm", proc.returncode == 0, f"scripts/slurm-cluster.sh start failed: {proc.stderr.strip()[-500:]}")
-        started = True
-    yield
-    if started:
-        subprocess.run(
-            ["bash", str(REPO / "scripts" / "slurm-cluster.sh"), "stop"], capture_output=True, text=True, timeout=120
-        )
