@@ -1,7 +1,7 @@
 """Paths a job's container would mount, given as a user might: the mount rule (containers.check_mount) is applied at
 freeze and again before any container starts, one line naming the field, exit 2. A path that shows the host to the
 container (its root, a folder holding the study) is refused, and so is one no runtime can mount (':' and ',' split
-their mount options), which used to freeze and then fail every job at the runtime's mount parser."""
+their mount options), which would otherwise freeze and then fail every job at the runtime's mount parser."""
 
 from __future__ import annotations
 

@@ -134,6 +134,13 @@ def check_mount(given: str | os.PathLike, *, where: str, root: Path | None = Non
         )
 
 
+def checked_mounts(fields: dict[str, str]) -> tuple[Path, ...]:
+    """The paths of a backend block's `fields` (field -> path), each held to the mount rule by its field's name."""
+    for where, path in fields.items():
+        check_mount(path, where=where)
+    return tuple(Path(path).absolute() for path in fields.values())
+
+
 def container_for(
     config: dict[str, Any], *, run_dir: Path, extra: Iterable[Path] = (), shared: Iterable[Path] = ()
 ) -> Container | None:

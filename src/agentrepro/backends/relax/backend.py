@@ -229,10 +229,7 @@ def mounted_fields(config: dict[str, Any]) -> dict[str, str]:
 def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
     """What the job's container sees besides the run directory, the study root, the checkout and the data
     (containers.container_for), read-only: the integration's hooks, and the block's paths (`mounted_fields`)."""
-    fields = mounted_fields(config)
-    for where, path in fields.items():
-        containers.check_mount(path, where=where)
-    return (HOOKS, SHARED_HOOKS, *(Path(path).absolute() for path in fields.values()))
+    return (HOOKS, SHARED_HOOKS, *containers.checked_mounts(mounted_fields(config)))
 
 
 def outcome_file(run_dir: Path, config: dict[str, Any], step: int) -> Path:

@@ -12,8 +12,8 @@ lines) are in tests/fixtures/frameworks/relax.args.json.
   TASK_GROUPS, GROUP_SIZE, MAX_STEPS (env.params.max_turns), MODEL_REVISION, and the paths: ALFWORLD_DATA,
   HF_CHECKPOINT, SAVE_DIR, DATA_ARTIFACT_DIR, MODEL_LOCK. DEPENDENCY_LOCK is the study's lock (the file
   that pins this run's dependencies; the recipe records its SHA-256 in run_lock.env), or for a run config without
-  one (outside a study, or rehearsed before freeze) the run's resolved config, which pins what this run runs. PREPARE_LOCK is the
-  lock the recipe's own data preparation writes.
+  one (outside a study, or rehearsed before freeze) the run's resolved config, which pins what this run runs.
+  PREPARE_LOCK is the lock the recipe's own data preparation writes.
 * What the recipe fixes (`FIXED`: lr 1e-6, eval every 5 rollouts at temperature 0.4 with one sample per
   task, ...) cannot be changed through it: a run config asking otherwise is refused, naming the key.
 * Exports (`head_env`): the recipe exports GRAPHGPO_* and RELAX_AGENTIC_MAX_EXPORTED_ROWS_PER_SAMPLE before it

@@ -1,8 +1,9 @@
 """Outcomes per validation episode from verl-agent, without editing its files (docs/design.md §3.4).
 
 Installed by the shared startup sitecustomize.py (agentrepro/hooks/startup) in every process of a job, which
-AGENTREPRO_STARTUP tells to, with AGENTREPRO_VERL_OUT naming the run directory; AGENTREPRO_VERL_PANEL names the panel (a JSON list of {task_id, task_hash, category, game_file}; a
-relative game_file is taken under $ALFWORLD_DATA). Self-contained: the job's image needs only this folder.
+AGENTREPRO_STARTUP tells to, with AGENTREPRO_VERL_OUT naming the run directory; AGENTREPRO_VERL_PANEL names the
+panel (a JSON list of {task_id, task_hash, category, game_file}; a relative game_file is taken under
+$ALFWORLD_DATA). Self-contained: the job's image needs only this folder.
 
 An import hook wraps these names right after their module runs (before any `from m import name` binds
 them), at verl-agent 20bd331bdbc9026a5668e11362178e10ab7400c8 (read from the public mirror
