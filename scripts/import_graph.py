@@ -35,8 +35,8 @@ LAYERS = (
     ("planning",),
     ("preflight",),
     ("jobs",),
-    ("audit",),
     ("report",),
+    ("audit",),
     ("cli",),
     ("__main__",),
 )

@@ -197,10 +197,11 @@ def fake_outputs(root: Path, study: str = "demo") -> None:
     they chain them: analysis.json records every sealed file of every run, the report every analysis file, and
     the report marks every value it prints (the audit recomputes them all)."""
     from agentrepro.analysis.study import analyze_study
+    from agentrepro.audit import audit_result
     from agentrepro.report.write import write_report
 
     analyze_study(study, root)
-    write_report(study, root, pdf=False)
+    write_report(study, root, audit=audit_result(study, root), pdf=False)
 
 
 def load(path: Path) -> Any:

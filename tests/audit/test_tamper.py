@@ -479,12 +479,18 @@ def test_tampering_is_caught(study, case, tamper, path, word):
 
 def test_a_forged_outcome_passes_every_hash_and_fails_only_the_recount(study):
     """The forgery of an outcome with every seal and recorded hash recomputed leaves nothing for the hash chain to
-    find: every problem the audit reports is the recount's (recounted counts, recomputed tables), none a hash's."""
+    find: every problem the audit reports is the recount's (recounted counts, recomputed tables, the report rendered
+    again from them), none a hash's."""
     _forge_outcome(study)
     result = audit(study)
     lines = result.stdout.splitlines()[:-1]  # the last line counts the problems
     assert result.returncode == 1 and lines, result.stdout
-    recount = ("recomputed from the outcomes", "differ from the recomputation", "outcomes.jsonl holds")
+    recount = (
+        "recomputed from the outcomes",
+        "differ from the recomputation",
+        "outcomes.jsonl holds",
+        "rendered again from the recomputed analysis",
+    )
     assert all(any(words in p for words in recount) for p in lines), result.stdout
     assert any(p.startswith(str(study / f"{ANALYSIS}/analysis.json")) and "bottom_line" not in p for p in lines)
 

@@ -14,10 +14,12 @@ and the failures; the session writes it to $AGENTREPRO_HOSTILE_COUNTS when that 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import random
 import sys
+import tarfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,8 @@ import yaml
 from hypothesis import strategies as st
 
 from agentrepro import cli
+from agentrepro.audit.bundle import BUNDLE_SHA256
+from agentrepro.fileio import sha256_bytes
 
 CLASSES = (
     "encoding",
@@ -301,3 +305,18 @@ def attacks(*, duplicates: bool = True) -> st.SearchStrategy[Attack]:
     if duplicates:
         options.append(st.builds(lambda i: Attack("duplicates_and_aliases", "duplicate", None, i), INDEXES))
     return st.one_of(*options)
+
+
+def forge_bundle(members: dict[str, bytes], path: Path) -> Path:
+    """Write `members` as a bundle whose BUNDLE.sha256 matches them (a consistent forgery)."""
+    members = {k: v for k, v in members.items() if k != BUNDLE_SHA256}
+    sums = "".join(f"{sha256_bytes(data)}  {name}\n" for name, data in sorted(members.items()))  # plain names only
+    members = {BUNDLE_SHA256: sums.encode(), **members}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    path.write_bytes(gzip.compress(buffer.getvalue()))
+    return path

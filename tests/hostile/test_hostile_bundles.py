@@ -21,10 +21,9 @@ from pathlib import Path
 
 import pytest
 from helpers import run_cli, tar_members
-from hostile_kit import record
+from hostile_kit import forge_bundle, record
 
-from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, audit_bundle, write_bundle
-from agentrepro.fileio import sha256_bytes
+from agentrepro.audit.bundle import BUNDLE_JSON, audit_bundle, write_bundle
 
 _OPENED: list[str] | None = None
 
@@ -46,21 +45,6 @@ def files_opened() -> Iterator[list[str]]:
         yield _OPENED
     finally:
         _OPENED = None
-
-
-def _forge(members: dict[str, bytes], path: Path) -> Path:
-    """Write `members` as a bundle whose BUNDLE.sha256 matches them (a consistent forgery)."""
-    members = {k: v for k, v in members.items() if k != BUNDLE_SHA256}
-    sums = "".join(f"{sha256_bytes(data)}  {name}\n" for name, data in sorted(members.items()))  # plain names only
-    members = {BUNDLE_SHA256: sums.encode(), **members}
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    path.write_bytes(gzip.compress(buffer.getvalue()))
-    return path
 
 
 def _complete_study(root: Path, extra: dict[str, list] | None = None) -> Path:
@@ -120,7 +104,7 @@ def test_a_study_or_manifest_outside_the_archive_is_refused_naming_the_bundle(
     """BUNDLE.json naming an absolute or traversing study or manifest: one problem naming the bundle; nothing outside read."""
     decoy = _decoy(tmp_path, complete_study)
     value = value.replace("{decoy}", str(decoy))
-    path = _forge(_with_info(good_bundle, **{field: value}), tmp_path / "b.tar.gz")
+    path = forge_bundle(_with_info(good_bundle, **{field: value}), tmp_path / "b.tar.gz")
     with files_opened() as opened:
         problems = audit_bundle(path)
     assert len(problems) == 1 and problems[0].startswith(f"{path}:{BUNDLE_JSON}: unreadable or unsafe"), problems
@@ -130,7 +114,7 @@ def test_a_study_or_manifest_outside_the_archive_is_refused_naming_the_bundle(
 
 def test_a_traversing_study_as_a_subprocess(good_bundle, tmp_path):
     """`audit --bundle` of a bundle whose study is ../../../etc: exit 1, the bundle named, no traceback."""
-    path = _forge(_with_info(good_bundle, study="../../../etc"), tmp_path / "b.tar.gz")
+    path = forge_bundle(_with_info(good_bundle, study="../../../etc"), tmp_path / "b.tar.gz")
     done = run_cli("audit", "--bundle", path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"{path}:{BUNDLE_JSON}" in done.stdout and "not a study slug" in done.stdout
@@ -139,7 +123,7 @@ def test_a_traversing_study_as_a_subprocess(good_bundle, tmp_path):
 @pytest.mark.parametrize("name", ["notes/extra.txt", "manifests/other.yaml", "runs/other-study/x.json", "BUNDLE.extra"])
 def test_a_member_outside_the_plan_is_refused_even_when_listed(good_bundle, tmp_path, name):
     """A member listed in BUNDLE.sha256 but not planned by the lock (outside the study's folders) is a problem."""
-    path = _forge({**good_bundle, name: b"{}\n"}, tmp_path / "b.tar.gz")
+    path = forge_bundle({**good_bundle, name: b"{}\n"}, tmp_path / "b.tar.gz")
     assert f"{path}:{name}: not a file the lock plans: refused" in audit_bundle(path)
     record("bundles", "bundle:unplanned")
 
@@ -151,7 +135,7 @@ def test_a_lock_that_hashes_a_file_outside_the_archive_is_not_read(good_bundle, 
     lock = json.loads(good_bundle["manifests/demo.lock.json"])
     lock["resolved"]["files"]["/etc/passwd"] = "0" * 64
     forged = seal({k: v for k, v in lock.items() if k != "lock_self_sha256"})
-    path = _forge(
+    path = forge_bundle(
         {**good_bundle, "manifests/demo.lock.json": (json.dumps(forged, indent=2) + "\n").encode()},
         tmp_path / "b.tar.gz",
     )
@@ -266,6 +250,6 @@ def test_a_removed_member_excused_by_a_forged_left_out_fails_the_audit(good_bund
     members = {k: v for k, v in good_bundle.items() if k != name}
     info = json.loads(members[BUNDLE_JSON])
     members = _with_info(members, left_out=[*info["left_out"], {"path": name, "bytes": size, "reason": reason}])
-    problems = audit_bundle(_forge(members, tmp_path / "b.tar.gz"))
+    problems = audit_bundle(forge_bundle(members, tmp_path / "b.tar.gz"))
     assert any(f"left_out excuses {name!r}" in p for p in problems), problems
     assert any(name in p and "missing" in p for p in problems), problems

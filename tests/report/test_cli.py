@@ -13,6 +13,7 @@ import pytest
 from helpers import REPO, require_executable, run_cli
 from report_synthetic import STUDY, write_analysis_dir, write_outcomes
 
+from agentrepro.audit import audit_result
 from agentrepro.errors import BadInput
 from agentrepro.report.write import write_report
 from agentrepro.seal import verify_outputs, write_outputs_manifest
@@ -94,12 +95,12 @@ def test_letter_paper_and_named_engine_from_the_command_line(tmp_path):
 def test_unknown_study_and_mismatch(root):
     """A study without analysis, a path-like study, and an analysis of another study are BadInput (exit 2)."""
     with pytest.raises(BadInput, match=r"analysis/other/analysis\.json: file not found"):
-        write_report("other", root, pdf=False)
+        write_report("other", root, audit=audit_result("other", root), pdf=False)
     with pytest.raises(BadInput, match="slug"):
-        write_report("../x", root, pdf=False)
+        write_report("../x", root, audit=audit_result("../x", root), pdf=False)
     shutil.copytree(root / "analysis" / STUDY, root / "analysis" / "renamed")
     with pytest.raises(BadInput, match="expected study 'renamed'"):
-        write_report("renamed", root, pdf=False)
+        write_report("renamed", root, audit=audit_result("renamed", root), pdf=False)
     assert not (root / "reports").exists()
 
 
@@ -117,7 +118,7 @@ def test_figures_directory_exists_without_figures(tmp_path):
         "provenance": {"lock": None, "runs": []},
     }
     write_analysis_dir(tmp_path, analysis)
-    out, engine = write_report("s", tmp_path, pdf=False)
+    out, engine = write_report("s", tmp_path, audit=audit_result("s", tmp_path), pdf=False)
     assert engine is None and (out / "figures").is_dir() and not any((out / "figures").iterdir())
     assert (out / "report.html").stat().st_mode & 0o044 == 0o044  # readable by others, like a published page
 

@@ -1,5 +1,15 @@
-"""The report's printed values against the recount: what report.html shows from the analysis, formatted again from
-the analysis recomputed from the outcomes (agentrepro.audit.recount).
+"""The report against the recount: reports/<study> rendered again from the analysis recomputed from the outcomes
+(agentrepro.audit.recount), and every value report.html prints formatted again from it.
+
+`check_rendering(report_dir, tree, ...)` renders the report as `agentrepro report` does (agentrepro.report.render),
+from the recomputed analysis, the hashes of the analysis files, the audit's own findings up to the analysis (the
+result the appendix shows, agentrepro.audit.result) and the two settings the page records in its RENDERING meta
+element (the paper and the PDF engine). report.html, provenance.html and every figure must equal that rendering byte
+for byte, and the folder may hold nothing else but its seal, analysis.sha256 (audit/chain.py) and, where the page says
+one was printed, report.pdf (not read). So whatever a reader sees is checked, not only the marked values: a number
+changed anywhere in the page, a mark re-pointed to another value, a style that hides one text and shows another, a
+replaced figure and a stray file all differ from the rendering, whatever seal was written over them. Rendering is
+deterministic for one agentrepro and matplotlib; a page rendered by another is reported as differing.
 
 The report marks every value it prints from analysis.json (agentrepro.report.marks): `<data data-at="PATH"
 data-f="FORMAT">TEXT</data>`. `check_report_values(report_html, recomputed)` reads every mark, looks each PATH up in
@@ -7,21 +17,35 @@ the recomputed analysis.json object, formats it with FORMAT (agentrepro.analysis
 TEXT. A report edited after it was rendered and sealed again (nothing above the report checks its seal) shows here
 as a printed value that the outcomes do not give. The report must also mark what a reader takes from it first
 (HEADLINE: the bottom line, every verdict and every claim's result): a page that shows them unmarked cannot be checked.
-Not checked: the figures (pictures), text the page composes itself (headings, badges' counts), and report.pdf.
+This check names the value that differs; the rendering above catches the rest of the page. Not checked:
+report.pdf.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Set
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from agentrepro import layout
 from agentrepro.analysis import format as fmt
-from agentrepro.audit.recount import RECOMPUTED, shown
-from agentrepro.audit.tree import EXAMPLES
+from agentrepro.analysis.study import ANALYSIS_JSON, Analysis
+from agentrepro.audit.recount import RECOMPUTED, shown, shown_pair
+from agentrepro.audit.result import result_of
+from agentrepro.audit.tree import EXAMPLES, SNAKEMAKE_MARKER, Tree
+from agentrepro.errors import BadInput, Failure
+from agentrepro.report.load import validate
+from agentrepro.report.paged import PAPERS
+from agentrepro.report.render import PROVENANCE_PAGE, RENDERING, render_report
+from agentrepro.report.write import FIGURES, REPORT_HTML, REPORT_PDF, analysis_files
+from agentrepro.seal import OUTPUTS
 
 MISSING = object()
-REPORT_HTML = "report.html"
+MAX_PAGE_BYTES = 256 * 2**20  # far above any page agentrepro renders (figures inline: a few MB)
+MAX_RENDERING_CHARS = 1000  # the RENDERING meta element's content: two short settings
+MAX_ENGINE_CHARS = 200  # a PDF engine's name and version, as the appendix prints it
 
 
 class _Marks(HTMLParser):
@@ -120,3 +144,130 @@ def check_report_values(report_html: Path, recomputed: dict) -> list[str]:
             f"{report_html}: and {len(lines) - EXAMPLES} more printed value(s) that differ from the recomputation",
         ]
     return lines
+
+
+class _Rendering(HTMLParser):
+    """The content of every <meta name=RENDERING> element."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "meta" and attrs.get("name") == RENDERING:
+            self.found.append(attrs.get("content") or "")
+
+
+def rendering_settings(html: str) -> tuple[dict | None, str]:
+    """({"paper", "pdf_engine"} the page was rendered with, "") or (None, why they cannot be read)."""
+    parser = _Rendering()
+    parser.feed(html)
+    parser.close()
+    if len(parser.found) != 1:
+        return None, (
+            f"holds {len(parser.found)} <meta name={RENDERING}> elements, where a rendered page holds one: rendered by "
+            "an older agentrepro, or edited (render it again: `agentrepro report`)"
+        )
+    content = parser.found[0]
+    settings = None
+    if len(content) <= MAX_RENDERING_CHARS:
+        try:
+            settings = json.loads(content)
+        except ValueError:
+            pass
+    engine = settings.get("pdf_engine") if isinstance(settings, dict) else None
+    if (
+        not isinstance(settings, dict)
+        or set(settings) != {"paper", "pdf_engine"}
+        or settings["paper"] not in PAPERS
+        or not (
+            engine is None or (isinstance(engine, str) and len(engine) <= MAX_ENGINE_CHARS and engine.isprintable())
+        )
+    ):
+        return None, (
+            f"<meta name={RENDERING}> holds {shown(content)}, where a rendered page holds "
+            f'{{"paper": one of {", ".join(PAPERS)}, "pdf_engine": a name or null}}'
+        )
+    return settings, ""
+
+
+def first_difference(found: bytes, expected: bytes) -> str:
+    """Where two texts first differ, in words: the line and, from shortly before, what each holds there."""
+    a, b = found.decode("utf-8", "replace").splitlines(), expected.decode("utf-8", "replace").splitlines()
+    line = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    was, now = shown_pair(a[line] if line < len(a) else "(the end)", b[line] if line < len(b) else "(the end)")
+    return f"line {line + 1} holds {was}, the rendering: {now}"
+
+
+def check_rendering(
+    report_dir: Path,
+    tree: Tree,
+    *,
+    analysis_dir: Path,
+    recomputed: Analysis,
+    audited: list[str],
+    not_bundled: Set[Path] = frozenset(),
+) -> list[str]:
+    """reports/<study> against the report rendered again (see the module docstring). `audited`: the audit's
+    findings for the study up to its analysis, which the appendix shows."""
+    page = report_dir / REPORT_HTML
+    if page not in tree.files:
+        return [] if page in tree.links or page in not_bundled else [f"{page}: missing"]
+    if page.stat().st_size > MAX_PAGE_BYTES:
+        return [f"{page}: larger than any page agentrepro renders ({MAX_PAGE_BYTES} bytes): not read"]
+    html = page.read_bytes()
+    settings, why = rendering_settings(html.decode("utf-8", "replace"))
+    if settings is None:
+        return [f"{page}: {why}"]
+    try:
+        analysis = validate(
+            json.loads(json.dumps(recomputed.document(), allow_nan=False)), analysis_dir / ANALYSIS_JSON
+        )
+        rendered, provenance, figures = render_report(
+            analysis,
+            audit=result_of(audited),
+            files=analysis_files(analysis_dir),
+            paper=settings["paper"],
+            pdf_engine=settings["pdf_engine"],
+        )
+    except (BadInput, Failure, ValueError, TypeError, KeyError) as exc:  # a lock or analysis the audit flagged above
+        return [
+            f"{page}: cannot be rendered again from the recomputed analysis, so nothing in it can be vouched for: {exc}"
+        ]
+    expected = {
+        REPORT_HTML: rendered.encode(),
+        PROVENANCE_PAGE: provenance.encode(),
+        **{f"{FIGURES}/{f.key}.png": f.png for f in figures},
+    }
+    beside = {OUTPUTS, layout.REPORT_ANALYSIS_RECORD} | ({REPORT_PDF} if settings["pdf_engine"] else set())
+    found = []
+    for rel, data in expected.items():
+        path = report_dir / rel
+        if path in tree.links or path in not_bundled:
+            continue  # reported as a link, or left out of a bundle on purpose
+        if path not in tree.files:
+            found.append(f"{path}: missing: the report rendered again has it")
+        elif rel != REPORT_HTML and path.stat().st_size > MAX_PAGE_BYTES:
+            found.append(f"{path}: larger than anything agentrepro renders ({MAX_PAGE_BYTES} bytes): not read")
+        elif (held := html if rel == REPORT_HTML else path.read_bytes()) != data:
+            found.append(
+                f"{path}: differs from the report rendered again from the recomputed analysis: "
+                + (first_difference(held, data) if rel.endswith(".html") else "another picture")
+                + " (edited after it was rendered, or rendered by another agentrepro or matplotlib)"
+            )
+    pdf = report_dir / REPORT_PDF
+    if settings["pdf_engine"] and pdf not in tree.files | tree.links | set(not_bundled):
+        found.append(f"{pdf}: missing: the page says it was printed by {settings['pdf_engine']}")
+    for path in sorted(tree.files):
+        rel = path.relative_to(report_dir).as_posix()
+        if rel == REPORT_PDF and rel not in beside:
+            found.append(f"{path}: a stray file: the page says no report.pdf was printed from it")
+        elif rel not in expected and rel not in beside and path.name != SNAKEMAKE_MARKER:
+            found.append(
+                f"{path}: a stray file: the report rendered again has no such file (added after it was rendered?)"
+            )
+    for path in sorted(tree.dirs):
+        if path != report_dir / FIGURES:
+            found.append(f"{path}: a stray folder: the report rendered again has no such folder")
+    return found

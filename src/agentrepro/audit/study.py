@@ -5,7 +5,8 @@
   hashes to the lock's `manifest_sha256`; every file the lock hashed (data, reference) unchanged;
 * the plan: the lock's manifest names methods × seeds and the evaluated steps (`agentrepro.planning.StudyPlan.steps`,
   the rule the workflow plans with and the trainer checkpoints by); every run directory and every eval/step<N>/ of the plan exists, and nothing else does:
-  stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported;
+  stray files and folders anywhere in runs/<study>, analysis/<study> and reports/<study> are reported (in
+  analysis/ and reports/ against what the recount and the rendering write, whatever seal was written over them);
 * the shared warm starts (runs/<study>/_warmstart/, audit/warmstart.py): each planned one is there, sealed and from
   the lock, and every method of its seed started from its step-0 checkpoint (same hash) with its step-0 outcomes;
 * each seal (OUTPUTS.sha256) lists exactly the files of its directory with their current hashes (a checkpoint file
@@ -18,7 +19,8 @@
   report records the analysis files it was rendered from, equal to them now (audit/chain.py);
 * the recount (audit/recount.py): every evaluation's recorded counts equal its outcomes, and the analysis, recomputed
   from the outcomes by the code `analyze` runs, equals every file of analysis/<study>/, value by value;
-* every value the report prints from the analysis, formatted again from the recomputation (audit/report.py);
+* the report rendered again from the recomputation, byte for byte, and every value it prints formatted again from
+  it (audit/report.py);
 * no symbolic link anywhere in these trees (none is followed; `bundle` never ships one).
 
 `require` says how far the study must have got: `lock`, `runs`, `analysis` or `report` (the default). What
@@ -35,13 +37,14 @@ from typing import Any
 
 from agentrepro.audit.chain import check_analysis, check_report
 from agentrepro.audit.recount import check_analysis_files, check_counts, recompute
-from agentrepro.audit.report import REPORT_HTML, check_report_values
+from agentrepro.audit.report import REPORT_HTML, check_rendering, check_report_values
+from agentrepro.audit.result import REQUIRE, STAGES, result_of
 from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
 from agentrepro.audit.tree import Tree, check_seal, link_problem, walk
 from agentrepro.audit.warmstart import check_warmstarts
 from agentrepro.backends import get_backend
 from agentrepro.backends.checkpoints import pruned_files
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, locate
 from agentrepro.lockfile import lock_sha256, read_with_problems
@@ -50,32 +53,9 @@ from agentrepro.placement import method_placement
 from agentrepro.planning import StudyPlan
 from agentrepro.seal import OUTPUTS
 
-STAGES = ("lock", "runs", "analysis", "report")
-COVERED = {  # what each stage's audit checks, in words (`coverage`: the report's audit badge says it)
-    "lock": "the lock and the manifest, and the files the lock hashed",
-    "runs": "every planned run, evaluation and warm start with its seals and provenance, the outcomes against the frozen "
-    "task panel, and each evaluation's counts against its outcomes",
-    "analysis": "the analysis recomputed from the outcomes and compared value by value",
-    "report": "every value the report prints from the analysis, against the recomputation (not its figures or report.pdf)",
-}
 _SEED_DIR = SEED_DIR_RE
 _STEP_DIR = STEP_DIR_RE
-__all__ = ["STAGES", "audit_study", "coverage"]
-
-
-def coverage(require: str = "report", *, check_reports: bool = True) -> str:
-    """What `audit_study(require=..., check_reports=...)` checks, in words, for a study complete up to `require`."""
-    stages = (
-        STAGES[: STAGES.index(require) + 1]
-        if check_reports
-        else [s for s in STAGES[: STAGES.index(require) + 1] if s != "report"]
-    )
-    said = "; ".join(COVERED[s] for s in stages)
-    return said + (
-        ""
-        if check_reports and require == "report"
-        else "; not the report itself (`agentrepro audit` checks it afterwards)"
-    )
+__all__ = ["audit_result", "audit_study"]
 
 
 def _pruned(run: Path, lock: dict[str, Any] | None, method: str) -> tuple[set[Path], list[str]]:
@@ -297,6 +277,7 @@ def audit_study(
             recomputed, problems = recompute(study, root, analysis_dir)
             found += problems + (check_analysis_files(analysis_dir, recomputed) if recomputed is not None else [])
     if check_reports:
+        audited = list(found)  # the study up to its analysis: what the report's appendix shows
         report_dir = home.reports
         problems, report_tree = _check_top(report_dir, "report", require)
         found += problems
@@ -305,4 +286,23 @@ def audit_study(
         page = report_dir / REPORT_HTML
         if recomputed is not None and report_tree is not None and page in report_tree.files:
             found += check_report_values(page, recomputed.document())
+        if recomputed is not None and report_tree is not None:
+            found += check_rendering(
+                report_dir,
+                report_tree,
+                analysis_dir=analysis_dir,
+                recomputed=recomputed,
+                audited=audited,
+                not_bundled=skipped,
+            )
     return found
+
+
+def audit_result(study: str, root: str | Path = ".") -> dict:
+    """The audit a report shows (audit/result.py): the study up to its analysis, reports/<study> left out, or
+    {"status": "error", "message": why} when the audit cannot run."""
+    try:
+        problems = list(audit_study(study, root=str(root), require=REQUIRE, check_reports=False))
+    except (BadInput, Failure, OSError) as exc:
+        return {"status": "error", "problems": [], "message": f"the audit could not run: {exc}"}
+    return result_of(problems)

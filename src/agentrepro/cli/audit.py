@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
-from agentrepro.audit.study import STAGES, audit_study, coverage
+from agentrepro.audit.result import STAGES, coverage
+from agentrepro.audit.study import audit_study
 from agentrepro.errors import BadInput
 from agentrepro.layout import STUDY_HELP, locate
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from agentrepro.audit import audit_result
 from agentrepro.layout import STUDY_HELP
 from agentrepro.report.paged import PAPERS
 from agentrepro.report.pdf import ENGINES
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     out, printer = write_report(
         args.study,
         Path(args.root),
+        audit=audit_result(args.study, args.root),
         pdf=not args.no_pdf,
         chromium=args.chromium,
         engine=args.pdf_engine,

@@ -36,6 +36,9 @@ from agentrepro.report.summary import HOW_STARTED, cpu_use, reviewer_summary
 EQUIVALENCE = "equivalence"  # claims.csv `kind` of an 'a == b ± m pp' claim (agentrepro.analysis.claim_text)
 
 PROVENANCE_PAGE = "provenance.html"  # every hash and the whole lock, linked from the appendix
+# <meta name=RENDERING content=JSON>: the settings of a rendering that the analysis does not give (the paper, the PDF
+# engine named in the appendix), so that `agentrepro audit` can render the page again (agentrepro.audit.report)
+RENDERING = "agentrepro-rendering"
 SECTIONS = (
     ("summary", "Reviewer's summary"),
     ("equivalence", "Equivalence claims"),
@@ -313,6 +316,11 @@ def lock_summary(lock: dict | None) -> list[str]:
     ]
 
 
+def rendering(paper: str, pdf_engine: str | None) -> str:
+    """The content of the page's RENDERING meta element."""
+    return json.dumps({"paper": paper, "pdf_engine": pdf_engine}, sort_keys=True, ensure_ascii=True)
+
+
 def build_context(
     analysis: dict,
     *,
@@ -383,6 +391,7 @@ def build_context(
         "audit": audit,
         "files": files,
         "pdf_engine": pdf_engine,
+        "rendering": {"name": RENDERING, "content": rendering(paper, pdf_engine)},
         "provenance_page": PROVENANCE_PAGE,
         "page_css": page_css(analysis["study"], prov.get("lock_sha256"), paper),
         "lock_json": compact_json(prov.get("lock", {})),

@@ -1,4 +1,4 @@
-"""The report embeds `agentrepro.audit.audit_study`'s result, whatever it is."""
+"""The report embeds `agentrepro.audit.audit_study`'s result, whatever it is (`agentrepro.audit.audit_result`)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import types
 
 import pytest
 
+from agentrepro.audit import study
+from agentrepro.audit.study import audit_result
 from agentrepro.errors import BadInput
-from agentrepro.report import audit
-from agentrepro.report.audit import audit_result
 
 
 @pytest.fixture
 def fake_manifest(monkeypatch):
-    """Stand in for the audit: the report module calls the audit_study the test sets on this object."""
+    """Stand in for the audit: audit_result calls the audit_study the test sets on this object."""
     stand_in = types.SimpleNamespace()
-    monkeypatch.setattr(audit, "audit_study", lambda *a, **k: stand_in.audit_study(*a, **k))
+    monkeypatch.setattr(study, "audit_study", lambda *a, **k: stand_in.audit_study(*a, **k))
     return stand_in
 
 
