@@ -265,6 +265,15 @@ def _strip_marks(root: Path) -> None:
     write_outputs_manifest(root / REPORT)
 
 
+def _added_and_resealed(root: Path, rel: str) -> None:
+    """A file added to the builtin run after it ran, the seal of its folder written again over it, the analysis and
+    report rechained: only the rule of which files a run holds can tell it from the run's own."""
+    _write(root / RUN / rel, "{}")
+    folder = root / RUN / "/".join(rel.split("/")[:2]) if rel.startswith("eval/") else root / RUN
+    write_outputs_manifest(folder, exclude_dirs=set() if rel.startswith("eval/") else {"eval", "logs"})
+    _rechain(root)
+
+
 # (case id, tampering, the path (relative to the root) a problem line must start with, a word that line must hold)
 CASES = [
     ("run-deleted", lambda r: shutil.rmtree(r / RUN), RUN, "missing"),
@@ -281,6 +290,15 @@ CASES = [
     ("stray-file-beside-methods", lambda r: _write(r / f"runs/{STUDY}/README", "x"), f"runs/{STUDY}/README", "stray"),
     ("stray-file-beside-evals", lambda r: _write(r / f"{RUN}/eval/notes.txt", "x"), f"{RUN}/eval/notes.txt", "stray"),
     ("stray-file-in-a-run", lambda r: _write(r / f"{RUN}/extra/more.jsonl", "{}"), RUN, "extra/more.jsonl"),
+    *(
+        (
+            f"file-added-to-a-run-and-resealed:{rel}",
+            lambda r, rel=rel: _added_and_resealed(r, rel),
+            f"{RUN}/{rel}",
+            "neither the harness nor the builtin backend",
+        )
+        for rel in ("notes.txt", "checkpoints/step9.bin", "batches/notes.jsonl", "eval/step2/extra.json")
+    ),
     (
         "stray-file-in-analysis",
         lambda r: _write(r / f"analysis/{STUDY}/extra.csv", "a\n"),

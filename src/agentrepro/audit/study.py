@@ -40,10 +40,11 @@ from agentrepro.audit.recount import check_analysis_files, check_counts, recompu
 from agentrepro.audit.report import REPORT_HTML, check_rendering, check_report_values
 from agentrepro.audit.result import REQUIRE, STAGES, result_of
 from agentrepro.audit.runs import check_evaluation, check_outcomes, check_run
-from agentrepro.audit.tree import Tree, check_seal, link_problem, walk
+from agentrepro.audit.tree import UNSEALED_DIR, Tree, check_seal, link_problem, walk
 from agentrepro.audit.warmstart import check_warmstarts
 from agentrepro.backends import get_backend
 from agentrepro.backends.checkpoints import pruned_files
+from agentrepro.backends.sources import RUN_FILE as SOURCES_RECORD
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import sha256_file, sha256_json
 from agentrepro.layout import SEED_DIR_RE, STEP_DIR_RE, WARMSTARTS, RunFiles, locate
@@ -56,6 +57,36 @@ from agentrepro.seal import OUTPUTS
 _SEED_DIR = SEED_DIR_RE
 _STEP_DIR = STEP_DIR_RE
 __all__ = ["audit_result", "audit_study"]
+
+
+# The harness's own files, which every run directory and every eval/step<N>/ holds whatever its backend (logs/ is
+# unsealed and never checked); any other sealed file must be one the run's backend writes (Backend.run_file).
+HARNESS_RUN_FILES = frozenset(
+    {RunFiles.CONFIG, RunFiles.RESOLVED_CONFIG, RunFiles.COMMAND, RunFiles.PROVENANCE, OUTPUTS, SOURCES_RECORD}
+)
+HARNESS_EVAL_FILES = frozenset({RunFiles.PROVENANCE, OUTPUTS, RunFiles.OUTCOMES, RunFiles.PRUNED, SOURCES_RECORD})
+
+
+def _not_written(run: Path, tree: Tree, lock: dict[str, Any] | None, method: str) -> list[str]:
+    """Files of the run that neither the harness nor the run's backend writes: added after the run, whatever seal
+    was written over them. Not checkable for a backend whose framework chooses its own files (said in the docs)."""
+    if not lock:
+        return []
+    try:
+        backend = get_backend(method_placement(lock["manifest"], method).name)
+    except BadInput:
+        return []  # reported with the run's pruned files
+    found = []
+    for path in sorted(p for p in tree.files if run in p.parents):
+        rel = PurePosixPath(path.relative_to(run).as_posix())
+        parts = rel.parts
+        if parts[0] == UNSEALED_DIR or (len(parts) == 1 and parts[0] in HARNESS_RUN_FILES):
+            continue
+        if parts[0] == RunFiles.EVAL and (len(parts) < 3 or parts[2] == UNSEALED_DIR or rel.name in HARNESS_EVAL_FILES):
+            continue  # an entry beside the evaluation folders is reported as such
+        if backend.run_file(rel) is False:
+            found.append(_stray(path, f"a file neither the harness nor the {backend.name} backend writes"))
+    return found
 
 
 def _pruned(run: Path, lock: dict[str, Any] | None, method: str) -> tuple[set[Path], list[str]]:
@@ -175,6 +206,7 @@ def _check_runs(
         found += problems + check_seal(
             run, tree, nested=lambda rel: rel.parts[0] == RunFiles.EVAL, not_bundled=not_bundled | pruned
         )
+        found += _not_written(run, tree, lock, method)
         evals = run / RunFiles.EVAL
         on_disk = {}
         for path in sorted(p for p in tree.files | tree.dirs if p.parent == evals):

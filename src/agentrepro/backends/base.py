@@ -54,7 +54,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from agentrepro import runconfig
@@ -277,6 +277,13 @@ class Backend(abc.ABC):
 
     def pruned_in_training(self, run_dir: Path) -> PrunedInTraining | None:
         """The files the framework removed during training, with their record; None when it removes none."""
+        return None
+
+    def run_file(self, rel: PurePosixPath) -> bool | None:
+        """Whether a sealed file at `rel` in a run directory (relative to it, eval/step<N>/ included; not one of the
+        harness's own files, which every run holds) is one this backend's jobs write. None, the default, where the
+        framework writes files of its own choosing: the audit then cannot tell a file added after the run from one of
+        the framework's."""
         return None
 
     def demands(self, config: dict[str, Any], run_dir: Path) -> list[Demand]:

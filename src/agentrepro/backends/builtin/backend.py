@@ -20,18 +20,27 @@ modules below are imported inside the methods): planning, freezing and auditing 
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro import runconfig
 from agentrepro.backends.base import AT_LEAST, BUILTIN_FORM, COMMON, Backend, Demand, SeedStream, StepCheckpoint
-from agentrepro.layout import checkpoint_file, hf_checkpoint
+from agentrepro.layout import RunFiles, checkpoint_file, hf_checkpoint
 from agentrepro.runconfig import EvalConfig
 from agentrepro.trainer.config import TrainConfig, resolve_auto
 from agentrepro.trainer.memory import GIB, MIN_PASS_TOKENS, gpu_bytes
 from agentrepro.trainer.model_size import PretrainedShape, qwen2_silu
 from agentrepro.trainer.shared_warmstart import adopt, step0_rows
 
+# The files a builtin run holds besides the harness's own: its step logs and warm-start record, the batch dumps, and
+# its checkpoints (weights and state, the tokenizer, the Hugging Face copies served evaluation reads). Its
+# evaluations hold only the harness's files.
+RUN_FILES = re.compile(
+    "|".join(map(re.escape, (*RunFiles.STEP_LOGS, RunFiles.WARMSTART)))
+    + rf"|{RunFiles.BATCHES}/step\d+\.jsonl"
+    + rf"|{RunFiles.CHECKPOINTS}/(?:step\d+\.pt|tokenizer/[^/]+|hf/step\d+/.+)"
+)
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
 # written into each resolved config (so hashed): the evaluation defaults, stated for the reader of the file
 DEFAULT_EVAL = {key: getattr(EvalConfig(), key) for key in ("episodes_per_task", "temperature")}
@@ -88,6 +97,9 @@ class BuiltinBackend(Backend):
         config = runconfig.read_resolved_config(Path(run_dir))
         shared = step0_rows(Path(run_dir), config) if step == 0 else None  # evaluated once, by the shared warm start
         return shared if shared is not None else evaluate_run(config, run_dir, step)
+
+    def run_file(self, rel: PurePosixPath) -> bool:
+        return RUN_FILES.fullmatch(rel.as_posix()) is not None
 
     def checkpoint(self, config: dict[str, Any], run_dir: Path, step: int) -> StepCheckpoint:
         hf = hf_checkpoint(run_dir, step)
