@@ -22,7 +22,7 @@ LAYERS = (
     ("errors",),
     ("reading",),
     ("bounds", "fileio"),
-    ("layout", "schema", "placement"),
+    ("layout", "schema", "placement", "software"),
     ("process", "seal", "runconfig", "lockfile"),
     ("attempts", "containers"),
     ("hooks", "environments", "algorithms"),

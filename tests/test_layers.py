@@ -17,7 +17,7 @@ SRC = REPO / "src"
 MODULES = graph.modules(SRC)
 EDGES = graph.imports(SRC)
 # Imported inside a function on purpose: seconds to load, or an extra a user may not have.
-HEAVY = ("torch", "scipy", "transformers", "tokenizers", "weasyprint", "PIL", "alfworld", "textworld", "wandb")
+HEAVY = ("torch", "scipy", "transformers", "tokenizers", "weasyprint", "PIL", "pypdf", "alfworld", "textworld", "wandb")
 # The one place agentrepro imports its own modules inside a function: the builtin backend's trainer (torch), so that
 # planning, freezing and auditing never load it.
 HEAVY_OWN = {"agentrepro.backends.builtin.backend": "agentrepro.trainer."}

@@ -5,7 +5,10 @@ where it runs (`host_info`: among it the CPUs the machine has and the CPUs this 
 `finish_attempt` closes it with an exit status, a reason and the CPU time it used (`cpu_s`, user and system, its
 own and its children's), so that the CPU time over the wall time says how many CPUs the attempt actually had;
 `attempt_closed_on_error` closes it when the work inside fails or is stopped. Every attempt records the exact
-command line (`command_line`) and the versions of the packages that decide the numbers (`package_versions`).
+command line (`command_line`), the versions of the packages that decide the numbers (`package_versions`), what code
+it ran (`software`: the checkout's commit and state, the agentrepro package's files, every installed package;
+agentrepro.software) and the machine's arithmetic (`machine`: CPU model, vector instruction sets, BLAS and threads),
+since the same code and seed can end otherwise on another CPU.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy
+import threadpoolctl
+
+from agentrepro import software
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_json
 from agentrepro.layout import RunFiles
@@ -62,7 +69,47 @@ def host_info() -> dict[str, Any]:
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
     }
     info["gpus"] = visible_gpus()
+    info["machine"] = machine()
     return info
+
+
+# The vector instruction sets (Linux /proc/cpuinfo flags) that change which kernels numpy, BLAS and torch run.
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile")
+
+
+def machine() -> dict[str, Any]:
+    """The CPU (model, vector instruction sets, architecture) and the BLAS numpy calls with its threads."""
+    model: str | None = None
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model is None:
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+                if model is not None and flags:
+                    break
+    except OSError:
+        pass  # not Linux: the model stays unknown, and says so
+    return {
+        "cpu_model": model or platform.processor() or None,
+        "architecture": platform.machine(),
+        "isa": [flag for flag in ISA_FLAGS if flag in flags],
+        "blas": blas(),
+    }
+
+
+def blas() -> dict[str, Any]:
+    """numpy's BLAS (name and version as numpy was built with it) and the threads each loaded library uses."""
+    built = (numpy.show_config(mode="dicts") or {}).get("Build Dependencies", {}).get("blas", {})
+    found: dict[str, Any] = {"name": built.get("name"), "version": built.get("version")}
+    found["threads"] = [
+        {key: lib.get(key) for key in ("internal_api", "version", "num_threads")}
+        for lib in threadpoolctl.threadpool_info()
+    ]
+    return found
 
 
 def visible_gpus() -> list[str] | str:
@@ -102,6 +149,17 @@ def cpu_seconds() -> float:
     )
 
 
+def _lock_commit(lock_path: Any) -> str | None:
+    """The harness commit the run's lock was frozen at, when the lock is at hand (a job runs in the study's root)."""
+    if not isinstance(lock_path, str) or not Path(lock_path).is_file():
+        return None
+    try:
+        commit = (load_json(Path(lock_path)).get("harness") or {}).get("commit")
+    except (BadInput, AttributeError):
+        return None  # the lock's problems are the audit's and the job's lock check's to report
+    return commit if isinstance(commit, str) else None
+
+
 def start_attempt(
     run_dir: str | os.PathLike, *, stage: str, command: str, base: dict[str, Any], extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -130,6 +188,7 @@ def start_attempt(
         "status": "running",
         "command": command,
         **host_info(),
+        "software": software.running(lock=base.get("lock_path"), lock_commit=_lock_commit(base.get("lock_path"))),
         **(extra or {}),
         "cpu_s_at_start": round(cpu_seconds(), 3),
     }

@@ -89,3 +89,37 @@ def test_every_method_beating_step_0_and_a_passing_certificate():
     _, held, _, unchecked = bottom_line(d)
     assert held.startswith("Held: every method beat its step 0 (+16.0 pp to +18.0 pp;")
     assert "matched the reference estimator in 1 dumped batch(es)" in held and "implementation parity" not in unchecked
+
+
+def _run(packages: list[str], commit: str, changed: list[str] | None) -> dict:
+    from agentrepro.fileio import sha256_json
+
+    harness = {"commit": commit, "dirty": False}
+    if changed is not None:
+        harness["changed_since_lock"] = changed
+    software = {
+        "harness": harness,
+        "python": {"version": "3.11.7", "packages": packages, "packages_sha256": sha256_json(packages)},
+    }
+    return {"attempts": [{"stage": "train", "software": software}]}
+
+
+def test_training_jobs_that_ran_other_code_than_the_lock_are_not_checked_on_page_1():
+    """Jobs at the lock's commit with its packages say nothing; jobs after a commit that changed code, or with another
+    numpy, are counted, with what the most of them ran; a job that recorded nothing is counted too."""
+    from agentrepro.fileio import sha256_json
+
+    packages = ["numpy==2.2.0", "torch==2.5.0"]
+    lock = {
+        "task_panel": [{"task_id": "t0"}],
+        "harness": {"commit": "a" * 40, "dirty": False},
+        "python": {"version": "3.11.7", "packages": packages, "packages_sha256": sha256_json(packages)},
+    }
+    same = [_run(packages, "a" * 40, None), _run(packages, "b" * 40, [])]  # the second: only the lock committed since
+    assert "the code the lock names" not in bottom_line(doc(provenance={"lock": lock, "runs": same}))[3]
+    other = [*same, _run(packages, "c" * 40, ["src/x.py"]), _run(packages, "c" * 40, ["src/x.py"]), {"attempts": []}]
+    unchecked = bottom_line(doc(provenance={"lock": lock, "runs": other}))[3]
+    assert (
+        "that the training jobs ran the code the lock names: 3 of 5 did not (2 ran harness commit cccccccccccc "
+        "(the lock: aaaaaaaaaaaa, 1 file(s) changed: src/x.py);"
+    ) in unchecked, unchecked

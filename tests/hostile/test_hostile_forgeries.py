@@ -3,7 +3,8 @@ reports/<study> sealed again (nothing sits above the report's seal). Only the au
 from the recomputed analysis (agentrepro.audit.report.check_rendering) can catch them: a mark re-pointed to another
 value that reads the same, a style that hides a checked value and shows another, a number the page composes itself,
 a forged bottom line, a swapped figure, a stray file, and a page whose rendering settings are missing or hostile.
-Each must fail `audit` with a line naming the forged file, on disk and in a bundle whose every checksum is remade.
+Each must fail `audit` with a line naming the forged file, on disk and in a bundle whose every checksum is remade;
+so must a report.pdf printed from an edited page, or one that is no PDF.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from helpers import run_cli, tar_members
 from hostile_kit import forge_bundle, record
 from markupsafe import escape
 
-from agentrepro.audit import audit_bundle, audit_study, write_bundle
+from agentrepro.audit import audit_bundle, audit_result, audit_study, write_bundle
 from agentrepro.audit.report import MAX_RENDERING_CHARS, marks
 from agentrepro.fileio import sha256_bytes
+from agentrepro.report.pdf import choose_engine, html_to_pdf
 from agentrepro.report.render import RENDERING
+from agentrepro.report.write import write_report
 from agentrepro.seal import OUTPUTS, write_outputs_manifest
 
 REPORT = Path("reports/demo")
@@ -203,3 +206,37 @@ def test_rendering_settings_are_read_back_as_written():
     engine = 'WeasyPrint 66 "quoted" <b> & more'
     page = f'<meta name="{RENDERING}" content="{escape(rendering("letter", engine))}">'
     assert rendering_settings(page) == ({"paper": "letter", "pdf_engine": engine}, "")
+
+
+@pytest.fixture
+def printed(study) -> Path:
+    """The study's report printed again with WeasyPrint (the engine every install has), audited clean."""
+    write_report("demo", study, audit=audit_result("demo", study), engine="weasyprint")
+    assert audit_study("demo", study) == []
+    return study
+
+
+def test_a_pdf_printed_from_an_edited_page_fails_the_audit(printed, tmp_path):
+    """report.pdf replaced by the print of a page whose first percentage was edited, the folder sealed again: the
+    audit reads the PDF's text and names the value it lacks."""
+    page = printed / REPORT / "report.html"
+    text = page.read_text(encoding="utf-8")
+    found = re.search(r'data-f="pct">([^<]+)</data>', text)
+    assert found
+    edited = tmp_path / "edited.html"
+    edited.write_text(text[: found.start(1)] + "99.9%" + text[found.end(1) :], encoding="utf-8")
+    html_to_pdf(edited, printed / REPORT / "report.pdf", choose_engine("weasyprint", None))
+    write_outputs_manifest(printed / REPORT)
+    problems = audit_study("demo", printed)
+    pdf = str(printed / REPORT / "report.pdf")
+    assert any(p.startswith(pdf) and repr(found.group(1).replace("\xa0", " ")) in p for p in problems), problems
+
+
+@pytest.mark.parametrize("content", [b"", b"%PDF-1.7\n" + b"\0" * 100, b"not a pdf at all"])
+def test_a_pdf_that_is_no_pdf_is_one_line(printed, content):
+    """Bytes that are no PDF in place of report.pdf, sealed again: one line naming it, no traceback."""
+    (printed / REPORT / "report.pdf").write_bytes(content)
+    write_outputs_manifest(printed / REPORT)
+    problems = audit_study("demo", printed)
+    assert any(p.startswith(str(printed / REPORT / "report.pdf")) for p in problems), problems
+    record("forgeries", "report.pdf:not a pdf")

@@ -1,7 +1,8 @@
 """The bottom line: the analysis in four sentences of words, for the first page of the report.
 
-`bottom_line(doc)` reads analysis.json's object (its settings, tables, parity checks and certificate) and says
-what was compared, what held, what did not, and what was not checked. Every number in it comes from the tables;
+`bottom_line(doc)` reads analysis.json's object (its settings, tables, parity checks and certificate, and the runs'
+provenance against the lock) and says what was compared, what held, what did not, and what was not checked (among
+it, training jobs that ran other code than the lock names: agentrepro.software). Every number in it comes from the tables;
 nothing is computed here but counts and choices of words. It is part of analysis.json (`bottom_line`), so the
 audit recomputes it with the rest.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from agentrepro.software import differences
 
 ARTICLE = {
     "paper": "a paper",
@@ -116,6 +118,33 @@ def _parity(doc: dict) -> tuple[list[str], list[str], list[str]]:
     return held, failed, unchecked
 
 
+def _code(doc: dict) -> list[str]:
+    """Whether the training jobs ran the code the lock names (each run's newest attempt, agentrepro.software)."""
+    provenance = doc.get("provenance") or {}
+    lock, runs = provenance.get("lock"), provenance.get("runs") or []
+    if not isinstance(lock, dict) or not runs:
+        return []
+    unlike: dict[tuple[str, ...], int] = {}
+    for run in runs:
+        attempts = run.get("attempts") if isinstance(run, dict) else None
+        ran = (
+            attempts[-1].get("software")
+            if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict)
+            else None
+        )
+        found = tuple(differences(lock, ran)) if isinstance(ran, dict) else ("no record of the code it ran",)
+        if found:
+            unlike[found] = unlike.get(found, 0) + 1
+    if not unlike:
+        return []
+    found, count = max(unlike.items(), key=lambda kv: kv[1])
+    said = "; ".join(found[:2]) + (f"; and {len(found) - 2} more" if len(found) > 2 else "")
+    return [
+        f"that the training jobs ran the code the lock names: {sum(unlike.values())} of {len(runs)} did not "
+        f"({count} ran {said}; `agentrepro audit` lists every difference)"
+    ]
+
+
 def bottom_line(doc: dict) -> list[str]:
     """Four sentences: Compared, Held, Did not hold, Not checked (see the module docstring)."""
     t, settings = doc["tables"], doc["settings"]
@@ -164,6 +193,7 @@ def bottom_line(doc: dict) -> list[str]:
         unchecked.append("seed-to-seed variation (one seed)")
     if not lock:
         unchecked.append("that the study was frozen before running (no lock)")
+    unchecked += _code(doc)
     return [
         compared,
         "Held: " + ("; ".join(held) if held else "nothing that was tested") + ".",

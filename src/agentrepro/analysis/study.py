@@ -129,7 +129,7 @@ def compute(
     if settings.threshold is None:
         settings.threshold = float(0.9 * methods_final["mean"].max())
         notes.append(
-            f"Convergence threshold: 90% of the best final mean success rate ({100 * settings.threshold:.1f}%), "
+            f"Convergence threshold: a success rate of {100 * settings.threshold:.1f}% (90% of the best final mean), "
             "the same for every method."
         )
     out["convergence"] = convergence_table(runs, inputs.metrics, settings.threshold)

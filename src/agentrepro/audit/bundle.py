@@ -38,11 +38,12 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentrepro.audit import sign
+from agentrepro.audit.code import code_differences
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.bounds import number
@@ -293,6 +294,7 @@ class Verification:
     problems: list[str]
     digest: str | None = None
     signature: str = "not signed"
+    differences: list[str] = field(default_factory=list)  # jobs that ran other code than the lock names (audit/code.py)
 
 
 def _signature(bundle: Path, root: Path, sums: bytes, allowed_signers) -> tuple[list[str], str]:
@@ -396,4 +398,5 @@ def verify_bundle(
         prefix = str(root) + os.sep
         for problem in audit_study(str(root / info["manifest"]), root, require=require, not_bundled=not_bundled):
             found.append(problem.replace(prefix, f"{bundle}:"))
+        result.differences = code_differences(str(root / info["manifest"]), root)
         return result

@@ -6,7 +6,7 @@ from the recomputed analysis, the hashes of the analysis files, the audit's own 
 result the appendix shows, agentrepro.audit.result) and the two settings the page records in its RENDERING meta
 element (the paper and the PDF engine). report.html, provenance.html and every figure must equal that rendering byte
 for byte, and the folder may hold nothing else but its seal, analysis.sha256 (audit/chain.py) and, where the page says
-one was printed, report.pdf (not read). So whatever a reader sees is checked, not only the marked values: a number
+one was printed, report.pdf (`check_pdf`, below). So whatever a reader sees is checked, not only the marked values: a number
 changed anywhere in the page, a mark re-pointed to another value, a style that hides one text and shows another, a
 replaced figure and a stray file all differ from the rendering, whatever seal was written over them. Rendering is
 deterministic for one agentrepro and matplotlib; a page rendered by another is reported as differing.
@@ -17,13 +17,18 @@ the recomputed analysis.json object, formats it with FORMAT (agentrepro.analysis
 TEXT. A report edited after it was rendered and sealed again (nothing above the report checks its seal) shows here
 as a printed value that the outcomes do not give. The report must also mark what a reader takes from it first
 (HEADLINE: the bottom line, every verdict and every claim's result): a page that shows them unmarked cannot be checked.
-This check names the value that differs; the rendering above catches the rest of the page. Not checked:
-report.pdf.
+This check names the value that differs; the rendering above catches the rest of the page.
+
+report.pdf cannot be printed again byte for byte (the engines stamp dates and differ by version), so `check_pdf` reads
+its text (pypdf) and requires every value the page marks, as often as the page marks it. A value replaced in the PDF
+is caught; the order of the values and text added beside them are not checked.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
+from collections import Counter
 from collections.abc import Set
 from html.parser import HTMLParser
 from pathlib import Path
@@ -46,6 +51,7 @@ MISSING = object()
 MAX_PAGE_BYTES = 256 * 2**20  # far above any page agentrepro renders (figures inline: a few MB)
 MAX_RENDERING_CHARS = 1000  # the RENDERING meta element's content: two short settings
 MAX_ENGINE_CHARS = 200  # a PDF engine's name and version, as the appendix prints it
+SOFT_HYPHEN = "\u00ad"  # a break opportunity a PDF engine may leave in the text it extracts
 
 
 class _Marks(HTMLParser):
@@ -259,6 +265,8 @@ def check_rendering(
     pdf = report_dir / REPORT_PDF
     if settings["pdf_engine"] and pdf not in tree.files | tree.links | set(not_bundled):
         found.append(f"{pdf}: missing: the page says it was printed by {settings['pdf_engine']}")
+    elif settings["pdf_engine"] and pdf in tree.files:
+        found += check_pdf(pdf, rendered)
     for path in sorted(tree.files):
         rel = path.relative_to(report_dir).as_posix()
         if rel == REPORT_PDF and rel not in beside:
@@ -271,3 +279,41 @@ def check_rendering(
         if path != report_dir / FIGURES:
             found.append(f"{path}: a stray folder: the report rendered again has no such folder")
     return found
+
+
+def pdf_text(pdf: Path) -> tuple[str | None, str]:
+    """(the text of every page, whitespace collapsed and compatibility characters such as ligatures folded, "") or
+    (None, why it cannot be read)."""
+    import pypdf  # heavy: only an audit of a printed report reads a PDF
+
+    if pdf.stat().st_size > MAX_PAGE_BYTES:
+        return None, f"larger than any report agentrepro prints ({MAX_PAGE_BYTES} bytes): not read"
+    try:
+        reader = pypdf.PdfReader(pdf)
+        text = " ".join(page.extract_text() or "" for page in reader.pages)
+    except (pypdf.errors.PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as exc:
+        return None, f"unreadable as a PDF ({type(exc).__name__}: {shown(str(exc))})"
+    return normalised(text), ""
+
+
+def normalised(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).replace(SOFT_HYPHEN, "").split())
+
+
+def check_pdf(pdf: Path, page: str) -> list[str]:
+    """report.pdf against the page rendered again: every value the page marks must be in the PDF's text at least as
+    often as the page marks it. Not their order (Chromium prints some blocks in another order than the page), nor
+    text the PDF adds."""
+    text, why = pdf_text(pdf)
+    if text is None:
+        return [f"{pdf}: {why}"]
+    wanted = Counter(normalised(shown_text) for _, _, shown_text in marks(page))
+    missing = [(value, n) for value, n in wanted.items() if value and text.count(value) < n]
+    if not missing:
+        return []
+    value, n = missing[0]
+    more = f", and {len(missing) - 1} other value(s)" if len(missing) > 1 else ""
+    return [
+        f"{pdf}: shows {shown(value)} {text.count(value)} time(s) where the report rendered again marks it {n} time(s)"
+        f"{more}: printed from another page, or edited"
+    ]

@@ -17,7 +17,7 @@ COVERED = {  # what each stage's audit checks, in words (`coverage`: the report'
     "task panel, and each evaluation's counts against its outcomes",
     "analysis": "the analysis recomputed from the outcomes and compared value by value",
     "report": "the report rendered again from the recomputation: report.html with every value it prints, its figures and "
-    "its provenance page, byte for byte, and nothing else in its folder but report.pdf (which is not read)",
+    "its provenance page, byte for byte, every printed value in report.pdf's text, and nothing else in its folder",
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
+from agentrepro.audit.code import code_differences
 from agentrepro.audit.result import STAGES, coverage
 from agentrepro.audit.study import audit_study
 from agentrepro.errors import BadInput
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         verified = verify_bundle(
             args.bundle, require=args.require, max_file_bytes=max_file_bytes(args), allowed_signers=args.allowed_signers
         )
-        subject, problems = args.bundle, verified.problems
+        subject, problems, differences = args.bundle, verified.problems, verified.differences
         if verified.digest:
             print(f"bundle digest {verified.digest}; {verified.signature}")
     else:
@@ -60,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
         if not home.manifest.is_file() and not home.lock.is_file():
             raise BadInput(f"no manifest or lock for study {args.study!r}", path=home.manifest)
         subject, problems = args.study, audit_study(args.study, args.root, require=args.require)
+        differences = code_differences(args.study, args.root)
     for problem in problems:
         print(problem)
+    for line in differences:
+        print(f"differs from the lock: {line}")
     if problems:
         print(f"audit {subject}: {len(problems)} problem(s)")
         return 1

@@ -27,11 +27,10 @@ from agentrepro.errors import BadInput, Failure, read_from
 from agentrepro.fileio import atomic_write_json, check_output_file, sha256_file, sha256_json
 from agentrepro.layout import lock_path
 from agentrepro.lockfile import lock_sha256
-from agentrepro.manifest.gitstate import harness_state
 from agentrepro.manifest.identifiers import commit_problem, digest_problem, is_placeholder, sha256_problem
 from agentrepro.manifest.loading import load_manifest
-from agentrepro.manifest.pyenv import python_environment
 from agentrepro.manifest.taskpanel import build_panel_sources, panel_deviations
+from agentrepro.software import harness_state, python_environment
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -155,7 +155,7 @@ def build_figures(analysis: dict) -> list[Figure]:
                 "paired",
                 "Paired differences",
                 f"Differences a − b at step {step} over the same tasks, seeds pooled by task, with task-clustered CIs; "
-                f"blue where the Holm-adjusted McNemar p < {alpha:g}.",
+                f"blue where the Holm-adjusted p of the task-clustered t < {alpha:g}.",
                 F.paired_deltas(t["paired"], step, alpha),
             )
         if any(r["step"] == step for r in t["categories"]):

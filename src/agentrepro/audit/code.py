@@ -1,0 +1,47 @@
+"""Which code the study's jobs ran, against the code its lock names: every job's newest attempt (provenance.json
+`software`, agentrepro.software.running) compared with the lock's `harness` and `python`.
+
+`code_differences(study, root)` returns one line per set of differences, with the jobs that share it. They are not
+problems of the outputs (nothing was changed after it was written, and the audit still passes): a reviewer weighs
+them, since a job that ran another commit or other package versions is not the job the lock describes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from agentrepro.attempts import PROVENANCE
+from agentrepro.audit.tree import EXAMPLES, load_object, walk
+from agentrepro.layout import RunFiles, locate
+from agentrepro.software import differences
+
+SHOWN = 10  # differences said per group (a whole other environment differs in a hundred packages)
+NOT_RECORDED = "records no software (written by an agentrepro that did not record it)"
+
+
+def code_differences(study: str, root: str | os.PathLike = ".") -> list[str]:
+    """Lines of `<n> job(s) ran <what differs>: <their folders>`; [] when every job ran what the lock names."""
+    root = Path(root)
+    home = locate(study, root)
+    lock, _ = load_object(home.lock)
+    if lock is None:
+        return []  # the audit reports the lock
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for path in sorted(walk(home.runs).files):
+        if path.name != PROVENANCE or RunFiles.LOGS in path.relative_to(home.runs).parts:
+            continue
+        prov, _ = load_object(path)
+        attempts = (prov or {}).get("attempts")
+        newest = attempts[-1] if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict) else {}
+        ran = newest.get("software")
+        found = tuple(differences(lock, ran)) if isinstance(ran, dict) else (NOT_RECORDED,)
+        if found:
+            groups[found].append(path.parent.relative_to(root).as_posix())
+    lines = []
+    for found, jobs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        more = f" and {len(jobs) - EXAMPLES} more" if len(jobs) > EXAMPLES else ""
+        said = "; ".join(found[:SHOWN]) + (f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
+        lines.append(f"{len(jobs)} job(s) ran {said}: {', '.join(jobs[:EXAMPLES])}{more}")
+    return lines
