@@ -42,9 +42,13 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
     """A root where the tiny study went through every verb to its report, and `agentrepro audit` finds nothing."""
-    root = tmp_path_factory.mktemp("tamper") / "study"
+    return _finish(tmp_path_factory.mktemp("tamper") / "study", MANIFEST.read_text())
+
+
+def _finish(root: Path, manifest: str) -> Path:
+    """The tiny study of `manifest` (its text) taken through every verb to its report in `root`."""
     (root / "manifests" / "references").mkdir(parents=True)
-    (root / "manifests" / MANIFEST.name).write_text(MANIFEST.read_text() + "reference: references/earlier.yaml\n")
+    (root / "manifests" / MANIFEST.name).write_text(manifest + "reference: references/earlier.yaml\n")
     (root / "manifests" / "references" / "earlier.yaml").write_text(REFERENCE)
     warm = str(
         locate(STUDY).warmstart_dir(
@@ -540,3 +544,19 @@ def test_bundle_never_ships_a_link_target(study, tmp_path):
     assert f"{RUN}/command.txt" not in names and b"never ship me" not in contents
     checked = run_cli("audit", "--bundle", tmp_path / "b.tar.gz")
     assert checked.returncode == 1 and f"{RUN}/command.txt: a symbolic link" in checked.stdout, checked.stdout
+
+
+def test_the_studys_own_failures_are_said_beside_an_intact_audit(tmp_path):
+    """A study whose training seeds overlap its evaluation panel (a failed parity check of the analysis, not a
+    changed file): `audit` passes its files (exit 0) and says the study's own failure, and that it is no tampering."""
+    overlapping = MANIFEST.read_text().replace(
+        "warmstart_val_seeds: 8}", "warmstart_val_seeds: 8, train_first_seed: 10000, train_num_seeds: 10}"
+    )
+    assert overlapping != MANIFEST.read_text()
+    root = _finish(tmp_path / "study", overlapping)
+    result = audit(root)
+    assert result.returncode == 0, result.stdout
+    assert "the study's own failure: the parity check 'training and evaluation task seeds are disjoint' failed" in (
+        result.stdout
+    )
+    assert "the study itself reports 1 failure(s), above: results, not tampering" in result.stdout

@@ -18,6 +18,8 @@ FULL = "20bd331bdbc9026a5668e11362178e10ab7400c8"
         (FULL.upper(), "upper-case"),
         ("TODO-pin-me", "placeholder"),
         (12345, "expected a 40-hex commit"),
+        (FULL + "\n", "whitespace around it"),
+        (" " + FULL, "whitespace around it"),
     ],
 )
 def test_mutable_commits_are_refused_with_a_reason(value, words):
@@ -37,6 +39,7 @@ def test_full_commit_is_accepted():
         ("sha256:abc", "repo/img:1", "expected sha256:<64"),
         ("TODO-digest", "repo/img:1", "placeholder"),
         ("sha256:" + "a" * 64, "repo/img@sha256:" + "b" * 64, "different digest"),
+        ("sha256:" + "a" * 64 + "\n", "repo/img:1", "expected sha256:<64"),
     ],
 )
 def test_image_digests(digest, ref, words):
@@ -48,4 +51,5 @@ def test_good_digest_and_sha256():
     """Well-formed digests and file hashes pass; placeholders are recognised in any case."""
     assert digest_problem("sha256:" + "0" * 64, "repo/img:1") is None
     assert sha256_problem("f" * 64) is None and "placeholder" in sha256_problem("todo")
+    assert sha256_problem("f" * 64 + "\n") is not None  # matched whole: a trailing line break is not a hash
     assert is_placeholder("todo-x") and not is_placeholder("a-todo")

@@ -44,6 +44,7 @@ from typing import Any
 
 from agentrepro.audit import sign
 from agentrepro.audit.code import code_differences
+from agentrepro.audit.failures import failures_of
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.bounds import number
@@ -295,6 +296,7 @@ class Verification:
     digest: str | None = None
     signature: str = "not signed"
     differences: list[str] = field(default_factory=list)  # jobs that ran other code than the lock names (audit/code.py)
+    failures: list[str] = field(default_factory=list)  # the study's own, when its files all match (audit/failures.py)
 
 
 def _signature(bundle: Path, root: Path, sums: bytes, allowed_signers) -> tuple[list[str], str]:
@@ -399,4 +401,6 @@ def verify_bundle(
         for problem in audit_study(str(root / info["manifest"]), root, require=require, not_bundled=not_bundled):
             found.append(problem.replace(prefix, f"{bundle}:"))
         result.differences = code_differences(str(root / info["manifest"]), root)
+        if not found:
+            result.failures = failures_of(str(root / info["manifest"]), root)
         return result

@@ -14,6 +14,7 @@ import argparse
 
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
 from agentrepro.audit.code import code_differences
+from agentrepro.audit.failures import failures_of
 from agentrepro.audit.result import STAGES, coverage
 from agentrepro.audit.study import audit_study
 from agentrepro.errors import BadInput
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
             args.bundle, require=args.require, max_file_bytes=max_file_bytes(args), allowed_signers=args.allowed_signers
         )
         subject, problems, differences = args.bundle, verified.problems, verified.differences
+        failures = verified.failures
         if verified.digest:
             print(f"bundle digest {verified.digest}; {verified.signature}")
     else:
@@ -62,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"no manifest or lock for study {args.study!r}", path=home.manifest)
         subject, problems = args.study, audit_study(args.study, args.root, require=args.require)
         differences = code_differences(args.study, args.root)
+        failures = failures_of(args.study, args.root) if not problems else []
     for problem in problems:
         print(problem)
     for line in differences:
@@ -69,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if problems:
         print(f"audit {subject}: {len(problems)} problem(s)")
         return 1
+    for line in failures:
+        print(f"the study's own failure: {line}")
     scope = "" if args.require == "report" else f" (required up to: {args.require})"
-    print(f"audit {subject}: OK: the lock, the manifest and every planned and sealed output match{scope}")
+    own = f"; the study itself reports {len(failures)} failure(s), above: results, not tampering" if failures else ""
+    print(f"audit {subject}: OK: the lock, the manifest and every planned and sealed output match{scope}{own}")
     print(f"checked: {coverage(args.require)}")
     return 0
