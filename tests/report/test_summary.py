@@ -149,3 +149,26 @@ def test_tokenizer_restarts_cpus_and_learning_are_answered(analysis):
     learning = by["Did each method improve on its starting policy?"]
     pooled = [r for r in analysis["tables"]["learning"] if r["seed"] == "all"]
     assert len(learning.lines) == len(pooled) and all("in family learning@150/all" in line for line in learning.lines)
+
+
+def test_the_appendix_says_each_attempts_code_and_machine(analysis):
+    """Each attempt's row in the appendix names the commit it ran (and uncommitted changes), its packages' hash, the
+    CPU with its vector instruction sets, and the BLAS with its threads; an attempt that recorded none says so."""
+    runs = analysis["provenance"]["runs"]
+    runs[0]["attempts"] = [
+        {
+            "stage": "train",
+            "status": "ok",
+            "software": {"harness": {"commit": "c" * 40, "dirty": True}, "python": {"packages_sha256": "d" * 64}},
+            "machine": {
+                "cpu_model": "AMD EPYC 9654",
+                "isa": ["avx2", "avx512f"],
+                "blas": {"name": "scipy-openblas", "version": "0.3.31", "threads": [{"num_threads": 16}]},
+            },
+        },
+        {"stage": "train", "status": "ok"},
+    ]
+    html, _, _ = render.render_report(analysis, audit={"status": "passed", "problems": [], "message": ""}, files={})
+    assert f"{'c' * 12} + changes; packages {'d' * 12}" in html
+    assert "AMD EPYC 9654 (avx2, avx512f); scipy-openblas 0.3.31, 16 thread(s)" in html
+    assert "not recorded" in html

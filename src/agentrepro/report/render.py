@@ -247,16 +247,52 @@ def _units(rows: Sequence[dict], table: str) -> dict[str, str]:
 
 
 def _attempt_rows(runs: Sequence[dict]) -> list[dict]:
-    """Every attempt of every run, for the appendix: how a training attempt started and the CPUs it had."""
+    """Every attempt of every run, for the appendix: how a training attempt started, the CPUs it had, the code it ran
+    and the machine's arithmetic (agentrepro.attempts)."""
     out = []
     for r in runs:
         for i, at in enumerate(r.get("attempts") or [], start=1):
             use = cpu_use(at)
             cpus = f"{use:.2f} of {at.get('cpu_affinity') or at.get('cpus') or '?'}" if use is not None else "—"
             out.append(
-                {"run": r, "at": at, "number": at.get("number", i), "cpus": cpus, "how": at.get(HOW_STARTED) or ""}
+                {
+                    "run": r,
+                    "at": at,
+                    "number": at.get("number", i),
+                    "cpus": cpus,
+                    "how": at.get(HOW_STARTED) or "",
+                    "code": _code_said(at.get("software")),
+                    "machine": _machine_said(at.get("machine")),
+                }
             )
     return out
+
+
+def _code_said(software: Any) -> str:
+    """An attempt's code in a cell: the commit (12 digits, and whether the tree was dirty), the packages' hash."""
+    if not isinstance(software, dict):
+        return "not recorded"
+    harness, python = software.get("harness") or {}, software.get("python") or {}
+    commit = str(harness.get("commit") or "no commit")[:12] + (" + changes" if harness.get("dirty") else "")
+    return f"{commit}; packages {str(python.get('packages_sha256') or '?')[:12]}"
+
+
+def _machine_said(machine: Any) -> str:
+    """An attempt's machine in a cell: CPU model, vector instruction sets, BLAS and its threads."""
+    if not isinstance(machine, dict):
+        return "not recorded"
+    blas = machine.get("blas") or {}
+    threads = blas.get("threads")
+    counts = (
+        sorted({str(lib.get("num_threads")) for lib in threads if isinstance(lib, dict)})
+        if isinstance(threads, list)
+        else []
+    )
+    isa = machine.get("isa") or []
+    return (
+        f"{machine.get('cpu_model') or '?'} ({', '.join(map(str, isa)) or 'no listed vector sets'}); "
+        f"{blas.get('name') or '?'} {blas.get('version') or ''}, {'/'.join(counts) or '?'} thread(s)"
+    )
 
 
 def _pinned(image: dict) -> str:
