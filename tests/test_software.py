@@ -129,3 +129,30 @@ def test_a_job_at_another_commit_than_its_lock_is_said_by_the_audit(tmp_path, mo
     assert code_differences("s", root) == [f"{said}: runs/s/m/seed2"]
     result = run_cli("audit", "s", cwd=root)
     assert f"differs from the lock: {said}" in result.stdout, result.stdout
+
+
+def test_jobs_on_two_kinds_of_machine_are_said_with_their_folders(tmp_path):
+    """Two jobs whose attempts ran on other CPUs or BLAS threads: one line naming each kind with its jobs; jobs on one
+    kind of machine say nothing of it."""
+    (tmp_path / "manifests").mkdir()
+    lock = {"harness": {"commit": None, "dirty": True}, "python": python_environment()}
+    (tmp_path / "manifests" / "s.lock.json").write_text(json.dumps(lock))
+    software = {"harness": {"commit": None, "dirty": True}, "python": lock["python"]}
+
+    def job(seed: int, cpu: str, threads: int) -> None:
+        blas = {"name": "openblas", "version": "0.3.30", "threads": [{"num_threads": threads}]}
+        attempt = {"software": software, "machine": {"cpu_model": cpu, "isa": ["avx2"], "blas": blas}}
+        run = tmp_path / "runs" / "s" / "m" / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "provenance.json").write_text(json.dumps({"attempts": [attempt]}))
+
+    job(0, "AMD EPYC 9654", 16)
+    job(1, "AMD EPYC 9654", 16)
+    assert code_differences("s", tmp_path) == []
+    job(2, "Intel Xeon 8480", 16)
+    job(3, "AMD EPYC 9654", 1)
+    assert code_differences("s", tmp_path) == [
+        "the jobs ran on 3 kinds of machine: 2 on AMD EPYC 9654 (avx2); openblas 0.3.30, 16 thread(s) "
+        "(runs/s/m/seed0, runs/s/m/seed1); 1 on Intel Xeon 8480 (avx2); openblas 0.3.30, 16 thread(s) (runs/s/m/seed2); "
+        "1 on AMD EPYC 9654 (avx2); openblas 0.3.30, 1 thread(s) (runs/s/m/seed3)"
+    ]

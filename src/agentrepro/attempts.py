@@ -101,6 +101,26 @@ def machine() -> dict[str, Any]:
     }
 
 
+def machine_words(machine: Any) -> str:
+    """An attempt's `machine` in words: CPU model (vector instruction sets); BLAS, version, its libraries' threads."""
+    if not isinstance(machine, dict):
+        return "not recorded"
+    blas = machine.get("blas")
+    blas = blas if isinstance(blas, dict) else {}
+    isa = machine.get("isa")
+    isa = isa if isinstance(isa, list) else []
+    threads = blas.get("threads")
+    counts = (
+        sorted({str(lib.get("num_threads")) for lib in threads if isinstance(lib, dict)})
+        if isinstance(threads, list)
+        else []
+    )
+    return (
+        f"{machine.get('cpu_model') or '?'} ({', '.join(map(str, isa)) or 'no listed vector sets'}); "
+        f"{blas.get('name') or '?'} {blas.get('version') or ''}, {'/'.join(counts) or '?'} thread(s)"
+    )
+
+
 def blas() -> dict[str, Any]:
     """numpy's BLAS (name and version as numpy was built with it) and the threads each loaded library uses."""
     built = (numpy.show_config(mode="dicts") or {}).get("Build Dependencies", {}).get("blas", {})

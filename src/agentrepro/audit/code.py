@@ -1,7 +1,8 @@
 """Which code the study's jobs ran, against the code its lock names: every job's newest attempt (provenance.json
 `software`, agentrepro.software.running) compared with the lock's `harness` and `python`.
 
-`code_differences(study, root)` returns one line per set of differences, with the jobs that share it. They are not
+`code_differences(study, root)` returns one line per set of differences, with the jobs that share it, and one line
+naming each kind of machine (CPU, vector instruction sets, BLAS) when the jobs ran on more than one. They are not
 problems of the outputs (nothing was changed after it was written, and the audit still passes): a reviewer weighs
 them, since a job that ran another commit or other package versions is not the job the lock describes.
 """
@@ -12,7 +13,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from agentrepro.attempts import PROVENANCE
+from agentrepro.attempts import PROVENANCE, machine_words
 from agentrepro.audit.tree import EXAMPLES, load_object, walk
 from agentrepro.layout import RunFiles, locate
 from agentrepro.software import differences
@@ -21,14 +22,22 @@ SHOWN = 10  # differences said per group (a whole other environment differs in a
 NOT_RECORDED = "records no software (written by an agentrepro that did not record it)"
 
 
+def _folders(jobs: list[str]) -> str:
+    more = f" and {len(jobs) - EXAMPLES} more" if len(jobs) > EXAMPLES else ""
+    return ", ".join(jobs[:EXAMPLES]) + more
+
+
 def code_differences(study: str, root: str | os.PathLike = ".") -> list[str]:
-    """Lines of `<n> job(s) ran <what differs>: <their folders>`; [] when every job ran what the lock names."""
+    """Lines of `<n> job(s) ran <what differs>: <their folders>` (empty when every job ran what the lock names),
+    and, when the jobs ran on more than one kind of machine, one line naming each with its jobs: the same code and
+    seed can end a few tasks apart on another CPU or BLAS."""
     root = Path(root)
     home = locate(study, root)
     lock, _ = load_object(home.lock)
     if lock is None:
         return []  # the audit reports the lock
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    machines: dict[str, list[str]] = defaultdict(list)
     for path in sorted(walk(home.runs).files):
         if path.name != PROVENANCE or RunFiles.LOGS in path.relative_to(home.runs).parts:
             continue
@@ -37,11 +46,18 @@ def code_differences(study: str, root: str | os.PathLike = ".") -> list[str]:
         newest = attempts[-1] if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict) else {}
         ran = newest.get("software")
         found = tuple(differences(lock, ran)) if isinstance(ran, dict) else (NOT_RECORDED,)
+        job = path.parent.relative_to(root).as_posix()
         if found:
-            groups[found].append(path.parent.relative_to(root).as_posix())
+            groups[found].append(job)
+        machines[machine_words(newest.get("machine"))].append(job)
     lines = []
     for found, jobs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        more = f" and {len(jobs) - EXAMPLES} more" if len(jobs) > EXAMPLES else ""
         said = "; ".join(found[:SHOWN]) + (f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
-        lines.append(f"{len(jobs)} job(s) ran {said}: {', '.join(jobs[:EXAMPLES])}{more}")
+        lines.append(f"{len(jobs)} job(s) ran {said}: {_folders(jobs)}")
+    if len(machines) > 1:
+        kinds = sorted(machines.items(), key=lambda kv: -len(kv[1]))
+        lines.append(
+            f"the jobs ran on {len(machines)} kinds of machine: "
+            + "; ".join(f"{len(jobs)} on {said} ({_folders(jobs)})" for said, jobs in kinds)
+        )
     return lines

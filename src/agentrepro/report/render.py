@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 
 from agentrepro.analysis import contract
 from agentrepro.analysis.format import NBSP, unit_for
+from agentrepro.attempts import machine_words
 from agentrepro.containers.proof import KEY as CONTAINERS
 from agentrepro.errors import BadInput
 from agentrepro.placement import method_placement
@@ -262,7 +263,7 @@ def _attempt_rows(runs: Sequence[dict]) -> list[dict]:
                     "cpus": cpus,
                     "how": at.get(HOW_STARTED) or "",
                     "code": _code_said(at.get("software")),
-                    "machine": _machine_said(at.get("machine")),
+                    "machine": machine_words(at.get("machine")),
                 }
             )
     return out
@@ -275,24 +276,6 @@ def _code_said(software: Any) -> str:
     harness, python = software.get("harness") or {}, software.get("python") or {}
     commit = str(harness.get("commit") or "no commit")[:12] + (" + changes" if harness.get("dirty") else "")
     return f"{commit}; packages {str(python.get('packages_sha256') or '?')[:12]}"
-
-
-def _machine_said(machine: Any) -> str:
-    """An attempt's machine in a cell: CPU model, vector instruction sets, BLAS and its threads."""
-    if not isinstance(machine, dict):
-        return "not recorded"
-    blas = machine.get("blas") or {}
-    threads = blas.get("threads")
-    counts = (
-        sorted({str(lib.get("num_threads")) for lib in threads if isinstance(lib, dict)})
-        if isinstance(threads, list)
-        else []
-    )
-    isa = machine.get("isa") or []
-    return (
-        f"{machine.get('cpu_model') or '?'} ({', '.join(map(str, isa)) or 'no listed vector sets'}); "
-        f"{blas.get('name') or '?'} {blas.get('version') or ''}, {'/'.join(counts) or '?'} thread(s)"
-    )
 
 
 def _pinned(image: dict) -> str:
