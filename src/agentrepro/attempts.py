@@ -101,24 +101,27 @@ def machine() -> dict[str, Any]:
     }
 
 
-def machine_words(machine: Any) -> str:
-    """An attempt's `machine` in words: CPU model (vector instruction sets); BLAS, version, its libraries' threads."""
+def machine_words(machine: Any, *, threads: bool = True) -> str:
+    """An attempt's `machine` in words: CPU model (vector instruction sets); BLAS, version and, with `threads`, its
+    libraries' threads (which libraries are loaded when an attempt starts depends on the verb, so the audit groups
+    machines without them)."""
     if not isinstance(machine, dict):
         return "not recorded"
     blas = machine.get("blas")
     blas = blas if isinstance(blas, dict) else {}
     isa = machine.get("isa")
     isa = isa if isinstance(isa, list) else []
-    threads = blas.get("threads")
+    libraries = blas.get("threads")
     counts = (
-        sorted({str(lib.get("num_threads")) for lib in threads if isinstance(lib, dict)})
-        if isinstance(threads, list)
+        sorted({str(lib.get("num_threads")) for lib in libraries if isinstance(lib, dict)})
+        if isinstance(libraries, list)
         else []
     )
-    return (
+    said = (
         f"{machine.get('cpu_model') or '?'} ({', '.join(map(str, isa)) or 'no listed vector sets'}); "
-        f"{blas.get('name') or '?'} {blas.get('version') or ''}, {'/'.join(counts) or '?'} thread(s)"
+        f"{blas.get('name') or '?'} {blas.get('version') or ''}"
     )
+    return f"{said}, {'/'.join(counts) or '?'} thread(s)" if threads else said.rstrip()
 
 
 def blas() -> dict[str, Any]:

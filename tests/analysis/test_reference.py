@@ -26,6 +26,11 @@ def write(tmp_path, text):
         (GOOD.replace("std: null", "std: -1"), "values.a.std"),
         (GOOD.replace("seeds: 1", "seeds: 1.5"), "values.a.seeds"),
         ("kind: a blog post\n" + GOOD, "kind"),
+        ("caveats: another recipe\n" + GOOD, "caveats"),
+        ("caveats: ['']\n" + GOOD, "caveats"),
+        ("caveats: [1]\n" + GOOD, "caveats"),
+        ("caveats: ['" + "x" * 1001 + "']\n" + GOOD, "caveats"),
+        ("caveats: [" + ", ".join(["a"] * 21) + "]\n" + GOOD, "caveats"),
     ],
 )
 def test_bad_reference_names_the_key(tmp_path, text, where):
@@ -107,3 +112,16 @@ def test_unchecked_value_and_missing_method_are_noted(tmp_path):
     table, notes = verdicts_table(runs_frame("a", [113]), {"a": success}, ref, 0.03, 10)
     assert list(table["method"]) == ["a"]
     assert any("checked: false" in n for n in notes) and any("'b'" in n for n in notes)
+
+
+def test_caveats_are_kept_and_a_method_without_a_value_is_said(tmp_path):
+    """The reference's caveats are kept as written (none by default), and a method the study evaluated that the
+    reference gives no value for is named in a note: no verdict for it, said rather than left out silently."""
+    assert load_reference(write(tmp_path, GOOD))["caveats"] == []
+    ref = load_reference(write(tmp_path, "caveats: ['Another recipe.', 'Other seeds.']\n" + GOOD))
+    assert ref["caveats"] == ["Another recipe.", "Other seeds."]
+    runs = pd.concat([runs_frame("a", [113]), runs_frame("b", [100]), runs_frame("c", [90])])
+    ones = np.ones((1, 128))
+    table, notes = verdicts_table(runs, {"a": ones, "b": ones, "c": ones}, ref, 0.03, 10)
+    assert list(table["method"]) == ["a"]
+    assert "The paper gives no value for 'b', 'c': no verdict for them." in notes

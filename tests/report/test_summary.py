@@ -172,3 +172,11 @@ def test_the_appendix_says_each_attempts_code_and_machine(analysis):
     assert f"{'c' * 12} + changes; packages {'d' * 12}" in html
     assert "AMD EPYC 9654 (avx2, avx512f); scipy-openblas 0.3.31, 16 thread(s)" in html
     assert "not recorded" in html
+
+
+def test_the_references_caveats_stand_with_the_verdicts_as_text(analysis):
+    """The reference's caveats are listed under the verdicts, as text (markup in them is escaped)."""
+    analysis["settings"]["reference"]["caveats"] = ["Another recipe <b>and</b> other seeds."]
+    html, _, _ = render.render_report(analysis, audit={"status": "passed", "problems": [], "message": ""}, files={})
+    verdicts = html[html.index('id="verdicts"') :]
+    assert "<li>Another recipe &lt;b&gt;and&lt;/b&gt; other seeds.</li>" in verdicts[: verdicts.index("</table>")]

@@ -185,6 +185,9 @@ def bottom_line(doc: dict) -> list[str]:
     held, failed, unchecked = held + h, failed + f, unchecked + u
     if reference and kind != "paper":
         unchecked.insert(0, f"the reference is {ARTICLE.get(kind, kind)}, not a paper")
+    caveats = (reference or {}).get("caveats") or []
+    if caveats:
+        unchecked.append(f"what the {kind}'s {len(caveats)} caveat(s) say (listed with the verdicts)")
     if reference and any(not r.get("checked", True) for r in t["verdicts"]):
         unchecked.append(f"the {kind}'s values were not checked against their source")
     if not reference:

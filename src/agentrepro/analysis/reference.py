@@ -1,7 +1,8 @@
 """The reference file: paper values (docs/design.md §3.6.1) a study compares its final-step rates with.
 
 `load_reference(path)` validates the YAML (unknown keys are errors naming the key path); its `kind` (a paper, a
-reference implementation or an earlier run, default paper) says what the values come from. It reads YAML only,
+reference implementation or an earlier run, default paper) says what the values come from, and its `caveats` (default
+none) what a reader must know before comparing with them. It reads YAML only,
 so `freeze` checks a study's reference without the statistics (agentrepro.analysis.verdicts compares with it).
 """
 
@@ -13,7 +14,11 @@ from pathlib import Path
 from agentrepro.errors import BadInput
 from agentrepro.reading import load_yaml
 
-_TOP = {"paper", "kind", "metric", "values"}
+_TOP = {"paper", "kind", "metric", "values", "caveats"}
+# `caveats`: what a reader must know before comparing with the values (another recipe, other seeds, why a method
+# has no value), each a sentence the report shows beside the verdicts and the bottom line counts.
+MAX_CAVEATS = 20
+MAX_CAVEAT_CHARS = 1000
 # What the reference is (its `kind`; default paper): the report names it so in titles and text.
 KINDS = ("paper", "reference implementation", "earlier run")
 _VALUE = {"value", "std", "seeds", "source", "checked"}
@@ -37,6 +42,17 @@ def load_reference(path: str | os.PathLike) -> dict:
     kind = ref.setdefault("kind", KINDS[0])
     if kind not in KINDS:
         raise BadInput(f"expected one of {', '.join(map(repr, KINDS))}, got {kind!r}", path=path, where="kind")
+    caveats = ref.setdefault("caveats", [])
+    if (
+        not isinstance(caveats, list)
+        or len(caveats) > MAX_CAVEATS
+        or not all(isinstance(c, str) and c.strip() and len(c) <= MAX_CAVEAT_CHARS for c in caveats)
+    ):
+        raise BadInput(
+            f"expected a list of at most {MAX_CAVEATS} sentences of at most {MAX_CAVEAT_CHARS} characters",
+            path=path,
+            where="caveats",
+        )
     if not isinstance(ref["values"], dict) or not ref["values"]:
         raise BadInput("expected a non-empty mapping from method to value", path=path, where="values")
     for method, entry in ref["values"].items():

@@ -58,7 +58,7 @@ class Settings:
     alpha: float = 0.05
     final_step: int | None = None
     claims: list[str] = field(default_factory=list)
-    reference: dict | None = None  # {"paper", "kind", "metric", "path"}
+    reference: dict | None = None  # {"paper", "kind", "metric", "path", "caveats"}: reference_settings
     threshold: float | None = None  # convergence threshold (a fraction); None: 0.9 × best final mean
     n_boot: int = N_BOOT
     bootstrap_seed: int = BOOTSTRAP_SEED
@@ -214,6 +214,17 @@ class Analysis:
         return payloads
 
 
+def reference_settings(ref: dict, shown_path: str) -> dict:
+    """What analysis.json's settings say of the reference: what it is, its metric, where it is, its caveats."""
+    return {
+        "paper": ref["paper"],
+        "kind": ref["kind"],
+        "metric": ref["metric"],
+        "path": shown_path,
+        "caveats": list(ref.get("caveats") or []),
+    }
+
+
 def csv_bytes(frame: pd.DataFrame) -> bytes:
     """A table as its CSV file holds it (JSON text for object cells such as histograms)."""
     return _csv_frame(frame).to_csv(index=False, lineterminator="\n").encode("utf-8")
@@ -257,12 +268,7 @@ def analyze_outcomes(
     settings = Settings(tolerance_pp=float(tolerance_pp), alpha=alpha, claims=list(claims))
     settings.final_step = _final_step(df, final_step, "--outcomes")
     if ref:
-        settings.reference = {
-            "paper": ref["paper"],
-            "kind": ref["kind"],
-            "metric": ref["metric"],
-            "path": str(reference),
-        }
+        settings.reference = reference_settings(ref, str(reference))
     tables, notes = compute(df, methods, settings, ref, RunInputs(), "--claim")
     notes.insert(
         0,
@@ -360,12 +366,7 @@ def study_analysis(study: str, root: str | os.PathLike = ".") -> Analysis:
     if ref_path:
         ref_file = home.reference(ref_path)
         ref = load_reference(ref_file)
-        settings.reference = {
-            "paper": ref["paper"],
-            "kind": ref["kind"],
-            "metric": ref["metric"],
-            "path": _shown(ref_file, root),
-        }
+        settings.reference = reference_settings(ref, _shown(ref_file, root))
     settings.final_step = _final_step(df, analysis.get("final_step"), source)
     train_steps = (manifest.get("train") or {}).get("steps")
     if train_steps is not None and train_steps != settings.final_step:

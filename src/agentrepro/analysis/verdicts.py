@@ -318,6 +318,12 @@ def verdicts_table(
                 "needed": needed,
             }
         )
+    unvalued = [m for m in dict.fromkeys(at_final["method"]) if m not in reference["values"]]
+    if unvalued:
+        notes.append(
+            f"The {kind} gives no value for {', '.join(map(repr, unvalued))}: no verdict for "
+            f"{'it' if len(unvalued) == 1 else 'them'}."
+        )
     table = pd.DataFrame(rows, columns=VERDICTS)
     for column in ("tasks_needed", "seeds_needed", "paper_seeds", "seeds", "n_tasks"):
         table[column] = table[column].astype("Int64")  # counts stay integers next to missing values

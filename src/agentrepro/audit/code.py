@@ -2,7 +2,7 @@
 `software`, agentrepro.software.running) compared with the lock's `harness` and `python`.
 
 `code_differences(study, root)` returns one line per set of differences, with the jobs that share it, and one line
-naming each kind of machine (CPU, vector instruction sets, BLAS) when the jobs ran on more than one. They are not
+naming each kind of machine (CPU, vector instruction sets, BLAS and its version) when the jobs ran on more than one. They are not
 problems of the outputs (nothing was changed after it was written, and the audit still passes): a reviewer weighs
 them, since a job that ran another commit or other package versions is not the job the lock describes.
 """
@@ -49,7 +49,7 @@ def code_differences(study: str, root: str | os.PathLike = ".") -> list[str]:
         job = path.parent.relative_to(root).as_posix()
         if found:
             groups[found].append(job)
-        machines[machine_words(newest.get("machine"))].append(job)
+        machines[machine_words(newest.get("machine"), threads=False)].append(job)
     lines = []
     for found, jobs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         said = "; ".join(found[:SHOWN]) + (f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
