@@ -68,3 +68,27 @@ def test_training_attempts_that_overlapped_on_one_host_are_named():
         "2 of 4 runs trained at the same time as another on the same host (2 CPUs): gigpo seed 0, grpo seed 0."
     )
     assert overlapping_runs(runs[2:]) is None
+
+
+def test_a_runs_provenance_gives_its_warm_starts_and_evaluations_commands(tmp_path):
+    """The commands of the shared warm start the run started from and of each evaluation (the newest attempt's), so
+    the appendix gives every job's; a warmstart.json naming a folder outside the study's warm starts gives none."""
+    import json
+
+    from agentrepro.analysis.rundirs import run_provenance
+
+    run = tmp_path / "runs" / "s" / "m" / "seed0"
+    warm = tmp_path / "runs" / "s" / "_warmstart" / "seed0-abc"
+    for folder in (run / "eval" / "step0", run / "eval" / "step5", warm):
+        folder.mkdir(parents=True)
+    (warm / "command.txt").write_text("agentrepro warmstart --config c.yaml --out w\n")
+    (run / "warmstart.json").write_text(json.dumps({"shared": {"dir": "../../_warmstart/seed0-abc"}}))
+    (run / "command.txt").write_text("agentrepro train --config c.yaml --out r\n")
+    for step in (0, 5):
+        attempts = [{"command": "agentrepro eval (killed)"}, {"command": f"agentrepro eval --run r --step {step}"}]
+        (run / "eval" / f"step{step}" / "provenance.json").write_text(json.dumps({"attempts": attempts}))
+    found = run_provenance(run, "m", 0, tmp_path)
+    assert found["warmstart_command"] == "agentrepro warmstart --config c.yaml --out w"
+    assert found["eval_commands"] == {"0": "agentrepro eval --run r --step 0", "5": "agentrepro eval --run r --step 5"}
+    (run / "warmstart.json").write_text(json.dumps({"shared": {"dir": "../../../../etc"}}))
+    assert run_provenance(run, "m", 0, tmp_path)["warmstart_command"] is None

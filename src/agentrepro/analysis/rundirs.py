@@ -3,7 +3,8 @@
 * `read_run(run_dir, method, seed)`: the outcome files of every eval/step<N>/ and the side logs (metrics,
   timings, graph diagnostics; absent ones as []).
 * `run_provenance(run_dir, method, seed, root)`: the run's entry in analysis.json's `provenance.runs`
-  (command, resolved-config hash, attempts, status, every sealed output).
+  (command, resolved-config hash, attempts, status, every sealed output, and the commands of its shared warm start
+  and of each evaluation, so that the report's appendix gives every job's command).
 * `check_paths(df)`: each outcome row agrees with the directory it was read from (study, method, seed, step).
 * `task_seed_check(lock, run_dirs)`: the parity check that the task seeds training drew from (resolved_config.yaml)
   and the evaluation panel's seeds (the lock) are disjoint, or by how many they overlap.
@@ -14,15 +15,15 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
 from agentrepro.analysis.load import read_steps_jsonl
 from agentrepro.attempts import read_provenance
 from agentrepro.errors import BadInput
-from agentrepro.layout import RUNS, RunFiles, evaluations_on_disk
-from agentrepro.reading import load_yaml, read_text
+from agentrepro.layout import RUNS, WARMSTARTS, RunFiles, evaluations_on_disk
+from agentrepro.reading import load_json, load_yaml, read_text
 from agentrepro.runconfig import config_file_sha256
 from agentrepro.seal import OUTPUTS, read_outputs_manifest
 
@@ -66,7 +67,30 @@ def run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
         "attempts": prov.get("attempts", []),
         "status": prov.get("status"),
         "outputs": outputs,
+        "warmstart_command": _warmstart_command(run_dir),
+        "eval_commands": {str(step): _newest_command(path) for step, path in evaluations_on_disk(run_dir)},
     }
+
+
+def _newest_command(job_dir: Path) -> str | None:
+    """The command of the newest attempt a job directory's provenance.json records."""
+    prov = read_provenance(job_dir)
+    attempts = prov.get("attempts") if isinstance(prov, dict) else None
+    newest = attempts[-1] if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict) else {}
+    command = newest.get("command")
+    return command if isinstance(command, str) else None
+
+
+def _warmstart_command(run_dir: Path) -> str | None:
+    """The command of the shared warm start the run started from (its warmstart.json names the folder), or None."""
+    record = run_dir / RunFiles.WARMSTART
+    shared = load_json(record).get("shared") if record.is_file() else None
+    folder = shared.get("dir") if isinstance(shared, dict) else None
+    parts = PurePosixPath(folder).parts if isinstance(folder, str) else ()
+    if len(parts) != 4 or parts[:3] != ("..", "..", WARMSTARTS) or parts[3] in ("..", "."):
+        return None  # not a warm start of this study's (the audit's warm-start check says why)
+    command = run_dir.joinpath(*parts) / RunFiles.COMMAND
+    return read_text(command).strip() if command.is_file() else None
 
 
 def check_paths(df: pd.DataFrame) -> None:
