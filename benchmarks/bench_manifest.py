@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "manifest"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from study_kit import BASE, fake_outputs, fake_run, set_key, write_study
 
@@ -48,10 +48,12 @@ def main() -> None:
         tasks = [{"task_id": f"t{i}", "category": "c", "gamefile": f"g/{i}.tw"} for i in range(args.tasks)]
         methods = {f"m{i}": {"estimator": "grpo"} for i in range(max(1, args.runs // 3))}
         manifest = set_key(set_key(set_key(BASE, "eval.tasks", args.tasks), "methods", methods), "seeds", [0, 1, 2])
-        manifest = set_key(manifest, "analysis.claims", [])
+        manifest = set_key(set_key(manifest, "analysis.claims", []), "resources.cpus", 64)  # the recipe's env workers
         manifest = set_key(set_key(manifest, "train.steps", 10 * args.steps), "eval.every", 10)  # evaluated: 0, 10, ...
         write_study(root, manifest, tasks=tasks)
-        (root / "manifests" / "references" / "demo.yaml").write_text("paper: none\nmetric: success_rate\nvalues: {}\n")
+        (root / "manifests" / "references" / "demo.yaml").write_text(
+            "paper: none\nmetric: success_rate\nvalues: {m0: {value: 0.5}}\n"
+        )
         lock, _, _ = freeze(root / "manifests" / "demo.yaml", root=root, allow_dirty=True)
         for method in methods:
             for seed in (0, 1, 2):
