@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentrepro import __version__
 from agentrepro.fileio import sha256_json
 
 MAX_LISTED = 100
@@ -155,7 +156,8 @@ def running(
         )
     return {
         "harness": state,
-        "agentrepro": {"version": importlib.metadata.version("agentrepro"), "files_sha256": package_sha256()},
+        # the package's own version: a process may import agentrepro from a source tree that was never installed
+        "agentrepro": {"version": __version__, "files_sha256": package_sha256()},
         "python": python_environment(),
     }
 

@@ -84,14 +84,14 @@ def test_a_shared_gpu_gives_the_job_its_share(monkeypatch):
     no GPU here)."""
     import torch
 
-    from agentrepro.trainer import step_record
+    from agentrepro.trainer import policy, step_record
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (100 * GIB, 140 * GIB))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: 30 * GIB)
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: 20 * GIB)
-    monkeypatch.delenv(step_record.GPU_SHARE, raising=False)
+    monkeypatch.delenv(policy.GPU_SHARE, raising=False)
     assert step_record.device_memory(torch.device("cuda")) == (110 * GIB, 140 * GIB)
-    monkeypatch.setenv(step_record.GPU_SHARE, "2")
+    monkeypatch.setenv(policy.GPU_SHARE, "2")
     assert step_record.device_memory(torch.device("cuda")) == (50 * GIB, 70 * GIB)
 
 
@@ -164,3 +164,30 @@ def test_the_host_that_cannot_hold_one_pass_is_named_as_the_host():
             precision="fp32",
             where="host",
         )
+
+
+def test_a_run_on_a_shared_gpu_holds_torchs_cache_to_its_share(monkeypatch):
+    """run_device on a GPU shared by K jobs caps torch's caching allocator at 1/K of the device (CUDA faked: no GPU
+    here); alone on it, or on the CPU, nothing is capped."""
+    import types
+
+    import torch
+
+    from agentrepro.trainer import policy
+
+    capped = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(
+        torch.cuda, "set_per_process_memory_fraction", lambda f, device=None: capped.append((f, device))
+    )
+    train = types.SimpleNamespace(device="cuda:0", threads=1)
+    monkeypatch.delenv(policy.GPU_SHARE, raising=False)
+    policy.run_device(train)
+    monkeypatch.setenv(policy.GPU_SHARE, "garbage")
+    policy.run_device(train)
+    assert capped == []
+    monkeypatch.setenv(policy.GPU_SHARE, "2")
+    assert policy.run_device(train) == torch.device("cuda:0")
+    assert capped == [(0.5, torch.device("cuda:0"))]
+    policy.run_device(types.SimpleNamespace(device="cpu", threads=torch.get_num_threads()))  # threads unchanged
+    assert len(capped) == 1

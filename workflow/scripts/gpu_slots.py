@@ -15,7 +15,8 @@ a device taken. With `--resources gpu=K` no larger than the number of devices, a
 * Several jobs on one GPU (off by default): `--per-gpu K` (or `AGENTREPRO_JOBS_PER_GPU=K`) gives each device K
   slots (`gpu<ID>.<k>.lock`); a job of N GPUs takes one slot on each of N devices, and runs with
   `AGENTREPRO_GPU_SHARE=K`, so that the builtin trainer sizes its passes from 1/K of the device's memory
-  (agentrepro.trainer.step_record.device_memory). Use it where the jobs' measured peak (`gpu_peak_mem_gb` in their
+  (agentrepro.trainer.step_record.device_memory) and holds torch's caching allocator to that share
+  (agentrepro.trainer.policy.run_device). Use it where the jobs' measured peak (`gpu_peak_mem_gb` in their
   metrics.jsonl) times K fits a device, and ask Snakemake for `--resources gpu=<K x devices>`; never on a node
   that other users' jobs share.
 

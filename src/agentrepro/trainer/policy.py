@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ class ModelSpec:
         return self.path is None
 
 
+GPU_SHARE = "AGENTREPRO_GPU_SHARE"  # K: the jobs that share this process's GPU (gpu_slots.py --per-gpu K)
+
+
 def device_of(name: str) -> torch.device:
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -65,12 +69,23 @@ def device_of(name: str) -> torch.device:
     return device
 
 
+def gpu_share() -> int:
+    """K where K jobs share this process's GPU (GPU_SHARE, set by workflow/scripts/gpu_slots.py), else 1."""
+    share = os.environ.get(GPU_SHARE, "")
+    return int(share) if share.isdigit() and int(share) > 1 else 1
+
+
 def run_device(train, name: str | None = None) -> torch.device:
     """The device a run computes on: `name` (default `train.device`; a rank's own GPU under data parallel),
-    with `train.threads` torch threads when `train.device` is the CPU."""
+    with `train.threads` torch threads when `train.device` is the CPU. On a GPU shared by K jobs, torch's caching
+    allocator is held to 1/K of it: sized from its share, a job's cache still grew to 82 GiB of a 139.8 GiB H200
+    and the other job of two ran out of memory (benchmarks/RESULTS.md, issue 35)."""
     if train.device == "cpu":
         torch.set_num_threads(train.threads)
-    return device_of(name or train.device)
+    device = device_of(name or train.device)
+    if device.type == "cuda" and gpu_share() > 1:
+        torch.cuda.set_per_process_memory_fraction(1 / gpu_share(), device if device.index is not None else None)
+    return device
 
 
 def _lm_config(spec: ModelSpec, vocab_size: int, tokenizer):

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import psutil
 import torch
 
 from agentrepro.trainer.credit import ordered_turns
+from agentrepro.trainer.policy import gpu_share
 from agentrepro.trainer.rollout import Rollout
 
 COUNTERS = ("env_steps", "episodes", "tokens_generated", "tokens_trained")
@@ -39,7 +39,6 @@ def memory_use(device: torch.device) -> dict[str, float | None]:
     return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
 
-GPU_SHARE = "AGENTREPRO_GPU_SHARE"
 """Set by workflow/scripts/gpu_slots.py when K jobs may share a device: this job's share is 1/K of it."""
 
 
@@ -52,9 +51,9 @@ def device_memory(device: torch.device) -> tuple[int, int]:
     free, total = torch.cuda.mem_get_info(device)
     allocated = torch.cuda.memory_allocated(device)
     available = free + torch.cuda.memory_reserved(device) - allocated
-    share = os.environ.get(GPU_SHARE, "")
-    if share.isdigit() and int(share) > 1:
-        total //= int(share)
+    share = gpu_share()
+    if share > 1:
+        total //= share
         available = min(available, total - allocated)
     return available, total
 
