@@ -13,7 +13,14 @@ from study_kit import git, git_commit_all
 from agentrepro.attempts import ISA_FLAGS, machine, start_attempt
 from agentrepro.audit.code import code_differences
 from agentrepro.fileio import sha256_json
-from agentrepro.software import PACKAGE_DIR, differences, harness_state, package_sha256, python_environment
+from agentrepro.software import (
+    PACKAGE_DIR,
+    changed_between,
+    differences,
+    harness_state,
+    package_sha256,
+    python_environment,
+)
 
 
 def test_clean_repository(tmp_path):
@@ -154,3 +161,15 @@ def test_jobs_on_two_kinds_of_machine_are_said_with_their_folders(tmp_path):
         "the jobs ran on 2 kinds of machine: 2 on AMD EPYC 9654 (avx2); openblas 0.3.30 (runs/s/m/seed0, "
         "runs/s/m/seed1); 1 on Intel Xeon 8480 (avx2); openblas 0.3.30 (runs/s/m/seed2)"
     ]
+
+
+def test_a_lock_commit_that_is_no_commit_never_reaches_git(tmp_path):
+    """changed_between runs git only on two 40-hex commits: an option, a branch name or a short hash read from a
+    forged lock gives None (not known), and git writes nothing."""
+    (tmp_path / "a.txt").write_text("a")
+    head = git_commit_all(tmp_path)
+    out = tmp_path / "written"
+    for forged in (f"--output={out}", "main", head[:7], head + "\n"):
+        assert changed_between(tmp_path, forged, head) is None
+    assert not out.exists()
+    assert changed_between(tmp_path, head, head) == []

@@ -28,6 +28,7 @@ from agentrepro import __version__
 from agentrepro.fileio import sha256_json
 
 MAX_LISTED = 100
+COMMIT = re.compile(r"[0-9a-f]{40}")
 PACKAGE_DIR = Path(__file__).resolve().parent  # the agentrepro package this process imports
 
 
@@ -131,7 +132,10 @@ def changed_between(
     root: str | os.PathLike, first: str, second: str, *, ignore: Sequence[str] = ()
 ) -> list[str] | None:
     """The paths that differ between two commits of the checkout holding `root` (`ignore`: paths relative to its
-    top, left out), or None when git cannot tell (a commit it does not have)."""
+    top, left out), or None when git cannot tell (a commit it does not have, or either is no 40-hex commit: a value
+    read from a lock never reaches git's command line as anything but a commit)."""
+    if not (COMMIT.fullmatch(first) and COMMIT.fullmatch(second)):
+        return None
     try:
         diff = _git(Path(root), "diff", "--name-only", "-z", first, second, "--")
     except FileNotFoundError:
