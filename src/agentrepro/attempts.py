@@ -52,6 +52,13 @@ PACKAGES = (
 )
 
 
+def newest_attempt(provenance: Any) -> dict[str, Any]:
+    """The newest attempt of a provenance.json object (or of a run's entry in analysis.json), {} when it has none."""
+    attempts = provenance.get("attempts") if isinstance(provenance, dict) else None
+    newest = attempts[-1] if isinstance(attempts, list) and attempts else None
+    return newest if isinstance(newest, dict) else {}
+
+
 def read_provenance(run_dir: str | os.PathLike) -> dict[str, Any]:
     path = Path(run_dir) / PROVENANCE
     return load_json(path) if path.exists() else {}

@@ -175,9 +175,15 @@ def _versions(packages: Any) -> dict[str, str]:
     return {name: version for name, _, version in pairs}
 
 
-def differences(lock: dict[str, Any], software: dict[str, Any]) -> list[str]:
+NOT_RECORDED = "no record of the code it ran (written by an agentrepro that did not record it)"
+
+
+def differences(lock: dict[str, Any], software: Any) -> list[str]:
     """What `software` (an attempt's, from `running`) ran unlike what `lock` was frozen with, one phrase each: the
-    commit, uncommitted changes, the Python version, and each package added, removed or of another version."""
+    commit, uncommitted changes, the Python version, and each package added, removed or of another version;
+    [NOT_RECORDED] when the attempt recorded none."""
+    if not isinstance(software, dict):
+        return [NOT_RECORDED]
     found = []
     harness, frozen = _object(software.get("harness")), _object(lock.get("harness"))
     listed = harness.get("changed_since_lock")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from agentrepro.attempts import newest_attempt
 from agentrepro.software import differences
 
 ARTICLE = {
@@ -126,13 +127,7 @@ def _code(doc: dict) -> list[str]:
         return []
     unlike: dict[tuple[str, ...], int] = {}
     for run in runs:
-        attempts = run.get("attempts") if isinstance(run, dict) else None
-        ran = (
-            attempts[-1].get("software")
-            if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict)
-            else None
-        )
-        found = tuple(differences(lock, ran)) if isinstance(ran, dict) else ("no record of the code it ran",)
+        found = tuple(differences(lock, newest_attempt(run).get("software")))
         if found:
             unlike[found] = unlike.get(found, 0) + 1
     if not unlike:

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from agentrepro.analysis.load import read_steps_jsonl
-from agentrepro.attempts import read_provenance
+from agentrepro.attempts import newest_attempt, read_provenance
 from agentrepro.errors import BadInput
 from agentrepro.layout import RUNS, WARMSTARTS, RunFiles, evaluations_on_disk
 from agentrepro.reading import load_json, load_yaml, read_text
@@ -74,10 +74,7 @@ def run_provenance(run_dir: Path, method: str, seed: int, root: Path) -> dict:
 
 def _newest_command(job_dir: Path) -> str | None:
     """The command of the newest attempt a job directory's provenance.json records."""
-    prov = read_provenance(job_dir)
-    attempts = prov.get("attempts") if isinstance(prov, dict) else None
-    newest = attempts[-1] if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict) else {}
-    command = newest.get("command")
+    command = newest_attempt(read_provenance(job_dir)).get("command")
     return command if isinstance(command, str) else None
 
 

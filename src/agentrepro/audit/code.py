@@ -13,13 +13,12 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from agentrepro.attempts import PROVENANCE, machine_words
+from agentrepro.attempts import PROVENANCE, machine_words, newest_attempt
 from agentrepro.audit.tree import EXAMPLES, load_object, walk
 from agentrepro.layout import RunFiles, locate
 from agentrepro.software import differences
 
 SHOWN = 10  # differences said per group (a whole other environment differs in a hundred packages)
-NOT_RECORDED = "records no software (written by an agentrepro that did not record it)"
 
 
 def _folders(jobs: list[str]) -> str:
@@ -42,10 +41,8 @@ def code_differences(study: str, root: str | os.PathLike = ".") -> list[str]:
         if path.name != PROVENANCE or RunFiles.LOGS in path.relative_to(home.runs).parts:
             continue
         prov, _ = load_object(path)
-        attempts = (prov or {}).get("attempts")
-        newest = attempts[-1] if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict) else {}
-        ran = newest.get("software")
-        found = tuple(differences(lock, ran)) if isinstance(ran, dict) else (NOT_RECORDED,)
+        newest = newest_attempt(prov)
+        found = tuple(differences(lock, newest.get("software")))
         job = path.parent.relative_to(root).as_posix()
         if found:
             groups[found].append(job)

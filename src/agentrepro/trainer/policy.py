@@ -78,8 +78,8 @@ def gpu_share() -> int:
 def run_device(train, name: str | None = None) -> torch.device:
     """The device a run computes on: `name` (default `train.device`; a rank's own GPU under data parallel),
     with `train.threads` torch threads when `train.device` is the CPU. On a GPU shared by K jobs, torch's caching
-    allocator is held to 1/K of it: sized from its share, a job's cache still grew to 82 GiB of a 139.8 GiB H200
-    and the other job of two ran out of memory (benchmarks/RESULTS.md, issue 35)."""
+    allocator is held to 1/K of it: passes sized from the share do not bound what the cache keeps, and a job whose
+    cache outgrows its share leaves the others too little (benchmarks/RESULTS.md, "The same on one H200")."""
     if train.device == "cpu":
         torch.set_num_threads(train.threads)
     device = device_of(name or train.device)
