@@ -5,8 +5,10 @@
 #
 #     benchmarks/gpu/study_e2e.sh OUT [DEVICE [SHAPE]]     # DEVICE cuda (default) or cpu, SHAPE qwen2.5-0.5b or tiny
 #
-# Reduced: the two methods of the study's first claim (ppo_concat, grpo_concat), seeds 0 and 1, 2 RL steps, evaluated
-# at steps 0 and 2 on 32 tasks; everything else as shipped. Two jobs share the GPU (AGENTREPRO_JOBS_PER_GPU=2). The
+# Reduced: the two methods of the study's first claim (ppo_concat, grpo_concat), seeds 0 and 1, 3 RL steps (the first
+# compiles the update's kernels), evaluated at steps 0 and 3 on 32 tasks, turns of at most 128 tokens (a random-weight
+# model never ends a turn early, so every turn runs to the cap: the shipped 512 would time only the cap); everything
+# else as shipped. Two jobs share the GPU (AGENTREPRO_JOBS_PER_GPU=2). The
 # study is copied into OUT/study (manifest, lock, runs, analysis), with OUT/snakemake.log and OUT/wall.txt; the report
 # is built from the analysis elsewhere (`agentrepro report`). Needs snakemake and agentrepro importable, and
 # `agentrepro` on PATH. E2E_LIMIT_S (default: none) stops snakemake after that many seconds and still copies out what
@@ -32,8 +34,8 @@ manifest = yaml.safe_load(open(source))
 manifest["model"]["path"] = model
 manifest["methods"] = {m: manifest["methods"][m] for m in ("ppo_concat", "grpo_concat")}
 manifest["seeds"] = [0, 1]
-manifest["train"].update(steps=2, device=device)
-manifest["eval"].update(tasks=32, every=2)
+manifest["train"].update(steps=3, max_new_tokens=128, device=device)
+manifest["eval"].update(tasks=32, every=3)
 manifest["resources"].update(runtime_min=30, gpus=0 if device == "cpu" else 1)
 manifest["analysis"]["claims"] = manifest["analysis"]["claims"][:1]
 yaml.safe_dump(manifest, open(target, "w"), sort_keys=False)

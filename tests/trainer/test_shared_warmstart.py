@@ -68,6 +68,23 @@ def test_a_pretrained_model_starts_rl_from_its_own_weights_unless_the_manifest_a
     assert set(scratch.warmstarts) == {("grpo", 0), ("grpo", 1)}
 
 
+def test_a_pretrained_models_turns_have_the_reference_recipes_room_unless_the_manifest_says():
+    """A chat model gets PRETRAINED_TURN_TOKENS a turn (the trainer's few tokens would cut it off mid-sentence); a
+    method or the train block stating max_new_tokens keeps its own; a model built from a config keeps the trainer's."""
+    from agentrepro.backends.builtin.backend import PRETRAINED_TURN_TOKENS
+    from agentrepro.trainer.config import TrainConfig
+
+    model = {"name": "qwen", "path": "models/qwen"}
+    plan = StudyPlan({**_manifest(grpo={}, short={"max_new_tokens": 16}), "model": model}, "manifest")
+    assert plan.job("grpo", 0).config["train"]["max_new_tokens"] == PRETRAINED_TURN_TOKENS > TrainConfig.max_new_tokens
+    assert plan.job("short", 0).config["train"]["max_new_tokens"] == 16
+    stated = _manifest(grpo={})
+    stated["train"] = {**stated["train"], "max_new_tokens": 64}
+    assert StudyPlan({**stated, "model": model}, "manifest").job("grpo", 1).config["train"]["max_new_tokens"] == 64
+    scratch = StudyPlan(_manifest(grpo={}), "manifest").job("grpo", 0).config["train"]
+    assert scratch["max_new_tokens"] == TrainConfig.max_new_tokens
+
+
 def _write(path: Path, config: dict) -> Path:
     path.write_text(yaml.safe_dump(config))
     return path

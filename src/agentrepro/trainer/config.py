@@ -103,7 +103,7 @@ class TrainConfig:
     # --- rollouts --------------------------------------------------------------------------------
     mode: str = "concat"  # concat (one growing sequence per trajectory) | non_concat (one row per turn)
     max_turns: int = 5  # agent turns per episode
-    max_new_tokens: int = 6  # generated tokens per turn (including the end-of-turn token)
+    max_new_tokens: int = 6  # generated tokens per turn (including the end-of-turn token); the builtin backend's default is PRETRAINED_TURN_TOKENS for a model.path model
     temperature: float = 1.0  # sampling temperature of training rollouts
     format_reward: float | None = (
         0.0  # environment format reward during RL rollouts (None keeps the env's); eval always uses the env's

@@ -42,6 +42,11 @@ RUN_FILES = re.compile(
     + rf"|{RunFiles.CHECKPOINTS}/(?:step\d+\.pt|tokenizer/[^/]+|hf/step\d+/.+)"
 )
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
+# Generated tokens per turn for a pretrained model when the manifest sets none: the reference recipes' budget (512 is
+# VAGEN's response_length_per_turn in its Sokoban and FrozenLake specs and verl-agent's data.max_response_length in
+# its ALFWorld scripts). The trainer's own default (a few tokens) is for a policy trained from scratch, whose answers are single
+# action words; a chat model asked to think before it answers would be cut off in its first sentence.
+PRETRAINED_TURN_TOKENS = 512
 # written into each resolved config (so hashed): the evaluation defaults, stated for the reader of the file
 DEFAULT_EVAL = {key: getattr(EvalConfig(), key) for key in ("episodes_per_task", "temperature")}
 
@@ -64,11 +69,15 @@ class BuiltinBackend(Backend):
     def resolve(self, config: dict[str, Any]) -> dict[str, Any]:
         """The defaults, then the warm start's: on for a model built from a config (it starts from random weights),
         off for a pretrained one (`model.path`: RL starts from its own weights, as the papers' runs do) unless the
-        config states `train.warmstart`; then `auto` update precision and kernels for the device and model
+        config states `train.warmstart`; a pretrained model's turns get PRETRAINED_TURN_TOKENS unless the config
+        states `train.max_new_tokens`; then `auto` update precision and kernels for the device and model
         (trainer/config.py `resolve_auto`), so the resolved config records what ran."""
         resolved = super().resolve(config)
-        if "warmstart" not in (config.get("train") or {}):
+        stated = config.get("train") or {}
+        if "warmstart" not in stated:
             resolved["train"]["warmstart"] = not pretrained(resolved)
+        if "max_new_tokens" not in stated and pretrained(resolved):
+            resolved["train"]["max_new_tokens"] = PRETRAINED_TURN_TOKENS
         resolved["train"] = resolve_auto(resolved["train"], qwen2_silu=qwen2_silu(resolved.get("model") or {}))
         return resolved
 
