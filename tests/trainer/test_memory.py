@@ -168,13 +168,20 @@ def test_the_host_that_cannot_hold_one_pass_is_named_as_the_host():
 
 def test_a_run_on_a_shared_gpu_holds_torchs_cache_to_its_share(monkeypatch):
     """run_device on a GPU shared by K jobs caps torch's caching allocator at 1/K of the device (CUDA faked: no GPU
-    here); alone on it, or on the CPU, nothing is capped."""
+    here); alone on it, or on the CPU, nothing is capped. On CUDA the allocator's segments are expandable unless the
+    environment already configures the allocator; on the CPU nothing is set."""
     import types
 
     import torch
 
     from agentrepro.trainer import policy
 
+    for key in policy.ALLOC_CONF:
+        monkeypatch.delenv(key, raising=False)
+    settings = []
+    monkeypatch.setattr(policy, "allocator_settings", settings.append)
+    policy.run_device(types.SimpleNamespace(device="cpu", threads=torch.get_num_threads()))
+    assert settings == []
     capped = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(
@@ -191,3 +198,7 @@ def test_a_run_on_a_shared_gpu_holds_torchs_cache_to_its_share(monkeypatch):
     assert capped == [(0.5, torch.device("cuda:0"))]
     policy.run_device(types.SimpleNamespace(device="cpu", threads=torch.get_num_threads()))  # threads unchanged
     assert len(capped) == 1
+    assert settings == [policy.EXPANDABLE] * 3
+    monkeypatch.setenv(policy.ALLOC_CONF[1], "max_split_size_mb:512")  # the user's own settings are kept
+    policy.run_device(train)
+    assert settings == [policy.EXPANDABLE] * 3

@@ -60,6 +60,12 @@ class ModelSpec:
 
 
 GPU_SHARE = "AGENTREPRO_GPU_SHARE"  # K: the jobs that share this process's GPU (gpu_slots.py --per-gpu K)
+# where a user configures torch's caching allocator (read when torch is imported; the second is torch's newer name)
+ALLOC_CONF = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+# Segments that grow in place: the rollout's cache and the update's passes change size every step, and with fixed
+# segments the freed blocks fragment until a pass's gigabyte finds no room in memory torch holds but cannot use
+# (benchmarks/RESULTS.md, "The shipped study through the Snakefile").
+EXPANDABLE = "expandable_segments:True"
 
 
 def device_of(name: str) -> torch.device:
@@ -75,14 +81,24 @@ def gpu_share() -> int:
     return int(share) if share.isdigit() and int(share) > 1 else 1
 
 
+def allocator_settings(settings: str) -> None:
+    """Set torch's caching allocator `settings` now (the environment's are read when torch is imported, before this
+    process could set them): torch's own setter, under its newer name where torch has it."""
+    setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None) or torch.cuda.memory._set_allocator_settings
+    setter(settings)
+
+
 def run_device(train, name: str | None = None) -> torch.device:
     """The device a run computes on: `name` (default `train.device`; a rank's own GPU under data parallel),
     with `train.threads` torch threads when `train.device` is the CPU. On a GPU shared by K jobs, torch's caching
     allocator is held to 1/K of it: passes sized from the share do not bound what the cache keeps, and a job whose
-    cache outgrows its share leaves the others too little (benchmarks/RESULTS.md, "The same on one H200")."""
+    cache outgrows its share leaves the others too little (benchmarks/RESULTS.md, "The same on one H200"). On CUDA
+    the allocator's segments are EXPANDABLE unless the environment configures the allocator itself."""
     if train.device == "cpu":
         torch.set_num_threads(train.threads)
     device = device_of(name or train.device)
+    if device.type == "cuda" and not any(os.environ.get(key) for key in ALLOC_CONF):
+        allocator_settings(EXPANDABLE)
     if device.type == "cuda" and gpu_share() > 1:
         torch.cuda.set_per_process_memory_fraction(1 / gpu_share(), device if device.index is not None else None)
     return device
