@@ -152,3 +152,43 @@ def test_a_changed_manifest_stops_before_any_job(finished):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "agentrepro freeze" in out
     assert not (finished / "runs" / "wf-tiny" / "grpo" / "seed1").exists()
+
+
+def test_a_forged_outcome_passes_every_hash_and_fails_its_re_evaluation(finished, tmp_path):
+    """The bundle ships each run's final checkpoint (step 2, not step 0), and `audit --bundle --re-eval` plays it
+    again: every outcome as recorded. A forger who flips one final outcome, mends its attempt's count, re-seals that
+    evaluation and runs analyze and report again passes the audit of hashes and recounts; played again, the checkpoint names the flipped task."""
+    from helpers import run_cli, tar_members
+
+    from agentrepro.seal import write_outputs_manifest
+
+    bundle = tmp_path / "wf-tiny.tar.gz"
+    assert run_cli("bundle", "wf-tiny", "-o", bundle, cwd=finished).returncode == 0
+    members = tar_members(bundle)
+    run = "runs/wf-tiny/grpo/seed0/checkpoints/"
+    assert run + "step2.pt" in members and run + "step0.pt" not in members
+    honest = run_cli("audit", "--bundle", bundle, "--re-eval", cwd=tmp_path, timeout=600)
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert honest.stdout.count("4 episode(s) played again, each as recorded") == 2, honest.stdout
+
+    forged = tmp_path / "forged"
+    shutil.copytree(finished, forged, ignore=shutil.ignore_patterns(".snakemake"))
+    evaluation = forged / "runs" / "wf-tiny" / "grpo" / "seed0" / "eval" / "step2"
+    rows = [json.loads(line) for line in (evaluation / "outcomes.jsonl").read_text().splitlines()]
+    rows[1]["success"] = 1 - rows[1]["success"]
+    (evaluation / "outcomes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    provenance = json.loads((evaluation / "provenance.json").read_text())
+    provenance["attempts"][-1]["successes"] = sum(r["success"] for r in rows)  # the count its attempt records
+    (evaluation / "provenance.json").write_text(json.dumps(provenance, indent=2))
+    write_outputs_manifest(evaluation)
+    for verb in ("analyze", "report"):
+        redone = run_cli(verb, "wf-tiny", "--root", forged, *(("--no-pdf",) if verb == "report" else ()), timeout=600)
+        assert redone.returncode == 0, redone.stderr[-2000:]
+    assert run_cli("bundle", "wf-tiny", "-o", tmp_path / "forged.tar.gz", cwd=forged).returncode == 0
+    passes = run_cli("audit", "--bundle", tmp_path / "forged.tar.gz", cwd=tmp_path, timeout=600)
+    assert passes.returncode == 0, passes.stdout + passes.stderr  # what the hashes and the recount cannot see
+    caught = run_cli("audit", "--bundle", tmp_path / "forged.tar.gz", "--re-eval", "--tasks", "2", cwd=tmp_path)
+    assert caught.returncode == 1, caught.stdout + caught.stderr
+    flipped = f"runs/wf-tiny/grpo/seed0/eval/step2/outcomes.jsonl: task {rows[1]['task_id']} episode 0: success"
+    assert flipped in caught.stdout and "not what the shipped checkpoint plays" in caught.stdout, caught.stdout
+    assert "2 episode(s) played again, 1 not as recorded" in caught.stdout

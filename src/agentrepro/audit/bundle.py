@@ -18,7 +18,8 @@ manifest, the lock, the files it hashed, BUNDLE.*, and the study's runs/, analys
 a file the lock hashed under a path outside the archive is never read (listed as left out, or reported).
 
 Left out: the weights and training state in checkpoints/ (its small text files stay: tokenizers, model and
-generation configs), wandb/ directories, and any file over `max_file_bytes`; they are listed in BUNDLE.json
+generation configs), except each run's final checkpoint where its files are small (`CHECKPOINT_BYTES`,
+`--checkpoint-mb`: the builtin trainer's, which `audit --bundle --re-eval` plays again), wandb/ directories, and any file over `max_file_bytes`; they are listed in BUNDLE.json
 with their size and why, and the audit of a bundle does not count their absence as a problem.
 Symbolic links (and anything reached through one) are never followed: they are left out and listed too,
 and `audit --bundle` reports each as a problem, as the audit of the study does.
@@ -45,14 +46,17 @@ from typing import Any
 from agentrepro.audit import sign
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
+from agentrepro.audit.reeval import re_evaluate
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
+from agentrepro.backends import get_backend
 from agentrepro.bounds import number
 from agentrepro.errors import BadInput, shown
 from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
 from agentrepro.layout import SLUG_RE, RunFiles, locate
 from agentrepro.lockfile import lock_sha256, read_lock
 from agentrepro.reading import load_json
+from agentrepro.runconfig import checkpoint_steps, read_resolved_config
 from agentrepro.seal import read_sums, sums_text
 
 BUNDLE_JSON = "BUNDLE.json"
@@ -62,6 +66,9 @@ TRACKER_DIRS = {"wandb"}
 # Files of checkpoints/ that are shipped: a tokenizer and the model's configs, text a reviewer can read and hash.
 CHECKPOINT_TEXT = {".json", ".txt", ".model", ".jinja", ".yaml", ".yml"}
 MAX_FILE_BYTES = 64 << 20  # a member, packed or accepted (bundle and audit --bundle: --max-file-mb)
+# Each run's final checkpoint is shipped where every file of it is at most this (bundle --checkpoint-mb), so that
+# `audit --bundle --re-eval` can play it again: the builtin trainer's small models, not a framework's gigabytes.
+CHECKPOINT_BYTES = 16 << 20
 MAX_BUNDLE_BYTES = 16 << 30  # all members of a bundle together, extracted
 MAX_MEMBERS = 1_000_000  # members of a bundle
 LINK_REASON = "a symbolic link (never followed: its target could lie outside the study)"
@@ -100,13 +107,35 @@ def _through_link(root: Path, rel: str) -> bool:
     return any(root.joinpath(*parts[:i]).is_symlink() for i in range(1, len(parts) + 1))
 
 
+def final_checkpoints(study: str, root: Path, limit: int) -> set[str]:
+    """Root-relative paths of the files of each run's final evaluated checkpoint (`Backend.checkpoint(...).weights`:
+    what an evaluation reads), for the runs whose every such file is at most `limit` bytes."""
+    shipped: set[str] = set()
+    for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
+        try:
+            config = read_resolved_config(run_dir)
+            step = max(checkpoint_steps(config))
+            weights = get_backend(config["backend"]["name"]).checkpoint(config, run_dir, step).weights
+        except BadInput:
+            continue  # the audit reports an unreadable run config
+        files = [f for w in weights for f in (walk(w).files if w.is_dir() else {w} if w.is_file() else set())]
+        if files and all(f.stat().st_size <= limit for f in files):
+            shipped |= {f.relative_to(root).as_posix() for f in files}
+    return shipped
+
+
 def collect(
-    study: str, root: str | os.PathLike = ".", *, max_file_bytes: int = MAX_FILE_BYTES
+    study: str,
+    root: str | os.PathLike = ".",
+    *,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    checkpoint_bytes: int = CHECKPOINT_BYTES,
 ) -> tuple[list[str], list[dict[str, Any]], dict]:
     """(root-relative paths to pack, files left out with reason, the lock). BadInput if the lock is unusable."""
     root = Path(root)
     home = locate(study, root)
     lock = read_lock(home.lock)
+    shipped = final_checkpoints(study, root, checkpoint_bytes) if checkpoint_bytes else set()
     candidates = {_manifest_name(home.manifest, root), home.lock.relative_to(root).as_posix()}
     candidates |= set(lock["resolved"]["files"])  # reference and data files, as frozen
     for top in (home.runs, home.analysis, home.reports):
@@ -124,7 +153,11 @@ def collect(
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": OUTSIDE_REASON})
         elif any(part in TRACKER_DIRS for part in parts[:-1]):
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": TRACKER_REASON})
-        elif RunFiles.CHECKPOINTS in parts[:-1] and PurePosixPath(rel).suffix not in CHECKPOINT_TEXT:
+        elif (
+            RunFiles.CHECKPOINTS in parts[:-1]
+            and PurePosixPath(rel).suffix not in CHECKPOINT_TEXT
+            and rel not in shipped
+        ):
             left_out.append({"path": rel, "bytes": path.stat().st_size, "reason": CHECKPOINT_REASON})
         elif path.stat().st_size > max_file_bytes:
             left_out.append(
@@ -174,11 +207,12 @@ def write_bundle(
     *,
     max_file_bytes: int = MAX_FILE_BYTES,
     key: str | os.PathLike | None = None,
+    checkpoint_bytes: int = CHECKPOINT_BYTES,
 ) -> dict[str, Any]:
     """Write the bundle atomically, signed with the SSH `key` when given; return BUNDLE.json's content with the
     archive's SHA-256, the bundle's short `digest` and, when signed, the key's fingerprint (`signed_by`) added."""
     root = Path(root)
-    packed, left_out, lock = collect(study, root, max_file_bytes=max_file_bytes)
+    packed, left_out, lock = collect(study, root, max_file_bytes=max_file_bytes, checkpoint_bytes=checkpoint_bytes)
     home = locate(study, root)
     info = {
         "bundle_version": 1,
@@ -297,6 +331,7 @@ class Verification:
     signature: str = "not signed"
     differences: list[str] = field(default_factory=list)  # jobs that ran other code than the lock names (audit/code.py)
     failures: list[str] = field(default_factory=list)  # the study's own, when its files all match (audit/failures.py)
+    replayed: list[str] = field(default_factory=list)  # with re_eval: what was played again (audit/reeval.py)
 
 
 def _signature(bundle: Path, root: Path, sums: bytes, allowed_signers) -> tuple[list[str], str]:
@@ -331,9 +366,13 @@ def verify_bundle(
     require: str = "report",
     max_file_bytes: int = MAX_FILE_BYTES,
     allowed_signers: str | os.PathLike | None = None,
+    re_eval: bool = False,
+    tasks: int | None = None,
 ) -> Verification:
     """Verify a bundle offline: every member against BUNDLE.sha256 and the lock's plan, its signature (when present,
-    or required by `allowed_signers`), then `audit_study` on the extracted copy. Nothing outside the archive is read."""
+    or required by `allowed_signers`), then `audit_study` on the extracted copy; with `re_eval`, each run's final
+    outcomes played again from the shipped checkpoints (on the first `tasks` tasks). Nothing outside the archive is
+    read."""
     bundle = Path(bundle)
     if not bundle.is_file():
         raise BadInput("bundle not found", path=bundle)
@@ -401,6 +440,10 @@ def verify_bundle(
         for problem in audit_study(str(root / info["manifest"]), root, require=require, not_bundled=not_bundled):
             found.append(problem.replace(prefix, f"{bundle}:"))
         result.differences = code_differences(str(root / info["manifest"]), root)
+        if re_eval:
+            replay_problems, result.replayed = re_evaluate(str(root / info["manifest"]), root, tasks=tasks)
+            found += [f"{bundle}:{line}" for line in replay_problems]
+            result.replayed = [f"{bundle}:{line}" for line in result.replayed]
         if not found:
             result.failures = failures_of(str(root / info["manifest"]), root)
         return result

@@ -1,11 +1,12 @@
-"""`agentrepro audit STUDY [--root DIR] [--require STAGE]` or `agentrepro audit --bundle FILE.tar.gz [--require STAGE]
-[--allowed-signers FILE]`.
+"""`agentrepro audit STUDY [--root DIR] [--require STAGE] [--re-eval [--tasks N]]` or `agentrepro audit --bundle
+FILE.tar.gz [--require STAGE] [--allowed-signers FILE] [--re-eval [--tasks N]]`.
 
 Prints one line per problem (each naming its path) and exits 1 if there is any; prints one summary
 line and what was checked, and exits 0 when everything matches the lock. A bundle's short digest and its
 signature (verified whenever present; against `--allowed-signers` when given, which then requires one) are printed too. `--require` says how far the study must have got
 (default `report`: every planned run and evaluation, the analysis and the report); a study audited before
-its analysis exists says so explicitly with `--require runs`.
+its analysis exists says so explicitly with `--require runs`. `--re-eval` plays each run's final checkpoint again
+and compares the outcomes row by row (audit/reeval.py): the outcomes themselves, not only their hashes, checked.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import argparse
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
+from agentrepro.audit.reeval import re_evaluate
 from agentrepro.audit.result import STAGES, coverage
 from agentrepro.audit.study import audit_study
+from agentrepro.bounds import MAX_TASKS, integer
 from agentrepro.errors import BadInput
 from agentrepro.layout import STUDY_HELP, locate
 
@@ -43,6 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_max_file_option(
         parser, "--bundle: refuse, before extracting it, a member larger than this (what `bundle` packs)"
     )
+    parser.add_argument(
+        "--re-eval",
+        action="store_true",
+        help="play each run's final checkpoint again on the frozen panel and compare outcome by outcome "
+        "(the builtin backend's checkpoints, where the study or bundle holds them)",
+    )
+    parser.add_argument(
+        "--tasks", type=integer(1, MAX_TASKS), help="with --re-eval: only the panel's first N tasks (default: all)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,12 +62,19 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("give either a STUDY or --bundle FILE", where="arguments")
     if args.allowed_signers and not args.bundle:
         raise BadInput("--allowed-signers goes with --bundle FILE", where="arguments")
+    if args.tasks is not None and not args.re_eval:
+        raise BadInput("--tasks goes with --re-eval", where="arguments")
     if args.bundle:
         verified = verify_bundle(
-            args.bundle, require=args.require, max_file_bytes=max_file_bytes(args), allowed_signers=args.allowed_signers
+            args.bundle,
+            require=args.require,
+            max_file_bytes=max_file_bytes(args),
+            allowed_signers=args.allowed_signers,
+            re_eval=args.re_eval,
+            tasks=args.tasks,
         )
         subject, problems, differences = args.bundle, verified.problems, verified.differences
-        failures = verified.failures
+        failures, replayed = verified.failures, verified.replayed
         if verified.digest:
             print(f"bundle digest {verified.digest}; {verified.signature}")
     else:
@@ -65,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
         subject, problems = args.study, audit_study(args.study, args.root, require=args.require)
         differences = code_differences(args.study, args.root)
         failures = failures_of(args.study, args.root) if not problems else []
+        replayed = []
+        if args.re_eval:
+            replay_problems, replayed = re_evaluate(args.study, args.root, tasks=args.tasks)
+            problems += replay_problems
+    for line in replayed:
+        print(f"re-evaluated: {line}")
     for problem in problems:
         print(problem)
     for line in differences:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, write_bundle
+from agentrepro.audit.bundle import CHECKPOINT_BYTES, add_max_file_option, max_file_bytes, write_bundle
 from agentrepro.audit.sign import NAMESPACE
+from agentrepro.bounds import number
 from agentrepro.fileio import check_output_file
 from agentrepro.seal import refuse_study_file
 
@@ -16,6 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="the archive to write (.tar.gz)")
     parser.add_argument("--root", default=".", help="root directory (default: .)")
     add_max_file_option(parser, "leave out (and list) files larger than this")
+    parser.add_argument(
+        "--checkpoint-mb",
+        type=number(0, 1 << 30),
+        default=CHECKPOINT_BYTES / (1 << 20),
+        help="ship each run's final checkpoint where every file of it is at most this, for `audit --bundle "
+        "--re-eval`; 0 ships none (default: %(default)s)",
+    )
     parser.add_argument(
         "--sign",
         metavar="KEY",
@@ -27,7 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output_file(args.output, option="-o")
     refuse_study_file(args.output, option="-o")
-    info = write_bundle(args.study, args.output, args.root, max_file_bytes=max_file_bytes(args), key=args.sign)
+    info = write_bundle(
+        args.study,
+        args.output,
+        args.root,
+        max_file_bytes=max_file_bytes(args),
+        key=args.sign,
+        checkpoint_bytes=int(args.checkpoint_mb * (1 << 20)),
+    )
     print(f"{args.output}: {info['files']} files, {len(info['left_out'])} left out, sha256 {info['sha256']}")
     print(f"bundle digest {info['digest']} (quote it: `agentrepro audit --bundle` prints the same for this content)")
     if info["signed_by"]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from agentrepro import runconfig
 from agentrepro.backends.base import AT_LEAST, BUILTIN_FORM, COMMON, Backend, Demand, SeedStream, StepCheckpoint
+from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles, checkpoint_file, hf_checkpoint
 from agentrepro.runconfig import EvalConfig
 from agentrepro.trainer.config import TrainConfig, resolve_auto
@@ -106,6 +107,22 @@ class BuiltinBackend(Backend):
         config = runconfig.read_resolved_config(Path(run_dir))
         shared = step0_rows(Path(run_dir), config) if step == 0 else None  # evaluated once, by the shared warm start
         return shared if shared is not None else evaluate_run(config, run_dir, step)
+
+    def replay(
+        self, config: dict[str, Any], run_dir: Path, step: int, tasks: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The evaluation `evaluate` runs (greedy on the frozen panel, from checkpoints/step<N>.pt), quiet, on the
+        first `tasks` tasks; step 0 too is played again, not taken from the shared warm start's record."""
+        from agentrepro.trainer.evaluate import evaluate_run  # heavy: torch and transformers
+
+        weights = checkpoint_file(run_dir, step)
+        if not weights.is_file():
+            raise BadInput(f"{weights} is not here (left out of the bundle, or pruned)")
+        replayed = {**config, "train": {**(config.get("train") or {}), "progress": False}}
+        if tasks is not None:
+            panel = list(((config.get("eval") or {}).get("task_panel") or [])[:tasks])
+            replayed["eval"] = {**(config.get("eval") or {}), "task_panel": panel, "tasks": len(panel)}
+        return evaluate_run(replayed, run_dir, step)
 
     def run_file(self, rel: PurePosixPath) -> bool:
         return RUN_FILES.fullmatch(rel.as_posix()) is not None
