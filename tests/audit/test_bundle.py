@@ -236,6 +236,20 @@ def test_an_unsigned_bundle_fails_when_a_signer_is_required(frozen, tmp_path):
     assert wrong.returncode == 2 and "--allowed-signers goes with --bundle" in wrong.stderr
 
 
+def test_re_evaluation_says_what_it_could_not_play_and_tasks_needs_it(frozen, tmp_path):
+    """The fixture's runs are verl-agent's, whose evaluation needs its image and a GPU, so `--re-eval` plays nothing:
+    each run says why, and none counts as agreement or as a problem; `--tasks` without `--re-eval` is bad input."""
+    root, _ = frozen
+    write_bundle("demo", tmp_path / "b.tar.gz", root)
+    result = run_cli("audit", "--bundle", tmp_path / "b.tar.gz", "--re-eval")
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = [line for line in result.stdout.splitlines() if line.startswith("re-evaluation: ")]
+    why = "not re-evaluated: the verl-agent backend's evaluation runs in its framework's image, not here"
+    assert len(said) == 4 and all(line.endswith(why) for line in said), said
+    wrong = run_cli("audit", "demo", "--root", root, "--tasks", "3")
+    assert wrong.returncode == 2 and "--tasks goes with --re-eval" in wrong.stderr
+
+
 def test_the_digest_names_the_content(frozen, tmp_path):
     """The short digest is the same for the same content (signed or not) and changes with any member."""
     root, _ = frozen

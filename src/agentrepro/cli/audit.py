@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             replay_problems, replayed = re_evaluate(args.study, args.root, tasks=args.tasks)
             problems += replay_problems
     for line in replayed:
-        print(f"re-evaluated: {line}")
+        print(f"re-evaluation: {line}")
     for problem in problems:
         print(problem)
     for line in differences:
