@@ -47,6 +47,24 @@ def test_every_question_in_order_with_values_from_the_analysis(analysis):
     assert {line.split(":")[0] for line in overhead} == {r["method"] for r in analysis["tables"]["overhead"]}
 
 
+def test_a_lock_frozen_outside_git_names_no_commit_and_says_so(analysis):
+    """A lock frozen where no git checkout names the code (a device with the source copied over) reads 'no commit
+    recorded' with the lock's reason, flagged, never 'commit None'."""
+    from agentrepro.report.summary import identifiers
+
+    lock = {
+        **analysis["provenance"]["lock"],
+        "harness": {"commit": None, "dirty": True, "note": "/x is not inside a git repository"},
+    }
+    answer = identifiers(lock)
+    assert "harness: no commit recorded (/x is not inside a git repository)" in answer.lines
+    assert not any("None" in line for line in answer.lines)
+    assert answer.flags[-1] == "no commit names the harness's code: only the package versions the lock records"
+    dirty = identifiers({**lock, "harness": {"commit": "a" * 40, "dirty": True}})
+    assert f"harness: commit {'a' * 40} (dirty working tree)" in dirty.lines
+    assert dirty.flags[-1] == "the harness ran from a dirty working tree"
+
+
 def test_deviations_best_checkpoint_and_parity_flags(analysis):
     """Deviations recorded in the lock are listed; a 'best' checkpoint is flagged optimistic; failed parity is flagged."""
     lock = analysis["provenance"]["lock"]

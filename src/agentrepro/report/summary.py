@@ -72,11 +72,15 @@ def identifiers(lock: dict | None) -> Answer:
             flags.append(f"{name}: none ({block['none']})")
     harness = lock.get("harness") or {}
     if harness:
-        lines.append(
-            f"harness: commit {harness.get('commit')}" + (" (dirty working tree)" if harness.get("dirty") else "")
-        )
-        if harness.get("dirty"):
+        commit = harness.get("commit")
+        if commit:
+            lines.append(f"harness: commit {commit}" + (" (dirty working tree)" if harness.get("dirty") else ""))
+        else:  # frozen outside a git checkout: no commit names the code
+            lines.append(f"harness: no commit recorded ({harness.get('note') or 'not frozen in a git checkout'})")
+        if harness.get("dirty") and commit:
             flags.append("the harness ran from a dirty working tree")
+        elif not commit:
+            flags.append("no commit names the harness's code: only the package versions the lock records")
     files = lock["resolved"].get("files") or {}
     if files:
         lines.append(f"{len(files)} data file(s) hashed: " + ", ".join(sorted(files)))
