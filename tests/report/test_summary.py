@@ -65,6 +65,29 @@ def test_a_lock_frozen_outside_git_names_no_commit_and_says_so(analysis):
     assert dirty.flags[-1] == "the harness ran from a dirty working tree"
 
 
+def test_the_checkpoint_answer_says_which_runs_the_audit_can_play_again(analysis):
+    """Runs whose seal lists the harness's own checkpoint of the final step are re-derivable (`audit --re-eval`);
+    the others are flagged as resting on their seals alone."""
+    import copy
+
+    from agentrepro.report.summary import checkpoints
+
+    a = copy.deepcopy(analysis)
+    runs = a["provenance"]["runs"]
+    for i, run in enumerate(runs):
+        run["path"] = f"runs/s/{run['method']}/seed{run['seed']}"
+        if i % 2 == 0:
+            run["outputs"][f"{run['path']}/checkpoints/step150.pt"] = "0" * 64
+    answer = checkpoints(a, 150)
+    kept = (len(runs) + 1) // 2
+    assert answer.lines[1].startswith(f"re-derivable: {kept} of {len(runs)} run(s) sealed their step-150 checkpoint")
+    assert answer.flags == [
+        f"{len(runs) - kept} run(s) sealed no step-150 checkpoint the harness can play again (a framework's "
+        "evaluation needs its image and a GPU): their outcomes rest on the seals alone"
+    ]
+    assert checkpoints(a, 140).lines[1:] == []  # no run sealed a checkpoint of that step
+
+
 def test_deviations_best_checkpoint_and_parity_flags(analysis):
     """Deviations recorded in the lock are listed; a 'best' checkpoint is flagged optimistic; failed parity is flagged."""
     lock = analysis["provenance"]["lock"]

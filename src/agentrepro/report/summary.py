@@ -14,6 +14,7 @@ from datetime import datetime
 
 from markupsafe import Markup
 
+from agentrepro.layout import checkpoint_file
 from agentrepro.report.glossary import Glossary
 from agentrepro.report.marks import ci, number, pct, pp, pvalue, said, seconds, share
 from agentrepro.runconfig import EvalConfig
@@ -178,7 +179,31 @@ def checkpoints(analysis: dict, step) -> Answer:
         if "best" in str(rule).lower()
         else []
     )
-    return Answer(q, [line], "lock: manifest eval.checkpoint and analysis.final_step", flags)
+    lines, replayable = [line], _replayable(analysis, step)
+    runs = analysis["provenance"].get("runs") or []
+    if replayable:
+        lines.append(
+            f"re-derivable: {len(replayable)} of {len(runs)} run(s) sealed their step-{step} checkpoint in the "
+            "harness's own format: `agentrepro audit --re-eval` plays it on the panel where it is kept and compares "
+            "outcome by outcome (`bundle` ships it where small)"
+        )
+    if len(replayable) < len(runs):
+        flags.append(
+            f"{len(runs) - len(replayable)} run(s) sealed no step-{step} checkpoint the harness can play again (a "
+            "framework's evaluation needs its image and a GPU): their outcomes rest on the seals alone"
+        )
+    return Answer(q, lines, "lock: manifest eval.checkpoint and analysis.final_step; the runs' seals", flags)
+
+
+def _replayable(analysis: dict, step) -> list[str]:
+    """The runs whose seal lists the harness's own checkpoint of `step` (layout.checkpoint_file), which the audit
+    can play again."""
+    return [
+        run["path"]
+        for run in analysis["provenance"].get("runs") or []
+        if isinstance(run.get("path"), str)
+        and checkpoint_file(run["path"], step).as_posix() in (run.get("outputs") or {})
+    ]
 
 
 def per_seed(analysis: dict, step, glossary: Glossary) -> Answer:
