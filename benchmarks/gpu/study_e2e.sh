@@ -8,10 +8,10 @@
 # Reduced: the two methods of the study's first claim (ppo_concat, grpo_concat), seeds 0 and 1, 3 RL steps (the first
 # compiles the update's kernels), evaluated at steps 0 and 3 on 32 tasks, turns of at most 128 tokens (a random-weight
 # model never ends a turn early, so every turn runs to the cap: the shipped 512 would time only the cap); everything
-# else as shipped. Two jobs share the GPU (AGENTREPRO_JOBS_PER_GPU=2). The
-# study is copied into OUT/study (manifest, lock, runs, analysis), with OUT/snakemake.log and OUT/wall.txt; the report
-# is built from the analysis elsewhere (`agentrepro report`). Needs snakemake and agentrepro importable, and
-# `agentrepro` on PATH. E2E_LIMIT_S (default: none) stops snakemake after that many seconds and still copies out what
+# else as shipped. Two jobs share the GPU (AGENTREPRO_JOBS_PER_GPU=2). The study comes back as OUT/study.tgz
+# (manifests, lock, runs without checkpoints, analysis), with OUT/snakemake.log and OUT/wall.txt; the report is built
+# from it elsewhere (`agentrepro report vagen-sokoban --root <unpacked>`). Needs snakemake and agentrepro importable,
+# and `agentrepro` on PATH. E2E_LIMIT_S (default: none) stops snakemake after that many seconds and still packs what
 # finished, for a device whose commands have a time limit.
 set -euo pipefail
 out=$(realpath -m "$1")
@@ -50,8 +50,7 @@ AGENTREPRO_JOBS_PER_GPU=2 AGENTREPRO_GPU_DEVICES=0 timeout "${E2E_LIMIT_S:-0}" p
 status=$?
 set -e
 echo "snakemake exit $status, $(( $(date +%s) - start )) s" | tee "$out/wall.txt"
-mkdir -p "$out/study"
-cp -r manifests analysis "$out/study/" 2>/dev/null || true
-# the runs without their checkpoints (gigabytes at model size): configs, metrics, timings, outcomes, provenance
-tar --exclude=checkpoints -cf - runs logs | tar -xf - -C "$out/study"
+# one archive (a device hands back only shallow folders): manifests, lock, analysis and the runs without their
+# checkpoints (gigabytes at model size): configs, metrics, timings, outcomes, provenance, logs
+tar --exclude=checkpoints -czf "$out/study.tgz" $(ls -d manifests analysis runs logs 2>/dev/null)
 exit $status
