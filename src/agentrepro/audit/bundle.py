@@ -19,8 +19,9 @@ a file the lock hashed under a path outside the archive is never read (listed as
 
 Left out: the weights and training state in checkpoints/ (its small text files stay: tokenizers, model and
 generation configs), except each run's final checkpoint where its files are small (`CHECKPOINT_BYTES`,
-`--checkpoint-mb`: the builtin trainer's, which `audit --bundle --re-eval` plays again), wandb/ directories, and any file over `max_file_bytes`; they are listed in BUNDLE.json
-with their size and why, and the audit of a bundle does not count their absence as a problem.
+`--checkpoint-mb`: the builtin trainer's, which `audit --bundle --re-eval` plays again), wandb/ directories, and
+any file over `max_file_bytes`; they are listed in BUNDLE.json with their size and why, and the audit of a bundle
+does not count their absence as a problem.
 Symbolic links (and anything reached through one) are never followed: they are left out and listed too,
 and `audit --bundle` reports each as a problem, as the audit of the study does.
 The archive is deterministic: members sorted, mtime 0, uid/gid 0, no user names, gzip header without a

@@ -7,7 +7,8 @@ playing the final checkpoint on the frozen panel again (`Backend.replay`) must g
 field. `re_evaluate(study, root, tasks=N)` does that for every run on disk, on the panel's first N tasks when asked,
 and returns the differences as problems and one line per run of what was, or could not be, re-evaluated (a
 checkpoint left out of the bundle, a framework whose evaluation needs its image and GPU: said, never counted as
-agreement). Sampled evaluation (temperature above 0) is replayed too, with the generators the evaluation seeds.
+agreement). A sampled evaluation (temperature above 0) is played again with the generators the evaluation seeds,
+on the whole panel only; outcomes a chat server produced (eval.engine: served) are not played again by the backend.
 """
 
 from __future__ import annotations

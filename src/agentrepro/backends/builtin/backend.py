@@ -45,8 +45,8 @@ RUN_FILES = re.compile(
 DEFAULT_MODEL = {"name": "tiny-qwen2", "config": {"d_model": 64, "n_layers": 2, "n_heads": 4}}
 # Generated tokens per turn for a pretrained model when the manifest sets none: the reference recipes' budget (512 is
 # VAGEN's response_length_per_turn in its Sokoban and FrozenLake specs and verl-agent's data.max_response_length in
-# its ALFWorld scripts). The trainer's own default (a few tokens) is for a policy trained from scratch, whose answers are single
-# action words; a chat model asked to think before it answers would be cut off in its first sentence.
+# its ALFWorld scripts). The trainer's own default (a few tokens) is for a policy trained from scratch, whose answers
+# are single action words; a chat model asked to think before it answers would be cut off in its first sentence.
 PRETRAINED_TURN_TOKENS = 512
 # written into each resolved config (so hashed): the evaluation defaults, stated for the reader of the file
 DEFAULT_EVAL = {key: getattr(EvalConfig(), key) for key in ("episodes_per_task", "temperature")}
@@ -115,6 +115,11 @@ class BuiltinBackend(Backend):
         first `tasks` tasks; step 0 too is played again, not taken from the shared warm start's record."""
         from agentrepro.trainer.evaluate import evaluate_run  # heavy: torch and transformers
 
+        evaluation = EvalConfig.of(config)
+        if evaluation.served:  # its outcomes came from a chat server, which this evaluator does not reproduce
+            raise BadInput("its outcomes came from the served evaluator (eval.engine: served), not played again here")
+        if tasks is not None and float(evaluation.temperature) > 0:  # the draws of a batch depend on its size
+            raise BadInput("a sampled evaluation (eval.temperature above 0) is played again only on the whole panel")
         weights = checkpoint_file(run_dir, step)
         if not weights.is_file():
             raise BadInput(f"{weights} is not here (left out of the bundle, or pruned)")
