@@ -128,7 +128,9 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(
         "verdicts",
-        "method with a reference value (a paper, a reference implementation or an earlier run): ours − reference at the final step, its 90%/95% CIs and the verdict",
+        "method with a reference value (a paper, a reference implementation or an earlier run): ours − reference at the "
+        "final step, its 90%/95% CIs and the verdict; `paper`, `paper_std` and `paper_seeds` hold the reference's "
+        "value, std and seeds whatever its kind (analysis.json's `settings.reference.kind` says which)",
         _cols(
             "method:str paper:rate paper_std:num? ours:rate delta:num ci90_lo:num? ci90_hi:num? ci95_lo:num? "
             "ci95_hi:num? tolerance:num verdict:verdict tasks_needed:num? reason:str",
