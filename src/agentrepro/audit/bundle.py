@@ -47,7 +47,7 @@ from typing import Any
 from agentrepro.audit import sign
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
-from agentrepro.audit.reeval import re_evaluate
+from agentrepro.audit.reeval import final_step, re_evaluate
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.backends import get_backend
@@ -57,7 +57,6 @@ from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
 from agentrepro.layout import SLUG_RE, RunFiles, locate
 from agentrepro.lockfile import lock_sha256, read_lock
 from agentrepro.reading import load_json
-from agentrepro.runconfig import checkpoint_steps, read_resolved_config
 from agentrepro.seal import read_sums, sums_text
 
 BUNDLE_JSON = "BUNDLE.json"
@@ -114,8 +113,7 @@ def final_checkpoints(study: str, root: Path, limit: int) -> set[str]:
     shipped: set[str] = set()
     for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
         try:
-            config = read_resolved_config(run_dir)
-            step = max(checkpoint_steps(config))
+            config, step = final_step(run_dir)
             weights = get_backend(config["backend"]["name"]).checkpoint(config, run_dir, step).weights
         except BadInput:
             continue  # the audit reports an unreadable run config

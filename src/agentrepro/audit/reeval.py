@@ -25,6 +25,13 @@ from agentrepro.reading import iter_jsonl
 from agentrepro.runconfig import checkpoint_steps, read_resolved_config
 
 
+def final_step(run_dir: Path) -> tuple[dict[str, Any], int]:
+    """A run's resolved config and the last step it evaluates (the checkpoint re-evaluated and shipped); BadInput
+    when the config cannot be read."""
+    config = read_resolved_config(run_dir)
+    return config, max(checkpoint_steps(config))
+
+
 def _key(row: dict[str, Any]) -> tuple[Any, Any]:
     return row.get("task_id"), row.get("episode")
 
@@ -53,8 +60,7 @@ def re_evaluate(study: str, root: str | os.PathLike = ".", *, tasks: int | None 
     for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
         name = run_dir.relative_to(root).as_posix()
         try:
-            config = read_resolved_config(run_dir)
-            step = max(checkpoint_steps(config))
+            config, step = final_step(run_dir)
             recorded_file = eval_dir(run_dir, step) / RunFiles.OUTCOMES
             recorded = [row for _, row in iter_jsonl(recorded_file)]
             replayed = get_backend(config["backend"]["name"]).replay(config, run_dir, step, tasks)

@@ -39,9 +39,6 @@ def memory_use(device: torch.device) -> dict[str, float | None]:
     return {"gpu_peak_mem_gb": gpu, "cpu_rss_gb": psutil.Process().memory_info().rss / 2**30}
 
 
-"""Set by workflow/scripts/gpu_slots.py when K jobs may share a device: this job's share is 1/K of it."""
-
-
 def device_memory(device: torch.device) -> tuple[int, int]:
     """(bytes torch can still use on `device`, its total). On CUDA: free plus torch's own cached blocks, and under a
     share of 1/K (GPU_SHARE) at most that share less what this process holds, the total being the share. On the CPU:
