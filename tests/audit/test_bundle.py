@@ -13,7 +13,9 @@ import tarfile
 from helpers import require_executable, run_cli, tar_members
 
 from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG, audit_bundle, write_bundle
+from agentrepro.audit.reeval import declared_final_step, final_step
 from agentrepro.audit.sign import sign
+from agentrepro.runconfig import RESOLVED
 
 
 def _repack(members: dict[str, bytes], path) -> None:
@@ -282,3 +284,15 @@ def test_a_checkpoint_folder_ships_its_tokenizer_and_leaves_out_weights(frozen, 
         reasons["runs/demo/grpo/seed0/checkpoints/last.pt"]
         == "checkpoint weights or training state (its hash is in the run's seal)"
     )
+
+
+def test_the_re_evaluated_step_is_the_one_the_verdicts_use(frozen):
+    """The lock's `analysis.final_step` names the checkpoint shipped and played again where the run evaluated it
+    (here 5 of 0, 5, 10); a step never evaluated, or none declared, leaves the last evaluated step (10), as the
+    analysis does."""
+    root, lock = frozen
+    assert declared_final_step(lock) is None
+    run_dir = next(p.parent for p in sorted((root / "runs").rglob(RESOLVED)))
+    for declared, expected in [(5, 5), (7, 10), (None, 10)]:
+        lock["manifest"]["analysis"] = {**(lock["manifest"].get("analysis") or {}), "final_step": declared}
+        assert final_step(run_dir, declared_final_step(lock))[1] == expected, declared

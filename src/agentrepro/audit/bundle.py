@@ -47,7 +47,7 @@ from typing import Any
 from agentrepro.audit import sign
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
-from agentrepro.audit.reeval import final_step, re_evaluate
+from agentrepro.audit.reeval import declared_final_step, final_step, re_evaluate
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.backends import get_backend
@@ -107,13 +107,13 @@ def _through_link(root: Path, rel: str) -> bool:
     return any(root.joinpath(*parts[:i]).is_symlink() for i in range(1, len(parts) + 1))
 
 
-def final_checkpoints(study: str, root: Path, limit: int) -> set[str]:
+def final_checkpoints(study: str, root: Path, limit: int, lock: dict[str, Any]) -> set[str]:
     """Root-relative paths of the files of each run's final evaluated checkpoint (`Backend.checkpoint(...).weights`:
     what an evaluation reads), for the runs whose every such file is at most `limit` bytes."""
     shipped: set[str] = set()
     for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
         try:
-            config, step = final_step(run_dir)
+            config, step = final_step(run_dir, declared_final_step(lock))
             weights = get_backend(config["backend"]["name"]).checkpoint(config, run_dir, step).weights
         except BadInput:
             continue  # the audit reports an unreadable run config
@@ -134,7 +134,7 @@ def collect(
     root = Path(root)
     home = locate(study, root)
     lock = read_lock(home.lock)
-    shipped = final_checkpoints(study, root, checkpoint_bytes) if checkpoint_bytes else set()
+    shipped = final_checkpoints(study, root, checkpoint_bytes, lock) if checkpoint_bytes else set()
     candidates = {_manifest_name(home.manifest, root), home.lock.relative_to(root).as_posix()}
     candidates |= set(lock["resolved"]["files"])  # reference and data files, as frozen
     for top in (home.runs, home.analysis, home.reports):

@@ -4,7 +4,7 @@ The audit's recount proves the analysis follows from the outcomes; it cannot pro
 training. A forger who edits outcomes.jsonl, re-seals it and runs analyze and report again leaves every hash and
 number consistent. Evaluation is deterministic where the manifest evaluates greedily (eval.temperature 0), so
 playing the final checkpoint on the frozen panel again (`Backend.replay`) must give the recorded rows, field for
-field. `re_evaluate(study, root, tasks=N)` does that for every run on disk, on the panel's first N tasks when asked,
+field. `re_evaluate(study, root, tasks=N)` does that for every run on disk, at the step its verdicts use, on the panel's first N tasks when asked,
 and returns the differences as problems and one line per run of what was, or could not be, re-evaluated (a
 checkpoint left out of the bundle, a framework whose evaluation needs its image and GPU: said, never counted as
 agreement). A sampled evaluation (temperature above 0) is played again with the generators the evaluation seeds,
@@ -21,15 +21,23 @@ from agentrepro.audit.tree import EXAMPLES
 from agentrepro.backends import get_backend
 from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles, eval_dir, locate
+from agentrepro.lockfile import read_lock
 from agentrepro.reading import iter_jsonl
 from agentrepro.runconfig import checkpoint_steps, read_resolved_config
 
 
-def final_step(run_dir: Path) -> tuple[dict[str, Any], int]:
-    """A run's resolved config and the last step it evaluates (the checkpoint re-evaluated and shipped); BadInput
-    when the config cannot be read."""
+def final_step(run_dir: Path, declared: int | None) -> tuple[dict[str, Any], int]:
+    """A run's resolved config and the step its verdicts compare with the paper (the checkpoint re-evaluated and
+    shipped): the lock's `analysis.final_step` (`declared`) where the run evaluates it, else its last evaluated step,
+    as the analysis chooses. BadInput when the config cannot be read."""
     config = read_resolved_config(run_dir)
-    return config, max(checkpoint_steps(config))
+    steps = checkpoint_steps(config)
+    return config, declared if declared in steps else max(steps)
+
+
+def declared_final_step(lock: dict[str, Any]) -> int | None:
+    """The manifest's `analysis.final_step` as the lock froze it (None: the analysis takes the last shared step)."""
+    return ((lock.get("manifest") or {}).get("analysis") or {}).get("final_step")
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, Any]:
@@ -56,11 +64,16 @@ def _differences(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]],
 def re_evaluate(study: str, root: str | os.PathLike = ".", *, tasks: int | None = None) -> tuple[list[str], list[str]]:
     """(problems, what was done): every run's final evaluated step played again and compared row by row."""
     root = Path(root)
+    home = locate(study, root)
+    try:
+        declared = declared_final_step(read_lock(home.lock, verify=False))
+    except BadInput as exc:  # the audit reports the lock itself
+        return [], [f"not re-evaluated: {exc}"]
     problems, done = [], []
-    for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
+    for _method, _seed, run_dir in home.run_dirs_on_disk():
         name = run_dir.relative_to(root).as_posix()
         try:
-            config, step = final_step(run_dir)
+            config, step = final_step(run_dir, declared)
             recorded_file = eval_dir(run_dir, step) / RunFiles.OUTCOMES
             recorded = [row for _, row in iter_jsonl(recorded_file)]
             replayed = get_backend(config["backend"]["name"]).replay(config, run_dir, step, tasks)
