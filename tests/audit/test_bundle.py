@@ -13,7 +13,7 @@ import tarfile
 from helpers import require_executable, run_cli, tar_members
 
 from agentrepro.audit.bundle import BUNDLE_JSON, BUNDLE_SHA256, BUNDLE_SIG, audit_bundle, write_bundle
-from agentrepro.audit.reeval import declared_final_step, final_step
+from agentrepro.audit.reeval import TaskSample, declared_final_step, final_step
 from agentrepro.audit.sign import sign
 from agentrepro.runconfig import RESOLVED
 
@@ -296,3 +296,13 @@ def test_the_re_evaluated_step_is_the_one_the_verdicts_use(frozen):
     for declared, expected in [(5, 5), (7, 10), (None, 10)]:
         lock["manifest"]["analysis"] = {**(lock["manifest"].get("analysis") or {}), "final_step": declared}
         assert final_step(run_dir, declared_final_step(lock))[1] == expected, declared
+
+
+def test_a_task_sample_is_drawn_not_the_first_tasks_and_repeats_from_its_seed():
+    """`--tasks N`: N distinct panel positions, sorted, the same for a seed, spread beyond the first N for some seed,
+    the whole panel (None) when N covers it; without `--tasks-seed` each audit draws its own seed."""
+    drawn = [TaskSample(4, seed).positions(100) for seed in range(20)]
+    assert all(p is not None and len(set(p)) == 4 and p == sorted(p) and max(p) < 100 for p in drawn)
+    assert TaskSample(4, 3).positions(100) == drawn[3] and any(p != [0, 1, 2, 3] for p in drawn)
+    assert TaskSample(100, 0).positions(100) is None and TaskSample(200, 0).positions(100) is None
+    assert len({TaskSample.drawn(4).seed for _ in range(5)}) > 1 and TaskSample.drawn(4, 11).seed == 11

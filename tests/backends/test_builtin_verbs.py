@@ -53,16 +53,14 @@ def test_builtin_two_steps_train_and_eval(tmp_path):
 
 
 def test_replay_refuses_what_it_would_not_reproduce(tmp_path):
-    """`audit --re-eval` replays a builtin checkpoint only where the backend's own greedy evaluation made the outcomes:
-    never a chat server's, never part of a sampled panel, never a checkpoint that is not there."""
+    """`audit --re-eval` replays a builtin checkpoint with the backend's own evaluation: never part of a sampled
+    panel, never a checkpoint that is not there."""
     from agentrepro.backends import get_backend
     from agentrepro.errors import BadInput
 
     backend = get_backend("builtin")
     config = {"backend": {"name": "builtin"}, "train": {}, "eval": {"temperature": 0}}
-    with pytest.raises(BadInput, match=r"served evaluator"):
-        backend.replay({**config, "eval": {"engine": "served"}}, tmp_path, 2)
     with pytest.raises(BadInput, match=r"only on the whole panel"):
-        backend.replay({**config, "eval": {"temperature": 0.7}}, tmp_path, 2, tasks=4)
+        backend.replay({**config, "eval": {"temperature": 0.7}}, tmp_path, 2, [0, 3])
     with pytest.raises(BadInput, match=r"step2.pt is not here"):
         backend.replay(config, tmp_path, 2)

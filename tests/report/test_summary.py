@@ -67,7 +67,8 @@ def test_a_lock_frozen_outside_git_names_no_commit_and_says_so(analysis):
 
 def test_the_checkpoint_answer_says_which_runs_the_audit_can_play_again(analysis):
     """Runs whose seal lists the harness's own checkpoint of the final step are re-derivable (`audit --re-eval`);
-    the others are flagged as resting on their seals alone."""
+    the others are flagged as resting on their seals alone. Where a chat server scored the outcomes, the Hugging
+    Face directory it served counts instead, and none does where that server does not repeat its outcomes."""
     import copy
 
     from agentrepro.report.summary import checkpoints
@@ -86,6 +87,24 @@ def test_the_checkpoint_answer_says_which_runs_the_audit_can_play_again(analysis
         "evaluation needs its image and a GPU): their outcomes rest on the seals alone"
     ]
     assert checkpoints(a, 140).lines[1:] == []  # no run sealed a checkpoint of that step
+
+    lock = a["provenance"]["lock"]["manifest"]
+    lock["eval"] = {**(lock.get("eval") or {}), "engine": "served", "temperature": 0, "server": {"kind": "sglang"}}
+    assert checkpoints(a, 150).lines[1:] == []  # the builtin files do not count where a chat server scored
+    for run in runs[:2]:
+        run["outputs"][f"{run['path']}/checkpoints/hf/step150/model.safetensors"] = "0" * 64
+    served = checkpoints(a, 150)
+    assert served.lines[1].startswith(
+        f"re-derivable: 2 of {len(runs)} run(s) sealed their step-150 checkpoint as the Hugging Face directory the "
+        "served evaluator scored"
+    )
+    assert served.flags == [
+        f"{len(runs) - 2} run(s) sealed no step-150 checkpoint the harness can play again (no Hugging Face directory "
+        "sealed): their outcomes rest on the seals alone"
+    ]
+    lock["eval"]["server"] = {"kind": "url", "url": "http://127.0.0.1:9"}
+    elsewhere = checkpoints(a, 150)
+    assert elsewhere.lines[1:] == [] and "does not repeat its outcomes: a server the user runs" in elsewhere.flags[0]
 
 
 def test_deviations_best_checkpoint_and_parity_flags(analysis):

@@ -14,6 +14,7 @@ from helpers import require, run_cli
 
 from agentrepro import outcomes, runconfig
 from agentrepro.environments import task_panel
+from agentrepro.errors import BadInput
 from agentrepro.seal import verify_outputs
 from agentrepro.serving import tiny
 from agentrepro.serving.client import ChatClient, Retry, ServerError
@@ -171,3 +172,45 @@ def test_sampling_without_do_sample_is_refused(tmp_path):
         "0.7",
     )
     assert result.returncode == 2 and "generation_config.json" in result.stderr and "do_sample" in result.stderr
+
+
+def test_served_outcomes_are_played_again_on_a_sample_of_tasks(tiny_model, tmp_path):
+    """`audit --re-eval` of outcomes a chat server produced: a server of the recorded kind started again on the run's
+    Hugging Face checkpoint plays a sample of the panel's tasks with the same request seeds (sampled here, one request
+    at a time), row for row as recorded; a server the user runs (a URL) is said not to repeat its outcomes. Turns of
+    up to 256 tokens let the random model's sampled end of turn (about 1 in 512 a token) make the rows differ."""
+    import shutil
+
+    from agentrepro.audit.reeval import TaskSample, replay
+
+    panel = task_panel("frozenlake", {}, range(10001, 10005))
+    config = {
+        "study": "st",
+        "method": "grpo",
+        "seed": 1,
+        "backend": {"name": "command", "command": "true", "eval_command": "true"},
+        "env": {"name": "frozenlake", "params": {}},
+        "train": {"mode": "concat", "max_turns": 2},
+        "eval": {
+            "engine": "served",
+            "server": {"kind": "transformers", "max_tokens": 256, "concurrency": 1, "startup_timeout_s": 300},
+            "temperature": 1.0,
+            "task_panel": panel,
+            "episodes_per_task": 1,
+        },
+    }
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_model, run_dir / "checkpoints" / "hf" / "step3")
+    runconfig.write_resolved_config(run_dir, config)
+    result = run_cli("eval", "--run", run_dir, "--step", 3, timeout=600)
+    assert result.returncode == 0, result.stderr
+    recorded = read_rows(run_dir / "eval" / "step3")
+    assert len({r["tokens"] for r in recorded}) > 1  # rows a request's other seed would change
+    positions = TaskSample(2, 5).positions(len(panel))
+    assert positions is not None and positions[0] > 0  # not the panel's first tasks: each keeps its position's seeds
+    replayed = replay(config, run_dir, 3, positions, log_dir=tmp_path / "logs")
+    assert replayed == [recorded[i] for i in positions]
+
+    served_elsewhere = {**config, "eval": {**config["eval"], "server": {"kind": "url", "url": "http://127.0.0.1:9"}}}
+    with pytest.raises(BadInput, match=r"does not repeat them \(a server the user runs: unknown\)"):
+        replay(served_elsewhere, run_dir, 3, positions, log_dir=tmp_path / "logs")

@@ -160,6 +160,7 @@ def test_a_forged_outcome_passes_every_hash_and_fails_its_re_evaluation(finished
     evaluation and runs analyze and report again passes the audit of hashes and recounts; played again, the checkpoint names the flipped task."""
     from helpers import run_cli, tar_members
 
+    from agentrepro.audit.reeval import TaskSample
     from agentrepro.seal import write_outputs_manifest
 
     bundle = tmp_path / "wf-tiny.tar.gz"
@@ -187,8 +188,12 @@ def test_a_forged_outcome_passes_every_hash_and_fails_its_re_evaluation(finished
     assert run_cli("bundle", "wf-tiny", "-o", tmp_path / "forged.tar.gz", cwd=forged).returncode == 0
     passes = run_cli("audit", "--bundle", tmp_path / "forged.tar.gz", cwd=tmp_path, timeout=600)
     assert passes.returncode == 0, passes.stdout + passes.stderr  # what the hashes and the recount cannot see
-    caught = run_cli("audit", "--bundle", tmp_path / "forged.tar.gz", "--re-eval", "--tasks", "2", cwd=tmp_path)
+    seed = next(s for s in range(100) if 1 in TaskSample(2, s).positions(4))  # a sample holding the flipped task
+    caught = run_cli(
+        "audit", "--bundle", tmp_path / "forged.tar.gz", "--re-eval", "--tasks", "2", "--tasks-seed", seed, cwd=tmp_path
+    )
     assert caught.returncode == 1, caught.stdout + caught.stderr
     flipped = f"runs/wf-tiny/grpo/seed0/eval/step2/outcomes.jsonl: task {rows[1]['task_id']} episode 0: success"
     assert flipped in caught.stdout and "not what the shipped checkpoint plays" in caught.stdout, caught.stdout
-    assert "2 episode(s) played again, 1 not as recorded" in caught.stdout
+    assert f"2 episode(s) of 2 task(s) played again (--tasks 2 --tasks-seed {seed}: " in caught.stdout
+    assert "), 1 not as recorded" in caught.stdout and rows[1]["task_id"] in caught.stdout

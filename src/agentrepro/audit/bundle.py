@@ -47,7 +47,7 @@ from typing import Any
 from agentrepro.audit import sign
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
-from agentrepro.audit.reeval import declared_final_step, final_step, re_evaluate
+from agentrepro.audit.reeval import TaskSample, declared_final_step, final_step, re_evaluate
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.backends import get_backend
@@ -366,11 +366,11 @@ def verify_bundle(
     max_file_bytes: int = MAX_FILE_BYTES,
     allowed_signers: str | os.PathLike | None = None,
     re_eval: bool = False,
-    tasks: int | None = None,
+    sample: TaskSample | None = None,
 ) -> Verification:
     """Verify a bundle offline: every member against BUNDLE.sha256 and the lock's plan, its signature (when present,
     or required by `allowed_signers`), then `audit_study` on the extracted copy; with `re_eval`, each run's final
-    outcomes played again from the shipped checkpoints (on the first `tasks` tasks). Nothing outside the archive is
+    outcomes played again from the shipped checkpoints (on the whole panel or `sample`). Nothing outside the archive is
     read."""
     bundle = Path(bundle)
     if not bundle.is_file():
@@ -440,7 +440,7 @@ def verify_bundle(
             found.append(problem.replace(prefix, f"{bundle}:"))
         result.differences = code_differences(str(root / info["manifest"]), root)
         if re_eval:
-            replay_problems, result.replayed = re_evaluate(str(root / info["manifest"]), root, tasks=tasks)
+            replay_problems, result.replayed = re_evaluate(str(root / info["manifest"]), root, sample=sample)
             found += [f"{bundle}:{line}" for line in replay_problems]
             result.replayed = [f"{bundle}:{line}" for line in result.replayed]
         if not found:

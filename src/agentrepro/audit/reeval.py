@@ -4,26 +4,58 @@ The audit's recount proves the analysis follows from the outcomes; it cannot pro
 training. A forger who edits outcomes.jsonl, re-seals it and runs analyze and report again leaves every hash and
 number consistent. Evaluation is deterministic where the manifest evaluates greedily (eval.temperature 0), so
 playing the final checkpoint on the frozen panel again (`Backend.replay`) must give the recorded rows, field for
-field. `re_evaluate(study, root, tasks=N)` does that for every run on disk, at the step its verdicts use, on the panel's first N tasks when asked,
-and returns the differences as problems and one line per run of what was, or could not be, re-evaluated (a
-checkpoint left out of the bundle, a framework whose evaluation needs its image and GPU: said, never counted as
-agreement). A sampled evaluation (temperature above 0) is played again with the generators the evaluation seeds,
-on the whole panel only; outcomes a chat server produced (eval.engine: served) are not played again by the backend.
+field. `re_evaluate(study, root, sample=...)` does that for every run on disk, at the step its verdicts use, on
+the whole panel or on a sample of its tasks (`TaskSample`), and returns the differences as problems and one line
+per run of what was, or could not be, re-evaluated (a checkpoint left out of the bundle, a framework whose
+evaluation needs its image and GPU: said, never counted as agreement), naming the tasks played.
+
+Who plays again is who played: outcomes a chat server produced (`eval.engine: served`, any backend's Hugging Face
+checkpoint) go through the served evaluator again, on a server of the recorded kind started here, where that
+server repeats its outcomes (agentrepro.serving.servers.determinism); the rest through the backend's own
+`Backend.replay` (the builtin trainer's greedy evaluation; a sampled one only on the whole panel, since its draws
+depend on the batch).
 """
 
 from __future__ import annotations
 
 import os
+import random
+import secrets
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentrepro.audit.tree import EXAMPLES
 from agentrepro.backends import get_backend
-from agentrepro.errors import BadInput
+from agentrepro.errors import BadInput, Failure
 from agentrepro.layout import RunFiles, eval_dir, locate
 from agentrepro.lockfile import read_lock
 from agentrepro.reading import iter_jsonl
-from agentrepro.runconfig import checkpoint_steps, read_resolved_config
+from agentrepro.runconfig import EvalConfig, checkpoint_steps, read_resolved_config
+from agentrepro.serving.evaluate import replay_run
+
+SHOWN_TASKS = 12  # task ids a run's line names; the seed names the rest
+
+
+@dataclass(frozen=True)
+class TaskSample:
+    """`--tasks N [--tasks-seed S]`: N tasks of the frozen panel drawn at random, the same positions for every run.
+    Drawn, not the first N, so that no one can know beforehand which outcomes an audit will play; the seed is drawn
+    afresh for each audit unless given, and printed, so that the same sample can be played again."""
+
+    size: int
+    seed: int
+
+    @classmethod
+    def drawn(cls, size: int, seed: int | None = None) -> TaskSample:
+        return cls(size, secrets.randbelow(2**32) if seed is None else seed)
+
+    def positions(self, panel_size: int) -> list[int] | None:
+        """Sorted panel positions of the sample; None when it covers the whole panel."""
+        if self.size >= panel_size:
+            return None
+        return sorted(random.Random(self.seed).sample(range(panel_size), self.size))
 
 
 def final_step(run_dir: Path, declared: int | None) -> tuple[dict[str, Any], int]:
@@ -61,8 +93,41 @@ def _differences(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]],
     return lines
 
 
-def re_evaluate(study: str, root: str | os.PathLike = ".", *, tasks: int | None = None) -> tuple[list[str], list[str]]:
-    """(problems, what was done): every run's final evaluated step played again and compared row by row."""
+def replay(
+    config: dict[str, Any], run_dir: Path, step: int, positions: list[int] | None, *, log_dir: Path
+) -> list[dict[str, Any]]:
+    """Checkpoint `step` played again by what played it, on the panel positions given (None: all), writing nothing
+    but the served evaluator's server logs under `log_dir`; BadInput saying why where it cannot be."""
+    backend = get_backend(config["backend"]["name"])
+    if not EvalConfig.of(config).served:
+        return backend.replay(config, run_dir, step, positions)
+    return replay_run(
+        config,
+        run_dir,
+        step,
+        exported=backend.checkpoint(config, run_dir, step).hf,
+        positions=positions,
+        log_dir=log_dir,
+    )
+
+
+def _played(replayed: list[dict[str, Any]], sample: TaskSample | None) -> str:
+    """What was played: the episodes, and with a sample (None: the whole panel) the tasks and how to draw them again."""
+    if sample is None:
+        return f"{len(replayed)} episode(s) played again"
+    ids = list(dict.fromkeys(str(row.get("task_id")) for row in replayed))
+    named = ", ".join(ids[:SHOWN_TASKS]) + (f" and {len(ids) - SHOWN_TASKS} more" if len(ids) > SHOWN_TASKS else "")
+    return (
+        f"{len(replayed)} episode(s) of {len(ids)} task(s) played again (--tasks {sample.size} --tasks-seed "
+        f"{sample.seed}: {named})"
+    )
+
+
+def re_evaluate(
+    study: str, root: str | os.PathLike = ".", *, sample: TaskSample | None = None
+) -> tuple[list[str], list[str]]:
+    """(problems, what was done): every run's final evaluated step played again, on the whole panel or `sample`,
+    and compared row by row."""
     root = Path(root)
     home = locate(study, root)
     try:
@@ -76,8 +141,12 @@ def re_evaluate(study: str, root: str | os.PathLike = ".", *, tasks: int | None 
             config, step = final_step(run_dir, declared)
             recorded_file = eval_dir(run_dir, step) / RunFiles.OUTCOMES
             recorded = [row for _, row in iter_jsonl(recorded_file)]
-            replayed = get_backend(config["backend"]["name"]).replay(config, run_dir, step, tasks)
-        except BadInput as exc:  # the audit itself reports an unreadable config or outcomes file
+            panel = (config.get("eval") or {}).get("task_panel") or []
+            positions = sample.positions(len(panel)) if sample is not None else None
+            with tempfile.TemporaryDirectory(prefix="agentrepro-reeval-") as logs:
+                replayed = replay(config, run_dir, step, positions, log_dir=Path(logs))
+        # the audit itself reports an unreadable config or outcomes file; a server that fails is said here
+        except (BadInput, Failure) as exc:
             done.append(f"{name}: not re-evaluated: {exc}")
             continue
         where = recorded_file.relative_to(root)
@@ -86,7 +155,7 @@ def re_evaluate(study: str, root: str | os.PathLike = ".", *, tasks: int | None 
         if len(found) > EXAMPLES:
             problems.append(f"{where}: and {len(found) - EXAMPLES} more row(s) the checkpoint plays otherwise")
         done.append(
-            f"{name} step {step}: {len(replayed)} episode(s) played again, "
+            f"{name} step {step}: {_played(replayed, sample if positions is not None else None)}, "
             + (f"{len(found)} not as recorded" if found else "each as recorded")
         )
     return problems, done

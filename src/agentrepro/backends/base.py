@@ -254,11 +254,12 @@ class Backend(abc.ABC):
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]: ...
 
     def replay(
-        self, config: dict[str, Any], run_dir: Path, step: int, tasks: int | None = None
+        self, config: dict[str, Any], run_dir: Path, step: int, positions: list[int] | None = None
     ) -> list[dict[str, Any]]:
-        """Checkpoint `step` of `run_dir` played again here on the first `tasks` tasks of the frozen panel (None: all),
-        writing nothing: the rows `audit --re-eval` compares with the recorded outcomes. BadInput saying why where it
-        cannot be; by default, a framework's evaluation runs in its image on the hardware it needs."""
+        """Checkpoint `step` of `run_dir` played again here by the backend's own evaluation on the frozen panel's
+        tasks at `positions` (None: all), writing nothing: the rows `audit --re-eval` compares with the recorded
+        outcomes (served outcomes go through the served evaluator instead: audit/reeval.py). BadInput saying why
+        where it cannot be; by default, a framework's evaluation runs in its image on the hardware it needs."""
         raise BadInput(f"the {self.name} backend's evaluation runs in its framework's image, not here")
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:

@@ -1,12 +1,13 @@
-"""`agentrepro audit STUDY [--root DIR] [--require STAGE] [--re-eval [--tasks N]]` or `agentrepro audit --bundle
-FILE.tar.gz [--require STAGE] [--allowed-signers FILE] [--re-eval [--tasks N]]`.
+"""`agentrepro audit STUDY [--root DIR] [--require STAGE] [--re-eval [--tasks N [--tasks-seed S]]]` or
+`agentrepro audit --bundle FILE.tar.gz [--require STAGE] [--allowed-signers FILE] [--re-eval [--tasks N ...]]`.
 
 Prints one line per problem (each naming its path) and exits 1 if there is any; prints one summary
 line and what was checked, and exits 0 when everything matches the lock. A bundle's short digest and its
 signature (verified whenever present; against `--allowed-signers` when given, which then requires one) are printed too. `--require` says how far the study must have got
 (default `report`: every planned run and evaluation, the analysis and the report); a study audited before
 its analysis exists says so explicitly with `--require runs`. `--re-eval` plays each run's final checkpoint again
-and compares the outcomes row by row (audit/reeval.py): the outcomes themselves, not only their hashes, checked.
+and compares the outcomes row by row (audit/reeval.py): the outcomes themselves, not only their hashes, checked;
+`--tasks N` plays N tasks drawn at random (the line of each run names them and the seed that draws them again).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import argparse
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
-from agentrepro.audit.reeval import re_evaluate
+from agentrepro.audit.reeval import TaskSample, re_evaluate
 from agentrepro.audit.result import STAGES, coverage
 from agentrepro.audit.study import audit_study
-from agentrepro.bounds import MAX_TASKS, integer
+from agentrepro.bounds import MAX_TASKS, SEED, integer
 from agentrepro.errors import BadInput
 from agentrepro.layout import STUDY_HELP, locate
 
@@ -50,10 +51,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--re-eval",
         action="store_true",
         help="play each run's final checkpoint again on the frozen panel and compare outcome by outcome "
-        "(the builtin backend's checkpoints, where the study or bundle holds them)",
+        "(the builtin backend's checkpoints, and Hugging Face checkpoints a chat server evaluated, where the study "
+        "or bundle holds them)",
     )
     parser.add_argument(
-        "--tasks", type=integer(1, MAX_TASKS), help="with --re-eval: only the panel's first N tasks (default: all)"
+        "--tasks",
+        type=integer(1, MAX_TASKS),
+        help="with --re-eval: N tasks of the panel drawn at random, the same for every run (default: all)",
+    )
+    parser.add_argument(
+        "--tasks-seed",
+        type=SEED,
+        help="with --tasks: the seed of the draw, to play a sample again (default: drawn afresh and printed)",
     )
 
 
@@ -64,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--allowed-signers goes with --bundle FILE", where="arguments")
     if args.tasks is not None and not args.re_eval:
         raise BadInput("--tasks goes with --re-eval", where="arguments")
+    if args.tasks_seed is not None and args.tasks is None:
+        raise BadInput("--tasks-seed goes with --tasks", where="arguments")
+    sample = TaskSample.drawn(args.tasks, args.tasks_seed) if args.tasks is not None else None
     if args.bundle:
         verified = verify_bundle(
             args.bundle,
@@ -71,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             max_file_bytes=max_file_bytes(args),
             allowed_signers=args.allowed_signers,
             re_eval=args.re_eval,
-            tasks=args.tasks,
+            sample=sample,
         )
         subject, problems, differences = args.bundle, verified.problems, verified.differences
         failures, replayed = verified.failures, verified.replayed
@@ -86,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         failures = failures_of(args.study, args.root) if not problems else []
         replayed = []
         if args.re_eval:
-            replay_problems, replayed = re_evaluate(args.study, args.root, tasks=args.tasks)
+            replay_problems, replayed = re_evaluate(args.study, args.root, sample=sample)
             problems += replay_problems
     for line in replayed:
         print(f"re-evaluation: {line}")

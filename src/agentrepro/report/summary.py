@@ -14,10 +14,11 @@ from datetime import datetime
 
 from markupsafe import Markup
 
-from agentrepro.layout import checkpoint_file
+from agentrepro.layout import checkpoint_file, hf_checkpoint
 from agentrepro.report.glossary import Glossary
 from agentrepro.report.marks import ci, number, pct, pp, pvalue, said, seconds, share
 from agentrepro.runconfig import EvalConfig
+from agentrepro.serving.servers import ServerConfig, determinism
 
 NOT_PROVIDED = "not provided"
 TASK_SEEDS_CHECK = "training and evaluation task seeds are disjoint"  # agentrepro.analysis.rundirs.task_seed_check
@@ -179,31 +180,37 @@ def checkpoints(analysis: dict, step) -> Answer:
         if "best" in str(rule).lower()
         else []
     )
-    lines, replayable = [line], _replayable(analysis, step)
-    runs = analysis["provenance"].get("runs") or []
+    lines, runs = [line], analysis["provenance"].get("runs") or []
+    replayable, kind, why_not = _replayable(runs, step, manifest.get("eval") or {})
     if replayable:
         lines.append(
-            f"re-derivable: {len(replayable)} of {len(runs)} run(s) sealed their step-{step} checkpoint in the "
-            "harness's own format: `agentrepro audit --re-eval` plays it on the panel where it is kept and compares "
-            "outcome by outcome (`bundle` ships it where small)"
+            f"re-derivable: {len(replayable)} of {len(runs)} run(s) sealed their step-{step} checkpoint {kind}: "
+            "`agentrepro audit --re-eval` plays it again where it is kept and compares outcome by outcome (`bundle` "
+            "ships it where small)"
         )
     if len(replayable) < len(runs):
         flags.append(
-            f"{len(runs) - len(replayable)} run(s) sealed no step-{step} checkpoint the harness can play again (a "
-            "framework's evaluation needs its image and a GPU): their outcomes rest on the seals alone"
+            f"{len(runs) - len(replayable)} run(s) sealed no step-{step} checkpoint the harness can play again "
+            f"({why_not}): their outcomes rest on the seals alone"
         )
     return Answer(q, lines, "lock: manifest eval.checkpoint and analysis.final_step; the runs' seals", flags)
 
 
-def _replayable(analysis: dict, step) -> list[str]:
-    """The runs whose seal lists the harness's own checkpoint of `step` (layout.checkpoint_file), which the audit
-    can play again."""
-    return [
-        run["path"]
-        for run in analysis["provenance"].get("runs") or []
-        if isinstance(run.get("path"), str)
-        and checkpoint_file(run["path"], step).as_posix() in (run.get("outputs") or {})
-    ]
+def _replayable(runs: list[dict], step, evaluation: dict) -> tuple[list[str], str, str]:
+    """(the runs whose seal lists a checkpoint of `step` that `audit --re-eval` can play again, what kind it is, why
+    the others cannot be): the harness's own checkpoint file (layout.checkpoint_file), or where a chat server scored
+    the outcomes (`eval.engine: served`) the Hugging Face directory it served, if that server repeats its outcomes."""
+    sealed = {run["path"]: run.get("outputs") or {} for run in runs if isinstance(run.get("path"), str)}
+    paths = list(sealed)
+    if evaluation.get("engine") != "served":
+        kept = [p for p in paths if checkpoint_file(p, step).as_posix() in sealed[p]]
+        return kept, "in the harness's own format", "a framework's evaluation needs its image and a GPU"
+    temperature = float(evaluation.get("temperature", EvalConfig.temperature))
+    repeats = determinism(ServerConfig.from_dict(evaluation.get("server") or {}), temperature=temperature)
+    if repeats["deterministic"] is not True:
+        return [], "", f"the chat server that scored them does not repeat its outcomes: {repeats['why']}"
+    kept = [p for p in paths if any(k.startswith(hf_checkpoint(p, step).as_posix() + "/") for k in sealed[p])]
+    return kept, "as the Hugging Face directory the served evaluator scored", "no Hugging Face directory sealed"
 
 
 def per_seed(analysis: dict, step, glossary: Glossary) -> Answer:

@@ -93,12 +93,15 @@ async def evaluate_panel(
     episodes: int = 1,
     concurrency: int = 8,
     category: str,
+    positions: list[int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Outcome rows of every (episode, task) of `panel`, in (episode, panel) order."""
+    """Outcome rows of every (episode, task) of `panel`, or of its `positions` only, in (episode, panel) order; a
+    task's requests are seeded by its position in the panel, so a part of the panel plays as it does in the whole."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     gate = asyncio.Semaphore(concurrency)
-    jobs = [(episode, index, task) for episode in range(episodes) for index, task in enumerate(panel)]
+    played = range(len(panel)) if positions is None else positions
+    jobs = [(episode, index, panel[index]) for episode in range(episodes) for index in played]
 
     async def one(episode: int, index: int, task: dict[str, Any]) -> dict[str, Any]:
         async def generate(messages: list[dict[str, str]], turn: int) -> Reply:

@@ -58,8 +58,10 @@ def evaluate_model(
     server: ServerConfig,
     log_dir: Path,
     tensor_parallel: int = 1,
+    positions: list[int] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Outcome rows of `model_dir` on `panel`, and the provenance of how they were produced."""
+    """Outcome rows of `model_dir` on `panel` (only its `positions` where given), and the provenance of how they
+    were produced."""
     if mode not in MODES:
         raise BadInput(f"expected one of {', '.join(MODES)}, got {mode!r}", where="train.mode")
     sampling = Sampling(
@@ -95,6 +97,7 @@ def evaluate_model(
                         episodes=episodes,
                         concurrency=server.concurrency,
                         category=env_name,
+                        positions=positions,
                     ),
                     server.deadline_s,
                 )
@@ -157,10 +160,11 @@ def evaluate_run(
     exported: Path | None,
     checkpoint: Path | None = None,
     time_limits: dict[str, float] | None = None,
+    positions: list[int] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`agentrepro eval --run` for a run whose config says `eval.engine: served`; `exported`: the backend's Hugging
     Face copy of checkpoint `step` (None: it has none); `time_limits` (the command line's request_timeout_s and
-    deadline_s) take the place of eval.server's."""
+    deadline_s) take the place of eval.server's; `positions`: only these tasks of the panel (the audit's sample)."""
     evaluation = EvalConfig.of(config)
     env = config["env"]
     params = validate_params(env["name"], env.get("params") or {})
@@ -183,4 +187,26 @@ def evaluate_run(
         server=server,
         log_dir=log_dir,
         tensor_parallel=max(1, int((config.get("resources") or {}).get("gpus", 1) or 1)),
+        positions=positions,
     )
+
+
+def replay_run(
+    config: dict[str, Any],
+    run_dir: Path,
+    step: int,
+    *,
+    exported: Path | None,
+    positions: list[int] | None,
+    log_dir: Path,
+) -> list[dict[str, Any]]:
+    """`audit --re-eval` of served outcomes: the run's evaluation of `step` played again through a server of the
+    recorded kind started here (its requests carry the same seeds: a task keeps its panel position), where that
+    server repeats its outcomes; BadInput saying why where it does not (a URL server someone else runs, sampling
+    with several requests in flight), or where the Hugging Face checkpoint is not here."""
+    evaluation = EvalConfig.of(config)
+    server = ServerConfig.from_dict(evaluation.server or {})
+    repeats = determinism(server, temperature=float(evaluation.temperature))
+    if repeats["deterministic"] is not True:
+        raise BadInput(f"its outcomes came from a chat server that does not repeat them ({repeats['why']})")
+    return evaluate_run(config, run_dir, step, log_dir=log_dir, exported=exported, positions=positions)[0]

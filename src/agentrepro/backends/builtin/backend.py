@@ -109,23 +109,22 @@ class BuiltinBackend(Backend):
         return shared if shared is not None else evaluate_run(config, run_dir, step)
 
     def replay(
-        self, config: dict[str, Any], run_dir: Path, step: int, tasks: int | None = None
+        self, config: dict[str, Any], run_dir: Path, step: int, positions: list[int] | None = None
     ) -> list[dict[str, Any]]:
         """The evaluation `evaluate` runs (greedy on the frozen panel, from checkpoints/step<N>.pt), quiet, on the
-        first `tasks` tasks; step 0 too is played again, not taken from the shared warm start's record."""
+        panel's tasks at `positions`; step 0 too is played again, not taken from the shared warm start's record."""
         from agentrepro.trainer.evaluate import evaluate_run  # heavy: torch and transformers
 
         evaluation = EvalConfig.of(config)
-        if evaluation.served:  # its outcomes came from a chat server, which this evaluator does not reproduce
-            raise BadInput("its outcomes came from the served evaluator (eval.engine: served), not played again here")
-        if tasks is not None and float(evaluation.temperature) > 0:  # the draws of a batch depend on its size
+        if positions is not None and float(evaluation.temperature) > 0:  # the draws of a batch depend on its size
             raise BadInput("a sampled evaluation (eval.temperature above 0) is played again only on the whole panel")
         weights = checkpoint_file(run_dir, step)
         if not weights.is_file():
             raise BadInput(f"{weights} is not here (left out of the bundle, or pruned)")
         replayed = {**config, "train": {**(config.get("train") or {}), "progress": False}}
-        if tasks is not None:
-            panel = list(((config.get("eval") or {}).get("task_panel") or [])[:tasks])
+        if positions is not None:
+            whole = (config.get("eval") or {}).get("task_panel") or []
+            panel = [whole[i] for i in positions]
             replayed["eval"] = {**(config.get("eval") or {}), "task_panel": panel, "tasks": len(panel)}
         return evaluate_run(replayed, run_dir, step)
 
