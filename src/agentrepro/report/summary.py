@@ -379,20 +379,25 @@ def seed_streams(analysis: dict) -> Answer:
 
 
 def advantage_parity(analysis: dict) -> Answer:
+    """One line, however many batch dumps were checked: how many checks pass, which fail, how many did not run; each
+    check with its measured differences is in the sections Parity certificate and Parity checks."""
     q = "Parity of the backend's advantages with the reference estimator"
     checks = [p for p in analysis["parity"] if "advantage" in p["check"].lower()]
-    lines = [
-        f"{p['status'].replace('_', ' ')}: {p['check']}" + (f" ({p['detail']})" if p.get("detail") else "")
-        for p in checks
-    ]
-    flags = [
-        f"{sum(p['status'] == s for p in checks)} check(s) {s.replace('_', ' ')}"
-        for s in ("fail", "not_run")
-        if any(p["status"] == s for p in checks)
-    ]
-    if not checks or all(p["status"] == "not_run" for p in checks):
-        return Answer(q, [], ("; ".join(lines) if lines else "no advantage parity check in the analysis"), flags)
-    return Answer(q, lines, "analysis parity checks (batch dumps recomputed with the reference estimator)", flags)
+    by = {s: [p for p in checks if p["status"] == s] for s in ("pass", "fail", "not_run")}
+    flags = [f"{len(by[s])} check(s) {s.replace('_', ' ')}" for s in ("fail", "not_run") if by[s]]
+    if not checks or len(by["not_run"]) == len(checks):
+        details = dict.fromkeys(
+            f"not run: {p['check']}" + (f" ({p['detail']})" if p.get("detail") else "") for p in checks
+        )
+        return Answer(q, [], "; ".join(details) or "no advantage parity check in the analysis", flags)
+    line = f"{len(by['pass'])} of {len(checks)} check(s) pass"
+    if by["fail"]:
+        named = [p["check"].rpartition(" from ")[2] for p in by["fail"]]
+        line += f"; {len(named)} fail: {', '.join(named[:3])}" + (" ..." if len(named) > 3 else "")
+    if by["not_run"]:
+        line += f"; {len(by['not_run'])} not run"
+    line += " (each check, its largest difference and the tolerance: sections Parity certificate and Parity checks)"
+    return Answer(q, [line], "analysis parity checks (batch dumps recomputed with the reference estimator)", flags)
 
 
 def overhead(analysis: dict) -> Answer:
