@@ -163,6 +163,29 @@ def test_jobs_on_two_kinds_of_machine_are_said_with_their_folders(tmp_path):
     ]
 
 
+def test_jobs_on_another_machine_than_the_lock_was_frozen_on_are_said(tmp_path):
+    """A lock that records its freezing machine (as `freeze` writes it: no threads): the jobs that ran on another
+    kind are named beside it; jobs on the same CPU and BLAS, whatever their threads, are not."""
+    (tmp_path / "manifests").mkdir()
+    blas = {"name": "openblas", "version": "0.3.30"}
+    frozen = {"cpu_model": "AMD EPYC 9654", "architecture": "x86_64", "isa": ["avx2"], "blas": blas}
+    lock = {"harness": {"commit": None, "dirty": True}, "python": python_environment(), "machine": frozen}
+    (tmp_path / "manifests" / "s.lock.json").write_text(json.dumps(lock))
+    software = {"harness": lock["harness"], "python": lock["python"]}
+    for seed, cpu in enumerate(["AMD EPYC 9654", "Intel Xeon 8480", "Intel Xeon 8480"]):
+        ran = {**frozen, "cpu_model": cpu, "blas": {**blas, "threads": [{"num_threads": 8}]}}
+        run = tmp_path / "runs" / "s" / "m" / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "provenance.json").write_text(json.dumps({"attempts": [{"software": software, "machine": ran}]}))
+    assert code_differences("s", tmp_path)[-1] == (
+        "2 job(s) ran on another kind of machine than the lock was frozen on (AMD EPYC 9654 (avx2); openblas 0.3.30): "
+        "2 on Intel Xeon 8480 (avx2); openblas 0.3.30 (runs/s/m/seed1, runs/s/m/seed2)"
+    )
+    (tmp_path / "runs" / "s" / "m" / "seed1" / "provenance.json").unlink()
+    (tmp_path / "runs" / "s" / "m" / "seed2" / "provenance.json").unlink()
+    assert code_differences("s", tmp_path) == []
+
+
 def test_a_lock_commit_that_is_no_commit_never_reaches_git(tmp_path):
     """changed_between runs git only on two 40-hex commits: an option, a branch name or a short hash read from a
     forged lock gives None (not known), and git writes nothing."""

@@ -84,8 +84,9 @@ def host_info() -> dict[str, Any]:
 ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile")
 
 
-def machine() -> dict[str, Any]:
-    """The CPU (model, vector instruction sets, architecture) and the BLAS numpy calls with its threads."""
+def machine(*, threads: bool = True) -> dict[str, Any]:
+    """The CPU (model, vector instruction sets, architecture) and the BLAS numpy calls, with its threads unless
+    `threads` is false (the lock's record: which libraries are loaded, and their threads, depend on the process)."""
     model: str | None = None
     flags: set[str] = set()
     try:
@@ -104,7 +105,7 @@ def machine() -> dict[str, Any]:
         "cpu_model": model or platform.processor() or None,
         "architecture": platform.machine(),
         "isa": [flag for flag in ISA_FLAGS if flag in flags],
-        "blas": blas(),
+        "blas": blas(threads=threads),
     }
 
 
@@ -131,10 +132,13 @@ def machine_words(machine: Any, *, threads: bool = True) -> str:
     return f"{said}, {'/'.join(counts) or '?'} thread(s)" if threads else said.rstrip()
 
 
-def blas() -> dict[str, Any]:
-    """numpy's BLAS (name and version as numpy was built with it) and the threads each loaded library uses."""
+def blas(*, threads: bool = True) -> dict[str, Any]:
+    """numpy's BLAS (name and version as numpy was built with it) and, with `threads`, the threads each loaded
+    library uses."""
     built = (numpy.show_config(mode="dicts") or {}).get("Build Dependencies", {}).get("blas", {})
     found: dict[str, Any] = {"name": built.get("name"), "version": built.get("version")}
+    if not threads:
+        return found
     found["threads"] = [
         {key: lib.get(key) for key in ("internal_api", "version", "num_threads")}
         for lib in threadpoolctl.threadpool_info()

@@ -37,6 +37,7 @@ DEVIATIONS = "deviations"
 SEED_STREAMS = "seed_streams"
 HARNESS = "harness"
 PYTHON = "python"
+MACHINE = "machine"  # the freezing machine's CPU and BLAS (agentrepro.attempts.machine, threads left out)
 CREATED = "created"
 SELF_KEY = "lock_self_sha256"
 MISSING = "lock not found (run `agentrepro freeze` on the manifest first)"
@@ -54,6 +55,7 @@ def build(
     seed_streams: Any,
     harness: dict[str, Any],
     python: dict[str, Any],
+    machine: dict[str, Any] | None,
     created: str,
 ) -> dict[str, Any]:
     """The sealed lock of these parts: optional parts only when there are any."""
@@ -70,6 +72,7 @@ def build(
         SEED_STREAMS: seed_streams,
         HARNESS: harness,
         PYTHON: python,
+        **({MACHINE: machine} if machine else {}),
         CREATED: created,
     }
     return seal(lock)

@@ -36,6 +36,7 @@ def test_freeze_writes_a_complete_lock(study):
     assert [t["task_id"] for t in lock["task_panel"]] == ["t0", "t1", "t2", "t3"]
     assert any(p.startswith("jsonschema==") for p in lock["python"]["packages"])
     assert lock["python"]["packages_sha256"] == sha256_json(lock["python"]["packages"])
+    assert lock["machine"]["cpu_model"] and "threads" not in lock["machine"]["blas"]  # the freezing machine
     assert lock["lock_self_sha256"] == content_sha256(lock)
     streams = {
         s["stream"]: s for s in lock["seed_streams"]["verl-agent"]

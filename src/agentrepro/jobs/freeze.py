@@ -22,6 +22,7 @@ from typing import Any
 
 from agentrepro import containers, lockfile, placement, planning, preflight
 from agentrepro.analysis.reference import load_reference
+from agentrepro.attempts import machine
 from agentrepro.backends.sources import pinned_sources
 from agentrepro.errors import BadInput, Failure, read_from
 from agentrepro.fileio import atomic_write_json, check_output_file, sha256_file, sha256_json
@@ -282,6 +283,7 @@ def build_lock(
         seed_streams=plan.seed_streams(),
         harness=harness,
         python=python_environment(),
+        machine=machine(threads=False),
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     )
     found = lockfile.lock_problems(lock)
