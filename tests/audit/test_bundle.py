@@ -248,6 +248,17 @@ def test_re_evaluation_says_what_it_could_not_play_and_tasks_needs_it(frozen, tm
     said = [line for line in result.stdout.splitlines() if line.startswith("re-evaluation: ")]
     why = "not re-evaluated: the verl-agent backend's evaluation runs in its framework's image, not here"
     assert len(said) == 4 and all(line.endswith(why) for line in said), said
+    card = [line.removeprefix("card: ") for line in result.stdout.splitlines() if line.startswith("card: ")]
+    differs = sum(line.startswith("differs from the lock: ") for line in result.stdout.splitlines())
+    assert differs  # the fixture's jobs recorded no software: said as differences, not problems
+    assert card == [
+        "signed: no (an unsigned bundle: no one vouches for it)",
+        "every output matches the lock: yes",
+        "final checkpoints shipped: 0 of 4 run(s)",
+        "outcomes re-derived from the checkpoints: not checked (no run could be played; 4 run(s) not played, above)",
+        f"jobs ran the code the lock names: no ({differs} line(s) above: differs from the lock)",
+        "the study's own checks passed: yes",
+    ]
     wrong = run_cli("audit", "demo", "--root", root, "--tasks", "3")
     assert wrong.returncode == 2 and "--tasks goes with --re-eval" in wrong.stderr
 
@@ -306,3 +317,29 @@ def test_a_task_sample_is_drawn_not_the_first_tasks_and_repeats_from_its_seed():
     assert TaskSample(4, 3).positions(100) == drawn[3] and any(p != [0, 1, 2, 3] for p in drawn)
     assert TaskSample(100, 0).positions(100) is None and TaskSample(200, 0).positions(100) is None
     assert len({TaskSample.drawn(4).seed for _ in range(5)}) > 1 and TaskSample.drawn(4, 11).seed == 11
+
+
+def test_the_verdict_card_words_what_the_audit_found():
+    """Each line answers yes, no or not checked with its count; a study's folder has no signature line."""
+    from agentrepro.audit.card import Findings, verdict_card
+    from agentrepro.audit.reeval import ReEvaluation
+
+    replay = ReEvaluation([], [], as_recorded=3, otherwise=1, not_played=2)
+    found = Findings(2, 1, 0, (3, 6), "signed by reviewer@x (ED25519 SHA256:abc)", replay)
+    assert verdict_card(found) == [
+        "signed: yes (signed by reviewer@x (ED25519 SHA256:abc))",
+        "every output matches the lock: no (2 problem(s) above)",
+        "final checkpoints shipped: 3 of 6 run(s)",
+        "outcomes re-derived from the checkpoints: no (1 of 4 run(s) played otherwise; 2 run(s) not played, above)",
+        "jobs ran the code the lock names: no (1 line(s) above: differs from the lock)",
+        "the study's own checks passed: not checked (the outputs do not match the lock)",
+    ]
+    clean = verdict_card(Findings(0, 0, 3, (6, 6), None, ReEvaluation([], [], as_recorded=6)))
+    assert clean == [
+        "every output matches the lock: yes",
+        "final checkpoints kept: 6 of 6 run(s)",
+        "outcomes re-derived from the checkpoints: yes (6 run(s), each as recorded)",
+        "jobs ran the code the lock names: yes",
+        "the study's own checks passed: no (3 failure(s) above: results, not tampering)",
+    ]
+    assert "not checked (`--re-eval` plays them again)" in verdict_card(Findings(0, 0, 0, (0, 6)))[2]

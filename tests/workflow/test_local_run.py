@@ -171,6 +171,8 @@ def test_a_forged_outcome_passes_every_hash_and_fails_its_re_evaluation(finished
     honest = run_cli("audit", "--bundle", bundle, "--re-eval", cwd=tmp_path, timeout=600)
     assert honest.returncode == 0, honest.stdout + honest.stderr
     assert honest.stdout.count("4 episode(s) played again, each as recorded") == 2, honest.stdout
+    assert "card: final checkpoints shipped: 2 of 2 run(s)" in honest.stdout
+    assert "card: outcomes re-derived from the checkpoints: yes (2 run(s), each as recorded)" in honest.stdout
 
     forged = tmp_path / "forged"
     shutil.copytree(finished, forged, ignore=shutil.ignore_patterns(".snakemake"))
@@ -197,3 +199,4 @@ def test_a_forged_outcome_passes_every_hash_and_fails_its_re_evaluation(finished
     assert flipped in caught.stdout and "not what the shipped checkpoint plays" in caught.stdout, caught.stdout
     assert f"2 episode(s) of 2 task(s) played again (--tasks 2 --tasks-seed {seed}: " in caught.stdout
     assert "), 1 not as recorded" in caught.stdout and rows[1]["task_id"] in caught.stdout
+    assert "card: outcomes re-derived from the checkpoints: no (1 of 2 run(s) played otherwise)" in caught.stdout

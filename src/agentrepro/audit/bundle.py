@@ -47,7 +47,14 @@ from typing import Any
 from agentrepro.audit import sign
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
-from agentrepro.audit.reeval import TaskSample, declared_final_step, final_step, re_evaluate
+from agentrepro.audit.reeval import (
+    ReEvaluation,
+    TaskSample,
+    declared_final_step,
+    final_step,
+    kept_checkpoints,
+    re_evaluate,
+)
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
 from agentrepro.backends import get_backend
@@ -330,7 +337,8 @@ class Verification:
     signature: str = "not signed"
     differences: list[str] = field(default_factory=list)  # jobs that ran other code than the lock names (audit/code.py)
     failures: list[str] = field(default_factory=list)  # the study's own, when its files all match (audit/failures.py)
-    replayed: list[str] = field(default_factory=list)  # with re_eval: what was played again (audit/reeval.py)
+    re_evaluation: ReEvaluation | None = None  # with re_eval: what was played again (audit/reeval.py)
+    kept: tuple[int, int] = (0, 0)  # runs whose final checkpoint the bundle ships, of all runs
 
 
 def _signature(bundle: Path, root: Path, sums: bytes, allowed_signers) -> tuple[list[str], str]:
@@ -439,10 +447,12 @@ def verify_bundle(
         for problem in audit_study(str(root / info["manifest"]), root, require=require, not_bundled=not_bundled):
             found.append(problem.replace(prefix, f"{bundle}:"))
         result.differences = code_differences(str(root / info["manifest"]), root)
+        result.kept = kept_checkpoints(str(root / info["manifest"]), root)
         if re_eval:
-            replay_problems, result.replayed = re_evaluate(str(root / info["manifest"]), root, sample=sample)
-            found += [f"{bundle}:{line}" for line in replay_problems]
-            result.replayed = [f"{bundle}:{line}" for line in result.replayed]
+            replay = re_evaluate(str(root / info["manifest"]), root, sample=sample)
+            found += [f"{bundle}:{line}" for line in replay.problems]
+            replay.lines = [f"{bundle}:{line}" for line in replay.lines]
+            result.re_evaluation = replay
         if not found:
             result.failures = failures_of(str(root / info["manifest"]), root)
         return result

@@ -123,18 +123,28 @@ def _played(replayed: list[dict[str, Any]], sample: TaskSample | None) -> str:
     )
 
 
-def re_evaluate(
-    study: str, root: str | os.PathLike = ".", *, sample: TaskSample | None = None
-) -> tuple[list[str], list[str]]:
-    """(problems, what was done): every run's final evaluated step played again, on the whole panel or `sample`,
-    and compared row by row."""
+@dataclass
+class ReEvaluation:
+    """What `re_evaluate` found: problems (a row the checkpoint plays otherwise), one line per run of what was done,
+    and the counts of runs played as recorded, played otherwise, and not played (the lines say why)."""
+
+    problems: list[str]
+    lines: list[str]
+    as_recorded: int = 0
+    otherwise: int = 0
+    not_played: int = 0
+
+
+def re_evaluate(study: str, root: str | os.PathLike = ".", *, sample: TaskSample | None = None) -> ReEvaluation:
+    """Every run's final evaluated step played again, on the whole panel or `sample`, and compared row by row."""
     root = Path(root)
     home = locate(study, root)
     try:
         declared = declared_final_step(read_lock(home.lock, verify=False))
     except BadInput as exc:  # the audit reports the lock itself
-        return [], [f"not re-evaluated: {exc}"]
-    problems, done = [], []
+        return ReEvaluation([], [f"not re-evaluated: {exc}"])
+    result = ReEvaluation([], [])
+    problems, done = result.problems, result.lines
     for _method, _seed, run_dir in home.run_dirs_on_disk():
         name = run_dir.relative_to(root).as_posix()
         try:
@@ -148,6 +158,7 @@ def re_evaluate(
         # the audit itself reports an unreadable config or outcomes file; a server that fails is said here
         except (BadInput, Failure) as exc:
             done.append(f"{name}: not re-evaluated: {exc}")
+            result.not_played += 1
             continue
         where = recorded_file.relative_to(root)
         found = _differences(recorded, replayed, where)
@@ -158,4 +169,28 @@ def re_evaluate(
             f"{name} step {step}: {_played(replayed, sample if positions is not None else None)}, "
             + (f"{len(found)} not as recorded" if found else "each as recorded")
         )
-    return problems, done
+        if found:
+            result.otherwise += 1
+        else:
+            result.as_recorded += 1
+    return result
+
+
+def kept_checkpoints(study: str, root: str | os.PathLike = ".") -> tuple[int, int]:
+    """(runs whose final checkpoint is here, as `bundle` ships it: any of the files an evaluation of it reads; runs),
+    in a study's folder or an extracted bundle."""
+    root = Path(root)
+    try:
+        declared = declared_final_step(read_lock(locate(study, root).lock, verify=False))
+    except BadInput:
+        declared = None  # the audit reports the lock; the count is then of the last evaluated steps
+    kept = runs = 0
+    for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
+        runs += 1
+        try:
+            config, step = final_step(run_dir, declared)
+            weights = get_backend(config["backend"]["name"]).checkpoint(config, run_dir, step).weights
+        except BadInput:
+            continue
+        kept += any(w.is_file() or (w.is_dir() and any(w.iterdir())) for w in weights)
+    return kept, runs

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
+from agentrepro.audit.card import Findings, verdict_card
 from agentrepro.audit.code import code_differences
 from agentrepro.audit.failures import failures_of
-from agentrepro.audit.reeval import TaskSample, re_evaluate
+from agentrepro.audit.reeval import TaskSample, kept_checkpoints, re_evaluate
 from agentrepro.audit.result import STAGES, coverage
 from agentrepro.audit.study import audit_study
 from agentrepro.bounds import MAX_TASKS, SEED, integer
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
             sample=sample,
         )
         subject, problems, differences = args.bundle, verified.problems, verified.differences
-        failures, replayed = verified.failures, verified.replayed
+        failures, replay, kept = verified.failures, verified.re_evaluation, verified.kept
+        signature: str | None = verified.signature
         if verified.digest:
             print(f"bundle digest {verified.digest}; {verified.signature}")
     else:
@@ -96,21 +98,24 @@ def run(args: argparse.Namespace) -> int:
         subject, problems = args.study, audit_study(args.study, args.root, require=args.require)
         differences = code_differences(args.study, args.root)
         failures = failures_of(args.study, args.root) if not problems else []
-        replayed = []
+        replay, kept, signature = None, kept_checkpoints(args.study, args.root), None
         if args.re_eval:
-            replay_problems, replayed = re_evaluate(args.study, args.root, sample=sample)
-            problems += replay_problems
-    for line in replayed:
+            replay = re_evaluate(args.study, args.root, sample=sample)
+            problems += replay.problems
+    for line in replay.lines if replay else []:
         print(f"re-evaluation: {line}")
     for problem in problems:
         print(problem)
     for line in differences:
         print(f"differs from the lock: {line}")
+    for line in failures:
+        print(f"the study's own failure: {line}")
+    found = Findings(len(problems), len(differences), len(failures), kept, signature, replay)
+    for line in verdict_card(found):
+        print(f"card: {line}")
     if problems:
         print(f"audit {subject}: {len(problems)} problem(s)")
         return 1
-    for line in failures:
-        print(f"the study's own failure: {line}")
     scope = "" if args.require == "report" else f" (required up to: {args.require})"
     own = f"; the study itself reports {len(failures)} failure(s), above: results, not tampering" if failures else ""
     print(f"audit {subject}: OK: the lock, the manifest and every planned and sealed output match{scope}{own}")
