@@ -27,6 +27,20 @@ def test_forest_plot_one_row_per_method_in_percent(ax, analysis):
     assert xs == pytest.approx(sorted(100 * r["pooled_rate"] for r in final))
 
 
+def test_forest_plot_shows_every_seed_even_at_equal_rates(ax, analysis):
+    """Three seeds at the same rate are three dots at three heights, not one dot drawn three times."""
+    t = analysis["tables"]
+    method = next(r["method"] for r in t["methods"] if r["step"] == 150)
+    runs = [{**r, "rate": 0.5} if r["method"] == method else r for r in t["runs"]]
+    F.forest_plot(t["methods"], runs, t["verdicts"], 150, ax=ax)
+    from matplotlib.collections import PathCollection
+
+    dots = next(c for c in ax.collections if isinstance(c, PathCollection)).get_offsets()  # the first method's seeds
+    mine = [r for r in runs if r["method"] == method and r["step"] == 150]
+    assert len(mine) > 1 and len(dots) == len(mine)
+    assert len({(float(x), float(y)) for x, y in dots}) == len(mine) and set(dots[:, 0]) == {50.0}
+
+
 def test_learning_curves_follow_the_means(ax, analysis):
     """Each method's line is its mean over seeds at every checkpoint, ×100."""
     rows = analysis["tables"]["methods"]

@@ -91,6 +91,17 @@ def _below(ax: Axes, rows: int, ncols: int = 3) -> None:
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if rows < 4 else -0.22), ncols=ncols, frameon=False)
 
 
+def _stacked(xs: Sequence[float], y: float, step: float = 0.09) -> list[float]:
+    """A y for each dot at `xs`: `y`, and below it one step more for each earlier dot at the same x, so that seeds of
+    equal rate are each seen rather than drawn over one another."""
+    seen: dict[float, int] = {}
+    ys = []
+    for x in xs:
+        ys.append(y + step * seen.get(x, 0))
+        seen[x] = seen.get(x, 0) + 1
+    return ys
+
+
 def forest_plot(
     methods_rows: Sequence[dict],
     runs_rows: Sequence[dict],
@@ -119,7 +130,7 @@ def forest_plot(
             label="pooled, 95% CI" if y == 0 else None,
         )
         seeds = [100 * s["rate"] for s in runs_rows if s["method"] == r["method"] and s["step"] == step]
-        ax.scatter(seeds, [y + 0.18] * len(seeds), s=12, color=c, alpha=0.6, label="per seed" if y == 0 else None)
+        ax.scatter(seeds, _stacked(seeds, y + 0.18), s=12, color=c, alpha=0.6, label="per seed" if y == 0 else None)
         if r["method"] in paper:
             ax.scatter(
                 [100 * paper[r["method"]]],
