@@ -27,7 +27,7 @@ LAYERS = (
     ("attempts", "containers"),
     ("hooks", "environments", "algorithms"),
     ("outcomes",),
-    ("serving",),
+    ("serving", "importing"),
     ("trainer",),
     ("backends",),
     ("analysis",),

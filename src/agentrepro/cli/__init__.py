@@ -28,6 +28,7 @@ VERBS: dict[str, str] = {
     "preflight": "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",
     "images": "prepare the study's container images on this host before its jobs run",
     "rehearse": "run one framework job offline on this machine up to its first use of the GPUs",
+    "import": "turn evaluation records other tools wrote into outcome rows (not sealed)",
     "analyze": "paired statistics, verdicts, diagnostics and overhead",
     "report": "render the HTML and PDF report of a study",
     "advantages": "add advantages to step rows (JSONL)",
@@ -36,9 +37,12 @@ VERBS: dict[str, str] = {
 }
 
 
+MODULES = {"import": "imports"}  # a verb that is a Python keyword lives under another name
+
+
 def module_of(verb: str) -> str:
     """Where a verb lives: agentrepro/cli/<verb>.py, its arguments and its run, calling the part that owns the work."""
-    return f"{__name__}.{verb}"
+    return f"{__name__}.{MODULES.get(verb, verb)}"
 
 
 def build_parser(verbs: dict[str, str] = VERBS, argv: list[str] | None = None) -> argparse.ArgumentParser:

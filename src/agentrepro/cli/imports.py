@@ -1,0 +1,103 @@
+"""`agentrepro import RECORDS... --format plain --env ENV [--param K=V] --seeds RANGE --out DIR [--study NAME]`.
+
+Evaluations the harness did not launch (agentrepro.importing) become outcome rows against a task panel frozen
+from the same environment: DIR/outcomes.jsonl, which `agentrepro analyze --outcomes` reads as it reads any, and
+DIR/import.json, the import's record: every source file with its SHA-256 and number of records, each outcome row's
+source record (file and line), the panel, the method x seed matrix (partial when a pair is missing), the fields the
+sources did not carry, and what is not sealed. DIR/OUTPUTS.sha256 seals both. Nothing is written unless every
+record matches: a bad record is one line naming its file and line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+from agentrepro import attempts, outcomes, seal
+from agentrepro.environments import task_panel, validate_params
+from agentrepro.environments.registry import parse_params
+from agentrepro.environments.seeds import parse_seed_ranges
+from agentrepro.errors import BadInput
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, check_output_dir, make_dir, sha256_file
+from agentrepro.importing import READERS, to_rows
+from agentrepro.layout import SLUG_RE, RunFiles
+
+IMPORT_RECORD = "import.json"
+UNSEALED = (
+    "no lock froze the training before it ran: its configuration, seeds and panel were not fixed in advance",
+    "no image, commit or model revision is proven: the records name none that the harness checked",
+    "no checkpoint: the outcomes cannot be re-derived by `agentrepro audit --re-eval`",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("records", nargs="+", type=Path, help="the evaluation records to import")
+    parser.add_argument("--format", choices=sorted(READERS), required=True, help="the tool that wrote them")
+    parser.add_argument("--env", required=True, help="the environment the tasks come from (frozenlake, sokoban, ...)")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="environment parameter (repeatable)"
+    )
+    parser.add_argument("--seeds", required=True, help="the panel's task seeds: numbers and ranges, e.g. 10001-10128")
+    parser.add_argument("--study", default="imported", help="study name in the rows (default imported)")
+    parser.add_argument("--out", type=Path, required=True, help="output directory (outcomes.jsonl, import.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not SLUG_RE.match(args.study):
+        raise BadInput(f"expected a name of letters, digits and . _ -, got {args.study!r}", where="--study")
+    out = check_output_dir(args.out, option="--out")
+    params = validate_params(args.env, parse_params(args.param, args.env))
+    panel = task_panel(args.env, params, parse_seed_ranges(args.seeds))
+    files = [str(p) for p in args.records]
+    if len({Path(p).resolve() for p in files}) < len(files):
+        raise BadInput("a records file is given twice", where="RECORDS")
+    reader = READERS[args.format]
+    records = [record for index, path in enumerate(args.records) for record in reader(path, index)]
+    rows, sources, absent = to_rows(records, panel, study=args.study, category=args.env, files=files)
+    for (method, seed, step), group in _groups(rows).items():  # the harness's own checks of each evaluation's rows
+        episodes = 1 + max(r["episode"] for r in group)
+        evaluation = {"task_panel": panel, "episodes_per_task": episodes}
+        config = {"study": args.study, "method": method, "seed": seed, "eval": evaluation}
+        outcomes.check_rows(group, config=config, step=step, source=f"the rows imported for {method} seed {seed}")
+    matrix = Counter((r["method"], r["seed"]) for r in rows)
+    methods, seeds = sorted({m for m, _ in matrix}), sorted({s for _, s in matrix})
+    missing = [f"{m} seed {s}" for m in methods for s in seeds if (m, s) not in matrix]
+    record = {
+        "study": args.study,
+        "format": args.format,
+        "command": attempts.command_line(),
+        "files": [
+            {"path": path, "sha256": sha256_file(path), "records": sum(r.source == i for r in records)}
+            for i, path in enumerate(files)
+        ],
+        "env": {"name": args.env, "params": params},
+        "task_panel": panel,
+        "rows": len(rows),
+        "sources": [{"file": i, "line": line} for i, line in sources],
+        "absent": {
+            f"{field} (0 written)" if field != "reward" else "reward (success written)": n
+            for field, n in absent.items()
+        },
+        "matrix": {m: {str(s): matrix[(m, s)] for s in seeds if (m, s) in matrix} for m in methods},
+        "partial": missing,
+        "unsealed": list(UNSEALED),
+    }
+    make_dir(out)
+    (out / seal.OUTPUTS).unlink(missing_ok=True)
+    atomic_write_jsonl(out / RunFiles.OUTCOMES, rows)
+    atomic_write_json(out / IMPORT_RECORD, record)
+    seal.write_outputs_manifest(out)
+    shown = f"; partial: no rows for {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}" if missing else ""
+    print(
+        f"{out / RunFiles.OUTCOMES}: {len(rows)} episode(s) of {len(methods)} method(s) x {len(seeds)} seed(s) from "
+        f"{len(files)} file(s){shown}"
+    )
+    return 0
+
+
+def _groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["method"], row["seed"], row["step"]), []).append(row)
+    return groups
