@@ -104,10 +104,21 @@ def test_records_become_rows_traceable_to_their_records_and_analyze_reads_them(t
     c = write_csv(tmp_path / "gigpo-1.csv", [("gigpo", 1, 150, 10001 + t, t % 2, t % 2) for t in range(6)])
     assert imported(tmp_path, a, b, c, out="full").returncode == 0
     full = tmp_path / "full" / "outcomes.jsonl"
-    analysed = run_cli("analyze", "--outcomes", full, "--out", tmp_path / "analysis", cwd=tmp_path)
+    analysis = tmp_path / "root" / "analysis" / "relax-graphgpo"
+    analysed = run_cli("analyze", "--outcomes", full, "--out", analysis, cwd=tmp_path)
     assert analysed.returncode == 0, analysed.stderr
-    methods = (tmp_path / "analysis" / "methods.csv").read_text()
+    methods = (analysis / "methods.csv").read_text()
     assert "graphgpo" in methods and "gigpo" in methods
+    doc = json.loads((analysis / "analysis.json").read_text())
+    (summary,) = doc["provenance"]["imported"]
+    assert [f["records"] for f in summary["files"]] == [12, 6, 6] and summary["partial"] == []
+    assert summary["unsealed"] == record["unsealed"] and summary["record"]["path"].endswith("full/import.json")
+    assert "they were imported from 3 file(s) of plain records, not sealed" in doc["bottom_line"][-1]
+    report = run_cli("report", "relax-graphgpo", "--root", tmp_path / "root", "--no-pdf", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "root" / "reports" / "relax-graphgpo" / "report.html").read_text()
+    first = page[page.index('<section id="summary">') : page.index('<section id="equivalence">')]
+    assert "Imported, not sealed" in first and "no checkpoint: the outcomes cannot be re-derived" in first
 
 
 @pytest.mark.parametrize(

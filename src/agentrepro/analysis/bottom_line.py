@@ -140,6 +140,19 @@ def _code(doc: dict) -> list[str]:
     ]
 
 
+def _imported(doc: dict) -> list[str]:
+    """Outcomes `agentrepro import` wrote: that they came from the training they name is not checked."""
+    imported = (doc.get("provenance") or {}).get("imported") or []
+    files = sum(len(i.get("files") or []) for i in imported)
+    formats = sorted({str(i.get("format")) for i in imported})
+    if not imported:
+        return []
+    return [
+        f"that the outcomes came from the training they name: they were imported from {files} file(s) of "
+        f"{', '.join(formats)} records, not sealed (no lock of the training, no image or commit proven, no checkpoint)"
+    ]
+
+
 def bottom_line(doc: dict) -> list[str]:
     """Four sentences: Compared, Held, Did not hold, Not checked (see the module docstring)."""
     t, settings = doc["tables"], doc["settings"]
@@ -191,7 +204,7 @@ def bottom_line(doc: dict) -> list[str]:
         unchecked.append("seed-to-seed variation (one seed)")
     if not lock:
         unchecked.append("that the study was frozen before running (no lock)")
-    unchecked += _code(doc)
+    unchecked += _code(doc) + _imported(doc)
     return [
         compared,
         "Held: " + ("; ".join(held) if held else "nothing that was tested") + ".",

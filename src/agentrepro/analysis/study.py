@@ -39,6 +39,7 @@ from agentrepro.analysis.verdicts import verdicts_table
 from agentrepro.backends.sources import study_rows
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_bytes, sha256_file, sha256_json
+from agentrepro.importing.imported import IMPORT_RECORD, read_import_record
 from agentrepro.layout import locate
 from agentrepro.lockfile import manifest_of, read_lock
 from agentrepro.reading import load_yaml
@@ -286,6 +287,9 @@ def analyze_outcomes(
         "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in paths],
         "runs": [],
     }
+    records = sorted({Path(p).parent / IMPORT_RECORD for p in paths if (Path(p).parent / IMPORT_RECORD).is_file()})
+    if records:  # outcomes `agentrepro import` wrote: the report says what is not sealed
+        provenance["imported"] = [read_import_record(r) for r in records]
     parity = [
         {
             "check": "advantages recomputed from batch dumps",

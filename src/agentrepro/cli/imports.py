@@ -21,14 +21,8 @@ from agentrepro.environments.seeds import parse_seed_ranges
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, check_output_dir, make_dir, sha256_file
 from agentrepro.importing import READERS, to_rows
+from agentrepro.importing.imported import IMPORT_RECORD, UNSEALED
 from agentrepro.layout import SLUG_RE, RunFiles
-
-IMPORT_RECORD = "import.json"
-UNSEALED = (
-    "no lock froze the training before it ran: its configuration, seeds and panel were not fixed in advance",
-    "no image, commit or model revision is proven: the records name none that the harness checked",
-    "no checkpoint: the outcomes cannot be re-derived by `agentrepro audit --re-eval`",
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -419,11 +419,31 @@ def overhead(analysis: dict) -> Answer:
     return Answer(q, lines, "overhead.csv (timings.jsonl of every run)" if lines else "no timings were recorded")
 
 
+def imported(analysis: dict) -> Answer | None:
+    """Outcomes `agentrepro import` wrote from another tool's records (provenance.imported): which files, hashed,
+    and, flagged, everything that is therefore not sealed; None for outcomes the harness produced itself."""
+    found = analysis["provenance"].get("imported") or []
+    if not found:
+        return None
+    q = "Imported, not sealed"
+    lines, flags = [], []
+    for record in found:
+        for f in record["files"]:
+            lines.append(f"{f['path']}: {f['records']} record(s) ({record['format']}), sha256 {f['sha256'][:16]}")
+        if record["partial"]:
+            flags.append(f"partial: no rows for {', '.join(record['partial'])}")
+        flags += [f"{field}: absent from {n} record(s)" for field, n in record["absent"].items()]
+    flags += list(dict.fromkeys(reason for record in found for reason in record["unsealed"]))
+    evidence = "; ".join(f"{r['record']['path']} (sha256 {r['record']['sha256'][:16]})" for r in found)
+    return Answer(q, lines, f"the import's record: {evidence}", flags)
+
+
 def reviewer_summary(analysis: dict, step, glossary: Glossary | None = None) -> list[Answer]:
     """Every question of the summary, answered from `analysis` (validated analysis.json) at the final `step`;
     `glossary` glosses the jargon where the page first uses it."""
     glossary = glossary or Glossary()
     return [
+        *filter(None, [imported(analysis)]),
         identifiers(analysis["provenance"].get("lock")),
         tokenizer(analysis),
         evaluation_set(analysis, step),
