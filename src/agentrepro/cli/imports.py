@@ -1,4 +1,5 @@
-"""`agentrepro import RECORDS... --format plain --env ENV [--param K=V] --seeds RANGE --out DIR [--study NAME]`.
+"""`agentrepro import RECORDS... --format plain|relax --env ENV [--param K=V] --seeds RANGE --out DIR [--study NAME]
+[--method M --seed K --step N]`.
 
 Evaluations the harness did not launch (agentrepro.importing) become outcome rows against a task panel frozen
 from the same environment: DIR/outcomes.jsonl, which `agentrepro analyze --outcomes` reads as it reads any, and
@@ -15,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from agentrepro import attempts, outcomes, seal
+from agentrepro.bounds import SEED, STEP
 from agentrepro.environments import task_panel, validate_params
 from agentrepro.environments.registry import parse_params
 from agentrepro.environments.seeds import parse_seed_ranges
@@ -34,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seeds", required=True, help="the panel's task seeds: numbers and ranges, e.g. 10001-10128")
     parser.add_argument("--study", default="imported", help="study name in the rows (default imported)")
+    group = parser.add_argument_group("the run, for records that do not name it (relax; a plain file's missing column)")
+    group.add_argument("--method", help="method name")
+    group.add_argument("--seed", type=SEED, help="training seed")
+    group.add_argument("--step", type=STEP, help="the training step evaluated")
     parser.add_argument("--out", type=Path, required=True, help="output directory (outcomes.jsonl, import.json)")
 
 
@@ -46,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     files = [str(p) for p in args.records]
     if len({Path(p).resolve() for p in files}) < len(files):
         raise BadInput("a records file is given twice", where="RECORDS")
-    reader = READERS[args.format]
-    records = [record for index, path in enumerate(args.records) for record in reader(path, index)]
+    reader, given = READERS[args.format], {"method": args.method, "seed": args.seed, "step": args.step}
+    records = [record for index, path in enumerate(args.records) for record in reader(path, index, given)]
     rows, sources, absent = to_rows(records, panel, study=args.study, category=args.env, files=files)
     for (method, seed, step), group in _groups(rows).items():  # the harness's own checks of each evaluation's rows
         episodes = 1 + max(r["episode"] for r in group)

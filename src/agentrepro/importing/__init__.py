@@ -3,15 +3,18 @@
 A reader turns one tool's files into `Record`s (records.py: method, seed, step, task, success and what else the
 tool wrote, each with the file and line it came from); `to_rows` matches every record to a task of a panel frozen
 from the same environment and writes the harness's outcome rows, refusing a record whose task is not on the panel
-or that repeats another, in one line naming the file and the record. Readers: `plain` (plain.py: CSV or JSONL of
-method, seed, step, task_id, success[, reward, turns, tokens, episode]).
+or that repeats another, in one line naming the file and the record. Readers, each `read(path, source, given)`
+(`given`: the command line's method, seed and step): `plain` (plain.py: CSV or JSONL of method, seed, step,
+task_id, success[, reward, turns, tokens, episode]) and `relax` (relax.py: the per-turn records Relax's GraphGPO
+agent exports, one episode per trajectory).
 """
 
 from __future__ import annotations
 
 from agentrepro.importing.plain import read_plain
 from agentrepro.importing.records import Record, to_rows
+from agentrepro.importing.relax import read_relax
 
-READERS = {"plain": read_plain}
+READERS = {"plain": read_plain, "relax": read_relax}
 
 __all__ = ["READERS", "Record", "to_rows"]

@@ -1,6 +1,7 @@
 """The plain reader: a CSV (with a header row) or JSONL file of one episode a row or line, with the fields
 method, seed, step, task_id and success, and optionally reward, turns, tokens and episode; other columns or keys
-are left alone. `task_id` is the panel's task_id or the task's seed; `success` is 0 or 1 (true or false too).
+are left alone. `task_id` is the panel's task_id or the task's seed; `success` is 0 or 1 (true or false too). A
+file without a method, seed or step column takes the one the command line gives (`--method`, `--seed`, `--step`).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def _record(fields: dict[str, Any], source: int, line: int) -> Record:
     )
 
 
-def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _csv_rows(path: Path, given: set[str]) -> list[tuple[int, dict[str, Any]]]:
     text = read_text(path)
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
@@ -88,7 +89,7 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         rows = [(reader.line_num, row) for row in reader]
     except csv.Error as exc:
         raise BadInput(f"not a CSV file: {exc}", path=path) from None
-    missing = [f for f in REQUIRED if f not in header]
+    missing = [f for f in REQUIRED if f not in header and f not in given]
     if missing:
         raise BadInput(f"the header has no column {', '.join(missing)}", path=path, where="line 1")
     for line, row in rows:
@@ -97,12 +98,14 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def read_plain(path: Path, source: int) -> list[Record]:
+def read_plain(path: Path, source: int, given: dict[str, Any]) -> list[Record]:
     """The records of one plain file (`source`: its index in the import's files): CSV by its `.csv` name, else
-    JSONL. BadInput names the file and the line of the first record that cannot be read."""
+    JSONL; `given` (the command line's method, seed, step) fills a column the file does not have. BadInput names
+    the file and the line of the first record that cannot be read."""
     path = Path(path)
+    defaults = {k: v for k, v in given.items() if v is not None}
     if path.suffix.lower() == ".csv":
-        rows = _csv_rows(path)
+        rows = _csv_rows(path, set(defaults))
     else:
         rows = []
         for line, obj in iter_jsonl(path):
@@ -112,7 +115,7 @@ def read_plain(path: Path, source: int) -> list[Record]:
     records = []
     for line, fields in rows:
         try:
-            records.append(_record(fields, source, line))
+            records.append(_record({**defaults, **fields}, source, line))
         except (ValueError, BadInput) as exc:
             raise BadInput(str(exc), path=path, where=f"line {line}") from None
     if not records:

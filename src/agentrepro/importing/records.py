@@ -45,6 +45,15 @@ def _panel_index(panel: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return index
 
 
+def _match(name: str, index: dict[str, dict[str, Any]], panel: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The panel's task a record names: by task_id or seed, else the one task whose id ends the record's path (a
+    game path relative to another root: `json_2.1.1/valid_seen/x/trial_1` names the panel's `valid_seen/x/trial_1`)."""
+    if name in index:
+        return index[name]
+    ends = [t for t in panel if name.endswith("/" + str(t["task_id"]))]
+    return ends[0] if len(ends) == 1 else None
+
+
 def to_rows(
     records: list[Record], panel: list[dict[str, Any]], *, study: str, category: str, files: list[str]
 ) -> tuple[list[dict[str, Any]], list[tuple[int, int]], dict[str, int]]:
@@ -63,7 +72,7 @@ def to_rows(
                 path=where,
                 where=f"line {record.line}: method",
             )
-        task = index.get(record.task)
+        task = _match(record.task, index, panel)
         if task is None:
             raise BadInput(
                 f"task {record.task!r} is not on the frozen panel ({len(panel)} tasks: by task_id or seed)",
