@@ -176,3 +176,41 @@ def test_a_repeated_episode_and_other_files_are_refused(tmp_path):
     twice = imported(tmp_path, good, good)
     assert twice.returncode == 2 and "a records file is given twice" in twice.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_audit_derives_every_row_again_from_the_records(tmp_path):
+    """`audit --import DIR` passes an import as written and says what is not sealed; a row forged and re-sealed, a
+    source file edited after the import, and a source file gone each fail, naming the row or the file."""
+    from agentrepro.seal import write_outputs_manifest
+
+    path = write_csv(
+        tmp_path / "runs.csv", [("m", s, 5, 10001 + t, (s + t) % 2, 0.5) for s in (0, 1) for t in range(6)]
+    )
+    assert imported(tmp_path, path).returncode == 0
+    out = tmp_path / "out"
+
+    def audit():
+        return run_cli("audit", "--import", out, cwd=tmp_path)
+
+    honest = audit()
+    assert honest.returncode == 0 and "every outcome row follows from its record" in honest.stdout, honest.stdout
+    assert "not sealed: no checkpoint" in honest.stdout
+    rows = (out / "outcomes.jsonl").read_text().splitlines()
+    forged = json.loads(rows[3])
+    forged["success"] = 1 - forged["success"]
+    (out / "outcomes.jsonl").write_text("\n".join([*rows[:3], json.dumps(forged), *rows[4:]]) + "\n")
+    write_outputs_manifest(out)  # a forger re-seals
+    caught = audit()
+    assert caught.returncode == 1 and "outcomes.jsonl: row 4: success not what the records give" in caught.stdout
+    (out / "outcomes.jsonl").write_text("\n".join(rows) + "\n")
+    write_outputs_manifest(out)
+    text = path.read_text()
+    assert "m,0,5,10001,0,0.5" in text
+    path.write_text(text.replace("m,0,5,10001,0,0.5", "m,0,5,10001,1,0.5"))
+    edited = audit()
+    assert edited.returncode == 1 and "runs.csv: changed since it was imported" in edited.stdout, edited.stdout
+    path.unlink()
+    gone = audit()
+    assert gone.returncode == 1 and "runs.csv: missing (imported with sha256" in gone.stdout
+    neither = run_cli("audit", "--import", tmp_path, cwd=tmp_path)
+    assert neither.returncode == 2 and "not a folder `agentrepro import` wrote" in neither.stderr

@@ -1,5 +1,6 @@
 """`agentrepro audit STUDY [--root DIR] [--require STAGE] [--re-eval [--tasks N [--tasks-seed S]]]` or
-`agentrepro audit --bundle FILE.tar.gz [--require STAGE] [--allowed-signers FILE] [--re-eval [--tasks N ...]]`.
+`agentrepro audit --bundle FILE.tar.gz [--require STAGE] [--allowed-signers FILE] [--re-eval [--tasks N ...]]`, or
+`agentrepro audit --import DIR` (an `agentrepro import` folder, agentrepro.importing.check_import).
 
 Prints one line per problem (each naming its path) and exits 1 if there is any; prints one summary
 line and what was checked, and exits 0 when everything matches the lock. A bundle's short digest and its
@@ -13,6 +14,7 @@ and compares the outcomes row by row (audit/reeval.py): the outcomes themselves,
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from agentrepro.audit.bundle import add_max_file_option, max_file_bytes, verify_bundle
 from agentrepro.audit.card import Findings, verdict_card
@@ -23,6 +25,8 @@ from agentrepro.audit.result import STAGES, coverage
 from agentrepro.audit.study import audit_study
 from agentrepro.bounds import MAX_TASKS, SEED, integer
 from agentrepro.errors import BadInput
+from agentrepro.importing import check_import
+from agentrepro.importing.imported import IMPORT_RECORD, UNSEALED
 from agentrepro.layout import STUDY_HELP, locate
 
 
@@ -32,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--root", default=".", help="root directory holding manifests/, runs/, analysis/, reports/ (default: .)"
     )
     parser.add_argument("--bundle", metavar="FILE", help="verify a bundle written by `agentrepro bundle`, offline")
+    parser.add_argument(
+        "--import",
+        dest="imported",
+        metavar="DIR",
+        help="check an `agentrepro import` folder: its seal, each source file's hash, every row derived again",
+    )
     parser.add_argument(
         "--allowed-signers",
         metavar="FILE",
@@ -68,8 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if (args.study is None) == (args.bundle is None):
-        raise BadInput("give either a STUDY or --bundle FILE", where="arguments")
+    if sum(x is not None for x in (args.study, args.bundle, args.imported)) != 1:
+        raise BadInput("give one of a STUDY, --bundle FILE or --import DIR", where="arguments")
+    if args.imported is not None:
+        return run_import(args)
     if args.allowed_signers and not args.bundle:
         raise BadInput("--allowed-signers goes with --bundle FILE", where="arguments")
     if args.tasks is not None and not args.re_eval:
@@ -120,4 +132,23 @@ def run(args: argparse.Namespace) -> int:
     own = f"; the study itself reports {len(failures)} failure(s), above: results, not tampering" if failures else ""
     print(f"audit {subject}: OK: the lock, the manifest and every planned and sealed output match{scope}{own}")
     print(f"checked: {coverage(args.require)}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """`audit --import DIR`: what can be checked of outcomes the harness did not produce, and what cannot."""
+    if args.re_eval or args.allowed_signers:
+        raise BadInput("--re-eval and --allowed-signers do not go with --import (no checkpoint, no bundle)")
+    folder = Path(args.imported)
+    if not (folder / IMPORT_RECORD).is_file():
+        raise BadInput(f"no {IMPORT_RECORD}: not a folder `agentrepro import` wrote", path=folder)
+    problems = check_import(folder)
+    for problem in problems:
+        print(problem)
+    for reason in UNSEALED:
+        print(f"not sealed: {reason}")
+    if problems:
+        print(f"audit {folder}: {len(problems)} problem(s)")
+        return 1
+    print(f"audit {folder}: OK: every source file is as imported and every outcome row follows from its record")
     return 0

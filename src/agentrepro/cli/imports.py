@@ -6,24 +6,24 @@ from the same environment: DIR/outcomes.jsonl, which `agentrepro analyze --outco
 DIR/import.json, the import's record: every source file with its SHA-256 and number of records, each outcome row's
 source record (file and line), the panel, the method x seed matrix (partial when a pair is missing), the fields the
 sources did not carry, and what is not sealed. DIR/OUTPUTS.sha256 seals both. Nothing is written unless every
-record matches: a bad record is one line naming its file and line, exit 2.
+record matches: a bad record is one line naming its file and line, exit 2. `agentrepro audit --import DIR` derives
+the rows again from the files (importing.imported.check_import).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 from pathlib import Path
 
-from agentrepro import attempts, outcomes, seal
+from agentrepro import attempts, seal
 from agentrepro.bounds import SEED, STEP
 from agentrepro.environments import task_panel, validate_params
 from agentrepro.environments.registry import parse_params
 from agentrepro.environments.seeds import parse_seed_ranges
 from agentrepro.errors import BadInput
-from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, check_output_dir, make_dir, sha256_file
-from agentrepro.importing import READERS, to_rows
-from agentrepro.importing.imported import IMPORT_RECORD, UNSEALED
+from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, check_output_dir, make_dir
+from agentrepro.importing import READERS, import_records
+from agentrepro.importing.imported import IMPORT_RECORD
 from agentrepro.layout import SLUG_RE, RunFiles
 
 
@@ -52,37 +52,13 @@ def run(args: argparse.Namespace) -> int:
     files = [str(p) for p in args.records]
     if len({Path(p).resolve() for p in files}) < len(files):
         raise BadInput("a records file is given twice", where="RECORDS")
-    reader, given = READERS[args.format], {"method": args.method, "seed": args.seed, "step": args.step}
-    records = [record for index, path in enumerate(args.records) for record in reader(path, index, given)]
-    rows, sources, absent = to_rows(records, panel, study=args.study, category=args.env, files=files)
-    for (method, seed, step), group in _groups(rows).items():  # the harness's own checks of each evaluation's rows
-        episodes = 1 + max(r["episode"] for r in group)
-        evaluation = {"task_panel": panel, "episodes_per_task": episodes}
-        config = {"study": args.study, "method": method, "seed": seed, "eval": evaluation}
-        outcomes.check_rows(group, config=config, step=step, source=f"the rows imported for {method} seed {seed}")
-    matrix = Counter((r["method"], r["seed"]) for r in rows)
-    methods, seeds = sorted({m for m, _ in matrix}), sorted({s for _, s in matrix})
-    missing = [f"{m} seed {s}" for m in methods for s in seeds if (m, s) not in matrix]
-    record = {
-        "study": args.study,
-        "format": args.format,
-        "command": attempts.command_line(),
-        "files": [
-            {"path": path, "sha256": sha256_file(path), "records": sum(r.source == i for r in records)}
-            for i, path in enumerate(files)
-        ],
-        "env": {"name": args.env, "params": params},
-        "task_panel": panel,
-        "rows": len(rows),
-        "sources": [{"file": i, "line": line} for i, line in sources],
-        "absent": {
-            f"{field} (0 written)" if field != "reward" else "reward (success written)": n
-            for field, n in absent.items()
-        },
-        "matrix": {m: {str(s): matrix[(m, s)] for s in seeds if (m, s) in matrix} for m in methods},
-        "partial": missing,
-        "unsealed": list(UNSEALED),
-    }
+    given = {"method": args.method, "seed": args.seed, "step": args.step}
+    env = {"name": args.env, "params": params}
+    rows, record = import_records(
+        files, fmt=args.format, given=given, env=env, panel=panel, study=args.study, command=attempts.command_line()
+    )
+    matrix, missing = record["matrix"], record["partial"]
+    seeds = {seed for by_seed in matrix.values() for seed in by_seed}
     make_dir(out)
     (out / seal.OUTPUTS).unlink(missing_ok=True)
     atomic_write_jsonl(out / RunFiles.OUTCOMES, rows)
@@ -90,14 +66,7 @@ def run(args: argparse.Namespace) -> int:
     seal.write_outputs_manifest(out)
     shown = f"; partial: no rows for {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}" if missing else ""
     print(
-        f"{out / RunFiles.OUTCOMES}: {len(rows)} episode(s) of {len(methods)} method(s) x {len(seeds)} seed(s) from "
+        f"{out / RunFiles.OUTCOMES}: {len(rows)} episode(s) of {len(matrix)} method(s) x {len(seeds)} seed(s) from "
         f"{len(files)} file(s){shown}"
     )
     return 0
-
-
-def _groups(rows: list[dict]) -> dict[tuple, list[dict]]:
-    groups: dict[tuple, list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["method"], row["seed"], row["step"]), []).append(row)
-    return groups

@@ -11,10 +11,7 @@ agent exports, one episode per trajectory).
 
 from __future__ import annotations
 
-from agentrepro.importing.plain import read_plain
+from agentrepro.importing.imported import READERS, check_import, import_records
 from agentrepro.importing.records import Record, to_rows
-from agentrepro.importing.relax import read_relax
 
-READERS = {"plain": read_plain, "relax": read_relax}
-
-__all__ = ["READERS", "Record", "to_rows"]
+__all__ = ["READERS", "Record", "check_import", "import_records", "to_rows"]
