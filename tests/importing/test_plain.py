@@ -214,3 +214,54 @@ def test_the_audit_derives_every_row_again_from_the_records(tmp_path):
     assert gone.returncode == 1 and "runs.csv: missing (imported with sha256" in gone.stdout
     neither = run_cli("audit", "--import", tmp_path, cwd=tmp_path)
     assert neither.returncode == 2 and "not a folder `agentrepro import` wrote" in neither.stderr
+
+
+def test_a_locks_frozen_panel_gives_the_tasks_and_their_types(frozen, tmp_path):
+    """`--panel LOCK`: records matched to the panel a study's lock froze from its data (the demo's four games of
+    two task types), the lock named and hashed in the record; the analysis then breaks the results down by type.
+    A hand-edited lock, or --panel beside --env, is one line."""
+    root, lock = frozen
+    lock_file = root / "manifests" / "demo.lock.json"
+    rows = [
+        (m, s, 10, f"t{t}", int((t + s + (m == "a")) % 2 == 0), 1.0) for m in "ab" for s in (0, 1) for t in range(4)
+    ]
+    path = write_csv(tmp_path / "runs.csv", rows)
+    result = run_cli(
+        "import",
+        path,
+        "--format",
+        "plain",
+        "--panel",
+        lock_file,
+        "--out",
+        tmp_path / "out",
+        "--study",
+        "demo-imported",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    record = json.loads((tmp_path / "out" / "import.json").read_text())
+    assert record["task_panel"] == lock["task_panel"] and record["env"]["lock"] == str(lock_file)
+    written = [json.loads(x) for x in (tmp_path / "out" / "outcomes.jsonl").read_text().splitlines()]
+    assert {r["category"] for r in written} == {"pick", "clean"}
+    analysis = tmp_path / "analysis"
+    assert run_cli("analyze", "--outcomes", tmp_path / "out" / "outcomes.jsonl", "--out", analysis).returncode == 0
+    categories = (analysis / "categories.csv").read_text()
+    assert "pick" in categories and "clean" in categories
+    both = run_cli(
+        "import",
+        path,
+        "--format",
+        "plain",
+        "--panel",
+        lock_file,
+        "--env",
+        "frozenlake",
+        "--out",
+        tmp_path / "o2",
+        cwd=tmp_path,
+    )
+    assert both.returncode == 2 and "give either --panel LOCK or --env with --seeds" in both.stderr
+    lock_file.write_text(lock_file.read_text().replace('"t0"', '"t9"'))
+    edited = run_cli("import", path, "--format", "plain", "--panel", lock_file, "--out", tmp_path / "o3", cwd=tmp_path)
+    assert edited.returncode == 2 and "demo.lock.json" in edited.stderr and not (tmp_path / "o3").exists()

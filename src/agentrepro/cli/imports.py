@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from agentrepro import attempts, seal
 from agentrepro.bounds import SEED, STEP
@@ -25,16 +26,24 @@ from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, check_outpu
 from agentrepro.importing import READERS, import_records
 from agentrepro.importing.imported import IMPORT_RECORD
 from agentrepro.layout import SLUG_RE, RunFiles
+from agentrepro.lockfile import lock_sha256, manifest_of, read_lock
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("records", nargs="+", type=Path, help="the evaluation records to import")
     parser.add_argument("--format", choices=sorted(READERS), required=True, help="the tool that wrote them")
-    parser.add_argument("--env", required=True, help="the environment the tasks come from (frozenlake, sokoban, ...)")
-    parser.add_argument(
+    panel = parser.add_argument_group("the panel the records are matched to: --env and --seeds, or --panel LOCK")
+    panel.add_argument("--env", help="the environment the tasks come from (frozenlake, sokoban, ...)")
+    panel.add_argument(
         "--param", action="append", default=[], metavar="NAME=VALUE", help="environment parameter (repeatable)"
     )
-    parser.add_argument("--seeds", required=True, help="the panel's task seeds: numbers and ranges, e.g. 10001-10128")
+    panel.add_argument("--seeds", help="the panel's task seeds: numbers and ranges, e.g. 10001-10128")
+    panel.add_argument(
+        "--panel",
+        type=Path,
+        metavar="LOCK",
+        help="a study's lock: its frozen task panel (an ALFWorld panel of games, with their task types) and env",
+    )
     parser.add_argument("--study", default="imported", help="study name in the rows (default imported)")
     group = parser.add_argument_group("the run, for records that do not name it (relax; a plain file's missing column)")
     group.add_argument("--method", help="method name")
@@ -43,17 +52,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output directory (outcomes.jsonl, import.json)")
 
 
+def frozen_panel(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """({name, params, and with --panel the lock's path and hash}, the panel): frozen here from the environment's
+    seeds, or the one a study's lock froze from its data (verified: a hand-edited lock is refused)."""
+    if args.panel is not None:
+        if args.env is not None or args.seeds is not None or args.param:
+            raise BadInput("give either --panel LOCK or --env with --seeds, not both", where="--panel")
+        lock = read_lock(args.panel)
+        env = manifest_of(lock, args.panel)["env"]
+        frozen = {"lock": str(args.panel), "lock_sha256": lock_sha256(lock)}
+        return {"name": env["name"], "params": env.get("params") or {}, **frozen}, lock["task_panel"]
+    for option in ("env", "seeds"):
+        if getattr(args, option) is None:
+            raise BadInput("required unless --panel LOCK gives the panel", where=f"--{option}")
+    params = validate_params(args.env, parse_params(args.param, args.env))
+    return {"name": args.env, "params": params}, task_panel(args.env, params, parse_seed_ranges(args.seeds))
+
+
 def run(args: argparse.Namespace) -> int:
     if not SLUG_RE.match(args.study):
         raise BadInput(f"expected a name of letters, digits and . _ -, got {args.study!r}", where="--study")
     out = check_output_dir(args.out, option="--out")
-    params = validate_params(args.env, parse_params(args.param, args.env))
-    panel = task_panel(args.env, params, parse_seed_ranges(args.seeds))
+    env, panel = frozen_panel(args)
     files = [str(p) for p in args.records]
     if len({Path(p).resolve() for p in files}) < len(files):
         raise BadInput("a records file is given twice", where="RECORDS")
     given = {"method": args.method, "seed": args.seed, "step": args.step}
-    env = {"name": args.env, "params": params}
     rows, record = import_records(
         files, fmt=args.format, given=given, env=env, panel=panel, study=args.study, command=attempts.command_line()
     )
