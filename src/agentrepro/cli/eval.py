@@ -29,9 +29,7 @@ from agentrepro import attempts, containers, outcomes, runconfig, seal
 from agentrepro.backends import checkpoints, get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.bounds import SEED, STEP, integer, number
-from agentrepro.environments import task_panel, validate_params
-from agentrepro.environments.registry import parse_params
-from agentrepro.environments.seeds import parse_seed_ranges
+from agentrepro.environments.registry import add_panel_options, panel_of_options
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_jsonl, check_output_dir, make_dir, sha256_file
 from agentrepro.layout import RunFiles
@@ -145,11 +143,7 @@ URL = re.compile(r"^https?://[^\s/]+(/\S*)?\Z")
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("a model directory outside a study (--model)")
     group.add_argument("--model", type=Path, help="Hugging Face model directory to evaluate (instead of --run)")
-    group.add_argument("--env", help="environment name (frozenlake, sokoban, ...)")
-    group.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="environment parameter (repeatable)"
-    )
-    group.add_argument("--seeds", help="task seeds: numbers and inclusive ranges, e.g. 10001-10008")
+    add_panel_options(group, seeds_help="task seeds: numbers and inclusive ranges, e.g. 10001-10008")
     group.add_argument(
         "--server",
         default="transformers",
@@ -236,9 +230,7 @@ def run_model(args: argparse.Namespace) -> int:
         raise BadInput("expected a Hugging Face model directory (config.json not found)", path=model, where="--model")
     server = server_config(args)
     out = check_output_dir(args.out, option="--out")
-    params = validate_params(args.env, parse_params(args.param, args.env))
-    seeds = parse_seed_ranges(args.seeds)
-    panel = task_panel(args.env, params, seeds)
+    params, panel = panel_of_options(args.env, args.param, args.seeds)
     identity = {"study": args.study, "method": args.method or model.resolve().name, "seed": args.seed}
     step = args.step if args.step is not None else 0
     evaluation = EvalConfig(

@@ -18,9 +18,7 @@ from typing import Any
 
 from agentrepro import attempts, seal
 from agentrepro.bounds import SEED, STEP
-from agentrepro.environments import task_panel, validate_params
-from agentrepro.environments.registry import parse_params
-from agentrepro.environments.seeds import parse_seed_ranges
+from agentrepro.environments.registry import add_panel_options, panel_of_options
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, check_output_dir, make_dir
 from agentrepro.importing import READERS, import_records
@@ -33,11 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("records", nargs="+", type=Path, help="the evaluation records to import")
     parser.add_argument("--format", choices=sorted(READERS), required=True, help="the tool that wrote them")
     panel = parser.add_argument_group("the panel the records are matched to: --env and --seeds, or --panel LOCK")
-    panel.add_argument("--env", help="the environment the tasks come from (frozenlake, sokoban, ...)")
-    panel.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="environment parameter (repeatable)"
-    )
-    panel.add_argument("--seeds", help="the panel's task seeds: numbers and ranges, e.g. 10001-10128")
+    add_panel_options(panel, seeds_help="the panel's task seeds: numbers and ranges, e.g. 10001-10128")
     panel.add_argument(
         "--panel",
         type=Path,
@@ -65,8 +59,8 @@ def frozen_panel(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[st
     for option in ("env", "seeds"):
         if getattr(args, option) is None:
             raise BadInput("required unless --panel LOCK gives the panel", where=f"--{option}")
-    params = validate_params(args.env, parse_params(args.param, args.env))
-    return {"name": args.env, "params": params}, task_panel(args.env, params, parse_seed_ranges(args.seeds))
+    params, panel = panel_of_options(args.env, args.param, args.seeds)
+    return {"name": args.env, "params": params}, panel
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 from agentrepro.environments.alfworld import ALFWorld
 from agentrepro.environments.base import Env
 from agentrepro.environments.frozenlake import FrozenLake
+from agentrepro.environments.seeds import parse_seed_ranges
 from agentrepro.environments.sokoban import Sokoban
 from agentrepro.errors import BadInput
 from agentrepro.reading import MalformedJSON, check_string, parse_json
@@ -124,6 +125,22 @@ def panel_packages(name: str, params: dict[str, Any] | None) -> dict[str, str]:
     """Package versions a generated panel of `name` with `params` depends on (`Env.panel_packages`)."""
     cls = REGISTRY.get(name)
     return cls.panel_packages(cls.validate_params(params, path=None))
+
+
+def add_panel_options(group: Any, *, seeds_help: str) -> None:
+    """`--env`, `--param NAME=VALUE` (repeatable) and `--seeds RANGES` on an argparse parser or group: a panel
+    frozen from an environment's seeds on the command line (`eval --model`, `import`; `panel_of_options`)."""
+    group.add_argument("--env", help="environment name (frozenlake, sokoban, ...)")
+    group.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="environment parameter (repeatable)"
+    )
+    group.add_argument("--seeds", help=seeds_help)
+
+
+def panel_of_options(env: str, items: list[str], seeds: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(validated full parameters, task panel) of the command line's `--env`, `--param` and `--seeds`."""
+    params = parse_params(items, env)
+    return params, task_panel(env, params, parse_seed_ranges(seeds))
 
 
 def parse_params(items: list[str], env: str, data_dir: str | None = None) -> dict[str, Any]:
