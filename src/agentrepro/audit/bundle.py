@@ -51,13 +51,12 @@ from agentrepro.audit.reeval import (
     ReEvaluation,
     TaskSample,
     declared_final_step,
-    final_step,
+    final_checkpoint_files,
     kept_checkpoints,
     re_evaluate,
 )
 from agentrepro.audit.study import audit_study
 from agentrepro.audit.tree import load_object, safe_entry, walk
-from agentrepro.backends import get_backend
 from agentrepro.bounds import number
 from agentrepro.errors import BadInput, shown
 from agentrepro.fileio import atomic_binary, sha256_bytes, sha256_file
@@ -118,13 +117,7 @@ def final_checkpoints(study: str, root: Path, limit: int, lock: dict[str, Any]) 
     """Root-relative paths of the files of each run's final evaluated checkpoint (`Backend.checkpoint(...).weights`:
     what an evaluation reads), for the runs whose every such file is at most `limit` bytes."""
     shipped: set[str] = set()
-    for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
-        try:
-            config, step = final_step(run_dir, declared_final_step(lock))
-            weights = get_backend(config["backend"]["name"]).checkpoint(config, run_dir, step).weights
-        except BadInput:
-            continue  # the audit reports an unreadable run config
-        files = [f for w in weights for f in (walk(w).files if w.is_dir() else {w} if w.is_file() else set())]
+    for files in final_checkpoint_files(study, root, declared_final_step(lock)).values():
         if files and all(f.stat().st_size <= limit for f in files):
             shipped |= {f.relative_to(root).as_posix() for f in files}
     return shipped

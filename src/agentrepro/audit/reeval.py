@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentrepro.audit.tree import EXAMPLES
+from agentrepro.audit.tree import EXAMPLES, walk
 from agentrepro.backends import get_backend
 from agentrepro.errors import BadInput, Failure
 from agentrepro.layout import RunFiles, eval_dir, locate
@@ -176,6 +176,22 @@ def re_evaluate(study: str, root: str | os.PathLike = ".", *, sample: TaskSample
     return result
 
 
+def final_checkpoint_files(study: str, root: Path, declared: int | None) -> dict[Path, list[Path]]:
+    """Each run directory on disk -> the files of its final checkpoint that are here (`Backend.checkpoint(...)
+    .weights`: what an evaluation of it reads); [] where there are none or the run config cannot be read (the audit
+    reports that)."""
+    found: dict[Path, list[Path]] = {}
+    for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
+        found[run_dir] = []
+        try:
+            config, step = final_step(run_dir, declared)
+            weights = get_backend(config["backend"]["name"]).checkpoint(config, run_dir, step).weights
+        except BadInput:
+            continue
+        found[run_dir] = [f for w in weights for f in (walk(w).files if w.is_dir() else {w} if w.is_file() else set())]
+    return found
+
+
 def kept_checkpoints(study: str, root: str | os.PathLike = ".") -> tuple[int, int]:
     """(runs whose final checkpoint is here, as `bundle` ships it: any of the files an evaluation of it reads; runs),
     in a study's folder or an extracted bundle."""
@@ -184,13 +200,5 @@ def kept_checkpoints(study: str, root: str | os.PathLike = ".") -> tuple[int, in
         declared = declared_final_step(read_lock(locate(study, root).lock, verify=False))
     except BadInput:
         declared = None  # the audit reports the lock; the count is then of the last evaluated steps
-    kept = runs = 0
-    for _method, _seed, run_dir in locate(study, root).run_dirs_on_disk():
-        runs += 1
-        try:
-            config, step = final_step(run_dir, declared)
-            weights = get_backend(config["backend"]["name"]).checkpoint(config, run_dir, step).weights
-        except BadInput:
-            continue
-        kept += any(w.is_file() or (w.is_dir() and any(w.iterdir())) for w in weights)
-    return kept, runs
+    found = final_checkpoint_files(study, root, declared)
+    return sum(bool(files) for files in found.values()), len(found)

@@ -17,11 +17,11 @@ from agentrepro.fileio import sha256_file
 from agentrepro.importing.plain import read_plain
 from agentrepro.importing.records import to_rows
 from agentrepro.importing.relax import read_relax
+from agentrepro.layout import RunFiles
 from agentrepro.reading import iter_jsonl, load_json
 from agentrepro.seal import OUTPUTS, verify_outputs
 
 READERS = {"plain": read_plain, "relax": read_relax}
-OUTCOMES = "outcomes.jsonl"
 
 IMPORT_RECORD = "import.json"
 UNSEALED = (
@@ -154,13 +154,15 @@ def check_import(folder: str | Path) -> list[str]:
         )
     except (BadInput, KeyError, TypeError) as exc:
         return [f"{folder / IMPORT_RECORD}: the records cannot be imported again: {exc}"]
-    written = [row for _, row in iter_jsonl(folder / OUTCOMES)]
+    written = [row for _, row in iter_jsonl(folder / RunFiles.OUTCOMES)]
     for number, (old, new) in enumerate(zip(written, rows), start=1):
         if old != new:
             fields = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-            problems.append(f"{folder / OUTCOMES}: row {number}: {', '.join(fields)} not what the records give")
+            problems.append(
+                f"{folder / RunFiles.OUTCOMES}: row {number}: {', '.join(fields)} not what the records give"
+            )
     if len(written) != len(rows):
-        problems.append(f"{folder / OUTCOMES}: {len(written)} row(s), the records give {len(rows)}")
+        problems.append(f"{folder / RunFiles.OUTCOMES}: {len(written)} row(s), the records give {len(rows)}")
     if record.get("sources") != again["sources"]:
         problems.append(f"{folder / IMPORT_RECORD}: sources: not the records' lines")
     return problems
