@@ -29,6 +29,8 @@ Measured, each the median over `--steps` steps after one untimed step:
   with the tokens of one fixed text (`CanonicalAnswer`) instead of the random model's samples; `--unpacked` trains
   each turn's row on its own (the baseline of trainer/packing.py); the update's rows and attended tokens;
 * `--profile`: cProfile of one more step, the 25 functions with the most cumulative time.
+* `--torch-profile`: torch.profiler over one more step, the 25 operators with the most device time and the 25
+  with the most host time (`key_averages`), and the step's parts as the host saw them (`record_function` ranges).
 """
 
 from __future__ import annotations
@@ -139,6 +141,39 @@ def study_config(args, model_dir: str) -> dict:
     }
 
 
+def torch_profile(torch, trainer, sync, cuda) -> dict:
+    """torch.profiler over one step: the operators with the most device and host time, as table lines; the
+    step's parts (rollout, row packing, the old log-probs pass, advantages, update) are named ranges."""
+    import agentrepro.trainer.loop as loop
+
+    def ranged(name, fn):
+        def run(*a, **k):
+            with torch.profiler.record_function(f"step.{name}"):
+                return fn(*a, **k)
+
+        return run
+
+    parts = ("rollout", "pack_turn_rows", "batched_token_stats", "training_targets", "update", "metrics_row")
+    real = {name: getattr(loop, name) for name in parts}
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    try:
+        for name, fn in real.items():
+            setattr(loop, name, ranged(name, fn))
+        with torch.profiler.profile(activities=activities) as prof:
+            trainer.train_step()
+            sync()
+    finally:
+        for name, fn in real.items():
+            setattr(loop, name, fn)
+    averages = prof.key_averages()
+    tables = {"host": averages.table(sort_by="cpu_time_total", row_limit=25, max_name_column_width=60)}
+    if cuda:
+        tables["device"] = averages.table(sort_by="device_time_total", row_limit=25, max_name_column_width=60)
+    return {k: v.splitlines() for k, v in tables.items()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -153,6 +188,7 @@ def main(argv=None) -> int:
     parser.add_argument("--eval-tasks", type=int, default=128)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--torch-profile", action="store_true")
     parser.add_argument(
         "--answers",
         choices=("sampled", "canonical"),
@@ -283,6 +319,9 @@ def main(argv=None) -> int:
             pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(25)
             out["profile_top25"] = text.getvalue().splitlines()[-40:]
             clock.take()
+        if args.torch_profile:
+            out["torch_profile"] = torch_profile(torch, trainer, sync, cuda)
+            clock.take()
 
         sync()
         t0 = time.perf_counter()
@@ -308,11 +347,12 @@ def main(argv=None) -> int:
             ),
         }
         torch.cuda.CUDAGraph = real_graph
+        trainer_step = trainer.step
         del trainer
         if cuda:
             torch.cuda.empty_cache()
         t0 = time.perf_counter()
-        rows = evaluate_run(config, run_dir, args.steps + 1 + int(args.profile))
+        rows = evaluate_run(config, run_dir, trainer_step)
         sync()
         out["eval"] = {
             "tasks": len(rows),
@@ -320,9 +360,11 @@ def main(argv=None) -> int:
             "success": sum(r["success"] for r in rows),
             "parts": clock.take(),
         }
-    print(json.dumps({k: v for k, v in out.items() if k != "profile_top25"}, indent=1))
+    print(json.dumps({k: v for k, v in out.items() if k not in ("profile_top25", "torch_profile")}, indent=1))
     if args.profile:
         print("\n".join(out["profile_top25"]))
+    for table in out.get("torch_profile", {}).values():
+        print("\n".join(table))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0
