@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from agentrepro import schema
@@ -69,6 +70,14 @@ def row(
         "turns": int(turns),
         "tokens": int(tokens),
     }
+
+
+def matrix_gaps(pairs: Iterable[tuple[str, int]]) -> list[str]:
+    """'method seed K' for each method and seed of a method x seed matrix that `pairs` (the (method, seed) of
+    outcome rows) leave out while another method has that seed; empty for a whole matrix."""
+    have = {(str(m), int(s)) for m, s in pairs}
+    methods, seeds = sorted({m for m, _ in have}), sorted({s for _, s in have})
+    return [f"{m} seed {s}" for m in methods for s in seeds if (m, s) not in have]
 
 
 def frozen_panel(env_name: str, env_params: dict[str, Any], evaluation: EvalConfig) -> list[dict[str, Any]]:

@@ -100,7 +100,31 @@ def test_records_become_rows_traceable_to_their_records_and_analyze_reads_them(t
     gigpo = [r for r in rows if r["method"] == "gigpo"]
     assert [r["reward"] for r in gigpo] == [float(r["success"]) for r in gigpo]
     refused = run_cli("analyze", "--outcomes", out / "outcomes.jsonl", "--out", tmp_path / "a", cwd=tmp_path)
-    assert refused.returncode == 2 and "seed(s) [1] missing for method 'gigpo'" in refused.stderr  # not yet analysed
+    assert refused.returncode == 2 and "seed(s) [1] missing for method 'gigpo'" in refused.stderr
+    assert "--partial" in refused.stderr and not (tmp_path / "a").exists()
+    partial = tmp_path / "partial" / "analysis" / "relax-graphgpo"
+    analysed = run_cli("analyze", "--outcomes", out / "outcomes.jsonl", "--out", partial, "--partial", cwd=tmp_path)
+    assert analysed.returncode == 0, analysed.stderr
+    doc = json.loads((partial / "analysis.json").read_text())
+    assert doc["settings"]["partial"] is True
+    assert any("no outcomes for gigpo seed 1 at step 150" in note for note in doc["notes"])
+    pair = [r for r in doc["tables"]["paired"] if {r["method_a"], r["method_b"]} == {"graphgpo", "gigpo"}]
+    assert [r["seed"] for r in pair] == ["0", "all"] and pair[-1]["n_pairs"] == 6  # seed 0, the one both have
+    seed0 = tmp_path / "seed0" / "outcomes.jsonl"  # the same pair analysed on seed 0's rows alone
+    seed0.parent.mkdir()
+    seed0.write_text("".join(json.dumps(r) + "\n" for r in rows if r["seed"] == 0), encoding="utf-8")
+    alone = run_cli("analyze", "--outcomes", seed0, "--out", tmp_path / "alone", cwd=tmp_path)
+    assert alone.returncode == 0, alone.stderr
+    again = json.loads((tmp_path / "alone" / "analysis.json").read_text())["tables"]["paired"]
+    assert [{k: r[k] for k in ("seed", "delta", "ci_lo", "ci_hi", "p")} for r in again] == [
+        {k: r[k] for k in ("seed", "delta", "ci_lo", "ci_hi", "p")} for r in pair
+    ]
+    means = {r["method"]: r for r in doc["tables"]["methods"]}
+    assert (means["graphgpo"]["seeds"], means["gigpo"]["seeds"]) == (2, 1)
+    report = run_cli("report", "relax-graphgpo", "--root", tmp_path / "partial", "--no-pdf", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "partial" / "reports" / "relax-graphgpo" / "report.html").read_text()
+    assert "partial method × seed matrix: no outcomes for gigpo seed 1" in page
     c = write_csv(tmp_path / "gigpo-1.csv", [("gigpo", 1, 150, 10001 + t, t % 2, t % 2) for t in range(6)])
     assert imported(tmp_path, a, b, c, out="full").returncode == 0
     full = tmp_path / "full" / "outcomes.jsonl"

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agentrepro import outcomes
 from agentrepro.analysis import contract, families
 from agentrepro.analysis import tables as T
 from agentrepro.analysis.bottom_line import bottom_line
@@ -63,6 +64,7 @@ class Settings:
     threshold: float | None = None  # convergence threshold (a fraction); None: 0.9 × best final mean
     n_boot: int = N_BOOT
     bootstrap_seed: int = BOOTSTRAP_SEED
+    partial: bool = False  # a method x seed matrix with gaps accepted (`analyze --outcomes --partial`)
 
 
 @dataclass
@@ -137,6 +139,14 @@ def compute(
     out["overhead"] = overhead_table(inputs.timings)
     out["diagnostics"] = per_step_table(inputs.diagnostics, DIAGNOSTICS)
     out["training"] = per_step_table(inputs.metrics, TRAINING)
+    at_final = runs[runs["step"] == final_step]
+    gaps = outcomes.matrix_gaps(zip(at_final["method"], at_final["seed"]))
+    if gaps:
+        notes.append(
+            f"Partial method × seed matrix (accepted with --partial): no outcomes for {', '.join(gaps)} at step "
+            f"{final_step}. Each method's mean ± std is over its own seeds; each paired comparison uses the seeds "
+            "both methods have (n_pairs)."
+        )
     single = methods_final[methods_final["seeds"] < 2]
     if len(single):
         notes.append(
@@ -256,17 +266,19 @@ def analyze_outcomes(
     claims: list[str] | tuple = (),
     alpha: float = Settings.alpha,
     final_step: int | None = None,
+    partial: bool = False,
 ) -> Path:
-    """Analyse outcome files from anywhere into `out` (see the module docstring)."""
+    """Analyse outcome files from anywhere into `out` (see the module docstring); `partial` accepts a method x seed
+    matrix with gaps (imported runs that do not cover every pair), which the notes and the report list."""
     if tolerance_pp <= 0:
         raise BadInput(f"--tolerance-pp must be positive, got {tolerance_pp}")
     for claim in claims:  # the grammar first: a malformed claim costs no reading
         parse_claim_text(claim, where="--claim")
     df = read_outcomes(list(paths))
-    validate_outcomes(df, None)
+    validate_outcomes(df, None, partial=partial)
     methods = _ordered_methods(df)
     ref = load_reference(reference) if reference else None
-    settings = Settings(tolerance_pp=float(tolerance_pp), alpha=alpha, claims=list(claims))
+    settings = Settings(tolerance_pp=float(tolerance_pp), alpha=alpha, claims=list(claims), partial=partial)
     settings.final_step = _final_step(df, final_step, "--outcomes")
     if ref:
         settings.reference = reference_settings(ref, str(reference))

@@ -93,6 +93,11 @@ def dense(df_step: pd.DataFrame, methods: list[str]) -> tuple[np.ndarray, list[i
     return success, seeds, task_index, task_ids.tolist()
 
 
+def _seed_sets(df_step: pd.DataFrame) -> dict[str, frozenset]:
+    """Each method's seeds in one step's rows."""
+    return {m: frozenset(int(x) for x in seeds) for m, seeds in df_step.groupby("method")["seed"].unique().items()}
+
+
 def _per_task(values: np.ndarray, task_index: np.ndarray, n_tasks: int) -> np.ndarray:
     """Average the items (episodes) of each task: (..., items) -> (..., tasks); items are sorted by task."""
     if values.shape[-1] == n_tasks:
@@ -199,26 +204,26 @@ def paired_table(
     """
     rows = []
     for step, at_step in df.groupby("step", sort=True):
-        here = set(at_step["method"].unique().tolist())
-        present = [m for m in methods if m in here]
-        pairs = list(combinations(range(len(present)), 2))
-        if not pairs:
-            continue
-        success, seeds, task_index, task_ids = dense(at_step, present)
-        a_idx, b_idx = np.array([i for i, _ in pairs]), np.array([j for _, j in pairs])
-        compared = _compare(
-            success[a_idx], success[b_idx], seeds, task_index, len(task_ids), alpha, rng=rng, n_boot=n_boot
-        )
-        for (i, j), block in zip(pairs, compared):
+        seeds_of = _seed_sets(at_step)
+        present = [m for m in methods if m in seeds_of]
+        pairs: dict[frozenset, list[tuple[str, str]]] = {}  # the pairs that share each set of seeds
+        for a, b in combinations(present, 2):
+            if seeds_of[a] & seeds_of[b]:
+                pairs.setdefault(seeds_of[a] & seeds_of[b], []).append((a, b))
+        blocks: dict[tuple[str, str], list[dict]] = {}
+        for shared, among in pairs.items():  # one set of seeds unless the matrix is partial
+            names = [m for m in present if any(m in pair for pair in among)]
+            rows_here = at_step[at_step["seed"].isin(shared) & at_step["method"].isin(names)]
+            success, seeds, task_index, task_ids = dense(rows_here, names)
+            a_idx, b_idx = (np.array([names.index(pair[side]) for pair in among]) for side in (0, 1))
+            compared = _compare(
+                success[a_idx], success[b_idx], seeds, task_index, len(task_ids), alpha, rng=rng, n_boot=n_boot
+            )
+            blocks.update(zip(among, compared))
+        for a, b in combinations(present, 2):
             rows += [
-                dict(
-                    method_a=present[i],
-                    method_b=present[j],
-                    step=int(step),
-                    **r,
-                    family=families.pairs(int(step), r["seed"]),
-                )
-                for r in block
+                dict(method_a=a, method_b=b, step=int(step), **r, family=families.pairs(int(step), r["seed"]))
+                for r in blocks.get((a, b), [])
             ]
     out = pd.DataFrame(rows, columns=PAIRED)
     families.holm_by_family(out)
@@ -241,12 +246,20 @@ def learning_table(
     baseline = int(df["step"].min())
     if step == baseline:
         return contract.empty("learning")
-    present = [m for m in methods if m in set(df.loc[df["step"] == step, "method"])]
-    success, seeds, task_index, task_ids = dense(df[df["step"] == step], present)
-    base, base_seeds, _, base_ids = dense(df[df["step"] == baseline], present)
-    if base.shape != success.shape or base_seeds != seeds or base_ids != task_ids:
-        return contract.empty("learning")
-    compared = _compare(success, base, seeds, task_index, len(task_ids), alpha, rng=rng, n_boot=n_boot)
+    at, before = df[df["step"] == step], df[df["step"] == baseline]
+    seeds_of, base_seeds_of = _seed_sets(at), _seed_sets(before)
+    present = [m for m in methods if m in seeds_of and seeds_of[m] == base_seeds_of.get(m)]
+    groups: dict[frozenset, list[str]] = {}  # the methods of each set of seeds: one set unless the matrix is partial
+    for m in present:
+        groups.setdefault(seeds_of[m], []).append(m)
+    blocks: dict[str, list[dict]] = {}
+    for names in groups.values():
+        success, seeds, task_index, task_ids = dense(at[at["method"].isin(names)], names)
+        base, _, _, base_ids = dense(before[before["method"].isin(names)], names)
+        if base.shape == success.shape and base_ids == task_ids:
+            blocks.update(
+                zip(names, _compare(success, base, seeds, task_index, len(task_ids), alpha, rng=rng, n_boot=n_boot))
+            )
     rows = [
         dict(
             method=m,
@@ -255,8 +268,8 @@ def learning_table(
             **{LEARNING_CELLS.get(k, k): v for k, v in r.items()},
             family=families.learning(int(step), r["seed"]),
         )
-        for m, block in zip(present, compared)
-        for r in block
+        for m in present
+        for r in blocks.get(m, [])
     ]
     out = pd.DataFrame(rows, columns=LEARNING)
     families.holm_by_family(out)

@@ -5,7 +5,8 @@ task panel (list of {task_id, task_hash, ...}) or None. It rejects: duplicated (
 task_id, episode) keys; a task_hash that differs from the panel (or between rows when there is no panel);
 tasks outside the panel; missing tasks (vs the panel, or vs the other runs at the same step); differing
 (task_id, episode) sets between runs that would be paired; a seed present for one method and missing
-for another at the same step (or missing within a method at one of its steps).
+for another at the same step, unless the analysis is told the matrix is partial (or missing within a method at
+one of its steps, always).
 """
 
 from __future__ import annotations
@@ -123,8 +124,10 @@ def check_task_sets(df: pd.DataFrame, panel: list[dict] | None, panel_source: st
     )
 
 
-def check_seeds(df: pd.DataFrame, expected_seeds: dict[str, list[int]] | None = None) -> None:
-    """No seed present for one method and missing for another (or for the same method) at a step."""
+def check_seeds(df: pd.DataFrame, expected_seeds: dict[str, list[int]] | None = None, *, partial: bool = False) -> None:
+    """No seed present for one method and missing for another (or for the same method) at a step; `partial`
+    accepts a method without a seed that others have (`analyze --outcomes --partial`: a matrix of imported runs
+    with gaps), never a method that lacks one of its own seeds at a step."""
     triples = df[["method", "step", "seed"]].drop_duplicates()
     seeds = triples.groupby(["method", "step"])["seed"].agg(lambda s: frozenset(int(x) for x in s))
     methods = triples.groupby("method")["seed"].agg(lambda s: frozenset(int(x) for x in s))
@@ -139,6 +142,8 @@ def check_seeds(df: pd.DataFrame, expected_seeds: dict[str, list[int]] | None = 
                     f"method {method!r} has no outcomes for seed(s) {lacking} at step {step} "
                     f"(it has seeds {sorted(have)} in {files[(method, step)]})"
                 )
+    if partial:
+        return
     for step, per_method in seeds.groupby(level="step"):
         values = {m: s for (m, _), s in per_method.items()}
         union = frozenset().union(*values.values())
@@ -147,7 +152,8 @@ def check_seeds(df: pd.DataFrame, expected_seeds: dict[str, list[int]] | None = 
                 others = [m for m, s in values.items() if (union - have) & s]
                 raise BadInput(
                     f"seed(s) {sorted(union - have)} missing for method {method!r} at step {step} "
-                    f"while {', '.join(others)} have them (method {method!r} has {files[(method, step)]})"
+                    f"while {', '.join(others)} have them (method {method!r} has {files[(method, step)]}; "
+                    "`analyze --outcomes --partial` analyses a matrix with gaps)"
                 )
 
 
@@ -157,9 +163,10 @@ def validate_outcomes(
     *,
     panel_source: str | None = None,
     expected_seeds: dict[str, list[int]] | None = None,
+    partial: bool = False,
 ) -> None:
     """Run every check; raise BadInput on the first problem (see the module docstring)."""
     check_duplicates(df)
     check_hashes(df, panel, panel_source)
-    check_seeds(df, expected_seeds)
+    check_seeds(df, expected_seeds, partial=partial)
     check_task_sets(df, panel, panel_source)

@@ -1,5 +1,5 @@
 """`agentrepro analyze STUDY [--root DIR]` or `agentrepro analyze --outcomes FILE... [--reference REF.yaml]
-[--tolerance-pp 3] [--claim "a > b" | "a == b ± 3pp"]... --out DIR`: statistics, verdicts, diagnostics and overhead (docs/design.md §3.6)."""
+[--tolerance-pp 3] [--claim "a > b" | "a == b ± 3pp"]... [--partial] --out DIR`: statistics, verdicts, diagnostics and overhead (docs/design.md §3.6)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "method names may carry @backend",
     )
     parser.add_argument("--final-step", type=STEP, help="step compared with the paper (default: the last shared step)")
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="accept a method x seed matrix with gaps (with --outcomes: imported runs that do not cover every "
+        "pair); the notes and the report list them",
+    )
     parser.add_argument("--out", metavar="DIR", help="output directory (required with --outcomes)")
 
 
@@ -60,12 +66,16 @@ def run(args: argparse.Namespace) -> int:
             claims=args.claim,
             alpha=args.alpha,
             final_step=args.final_step,
+            partial=args.partial,
         )
     else:
         if not args.study:
             raise BadInput("give a STUDY or --outcomes FILE... --out DIR")
-        if args.reference or args.claim or args.out:
-            raise BadInput("--reference, --claim and --out go with --outcomes; a study takes them from its manifest")
+        if args.reference or args.claim or args.out or args.partial:
+            raise BadInput(
+                "--reference, --claim, --partial and --out go with --outcomes; a study takes them from its manifest "
+                "and runs every seed of every method"
+            )
         out = analyze_study(args.study, root=args.root)
     print(out)
     return 0

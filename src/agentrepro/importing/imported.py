@@ -115,7 +115,7 @@ def import_records(
             for field, n in absent.items()
         },
         "matrix": {m: {str(s): matrix[(m, s)] for s in seeds if (m, s) in matrix} for m in methods},
-        "partial": [f"{m} seed {s}" for m in methods for s in seeds if (m, s) not in matrix],
+        "partial": outcomes.matrix_gaps(matrix),
         "unsealed": list(UNSEALED),
     }
     return rows, record

@@ -15,6 +15,7 @@ from datetime import datetime
 from markupsafe import Markup
 
 from agentrepro.layout import checkpoint_file, hf_checkpoint
+from agentrepro.outcomes import matrix_gaps
 from agentrepro.report.glossary import Glossary
 from agentrepro.report.marks import ci, number, pct, pp, pvalue, said, seconds, share
 from agentrepro.runconfig import EvalConfig
@@ -229,7 +230,12 @@ def per_seed(analysis: dict, step, glossary: Glossary) -> Answer:
     evidence = Markup("runs.csv and methods.csv at step {} (std over seeds, {} = 1)").format(
         step, glossary.term("ddof")
     )
-    return Answer(q, lines, evidence if lines else "no runs at the final step")
+    gaps = matrix_gaps((r["method"], r["seed"]) for r in t["runs"] if r["step"] == step)
+    flags = [
+        f"partial method × seed matrix: no outcomes for {', '.join(gaps)}; each mean is over the method's own seeds, "
+        "each paired delta over the seeds both methods have"
+    ]
+    return Answer(q, lines, evidence if lines else "no runs at the final step", flags if gaps else [])
 
 
 def _comparison(r: dict, glossary: Glossary) -> Markup:
@@ -430,8 +436,6 @@ def imported(analysis: dict) -> Answer | None:
     for record in found:
         for f in record["files"]:
             lines.append(f"{f['path']}: {f['records']} record(s) ({record['format']}), sha256 {f['sha256'][:16]}")
-        if record["partial"]:
-            flags.append(f"partial: no rows for {', '.join(record['partial'])}")
         flags += [f"{field}: absent from {n} record(s)" for field, n in record["absent"].items()]
     flags += list(dict.fromkeys(reason for record in found for reason in record["unsealed"]))
     evidence = "; ".join(f"{r['record']['path']} (sha256 {r['record']['sha256'][:16]})" for r in found)
