@@ -41,7 +41,7 @@ def imported(tmp_path, *files, out="out"):
 def test_records_become_rows_traceable_to_their_records_and_analyze_reads_them(tmp_path):
     """Two files (a CSV naming tasks by seed, a JSONL by task_id, one with turns and an episode number): every row
     carries the panel's task hash, its source record is named by file and line, the matrix is partial where a
-    method lacks a seed (which the analysis still refuses), and `analyze --outcomes` computes the usual tables from
+    method lacks a seed (which the analysis refuses unless told `--partial`, and then pairs on the shared seeds), and `analyze --outcomes` computes the usual tables from
     the rows of a full matrix."""
     panel = task_panel("frozenlake", {}, range(10001, 10007))
     csv_rows = [

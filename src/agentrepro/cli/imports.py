@@ -1,5 +1,5 @@
-"""`agentrepro import RECORDS... --format plain|relax --env ENV [--param K=V] --seeds RANGE --out DIR [--study NAME]
-[--method M --seed K --step N]`.
+"""`agentrepro import RECORDS... --format plain|relax|lm-eval --env ENV [--param K=V] --seeds RANGE --out DIR
+[--study NAME] [--method M --seed K --step N] [--metric NAME [--filter NAME] [--task-field FIELD]]`.
 
 Evaluations the harness did not launch (agentrepro.importing) become outcome rows against a task panel frozen
 from the same environment: DIR/outcomes.jsonl, which `agentrepro analyze --outcomes` reads as it reads any, and
@@ -21,7 +21,7 @@ from agentrepro.bounds import SEED, STEP
 from agentrepro.environments.registry import add_panel_options, panel_of_options
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, check_output_dir, make_dir
-from agentrepro.importing import READERS, import_records
+from agentrepro.importing import READERS, import_records, lmeval
 from agentrepro.importing.imported import IMPORT_RECORD
 from agentrepro.layout import SLUG_RE, RunFiles
 from agentrepro.lockfile import lock_sha256, manifest_of, read_lock
@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--method", help="method name")
     group.add_argument("--seed", type=SEED, help="training seed")
     group.add_argument("--step", type=STEP, help="the training step evaluated")
+    lmeval = parser.add_argument_group("lm-eval's samples (--format lm-eval)")
+    lmeval.add_argument("--metric", help="the metric that is the success, 0 or 1 per document (acc, exact_match, ...)")
+    lmeval.add_argument("--filter", help="the filter whose lines are read (needed where a file holds several)")
+    lmeval.add_argument(
+        "--task-field", help="the field of each sample's doc that names the panel's task (default task_id; a.b: nested)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output directory (outcomes.jsonl, import.json)")
 
 
@@ -72,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
     if len({Path(p).resolve() for p in files}) < len(files):
         raise BadInput("a records file is given twice", where="RECORDS")
     given = {"method": args.method, "seed": args.seed, "step": args.step}
+    options = {key: getattr(args, key) for key in lmeval.OPTIONS}
+    for key, value in options.items():
+        if value is not None and args.format != "lm-eval":
+            raise BadInput("goes with --format lm-eval", where=f"--{key.replace('_', '-')}")
+        if value is not None:
+            given[key] = value
     rows, record = import_records(
         files, fmt=args.format, given=given, env=env, panel=panel, study=args.study, command=attempts.command_line()
     )

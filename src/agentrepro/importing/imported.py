@@ -14,6 +14,7 @@ from typing import Any
 from agentrepro import outcomes
 from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file
+from agentrepro.importing.lmeval import read_lmeval
 from agentrepro.importing.plain import read_plain
 from agentrepro.importing.records import to_rows
 from agentrepro.importing.relax import read_relax
@@ -21,7 +22,7 @@ from agentrepro.layout import RunFiles
 from agentrepro.reading import iter_jsonl, load_json
 from agentrepro.seal import OUTPUTS, verify_outputs
 
-READERS = {"plain": read_plain, "relax": read_relax}
+READERS = {"plain": read_plain, "relax": read_relax, "lm-eval": read_lmeval}
 
 IMPORT_RECORD = "import.json"
 UNSEALED = (
