@@ -108,6 +108,7 @@ def test_records_become_rows_traceable_to_their_records_and_analyze_reads_them(t
     doc = json.loads((partial / "analysis.json").read_text())
     assert doc["settings"]["partial"] is True
     assert any("no outcomes for gigpo seed 1 at step 150" in note for note in doc["notes"])
+    assert "over 1-2 seed(s) (a partial matrix: 1 method-seed pair(s) missing)" in doc["bottom_line"][0]
     pair = [r for r in doc["tables"]["paired"] if {r["method_a"], r["method_b"]} == {"graphgpo", "gigpo"}]
     assert [r["seed"] for r in pair] == ["0", "all"] and pair[-1]["n_pairs"] == 6  # seed 0, the one both have
     seed0 = tmp_path / "seed0" / "outcomes.jsonl"  # the same pair analysed on seed 0's rows alone

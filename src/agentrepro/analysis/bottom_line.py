@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from agentrepro.analysis.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from agentrepro.attempts import newest_attempt
+from agentrepro.outcomes import matrix_gaps
 from agentrepro.software import differences
 
 ARTICLE = {
@@ -149,7 +150,7 @@ def _imported(doc: dict) -> list[str]:
         return []
     return [
         f"that the outcomes came from the training they name: they were imported from {files} file(s) of "
-        f"{', '.join(formats)} records, not sealed (no lock of the training, no image or commit proven, no checkpoint)"
+        f"{', '.join(formats)} records, not sealed (the import's record, `unsealed`, lists what that leaves unproven)"
     ]
 
 
@@ -176,8 +177,15 @@ def bottom_line(doc: dict) -> list[str]:
     if reference:
         against.append(f"against {ARTICLE.get(kind, kind)} ({reference.get('paper')})")
     claims = [r for r in t["claims"] if r.get("seed") in ("all", None)]
+    gaps = matrix_gaps((r["method"], r["seed"]) for r in t["runs"] if r["step"] == step)
+    fewest = min((r["seeds"] for r in at_final), default=0)
+    over = (
+        f"{fewest}-{seeds} seed(s) (a partial matrix: {len(gaps)} method-seed pair(s) missing)"
+        if gaps
+        else f"{seeds} seed(s)"
+    )
     compared = (
-        f"Compared: {len(methods)} method(s) ({_names(methods) if methods else 'none'}) over {seeds} seed(s) on "
+        f"Compared: {len(methods)} method(s) ({_names(methods) if methods else 'none'}) over {over} on "
         f"{tasks} {'frozen ' if lock else ''}task(s) at step {step}"
         + (", each " + " and ".join(against) if against else "")
         + (f", and {len(claims)} claim(s) declared before running" if claims else "")

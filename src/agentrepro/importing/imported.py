@@ -43,7 +43,10 @@ def read_import_record(path: str | Path) -> dict[str, Any]:
     SHA-256, records), the method x seed pairs missing, the fields the sources lacked and what is not sealed.
     BadInput names the file and the field."""
     path = Path(path)
-    record = load_json(path)
+    return _summary(load_json(path), path)
+
+
+def _summary(record: Any, path: Path) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise BadInput("expected a JSON object", path=path)
     files = record.get("files")
@@ -132,7 +135,7 @@ def check_import(folder: str | Path) -> list[str]:
     if not isinstance(record, dict) or record.get("format") not in READERS:
         return [*problems, f"{folder / IMPORT_RECORD}: not the record of an import"]
     try:
-        summary = read_import_record(folder / IMPORT_RECORD)
+        summary = _summary(record, folder / IMPORT_RECORD)
     except BadInput as exc:
         return [*problems, str(exc)]
     for f in summary["files"]:
