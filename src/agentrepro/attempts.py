@@ -221,6 +221,7 @@ def start_attempt(
         "end": None,
         "status": "running",
         "command": command,
+        "pid": os.getpid(),  # with `host`: whether the attempt still runs (agentrepro status)
         **host_info(),
         "software": software.running(lock=base.get("lock_path"), lock_commit=_lock_commit(base.get("lock_path"))),
         **(extra or {}),

@@ -1,8 +1,9 @@
 """The tiny study end to end on this machine: `snakemake --cores 2` from manifest to report, then reruns.
 
 One real run of tests/workflow/manifests/wf-tiny.yaml (2 methods x 1 seed, 2 training steps, 4 tasks) is
-shared by the tests of this module, which run in file order: the finished run, a rerun that does nothing,
-and a deleted outcome that re-runs only its evaluation (killed once and retried) and what depends on it.
+shared by the tests of this module, which run in file order: the finished run, what `agentrepro status` says of it
+and of a copy with a training stopped mid-run, a rerun that does nothing, and a deleted outcome that re-runs only
+its evaluation (killed once and retried) and what depends on it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 from wfkit import TINY, processes_in, snakemake
 
 CONFIG = ("--config", "manifest=manifests/wf-tiny.yaml", "freeze_flags=--allow-dirty")
@@ -83,6 +87,88 @@ def test_the_study_runs_to_its_report(finished):
     assert (finished / "analysis" / "wf-tiny" / "analysis.json").is_file()
     assert (finished / "reports" / "wf-tiny" / "report.html").stat().st_size > 0
     assert (finished / "reports" / "wf-tiny" / "report.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def status(root: Path) -> dict:
+    shown = run_cli("status", "wf-tiny", "--root", root, "--json")
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+def test_status_names_every_job_where_it_stands_and_the_time_left(finished, study_dir, tmp_path):
+    """`agentrepro status`: a study not begun is every job pending, with no time left to estimate; the finished study
+    every job done, each attempt's duration known; a copy whose graphgpo training was started again is `running`
+    while its process lives (stopped with SIGSTOP at its attempt's start) and `stopped` once it is killed, with the
+    time left estimated from the grpo training's duration."""
+    fresh = status(study_dir)
+    names = [j["name"] for j in fresh["jobs"]]
+    per_run = ["train {} seed0", "eval {} seed0 step0", "eval {} seed0 step2"]
+    assert names == [
+        "freeze",
+        "warm start seed0",
+        *(n.format("grpo") for n in per_run),
+        *(n.format("graphgpo") for n in per_run),
+        "analyze",
+        "report",
+    ]
+    assert fresh["counts"] == {"pending": 10} and fresh["left_s"] is None
+    done = status(finished)
+    assert done["counts"] == {"done": 10} and done["not_estimated"] == 0
+    trains = {j["method"]: j for j in done["jobs"] if j["kind"] == "train"}
+    assert all(j["duration_s"] is not None and j["duration_s"] >= 0 for j in trains.values())
+    copy = tmp_path / "copy"
+    shutil.copytree(finished, copy, symlinks=True)
+    run = copy / "runs" / "wf-tiny" / "graphgpo" / "seed0"
+    (run / "OUTPUTS.sha256").unlink()
+    provenance = run / "provenance.json"
+    before = len(json.loads(provenance.read_text())["attempts"])
+    train = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentrepro",
+            "train",
+            "--config",
+            str(run / "config.yaml"),
+            "--out",
+            str(run),
+            "--no-resume",
+        ],
+        cwd=copy,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            attempts = json.loads(provenance.read_text())["attempts"]
+            if len(attempts) > before and attempts[-1]["status"] == "running":
+                os.kill(train.pid, signal.SIGSTOP)
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the training's new attempt never opened")
+        running = {j["name"]: j for j in status(copy)["jobs"]}["train graphgpo seed0"]
+        assert running["state"] == "running" and f"pid {train.pid}" in running["detail"], running
+        assert running["detail"].startswith("step 0 of 2") and running["attempts"] == before + 1
+    finally:
+        train.kill()
+        train.wait()
+    after = status(copy)
+    stopped = {j["name"]: j for j in after["jobs"]}["train graphgpo seed0"]
+    assert stopped["state"] == "stopped" and "never closed" in stopped["detail"]
+    assert stopped["left_s"] == trains["grpo"]["duration_s"]  # the one finished training's duration
+    # starting over removed its evaluations: pending again, each estimated from grpo's evaluations
+    # and the analysis and report on disk read runs being redone: stale, as snakemake would run them again
+    assert after["counts"] == {"done": 5, "stopped": 1, "pending": 2, "stale": 2}
+    left = [j for j in after["jobs"] if j["state"] in ("stopped", "pending")]
+    evals = [j["duration_s"] for j in done["jobs"] if j["kind"] == "eval" and j["method"] == "grpo"]
+    assert [j["left_s"] for j in left[1:]] == [sorted(evals)[0] + (sorted(evals)[1] - sorted(evals)[0]) / 2] * 2
+    assert after["left_s"] == pytest.approx(sum(j["left_s"] for j in left)) and after["not_estimated"] == 2
+    table = run_cli("status", "wf-tiny", "--root", copy).stdout
+    assert re.search(r"train graphgpo seed0 +stopped +step 0 of 2; its process is gone", table), table
+    assert re.search(r"analyze +stale +analysis/wf-tiny/analysis.json reads jobs not done", table), table
+    assert "10 jobs: 5 done, 1 stopped, 2 stale, 2 pending; about" in table
 
 
 def test_rerunning_a_finished_study_does_nothing(finished):

@@ -28,6 +28,7 @@ VERBS: dict[str, str] = {
     "preflight": "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",
     "images": "prepare the study's container images on this host before its jobs run",
     "rehearse": "run one framework job offline on this machine up to its first use of the GPUs",
+    "status": "where a study stands: every job done, running, failed or pending, and the time left",
     "import": "turn evaluation records other tools wrote into outcome rows (not sealed)",
     "analyze": "paired statistics, verdicts, diagnostics and overhead",
     "report": "render the HTML and PDF report of a study",
