@@ -8,12 +8,16 @@ The sbatch calls and squeue status checks are printed into the test log.
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
-from helpers import REPO
+from helpers import REPO, run_cli
 from wfkit import HERE, SLURM_OVERRIDES, snakemake
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -69,3 +73,60 @@ def test_study_runs_through_slurm(slurm_cluster, tmp_path, capsys):
     assert (tmp_path / "reports" / "wf-slurm" / "report.html").stat().st_size > 0
     again = snakemake(tmp_path, "-n", "--config", "manifest=manifests/wf-slurm.yaml", "freeze_flags=--allow-dirty")
     assert "Nothing to be done" in again.stdout + again.stderr
+
+    status = json.loads(run_cli("status", "wf-slurm", "--root", tmp_path, "--json").stdout)
+    assert set(status["counts"]) == {"done"}
+    assert all(j["slurm_job"] for j in status["jobs"] if j["kind"] in ("warmstart", "train", "eval")), status["jobs"]
+    _status_of_a_slurm_training(tmp_path, run)
+
+
+def _status_of_a_slurm_training(root, run):
+    """`agentrepro status` asks squeue about a training submitted with sbatch: running (its process held with
+    SIGSTOP at its attempt's start) with its SLURM job and node, then, once scancel ended it, not running."""
+    (run / "OUTPUTS.sha256").unlink()
+    provenance = run / "provenance.json"
+    before = len(json.loads(provenance.read_text())["attempts"])
+    train = [sys.executable, "-m", "agentrepro", "train", "--config", str(run / "config.yaml"), "--out", str(run)]
+    submitted = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--chdir",
+            str(root),
+            "--output",
+            str(root / "train.out"),
+            "--wrap",
+            shlex.join([*train, "--no-resume"]),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    job = submitted.stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            attempts = json.loads(provenance.read_text())["attempts"]
+            if len(attempts) > before and attempts[-1]["status"] == "running":
+                os.kill(attempts[-1]["pid"], signal.SIGSTOP)
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the SLURM job {job}'s attempt never opened")
+        assert attempts[-1]["slurm_job_id"] == job
+        shown = {
+            j["name"]: j for j in json.loads(run_cli("status", "wf-slurm", "--root", root, "--json").stdout)["jobs"]
+        }
+        running = shown["train grpo seed0"]
+        assert running["state"] == "running" and f"SLURM job {job} running on " in running["detail"], running
+    finally:
+        subprocess.run(["scancel", job], check=False)
+    deadline = time.monotonic() + 120
+    while (
+        time.monotonic() < deadline
+        and subprocess.run(["squeue", "--noheader", "--jobs", job], capture_output=True, text=True).stdout.strip()
+    ):
+        time.sleep(1)
+    shown = {j["name"]: j for j in json.loads(run_cli("status", "wf-slurm", "--root", root, "--json").stdout)["jobs"]}
+    ended = shown["train grpo seed0"]
+    assert ended["state"] in ("failed", "stopped") and ended["slurm_job"] == job, ended  # killed: closed or not
