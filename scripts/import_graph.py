@@ -24,7 +24,7 @@ LAYERS = (
     ("bounds", "fileio"),
     ("layout", "schema", "placement", "software"),
     ("process", "seal", "runconfig", "lockfile"),
-    ("attempts", "containers"),
+    ("attempts", "containers", "tracking"),
     ("hooks", "environments", "algorithms"),
     ("outcomes",),
     ("serving", "importing"),

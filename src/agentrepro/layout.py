@@ -50,6 +50,7 @@ class RunFiles:
     TIMINGS = "timings.jsonl"
     GRAPH_DIAGNOSTICS = "graph_diagnostics.jsonl"
     WARMSTART = "warmstart.json"
+    WANDB_RUN = "wandb_run.json"  # the run's W&B id, kept across its attempts (agentrepro.tracking)
     BATCHES = "batches"  # batches/step<N>.jsonl
     CHECKPOINTS = "checkpoints"
     EVAL = "eval"  # eval/step<N>/outcomes.jsonl

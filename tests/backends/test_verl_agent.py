@@ -27,7 +27,7 @@ from podman_kit import check_proof, leftover_containers, stand_in_gpus
 from agentrepro.backends import ray_head
 from agentrepro.backends.launch import OFFLINE
 from agentrepro.backends.verl_agent import backend as verl_agent
-from agentrepro.backends.verl_agent import integration, outputs
+from agentrepro.backends.verl_agent import integration, outputs, recipes
 from agentrepro.errors import BadInput
 
 stand_in_checkout = load_file_module("verl_checkout", Path(__file__).with_name("verl_checkout.py")).stand_in_checkout
@@ -292,6 +292,16 @@ def test_panel_game_files(tmp_path):
         "alf-1",
         "alf-2",
     ]
+
+
+def test_the_scripts_logger_gets_wandb_only_where_the_manifest_asks(tmp_path):
+    def logger(cfg):
+        return next(o for o in recipes.appended(cfg, tmp_path / "run", resume=True) if o.key == "trainer.logger")
+
+    plain = config(tmp_path)
+    asked = config(tmp_path)
+    asked["train"]["wandb"] = True
+    assert logger(plain).value == ["console"] and logger(asked).value == ["console", "wandb"]
 
 
 def test_validate_config_refuses_what_verl_cannot_run(tmp_path):

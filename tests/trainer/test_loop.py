@@ -6,6 +6,7 @@ import pytest
 import torch
 from trainer_helpers import tiny_config
 
+from agentrepro.jobs.bookkeeping import clear_outputs
 from agentrepro.reading import read_jsonl
 from agentrepro.trainer.checkpoint import load_checkpoint, saved_steps
 from agentrepro.trainer.loop import train
@@ -152,10 +153,35 @@ def test_wandb_logging_is_offline_and_mirrors_the_metrics(tmp_path, monkeypatch)
     wandb.teardown()  # wandb-core (0.31) writes the record log after `finish()` returns: wait for its service to end
     offline = sorted((run / "logs" / "wandb").glob("offline-run-*"))
     assert len(offline) == 1, list((run / "logs").rglob("*"))[:20]
-    log = (offline[0] / f"run-{offline[0].name.rsplit('-', 1)[-1]}.wandb").read_bytes()  # W&B's protobuf record log
+    run_id = json.loads((run / "wandb_run.json").read_text())["id"]
+    log = (offline[0] / f"run-{run_id}.wandb").read_bytes()  # W&B's protobuf record log
     for name in ("train/episodes", "train/reward_mean", "train/loss_policy"):
         assert name.encode() in log, name
     assert wandb.run is None  # the run was finished
+
+
+def test_a_resumed_run_continues_its_wandb_run_and_a_run_started_over_is_a_new_one(tmp_path, monkeypatch):
+    """The run's W&B id is made at its first attempt (wandb_run.json) and every resumed attempt logs to it with
+    resume allowed: the two attempts' offline runs log to the same id; a run started
+    over (its outputs cleared, as `--no-resume` does) gets a new id."""
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run = tmp_path / "run"
+    config = tiny_config(steps=3, wandb=True)
+    train(config, run, resume=False, stop_at=1)  # an attempt killed after its first step
+    wandb.teardown()
+    first = json.loads((run / "wandb_run.json").read_text())
+    train(config, run, resume=True)
+    wandb.teardown()
+    assert json.loads((run / "wandb_run.json").read_text()) == first
+    offline = sorted((run / "logs" / "wandb").glob("offline-run-*"))
+    assert len(offline) == 2 and all((p / f"run-{first['id']}.wandb").is_file() for p in offline), offline
+    assert first["name"] == f"{config['study']}/{config['method']}/seed{config['seed']}"
+    clear_outputs(run)
+    train(config, run, resume=False)
+    wandb.teardown()
+    assert json.loads((run / "wandb_run.json").read_text())["id"] != first["id"]
 
 
 def test_static_engine_micro_batches_and_checkpointing_train_and_log_memory(tmp_path):

@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentrepro import attempts, containers, runconfig, seal
+from agentrepro import attempts, containers, runconfig, seal, tracking
 from agentrepro.backends import checkpoints, get_backend
 from agentrepro.backends.sources import record_run
 from agentrepro.errors import BadInput, read_from
@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         pruned = checkpoints.training_summary(during)
     extra = ({"prompt": prompt} if prompt is not None else {}) | ({"pruned_in_training": pruned} if pruned else {})
     extra |= containers.attempt_extra(out)
+    if (wandb_id := tracking.recorded(out)) is not None:
+        extra["wandb_id"] = wandb_id  # the W&B run every attempt of this run logged to
     attempts.finish_attempt(out, status="ok", extra=extra or None)
     seal.write_outputs_manifest(out, exclude_dirs={RunFiles.EVAL, RunFiles.LOGS})
     if pruned and during is not None:

@@ -26,6 +26,7 @@ OUTPUT_NAMES = (
     RunFiles.COMMAND,
     *RunFiles.STEP_LOGS,
     RunFiles.WARMSTART,
+    RunFiles.WANDB_RUN,
     RunFiles.BATCHES,
     RunFiles.CHECKPOINTS,
     RunFiles.EVAL,

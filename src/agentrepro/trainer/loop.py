@@ -27,6 +27,7 @@ from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, make_dir
 from agentrepro.layout import RunFiles, batch_dump
 from agentrepro.reading import iter_jsonl
 from agentrepro.runconfig import evaluated_steps
+from agentrepro.tracking import wandb_run
 from agentrepro.trainer import checkpoint as ckpt
 from agentrepro.trainer import kernels, precision
 from agentrepro.trainer.context import RunSpec
@@ -340,10 +341,13 @@ class Trainer:
         import wandb  # optional: the wandb extra
 
         os.environ.setdefault("WANDB_MODE", "offline")
-        return wandb.init(
-            project="agentrepro",
-            name=f"{self.spec.study}/{self.spec.method}/seed{self.spec.seed}",
-            dir=str(self.run_dir / RunFiles.LOGS),
+        run = wandb_run(self.run_dir, study=self.spec.study, method=self.spec.method, seed=self.spec.seed)
+        return wandb.init(  # every attempt of the run continues its one W&B run (agentrepro.tracking)
+            project=run["project"],
+            name=run["name"],
+            id=run["id"],
+            resume="allow",
+            dir=str(make_dir(self.run_dir / RunFiles.LOGS)),
             config={"train": self.cfg.to_dict()},
         )
 

@@ -47,7 +47,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrepro import containers, runconfig
+from agentrepro import containers, runconfig, tracking
 from agentrepro.backends import checkpoints, ray_head, step_rows
 from agentrepro.backends.base import COMMON, Backend, Block, Demand, PrunedInTraining, SeedStream, StepCheckpoint, text
 from agentrepro.backends.launch import Launch, contain, run_launch
@@ -58,7 +58,7 @@ from agentrepro.containers.runtimes import allocated_gpus
 from agentrepro.errors import BadInput
 from agentrepro.fileio import atomic_write_text
 from agentrepro.hooks import HOOKS_DIR as SHARED_HOOKS
-from agentrepro.layout import checkpoint_dir, eval_dir
+from agentrepro.layout import RunFiles, checkpoint_dir, eval_dir
 from agentrepro.reading import iter_jsonl
 from agentrepro.runconfig import EvalConfig
 
@@ -147,13 +147,18 @@ def mounts(config: dict[str, Any]) -> tuple[Path, ...]:
 
 
 def job_launches(
-    config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None
+    config: dict[str, Any],
+    run_dir: Path,
+    *,
+    resume: bool = True,
+    eval_step: int | None = None,
+    tracked: dict[str, str] | None = None,
 ) -> list[Launch]:
     """The job's programs (`programs`) as they run: in the placement's container, the Ray head's reservations folder
     mounted for the launch that starts it, the proof kept in the run directory (training) or the evaluation's."""
     run_dir = Path(run_dir).resolve()
     job_dir = run_dir if eval_step is None else eval_dir(run_dir, eval_step).resolve()
-    prepare, launch = programs(config, run_dir, resume=resume, eval_step=eval_step)
+    prepare, launch = programs(config, run_dir, resume=resume, eval_step=eval_step, tracked=tracked)
     return [
         contain(
             prepare, config, run_dir=run_dir, job_dir=job_dir, label=label(prepare, eval_step), extra=mounts(config)
@@ -171,11 +176,16 @@ def job_launches(
 
 
 def programs(
-    config: dict[str, Any], run_dir: Path, *, resume: bool = True, eval_step: int | None = None
+    config: dict[str, Any],
+    run_dir: Path,
+    *,
+    resume: bool = True,
+    eval_step: int | None = None,
+    tracked: dict[str, str] | None = None,
 ) -> list[Launch]:
     """Data preparation, then the official script with the appended overrides (recipes.appended); with
     `eval_step`, the script in validate-only mode from that step's checkpoint instead of training; as the image runs
-    them (before `contain`)."""
+    them (before `contain`). `tracked`: the training's W&B variables (agentrepro.tracking), where it logs to W&B."""
     script, cwd, run_dir = recipes.script_for(config), workdir(config), Path(run_dir).resolve()
     prepare = Launch(  # examples/data_preprocess/prepare.py itself, offline (hooks/agentrepro_verl_prepare.py)
         "prepare data",
@@ -207,6 +217,7 @@ def programs(
     ):  # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
         env.update(step_rows.hook_env(config, run_dir))
         env[prune_hook.PRUNE_ENV] = "1" if checkpoints.prunes_during_training(config) else "0"
+        env.update(tracked or {})
         return [prepare, Launch("train", (*head, "bash", script.path, scripts.ENGINE, *words), env, cwd)]
     source = (
         ["trainer.resume_mode=disable"]
@@ -396,7 +407,11 @@ class VerlAgentBackend(Backend):
             )
         atomic_write_text(run_dir / DEVIATIONS, json.dumps(record, indent=1) + "\n")
         integration.write_panel(config, run_dir)
-        for launch in job_launches(config, run_dir, resume=resume):
+        tracked = None
+        if (config.get("train") or {}).get("wandb"):  # what verl's own wandb.init reads (agentrepro.tracking)
+            spec = {k: config[k] for k in ("study", "method", "seed")}
+            tracked = tracking.environment(tracking.wandb_run(run_dir, **spec), run_dir / RunFiles.LOGS)
+        for launch in job_launches(config, run_dir, resume=resume, tracked=tracked):
             run(launch, run_dir, label(launch, None))
         outputs.convert_training(run_dir, config)
 

@@ -205,7 +205,8 @@ def manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
     for field, key in TRAIN_KEYS.items():
         if field in train:
             out.append((f"train.{field}", key.format(est=estimator), train[field]))
-    unknown = sorted(set(train) - set(TRAIN_KEYS) - {"checkpoint_every", "step_rows"})  # step_rows: the integration's
+    # the harness's own: checkpoint_every, step_rows (the integration), wandb (the logger override and agentrepro.tracking)
+    unknown = sorted(set(train) - set(TRAIN_KEYS) - {"checkpoint_every", "step_rows", "wandb"})
     if unknown:
         raise BadInput(
             f"the verl-agent backend has no recipe setting for this (known: {', '.join(sorted(TRAIN_KEYS))})",
@@ -309,9 +310,17 @@ def appended(config: dict[str, Any], run_dir: Path, *, resume: bool) -> list[Ove
         ("trainer.project_name", config["study"], "run name"),
         ("trainer.experiment_name", f"{config['method']}-seed{config['seed']}", "run name"),
         (
-            "trainer.logger",
-            ["console"],
-            "no account-bound logger (wandb) in a reproduction; metrics come from the integration",
+            (
+                "trainer.logger",
+                ["console", "wandb"],
+                "W&B as the manifest asks (train.wandb), one run per run directory",
+            )
+            if (config.get("train") or {}).get("wandb")
+            else (
+                "trainer.logger",
+                ["console"],
+                "no account-bound logger (wandb) in a reproduction; metrics come from the integration",
+            )
         ),
         ("trainer.default_local_dir", str(checkpoint_dir(run_dir)), "path: checkpoints inside the run directory"),
         ("data.train_files", str(data_dir(run_dir) / "text" / "train.parquet"), "path: this job's data preparation"),
