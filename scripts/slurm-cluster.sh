@@ -8,8 +8,10 @@
 # Needs root and Debian's munge, slurmctld, slurmd and slurm-client (scripts/system-deps.sh installs them).
 # The slurm.conf is generated for this host: loopback only, no cgroups (proctrack/linuxproc, task/none), no
 # accounting (so the Snakemake profile must use `slurm-status-command: squeue`, see profiles/slurm/README.md),
-# the host's CPUs and memory, and one fake GPU (GRES gpu:1 with File=/dev/null) so that rules asking
-# `gpu=1` can be scheduled on a machine without GPUs. Recipe and pitfalls: profiles/slurm/README.md.
+# the host's CPUs and memory, and one fake GPU (GRES gpu:fakegpu:1 with File=/dev/null) so that rules asking
+# `gpu=1` can be scheduled on a machine without GPUs. Two partitions over the one node: the default (no time
+# limit) and `short` (10 minutes), whose limits the preflight's test reads. Recipe and pitfalls:
+# profiles/slurm/README.md.
 #
 # Settings (environment): SLURM_FAKE_GPUS (default 1; 0 for none), SLURM_PARTITION (default debug).
 set -euo pipefail
@@ -20,6 +22,7 @@ MUNGE_PID=/run/munge/munged.pid
 STARTED_MUNGE=/run/agentrepro-started-munge
 FAKE_GPUS=${SLURM_FAKE_GPUS:-1}
 PARTITION=${SLURM_PARTITION:-debug}
+GPU_TYPE=fakegpu   # the fake GPUs' GRES type, which a job may ask by model (sbatch --gpus=fakegpu:1)
 
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -36,9 +39,9 @@ write_conf() {
   mem=$(( $(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo) - 1024 ))
   getent hosts "$node" >/dev/null || echo "127.0.0.1 $node" >> /etc/hosts
   if [ "$FAKE_GPUS" -gt 0 ]; then
-    gres_types="GresTypes=gpu"; node_gres="Gres=gpu:${FAKE_GPUS}"
+    gres_types="GresTypes=gpu"; node_gres="Gres=gpu:${GPU_TYPE}:${FAKE_GPUS}"
     { echo "AutoDetect=off"
-      for _ in $(seq "$FAKE_GPUS"); do echo "NodeName=$node Name=gpu File=/dev/null"; done; } > "$CONF_DIR/gres.conf"
+      for _ in $(seq "$FAKE_GPUS"); do echo "NodeName=$node Name=gpu Type=${GPU_TYPE} File=/dev/null"; done; } > "$CONF_DIR/gres.conf"
   else
     gres_types=""; node_gres=""; rm -f "$CONF_DIR/gres.conf"
   fi
@@ -75,6 +78,7 @@ KillWait=5
 ${gres_types}
 NodeName=${node} NodeAddr=127.0.0.1 CPUs=${cpus} Sockets=1 CoresPerSocket=${cpus} ThreadsPerCore=1 RealMemory=${mem} ${node_gres} State=UNKNOWN
 PartitionName=${PARTITION} Nodes=${node} Default=YES MaxTime=INFINITE State=UP
+PartitionName=short Nodes=${node} MaxTime=10 State=UP
 EOF
 }
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
+import subprocess
+import time
 
 import pytest
 import yaml
@@ -279,3 +282,58 @@ def test_a_builtin_gpu_job_whose_model_does_not_fit_its_gpu_is_refused(tmp_path)
     unsaid = study(tmp_path, "vagen-sokoban", **{"model.path": str(model)})
     shown = run_cli("preflight", unsaid)
     assert shown.returncode == 0 and "resources.gpu_mem_gb = not set" in shown.stdout, shown.stdout
+
+
+def _sbatch_state(flags: list[str]) -> str:
+    """Submit `true` with these sbatch flags to the local SLURM and return the job's state and reason a moment
+    later (then cancel it)."""
+    job = subprocess.run(
+        ["sbatch", "--parsable", *shlex.split(" ".join(flags)), "--wrap", "sleep 30"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    try:
+        time.sleep(3)
+        return subprocess.run(
+            ["squeue", "--noheader", "--format=%T %r", "--jobs", job], capture_output=True, text=True
+        ).stdout.strip()
+    finally:
+        subprocess.run(["scancel", job], check=False)
+
+
+@pytest.mark.slurm
+def test_resources_a_partition_cannot_give_are_refused_with_its_limit(slurm_cluster, tmp_path):
+    """Against the local SLURM's `short` partition (10 minutes, one node of 1 fake GPU of type fakegpu), read with
+    sinfo: 30 minutes, a GPU model the node has not, two GPUs and a partition that does not exist are each one line
+    naming the manifest field and the limit, exit 2. SLURM itself takes the 30-minute job and leaves it pending for
+    ever (PartitionTimeLimit), which is why the preflight says it first; the request that fits is submitted with the
+    flags `agentrepro command` shows and runs."""
+    base = {"resources.partition": "short", "resources.runtime_min": 10, "resources.gpus": 1, "resources.cpus": 1}
+    fits = study(tmp_path, "frozenlake-cpu", **base, **{"resources.gpu_model": "fakegpu", "resources.mem_mb": 1000})
+    result = run_cli("preflight", fits)
+    assert result.returncode == 0, result.stderr
+    shown = run_cli("command", fits, "--method", "grpo", "--seed", "0").stdout
+    flags = shown.split("is submitted with: sbatch ", 1)[1].splitlines()[0].split()
+    assert flags[:2] == ["-p", "short"] and "--gpus=fakegpu:1" in flags, flags
+    assert _sbatch_state(flags).split()[0] in ("RUNNING", "COMPLETING", "CONFIGURING")
+    cases = [
+        (
+            {"resources.runtime_min": 30},
+            "resources.runtime_min: grpo's train jobs ask 30 minutes, more than its time limit of 10",
+        ),
+        (
+            {"resources.gpu_model": "h100"},
+            "resources.gpu_model: grpo's train jobs ask GPUs of model 'h100'; its nodes' GPU types: fakegpu",
+        ),
+        (
+            {"resources.gpus": 2},
+            "resources.gpus: grpo's train jobs ask 2 GPU(s) on one node, more than its nodes have (1)",
+        ),
+        ({"resources.partition": "nope"}, "resources.partition: sinfo lists no partition 'nope'"),
+    ]
+    for change, line in cases:
+        path = study(tmp_path, "frozenlake-cpu", **{**base, **change})
+        refused = run_cli("preflight", path)
+        assert refused.returncode == 2 and line in refused.stderr, (change, refused.stderr)
+    assert "PartitionTimeLimit" in _sbatch_state(["-p", "short", "-t", "30"])

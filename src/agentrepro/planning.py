@@ -204,10 +204,8 @@ class StudyPlan:
         out = dict(self.method_resources)
         for method, placement in self.placements.items():
             if get_backend(placement.name).evaluates_in_training:
-                partition = (
-                    {"partition": placement.resources["partition"]} if placement.resources.get("partition") else {}
-                )
-                out[method] = job_resources({**CONVERT_RESOURCES, **partition}, path=self.manifest_file)
+                where = {k: placement.resources[k] for k in ("partition", "qos") if placement.resources.get(k)}
+                out[method] = job_resources({**CONVERT_RESOURCES, **where}, path=self.manifest_file)
         return out
 
     def job_resources(self, *, evaluation: bool = False) -> dict[str, Any]:
@@ -307,9 +305,13 @@ class StudyPlan:
         return lock_state(self.manifest_file, self.lock, document=self.document)
 
 
+# manifest `resources` key -> the Snakemake resource snakemake-executor-plugin-slurm turns into its sbatch flag
+SLURM_NAMES = {"partition": "slurm_partition", "constraint": "constraint", "qos": "qos", "gpu_model": "gpu_model"}
+
+
 def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tuple[dict[str, Any], int]:
     """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task,
-    and, when the manifest names them, slurm_partition and constraint (SLURM only)."""
+    and, when the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only)."""
 
     def number(key: str, default: int) -> int:
         value = resources.get(key, default)
@@ -324,14 +326,47 @@ def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tu
         "mem_mb": max(1, number("mem_mb", 4000)),
         "cpus_per_task": cpus,
     }
-    for key, resource in (("partition", "slurm_partition"), ("constraint", "constraint")):
+    if resources.get("nodes") is not None:
+        if number("nodes", 1) != 1:
+            raise BadInput(
+                "a job runs on one node (its Ray head and workers are one node's; jobs over several nodes are not "
+                f"built), got {resources['nodes']!r}",
+                path=path,
+                where="resources.nodes",
+            )
+        out["nodes"] = 1
+    for key, resource in SLURM_NAMES.items():
         if resources.get(key) is not None:
             if not isinstance(resources[key], str) or not resources[key]:
                 raise BadInput(
                     f"expected a non-empty string, got {resources[key]!r}", path=path, where=f"resources.{key}"
                 )
             out[resource] = resources[key]
+    if out.get("gpu_model") and not out["gpu"]:
+        raise BadInput(
+            "names a GPU model for a job of no GPUs (resources.gpus is 0)", path=path, where="resources.gpu_model"
+        )
     return out, cpus
+
+
+def slurm_request(resources: dict[str, Any]) -> list[str]:
+    """The sbatch flags snakemake-executor-plugin-slurm (2.8: submit_string.py, utils.set_gres_string) makes of a
+    job's Snakemake resources (`job_resources`), as `agentrepro command` shows them; the profile adds its own
+    (account, log files, job name)."""
+    flags = [f"-p {resources['slurm_partition']}"] if resources.get("slurm_partition") else []
+    flags += [
+        f"-t {resources['runtime']}",
+        f"--mem {resources['mem_mb']}",
+        f"--cpus-per-task={resources['cpus_per_task']}",
+    ]
+    flags += [f"-C {resources['constraint']}"] if resources.get("constraint") else []
+    flags += [f"--qos={resources['qos']}"] if resources.get("qos") else []
+    flags += [f"--nodes={resources['nodes']}"] if resources.get("nodes") else []
+    if resources.get("gpu_model"):
+        flags.append(f"--gpus={resources['gpu_model']}:{resources['gpu']}")
+    elif resources.get("gpu"):
+        flags.append(f"--gpus={resources['gpu']}")
+    return flags
 
 
 def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:

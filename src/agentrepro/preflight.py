@@ -10,11 +10,18 @@ Freeze runs the same check (`check`), and `agentrepro command` prints the job's 
 come from the backend's facts about its framework, computed in the backend's folder; here they are only compared
 and shown. The backends' own checks of a config (some read files relative to where a job runs) stay the job's.
 
+Where a method's resources name a SLURM partition, `partition_problems` reads the partition's limits with sinfo
+(time limit, CPUs, memory and GPUs of its largest node, the GPU types its GRES names) and says each request of a
+train or eval job that it cannot schedule, naming the manifest field and the limit; a partition sinfo cannot be asked
+about here is said as not checked.
+
 The verb `agentrepro preflight` (agentrepro/cli/preflight.py) prints the demand tables and every violation.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,3 +133,129 @@ def tables(jobs: list[JobDemands]) -> list[str]:
         else:
             out += [table(job) for job in method_jobs]
     return out
+
+
+# --- the SLURM partition's limits ----------------------------------------------------------------------------------
+
+SINFO_TIMEOUT_S = 15
+
+
+@dataclass(frozen=True)
+class Partition:
+    """What one SLURM partition can give a job (sinfo: the largest node of each kind it holds)."""
+
+    name: str
+    minutes: int | None  # its time limit; None: unlimited
+    nodes: int
+    cpus: int  # on one node
+    mem_mb: int  # on one node
+    gpus: dict[str | None, int]  # GPUs on one node by GRES type (None: untyped)
+
+
+def _minutes(limit: str) -> int | None:
+    """A SLURM time limit ("infinite", "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS") in minutes."""
+    if limit.strip().lower() in ("infinite", "unlimited"):
+        return None
+    days, _, rest = limit.rpartition("-") if "-" in limit else ("0", "", limit)
+    parts = [int(p) for p in rest.split(":")]
+    if "-" in limit:
+        hours, minutes, seconds = [*parts, 0, 0][:3]
+    elif len(parts) == 3:
+        hours, minutes, seconds = parts
+    else:
+        hours, (minutes, seconds) = 0, [*parts, 0][:2]
+    return int(days) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+
+
+def _gpus(gres: str) -> dict[str | None, int]:
+    """GPUs per node by type of a GRES list such as "gpu:h100:4(S:0-1),nvme:1" or "gpu:2"."""
+    found: dict[str | None, int] = {}
+    for item in gres.split(","):
+        words = item.split("(")[0].split(":")
+        if words[0] == "gpu" and len(words) >= 2 and words[-1].isdigit():
+            kind = words[1] if len(words) == 3 else None
+            found[kind] = max(found.get(kind, 0), int(words[-1]))
+    return found
+
+
+def read_partition(name: str) -> Partition | str:
+    """The partition's limits from sinfo, or why they cannot be read here (a sentence)."""
+    sinfo = shutil.which("sinfo")
+    if sinfo is None:
+        return "sinfo is not on PATH here"
+    try:
+        done = subprocess.run(
+            [sinfo, "--noheader", f"--partition={name}", "--format=%P|%l|%D|%c|%m|%G"],
+            capture_output=True,
+            text=True,
+            timeout=SINFO_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"sinfo did not answer ({exc})"
+    if done.returncode != 0:
+        return f"sinfo failed: {done.stderr.strip()[:200]}"
+    rows = [line.split("|") for line in done.stdout.splitlines() if line.count("|") == 5]
+    if not rows:
+        return ""  # no such partition
+    try:
+        gpus: dict[str | None, int] = {}
+        for row in rows:
+            for kind, count in _gpus(row[5]).items():
+                gpus[kind] = max(gpus.get(kind, 0), count)
+        return Partition(
+            name=name,
+            minutes=_minutes(rows[0][1]),
+            nodes=sum(int(r[2]) for r in rows),
+            cpus=max(int(r[3].rstrip("+")) for r in rows),
+            mem_mb=max(int(r[4].rstrip("+")) for r in rows),
+            gpus=gpus,
+        )
+    except ValueError:
+        return f"sinfo's answer could not be read: {done.stdout.strip()[:200]}"
+
+
+def _fits(resources: dict[str, Any], partition: Partition) -> list[tuple[str, str]]:
+    """(manifest resources key, why) for each thing a job's Snakemake resources ask that the partition cannot give."""
+    bad = []
+    if partition.minutes is not None and resources["runtime"] > partition.minutes:
+        bad.append(("runtime_min", f"{resources['runtime']} minutes, more than its time limit of {partition.minutes}"))
+    if resources["cpus_per_task"] > partition.cpus:
+        bad.append(("cpus", f"{resources['cpus_per_task']} CPUs, more than its largest node's {partition.cpus}"))
+    if resources["mem_mb"] > partition.mem_mb:
+        bad.append(("mem_mb", f"{resources['mem_mb']} MB, more than its largest node's {partition.mem_mb} MB"))
+    model, wanted = resources.get("gpu_model"), resources["gpu"]
+    if model and wanted and model not in partition.gpus:
+        kinds = ", ".join(sorted(str(k) for k in partition.gpus if k)) or "none named"
+        bad.append(("gpu_model", f"GPUs of model {model!r}; its nodes' GPU types: {kinds}"))
+    elif wanted:
+        have = partition.gpus.get(model) if model else max(partition.gpus.values(), default=0)
+        if wanted > (have or 0):
+            bad.append(("gpus", f"{wanted} GPU(s) on one node, more than its nodes have ({have or 0})"))
+    return bad
+
+
+def partition_problems(plan: StudyPlan) -> tuple[list[str], list[str]]:
+    """(violations, notes): every train and eval job's resources against its SLURM partition's limits (sinfo), for
+    the methods whose resources name a partition; a partition sinfo cannot be asked about is a note, not a pass."""
+    violations, notes = [], []
+    seen: dict[str, Partition | str] = {}
+    jobs = (("train", plan.method_resources), ("eval", plan.method_eval_resources))
+    for kind, per_method in jobs:
+        for method, (resources, _) in per_method.items():
+            name = resources.get("slurm_partition")
+            if not name:
+                continue
+            partition = seen.setdefault(name, read_partition(name))
+            field = _in_manifest(plan.document, method, "resources.partition", path=plan.manifest_file)
+            if partition == "":
+                violations.append(f"{plan.manifest_file}: {field}: sinfo lists no partition {name!r}")
+            elif isinstance(partition, str):
+                notes.append(f"partition {name!r} not checked: {partition}")
+            else:
+                for key, why in _fits(resources, partition):
+                    where = _in_manifest(plan.document, method, f"resources.{key}", path=plan.manifest_file)
+                    violations.append(
+                        f"{plan.manifest_file}: {where}: {method}'s {kind} jobs ask {why} (partition {name!r}, sinfo)"
+                    )
+    return list(dict.fromkeys(violations)), list(dict.fromkeys(notes))

@@ -3,7 +3,9 @@
 Prints, in order, every external program of the train job of method M x seed K (data preparation, the
 launch), or with --eval-step the evaluation of checkpoint N, as `Backend.launches()` lists them
 (backends/launch.py), each with `Launch.shown()`: `cd DIR && NAME=value ... argv`, every word quoted.
-After the train job's programs it prints the job's demand table (agentrepro.preflight: Ray worker ports, CPUs,
+Then the sbatch flags the job gets under `snakemake --profile slurm` (planning.slurm_request: partition, runtime,
+memory, CPUs, constraint, qos, nodes, GPUs and their model). After the train job's programs it prints the job's
+demand table (agentrepro.preflight: Ray worker ports, CPUs,
 GPUs, batch sizes, hard-coded ports, each beside the manifest value it must fit). Nothing runs. It reads the
 manifest, not the lock, so a study can be reviewed before it is frozen: a placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
 on runs/<study>/<method>/seed<k>/ (relative to the current directory, as the workflow runs them).
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from agentrepro import preflight
 from agentrepro.bounds import SEED
-from agentrepro.planning import StudyPlan
+from agentrepro.planning import StudyPlan, slurm_request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     plan = StudyPlan.load(args.manifest)
     print(plan.shown(args.method, args.seed, args.eval_step))
+    per_method = plan.method_resources if args.eval_step is None else plan.method_eval_resources
+    flags = " ".join(slurm_request(per_method[args.method][0]))
+    print(f"\n# under `snakemake --profile slurm` the job is submitted with: sbatch {flags}")
     if args.eval_step is None:  # what the train job will demand of its node (agentrepro.preflight)
         job = preflight.job_demands(plan, args.method, args.seed)
         print("\n# what the job will demand (agentrepro preflight):\n" + preflight.table(job))

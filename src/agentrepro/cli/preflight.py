@@ -1,5 +1,6 @@
 """`agentrepro preflight MANIFEST [--method M] [--seed K]`: the demand table of each job (one per method when every
-seed demands the same), exit 2 after listing every violation, one per line (agentrepro.preflight computes them)."""
+seed demands the same), then each job's resources against its SLURM partition's limits (sinfo, where the manifest
+names a partition), exit 2 after listing every violation, one per line (agentrepro.preflight computes them)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from agentrepro.bounds import SEED
 from agentrepro.errors import BadInput
 from agentrepro.planning import StudyPlan
-from agentrepro.preflight import study_demands, tables
+from agentrepro.preflight import partition_problems, study_demands, tables
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
     jobs = study_demands(plan, methods=args.method, seeds=args.seed)
     print("\n\n".join(tables(jobs)))
     lines = [line for job in jobs for line in job.violations(args.manifest)]
+    scheduled, notes = partition_problems(plan)  # against the SLURM partition's limits, where sinfo answers
+    lines += scheduled
+    for note in notes:
+        print(f"agentrepro preflight: {note}", file=sys.stderr)
     for line in dict.fromkeys(lines):
         print(f"agentrepro preflight: error: {line}", file=sys.stderr)
     return 2 if lines else 0
