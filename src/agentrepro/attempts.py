@@ -33,7 +33,7 @@ from agentrepro import software
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_json
 from agentrepro.layout import RunFiles
-from agentrepro.process import Terminated, now
+from agentrepro.process import PREEMPT_EXIT, Preempted, Terminated, now
 from agentrepro.reading import load_json
 
 PROVENANCE = RunFiles.PROVENANCE
@@ -74,6 +74,7 @@ def host_info() -> dict[str, Any]:
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "slurm_restart_count": int(os.environ.get("SLURM_RESTART_COUNT") or 0),  # > 0: SLURM requeued the job
     }
     info["gpus"] = visible_gpus()
     info["machine"] = machine()
@@ -277,6 +278,10 @@ def attempt_closed_on_error(directory: Path, *, verb: str, backend_name: str):
     """
     try:
         yield
+    except Preempted as exc:  # saved on the time limit's signal: the retry resumes from that step
+        finish_attempt(directory, status="preempted", reason=str(exc), extra={"saved_step": exc.step})
+        print(f"agentrepro {verb}: {exc}; its retry resumes from there", file=sys.stderr)
+        raise SystemExit(PREEMPT_EXIT) from None
     except (KeyboardInterrupt, Terminated) as exc:
         finish_attempt(directory, status="killed", reason=f"interrupted ({type(exc).__name__}: {exc})")
         if isinstance(exc, Terminated):

@@ -17,6 +17,7 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import psutil
@@ -41,6 +42,24 @@ def install_sigterm_handler() -> None:
         raise Terminated(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, _raise)
+
+
+PREEMPT_SIGNAL = signal.SIGUSR1  # what the SLURM profile asks before a job's time limit (--signal=USR1@SECONDS)
+PREEMPT_EXIT = 75  # EX_TEMPFAIL: the job saved its state on that signal and stopped, for its retry to resume
+PREEMPTED = threading.Event()
+
+
+class Preempted(BaseException):
+    """A job stopped on PREEMPT_SIGNAL after saving what its retry resumes from (`step`)."""
+
+    def __init__(self, step: int):
+        super().__init__(f"stopped on signal {PREEMPT_SIGNAL.name} (the time limit is near) with step {step} saved")
+        self.step = step
+
+
+def install_preemption_handler() -> None:
+    """On PREEMPT_SIGNAL set PREEMPTED, which a training polls between steps: it saves and raises Preempted."""
+    signal.signal(PREEMPT_SIGNAL, lambda signum, frame: PREEMPTED.set())
 
 
 def stop_tree(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:

@@ -27,7 +27,7 @@ from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import check_output_dir, make_dir
 from agentrepro.jobs import bookkeeping
 from agentrepro.layout import RunFiles
-from agentrepro.process import install_sigterm_handler
+from agentrepro.process import install_preemption_handler, install_sigterm_handler
 from agentrepro.runconfig import config_sha256
 
 
@@ -60,6 +60,7 @@ def _how_it_starts(out: Path, *, resume: bool, from_warmstart: bool) -> str:
 
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
+    install_preemption_handler()  # SIGUSR1 before the time limit: save this step, stop, and the retry resumes
     config = runconfig.load_run_config(args.config)
     with read_from(args.config):
         backend = get_backend(config["backend"]["name"])

@@ -11,6 +11,7 @@ A job is
 * `stopped`: its newest attempt is open but its process is gone (killed, its node lost, out of time): its next
   attempt records it as killed;
 * `unknown`: its newest attempt is open on another host and outside SLURM, so nothing here can tell;
+* `preempted`: its newest attempt saved its step on the time limit's signal and stopped; its retry resumes there;
 * `failed`: its newest attempt closed as failed or killed (the reason is shown);
 * `stale` (the analysis, the report): its output is on disk but reads jobs that are not done;
 * `pending`: no attempt yet.
@@ -116,6 +117,8 @@ def _attempt_state(directory: Path, sealed: bool, slurm: dict[str, tuple[str, st
         return "done", "", attempt
     if not attempt:
         return "pending", "", attempt
+    if attempt.get("status") == "preempted":
+        return "preempted", f"attempt {attempt.get('number')} saved step {attempt.get('saved_step')}", attempt
     if attempt.get("end") is not None or attempt.get("status") != "running":
         reason = str(attempt.get("reason") or attempt.get("status"))
         return "failed", f"attempt {attempt.get('number')}: {reason}"[:300], attempt
@@ -296,7 +299,7 @@ def table(study: str, jobs: list[JobState]) -> str:
             detail = f"{detail}; about {_duration(job.left_s)} left" if detail else f"about {_duration(job.left_s)}"
         lines.append(f"  {job.name:<{width}}  {job.state:<8} {detail}".rstrip())
     s = summary(jobs)
-    order = ("done", "running", "queued", "stopped", "unknown", "failed", "stale", "pending")
+    order = ("done", "running", "queued", "preempted", "stopped", "unknown", "failed", "stale", "pending")
     counted = ", ".join(f"{s['counts'][k]} {k}" for k in order if k in s["counts"])
     if s["left_s"] is None:
         ends = "no finished job yet to estimate the time left from" if s["not_estimated"] else "nothing left to run"

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from agentrepro.fileio import atomic_write_json, atomic_write_jsonl, make_dir
 from agentrepro.layout import RunFiles, batch_dump
+from agentrepro.process import PREEMPTED, Preempted
 from agentrepro.reading import iter_jsonl
 from agentrepro.runconfig import evaluated_steps
 from agentrepro.tracking import wandb_run
@@ -330,12 +331,31 @@ class Trainer:
                 if wandb_run is not None:
                     log = {f"train/{k}": v for k, v in self.last_metrics.items() if v is not None}
                     wandb_run.log(log, step=self.step)
+                if self.ranks.broadcast(PREEMPTED.is_set()):  # every rank stops after the same step
+                    self._save_preempted()
+            self._drop_unplanned()
         finally:
             self.writer.wait()  # the last checkpoint is on disk (or its error raised) before the run returns
         if bar is not None:
             bar.close()
         if wandb_run is not None:
             wandb_run.finish()
+
+    def _save_preempted(self) -> None:
+        """The time limit is near (PREEMPT_SIGNAL): this step's checkpoint on disk, then stop for the retry to resume
+        from it. A step the study does not evaluate is saved too, and dropped once the run ends (_drop_unplanned)."""
+        if self.step not in self.save_steps:
+            self._save()
+        self.writer.wait()
+        raise Preempted(self.step)
+
+    def _drop_unplanned(self) -> None:
+        """Remove the checkpoints of steps the study does not evaluate (saved on a preemption), once the run ends."""
+        self.writer.wait()
+        if self.ranks.leader:
+            for step in ckpt.saved_steps(self.run_dir):
+                if step not in self.save_steps:
+                    ckpt.checkpoint_path(self.run_dir, step).unlink()
 
     def _wandb(self):
         import wandb  # optional: the wandb extra
