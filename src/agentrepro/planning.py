@@ -166,8 +166,9 @@ class StudyPlan:
 
     @property
     def resources(self) -> dict[str, Any]:
-        """The study's default `resources` as Snakemake resources."""
-        return self._resources[0]
+        """The study's default `resources` as Snakemake resources (a warm-start job's: its runtime asks no more on a
+        retry)."""
+        return {k: v for k, v in self._resources[0].items() if k != PER_RETRY}
 
     @property
     def threads(self) -> int:
@@ -214,9 +215,21 @@ class StudyPlan:
         per_method = self.method_eval_resources if evaluation else self.method_resources
         first = next(iter(per_method.values()), (self.resources, self.threads))[0]
         if all(res == first for res, _ in per_method.values()):
-            return dict(first)
-        keys = dict.fromkeys(k for res, _ in per_method.values() for k in res)
-        return {key: (lambda wildcards, key=key: per_method[wildcards.method][0].get(key)) for key in keys}
+            out = dict(first)
+        else:
+            keys = dict.fromkeys(k for res, _ in per_method.values() for k in res)
+            out = {key: (lambda wildcards, key=key: per_method[wildcards.method][0].get(key)) for key in keys}
+        out.pop(PER_RETRY, None)
+        more = {method: res.get(PER_RETRY, 0) for method, (res, _) in per_method.items()}
+        if any(more.values()):  # Snakemake passes a resource function the job's attempt (1, 2, ...)
+            base = out["runtime"]
+
+            def runtime(wildcards, attempt: int) -> int:
+                first_try = base(wildcards) if callable(base) else base
+                return first_try + (attempt - 1) * more[wildcards.method]
+
+            out["runtime"] = runtime
+        return out
 
     def job_threads(self, *, evaluation: bool = False) -> int | Any:
         """The `threads:` of a train (or eval) job: a number, or a function of the wildcards when methods differ."""
@@ -305,13 +318,15 @@ class StudyPlan:
         return lock_state(self.manifest_file, self.lock, document=self.document)
 
 
+PER_RETRY = "runtime_per_retry"  # minutes a retry asks more than the attempt before it (resources.runtime_retry_min)
 # manifest `resources` key -> the Snakemake resource snakemake-executor-plugin-slurm turns into its sbatch flag
 SLURM_NAMES = {"partition": "slurm_partition", "constraint": "constraint", "qos": "qos", "gpu_model": "gpu_model"}
 
 
 def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tuple[dict[str, Any], int]:
-    """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task,
-    and, when the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only)."""
+    """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task, the
+    minutes each retry asks more (PER_RETRY, which StudyPlan.job_resources makes a function of the attempt), and, when
+    the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only)."""
 
     def number(key: str, default: int) -> int:
         value = resources.get(key, default)
@@ -323,6 +338,7 @@ def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tu
     out: dict[str, Any] = {
         "gpu": number("gpus", 0),
         "runtime": max(1, number("runtime_min", 60)),
+        PER_RETRY: number("runtime_retry_min", 0),
         "mem_mb": max(1, number("mem_mb", 4000)),
         "cpus_per_task": cpus,
     }

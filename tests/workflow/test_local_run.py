@@ -195,7 +195,8 @@ def _kill_first_attempt(workdir: Path, provenance: Path, stop: threading.Event, 
 
 
 def test_deleted_outcomes_rerun_only_that_evaluation_and_a_killed_attempt_is_retried(finished):
-    """Deleting one outcome file re-runs that eval, analyze and report only; its killed attempt is recorded."""
+    """Deleting one outcome file re-runs that eval, analyze and report only; its killed attempt is recorded, and its
+    retry asks more runtime, as the manifest's resources.runtime_retry_min says."""
     run = finished / "runs" / "wf-tiny" / "grpo" / "seed0"
     target = run / "eval" / "step2" / "outcomes.jsonl"
     others = {p: p.stat().st_mtime_ns for p in (finished / "runs").rglob("outcomes.jsonl") if p != target}
@@ -217,6 +218,8 @@ def test_deleted_outcomes_rerun_only_that_evaluation_and_a_killed_attempt_is_ret
         killer.join()
     assert killed, "the evaluation's first attempt was never seen running"
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    asked = re.findall(r"^    resources: .*\bruntime=(\d+)", proc.stdout + proc.stderr, re.M)
+    assert "10" in asked and "15" in asked, asked  # the retry asks resources.runtime_retry_min (5) minutes more
     assert target.is_file()
     attempts = json.loads((run / "eval" / "step2" / "provenance.json").read_text())["attempts"]
     assert [a["status"] for a in attempts[-2:]] == ["killed", "ok"]

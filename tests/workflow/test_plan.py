@@ -20,7 +20,14 @@ def test_job_resources_from_manifest():
     resources, threads = plan.job_resources(
         {"gpus": 2, "cpus": 8, "runtime_min": 1440, "mem_mb": 200000, "partition": "h200"}
     )
-    assert resources == {"gpu": 2, "runtime": 1440, "mem_mb": 200000, "cpus_per_task": 8, "slurm_partition": "h200"}
+    assert resources == {
+        "gpu": 2,
+        "runtime": 1440,
+        "runtime_per_retry": 0,
+        "mem_mb": 200000,
+        "cpus_per_task": 8,
+        "slurm_partition": "h200",
+    }
     assert threads == 8
     with pytest.raises(BadInput, match=r"resources.gpus"):
         plan.job_resources({"gpus": -1})

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agentrepro import preflight
 from agentrepro.bounds import SEED
-from agentrepro.planning import StudyPlan, slurm_request
+from agentrepro.planning import PER_RETRY, StudyPlan, slurm_request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,8 +39,12 @@ def run(args: argparse.Namespace) -> int:
     plan = StudyPlan.load(args.manifest)
     print(plan.shown(args.method, args.seed, args.eval_step))
     per_method = plan.method_resources if args.eval_step is None else plan.method_eval_resources
-    flags = " ".join(slurm_request(per_method[args.method][0]))
-    print(f"\n# under `snakemake --profile slurm` the job is submitted with: sbatch {flags}")
+    resources = per_method[args.method][0]
+    print(
+        f"\n# under `snakemake --profile slurm` the job is submitted with: sbatch {' '.join(slurm_request(resources))}"
+    )
+    if resources.get(PER_RETRY):
+        print(f"# each retry asks {resources[PER_RETRY]} minutes more (resources.runtime_retry_min)")
     if args.eval_step is None:  # what the train job will demand of its node (agentrepro.preflight)
         job = preflight.job_demands(plan, args.method, args.seed)
         print("\n# what the job will demand (agentrepro preflight):\n" + preflight.table(job))
