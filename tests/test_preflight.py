@@ -288,7 +288,7 @@ def _sbatch_state(flags: list[str]) -> str:
     """Submit `true` with these sbatch flags to the local SLURM and return the job's state and reason a moment
     later (then cancel it)."""
     job = subprocess.run(
-        ["sbatch", "--parsable", *shlex.split(" ".join(flags)), "--wrap", "sleep 30"],
+        ["sbatch", "--parsable", "--output", "/dev/null", *shlex.split(" ".join(flags)), "--wrap", "sleep 30"],
         capture_output=True,
         text=True,
         check=True,
