@@ -331,7 +331,8 @@ class Trainer:
                 if wandb_run is not None:
                     log = {f"train/{k}": v for k, v in self.last_metrics.items() if v is not None}
                     wandb_run.log(log, step=self.step)
-                if self.ranks.broadcast(PREEMPTED.is_set()):  # every rank stops after the same step
+                # every rank stops after the same step; a run that has trained its last step just ends
+                if self.step < self.cfg.steps and self.ranks.broadcast(PREEMPTED.is_set()):
                     self._save_preempted()
             self._drop_unplanned()
         finally:
@@ -354,7 +355,7 @@ class Trainer:
         self.writer.wait()
         if self.ranks.leader:
             for step in ckpt.saved_steps(self.run_dir):
-                if step not in self.save_steps:
+                if step not in self.save_steps and step != 0:  # step 0: the KL's reference, always kept
                     ckpt.checkpoint_path(self.run_dir, step).unlink()
 
     def _wandb(self):
