@@ -23,6 +23,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -268,8 +269,15 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def _saved(last_saved: Callable[[], int | None] | None) -> dict[str, Any] | None:
+    """A stopped attempt's `last_saved_step` (where its retry resumes), when the caller can tell."""
+    return {"last_saved_step": last_saved()} if last_saved is not None else None
+
+
 @contextlib.contextmanager
-def attempt_closed_on_error(directory: Path, *, verb: str, backend_name: str):
+def attempt_closed_on_error(
+    directory: Path, *, verb: str, backend_name: str, last_saved: Callable[[], int | None] | None = None
+):
     """Close the open provenance attempt of `directory` when the work inside fails or is stopped.
 
     Ctrl-C or SIGTERM: `killed` (SIGTERM exits 143 after saying so); BadInput/Failure: `failed` with the
@@ -283,14 +291,15 @@ def attempt_closed_on_error(directory: Path, *, verb: str, backend_name: str):
         print(f"agentrepro {verb}: {exc}; its retry resumes from there", file=sys.stderr)
         raise SystemExit(PREEMPT_EXIT) from None
     except (KeyboardInterrupt, Terminated) as exc:
-        finish_attempt(directory, status="killed", reason=f"interrupted ({type(exc).__name__}: {exc})")
+        reason = f"interrupted ({type(exc).__name__}: {exc})"
+        finish_attempt(directory, status="killed", reason=reason, extra=_saved(last_saved))
         if isinstance(exc, Terminated):
             print(f"agentrepro {verb}: terminated ({exc}); the attempt is recorded as killed", file=sys.stderr)
             raise SystemExit(143) from None
         raise
     except (BadInput, Failure) as exc:
-        finish_attempt(directory, status="failed", reason=str(exc))
+        finish_attempt(directory, status="failed", reason=str(exc), extra=_saved(last_saved))
         raise
     except Exception as exc:
-        finish_attempt(directory, status="failed", reason=f"{type(exc).__name__}: {exc}")
+        finish_attempt(directory, status="failed", reason=f"{type(exc).__name__}: {exc}", extra=_saved(last_saved))
         raise Failure(f"{backend_name} backend raised {type(exc).__name__}: {exc}") from exc

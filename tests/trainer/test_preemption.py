@@ -117,3 +117,17 @@ def test_under_slurm_scancel_signal_stops_the_job_and_its_retry_resumes(slurm_cl
     attempt = _resumed_as_whole(tmp_path, config, run, whole)
     assert attempt["slurm_job_id"] == job
     assert "stopped on signal SIGUSR1" in (tmp_path / "job.out").read_text()
+
+
+def test_a_killed_training_records_the_last_step_its_retry_resumes_from(tmp_path):
+    """SIGTERM (scancel, a time limit without the signal before it) stops the attempt as killed, and its record says the
+    last step on disk: step 0 here, the only one saved before the study's next evaluated step."""
+    config = _config(tmp_path)
+    run = tmp_path / "killed"
+    proc = subprocess.Popen(_train(config, run), cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    _after_first_step(run)
+    proc.terminate()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 143, err
+    attempt = json.loads((run / "provenance.json").read_text())["attempts"][-1]
+    assert attempt["status"] == "killed" and attempt["last_saved_step"] == 0, attempt

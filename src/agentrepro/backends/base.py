@@ -288,6 +288,11 @@ class Backend(abc.ABC):
         """The files the framework removed during training, with their record; None when it removes none."""
         return None
 
+    def last_saved_step(self, run_dir: Path) -> int | None:
+        """The last training step whose state the run has on disk (what a retry resumes from), as the framework's own
+        checkpoints say; None when there is none or the backend cannot tell. A stopped attempt records it."""
+        return None
+
     def run_file(self, rel: PurePosixPath) -> bool | None:
         """Whether a sealed file at `rel` in a run directory (relative to it, eval/step<N>/ included; not one of the
         harness's own files, which every run holds) is one this backend's jobs write. None, the default, where the

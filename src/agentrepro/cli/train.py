@@ -97,7 +97,12 @@ def run(args: argparse.Namespace) -> int:
     base = bookkeeping.provenance_base(config, resolved_sha)
     attempts.start_attempt(out, stage="train", command=command, base=base, extra={"how_started": start})
     containers.clear_records(out)  # this attempt's programs record which image they ran in (agentrepro.containers)
-    with attempts.attempt_closed_on_error(out, verb="train", backend_name=backend.name or config["backend"]["name"]):
+    with attempts.attempt_closed_on_error(
+        out,
+        verb="train",
+        backend_name=backend.name or config["backend"]["name"],
+        last_saved=lambda: backend.last_saved_step(out),
+    ):
         if args.from_warmstart is not None:
             backend.start_from(
                 out, args.from_warmstart, resolved

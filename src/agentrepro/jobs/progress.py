@@ -120,8 +120,9 @@ def _attempt_state(directory: Path, sealed: bool, slurm: dict[str, tuple[str, st
     if attempt.get("status") == "preempted":
         return "preempted", f"attempt {attempt.get('number')} saved step {attempt.get('saved_step')}", attempt
     if attempt.get("end") is not None or attempt.get("status") != "running":
-        reason = str(attempt.get("reason") or attempt.get("status"))
-        return "failed", f"attempt {attempt.get('number')}: {reason}"[:300], attempt
+        reason = str(attempt.get("reason") or attempt.get("status"))[:240]
+        saved = f"; step {attempt['last_saved_step']} saved" if attempt.get("last_saved_step") is not None else ""
+        return "failed", f"attempt {attempt.get('number')}: {reason}{saved}", attempt
     job = attempt.get("slurm_job_id")
     if job:
         if slurm is None:

@@ -101,6 +101,11 @@ class BuiltinBackend(Backend):
         else:
             train(config, run_dir, resume=resume)
 
+    def last_saved_step(self, run_dir: Path) -> int | None:
+        from agentrepro.trainer.checkpoint import saved_steps  # heavy: torch
+
+        return max(saved_steps(run_dir), default=None)
+
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         from agentrepro.trainer.evaluate import evaluate_run  # heavy: torch and transformers
 

@@ -363,6 +363,11 @@ class VerlAgentBackend(Backend):
         hf = root.joinpath(*prune_hook.HF_COPY)
         return StepCheckpoint(step, hf, weights=(hf,), state=(root,))
 
+    def last_saved_step(self, run_dir: Path) -> int | None:
+        """The step verl's checkpoint tracker names (its resume_mode auto continues there)."""
+        resumed = resumed_from(Path(run_dir))
+        return None if resumed is None else resumed["step"]
+
     def pruned_in_training(self, run_dir: Path) -> PrunedInTraining | None:
         """Every file the hook removed during training, from checkpoints/pruned_in_training.jsonl (one line per file:
         {step, saved, path, sha256, bytes}); None when nothing was; BadInput naming a malformed line."""
