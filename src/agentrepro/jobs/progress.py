@@ -153,6 +153,8 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 def _job(kind: str, name: str, directory: Path, slurm: dict | None, **who: Any) -> JobState:
     state, detail, attempt = _attempt_state(directory, (directory / RunFiles.OUTPUTS).is_file(), slurm)
+    if attempt.get("slurm_restart_count"):  # SLURM requeued the job this many times
+        detail = f"{detail}; requeued {attempt['slurm_restart_count']} time(s)".lstrip("; ")
     job = JobState(kind, name, state, detail, attempts=int(attempt.get("number") or 0), **who)
     job.slurm_job = attempt.get("slurm_job_id")
     if state == "done":
