@@ -50,7 +50,11 @@ def test_the_plan_gives_each_method_its_backends_resources():
     assert (mem(SimpleNamespace(method="grpo")), mem(SimpleNamespace(method="grpo@command"))) == (1000, 1500)
     assert p.job_resources()["gpu"](SimpleNamespace(method="grpo@command")) == 0 and p.job_threads() == 1
     tiny = plan.study_plan(TINY)
-    assert tiny.job_resources() == tiny.resources  # one backend: plain values
+    resources = tiny.job_resources()
+    runtime = resources.pop("runtime")  # resources.runtime_retry_min: a function of Snakemake's attempt
+    assert resources == {k: v for k, v in tiny.resources.items() if k != "runtime"}  # one backend: plain values
+    grpo = SimpleNamespace(method="grpo")
+    assert [runtime(grpo, attempt) for attempt in (1, 2, 3)] == [10, 15, 20] and tiny.resources["runtime"] == 10
 
 
 @pytest.mark.parametrize("name", ["graphgpo-alfworld.yaml", "graphgpo-alfworld-relax.yaml"])

@@ -83,9 +83,9 @@ def test_dry_run_shows_the_official_launch_line(tmp_path):
         "command", "manifests/graphgpo-alfworld.yaml", "--method", "graphgpo", "--seed", "0", cwd=tmp_path
     )
     assert command.returncode == 0, command.stderr
-    printed = command.stdout.split("\n\n# what the job will demand")[0].rstrip(
-        "\n"
-    )  # its programs (the demand table follows)
+    # its programs (the sbatch flags and the demand table follow)
+    printed, _, after = command.stdout.partition("\n\n# under `snakemake --profile slurm`")
+    assert "sbatch -t 1440 --mem 200000 --cpus-per-task=55 --gpus=2" in after  # the manifest's resources
     launch = next(line for line in printed.splitlines() if "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh" in line)
     assert "trainer.save_freq=5" in launch and "hf_model" in launch
     assert f"train graphgpo seed 0: agentrepro train runs\n{printed}\n" in proc.stdout

@@ -305,7 +305,8 @@ def table(study: str, jobs: list[JobState]) -> str:
     order = ("done", "running", "queued", "preempted", "stopped", "unknown", "failed", "stale", "pending")
     counted = ", ".join(f"{s['counts'][k]} {k}" for k in order if k in s["counts"])
     if s["left_s"] is None:
-        ends = "no finished job yet to estimate the time left from" if s["not_estimated"] else "nothing left to run"
+        left = s["not_estimated"]
+        ends = f"no estimate: no job of their kind has finished ({left} left)" if left else "nothing left to run"
     else:
         ends = f"about {_duration(s['left_s'])} left at {s['at_once']} job(s) at once"
         if s["not_estimated"]:
