@@ -109,35 +109,33 @@ def slurm_states(job_ids: set[str]) -> dict[str, tuple[str, str]] | None:
     return states
 
 
-def _attempt_state(directory: Path, sealed: bool, slurm: dict[str, tuple[str, str]] | None) -> tuple[str, str, dict]:
-    """(state, detail, the newest attempt) of a job that writes provenance.json and a seal into `directory`."""
-    provenance = read_provenance(directory) if directory.is_dir() else {}
-    attempt = newest_attempt(provenance)
+def _attempt_state(attempt: dict, sealed: bool, slurm: dict[str, tuple[str, str]] | None) -> tuple[str, str]:
+    """(state, detail) of a job by its seal and the newest attempt its provenance.json records."""
     if sealed:
-        return "done", "", attempt
+        return "done", ""
     if not attempt:
-        return "pending", "", attempt
+        return "pending", ""
     if attempt.get("status") == "preempted":
-        return "preempted", f"attempt {attempt.get('number')} saved step {attempt.get('saved_step')}", attempt
+        return "preempted", f"attempt {attempt.get('number')} saved step {attempt.get('saved_step')}"
     if attempt.get("end") is not None or attempt.get("status") != "running":
         reason = str(attempt.get("reason") or attempt.get("status"))[:240]
         saved = f"; step {attempt['last_saved_step']} saved" if attempt.get("last_saved_step") is not None else ""
-        return "failed", f"attempt {attempt.get('number')}: {reason}{saved}", attempt
+        return "failed", f"attempt {attempt.get('number')}: {reason}{saved}"
     job = attempt.get("slurm_job_id")
     if job:
         if slurm is None:
-            return "unknown", f"SLURM job {job}: squeue does not answer here", attempt
+            return "unknown", f"SLURM job {job}: squeue does not answer here"
         state, nodes = slurm.get(str(job), ("", ""))
         if state in SLURM_RUNNING:
-            return "running", f"SLURM job {job} {state.lower()} on {nodes}", attempt
+            return "running", f"SLURM job {job} {state.lower()} on {nodes}"
         if state in SLURM_WAITING:
-            return "queued", f"SLURM job {job} {state.lower()}", attempt
-        return "stopped", f"SLURM job {job} is no longer queued and the attempt never closed", attempt
+            return "queued", f"SLURM job {job} {state.lower()}"
+        return "stopped", f"SLURM job {job} is no longer queued and the attempt never closed"
     if attempt.get("host") == socket.gethostname():
         if _alive(attempt.get("pid")):
-            return "running", f"pid {attempt.get('pid')}", attempt
-        return "stopped", "its process is gone and the attempt never closed", attempt
-    return "unknown", f"open on {attempt.get('host')}, outside SLURM: not checkable from here", attempt
+            return "running", f"pid {attempt.get('pid')}"
+        return "stopped", "its process is gone and the attempt never closed"
+    return "unknown", f"open on {attempt.get('host')}, outside SLURM: not checkable from here"
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -151,8 +149,8 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _job(kind: str, name: str, directory: Path, slurm: dict | None, **who: Any) -> JobState:
-    state, detail, attempt = _attempt_state(directory, (directory / RunFiles.OUTPUTS).is_file(), slurm)
+def _job(kind: str, name: str, directory: Path, attempt: dict, slurm: dict | None, **who: Any) -> JobState:
+    state, detail = _attempt_state(attempt, (directory / RunFiles.OUTPUTS).is_file(), slurm)
     if attempt.get("slurm_restart_count"):  # SLURM requeued the job this many times
         detail = f"{detail}; requeued {attempt['slurm_restart_count']} time(s)".lstrip("; ")
     job = JobState(kind, name, state, detail, attempts=int(attempt.get("number") or 0), **who)
@@ -205,34 +203,30 @@ def study_status(study: str | os.PathLike, root: str | os.PathLike = ".", *, slu
     about attempts that ran under SLURM. BadInput names the manifest when the study cannot be planned."""
     home = layout.locate(study, root)
     plan = StudyPlan.load(home.manifest)
-    directories = {}  # every directory that records attempts, for one squeue call
-    for method, seed in ((m, s) for m in plan.methods for s in plan.seeds):
-        run_dir = home.run_dir(method, seed)
-        directories[run_dir] = read_provenance(run_dir) if run_dir.is_dir() else {}
-        for step in plan.steps:
-            eval_dir = layout.eval_dir(run_dir, step)
-            directories[eval_dir] = read_provenance(eval_dir) if eval_dir.is_dir() else {}
     warmstarts = sorted({(seed, identity) for (_, seed), identity in plan.warmstarts.items()})
-    for seed, identity in warmstarts:
-        directory = home.warmstart_dir(seed, identity)
-        directories[directory] = read_provenance(directory) if directory.is_dir() else {}
-    ids = {str(a["slurm_job_id"]) for p in directories.values() if (a := newest_attempt(p)).get("slurm_job_id")}
-    states = slurm_states(ids) if slurm else None
-    jobs = [_freeze(home)]
-    for seed, identity in warmstarts:
-        jobs.append(_job("warmstart", f"warm start seed{seed}", home.warmstart_dir(seed, identity), states, seed=seed))
+    planned: list[tuple[str, str, Path, dict[str, Any]]] = [  # (kind, name, the directory of its attempts, who)
+        ("warmstart", f"warm start seed{seed}", home.warmstart_dir(seed, identity), {"seed": seed})
+        for seed, identity in warmstarts
+    ]
     for method in plan.methods:
         for seed in plan.seeds:
-            run_dir = home.run_dir(method, seed)
-            train = _job("train", f"train {method} seed{seed}", run_dir, states, method=method, seed=seed)
-            _train(train, run_dir, plan.train_steps)
-            jobs.append(train)
-            for step in plan.steps:
-                directory = layout.eval_dir(run_dir, step)
-                name = f"eval {method} seed{seed} step{step}"
-                evaluation = _job("eval", name, directory, states, method=method, seed=seed, step=step)
-                _eval(evaluation, directory)
-                jobs.append(evaluation)
+            run_dir, who = home.run_dir(method, seed), {"method": method, "seed": seed}
+            planned.append(("train", f"train {method} seed{seed}", run_dir, who))
+            planned += [
+                ("eval", f"eval {method} seed{seed} step{step}", layout.eval_dir(run_dir, step), {**who, "step": step})
+                for step in plan.steps
+            ]
+    newest = {d: newest_attempt(read_provenance(d) if d.is_dir() else {}) for _, _, d, _ in planned}
+    ids = {str(a["slurm_job_id"]) for a in newest.values() if a.get("slurm_job_id")}
+    states = slurm_states(ids) if slurm else None  # one squeue call for the whole study
+    jobs = [_freeze(home)]
+    for kind, name, directory, who in planned:
+        job = _job(kind, name, directory, newest[directory], states, **who)
+        if kind == "train":
+            _train(job, directory, plan.train_steps)
+        elif kind == "eval":
+            _eval(job, directory)
+        jobs.append(job)
     jobs.append(_made("analyze", home.analysis / "analysis.json", jobs, root))
     jobs.append(_made("report", home.reports / "report.html", jobs, root))
     _estimate(jobs)
