@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro import layout
+from agentrepro.analysis.format import seconds
 from agentrepro.attempts import newest_attempt, read_provenance
 from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles
@@ -278,14 +279,6 @@ def as_json(jobs: list[JobState]) -> dict[str, Any]:
     return {"jobs": [asdict(j) for j in jobs], **summary(jobs)}
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{round(seconds)} s"
-    if seconds < 5400:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def table(study: str, jobs: list[JobState]) -> str:
     """One screen for a person: a line per job, then the counts and the time left."""
     width = max(len(j.name) for j in jobs)
@@ -293,7 +286,7 @@ def table(study: str, jobs: list[JobState]) -> str:
     for job in jobs:
         detail = job.detail
         if job.state not in ("done", "failed") and job.left_s is not None:
-            detail = f"{detail}; about {_duration(job.left_s)} left" if detail else f"about {_duration(job.left_s)}"
+            detail = f"{detail}; about {seconds(job.left_s)} left" if detail else f"about {seconds(job.left_s)}"
         lines.append(f"  {job.name:<{width}}  {job.state:<8} {detail}".rstrip())
     s = summary(jobs)
     order = ("done", "running", "queued", "preempted", "stopped", "unknown", "failed", "stale", "pending")
@@ -302,7 +295,7 @@ def table(study: str, jobs: list[JobState]) -> str:
         left = s["not_estimated"]
         ends = f"no estimate: no job of their kind has finished ({left} left)" if left else "nothing left to run"
     else:
-        ends = f"about {_duration(s['left_s'])} left at {s['at_once']} job(s) at once"
+        ends = f"about {seconds(s['left_s'])} left at {s['at_once']} job(s) at once"
         if s["not_estimated"]:
             ends += f" ({s['not_estimated']} job(s) of no known length not counted)"
     lines.append(f"{len(jobs)} jobs: {counted}; {ends}")
