@@ -246,7 +246,9 @@ def partition_problems(plan: StudyPlan) -> tuple[list[str], list[str]]:
             name = resources.get("slurm_partition")
             if not name:
                 continue
-            partition = seen.setdefault(name, read_partition(name))
+            if name not in seen:  # one sinfo call per partition
+                seen[name] = read_partition(name)
+            partition = seen[name]
             field = _in_manifest(plan.document, method, "resources.partition", path=plan.manifest_file)
             if partition == "":
                 violations.append(f"{plan.manifest_file}: {field}: sinfo lists no partition {name!r}")
