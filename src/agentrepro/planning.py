@@ -33,6 +33,7 @@ from agentrepro.fileio import sha256_json
 from agentrepro.manifest.loading import load_manifest
 from agentrepro.manifest.resolve import run_config
 from agentrepro.placement import Placement, placements
+from agentrepro.process import PREEMPT_SIGNAL
 from agentrepro.trainer.shared_warmstart import identity, uses_warmstart, warmstart_config
 
 NOT_FROZEN = "(not frozen)"
@@ -182,8 +183,14 @@ class StudyPlan:
     @functools.cached_property
     def method_resources(self) -> dict[str, tuple[dict[str, Any], int]]:
         """Per method, (Snakemake resources, threads) of its placement (the schema has checked each block)."""
-        found = self.placements.items()
-        return {method: job_resources(placement.resources, path=self.manifest_file) for method, placement in found}
+        return {
+            method: job_resources(
+                placement.resources,
+                path=self.manifest_file,
+                signal=get_backend(placement.name).saves_on_preempt_signal,
+            )
+            for method, placement in self.placements.items()
+        }
 
     @functools.cached_property
     def images(self) -> list[Image]:
@@ -202,11 +209,13 @@ class StudyPlan:
         """Per method, what its eval job asks: its placement's resources, or, where the backend evaluates during
         training and the eval job only converts what it wrote (`Backend.evaluates_in_training`), CONVERT_RESOURCES
         on the placement's partition."""
-        out = dict(self.method_resources)
+        out = {}
         for method, placement in self.placements.items():
+            resources = placement.resources
             if get_backend(placement.name).evaluates_in_training:
-                where = {k: placement.resources[k] for k in ("partition", "qos") if placement.resources.get(k)}
-                out[method] = job_resources({**CONVERT_RESOURCES, **where}, path=self.manifest_file)
+                where = {k: resources[k] for k in ("partition", "qos") if resources.get(k)}
+                resources = {**CONVERT_RESOURCES, **where}
+            out[method] = job_resources(resources, path=self.manifest_file)
         return out
 
     def job_resources(self, *, evaluation: bool = False) -> dict[str, Any]:
@@ -321,12 +330,19 @@ class StudyPlan:
 PER_RETRY = "runtime_per_retry"  # minutes a retry asks more than the attempt before it (resources.runtime_retry_min)
 # manifest `resources` key -> the Snakemake resource snakemake-executor-plugin-slurm turns into its sbatch flag
 SLURM_NAMES = {"partition": "slurm_partition", "constraint": "constraint", "qos": "qos", "gpu_model": "gpu_model"}
+SIGNAL_LEAD_S = 300  # resources.signal_before_limit_s when unset: seconds for the step in flight and its save
 
 
-def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tuple[dict[str, Any], int]:
+def job_resources(
+    resources: dict[str, Any], *, path: object = "manifest", signal: bool = False
+) -> tuple[dict[str, Any], int]:
     """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task, the
     minutes each retry asks more (PER_RETRY, which StudyPlan.job_resources makes a function of the attempt), and, when
-    the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only)."""
+    the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only).
+
+    `signal` (a training that saves on PREEMPT_SIGNAL): `slurm_extra` asks SLURM for that signal
+    `signal_before_limit_s` seconds before the job's time limit (default SIGNAL_LEAD_S, or a tenth of the runtime
+    when that is shorter; 0: no signal), so that the training saves its step and its retry resumes from it."""
 
     def number(key: str, default: int) -> int:
         value = resources.get(key, default)
@@ -362,6 +378,17 @@ def job_resources(resources: dict[str, Any], *, path: object = "manifest") -> tu
         raise BadInput(
             "names a GPU model for a job of no GPUs (resources.gpus is 0)", path=path, where="resources.gpu_model"
         )
+    lead = number("signal_before_limit_s", min(SIGNAL_LEAD_S, out["runtime"] * 6))
+    if lead >= out["runtime"] * 60:
+        raise BadInput(
+            f"the signal would come at the job's start: {lead} s is not less than resources.runtime_min "
+            f"({out['runtime']} min)",
+            path=path,
+            where="resources.signal_before_limit_s",
+        )
+    if signal and lead:
+        # The plugin appends slurm_extra to sbatch's command line: built here from a checked integer only.
+        out["slurm_extra"] = f"--signal={PREEMPT_SIGNAL.name.removeprefix('SIG')}@{lead}"
     return out, cpus
 
 
@@ -382,7 +409,7 @@ def slurm_request(resources: dict[str, Any]) -> list[str]:
         flags.append(f"--gpus={resources['gpu_model']}:{resources['gpu']}")
     elif resources.get("gpu"):
         flags.append(f"--gpus={resources['gpu']}")
-    return flags
+    return flags + ([resources["slurm_extra"]] if resources.get("slurm_extra") else [])
 
 
 def study_plan(manifest_path: str | os.PathLike) -> StudyPlan:

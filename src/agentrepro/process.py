@@ -62,6 +62,15 @@ def install_preemption_handler() -> None:
     signal.signal(PREEMPT_SIGNAL, lambda signum, frame: PREEMPTED.set())
 
 
+def hold_preemption_signal() -> None:
+    """Ignore PREEMPT_SIGNAL in this process and every program it starts (an ignored signal stays ignored across fork
+    and exec) until one installs its handler. SLURM sends the time limit's signal to every process of a job step:
+    Snakemake's job executor, its shell and the GPU slot wrapper, which would end on it (the default action) and take
+    the step, and the training, down before the training has saved. The workflow's processes call this
+    (workflow/rules/common.smk); `agentrepro train` then handles it where its backend saves on it."""
+    signal.signal(PREEMPT_SIGNAL, signal.SIG_IGN)
+
+
 def stop_tree(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
     """SIGTERM the child and all its descendants (by PID: `/bin/sh -c` does not forward signals), then SIGKILL
     whatever is left after `grace_s`. Only processes this attempt started are touched."""

@@ -33,6 +33,21 @@ def test_job_resources_from_manifest():
         plan.job_resources({"gpus": -1})
 
 
+def test_a_training_that_saves_on_the_signal_asks_for_it_before_its_time_limit():
+    """Five minutes before the limit, a tenth of a shorter runtime, the manifest's lead, or none; a lead that would
+    signal the job at its start is refused naming the field."""
+
+    def lead(**resources):
+        return plan.job_resources(resources, signal=True)[0].get("slurm_extra")
+
+    assert lead(runtime_min=1440) == "--signal=USR1@300" and lead(runtime_min=20) == "--signal=USR1@120"
+    assert lead(runtime_min=60, signal_before_limit_s=900) == "--signal=USR1@900"
+    assert lead(runtime_min=60, signal_before_limit_s=0) is None
+    assert "slurm_extra" not in plan.job_resources({"runtime_min": 60})[0]  # a job that does not save on it
+    with pytest.raises(BadInput, match=r"resources.signal_before_limit_s: the signal would come at the job's start"):
+        plan.job_resources({"runtime_min": 5, "signal_before_limit_s": 300})
+
+
 def test_study_plan_of_the_tiny_study():
     """The tiny study plans 2 methods x 1 seed, steps 0 and 2, CPU-only jobs."""
     p = plan.study_plan(TINY)
@@ -52,7 +67,10 @@ def test_the_plan_gives_each_method_its_backends_resources():
     tiny = plan.study_plan(TINY)
     resources = tiny.job_resources()
     runtime = resources.pop("runtime")  # resources.runtime_retry_min: a function of Snakemake's attempt
-    assert resources == {k: v for k, v in tiny.resources.items() if k != "runtime"}  # one backend: plain values
+    # one backend: plain values; its trainings ask for the signal before the time limit (a tenth of 10 minutes)
+    assert resources == {k: v for k, v in tiny.resources.items() if k != "runtime"} | {
+        "slurm_extra": "--signal=USR1@60"
+    }
     grpo = SimpleNamespace(method="grpo")
     assert [runtime(grpo, attempt) for attempt in (1, 2, 3)] == [10, 15, 20] and tiny.resources["runtime"] == 10
 
@@ -66,8 +84,11 @@ def test_eval_jobs_that_convert_the_trainings_evaluation_ask_for_no_gpu(name):
     assert train["gpu"] >= 1 and train["cpus_per_task"] > 1 and train["runtime"] > 60
     assert evaluation == {"gpu": 0, "runtime": 30, "mem_mb": 2000, "cpus_per_task": 1, **_partition(train)}
     assert p.job_threads(evaluation=True) == 1
+    assert "slurm_extra" not in train  # their trainings do not save on the time limit's signal: none is asked
     builtin = plan.study_plan(REPO / "manifests" / "vagen-sokoban.yaml")  # the builtin backend evaluates the model
-    assert builtin.job_resources(evaluation=True) == builtin.job_resources()
+    train = builtin.job_resources()
+    assert train.pop("slurm_extra") == "--signal=USR1@300"  # only the training saves on the signal
+    assert builtin.job_resources(evaluation=True) == train
 
 
 def _partition(resources: dict) -> dict:

@@ -17,8 +17,9 @@ import sys
 import time
 
 import pytest
+import yaml
 from helpers import REPO, run_cli
-from wfkit import HERE, SLURM_OVERRIDES, snakemake
+from wfkit import HERE, SLURM_OVERRIDES, snakemake, snakemake_in_background
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 MANIFEST = HERE / "manifests" / "wf-slurm.yaml"
@@ -130,3 +131,61 @@ def _status_of_a_slurm_training(root, run):
     shown = {j["name"]: j for j in json.loads(run_cli("status", "wf-slurm", "--root", root, "--json").stdout)["jobs"]}
     ended = shown["train grpo seed0"]
     assert ended["state"] in ("failed", "stopped") and ended["slurm_job"] == job, ended  # killed: closed or not
+
+
+def test_the_time_limit_signal_reaches_the_training_through_the_profile(slurm_cluster, tmp_path):
+    """Under `snakemake --profile slurm` the train job asks for SIGUSR1 before its time limit (`--signal=USR1@60`: a
+    tenth of its 10 minutes). `scancel --signal=USR1` sends it where that option does, to every process of the job's
+    steps: Snakemake's job executor, its shell and the GPU slot wrapper ignore it and the training saves its step and
+    stops; Snakemake retries the job with the runtime the manifest adds for a retry, and the retry resumes from the
+    saved step."""
+    (tmp_path / "manifests").mkdir()
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    manifest["train"]["steps"] = 4
+    manifest["resources"]["runtime_retry_min"] = 5
+    (tmp_path / "manifests" / MANIFEST.name).write_text(yaml.safe_dump(manifest))
+    run = tmp_path / "runs" / "wf-slurm" / "grpo" / "seed0"
+    provenance = run / "provenance.json"
+    args = [
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        *SLURM_OVERRIDES,
+        "--verbose",
+        "--config",
+        "manifest=manifests/wf-slurm.yaml",
+        "freeze_flags=--allow-dirty",
+        "--",
+        "runs/wf-slurm/grpo/seed0/OUTPUTS.sha256",
+    ]
+    proc = snakemake_in_background(tmp_path, *args)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            attempts = json.loads(provenance.read_text())["attempts"] if provenance.is_file() else []
+            if attempts and attempts[-1]["status"] == "running" and attempts[-1].get("slurm_job_id"):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the train job's attempt never opened:\n" + (tmp_path / "snakemake.log").read_text()[-4000:])
+        first = attempts[-1]
+        os.kill(first["pid"], signal.SIGSTOP)  # held, so that the signal lands before the last step
+        subprocess.run(["scancel", "--signal=USR1", first["slurm_job_id"]], check=True)
+        time.sleep(2)  # the job step's other processes have it now: had they ended on it, the step would end
+        try:
+            os.kill(first["pid"], signal.SIGCONT)
+        except ProcessLookupError:
+            pytest.fail("the training ended with its job step's other processes before it could save")
+        code = proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = (tmp_path / "snakemake.log").read_text()
+    assert code == 0, out[-6000:]
+    attempts = json.loads(provenance.read_text())["attempts"]
+    assert [a["status"] for a in attempts] == ["preempted", "ok"], attempts
+    assert attempts[0]["slurm_job_id"] == first["slurm_job_id"] != attempts[1]["slurm_job_id"]
+    assert attempts[0]["saved_step"] >= 1 and attempts[1]["how_started"].startswith("resumed"), attempts
+    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
+    trains = [line.split(" --wrap=")[0] for line in out.splitlines() if "sbatch call:" in line and "rule_train" in line]
+    assert len(trains) == 2 and all("--signal=USR1@60" in call for call in trains), trains
+    assert " -t 10 " in trains[0] and " -t 15 " in trains[1], trains

@@ -17,6 +17,9 @@ Facts, as class attributes, read by the manifest checks, the schema generator (b
 * `shares_warmstart`: whether its runs can start from a shared warm start (`start_from`);
 * `evaluates_in_training`: whether its framework evaluates the checkpoints during training, so that an eval job
   only converts what it wrote (and asks for no GPU: planning.CONVERT_RESOURCES).
+* `saves_on_preempt_signal`: whether its training saves its step and stops on the signal SLURM sends before a job's
+  time limit (agentrepro.process.PREEMPT_SIGNAL), so that its train jobs ask for that signal; the programs of the
+  others run on with the signal ignored until the limit ends them.
 
 What a job asks (methods):
 * `default_config()` -> a partial run config, deep-merged *under* the run config (values given in the config win);
@@ -226,6 +229,7 @@ class Backend(abc.ABC):
     adapter: ClassVar[Adapter | None] = None
     shares_warmstart: ClassVar[bool] = False
     evaluates_in_training: ClassVar[bool] = False
+    saves_on_preempt_signal: ClassVar[bool] = False
 
     @classmethod
     def create(cls, registry: Any) -> Backend:

@@ -60,10 +60,11 @@ def _how_it_starts(out: Path, *, resume: bool, from_warmstart: bool) -> str:
 
 def run(args: argparse.Namespace) -> int:
     install_sigterm_handler()
-    install_preemption_handler()  # SIGUSR1 before the time limit: save this step, stop, and the retry resumes
     config = runconfig.load_run_config(args.config)
     with read_from(args.config):
         backend = get_backend(config["backend"]["name"])
+        if backend.saves_on_preempt_signal:
+            install_preemption_handler()  # SIGUSR1 before the time limit: save this step, stop, the retry resumes
         resolved = backend.resolve(config)
         backend.validate_config(resolved)
     resolved_sha = config_sha256(resolved)

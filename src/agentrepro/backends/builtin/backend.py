@@ -63,6 +63,7 @@ class BuiltinBackend(Backend):
     model_forms = frozenset({BUILTIN_FORM})
     container = "never"
     shares_warmstart = True
+    saves_on_preempt_signal = True  # trainer.loop polls process.PREEMPTED between steps
 
     def default_config(self) -> dict[str, Any]:
         return {"model": dict(DEFAULT_MODEL), "train": TrainConfig().to_dict(), "eval": dict(DEFAULT_EVAL)}
