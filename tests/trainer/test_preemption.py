@@ -1,7 +1,8 @@
 """A training stopped by the time limit's signal (SIGUSR1, which the SLURM profile asks for before the limit) saves the
 step it is at, records its attempt as preempted with that step, exits 75, and its retry resumes from there and ends
 as the uninterrupted run ends: the same weights and metrics, no checkpoint of a step the study does not evaluate.
-Under the local SLURM the signal comes from `scancel --signal=USR1` on a job sbatch started."""
+Under the local SLURM the signal comes from `scancel --signal=USR1` on a job sbatch started, and a job SLURM requeues
+(`scontrol requeue`) is recorded as such and resumes."""
 
 from __future__ import annotations
 
@@ -104,19 +105,70 @@ def test_under_slurm_scancel_signal_stops_the_job_and_its_retry_resumes(slurm_cl
     subprocess.run(["scancel", "--signal=USR1", "--full", job], check=True)
     time.sleep(1)
     os.kill(pid, signal.SIGCONT)
-    deadline = time.monotonic() + 300
-    while (
-        time.monotonic() < deadline
-        and subprocess.run(
-            ["squeue", "--noheader", "--states=RUNNING,PENDING,COMPLETING", "--jobs", job],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    ):
-        time.sleep(1)
+    _gone_from_the_queue(job)
     attempt = _resumed_as_whole(tmp_path, config, run, whole)
     assert attempt["slurm_job_id"] == job
     assert "stopped on signal SIGUSR1" in (tmp_path / "job.out").read_text()
+
+
+def _state(job):
+    return subprocess.run(
+        ["squeue", "--noheader", "-o", "%T", "--jobs", job], capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _gone_from_the_queue(job, deadline_s=300):
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        queue = subprocess.run(
+            ["squeue", "--noheader", "--states=RUNNING,PENDING,COMPLETING", "--jobs", job],
+            capture_output=True,
+            text=True,
+        )
+        if not queue.stdout.strip():
+            return
+        time.sleep(1)
+    pytest.fail(f"SLURM job {job} still queued after {deadline_s} s")
+
+
+@pytest.mark.slurm
+def test_a_job_slurm_requeues_is_recorded_as_such_and_resumes(slurm_cluster, tmp_path):
+    """`scontrol requeue` (what a cluster does to a job on a failed or reclaimed node) stops the training with SIGTERM
+    and starts the same SLURM job again: the first attempt is closed as killed with the last step on disk, the second
+    records SLURM's restart count, resumes from that step and ends as the uninterrupted run."""
+    config = _config(tmp_path)
+    whole = tmp_path / "whole"
+    assert run_cli("train", "--config", config, "--out", whole, cwd=tmp_path).returncode == 0
+    run = tmp_path / "requeued"
+    wrap = "exec " + shlex.join(_train(config, run))
+    out = tmp_path / "job.out"
+    sbatch = ["sbatch", "--parsable", "--requeue", "--open-mode=append", "--chdir", str(tmp_path), "--output", str(out)]
+    job = subprocess.run(
+        [*sbatch, "--wrap", wrap],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    _after_first_step(run)
+    pid = json.loads((run / "provenance.json").read_text())["attempts"][-1]["pid"]
+    os.kill(pid, signal.SIGSTOP)  # held, so that the requeue lands before the last step
+    subprocess.run(["scontrol", "requeue", job], check=True)
+    os.kill(pid, signal.SIGCONT)
+    # SLURM holds a requeued job for two minutes (its BeginTime, set once the job is pending again): release it now
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _state(job) != "PENDING":
+        time.sleep(0.2)
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
+    _gone_from_the_queue(job)
+    attempts = json.loads((run / "provenance.json").read_text())["attempts"]
+    assert [a["status"] for a in attempts] == ["killed", "ok"], attempts
+    first, second = attempts
+    assert first["slurm_job_id"] == second["slurm_job_id"] == job
+    assert first["last_saved_step"] == 0 and first.get("slurm_restart_count", 0) == 0, first
+    assert second["slurm_restart_count"] == 1 and second["how_started"].startswith("resumed"), second
+    a, b = load_checkpoint(whole, STEPS), load_checkpoint(run, STEPS)
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert "DUE TO JOB REQUEUE" in out.read_text()
 
 
 def test_a_killed_training_records_the_last_step_its_retry_resumes_from(tmp_path):
