@@ -20,6 +20,7 @@ if [ "${1:-all}" != report ]; then
   command -v slurmctld >/dev/null || missing+=(munge slurmctld slurmd slurm-client)
   command -v podman >/dev/null || missing+=(podman)   # the container tests run jobs in real podman images
   command -v runc >/dev/null || missing+=(runc)       # the OCI runtime those tests select (crun refuses some cgroup layouts)
+  command -v ip >/dev/null || missing+=(iproute2)     # network namespaces: the two-node Ray cluster test
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

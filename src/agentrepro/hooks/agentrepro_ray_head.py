@@ -21,6 +21,11 @@ free (it was killed, SIGKILL included, which leaves a container running), PROGRA
 (`watch_owner`). As a container's first process (podman and docker without --init, whose catatonit or tini a node
 need not have) it reaps the orphans the job leaves (`reap_orphans`), so they do not stay zombies for the job's life.
 
+Several nodes: `--node-ip ADDR --address-file FILE` binds the head to the node's address (not 127.0.0.1) and writes
+its GCS address to FILE once it listens; on each other node of the job, `--key KEY --node-ip ADDR --join FILE` (no
+program) waits for FILE, reserves a block of that node's ports as a head does, and runs a worker node
+(`ray start --address=... --block`, `worker_argv`) until SIGTERM or until Ray's processes end with the head.
+
 Python path: the job's own entries (hooks, checkout) come as AGENTREPRO_PYTHONPATH and go before the PYTHONPATH
 this process runs with, which in an image is the image's own (Relax's image puts Megatron-LM there): the head, its
 workers and PROGRAM get both (`extended_pythonpath`). A PYTHONPATH set by the job would replace the image's.
@@ -85,6 +90,8 @@ PYTHONPATH_ENV = "AGENTREPRO_PYTHONPATH"  # the job's entries, put before the PY
 EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 RESERVED = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")  # "8000-8010,9000": kept out of the ephemeral range
 PORT_MAX = 65535
+LOOPBACK = "127.0.0.1"  # a job of one node binds its head here: nothing off the node reaches it
+ADDRESS_WAIT_S = 600.0  # a worker node's wait for the head's address file (the head's node may start later)
 RECORD_MAX_BYTES = 4096  # a record is one line of a few numbers
 MAX_FIXED = 64  # hard-coded ports one record may hold
 SHARED_MODE = 0o1777  # sticky and writable by every user, as /tmp: each user may remove only their own records
@@ -129,20 +136,26 @@ class RayPorts:
     def dashboard(self) -> int:
         return self.base + 1
 
+    @property
+    def node_manager(self) -> int:
+        return self.base + 3
+
     def flags(self, *, client: bool = True) -> list[str]:
-        """`ray start` port flags. client=False leaves out --ray-client-server-port, which Ray refuses unless
+        """`ray start --head` port flags. client=False leaves out --ray-client-server-port, which Ray refuses unless
         the client extra (grpcio; part of ray[default], which verl installs) is there."""
         b = self.base
         client_flag = [f"--ray-client-server-port={b + 2}"] if client else []
+        return [f"--port={b}", f"--dashboard-port={b + 1}", *client_flag, *self.node_flags()]
+
+    def node_flags(self) -> list[str]:
+        """The ports every node binds (its raylet, object manager, agents and workers): a worker node's whole set."""
+        b = self.base
         workers = (
             [f"--min-worker-port={b + HEAD_PORTS}", f"--max-worker-port={b + self.size - 1}"]
             if self.workers
             else ["--min-worker-port=0", "--max-worker-port=0"]
         )
         return [
-            f"--port={b}",
-            f"--dashboard-port={b + 1}",
-            *client_flag,
             f"--node-manager-port={b + 3}",
             f"--object-manager-port={b + 4}",
             f"--metrics-export-port={b + 5}",
@@ -168,28 +181,48 @@ def head_argv(
     dashboard: bool = False,
     client: bool = True,
     memory_mb: int | None = None,
+    node_ip: str = LOOPBACK,
 ) -> list[str]:
-    """`ray start --head --block` on `ports` and this job's temp dir. With `dashboard`, the dashboard (and its
+    """`ray start --head --block` on `ports` and this job's temp dir, bound to `node_ip` (the loopback address for a
+    job of one node; the node's address where worker nodes join). With `dashboard`, the dashboard (and its
     job-submission API, which `ray job submit` needs) listens on 127.0.0.1 at `RayPorts.dashboard`. Workers
-    inherit the head's environment: that is how a Ray job's driver and actors receive the job's settings.
-    `memory_mb`, the job's memory: Ray would size its object store (30%) and its memory resource from the node's
-    memory, past a SLURM job's limit; they are sized from the job's instead (OBJECT_STORE_FRACTION), the store
-    within /dev/shm's free space (SHM_FRACTION)."""
+    inherit the head's environment: that is how a Ray job's driver and actors receive the job's settings."""
     argv = [
         ray,
         "start",
         "--head",
         "--block",
-        "--node-ip-address=127.0.0.1",
+        f"--node-ip-address={node_ip}",
         *ports.flags(client=client),
         f"--temp-dir={temp_dir(key)}",
         "--disable-usage-stats",
     ]
     argv += ["--include-dashboard=true", "--dashboard-host=127.0.0.1"] if dashboard else ["--include-dashboard=false"]
-    if num_cpus is not None:
-        argv.append(f"--num-cpus={int(num_cpus)}")
-    if num_gpus is not None:
-        argv.append(f"--num-gpus={int(num_gpus)}")
+    return argv + node_resources(num_cpus, num_gpus, memory_mb)
+
+
+def worker_argv(
+    address: str,
+    ports: RayPorts,
+    *,
+    node_ip: str,
+    ray: str = "ray",
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    memory_mb: int | None = None,
+) -> list[str]:
+    """`ray start --address=HEAD --block`: a worker node of the job's cluster on `ports` (RayPorts.node_flags), bound
+    to `node_ip`. Ray gives a worker node the head's temp dir (a path on the node's own /tmp)."""
+    argv = [ray, "start", f"--address={address}", "--block", f"--node-ip-address={node_ip}", *ports.node_flags()]
+    return [*argv, "--disable-usage-stats", *node_resources(num_cpus, num_gpus, memory_mb)]
+
+
+def node_resources(num_cpus: int | None, num_gpus: int | None, memory_mb: int | None) -> list[str]:
+    """What a node gives the job. `memory_mb`, the job's memory on the node: Ray would size its object store (30%) and
+    its memory resource from the node's memory, past a SLURM job's limit; they are sized from the job's instead
+    (OBJECT_STORE_FRACTION), the store within /dev/shm's free space (SHM_FRACTION)."""
+    argv = [f"--num-cpus={int(num_cpus)}"] if num_cpus is not None else []
+    argv += [f"--num-gpus={int(num_gpus)}"] if num_gpus is not None else []
     if memory_mb is not None:
         total = int(memory_mb) * 1024 * 1024
         store = int(total * OBJECT_STORE_FRACTION)
@@ -370,10 +403,10 @@ def bindable(port: int) -> bool:
     return True
 
 
-def listening(port: int) -> bool:
+def listening(port: int, host: str = LOOPBACK) -> bool:
     with socket.socket() as sock:
         sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+        return sock.connect_ex((host, port)) == 0
 
 
 @dataclass
@@ -494,10 +527,11 @@ def running_head(
     stderr: IO | None = None,
     wait_s: float = 120,
     pid_file: Path | None = None,
+    host: str = LOOPBACK,
 ) -> Iterator[subprocess.Popen]:
-    """Run the head in its own session while the block runs, holding the reservation's lock (the head inherits it,
-    so it lasts as long as the head does); HeadFailed when it exits or does not listen on `wait_for` in time; stop
-    only that session's process group afterwards (TERM, then KILL after 30 s)."""
+    """Run the head (or a worker node) in its own session while the block runs, holding the reservation's lock (the
+    head inherits it, so it lasts as long as the head does); HeadFailed when it exits or does not listen on `wait_for`
+    at `host` in time; stop only that session's process group afterwards (TERM, then KILL after 30 s)."""
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -513,7 +547,7 @@ def running_head(
         if pid_file is not None:  # the PID and the namespace that counts it: a container's own under podman
             pid_file.write_text(f"{proc.pid} {pid_namespace()}\n")
         deadline = time.monotonic() + wait_s
-        while not all(listening(port) for port in wait_for):
+        while not all(listening(port, host) for port in wait_for):
             if proc.poll() is not None:
                 raise HeadFailed(
                     f"the Ray head exited with status {proc.returncode} before listening on {', '.join(map(str, wait_for))}"
@@ -585,7 +619,11 @@ def run(
     port_wait_s: float = 0.0,
     memory_mb: int | None = None,
     owner_lock: Path | None = None,
+    node_ip: str = LOOPBACK,
+    address_file: Path | None = None,
 ) -> int:
+    """The job's head on this node, then `program` against it (module docstring). With `address_file`, the head's GCS
+    address (`node_ip`:port) is written there once it listens, for the job's worker nodes (`join`), and removed after."""
     try:
         reservation = reserve_waiting(key, worker_ports, fixed_ports, port_wait_s)
     except PortsTaken as exc:
@@ -604,8 +642,9 @@ def run(
         dashboard=dashboard,
         client=client,
         memory_mb=memory_mb,
+        node_ip=node_ip,
     )
-    address = f"http://127.0.0.1:{ports.dashboard}" if dashboard else f"127.0.0.1:{ports.head}"
+    address = f"http://127.0.0.1:{ports.dashboard}" if dashboard else f"{node_ip}:{ports.head}"
     print(
         f"agentrepro: Ray head of job {key} on ports {ports.base}-{ports.base + ports.size - 1}, RAY_ADDRESS={address}",
         file=sys.stderr,
@@ -623,7 +662,9 @@ def run(
         reap_orphans()
     try:
         wait_for = (ports.head, ports.dashboard) if dashboard else (ports.head,)
-        with running_head(argv, reservation, wait_for=wait_for, wait_s=wait_s, pid_file=pid_file):
+        with running_head(argv, reservation, wait_for=wait_for, wait_s=wait_s, pid_file=pid_file, host=node_ip):
+            if address_file is not None:
+                write_address(address_file, f"{node_ip}:{ports.head}")
             child = subprocess.Popen(program, env={**os.environ, "RAY_ADDRESS": address})
             _OWN.add(child.pid)
             try:
@@ -632,6 +673,91 @@ def run(
                 if child.poll() is None:
                     child.terminate()
                     child.wait()
+    except HeadFailed as exc:
+        print(f"agentrepro: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        reservation.release()
+        if address_file is not None:
+            address_file.unlink(missing_ok=True)
+
+
+# --- a worker node of the job: on each node of an allocation but the head's ---------------------------------
+
+
+ADDRESS = re.compile(r"^([0-9]{1,3}(?:\.[0-9]{1,3}){3}):([0-9]{1,5})$")
+
+
+def write_address(path: Path, address: str) -> None:
+    """The head's address for the job's worker nodes, whole or not at all (written beside, then renamed)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(address + "\n", encoding="ascii")
+    partial.replace(path)
+
+
+def read_address(path: Path, wait_s: float) -> str:
+    """The head's address from `path` (on a folder every node of the job sees), waited for up to `wait_s`; HeadFailed
+    when it does not come or is not `IPv4:port`."""
+    deadline = time.monotonic() + wait_s
+    while not path.is_file():
+        if time.monotonic() > deadline:
+            raise HeadFailed(f"no Ray head address in {path} after {wait_s:.0f} s")
+        time.sleep(0.5)
+    text = path.read_text(encoding="ascii", errors="replace").strip()
+    match = ADDRESS.match(text)
+    if match is None or not 1 <= int(match[2]) <= PORT_MAX:
+        raise HeadFailed(f"{path} holds {text[:80]!r}, not a Ray head address (IPv4:port)")
+    return text
+
+
+def join(
+    address_file: Path,
+    *,
+    key: str,
+    node_ip: str,
+    ray: str = "ray",
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    worker_ports: int = 0,
+    memory_mb: int | None = None,
+    wait_s: float = 120.0,
+    address_wait_s: float = ADDRESS_WAIT_S,
+    port_wait_s: float = 0.0,
+) -> int:
+    """A worker node of the job's cluster on this node: its own block of this node's ports (reserved as a head's
+    is), joined to the head whose address `address_file` holds, until SIGTERM (the job step ending) or until Ray's
+    processes end (the head gone). Exit status as `run`'s."""
+    try:
+        address = read_address(address_file, address_wait_s)
+        reservation = reserve_waiting(key, worker_ports, (), port_wait_s)
+    except HeadFailed as exc:
+        print(f"agentrepro: {exc}", file=sys.stderr)
+        return 1
+    except PortsTaken as exc:
+        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
+        return EX_TEMPFAIL
+    except (NoRoom, UnsafeFolder) as exc:
+        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
+        return 1
+    ports = reservation.ports
+    argv = worker_argv(
+        address, ports, node_ip=node_ip, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, memory_mb=memory_mb
+    )
+    print(
+        f"agentrepro: Ray worker node of job {key} at {node_ip} on ports {ports.base}-{ports.base + ports.size - 1}, "
+        f"joining {address}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def terminate(signum, frame):
+        raise SystemExit(143)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        with running_head(argv, reservation, wait_for=(ports.node_manager,), wait_s=wait_s, host=node_ip) as proc:
+            return proc.wait()
     except HeadFailed as exc:
         print(f"agentrepro: {exc}", file=sys.stderr)
         return 1
@@ -742,11 +868,28 @@ def main(argv: list[str] | None = None) -> int:
         "--port-wait-s",
         help=f"seconds to wait for taken ports before exit 75 (default ${PORT_WAIT_ENV}, else {PORT_WAIT_DEFAULT:.0f})",
     )
+    parser.add_argument(
+        "--node-ip", default=LOOPBACK, help=f"the address this node's Ray binds (default {LOOPBACK}: a one-node job)"
+    )
+    parser.add_argument(
+        "--address-file", type=Path, help="head: write the head's address here once it listens (for --join)"
+    )
+    parser.add_argument(
+        "--join",
+        type=Path,
+        metavar="ADDRESS_FILE",
+        help="run a worker node of the job, joined to the head whose address this file holds (no program)",
+    )
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
-    if not program:
+    if args.join is not None and program:
+        parser.error("a worker node (--join) runs no program")
+    if args.join is None and not program:
         parser.error("give the program after --")
+    if not ADDRESS.match(f"{args.node_ip}:1"):
+        print(f"agentrepro_ray_head.py: --node-ip {args.node_ip!r} is not an IPv4 address", file=sys.stderr)
+        return 2
     bad = [p for p in args.fixed_port if not 1 <= p <= PORT_MAX]
     if bad or not 0 <= args.worker_ports <= PORT_MAX:
         what = f"--fixed-port {bad[0]}" if bad else f"--worker-ports {args.worker_ports}"
@@ -766,6 +909,18 @@ def main(argv: list[str] | None = None) -> int:
     pythonpath = extended_pythonpath(os.environ)
     if pythonpath is not None:  # inherited by the head, its workers and the program
         os.environ["PYTHONPATH"] = pythonpath
+    if args.join is not None:
+        return join(
+            args.join,
+            key=args.key,
+            node_ip=args.node_ip,
+            ray=args.ray,
+            num_cpus=args.num_cpus,
+            num_gpus=args.num_gpus,
+            worker_ports=args.worker_ports,
+            memory_mb=args.memory_mb,
+            port_wait_s=port_wait_s,
+        )
     return run(
         program,
         key=args.key,
@@ -780,6 +935,8 @@ def main(argv: list[str] | None = None) -> int:
         port_wait_s=port_wait_s,
         memory_mb=args.memory_mb,
         owner_lock=args.owner_lock or (Path(os.environ[OWNER_ENV]) if os.environ.get(OWNER_ENV) else None),
+        node_ip=args.node_ip,
+        address_file=args.address_file,
     )
 
 
@@ -798,6 +955,7 @@ __all__ = [
     "extended_pythonpath",
     "head_argv",
     "job_key",
+    "join",
     "listening",
     "main",
     "ports_dir",
@@ -809,6 +967,7 @@ __all__ = [
     "shared_folder",
     "stop_group",
     "temp_dir",
+    "worker_argv",
 ]
 
 
