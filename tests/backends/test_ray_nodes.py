@@ -83,7 +83,7 @@ def _block(stderr: str, what: str) -> range:
 
 def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(tmp_path):
     """The head binds its node's address and writes it for the worker node, which reserves a block of its own node's
-    ports and joins; an actor placed on each node listens only inside that node's block, as do both raylets."""
+    ports and joins from its address on the route to the head; an actor placed on each node listens only inside that node's block, as do both raylets."""
     ray, python = require_ray()
     shared = Path(tempfile.mkdtemp(dir="/var/tmp"))  # what both nodes see (the worker node's /tmp is its own)
     address = shared / "ray-head.address"
@@ -93,7 +93,7 @@ def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(
     worker_err = shared / "worker.err"
     try:
         with two_nodes() as (head_ns, worker_ns):
-            join = [python, str(SCRIPT), *common, "--node-ip", WORKER_IP, "--join", str(address)]
+            join = [python, str(SCRIPT), *common, "--join", str(address)]  # its address: the one toward the head
             own_tmp = 'mount -t tmpfs tmpfs /tmp && exec "$@"'
             with open(worker_err, "w") as err:
                 worker = subprocess.Popen(

@@ -24,7 +24,8 @@ need not have) it reaps the orphans the job leaves (`reap_orphans`), so they do 
 Several nodes: `--node-ip ADDR --address-file FILE` binds the head to the node's address (not 127.0.0.1) and writes
 its GCS address to FILE once it listens; on each other node of the job, `--key KEY --node-ip ADDR --join FILE` (no
 program) waits for FILE, reserves a block of that node's ports as a head does, and runs a worker node
-(`ray start --address=... --block`, `worker_argv`) until SIGTERM or until Ray's processes end with the head.
+(`ray start --address=... --block`, `worker_argv`) until SIGTERM or until Ray's processes end with the head; without
+--node-ip a worker node binds its address on the route to the head (`route_address`).
 
 Python path: the job's own entries (hooks, checkout) come as AGENTREPRO_PYTHONPATH and go before the PYTHONPATH
 this process runs with, which in an image is the image's own (Relax's image puts Megatron-LM there): the head, its
@@ -91,6 +92,7 @@ EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 RESERVED = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")  # "8000-8010,9000": kept out of the ephemeral range
 PORT_MAX = 65535
 LOOPBACK = "127.0.0.1"  # a job of one node binds its head here: nothing off the node reaches it
+AUTO = "auto"  # a worker node's --node-ip: its address on the route to the head (`route_address`)
 ADDRESS_WAIT_S = 600.0  # a worker node's wait for the head's address file (the head's node may start later)
 RECORD_MAX_BYTES = 4096  # a record is one line of a few numbers
 MAX_FIXED = 64  # hard-coded ports one record may hold
@@ -711,6 +713,14 @@ def read_address(path: Path, wait_s: float) -> str:
     return text
 
 
+def route_address(host: str) -> str:
+    """This node's address on the route to `host` (the one the head's node sees this node's connections come from):
+    what a worker node binds when its address is not given (`--node-ip auto`). No packet is sent."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect((host, 9))
+        return sock.getsockname()[0]
+
+
 def join(
     address_file: Path,
     *,
@@ -727,11 +737,14 @@ def join(
 ) -> int:
     """A worker node of the job's cluster on this node: its own block of this node's ports (reserved as a head's
     is), joined to the head whose address `address_file` holds, until SIGTERM (the job step ending) or until Ray's
-    processes end (the head gone). Exit status as `run`'s."""
+    processes end (the head gone). `node_ip` "auto": this node's address on the route to the head. Exit status as
+    `run`'s."""
     try:
         address = read_address(address_file, address_wait_s)
+        if node_ip == AUTO:
+            node_ip = route_address(address.rsplit(":", 1)[0])
         reservation = reserve_waiting(key, worker_ports, (), port_wait_s)
-    except HeadFailed as exc:
+    except (HeadFailed, OSError) as exc:  # OSError: no route to the head's address
         print(f"agentrepro: {exc}", file=sys.stderr)
         return 1
     except PortsTaken as exc:
@@ -869,7 +882,10 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seconds to wait for taken ports before exit 75 (default ${PORT_WAIT_ENV}, else {PORT_WAIT_DEFAULT:.0f})",
     )
     parser.add_argument(
-        "--node-ip", default=LOOPBACK, help=f"the address this node's Ray binds (default {LOOPBACK}: a one-node job)"
+        "--node-ip",
+        default=None,
+        help=f"the address this node's Ray binds (head: default {LOOPBACK}, a one-node job; --join: default "
+        f"{AUTO!r}, the address on the route to the head)",
     )
     parser.add_argument(
         "--address-file", type=Path, help="head: write the head's address here once it listens (for --join)"
@@ -887,8 +903,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("a worker node (--join) runs no program")
     if args.join is None and not program:
         parser.error("give the program after --")
-    if not ADDRESS.match(f"{args.node_ip}:1"):
-        print(f"agentrepro_ray_head.py: --node-ip {args.node_ip!r} is not an IPv4 address", file=sys.stderr)
+    node_ip = args.node_ip or (AUTO if args.join is not None else LOOPBACK)
+    if not ADDRESS.match(f"{node_ip}:1") and not (node_ip == AUTO and args.join is not None):
+        print(f"agentrepro_ray_head.py: --node-ip {node_ip!r} is not an IPv4 address", file=sys.stderr)
         return 2
     bad = [p for p in args.fixed_port if not 1 <= p <= PORT_MAX]
     if bad or not 0 <= args.worker_ports <= PORT_MAX:
@@ -913,7 +930,7 @@ def main(argv: list[str] | None = None) -> int:
         return join(
             args.join,
             key=args.key,
-            node_ip=args.node_ip,
+            node_ip=node_ip,
             ray=args.ray,
             num_cpus=args.num_cpus,
             num_gpus=args.num_gpus,
@@ -935,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
         port_wait_s=port_wait_s,
         memory_mb=args.memory_mb,
         owner_lock=args.owner_lock or (Path(os.environ[OWNER_ENV]) if os.environ.get(OWNER_ENV) else None),
-        node_ip=args.node_ip,
+        node_ip=node_ip,
         address_file=args.address_file,
     )
 
