@@ -5,7 +5,6 @@ import torch
 from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 from agentrepro.errors import BadInput
-from agentrepro.trainer import decode
 from agentrepro.trainer.decode import StaticDecoder
 from agentrepro.trainer.rollout import Sampler, rollout
 
@@ -74,41 +73,6 @@ def test_static_engine_logits_match_the_model_forward():
     with torch.no_grad():
         logits, _, _ = policy(ids, attn, pos)
     assert torch.allclose(first, logits[:, 5], atol=1e-5) and torch.allclose(second, logits[:, 6], atol=1e-5)
-
-
-@pytest.mark.parametrize("mode", ["concat", "non_concat"])
-def test_attention_over_the_columns_written_so_far_plays_the_same_rollout(monkeypatch, mode):
-    """Decode steps that read only the columns written so far (here in spans of 4 columns, so a turn crosses several)
-    play the same rollout as the eager decoder, which attends over every column."""
-    monkeypatch.setattr(decode, "SPAN_COLUMNS", 4)
-    eager, static = _both(mode, lambda: Sampler(1.0, torch.Generator().manual_seed(7)), max_new=9)
-    _same(eager, static)
-
-
-def test_a_decode_step_reads_its_span_and_gives_the_models_logits(monkeypatch):
-    """In a wide allocation a decode step reads only its span (columns through its own, rounded up), and its logits
-    are the model's, in the first span and past it."""
-    monkeypatch.setattr(decode, "SPAN_COLUMNS", 4)
-    spec, tok, _codec = tiny_spec_and_codec()
-    policy = tiny_policy(spec, tok, seed=1)
-    engine = StaticDecoder(policy, torch.device("cpu"), bf16=False)
-    ids = torch.randint(6, len(tok), (3, 11))
-    attn = torch.ones_like(ids)
-    attn[1, 2:4] = 0
-    engine.allocate(3, 64)
-    engine.ids[:, :3], engine.attn[:, :3] = ids[:, :3], attn[:, :3]
-    assert [engine.span(c) for c in (0, 3, 4, 9, 63)] == [4, 4, 8, 12, 64]
-    engine.prefill(0, 3)
-    got = []
-    for c in range(3, 11):  # as the rollout does: a column's attention is set when its token is decoded
-        engine.ids[:, c], engine.attn[:, c] = ids[:, c], attn[:, c]
-        got.append(engine.decode(c, ids[:, c], attn[:, :c].sum(-1)))
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        logits, _, _ = policy(ids, attn, pos)
-    for g, c in zip(got, range(3, 11)):  # a padding column's logits are never read
-        real = attn[:, c].bool()
-        assert torch.allclose(g[real], logits[real, c], atol=1e-5), c
 
 
 def test_static_engine_refuses_an_unsupported_model():

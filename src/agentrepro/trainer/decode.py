@@ -8,9 +8,8 @@ and its own forward over that replica's modules (Qwen2-family models: tiny-qwen2
 are the rollout's token rows: `ids`, `attn`, `loss`, `turn` (rows, width) with the layout of
 agentrepro.trainer.rollout (one column per token for every row, padding with attention 0), and a K/V
 cache (layers x rows x kv-heads x width x head-dim) whose column c holds the keys and values of token
-column c. Attention reads the columns written so far, rounded up to SPAN_COLUMNS (masked by `attn`: columns
-not yet written are 0 there), not the whole width a growing dialogue allocated for its last turn: a decode
-step's shapes are fixed per span, and its graph is captured once per (rows, width, span).
+column c. A decode step reads the whole width, masked by `attn` (columns not yet written are 0 there),
+so its shapes never change and its graph is captured once per (rows, width).
 
 `StaticRows` is `rollout._Rows` on these buffers: the same columns, the same masks, the same positions
 (the count of attended tokens before a column). The host looks at the rows once every `check_every`
@@ -26,7 +25,6 @@ import torch.nn.functional as F
 
 from agentrepro.errors import BadInput
 
-SPAN_COLUMNS = 256  # key columns a decode step reads, rounded up to this: one captured graph per span
 SUPPORTED = ("Qwen2ForCausalLM",)
 """Language models whose forward `StaticDecoder` implements (its attention, RoPE and MLP are Qwen2's)."""
 
@@ -56,6 +54,7 @@ class StaticDecoder:
     turn: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
+    logits: torch.Tensor
 
     def __init__(self, policy, device: torch.device, bf16: bool, *, graphs: bool | None = None):
         if not supports(policy):
@@ -71,7 +70,7 @@ class StaticDecoder:
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.graphs = self.device.type == "cuda" if graphs is None else graphs
         self.shape: tuple[int, int] | None = None
-        self.graph: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}  # per span: the graph, its logits
+        self.graph: torch.cuda.CUDAGraph | None = None
         # fewer, larger kernels per layer (a decode step is bound by their count): q, k, v as one matmul, gate and up as one
         layers = self.lm.model.layers
         self.qkv = [
@@ -120,16 +119,15 @@ class StaticDecoder:
             self.k[:, :, :, :keep] = old[4][:, :, :, :keep]
             self.v[:, :, :, :keep] = old[5][:, :, :, :keep]
         self.shape = (rows, width)
-        self.graph = {}
+        self.graph = None
         self.tok = torch.zeros(rows, 1, dtype=torch.long, device=dev)
         self.pos = torch.zeros(rows, 1, dtype=torch.long, device=dev)
         self.col = torch.zeros(1, dtype=torch.long, device=dev)
 
     # --- the model -------------------------------------------------------------------------------
     def _forward(self, ids, pos, cols, mask):
-        """ids, pos (B, T); cols (T,) the columns they occupy; mask (B, T, S) bool: which of the first S key
-        columns each query attends (S covers `cols`). Writes their K/V into the cache; returns the last column's
-        logits (B, V) float32.
+        """ids, pos (B, T); cols (T,) the columns they occupy; mask (B, T, W) bool: which key columns each
+        query attends. Writes their K/V into the cache; returns the last column's logits (B, V) float32.
         Qwen2's layer (transformers' modeling_qwen2) with fused projections and one RoPE pass over q and k."""
         lm, (B, T) = self.lm, ids.shape
         model, H, K, D = lm.model, self.n_heads, self.n_kv, self.head_dim
@@ -139,8 +137,7 @@ class StaticDecoder:
         g = H // K
         # grouped-query attention without repeating K/V: query head h uses kv head h // g, so the g query
         # heads of a kv head become g x T queries of that head
-        span = mask.shape[-1]
-        attend = mask[:, None, None].expand(B, 1, g, T, span).reshape(B, 1, g * T, span)
+        attend = mask[:, None, None].expand(B, 1, g, T, mask.shape[-1]).reshape(B, 1, g * T, mask.shape[-1])
         for i, layer in enumerate(model.layers):
             a, (w_qkv, b_qkv) = layer.self_attn, self.qkv[i]
             qkv = F.linear(_rms(layer.input_layernorm, h), w_qkv, b_qkv).view(B, T, H + 2 * K, D)
@@ -152,11 +149,7 @@ class StaticDecoder:
             self.k[i].index_copy_(2, cols, k)
             self.v[i].index_copy_(2, cols, v)
             o = F.scaled_dot_product_attention(
-                q.reshape(B, K, g * T, D),
-                self.k[i][:, :, :span],
-                self.v[i][:, :, :span],
-                attn_mask=attend,
-                scale=a.scaling,
+                q.reshape(B, K, g * T, D), self.k[i], self.v[i], attn_mask=attend, scale=a.scaling
             )
             h = h + a.o_proj(o.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D))
             gate, up = F.linear(_rms(layer.post_attention_layernorm, h), self.gate_up[i]).chunk(2, -1)
@@ -172,20 +165,16 @@ class StaticDecoder:
     @torch.no_grad()
     def prefill(self, start: int, end: int) -> torch.Tensor:
         """Run columns [start, end) (already in `ids`/`attn`); logits of column end - 1 (B, V)."""
-        self.allocated()
+        width = self.allocated()[1]
         cols = torch.arange(start, end, device=self.device)
         counts = self.attn[:, :end].cumsum(-1)
         pos = (counts[:, start:end] - 1).clamp(min=0)
-        causal = torch.arange(end, device=self.device)[None, :] <= cols[:, None]  # (T, end): no key past `end`
-        mask = self.attn[:, :end].bool()[:, None, :] & causal[None]
+        causal = torch.arange(width, device=self.device)[None, :] <= cols[:, None]  # (T, W)
+        mask = self.attn.bool()[:, None, :] & causal[None]
         return self._forward(self.ids[:, start:end], pos, cols, mask)
 
-    def span(self, col: int) -> int:
-        """The key columns a decode step at column `col` reads: through `col`, rounded up to SPAN_COLUMNS."""
-        return min(self.allocated()[1], -(-(col + 1) // SPAN_COLUMNS) * SPAN_COLUMNS)
-
-    def _decode_step(self, span: int) -> torch.Tensor:
-        return self._forward(self.tok, self.pos, self.col, self.attn[:, :span].bool()[:, None, :])
+    def _decode_step(self) -> torch.Tensor:
+        return self._forward(self.tok, self.pos, self.col, self.attn.bool()[:, None, :])
 
     @torch.no_grad()
     def decode(self, col: int, tok: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
@@ -194,23 +183,20 @@ class StaticDecoder:
         self.tok.copy_(tok.unsqueeze(1))
         self.pos.copy_(pos.unsqueeze(1))
         self.col.fill_(col)
-        span = self.span(col)
         if not self.graphs:
-            return self._decode_step(span)
-        if span not in self.graph:
+            return self._decode_step()
+        if self.graph is None:
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):  # warm-up writes the same K/V at `col` as the replay below
                 for _ in range(2):
-                    self._decode_step(span)
+                    self._decode_step()
             torch.cuda.current_stream().wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                logits = self._decode_step(span)
-            self.graph[span] = (graph, logits)
-        graph, logits = self.graph[span]
-        graph.replay()
-        return logits
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.logits = self._decode_step()
+        self.graph.replay()
+        return self.logits
 
 
 def left_padded(chunks: list[list[int]], pad: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
