@@ -2,7 +2,8 @@
 of its own node's ports, with real Ray.
 
 The two "nodes" are network namespaces of this machine joined by a veth pair, each with its own address, and the
-worker node with its own /tmp (a mount namespace), as a second host has: what it cannot show is a real interconnect
+worker node with its own Ray temp folder (a tmpfs over that path in a mount namespace of its own) and its own port
+reservations, as a second host has: what it cannot show is a real interconnect
 (bandwidth, NCCL across hosts) and separate kernels. Needs root (namespaces), iproute2 and Ray.
 """
 
@@ -15,7 +16,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -83,49 +83,50 @@ def _block(stderr: str, what: str) -> range:
 
 def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(tmp_path):
     """The head binds its node's address and writes it for the worker node, which reserves a block of its own node's
-    ports and joins from its address on the route to the head; an actor placed on each node listens only inside that node's block, as do both raylets."""
+    ports and joins from its address on the route to the head; an actor placed on each node listens only inside that
+    node's block, as do both raylets."""
     ray, python = require_ray()
-    shared = Path(tempfile.mkdtemp(dir="/var/tmp"))  # what both nodes see (the worker node's /tmp is its own)
+    shared = tmp_path  # what both nodes see: the head's address, the driver, the worker node's log
     address = shared / "ray-head.address"
     common = ["--key", "two-nodes", "--ray", ray, "--num-cpus", "1", "--memory-mb", "1000", "--worker-ports", "20"]
     driver = shared / "driver.py"
     driver.write_text(DRIVER)
     worker_err = shared / "worker.err"
-    try:
-        with two_nodes() as (head_ns, worker_ns):
-            join = [python, str(SCRIPT), *common, "--join", str(address)]  # its address: the one toward the head
-            own_tmp = 'mount -t tmpfs tmpfs /tmp && exec "$@"'
-            with open(worker_err, "w") as err:
-                worker = subprocess.Popen(
-                    ["ip", "netns", "exec", worker_ns, "unshare", "--mount", "sh", "-c", own_tmp, "sh", *join],
-                    stdout=subprocess.DEVNULL,
-                    stderr=err,
-                )
-            try:
-                launch = [python, str(SCRIPT), *common, "--node-ip", HEAD_IP, "--address-file", str(address)]
-                head = subprocess.run(
-                    ["ip", "netns", "exec", head_ns, *launch, "--", python, str(driver), HEAD_IP, WORKER_IP],
-                    capture_output=True,
-                    text=True,
-                    timeout=420,
-                )
-            finally:
-                worker.send_signal(signal.SIGTERM)
-                worker_code = worker.wait(timeout=120)
-        assert head.returncode == 0, head.stderr[-4000:] + worker_err.read_text()[-2000:]
-        result = json.loads(next(x for x in head.stdout.splitlines() if x.startswith("RESULT "))[len("RESULT ") :])
-        blocks = {HEAD_IP: _block(head.stderr, "head"), WORKER_IP: _block(worker_err.read_text(), "worker node")}
-        assert f"at {WORKER_IP} on ports" in worker_err.read_text() and f"joining {HEAD_IP}:" in worker_err.read_text()
-        assert {ip for ip, _ in result["actors"]} == {HEAD_IP, WORKER_IP}, result
-        for ip, ports in result["actors"]:
-            assert ports and all(port in blocks[ip] for port in ports), (ip, ports, blocks[ip])
-        assert set(result["nodes"]) == {HEAD_IP, WORKER_IP}
-        for ip, raylet_ports in result["nodes"].items():
-            assert all(port in blocks[ip] for port in raylet_ports), (ip, raylet_ports, blocks[ip])
-        assert not address.exists(), "the head removes its address when it stops"
-        assert worker_code in (0, 143), worker_err.read_text()[-2000:]
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
+    with two_nodes() as (head_ns, worker_ns):
+        join = [python, str(SCRIPT), *common, "--join", str(address)]  # its address: the one toward the head
+        # Ray gives a worker node the head's temp folder path: on another host, a folder of its own
+        own_temp = 'mkdir -p "$1" && mount -t tmpfs tmpfs "$1" && shift && exec "$@"'
+        own_folder = ["unshare", "--mount", "sh", "-c", own_temp, "sh", ray_head.temp_dir("two-nodes")]
+        with open(worker_err, "w") as err:
+            worker = subprocess.Popen(
+                ["ip", "netns", "exec", worker_ns, *own_folder, *join],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env={**os.environ, ray_head.PORTS_ENV: str(shared / "worker-node-ports")},  # its node's own
+            )
+        try:
+            launch = [python, str(SCRIPT), *common, "--node-ip", HEAD_IP, "--address-file", str(address)]
+            head = subprocess.run(
+                ["ip", "netns", "exec", head_ns, *launch, "--", python, str(driver), HEAD_IP, WORKER_IP],
+                capture_output=True,
+                text=True,
+                timeout=420,
+            )
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker_code = worker.wait(timeout=120)
+    assert head.returncode == 0, head.stderr[-4000:] + worker_err.read_text()[-2000:]
+    result = json.loads(next(x for x in head.stdout.splitlines() if x.startswith("RESULT "))[len("RESULT ") :])
+    blocks = {HEAD_IP: _block(head.stderr, "head"), WORKER_IP: _block(worker_err.read_text(), "worker node")}
+    assert f"at {WORKER_IP} on ports" in worker_err.read_text() and f"joining {HEAD_IP}:" in worker_err.read_text()
+    assert {ip for ip, _ in result["actors"]} == {HEAD_IP, WORKER_IP}, result
+    for ip, ports in result["actors"]:
+        assert ports and all(port in blocks[ip] for port in ports), (ip, ports, blocks[ip])
+    assert set(result["nodes"]) == {HEAD_IP, WORKER_IP}
+    for ip, raylet_ports in result["nodes"].items():
+        assert all(port in blocks[ip] for port in raylet_ports), (ip, raylet_ports, blocks[ip])
+    assert not address.exists(), "the head removes its address when it stops"
+    assert worker_code in (0, 143), worker_err.read_text()[-2000:]
 
 
 def test_a_worker_node_without_a_head_address_or_with_garbage_in_it_says_so_in_one_line(tmp_path):
