@@ -4,9 +4,9 @@ Prints, in order, every external program of the train job of method M x seed K (
 launch), or with --eval-step the evaluation of checkpoint N, as `Backend.launches()` lists them
 (backends/launch.py), each with `Launch.shown()`: `cd DIR && NAME=value ... argv`, every word quoted.
 Then the sbatch flags the job gets under `snakemake --profile slurm` (planning.slurm_request: partition, runtime,
-memory, CPUs, constraint, qos, nodes, GPUs and their model, the signal before the time limit). After the train job's programs it prints the job's
-demand table (agentrepro.preflight: Ray worker ports, CPUs,
-GPUs, batch sizes, hard-coded ports, each beside the manifest value it must fit). Nothing runs. It reads the
+memory, CPUs, constraint, qos, nodes, GPUs and their model, the signal before the time limit). After the train job's
+programs it prints the job's demand table (agentrepro.preflight: Ray worker ports, CPUs, GPUs, batch sizes,
+hard-coded ports, each beside the manifest value it must fit). Nothing runs. It reads the
 manifest, not the lock, so a study can be reviewed before it is frozen: a placeholder (`TODO-...`) is shown as it is. The job itself runs inside `agentrepro train` / `agentrepro eval`
 on runs/<study>/<method>/seed<k>/ (relative to the current directory, as the workflow runs them).
 `snakemake -n -p` shows the same text (`StudyPlan.shown`) as each train job's message.
