@@ -605,6 +605,23 @@ def reserve_waiting(
             time.sleep(min(retry_s, max(0.1, left)))
 
 
+def _reserved(key: str, workers: int, fixed: tuple[int, ...], port_wait_s: float) -> Reservation | int:
+    """`reserve_waiting`, or the exit status when no ports came, said in one line: 75 (EX_TEMPFAIL) while they are
+    taken, so that the scheduler's retry runs the job later; 1 when the node has no room or an untrusted folder."""
+    try:
+        return reserve_waiting(key, workers, fixed, port_wait_s)
+    except PortsTaken as exc:
+        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
+        return EX_TEMPFAIL
+    except (NoRoom, UnsafeFolder) as exc:
+        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
+        return 1
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(143)
+
+
 def run(
     program: list[str],
     *,
@@ -626,14 +643,9 @@ def run(
 ) -> int:
     """The job's head on this node, then `program` against it (module docstring). With `address_file`, the head's GCS
     address (`node_ip`:port) is written there once it listens, for the job's worker nodes (`join`), and removed after."""
-    try:
-        reservation = reserve_waiting(key, worker_ports, fixed_ports, port_wait_s)
-    except PortsTaken as exc:
-        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
-        return EX_TEMPFAIL
-    except (NoRoom, UnsafeFolder) as exc:
-        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
-        return 1
+    reservation = _reserved(key, worker_ports, fixed_ports, port_wait_s)
+    if isinstance(reservation, int):
+        return reservation
     ports = reservation.ports
     argv = head_argv(
         key,
@@ -653,11 +665,7 @@ def run(
         flush=True,
     )
     child: subprocess.Popen | None = None
-
-    def terminate(signum, frame):
-        raise SystemExit(143)
-
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if owner_lock is not None:
         watch_owner(owner_lock)
     if os.getpid() == 1:  # a container's first process: the orphans of the job are given to it
@@ -743,16 +751,12 @@ def join(
         address = read_address(address_file, address_wait_s)
         if node_ip == AUTO:
             node_ip = route_address(address.rsplit(":", 1)[0])
-        reservation = reserve_waiting(key, worker_ports, (), port_wait_s)
     except (HeadFailed, OSError) as exc:  # OSError: no route to the head's address
         print(f"agentrepro: {exc}", file=sys.stderr)
         return 1
-    except PortsTaken as exc:
-        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
-        return EX_TEMPFAIL
-    except (NoRoom, UnsafeFolder) as exc:
-        print(f"agentrepro: no Ray ports for job {key}: {exc}; not starting", file=sys.stderr)
-        return 1
+    reservation = _reserved(key, worker_ports, (), port_wait_s)
+    if isinstance(reservation, int):
+        return reservation
     ports = reservation.ports
     argv = worker_argv(
         address, ports, node_ip=node_ip, ray=ray, num_cpus=num_cpus, num_gpus=num_gpus, memory_mb=memory_mb
@@ -763,11 +767,7 @@ def join(
         file=sys.stderr,
         flush=True,
     )
-
-    def terminate(signum, frame):
-        raise SystemExit(143)
-
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         with running_head(argv, reservation, wait_for=(ports.node_manager,), wait_s=wait_s, host=node_ip) as proc:
             return proc.wait()
