@@ -48,6 +48,16 @@ def _after_first_step(run, deadline_s=300):
     pytest.fail("the training never finished its first step")
 
 
+def _sbatch_training(tmp_path, config, run, *flags):
+    """sbatch the training (`exec`: it is the batch step's process), its output to job.out: (SLURM job, the training's
+    PID) once its first step is done (the job runs on this host)."""
+    wrap = "exec " + shlex.join(_train(config, run))
+    sbatch = ["sbatch", "--parsable", *flags, "--chdir", str(tmp_path), "--output", str(tmp_path / "job.out")]
+    job = subprocess.run([*sbatch, "--wrap", wrap], capture_output=True, text=True, check=True).stdout.strip()
+    _after_first_step(run)
+    return job, json.loads((run / "provenance.json").read_text())["attempts"][-1]["pid"]
+
+
 def _resumed_as_whole(tmp_path, config, run, whole):
     attempt = json.loads((run / "provenance.json").read_text())["attempts"][-1]
     assert attempt["status"] == "preempted" and 1 <= attempt["saved_step"] < STEPS, attempt
@@ -92,15 +102,7 @@ def test_under_slurm_scancel_signal_stops_the_job_and_its_retry_resumes(slurm_cl
     whole = tmp_path / "whole"
     assert run_cli("train", "--config", config, "--out", whole, cwd=tmp_path).returncode == 0
     run = tmp_path / "broken"
-    wrap = "exec " + shlex.join(_train(config, run))
-    job = subprocess.run(
-        ["sbatch", "--parsable", "--chdir", str(tmp_path), "--output", str(tmp_path / "job.out"), "--wrap", wrap],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    _after_first_step(run)
-    pid = json.loads((run / "provenance.json").read_text())["attempts"][-1]["pid"]
+    job, pid = _sbatch_training(tmp_path, config, run)
     os.kill(pid, signal.SIGSTOP)  # held, so that the signal lands before the last step (the job runs on this host)
     subprocess.run(["scancel", "--signal=USR1", "--full", job], check=True)
     time.sleep(1)
@@ -140,17 +142,7 @@ def test_a_job_slurm_requeues_is_recorded_as_such_and_resumes(slurm_cluster, tmp
     whole = tmp_path / "whole"
     assert run_cli("train", "--config", config, "--out", whole, cwd=tmp_path).returncode == 0
     run = tmp_path / "requeued"
-    wrap = "exec " + shlex.join(_train(config, run))
-    out = tmp_path / "job.out"
-    sbatch = ["sbatch", "--parsable", "--requeue", "--open-mode=append", "--chdir", str(tmp_path), "--output", str(out)]
-    job = subprocess.run(
-        [*sbatch, "--wrap", wrap],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    _after_first_step(run)
-    pid = json.loads((run / "provenance.json").read_text())["attempts"][-1]["pid"]
+    job, pid = _sbatch_training(tmp_path, config, run, "--requeue", "--open-mode=append")
     os.kill(pid, signal.SIGSTOP)  # held, so that the requeue lands before the last step
     subprocess.run(["scontrol", "requeue", job], check=True)
     os.kill(pid, signal.SIGCONT)
@@ -168,7 +160,7 @@ def test_a_job_slurm_requeues_is_recorded_as_such_and_resumes(slurm_cluster, tmp
     assert second["slurm_restart_count"] == 1 and second["how_started"].startswith("resumed"), second
     a, b = load_checkpoint(whole, STEPS), load_checkpoint(run, STEPS)
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
-    assert "DUE TO JOB REQUEUE" in out.read_text()
+    assert "DUE TO JOB REQUEUE" in (tmp_path / "job.out").read_text()
 
 
 def test_a_killed_training_records_the_last_step_its_retry_resumes_from(tmp_path):

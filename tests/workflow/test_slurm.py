@@ -25,19 +25,18 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 MANIFEST = HERE / "manifests" / "wf-slurm.yaml"
 
 
+def _through_the_profile(*targets: str) -> list[str]:
+    """snakemake's arguments for the test study under the SLURM profile on the local cluster (and `targets`)."""
+    args = ["--profile", str(REPO / "profiles" / "slurm"), *SLURM_OVERRIDES, "--verbose", "--config"]
+    args += ["manifest=manifests/wf-slurm.yaml", "freeze_flags=--allow-dirty"]
+    return args + (["--", *targets] if targets else [])
+
+
 def test_study_runs_through_slurm(slurm_cluster, tmp_path, capsys):
     """Train, eval, analyze and report each run as a SLURM job (train/eval with --gpus=1); provenance names job and GPU."""
     (tmp_path / "manifests").mkdir()
     shutil.copy(MANIFEST, tmp_path / "manifests" / MANIFEST.name)
-    args = [
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        *SLURM_OVERRIDES,
-        "--verbose",
-        "--config",
-        "manifest=manifests/wf-slurm.yaml",
-        "freeze_flags=--allow-dirty",
-    ]
+    args = _through_the_profile()
     # `timeout` ends snakemake (and, through it, its jobs) if the plugin ever polls forever.
     proc = snakemake(tmp_path, *args, timeout=1000, wrap=["timeout", "900"])
     out = proc.stdout + proc.stderr
@@ -146,18 +145,7 @@ def test_the_time_limit_signal_reaches_the_training_through_the_profile(slurm_cl
     (tmp_path / "manifests" / MANIFEST.name).write_text(yaml.safe_dump(manifest))
     run = tmp_path / "runs" / "wf-slurm" / "grpo" / "seed0"
     provenance = run / "provenance.json"
-    args = [
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        *SLURM_OVERRIDES,
-        "--verbose",
-        "--config",
-        "manifest=manifests/wf-slurm.yaml",
-        "freeze_flags=--allow-dirty",
-        "--",
-        "runs/wf-slurm/grpo/seed0/OUTPUTS.sha256",
-    ]
-    proc = snakemake_in_background(tmp_path, *args)
+    proc = snakemake_in_background(tmp_path, *_through_the_profile("runs/wf-slurm/grpo/seed0/OUTPUTS.sha256"))
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and proc.poll() is None:
