@@ -9,7 +9,8 @@ are the rollout's token rows: `ids`, `attn`, `loss`, `turn` (rows, width) with t
 agentrepro.trainer.rollout (one column per token for every row, padding with attention 0), and a K/V
 cache (layers x rows x kv-heads x width x head-dim) whose column c holds the keys and values of token
 column c. A decode step reads the whole width, masked by `attn` (columns not yet written are 0 there),
-so its shapes never change and its graph is captured once per (rows, width).
+so its shapes never change and its graph is captured once per (rows, width); a prefill (not captured)
+reads only the columns up to its last query.
 
 `StaticRows` is `rollout._Rows` on these buffers: the same columns, the same masks, the same positions
 (the count of attended tokens before a column). The host looks at the rows once every `check_every`
@@ -126,8 +127,8 @@ class StaticDecoder:
 
     # --- the model -------------------------------------------------------------------------------
     def _forward(self, ids, pos, cols, mask):
-        """ids, pos (B, T); cols (T,) the columns they occupy; mask (B, T, W) bool: which key columns each
-        query attends. Writes their K/V into the cache; returns the last column's logits (B, V) float32.
+        """ids, pos (B, T); cols (T,) the columns they occupy; mask (B, T, N) bool: which of the first N key
+        columns each query attends. Writes their K/V into the cache; returns the last column's logits (B, V) float32.
         Qwen2's layer (transformers' modeling_qwen2) with fused projections and one RoPE pass over q and k."""
         lm, (B, T) = self.lm, ids.shape
         model, H, K, D = lm.model, self.n_heads, self.n_kv, self.head_dim
@@ -137,7 +138,8 @@ class StaticDecoder:
         g = H // K
         # grouped-query attention without repeating K/V: query head h uses kv head h // g, so the g query
         # heads of a kv head become g x T queries of that head
-        attend = mask[:, None, None].expand(B, 1, g, T, mask.shape[-1]).reshape(B, 1, g * T, mask.shape[-1])
+        n = mask.shape[-1]  # key columns: the whole width in a decode step, up to the last query's in a prefill
+        attend = mask[:, None, None].expand(B, 1, g, T, n).reshape(B, 1, g * T, n)
         for i, layer in enumerate(model.layers):
             a, (w_qkv, b_qkv) = layer.self_attn, self.qkv[i]
             qkv = F.linear(_rms(layer.input_layernorm, h), w_qkv, b_qkv).view(B, T, H + 2 * K, D)
@@ -149,7 +151,7 @@ class StaticDecoder:
             self.k[i].index_copy_(2, cols, k)
             self.v[i].index_copy_(2, cols, v)
             o = F.scaled_dot_product_attention(
-                q.reshape(B, K, g * T, D), self.k[i], self.v[i], attn_mask=attend, scale=a.scaling
+                q.reshape(B, K, g * T, D), self.k[i][:, :, :n], self.v[i][:, :, :n], attn_mask=attend, scale=a.scaling
             )
             h = h + a.o_proj(o.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D))
             gate, up = F.linear(_rms(layer.post_attention_layernorm, h), self.gate_up[i]).chunk(2, -1)
@@ -165,12 +167,12 @@ class StaticDecoder:
     @torch.no_grad()
     def prefill(self, start: int, end: int) -> torch.Tensor:
         """Run columns [start, end) (already in `ids`/`attn`); logits of column end - 1 (B, V)."""
-        width = self.allocated()[1]
+        self.allocated()
         cols = torch.arange(start, end, device=self.device)
         counts = self.attn[:, :end].cumsum(-1)
         pos = (counts[:, start:end] - 1).clamp(min=0)
-        causal = torch.arange(width, device=self.device)[None, :] <= cols[:, None]  # (T, W)
-        mask = self.attn.bool()[:, None, :] & causal[None]
+        causal = torch.arange(end, device=self.device)[None, :] <= cols[:, None]  # (T, end): no query reads past `end`
+        mask = self.attn[:, :end].bool()[:, None, :] & causal[None]
         return self._forward(self.ids[:, start:end], pos, cols, mask)
 
     def _decode_step(self) -> torch.Tensor:
