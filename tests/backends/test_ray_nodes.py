@@ -1,10 +1,11 @@
 """A job's Ray cluster over two nodes: the head launcher on one, a worker node (`--join`) on the other, each on a block
-of its own node's ports, with real Ray.
+of its own node's ports, with real Ray; and the same started as a job does under SLURM, across the two nodes of a
+real allocation (backends/ray_nodes.py: the job's nodes, their addresses, the `srun` of the worker node).
 
-The two "nodes" are network namespaces of this machine joined by a veth pair, each with its own address, and the
-worker node with its own Ray temp folder (a tmpfs over that path in a mount namespace of its own) and its own port
-reservations, as a second host has: what it cannot show is a real interconnect
-(bandwidth, NCCL across hosts) and separate kernels. Needs root (namespaces), iproute2 and Ray.
+The two "nodes" are network namespaces of this machine joined by a veth pair, each with its own address (the local
+SLURM's second node is one: scripts/slurm-cluster.sh), and the worker node with its own Ray temp folder (a tmpfs over
+that path in a mount namespace of its own) and its own port reservations, as a second host has: what it cannot show
+is a real interconnect (bandwidth, NCCL across hosts) and separate kernels. Needs root (namespaces), iproute2 and Ray.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from helpers import require, require_ray
 
+from agentrepro.backends import ray_nodes
+from agentrepro.errors import Failure
 from agentrepro.hooks import agentrepro_ray_head as ray_head
 
 pytestmark = pytest.mark.slow
@@ -81,6 +85,26 @@ def _block(stderr: str, what: str) -> range:
     return range(int(found[1]), int(found[2]) + 1)
 
 
+def _own_temp_folder(key: str) -> list[str]:
+    """Words that run the rest in a mount namespace with a tmpfs over the Ray temp folder of the job `key`: Ray gives a
+    worker node the head's temp folder path, which on another host is a folder of its own."""
+    own_temp = 'mkdir -p "$1" && mount -t tmpfs tmpfs "$1" && shift && exec "$@"'
+    return ["unshare", "--mount", "sh", "-c", own_temp, "sh", ray_head.temp_dir(key)]
+
+
+def _each_node_on_its_own_ports(driver_out: str, head_err: str, worker_err: str, head_ip: str, worker_ip: str) -> None:
+    """The driver's actors ran on both nodes, each listening only inside its node's block, as do both raylets."""
+    result = json.loads(next(x for x in driver_out.splitlines() if x.startswith("RESULT "))[len("RESULT ") :])
+    blocks = {head_ip: _block(head_err, "head"), worker_ip: _block(worker_err, "worker node")}
+    assert f"at {worker_ip} on ports" in worker_err and f"joining {head_ip}:" in worker_err
+    assert {ip for ip, _ in result["actors"]} == {head_ip, worker_ip}, result
+    for ip, ports in result["actors"]:
+        assert ports and all(port in blocks[ip] for port in ports), (ip, ports, blocks[ip])
+    assert set(result["nodes"]) == {head_ip, worker_ip}
+    for ip, raylet_ports in result["nodes"].items():
+        assert all(port in blocks[ip] for port in raylet_ports), (ip, raylet_ports, blocks[ip])
+
+
 def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(tmp_path):
     """The head binds its node's address and writes it for the worker node, which reserves a block of its own node's
     ports and joins from its address on the route to the head; an actor placed on each node listens only inside that
@@ -94,12 +118,9 @@ def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(
     worker_err = shared / "worker.err"
     with two_nodes() as (head_ns, worker_ns):
         join = [python, str(SCRIPT), *common, "--join", str(address)]  # its address: the one toward the head
-        # Ray gives a worker node the head's temp folder path: on another host, a folder of its own
-        own_temp = 'mkdir -p "$1" && mount -t tmpfs tmpfs "$1" && shift && exec "$@"'
-        own_folder = ["unshare", "--mount", "sh", "-c", own_temp, "sh", ray_head.temp_dir("two-nodes")]
         with open(worker_err, "w") as err:
             worker = subprocess.Popen(
-                ["ip", "netns", "exec", worker_ns, *own_folder, *join],
+                ["ip", "netns", "exec", worker_ns, *_own_temp_folder("two-nodes"), *join],
                 stdout=subprocess.DEVNULL,
                 stderr=err,
                 env={**os.environ, ray_head.PORTS_ENV: str(shared / "worker-node-ports")},  # its node's own
@@ -116,17 +137,78 @@ def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(
             worker.send_signal(signal.SIGTERM)
             worker_code = worker.wait(timeout=120)
     assert head.returncode == 0, head.stderr[-4000:] + worker_err.read_text()[-2000:]
-    result = json.loads(next(x for x in head.stdout.splitlines() if x.startswith("RESULT "))[len("RESULT ") :])
-    blocks = {HEAD_IP: _block(head.stderr, "head"), WORKER_IP: _block(worker_err.read_text(), "worker node")}
-    assert f"at {WORKER_IP} on ports" in worker_err.read_text() and f"joining {HEAD_IP}:" in worker_err.read_text()
-    assert {ip for ip, _ in result["actors"]} == {HEAD_IP, WORKER_IP}, result
-    for ip, ports in result["actors"]:
-        assert ports and all(port in blocks[ip] for port in ports), (ip, ports, blocks[ip])
-    assert set(result["nodes"]) == {HEAD_IP, WORKER_IP}
-    for ip, raylet_ports in result["nodes"].items():
-        assert all(port in blocks[ip] for port in raylet_ports), (ip, raylet_ports, blocks[ip])
+    _each_node_on_its_own_ports(head.stdout, head.stderr, worker_err.read_text(), HEAD_IP, WORKER_IP)
     assert not address.exists(), "the head removes its address when it stops"
     assert worker_code in (0, 143), worker_err.read_text()[-2000:]
+
+
+BATCH = """
+import json, os, signal, subprocess, sys
+from agentrepro.backends import ray_nodes
+
+python, script, ray, shared, *own_temp = sys.argv[1:]
+nodes = ray_nodes.allocation()
+head_ip, worker_ip = ray_nodes.head_address(nodes), ray_nodes.node_address(nodes.others[0])
+address = os.path.join(shared, "ray-head.address")
+common = ["--key", "slurm-nodes", "--ray", ray, "--num-cpus", "1", "--memory-mb", "1000", "--worker-ports", "20"]
+join = [*own_temp, python, script, *common, "--join", address]
+env = {**os.environ, "AGENTREPRO_RAY_PORTS_DIR": os.path.join(shared, "worker-node-ports")}  # the other node's own
+with open(os.path.join(shared, "worker.err"), "w") as err:
+    worker = subprocess.Popen(ray_nodes.worker_step(nodes, join, cpus=1), stdout=subprocess.DEVNULL, stderr=err, env=env)
+try:
+    launch = [python, script, *common, "--node-ip", head_ip, "--address-file", address]
+    driver = [python, os.path.join(shared, "driver.py"), head_ip, worker_ip]
+    head = subprocess.run([*launch, "--", *driver], capture_output=True, text=True, timeout=300)
+finally:
+    try:  # the worker node stops by itself once the head has removed its address
+        worker_code = worker.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        worker.send_signal(signal.SIGTERM)
+        worker_code = worker.wait(timeout=120)
+out = {"nodes": nodes.nodes, "here": nodes.here, "head_ip": head_ip, "worker_ip": worker_ip, "head": head.returncode,
+       "stdout": head.stdout, "stderr": head.stderr, "worker": worker_code}
+with open(os.path.join(shared, "result.json"), "w") as handle:
+    json.dump(out, handle)
+"""
+
+
+@pytest.mark.slurm
+def test_a_job_of_two_slurm_nodes_runs_its_head_on_the_first_and_a_worker_node_on_the_other(slurm_cluster, tmp_path):
+    """Under the local SLURM's two nodes (partition `pair`), a batch job of `--nodes=2` does what a job over several
+    nodes does: reads its nodes and their addresses from SLURM, binds its head to the first node's address on the route
+    to the other, and starts the worker node there with `srun` (ray_nodes.worker_step). The driver's actors run on
+    both nodes, each on its node's ports, and the worker node's address is the second node's, which only that node's
+    network namespace has."""
+    ray, python = require_ray()
+    pair = subprocess.run(["sinfo", "-h", "-p", "pair", "-o", "%D"], capture_output=True, text=True).stdout.strip()
+    require("slurm", pair == "2", "the local SLURM has no partition `pair` of two nodes (scripts/slurm-cluster.sh)")
+    (tmp_path / "driver.py").write_text(DRIVER)
+    batch = tmp_path / "batch.py"
+    batch.write_text(f"#!{python}\n{BATCH}")
+    submit = ["sbatch", "--parsable", "-p", "pair", "--nodes=2", "--cpus-per-task=1", "--mem=3000", "-t", "10"]
+    submit += ["-o", str(tmp_path / "batch.out"), str(batch), python, str(SCRIPT), ray, str(tmp_path)]
+    job = subprocess.run([*submit, *_own_temp_folder("slurm-nodes")], capture_output=True, text=True, check=True)
+    deadline = time.monotonic() + 420
+    while subprocess.run(["squeue", "-h", "-j", job.stdout.strip()], capture_output=True, text=True).stdout.strip():
+        assert time.monotonic() < deadline, "the two-node job did not end"
+        time.sleep(2)
+    result_file = tmp_path / "result.json"
+    assert result_file.exists(), (tmp_path / "batch.out").read_text()[-3000:]
+    result = json.loads(result_file.read_text())
+    worker_err = (tmp_path / "worker.err").read_text()
+    assert result["head"] == 0, result["stderr"][-4000:] + worker_err[-2000:]
+    assert len(result["nodes"]) == 2 and result["here"] == result["nodes"][0]
+    assert result["head_ip"] != "127.0.0.1" and result["worker_ip"] != result["head_ip"]
+    _each_node_on_its_own_ports(result["stdout"], result["stderr"], worker_err, result["head_ip"], result["worker_ip"])
+    assert result["worker"] == 0 and "has stopped; so does this worker node" in worker_err, worker_err[-2000:]
+
+
+def test_outside_a_slurm_job_there_is_no_allocation_and_a_node_name_is_checked_before_scontrol_sees_it():
+    assert ray_nodes.allocation({"SLURM_JOB_NODELIST": "", "SLURMD_NODENAME": ""}) is None
+    with pytest.raises(Failure, match="is not a node name"):
+        ray_nodes.node_address("n1;reboot")
+    with pytest.raises(Failure, match="needs a job of several nodes"):
+        ray_nodes.worker_step(ray_nodes.Allocation(("n1",), "n1"), ["true"], cpus=1)
 
 
 def test_a_worker_node_without_a_head_address_or_with_garbage_in_it_says_so_in_one_line(tmp_path):

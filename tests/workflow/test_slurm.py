@@ -1,7 +1,7 @@
 """The workflow through a real SLURM: `snakemake --profile slurm` submits every job with sbatch.
 
-Runs tests/workflow/manifests/wf-slurm.yaml (1 method x 1 seed, 1 step, 4 tasks) against the local
-single-node cluster (scripts/slurm-cluster.sh; no accounting, hence the documented squeue override).
+Runs tests/workflow/manifests/wf-slurm.yaml (1 method x 1 seed, 1 step, 4 tasks) against the local cluster
+(scripts/slurm-cluster.sh, whose default partition is one node; no accounting, hence the documented squeue override).
 The sbatch calls and squeue status checks are printed into the test log.
 """
 

@@ -94,6 +94,7 @@ PORT_MAX = 65535
 LOOPBACK = "127.0.0.1"  # a job of one node binds its head here: nothing off the node reaches it
 AUTO = "auto"  # a worker node's --node-ip: its address on the route to the head (`route_address`)
 ADDRESS_WAIT_S = 600.0  # a worker node's wait for the head's address file (the head's node may start later)
+HEAD_POLL_S = 1.0  # how often a worker node looks whether the head's address is still there
 RECORD_MAX_BYTES = 4096  # a record is one line of a few numbers
 MAX_FIXED = 64  # hard-coded ports one record may hold
 SHARED_MODE = 0o1777  # sticky and writable by every user, as /tmp: each user may remove only their own records
@@ -721,6 +722,14 @@ def read_address(path: Path, wait_s: float) -> str:
     return text
 
 
+def _lists(path: Path, address: str) -> bool:
+    """Whether `path` still holds the head's `address` (not removed, nor written by another attempt's head)."""
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip() == address
+    except OSError:
+        return False
+
+
 def route_address(host: str) -> str:
     """This node's address on the route to `host` (the one the head's node sees this node's connections come from):
     what a worker node binds when its address is not given (`--node-ip auto`). No packet is sent."""
@@ -744,8 +753,9 @@ def join(
     port_wait_s: float = 0.0,
 ) -> int:
     """A worker node of the job's cluster on this node: its own block of this node's ports (reserved as a head's
-    is), joined to the head whose address `address_file` holds, until SIGTERM (the job step ending) or until Ray's
-    processes end (the head gone). `node_ip` "auto": this node's address on the route to the head. Exit status as
+    is), joined to the head whose address `address_file` holds, until the head has stopped (it removes that address:
+    then exit 0, so that the `srun` which started the worker nodes ends by itself and cleanly), SIGTERM (the job step
+    ending), or Ray's processes ending. `node_ip` "auto": this node's address on the route to the head. Exit status as
     `run`'s."""
     try:
         address = read_address(address_file, address_wait_s)
@@ -770,7 +780,12 @@ def join(
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         with running_head(argv, reservation, wait_for=(ports.node_manager,), wait_s=wait_s, host=node_ip) as proc:
-            return proc.wait()
+            while proc.poll() is None:
+                if not _lists(address_file, address):
+                    print(f"agentrepro: the head at {address} has stopped; so does this worker node", file=sys.stderr)
+                    return 0
+                time.sleep(HEAD_POLL_S)
+            return proc.returncode
     except HeadFailed as exc:
         print(f"agentrepro: {exc}", file=sys.stderr)
         return 1

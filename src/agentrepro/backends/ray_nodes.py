@@ -1,0 +1,104 @@
+"""A job's Ray cluster over the nodes of its SLURM allocation: the head on the node agentrepro runs on (the batch
+step's, the allocation's first), one worker node on each of the others, started there by `srun`.
+
+The head launcher (hooks/agentrepro_ray_head.py) does the Ray part on each node: `--node-ip ADDR --address-file FILE`
+on the head's node, `--join FILE` on the others. What it cannot know from inside the job's image is SLURM's view,
+which this module reads on the host: the job's nodes (`Allocation`, from SLURM_JOB_NODELIST through `scontrol show
+hostnames`), each node's address as SLURM reaches it (`node_address`: its NodeAddr), the address the head binds
+(`head_address`: this node's address on the route to another node of the job, the one the worker nodes' packets
+come back to; not the host name's, which often resolves to 127.0.0.1), and the `srun` that starts a program once on
+each other node (`worker_step`). Every value is checked before it becomes a word of a command line, and no shell is
+involved.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import socket
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agentrepro.errors import Failure
+from agentrepro.hooks import agentrepro_ray_head as head
+
+NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # a host name as SLURM lists it
+SCONTROL_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The nodes of this SLURM job, in SLURM's order, and the one this process runs on."""
+
+    nodes: tuple[str, ...]
+    here: str
+
+    @property
+    def others(self) -> tuple[str, ...]:
+        """The nodes that run a worker node: all but this one."""
+        return tuple(node for node in self.nodes if node != self.here)
+
+
+def _scontrol(*args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["scontrol", *args], capture_output=True, text=True, timeout=SCONTROL_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Failure(f"scontrol {' '.join(args)}: {exc}") from None
+    if done.returncode != 0:
+        raise Failure(f"scontrol {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
+def allocation(environ: Mapping[str, str] | None = None) -> Allocation | None:
+    """This job's nodes (SLURM_JOB_NODELIST, expanded by `scontrol show hostnames`) and this node (SLURMD_NODENAME);
+    None outside a SLURM job. Failure when SLURM's answer is not a list of host names holding this node."""
+    environ = os.environ if environ is None else environ
+    listed, here = environ.get("SLURM_JOB_NODELIST", ""), environ.get("SLURMD_NODENAME", "")
+    if not listed or not here:
+        return None
+    nodes = tuple(_scontrol("show", "hostnames", listed).split())
+    bad = [name for name in (*nodes, here) if not NODE_NAME.match(name)]
+    if bad or here not in nodes:
+        raise Failure(f"SLURM's node list {listed!r} expands to {nodes!r}, which does not hold this node {here!r}")
+    return Allocation(nodes, here)
+
+
+def node_address(name: str) -> str:
+    """The IPv4 address SLURM reaches node `name` at (`scontrol show node`'s NodeAddr, resolved when it is a name)."""
+    if not NODE_NAME.match(name):
+        raise Failure(f"{name!r} is not a node name")
+    found = re.search(r"\bNodeAddr=(\S+)", _scontrol("show", "node", "--oneliner", name))
+    if not found:
+        raise Failure(f"scontrol shows no NodeAddr for node {name}")
+    addr = found[1]
+    try:
+        return str(ipaddress.IPv4Address(addr))
+    except ValueError:
+        pass
+    try:
+        return socket.gethostbyname(addr)
+    except OSError as exc:
+        raise Failure(f"node {name}'s address {addr!r} does not resolve: {exc}") from None
+
+
+def head_address(nodes: Allocation) -> str:
+    """The address the head binds on this node: the one on the route to another node of the job."""
+    if not nodes.others:
+        raise Failure("a Ray cluster over several nodes needs a job of several nodes")
+    return head.route_address(node_address(nodes.others[0]))
+
+
+def worker_step(nodes: Allocation, argv: Sequence[str], *, cpus: int, gpus: int = 0) -> list[str]:
+    """`srun` running `argv` once on each node but this one, with `cpus` CPUs and `gpus` GPUs of that node; the step
+    ends as a whole when one of them fails (--kill-on-bad-exit)."""
+    others = nodes.others
+    if not others:
+        raise Failure("a Ray cluster over several nodes needs a job of several nodes")
+    words = ["srun", f"--nodes={len(others)}", f"--ntasks={len(others)}", "--ntasks-per-node=1"]
+    words += [f"--nodelist={','.join(others)}", f"--cpus-per-task={cpus}", "--kill-on-bad-exit=1"]
+    words += [f"--gpus-per-node={gpus}"] if gpus else []
+    return [*words, *argv]
