@@ -143,64 +143,71 @@ def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(
 
 
 BATCH = """
-import json, os, signal, subprocess, sys
-from agentrepro.backends import ray_nodes
+import json, subprocess, sys
+from pathlib import Path
+from agentrepro.backends import ray_head, ray_nodes
+from agentrepro.errors import Failure
+from agentrepro.hooks import agentrepro_ray_head as hook
 
-python, script, ray, shared, *own_temp = sys.argv[1:]
+python, ray, run_dir, *own_temp = sys.argv[1:]
+run_dir = Path(run_dir)
 nodes = ray_nodes.allocation()
 head_ip, worker_ip = ray_nodes.head_address(nodes), ray_nodes.node_address(nodes.others[0])
-address = os.path.join(shared, "ray-head.address")
-common = ["--key", "slurm-nodes", "--ray", ray, "--num-cpus", "1", "--memory-mb", "1000", "--worker-ports", "20"]
-join = [*own_temp, python, script, *common, "--join", address]
-env = {**os.environ, "AGENTREPRO_RAY_PORTS_DIR": os.path.join(shared, "worker-node-ports")}  # the other node's own
-with open(os.path.join(shared, "worker.err"), "w") as err:
-    worker = subprocess.Popen(ray_nodes.worker_step(nodes, join, cpus=1), stdout=subprocess.DEVNULL, stderr=err, env=env)
+options = dict(ray=ray, num_cpus=1, worker_ports=20, memory_mb=1000)
+launch = [python, *ray_head.words(run_dir, node_ip=head_ip, **options)[1:]]  # the venv's python for the image's
+key = launch[launch.index("--key") + 1]
+ports = f"AGENTREPRO_RAY_PORTS_DIR={run_dir / 'worker-node-ports'}"  # the other node's own reservations
+join = [*own_temp, hook.temp_dir(key), "env", ports, python, *ray_head.join_words(run_dir, key, **options)[1:]]
+driver = [python, str(run_dir / "driver.py"), head_ip, worker_ip]
+failed = None
 try:
-    launch = [python, script, *common, "--node-ip", head_ip, "--address-file", address]
-    driver = [python, os.path.join(shared, "driver.py"), head_ip, worker_ip]
-    head = subprocess.run([*launch, "--", *driver], capture_output=True, text=True, timeout=300)
-finally:
-    try:  # the worker node stops by itself once the head has removed its address
-        worker_code = worker.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        worker.send_signal(signal.SIGTERM)
-        worker_code = worker.wait(timeout=120)
+    with ray_nodes.worker_nodes(
+        nodes, join, address=ray_head.address_file(run_dir), cpus=1, log_dir=run_dir / "logs", label="ray-nodes"
+    ):
+        head = subprocess.run([*launch, *driver], capture_output=True, text=True, timeout=300)
+except Failure as exc:
+    failed = str(exc)
 out = {"nodes": nodes.nodes, "here": nodes.here, "head_ip": head_ip, "worker_ip": worker_ip, "head": head.returncode,
-       "stdout": head.stdout, "stderr": head.stderr, "worker": worker_code}
-with open(os.path.join(shared, "result.json"), "w") as handle:
-    json.dump(out, handle)
+       "stdout": head.stdout, "stderr": head.stderr, "failed": failed, "launch": launch, "join": join}
+(run_dir / "result.json").write_text(json.dumps(out))
 """
 
 
 @pytest.mark.slurm
 def test_a_job_of_two_slurm_nodes_runs_its_head_on_the_first_and_a_worker_node_on_the_other(slurm_cluster, tmp_path):
-    """Under the local SLURM's two nodes (partition `pair`), a batch job of `--nodes=2` does what a job over several
-    nodes does: reads its nodes and their addresses from SLURM, binds its head to the first node's address on the route
-    to the other, and starts the worker node there with `srun` (ray_nodes.worker_step). The driver's actors run on
-    both nodes, each on its node's ports, and the worker node's address is the second node's, which only that node's
-    network namespace has."""
+    """Under the local SLURM's two nodes (partition `pair`), a batch job of `--nodes=2` starts its Ray cluster as a job
+    over several nodes does (backends/ray_head.py, ray_nodes.py): reads its nodes and their addresses from SLURM, runs
+    the head bound to the first node's address on the route to the other, and the worker node there through `srun`
+    (`worker_nodes`, which first removes an earlier attempt's head address). The driver's actors run on both nodes,
+    each on its node's ports; the worker node's address is the second node's, which only that node's network namespace
+    has; once the head has gone the worker node stops by itself, so its step ends with exit 0."""
     ray, python = require_ray()
     pair = subprocess.run(["sinfo", "-h", "-p", "pair", "-o", "%D"], capture_output=True, text=True).stdout.strip()
     require("slurm", pair == "2", "the local SLURM has no partition `pair` of two nodes (scripts/slurm-cluster.sh)")
-    (tmp_path / "driver.py").write_text(DRIVER)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "driver.py").write_text(DRIVER)
+    (run_dir / "ray_head.address").write_text("10.231.9.9:1\n")  # an earlier attempt's, whose head is gone
     batch = tmp_path / "batch.py"
     batch.write_text(f"#!{python}\n{BATCH}")
     submit = ["sbatch", "--parsable", "-p", "pair", "--nodes=2", "--cpus-per-task=1", "--mem=3000", "-t", "10"]
-    submit += ["-o", str(tmp_path / "batch.out"), str(batch), python, str(SCRIPT), ray, str(tmp_path)]
-    job = subprocess.run([*submit, *_own_temp_folder("slurm-nodes")], capture_output=True, text=True, check=True)
+    submit += ["-o", str(tmp_path / "batch.out"), str(batch), python, ray, str(run_dir)]
+    job = subprocess.run([*submit, *_own_temp_folder("")[:-1]], capture_output=True, text=True, check=True)
     deadline = time.monotonic() + 420
     while subprocess.run(["squeue", "-h", "-j", job.stdout.strip()], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() < deadline, "the two-node job did not end"
         time.sleep(2)
-    result_file = tmp_path / "result.json"
+    result_file = run_dir / "result.json"
     assert result_file.exists(), (tmp_path / "batch.out").read_text()[-3000:]
     result = json.loads(result_file.read_text())
-    worker_err = (tmp_path / "worker.err").read_text()
+    worker_err = (run_dir / "logs" / "ray-nodes.stderr.log").read_text()
     assert result["head"] == 0, result["stderr"][-4000:] + worker_err[-2000:]
     assert len(result["nodes"]) == 2 and result["here"] == result["nodes"][0]
     assert result["head_ip"] != "127.0.0.1" and result["worker_ip"] != result["head_ip"]
+    assert result["launch"][result["launch"].index("--node-ip") + 1] == result["head_ip"], result["launch"]
     _each_node_on_its_own_ports(result["stdout"], result["stderr"], worker_err, result["head_ip"], result["worker_ip"])
-    assert result["worker"] == 0 and "has stopped; so does this worker node" in worker_err, worker_err[-2000:]
+    assert result["failed"] is None and "has stopped; so does this worker node" in worker_err, worker_err[-2000:]
+    assert not (run_dir / "ray_head.address").exists()
 
 
 def test_outside_a_slurm_job_there_is_no_allocation_and_a_node_name_is_checked_before_scontrol_sees_it():

@@ -7,6 +7,10 @@ and `shared` what it needs of the host: the node's port reservations folder (AGE
 read-write so that jobs in other containers see each other's reservations; `ready` creates it before a job runs.
 `owned` holds a program's owner lock while agentrepro runs it, and the head launcher stops the program and its head
 once that lock is free (OWNER_ENV): a job whose agentrepro was killed leaves nothing running.
+
+A job over several nodes (backends/ray_nodes.py): `words(..., node_ip=ADDR)` binds the head to that address of its
+node and has it write its address to `address_file(run_dir)`, in the run directory every node sees; `join_words` are
+what each other node runs to join it, with that node's own CPUs, GPUs and ports.
 """
 
 from __future__ import annotations
@@ -37,20 +41,52 @@ def words(
     worker_ports: int | None = None,
     fixed_ports: tuple[int, ...] = (),
     memory_mb: int | None = None,
+    node_ip: str | None = None,
 ) -> tuple[str, ...]:
     """The words before `--` that run a program against this job's own head, with the image's `python3`;
-    `memory_mb`: the job's memory (resources.mem_mb), which sizes Ray's object store instead of the node's."""
+    `memory_mb`: the job's memory (resources.mem_mb), which sizes Ray's object store instead of the node's;
+    `node_ip`: the address the head binds in a job over several nodes, whose worker nodes find it in
+    `address_file(run_dir)` (otherwise 127.0.0.1, and no file)."""
     out = ["python3", str(SCRIPT), "--key", head.job_key(run_dir)]
     out += ["--dashboard"] if dashboard else []
     for port in fixed_ports:
         out += ["--fixed-port", str(port)]
     out += ["--pid-file", str(Path(run_dir).resolve() / "ray_head.pid")]
-    out += ["--worker-ports", str(worker_ports)] if worker_ports is not None else []
+    out += ["--node-ip", node_ip, "--address-file", str(address_file(run_dir))] if node_ip is not None else []
+    out += _node_options(ray, num_cpus, num_gpus, worker_ports, memory_mb)
+    return (*out, *([] if client else ["--no-client"]), "--")
+
+
+def join_words(
+    run_dir: Path,
+    key: str,
+    *,
+    ray: str | None = None,
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    worker_ports: int | None = None,
+    memory_mb: int | None = None,
+) -> tuple[str, ...]:
+    """The words that run a worker node of the job whose head `words(..., node_ip=...)` starts, on another node of
+    its allocation: the head's `key` (the job's, as the head's node names it), this node's own CPUs, GPUs, worker
+    ports and memory; its address is the one on the route to the head."""
+    out = ["python3", str(SCRIPT), "--key", key, "--join", str(address_file(run_dir))]
+    return (*out, *_node_options(ray, num_cpus, num_gpus, worker_ports, memory_mb))
+
+
+def _node_options(
+    ray: str | None, num_cpus: int | None, num_gpus: int | None, worker_ports: int | None, memory_mb: int | None
+) -> list[str]:
+    out = ["--worker-ports", str(worker_ports)] if worker_ports is not None else []
     out += ["--num-cpus", str(num_cpus)] if num_cpus is not None else []
     out += ["--ray", ray] if ray is not None else []
     out += ["--num-gpus", str(num_gpus)] if num_gpus is not None else []
-    out += ["--memory-mb", str(memory_mb)] if memory_mb is not None else []
-    return (*out, *([] if client else ["--no-client"]), "--")
+    return out + (["--memory-mb", str(memory_mb)] if memory_mb is not None else [])
+
+
+def address_file(run_dir: Path) -> Path:
+    """Where the head of a job over several nodes writes its address for the worker nodes: in the run directory."""
+    return Path(run_dir).resolve() / "ray_head.address"
 
 
 OWNER_ENV = head.OWNER_ENV  # names the file the agentrepro process running the program holds locked

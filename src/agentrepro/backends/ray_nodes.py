@@ -7,25 +7,28 @@ which this module reads on the host: the job's nodes (`Allocation`, from SLURM_J
 hostnames`), each node's address as SLURM reaches it (`node_address`: its NodeAddr), the address the head binds
 (`head_address`: this node's address on the route to another node of the job, the one the worker nodes' packets
 come back to; not the host name's, which often resolves to 127.0.0.1), and the `srun` that starts a program once on
-each other node (`worker_step`). Every value is checked before it becomes a word of a command line, and no shell is
-involved.
+each other node (`worker_step`), run beside the head by `worker_nodes`. Every value is checked before it becomes a
+word of a command line, and no shell is involved.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import socket
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from agentrepro.errors import Failure
 from agentrepro.hooks import agentrepro_ray_head as head
 
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # a host name as SLURM lists it
 SCONTROL_TIMEOUT_S = 30
+STOP_WAIT_S = 120.0  # how long the worker nodes get to stop by themselves after the head, then again after SIGTERM
 
 
 @dataclass(frozen=True)
@@ -102,3 +105,46 @@ def worker_step(nodes: Allocation, argv: Sequence[str], *, cpus: int, gpus: int 
     words += [f"--nodelist={','.join(others)}", f"--cpus-per-task={cpus}", "--kill-on-bad-exit=1"]
     words += [f"--gpus-per-node={gpus}"] if gpus else []
     return [*words, *argv]
+
+
+@contextlib.contextmanager
+def worker_nodes(
+    nodes: Allocation,
+    argv: Sequence[str],
+    *,
+    address: Path,
+    cpus: int,
+    gpus: int = 0,
+    log_dir: Path,
+    label: str,
+    stop_wait_s: float = STOP_WAIT_S,
+) -> Iterator[subprocess.Popen]:
+    """The worker nodes (`argv` on every other node, `worker_step`) running while the block runs the head, their output
+    appended to LOG_DIR/<label>.stdout.log and .stderr.log. The head's `address` file of an earlier attempt is removed
+    first: a worker node would join a head that is gone. After the block each worker node stops by itself once the head
+    has removed that file; a step still running after `stop_wait_s` gets SIGTERM (srun passes it on), then SIGKILL.
+    Failure when the step ended otherwise than with every worker node's exit 0, naming the last line it wrote."""
+    address.unlink(missing_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stderr = log_dir / f"{label}.stderr.log"
+    with open(log_dir / f"{label}.stdout.log", "ab") as out, open(stderr, "ab") as err:
+        step = subprocess.Popen(
+            worker_step(nodes, argv, cpus=cpus, gpus=gpus), stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        )
+    try:
+        yield step
+    finally:
+        for stop in (None, step.terminate, step.kill):
+            if stop is not None:
+                stop()
+            try:
+                step.wait(timeout=stop_wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    if step.returncode != 0:
+        lines = stderr.read_text(errors="replace").strip().splitlines()
+        raise Failure(
+            f"the worker nodes on {','.join(nodes.others)} ended with exit {step.returncode}"
+            + (f": {lines[-1]}" if lines else "")
+        )
