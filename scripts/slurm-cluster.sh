@@ -17,7 +17,11 @@
 # network namespace of its own (NETNS) joined to this one by a veth pair, so that the two nodes have their own
 # addresses (NODE_ADDRS) and port spaces, and partition `pair` holds both: a job of `sbatch --nodes=2` there runs a
 # step on each. The second node shares this machine's files, kernel and CPUs (as a cluster's nodes share a file
-# system); the other partitions keep to the first node. With one node, everything is on loopback.
+# system), but for what a real node keeps in its own /tmp and Ray puts at the same path on every node of a job: its
+# temp folder, /tmp/ray-<first 10 hex of sha256(job key)> (hooks/agentrepro_ray_head.py's temp_dir, job_key
+# "slurm-<job>[.<step>]"). So that slurmd runs in a mount namespace of its own too, where its prolog (PROLOG, run
+# before a job's first step on the node) mounts an empty tmpfs at that folder of the job's batch step and first steps,
+# and its epilog unmounts them. The other partitions keep to the first node. With one node, everything is on loopback.
 #
 # Settings (environment): SLURM_FAKE_GPUS (default 1; 0 for none), SLURM_PARTITION (default debug), SLURM_NODES (1, 2).
 set -euo pipefail
@@ -33,6 +37,8 @@ if [ -z "${SLURM_NODES:-}" ]; then
   if command -v ip >/dev/null; then SLURM_NODES=2; else SLURM_NODES=1; fi
 fi
 NETNS=agentrepro-slurm-n2
+PROLOG=/etc/slurm/agentrepro-prolog.sh
+EPILOG=/etc/slurm/agentrepro-epilog.sh
 NODE_ADDRS=(10.231.9.1 10.231.9.2)  # the first node's end of the veth pair, the second node's
 
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -98,11 +104,30 @@ PartitionName=${PARTITION} Nodes=${node} Default=YES MaxTime=INFINITE State=UP
 PartitionName=short Nodes=${node} MaxTime=10 State=UP
 EOF
   if [ "$SLURM_NODES" = 2 ]; then
+    write_node_script "$second" "$PROLOG" 'mkdir -p "$folder" && mount -t tmpfs -o mode=1777 tmpfs "$folder"'
+    write_node_script "$second" "$EPILOG" 'umount "$folder"; rmdir "$folder"'
     cat >> "$CONF_DIR/slurm.conf" <<EOF
+Prolog=${PROLOG}
+Epilog=${EPILOG}
 NodeName=${second} NodeAddr=${NODE_ADDRS[1]} CPUs=${cpus} Sockets=1 CoresPerSocket=${cpus} ThreadsPerCore=1 RealMemory=${mem} ${node_gres} State=UNKNOWN
 PartitionName=pair Nodes=${node},${second} MaxTime=INFINITE State=UP
 EOF
   fi
+}
+
+# A prolog or epilog FILE of every node: on NODE only, ACTION on each Ray temp folder ($folder) of the job's batch step
+# and first steps; never a failure, which would drain the node.
+write_node_script() {  # write_node_script NODE FILE ACTION
+  cat > "$2" <<EOF
+#!/bin/sh
+[ "\$SLURMD_NODENAME" = "$1" ] || exit 0
+for key in "slurm-\$SLURM_JOB_ID" "slurm-\$SLURM_JOB_ID.0" "slurm-\$SLURM_JOB_ID.1" "slurm-\$SLURM_JOB_ID.2"; do
+  folder="/tmp/ray-\$(printf %s "\$key" | sha256sum | cut -c1-10)"
+  $3 2>/dev/null
+done
+exit 0
+EOF
+  chmod 0755 "$2"
 }
 
 # The second node's network: a namespace whose end of a veth pair has NODE_ADDRS[1], this one's NODE_ADDRS[0].
@@ -152,7 +177,7 @@ start() {
   alive /run/slurmd.pid || /usr/sbin/slurmd -N "$(hostname -s)"
   # nsenter, not `ip netns exec`, which remounts /sys and so hides the cgroup file system slurmd reads
   if [ "$SLURM_NODES" = 2 ] && ! alive /run/slurmd-second.pid; then
-    nsenter --net="/run/netns/$NETNS" /usr/sbin/slurmd -N "$(hostname -s)-n2"
+    nsenter --net="/run/netns/$NETNS" unshare --mount --propagation private /usr/sbin/slurmd -N "$(hostname -s)-n2"
   fi
   pid_links
   if ! wait_for 30 status; then

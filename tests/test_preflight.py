@@ -123,6 +123,25 @@ def test_each_violation_is_one_line_naming_both_sides(tmp_path, changes, line):
     assert "| demand |" in result.stdout and "**no**" in result.stdout
 
 
+def test_a_verl_job_over_two_nodes_is_verls_nnodes_and_offers_each_nodes_cpus_and_gpus(tmp_path):
+    """resources.nodes 2 becomes trainer.nnodes=2 on the script's command line; the job's Ray cluster offers
+    resources.cpus and resources.gpus on each node, so 29 CPUs a node cover the GraphGPO recipe's 54.2 + 2 more GPU
+    workers' bundles, and 8 a node do not, said with the nodes."""
+    from agentrepro.backends.verl_agent import recipes
+
+    relax = {"backends.relax.resources": {"nodes": 1}}  # its jobs keep to one node
+    plan = StudyPlan.load(study(tmp_path, **{"resources.nodes": 2, "resources.cpus": 29}, **relax))
+    job = plan.job("graphgpo", plan.seeds[0])
+    assert "trainer.nnodes=2" in [o.word() for o in recipes.appended(job.config, job.run_dir, resume=True)]
+    by = {d.what: d for d in next(j for j in preflight.study_demands(plan) if j.method == "graphgpo").demands}
+    cpus, gpus = by["CPUs the recipe reserves in Ray"], by["GPUs of the trainer"]
+    assert (cpus.need, cpus.have, cpus.holds()) == (pytest.approx(56.2), 58, True)
+    assert (gpus.need, gpus.have, gpus.via) == (4, 4, "2 on each of resources.nodes 2")
+    path = study(tmp_path, **{"resources.nodes": 2, "resources.cpus": 8}, **relax)
+    result = run_cli("preflight", path, "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
+    assert result.returncode == 2 and "resources.cpus -> 8 on each of resources.nodes 2 = 16: " in result.stderr
+
+
 def test_the_rollouts_heads_from_the_models_config(tmp_path):
     """With the model's config.json under backend.model_path (12 attention heads, 2 KV heads: Qwen2.5-1.5B), a rollout
     tensor-parallel size of 3 (backend.overrides) leaves KV heads vLLM can neither split nor replicate evenly."""
@@ -337,3 +356,23 @@ def test_resources_a_partition_cannot_give_are_refused_with_its_limit(slurm_clus
         refused = run_cli("preflight", path)
         assert refused.returncode == 2 and line in refused.stderr, (change, refused.stderr)
     assert "PartitionTimeLimit" in _sbatch_state(["-p", "short", "-t", "30"])
+
+
+@pytest.mark.slurm
+def test_a_job_over_more_nodes_or_more_gpus_a_node_than_its_partition_holds_is_refused(slurm_cluster):
+    """The local SLURM's partition `pair` (two nodes of one fake GPU each), read with sinfo: a job of two nodes with one
+    GPU on each fits; three nodes, or two GPUs on each (asked as the per-node GRES), do not, each said with the limit."""
+    from agentrepro import planning
+
+    pair = preflight.read_partition("pair")
+    if isinstance(pair, str):
+        pytest.fail(f"the local SLURM has no partition `pair` (scripts/slurm-cluster.sh): {pair!r}")
+    assert pair.nodes == 2 and pair.gpus == {"fakegpu": 1}
+
+    def refused(**ask):
+        resources = planning.job_resources({"gpus": 1, "partition": "pair", **ask}, spans_nodes=True)[0]
+        return preflight._fits(resources, pair)
+
+    assert refused(nodes=2) == [] and refused(nodes=2, gpu_model="fakegpu") == []
+    assert refused(nodes=3) == [("nodes", "3 nodes, more than it has (2)")]
+    assert refused(nodes=2, gpus=2) == [("gpus", "2 GPU(s) on one node, more than its nodes have (1)")]

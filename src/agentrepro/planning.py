@@ -188,6 +188,8 @@ class StudyPlan:
                 placement.resources,
                 path=self.manifest_file,
                 signal=get_backend(placement.name).saves_on_preempt_signal,
+                spans_nodes=get_backend(placement.name).spans_nodes,
+                backend=placement.name,
             )
             for method, placement in self.placements.items()
         }
@@ -334,11 +336,20 @@ SIGNAL_LEAD_S = 300  # resources.signal_before_limit_s when unset: seconds for t
 
 
 def job_resources(
-    resources: dict[str, Any], *, path: object = "manifest", signal: bool = False
+    resources: dict[str, Any],
+    *,
+    path: object = "manifest",
+    signal: bool = False,
+    spans_nodes: bool = False,
+    backend: str = "this backend",
 ) -> tuple[dict[str, Any], int]:
     """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task, the
     minutes each retry asks more (PER_RETRY, which StudyPlan.job_resources makes a function of the attempt), and, when
     the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only).
+
+    `spans_nodes` (a backend whose job may run over several nodes, Backend.spans_nodes): `nodes` > 1 is allowed, and
+    then CPUs, memory and GPUs are each node's (sbatch's --cpus-per-task and --mem are; GPUs are asked as the GRES
+    `gpu[:MODEL]:N`, which is per node, instead of --gpus, which is the job's total: `gpus_per_node`).
 
     `signal` (a training that saves on PREEMPT_SIGNAL): `slurm_extra` asks SLURM for that signal
     `signal_before_limit_s` seconds before the job's time limit (default SIGNAL_LEAD_S, or a tenth of the runtime
@@ -358,15 +369,15 @@ def job_resources(
         "mem_mb": max(1, number("mem_mb", 4000)),
         "cpus_per_task": cpus,
     }
+    nodes = number("nodes", 1)
+    if nodes > 1 and not spans_nodes:
+        raise BadInput(
+            f"a job of {backend} runs on one node, got {nodes} (jobs over several nodes: verl-agent's)",
+            path=path,
+            where="resources.nodes",
+        )
     if resources.get("nodes") is not None:
-        if number("nodes", 1) != 1:
-            raise BadInput(
-                "a job runs on one node (its Ray head and workers are one node's; jobs over several nodes are not "
-                f"built), got {resources['nodes']!r}",
-                path=path,
-                where="resources.nodes",
-            )
-        out["nodes"] = 1
+        out["nodes"] = max(1, nodes)
     for key, resource in SLURM_NAMES.items():
         if resources.get(key) is not None:
             if not isinstance(resources[key], str) or not resources[key]:
@@ -389,7 +400,20 @@ def job_resources(
     if signal and lead:
         # The plugin appends slurm_extra to sbatch's command line: built here from a checked integer only.
         out["slurm_extra"] = f"--signal={PREEMPT_SIGNAL.name.removeprefix('SIG')}@{lead}"
+    if nodes > 1 and out["gpu"]:  # the plugin makes `gres` --gres (per node) and `gpu` --gpus (the job's total)
+        model = out.pop("gpu_model", None)
+        out["gres"] = f"gpu:{model}:{out['gpu']}" if model else f"gpu:{out['gpu']}"
+        out["gpu"] = 0  # the rules' GPU slots run under SLURM unchanged; a local run of such a job is refused
     return out, cpus
+
+
+def gpus_per_node(resources: dict[str, Any]) -> tuple[str | None, int]:
+    """(GPU model or None, GPUs on each node) that a job's Snakemake resources (`job_resources`) ask for."""
+    gres = resources.get("gres")
+    if gres:
+        words = gres.split(":")
+        return (words[1] if len(words) == 3 else None), int(words[-1])
+    return resources.get("gpu_model"), int(resources.get("gpu") or 0)
 
 
 def slurm_request(resources: dict[str, Any]) -> list[str]:
@@ -405,7 +429,9 @@ def slurm_request(resources: dict[str, Any]) -> list[str]:
     flags += [f"-C {resources['constraint']}"] if resources.get("constraint") else []
     flags += [f"--qos={resources['qos']}"] if resources.get("qos") else []
     flags += [f"--nodes={resources['nodes']}"] if resources.get("nodes") else []
-    if resources.get("gpu_model"):
+    if resources.get("gres"):
+        flags.append(f"--gres={resources['gres']}")
+    elif resources.get("gpu_model"):
         flags.append(f"--gpus={resources['gpu_model']}:{resources['gpu']}")
     elif resources.get("gpu"):
         flags.append(f"--gpus={resources['gpu']}")

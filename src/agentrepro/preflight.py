@@ -28,7 +28,7 @@ from typing import Any
 from agentrepro.backends.base import FIXED, Demand
 from agentrepro.errors import BadInput, read_from
 from agentrepro.placement import method_placement
-from agentrepro.planning import StudyPlan
+from agentrepro.planning import StudyPlan, gpus_per_node
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,9 @@ def _fits(resources: dict[str, Any], partition: Partition) -> list[tuple[str, st
         bad.append(("cpus", f"{resources['cpus_per_task']} CPUs, more than its largest node's {partition.cpus}"))
     if resources["mem_mb"] > partition.mem_mb:
         bad.append(("mem_mb", f"{resources['mem_mb']} MB, more than its largest node's {partition.mem_mb} MB"))
-    model, wanted = resources.get("gpu_model"), resources["gpu"]
+    if resources.get("nodes", 1) > partition.nodes:
+        bad.append(("nodes", f"{resources['nodes']} nodes, more than it has ({partition.nodes})"))
+    model, wanted = gpus_per_node(resources)
     if model and wanted and model not in partition.gpus:
         kinds = ", ".join(sorted(str(k) for k in partition.gpus if k)) or "none named"
         bad.append(("gpu_model", f"GPUs of model {model!r}; its nodes' GPU types: {kinds}"))

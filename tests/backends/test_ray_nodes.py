@@ -147,9 +147,8 @@ import json, subprocess, sys
 from pathlib import Path
 from agentrepro.backends import ray_head, ray_nodes
 from agentrepro.errors import Failure
-from agentrepro.hooks import agentrepro_ray_head as hook
 
-python, ray, run_dir, *own_temp = sys.argv[1:]
+python, ray, run_dir = sys.argv[1:]
 run_dir = Path(run_dir)
 nodes = ray_nodes.allocation()
 head_ip, worker_ip = ray_nodes.head_address(nodes), ray_nodes.node_address(nodes.others[0])
@@ -157,7 +156,7 @@ options = dict(ray=ray, num_cpus=1, worker_ports=20, memory_mb=1000)
 launch = [python, *ray_head.words(run_dir, node_ip=head_ip, **options)[1:]]  # the venv's python for the image's
 key = launch[launch.index("--key") + 1]
 ports = f"AGENTREPRO_RAY_PORTS_DIR={run_dir / 'worker-node-ports'}"  # the other node's own reservations
-join = [*own_temp, hook.temp_dir(key), "env", ports, python, *ray_head.join_words(run_dir, key, **options)[1:]]
+join = ["env", ports, python, *ray_head.join_words(run_dir, key, **options)[1:]]
 driver = [python, str(run_dir / "driver.py"), head_ip, worker_ip]
 failed = None
 try:
@@ -180,7 +179,8 @@ def test_a_job_of_two_slurm_nodes_runs_its_head_on_the_first_and_a_worker_node_o
     the head bound to the first node's address on the route to the other, and the worker node there through `srun`
     (`worker_nodes`, which first removes an earlier attempt's head address). The driver's actors run on both nodes,
     each on its node's ports; the worker node's address is the second node's, which only that node's network namespace
-    has; once the head has gone the worker node stops by itself, so its step ends with exit 0."""
+    has (and Ray's temp folder its own, as the local SLURM's prolog gives it); once the head has gone the worker node
+    stops by itself, so its step ends with exit 0."""
     ray, python = require_ray()
     pair = subprocess.run(["sinfo", "-h", "-p", "pair", "-o", "%D"], capture_output=True, text=True).stdout.strip()
     require("slurm", pair == "2", "the local SLURM has no partition `pair` of two nodes (scripts/slurm-cluster.sh)")
@@ -192,7 +192,7 @@ def test_a_job_of_two_slurm_nodes_runs_its_head_on_the_first_and_a_worker_node_o
     batch.write_text(f"#!{python}\n{BATCH}")
     submit = ["sbatch", "--parsable", "-p", "pair", "--nodes=2", "--cpus-per-task=1", "--mem=3000", "-t", "10"]
     submit += ["-o", str(tmp_path / "batch.out"), str(batch), python, ray, str(run_dir)]
-    job = subprocess.run([*submit, *_own_temp_folder("")[:-1]], capture_output=True, text=True, check=True)
+    job = subprocess.run(submit, capture_output=True, text=True, check=True)
     deadline = time.monotonic() + 420
     while subprocess.run(["squeue", "-h", "-j", job.stdout.strip()], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() < deadline, "the two-node job did not end"

@@ -12,6 +12,8 @@ Sample files below are shaped like the real ones:
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -429,3 +431,54 @@ def test_a_killed_job_leaves_no_program_running_and_its_retry_removes_the_contai
     retry = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert retry.returncode == 0, retry.stderr
     assert "left by a killed attempt" in retry.stderr and leftover_containers() == []
+
+
+@pytest.mark.slurm
+def test_a_training_over_two_slurm_nodes_runs_a_worker_node_on_the_second(tmp_path, write_config, slurm_cluster):
+    """`agentrepro train` of a verl-agent job with resources.nodes 2, run by a batch job of `--nodes=2` under the local
+    SLURM (partition `pair`), real Ray, the stand-in checkout: the head binds the first node's address, `srun` starts
+    `agentrepro node` on the second, which builds its worker node's launch there and joins; the trainer (told
+    trainer.nnodes=2) sees both nodes' raylets, each at its node's address, and the worker node stops by itself once
+    the head has gone. A job of two nodes outside SLURM is refused in one line, as is validating one of its checkpoints
+    again in an eval job (one node's)."""
+    from helpers import require, require_ray, run_cli
+
+    ray, python = require_ray()
+    pair = subprocess.run(["sinfo", "-h", "-p", "pair", "-o", "%D"], capture_output=True, text=True).stdout.strip()
+    require("slurm", pair == "2", "the local SLURM has no partition `pair` of two nodes (scripts/slurm-cluster.sh)")
+    workdir = tmp_path / "verl-agent"
+    stand_in_checkout(workdir, python)
+    cfg = config(workdir, ray={"executable": ray, "num_cpus": 1})
+    (tmp_path / "model").mkdir()
+    cfg["backend"].update(
+        repo="langfengQ/verl-agent",
+        commit="20bd331bdbc9026a5668e11362178e10ab7400c8",
+        model_path=str(tmp_path / "model"),
+    )
+    cfg["resources"] = {"gpus": 1, "nodes": 2, "cpus": 1, "mem_mb": 3000}
+    path, run_dir = write_config(cfg), tmp_path / "run"
+    refused = run_cli("train", "--config", path, "--out", tmp_path / "here")
+    assert refused.returncode == 2 and refused.stderr.strip().endswith(
+        "resources.nodes: asks 2 nodes, and this job runs outside a SLURM job: run the study with --profile slurm"
+    ), refused.stderr
+    train = [python, "-m", "agentrepro", "train", "--config", str(path), "--out", str(run_dir)]
+    submit = ["sbatch", "--parsable", "-p", "pair", "--nodes=2", "--cpus-per-task=1", "--mem=3000", "--gres=gpu:1"]
+    submit += ["-t", "10", "-o", str(tmp_path / "batch.out"), "--wrap", shlex.join(train)]
+    env = {**os.environ, "PATH": f"{Path(python).parent}:{os.environ['PATH']}"}  # the stand-in's python3 imports ray
+    job = subprocess.run(submit, capture_output=True, text=True, check=True, env=env).stdout.strip()
+    deadline = time.monotonic() + 420
+    while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
+        assert time.monotonic() < deadline, "the two-node training did not end"
+        time.sleep(2)
+    logs = "".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
+    assert (run_dir / "metrics.jsonl").is_file(), (tmp_path / "batch.out").read_text()[-3000:] + logs
+    addresses = json.loads((run_dir / "ray_nodes.json").read_text())
+    assert len(addresses) == 2 and "127.0.0.1" not in addresses, addresses
+    node_logs = sorted(p.name for p in (run_dir / "logs").glob("train_node_*.stderr.log"))
+    assert len(node_logs) == 1, logs
+    worker = (run_dir / "logs" / node_logs[0]).read_text()
+    assert "has stopped; so does this worker node" in worker and any(f"at {a} on ports" in worker for a in addresses)
+    assert not (run_dir / "ray_head.address").exists()
+    (run_dir / "verl_validation" / "1.jsonl").unlink()  # a re-evaluation would need all its nodes again: said so
+    again = run_cli("eval", "--run", run_dir, "--step", 1)
+    assert again.returncode == 2 and "validate-only run of a training over 2 nodes is not built" in again.stderr

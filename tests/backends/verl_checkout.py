@@ -40,7 +40,19 @@ FAKE_TRAINER = (
 # Stand-in trainer: reads the Hydra overrides and writes what verl plus the integration write.
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 assert open(args["data.train_files"]).read() == "16"
-assert os.environ["RAY_ADDRESS"].startswith("127.0.0.1:"), "not run against the job's own Ray head"
+nodes = int(args.get("trainer.nnodes", "1"))
+if nodes == 1:
+    assert os.environ["RAY_ADDRESS"].startswith("127.0.0.1:"), "not run against the job's own Ray head"
+else:  # as verl's placement groups wait for every node's GPU workers: the job's Ray cluster, every node joined
+    import ray, time
+    ray.init()
+    deadline = time.monotonic() + 180
+    while sum(n["Alive"] for n in ray.nodes()) < nodes:
+        assert time.monotonic() < deadline, "the job's worker nodes never joined"
+        time.sleep(0.5)
+    with open(os.path.join(os.environ["AGENTREPRO_VERL_OUT"], "ray_nodes.json"), "w") as fh:
+        json.dump(sorted(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]), fh)
+    ray.shutdown()
 out = os.environ["AGENTREPRO_VERL_OUT"]
 steps, val_dir = int(args["trainer.total_epochs"]), os.path.join(out, "verl_validation")
 os.makedirs(val_dir, exist_ok=True)

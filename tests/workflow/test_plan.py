@@ -48,6 +48,21 @@ def test_a_training_that_saves_on_the_signal_asks_for_it_before_its_time_limit()
         plan.job_resources({"runtime_min": 5, "signal_before_limit_s": 300})
 
 
+def test_a_job_over_several_nodes_asks_each_nodes_gpus_and_only_a_backend_that_spans_nodes_may():
+    """nodes > 1: sbatch --nodes, the GPUs as the per-node GRES instead of --gpus (the job's total), CPUs and memory
+    as they are (sbatch's are per node); a backend whose jobs are one node's refuses it naming the field."""
+    ask = {"gpus": 4, "cpus": 16, "mem_mb": 64000, "nodes": 2, "gpu_model": "h100"}
+    resources, _ = plan.job_resources(ask, spans_nodes=True, backend="verl-agent")
+    assert resources["nodes"] == 2 and resources["gres"] == "gpu:h100:4" and resources["gpu"] == 0
+    assert "gpu_model" not in resources and plan.gpus_per_node(resources) == ("h100", 4)
+    flags = plan.slurm_request(resources)
+    assert "--nodes=2" in flags and "--gres=gpu:h100:4" in flags and not any(f.startswith("--gpus") for f in flags)
+    one = plan.job_resources({**ask, "nodes": 1}, spans_nodes=True)[0]
+    assert one["gpu"] == 4 and "gres" not in one and plan.gpus_per_node(one) == ("h100", 4)
+    with pytest.raises(BadInput, match=r"resources.nodes: a job of builtin runs on one node, got 2"):
+        plan.job_resources(ask, backend="builtin")
+
+
 def test_study_plan_of_the_tiny_study():
     """The tiny study plans 2 methods x 1 seed, steps 0 and 2, CPU-only jobs."""
     p = plan.study_plan(TINY)

@@ -20,6 +20,8 @@ Facts, as class attributes, read by the manifest checks, the schema generator (b
 * `saves_on_preempt_signal`: whether its training saves its step and stops on the signal SLURM sends before a job's
   time limit (agentrepro.process.PREEMPT_SIGNAL), so that its train jobs ask for that signal; the programs of the
   others run on with the signal ignored until the limit ends them.
+* `spans_nodes`: whether one of its jobs may run over several nodes of a SLURM allocation (`resources.nodes` > 1: its
+  Ray head on the first, a worker node on each other, backends/ray_nodes.py); the others' jobs are one node's.
 
 What a job asks (methods):
 * `default_config()` -> a partial run config, deep-merged *under* the run config (values given in the config win);
@@ -230,6 +232,7 @@ class Backend(abc.ABC):
     shares_warmstart: ClassVar[bool] = False
     evaluates_in_training: ClassVar[bool] = False
     saves_on_preempt_signal: ClassVar[bool] = False
+    spans_nodes: ClassVar[bool] = False
 
     @classmethod
     def create(cls, registry: Any) -> Backend:
@@ -256,6 +259,12 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]: ...
+
+    def run_worker_node(self, config: dict[str, Any], run_dir: Path, key: str) -> None:
+        """A worker node of the training in `run_dir` (a resolved `config`) on this node of its SLURM allocation, joined
+        to the head `key` names, until that head stops (`spans_nodes` backends; the training's job starts it with
+        `agentrepro node`). BadInput for a backend whose jobs are one node's."""
+        raise BadInput(f"a job of {self.name} runs on one node: it has no worker nodes", where="resources.nodes")
 
     def replay(
         self, config: dict[str, Any], run_dir: Path, step: int, positions: list[int] | None = None

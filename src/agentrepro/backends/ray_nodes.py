@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentrepro.errors import Failure
+from agentrepro.errors import BadInput, Failure
 from agentrepro.hooks import agentrepro_ray_head as head
 
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # a host name as SLURM lists it
@@ -68,6 +68,32 @@ def allocation(environ: Mapping[str, str] | None = None) -> Allocation | None:
     if bad or here not in nodes:
         raise Failure(f"SLURM's node list {listed!r} expands to {nodes!r}, which does not hold this node {here!r}")
     return Allocation(nodes, here)
+
+
+def for_job(wanted: int, environ: Mapping[str, str] | None = None) -> Allocation | None:
+    """The allocation of a job that asks `wanted` nodes (resources.nodes); None for one node. BadInput naming the field
+    when the job does not run in a SLURM allocation of that many nodes (a local run, or another allocation)."""
+    if wanted <= 1:
+        return None
+    nodes = allocation(environ)
+    if nodes is None:
+        raise BadInput(
+            f"asks {wanted} nodes, and this job runs outside a SLURM job: run the study with --profile slurm",
+            where="resources.nodes",
+        )
+    if len(nodes.nodes) != wanted:
+        raise BadInput(
+            f"asks {wanted} nodes, and this job's SLURM allocation has {len(nodes.nodes)} ({','.join(nodes.nodes)})",
+            where="resources.nodes",
+        )
+    return nodes
+
+
+def this_node(environ: Mapping[str, str] | None = None) -> str:
+    """This node's name as SLURM calls it (SLURMD_NODENAME), else the host's short name: what labels its logs."""
+    environ = os.environ if environ is None else environ
+    name = environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    return name if NODE_NAME.match(name) else "node"
 
 
 def node_address(name: str) -> str:

@@ -23,6 +23,7 @@ VERBS: dict[str, str] = {
     "resolve": "write the resolved config of one method x seed",
     "warmstart": "the builtin trainer's warm start of one seed, shared by its methods",
     "train": "train one method x seed into a run directory",
+    "node": "run a worker node of a training over several SLURM nodes (the training's job starts it on each)",
     "eval": "evaluate one checkpoint of a run on the frozen task panel",
     "command": "show the programs a job would run (before or after freezing)",
     "preflight": "check what each job will demand (Ray ports, CPUs, GPUs, batch sizes) before queueing",

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrepro import containers, runconfig, tracking
-from agentrepro.backends import checkpoints, ray_head, step_rows
+from agentrepro.backends import checkpoints, ray_head, ray_nodes, step_rows
 from agentrepro.backends.base import COMMON, Backend, Block, Demand, PrunedInTraining, SeedStream, StepCheckpoint, text
 from agentrepro.backends.launch import Launch, contain, run_launch
 from agentrepro.backends.verl_agent import demands, integration, outputs, recipes, scripts
@@ -115,23 +115,31 @@ def validated_steps(config: dict[str, Any]) -> list[int]:
     return sorted({0} | (set(range(every, steps + 1, every)) | {steps} if every else set()))
 
 
-def head_words(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> tuple[str, ...]:
-    """The words that run a program against this job's own Ray head (backends/ray_head.py): as many worker ports as the
-    job's Ray worker processes and Ray's idle pool need (demands.worker_ports), the CPUs the job asks for
-    (backend.ray.num_cpus, else resources.cpus), the GPUs (backend.ray.num_gpus, else resources.gpus), the executable
-    from backend.ray."""
+def node_options(config: dict[str, Any], run_dir: Path, *, resume: bool = True) -> dict[str, Any]:
+    """What each node of the job's Ray cluster offers (backends/ray_head.py): as many worker ports as the job's Ray
+    worker processes and Ray's idle pool need (demands.worker_ports; each node reserves them all, as Ray may place any
+    of them there), the CPUs the job asks for (backend.ray.num_cpus, else resources.cpus), the GPUs
+    (backend.ray.num_gpus, else resources.gpus), the memory (resources.mem_mb, the job's, not the node's), the
+    executable from backend.ray."""
     ray = (config.get("backend") or {}).get("ray") or {}
-    gpus = ray.get("num_gpus", (config.get("resources") or {}).get("gpus"))
     _, ports = demands.worker_ports(config, recipes.composed(config, run_dir, resume=resume))
-    return ray_head.words(
-        run_dir,
-        ray=ray.get("executable"),
-        num_cpus=demands.head_cpus(config)[1],
-        num_gpus=gpus,
-        client=ray.get("client") is not False,
-        worker_ports=ports,
-        memory_mb=(config.get("resources") or {}).get("mem_mb"),  # the job's, not the node's
-    )
+    return {
+        "ray": ray.get("executable"),
+        "num_cpus": demands.head_cpus(config)[1],
+        "num_gpus": ray.get("num_gpus", (config.get("resources") or {}).get("gpus")),
+        "worker_ports": ports,
+        "memory_mb": (config.get("resources") or {}).get("mem_mb"),
+    }
+
+
+def head_words(
+    config: dict[str, Any], run_dir: Path, *, resume: bool = True, node_ip: str | None = None
+) -> tuple[str, ...]:
+    """The words that run a program against this job's own Ray head (`node_options`); `node_ip`: the address the head
+    of a job over several nodes binds (ray_nodes.head_address)."""
+    ray = (config.get("backend") or {}).get("ray") or {}
+    options = node_options(config, run_dir, resume=resume)
+    return ray_head.words(run_dir, client=ray.get("client") is not False, node_ip=node_ip, **options)
 
 
 def mounted_fields(config: dict[str, Any]) -> dict[str, str]:
@@ -153,12 +161,13 @@ def job_launches(
     resume: bool = True,
     eval_step: int | None = None,
     tracked: dict[str, str] | None = None,
+    node_ip: str | None = None,
 ) -> list[Launch]:
     """The job's programs (`programs`) as they run: in the placement's container, the Ray head's reservations folder
     mounted for the launch that starts it, the proof kept in the run directory (training) or the evaluation's."""
     run_dir = Path(run_dir).resolve()
     job_dir = run_dir if eval_step is None else eval_dir(run_dir, eval_step).resolve()
-    prepare, launch = programs(config, run_dir, resume=resume, eval_step=eval_step, tracked=tracked)
+    prepare, launch = programs(config, run_dir, resume=resume, eval_step=eval_step, tracked=tracked, node_ip=node_ip)
     return [
         contain(
             prepare, config, run_dir=run_dir, job_dir=job_dir, label=label(prepare, eval_step), extra=mounts(config)
@@ -182,10 +191,12 @@ def programs(
     resume: bool = True,
     eval_step: int | None = None,
     tracked: dict[str, str] | None = None,
+    node_ip: str | None = None,
 ) -> list[Launch]:
     """Data preparation, then the official script with the appended overrides (recipes.appended); with
     `eval_step`, the script in validate-only mode from that step's checkpoint instead of training; as the image runs
-    them (before `contain`). `tracked`: the training's W&B variables (agentrepro.tracking), where it logs to W&B."""
+    them (before `contain`). `tracked`: the training's W&B variables (agentrepro.tracking), where it logs to W&B;
+    `node_ip`: the head's address in a training over several nodes (`head_words`)."""
     script, cwd, run_dir = recipes.script_for(config), workdir(config), Path(run_dir).resolve()
     prepare = Launch(  # examples/data_preprocess/prepare.py itself, offline (hooks/agentrepro_verl_prepare.py)
         "prepare data",
@@ -201,23 +212,9 @@ def programs(
                 f"matches in {cwd}: {', '.join(sorted(glob.glob(word, root_dir=cwd))[:3])}",
                 where="backend.workdir",
             )
-    # The script's own exports reach only its driver; the head's workers (GPU workers, env workers) inherit the
-    # head's environment, which is this launch's: so they are set here too.
-    env = {
-        **{name: value for name, (value, _) in script.exports.items()},
-        **integration.env(run_dir, panel_file=run_dir / integration.PANEL),
-    }
-    data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
-    if (config.get("env") or {}).get("name") == "alfworld" and data_path:
-        env["ALFWORLD_DATA"] = str(Path(data_path).absolute())  # the frozen panel's data directory, for verl's envs too
-    env.update(ray_head.env())
-    head = head_words(config, run_dir, resume=resume)
-    if (
-        eval_step is None
-    ):  # the parity certificate's step rows (hooks/agentrepro_verl_rows.py), when train.step_rows names steps
-        env.update(step_rows.hook_env(config, run_dir))
-        env[prune_hook.PRUNE_ENV] = "1" if checkpoints.prunes_during_training(config) else "0"
-        env.update(tracked or {})
+    env = launch_env(config, run_dir, training=eval_step is None, tracked=tracked)
+    head = head_words(config, run_dir, resume=resume, node_ip=node_ip)
+    if eval_step is None:
         return [prepare, Launch("train", (*head, "bash", script.path, scripts.ENGINE, *words), env, cwd)]
     source = (
         ["trainer.resume_mode=disable"]
@@ -229,6 +226,49 @@ def programs(
         prepare,
         Launch(f"evaluate step {eval_step}", (*head, "bash", script.path, scripts.ENGINE, *words, *validate), env, cwd),
     ]
+
+
+def launch_env(
+    config: dict[str, Any], run_dir: Path, *, training: bool, tracked: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of the launch that runs the script under the job's head, and of the training's worker nodes.
+    The script's own exports reach only its driver; the Ray workers (GPU workers, env workers, the TaskRunner) inherit
+    their node's Ray environment, which is this one on every node: so they are set here too. A training's also names
+    the parity certificate's step rows (hooks/agentrepro_verl_rows.py, when train.step_rows names steps), whether
+    checkpoints are pruned during training, and its W&B variables (`tracked`)."""
+    script = recipes.script_for(config)
+    env = {
+        **{name: value for name, (value, _) in script.exports.items()},
+        **integration.env(run_dir, panel_file=run_dir / integration.PANEL),
+    }
+    data_path = ((config.get("data") or {}).get("eval") or {}).get("path")
+    if (config.get("env") or {}).get("name") == "alfworld" and data_path:
+        env["ALFWORLD_DATA"] = str(Path(data_path).absolute())  # the frozen panel's data directory, for verl's envs too
+    env.update(ray_head.env())
+    if training:
+        env.update(step_rows.hook_env(config, run_dir))
+        env[prune_hook.PRUNE_ENV] = "1" if checkpoints.prunes_during_training(config) else "0"
+        env.update(tracked or {})
+    return env
+
+
+def node_launch(config: dict[str, Any], run_dir: Path, key: str, *, tracked: dict[str, str] | None = None) -> Launch:
+    """A worker node of the training's Ray cluster (its head's `key`), run on this node of the job's allocation in the
+    placement's container with this node's GPUs: the same options and environment as the head's node, its own ports
+    reservations folder mounted; its proof and logs under the node's name."""
+    run_dir = Path(run_dir).resolve()
+    words = ray_head.join_words(run_dir, key, **node_options(config, run_dir))
+    env = launch_env(config, run_dir, training=True, tracked=tracked)
+    launch = Launch("worker node", words, env, workdir(config))
+    return contain(
+        launch,
+        config,
+        run_dir=run_dir,
+        job_dir=run_dir,
+        label=f"train_node_{ray_nodes.this_node()}",
+        extra=mounts(config),
+        shared=ray_head.shared(),
+    )
 
 
 TRACKER = (
@@ -252,6 +292,14 @@ def resumed_from(run_dir: Path) -> dict[str, Any] | None:
     }
 
 
+def _tracked(config: dict[str, Any], run_dir: Path) -> dict[str, str] | None:
+    """The W&B variables verl's own wandb.init reads (agentrepro.tracking), when the training logs to W&B."""
+    if not (config.get("train") or {}).get("wandb"):
+        return None
+    spec = {k: config[k] for k in ("study", "method", "seed")}
+    return tracking.environment(tracking.wandb_run(run_dir, **spec), Path(run_dir) / RunFiles.LOGS)
+
+
 def label(launch: Launch, eval_step: int | None) -> str:
     """The name of a launch's logs (and its container's record): prepare_data and train; eval_step<N>_prepare and
     eval_step<N>_evaluate."""
@@ -272,6 +320,7 @@ class VerlAgentBackend(Backend):
     block = BLOCK
     adapter = outputs.ADAPTER
     evaluates_in_training = True  # training validates every evaluated step; an eval job converts its dump
+    spans_nodes = True  # trainer.nnodes = resources.nodes: verl places its GPU workers over the job's Ray cluster
 
     def checkpoint_steps(self, config: dict[str, Any]) -> list[int]:
         return validated_steps(config)
@@ -412,13 +461,33 @@ class VerlAgentBackend(Backend):
             )
         atomic_write_text(run_dir / DEVIATIONS, json.dumps(record, indent=1) + "\n")
         integration.write_panel(config, run_dir)
-        tracked = None
-        if (config.get("train") or {}).get("wandb"):  # what verl's own wandb.init reads (agentrepro.tracking)
-            spec = {k: config[k] for k in ("study", "method", "seed")}
-            tracked = tracking.environment(tracking.wandb_run(run_dir, **spec), run_dir / RunFiles.LOGS)
-        for launch in job_launches(config, run_dir, resume=resume, tracked=tracked):
-            run(launch, run_dir, label(launch, None))
+        tracked = _tracked(config, run_dir)
+        nodes = ray_nodes.for_job(int((config.get("resources") or {}).get("nodes", 1)))
+        node_ip = ray_nodes.head_address(nodes) if nodes is not None else None
+        for launch in job_launches(config, run_dir, resume=resume, tracked=tracked, node_ip=node_ip):
+            if nodes is None or launch.purpose != "train":
+                run(launch, run_dir, label(launch, None))
+                continue
+            # each other node runs `agentrepro node`, which builds its worker node's launch there, for its own GPUs
+            key = launch.argv[launch.argv.index("--key") + 1]
+            argv = [sys.executable, "-m", "agentrepro", "node", str(run_dir), "--key", key]
+            resources = config.get("resources") or {}
+            with ray_nodes.worker_nodes(
+                nodes,
+                argv,
+                address=ray_head.address_file(run_dir),
+                cpus=int(resources.get("cpus", 1)),
+                gpus=int(resources.get("gpus", 0)),
+                log_dir=run_dir / RunFiles.LOGS,
+                label="train_nodes",
+            ):
+                run(launch, run_dir, label(launch, None))
         outputs.convert_training(run_dir, config)
+
+    def run_worker_node(self, config: dict[str, Any], run_dir: Path, key: str) -> None:
+        ray_head.ready()
+        launch = node_launch(config, run_dir, key, tracked=_tracked(config, run_dir))
+        run_launch(launch, Path(run_dir), f"train_node_{ray_nodes.this_node()}")
 
     def evaluate(self, run_dir: Path, step: int) -> list[dict[str, Any]]:
         """The outcomes of the validation at `step` (training validates every evaluated step); if that file is
@@ -432,6 +501,13 @@ class VerlAgentBackend(Backend):
                     f"no FSDP checkpoint of step {step} to validate (pruned during training or after its evaluation, "
                     "or never saved); its Hugging Face copy can be served (eval.engine: served)",
                     path=actor,
+                )
+            if int(config["resources"].get("nodes") or 1) > 1:
+                raise BadInput(
+                    f"the validation of step {step} is missing, and verl's validate-only run of a training over "
+                    f"{config['resources']['nodes']} nodes is not built (an eval job is one node's): serve the "
+                    "checkpoint's Hugging Face copy (eval.engine: served)",
+                    path=outputs.validation_file(run_dir, step),
                 )
             if int(config["resources"].get("gpus") or 0) and not allocated_gpus():
                 raise BadInput(

@@ -56,6 +56,11 @@ def reserved_cpus(values: dict[str, Any]) -> float:
     return round(envs * float(values["env.resources_per_worker.num_cpus"]) + TASK_RUNNER_CPUS + gpus * BUNDLE_CPUS, 6)
 
 
+def nodes(config: dict[str, Any]) -> int:
+    """The job's nodes (resources.nodes): its Ray cluster offers each node's CPUs and GPUs once per node."""
+    return int((config.get("resources") or {}).get("nodes", 1))
+
+
 def head_cpus(config: dict[str, Any]) -> tuple[str, int]:
     """(manifest field, value): the CPUs the job's Ray head offers, backend.ray.num_cpus or else resources.cpus
     (what the scheduler gives the job; 1 when unset, as planning.job_resources asks for)."""
@@ -105,7 +110,7 @@ def demands(config: dict[str, Any], run_dir: Path) -> list[Demand]:
     per_env = values["env.resources_per_worker.num_cpus"]
     tp = int(values["actor_rollout_ref.rollout.tensor_model_parallel_size"])
     rollout_n = int(values["actor_rollout_ref.rollout.n"])
-    have_gpus = int((config.get("resources") or {}).get("gpus", 0))
+    have_gpus = int((config.get("resources") or {}).get("gpus", 0)) * nodes(config)
     micro = values["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]
     out = [
         Demand(
@@ -128,13 +133,14 @@ def demands(config: dict[str, Any], run_dir: Path) -> list[Demand]:
             f"{TASK_RUNNER_CPUS} TaskRunner + {BUNDLE_CPUS} x {gpus} GPU workers",
             reserved_cpus(values),
             cpus_field,
-            cpus,
+            cpus * nodes(config),
             AT_LEAST,
             _where(
                 config,
                 "recipe/GraphGPO/run_qwen2.5_1.5b_alfworld_train.sh:9, alfworld_envs.py:249, main_graphgpo.py:53, base.py:114",
                 "examples/*/run_alfworld.sh:5, alfworld/envs.py:102, main_ppo.py:54, base.py:114",
             ),
+            via=f"{cpus} on each of resources.nodes {nodes(config)}" if nodes(config) > 1 else None,
         ),
         Demand(
             "GPUs of the trainer",
@@ -144,6 +150,9 @@ def demands(config: dict[str, Any], run_dir: Path) -> list[Demand]:
             have_gpus,
             AT_LEAST,
             _where(config, "graphgpo_ray_trainer.py:120", "ray_trainer.py:115"),
+            via=f"{have_gpus // nodes(config)} on each of resources.nodes {nodes(config)}"
+            if nodes(config) > 1
+            else None,
         ),
         Demand(
             "rollout tensor parallel",

@@ -226,6 +226,9 @@ def manifest_values(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
     gpus = (config.get("resources") or {}).get("gpus")
     if gpus is not None:
         out.append(("resources.gpus", "trainer.n_gpus_per_node", gpus))
+    nodes = (config.get("resources") or {}).get("nodes")
+    if nodes is not None:
+        out.append(("resources.nodes", "trainer.nnodes", nodes))
     block, model = config.get("backend") or {}, config.get("model") or {}
     path = block.get("model_path") or model.get("name")
     if path is not None:
