@@ -126,7 +126,8 @@ def test_each_violation_is_one_line_naming_both_sides(tmp_path, changes, line):
 def test_a_verl_job_over_two_nodes_is_verls_nnodes_and_offers_each_nodes_cpus_and_gpus(tmp_path):
     """resources.nodes 2 becomes trainer.nnodes=2 on the script's command line; the job's Ray cluster offers
     resources.cpus and resources.gpus on each node, so 29 CPUs a node cover the GraphGPO recipe's 54.2 + 2 more GPU
-    workers' bundles, and 8 a node do not, said with the nodes."""
+    workers' bundles, and 8 a node do not, said with the nodes. `agentrepro command` shows the sbatch flags and what
+    the job adds over its nodes."""
     from agentrepro.backends.verl_agent import recipes
 
     relax = {"backends.relax.resources": {"nodes": 1}}  # its jobs keep to one node
@@ -137,6 +138,9 @@ def test_a_verl_job_over_two_nodes_is_verls_nnodes_and_offers_each_nodes_cpus_an
     cpus, gpus = by["CPUs the recipe reserves in Ray"], by["GPUs of the trainer"]
     assert (cpus.need, cpus.have, cpus.holds()) == (pytest.approx(56.2), 58, True)
     assert (gpus.need, gpus.have, gpus.via) == (4, 4, "2 on each of resources.nodes 2")
+    shown = run_cli("command", plan.manifest_file, "--method", "graphgpo", "--seed", "0", cwd=tmp_path).stdout
+    assert "trainer.nnodes=2" in shown and "--nodes=2" in shown and "--gres=gpu:2" in shown, shown
+    assert "# over 2 nodes (in the job, from its SLURM allocation): the head also gets --node-ip" in shown
     path = study(tmp_path, **{"resources.nodes": 2, "resources.cpus": 8}, **relax)
     result = run_cli("preflight", path, "--method", "graphgpo", "--seed", "0", cwd=tmp_path)
     assert result.returncode == 2 and "resources.cpus -> 8 on each of resources.nodes 2 = 16: " in result.stderr

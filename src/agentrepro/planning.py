@@ -27,6 +27,7 @@ from typing import Any
 from agentrepro import layout, lockfile, runconfig
 from agentrepro.backends import Backend, get_backend
 from agentrepro.backends.launch import Launch
+from agentrepro.backends.ray_head import address_file
 from agentrepro.containers.image import Image, image_of
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import sha256_json
@@ -281,6 +282,14 @@ class StudyPlan:
             )
         for number, launch in enumerate(launches, start=1):
             lines += [f"# {number}. {launch.purpose}", launch.shown()]
+        nodes = int((job.config.get("resources") or {}).get("nodes", 1))
+        if nodes > 1 and eval_step is None:
+            lines.append(
+                f"# over {nodes} nodes (in the job, from its SLURM allocation): the head also gets --node-ip <the first "
+                f"node's address> --address-file {address_file(job.run_dir)}, and `srun --nodes="
+                f"{nodes - 1} --ntasks-per-node=1` runs `agentrepro node {job.run_dir.resolve()} --key <the head's key>` "
+                "on each other node, which builds its worker node's launch there (docs/commands.md#node)"
+            )
         return "\n".join(lines)
 
     # -- what the lock records ------------------------------------------------------------------------------------
