@@ -433,15 +433,10 @@ def test_a_killed_job_leaves_no_program_running_and_its_retry_removes_the_contai
     assert "left by a killed attempt" in retry.stderr and leftover_containers() == []
 
 
-@pytest.mark.slurm
-def test_a_training_over_two_slurm_nodes_runs_a_worker_node_on_the_second(tmp_path, write_config, slurm_cluster):
-    """`agentrepro train` of a verl-agent job with resources.nodes 2, run by a batch job of `--nodes=2` under the local
-    SLURM (partition `pair`), real Ray, the stand-in checkout: the head binds the first node's address, `srun` starts
-    `agentrepro node` on the second, which builds its worker node's launch there and joins; the trainer (told
-    trainer.nnodes=2) sees both nodes' raylets, each at its node's address, and the worker node stops by itself once
-    the head has gone. A job of two nodes outside SLURM is refused in one line, as is validating one of its checkpoints
-    again in an eval job (one node's)."""
-    from helpers import require, require_ray, run_cli
+def two_node_training(tmp_path, write_config) -> tuple[Path, Path, str]:
+    """(config, run directory, Python with Ray) of a verl-agent training with resources.nodes 2 on the stand-in
+    checkout and real Ray; skipped (required in CI) without the local SLURM's partition `pair` of two nodes."""
+    from helpers import require, require_ray
 
     ray, python = require_ray()
     pair = subprocess.run(["sinfo", "-h", "-p", "pair", "-o", "%D"], capture_output=True, text=True).stdout.strip()
@@ -456,22 +451,42 @@ def test_a_training_over_two_slurm_nodes_runs_a_worker_node_on_the_second(tmp_pa
         model_path=str(tmp_path / "model"),
     )
     cfg["resources"] = {"gpus": 1, "nodes": 2, "cpus": 1, "mem_mb": 3000}
-    path, run_dir = write_config(cfg), tmp_path / "run"
-    refused = run_cli("train", "--config", path, "--out", tmp_path / "here")
-    assert refused.returncode == 2 and refused.stderr.strip().endswith(
-        "resources.nodes: asks 2 nodes, and this job runs outside a SLURM job: run the study with --profile slurm"
-    ), refused.stderr
+    return write_config(cfg), tmp_path / "run", python
+
+
+def train_on_two_nodes(path: Path, run_dir: Path, python: str) -> str:
+    """`agentrepro train` in a batch job of `--nodes=2` (partition `pair`), waited for; the batch job's output."""
     train = [python, "-m", "agentrepro", "train", "--config", str(path), "--out", str(run_dir)]
+    out = run_dir.parent / "batch.out"
     submit = ["sbatch", "--parsable", "-p", "pair", "--nodes=2", "--cpus-per-task=1", "--mem=3000", "--gres=gpu:1"]
-    submit += ["-t", "10", "-o", str(tmp_path / "batch.out"), "--wrap", shlex.join(train)]
+    submit += ["-t", "10", "-o", str(out), "--wrap", shlex.join(train)]
     env = {**os.environ, "PATH": f"{Path(python).parent}:{os.environ['PATH']}"}  # the stand-in's python3 imports ray
     job = subprocess.run(submit, capture_output=True, text=True, check=True, env=env).stdout.strip()
     deadline = time.monotonic() + 420
     while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() < deadline, "the two-node training did not end"
         time.sleep(2)
+    return out.read_text()
+
+
+@pytest.mark.slurm
+def test_a_training_over_two_slurm_nodes_runs_a_worker_node_on_the_second(tmp_path, write_config, slurm_cluster):
+    """`agentrepro train` of a verl-agent job with resources.nodes 2, run by a batch job of `--nodes=2` under the local
+    SLURM (partition `pair`), real Ray, the stand-in checkout: the head binds the first node's address, `srun` starts
+    `agentrepro node` on the second, which builds its worker node's launch there and joins; the trainer (told
+    trainer.nnodes=2) sees both nodes' raylets, each at its node's address, and the worker node stops by itself once
+    the head has gone. A job of two nodes outside SLURM is refused in one line, as is validating one of its checkpoints
+    again in an eval job (one node's)."""
+    from helpers import run_cli
+
+    path, run_dir, python = two_node_training(tmp_path, write_config)
+    refused = run_cli("train", "--config", path, "--out", tmp_path / "here")
+    assert refused.returncode == 2 and refused.stderr.strip().endswith(
+        "resources.nodes: asks 2 nodes, and this job runs outside a SLURM job: run the study with --profile slurm"
+    ), refused.stderr
+    batch = train_on_two_nodes(path, run_dir, python)
     logs = "".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
-    assert (run_dir / "metrics.jsonl").is_file(), (tmp_path / "batch.out").read_text()[-3000:] + logs
+    assert (run_dir / "metrics.jsonl").is_file(), batch[-3000:] + logs
     addresses = json.loads((run_dir / "ray_nodes.json").read_text())
     assert len(addresses) == 2 and "127.0.0.1" not in addresses, addresses
     node_logs = sorted(p.name for p in (run_dir / "logs").glob("train_node_*.stderr.log"))
@@ -482,3 +497,26 @@ def test_a_training_over_two_slurm_nodes_runs_a_worker_node_on_the_second(tmp_pa
     (run_dir / "verl_validation" / "1.jsonl").unlink()  # a re-evaluation would need all its nodes again: said so
     again = run_cli("eval", "--run", run_dir, "--step", 1)
     assert again.returncode == 2 and "validate-only run of a training over 2 nodes is not built" in again.stderr
+
+
+@pytest.mark.slurm
+def test_a_worker_node_that_cannot_start_stops_the_training_instead_of_leaving_it_waiting(
+    tmp_path, write_config, slurm_cluster
+):
+    """The second node's `agentrepro node` fails (its owner lock is held: the same program run twice): the training's
+    head stops its program at once (its owner lock let go) instead of waiting for that node until the time limit, and
+    the training fails naming the worker nodes and why. The stand-in trainer, waiting for both nodes, never gets to
+    give up by itself."""
+    import fcntl
+
+    path, run_dir, python = two_node_training(tmp_path, write_config)
+    second = subprocess.run(["sinfo", "-h", "-N", "-p", "pair", "-o", "%N"], capture_output=True, text=True)
+    node = sorted(set(second.stdout.split()))[-1]  # <host>-n2
+    (run_dir / "logs").mkdir(parents=True)
+    with open(run_dir / "logs" / f"train_node_{node}.owner", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        batch = train_on_two_nodes(path, run_dir, python)
+    trainer = (run_dir / "logs" / "train.stderr.log").read_text()
+    assert not (run_dir / "metrics.jsonl").exists()
+    assert f"the worker nodes on {node} ended with exit 1: " in batch and "another process runs this program" in batch
+    assert "never joined" not in trainer, trainer[-2000:]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -92,12 +93,32 @@ def proven(launch: Launch, run_dir: Path) -> contextlib.AbstractContextManager:
     )
 
 
-def run_launch(launch: Launch, run_dir: Path, label: str) -> None:
+def run_launch(launch: Launch, run_dir: Path, label: str, *, abandon: threading.Event | None = None) -> None:
     """Run one launch, no shell, with its output appended to RUN_DIR/logs/<label>.stdout.log and .stderr.log;
     Failure names the exit status and the last line of stderr (process.run_logged). A contained launch runs with
     its image prepared and its proof recorded (containers.proven); a launch made by `contain` with its owner lock held
-    (ray_head.owned), which its Ray head watches so that it ends with the process running it."""
-    with ray_head.owned(launch.owner) if launch.owner else contextlib.nullcontext(), proven(launch, run_dir):
-        run_logged(
-            list(launch.argv), log_dir=Path(run_dir) / RunFiles.LOGS, label=label, cwd=launch.cwd, env=dict(launch.env)
-        )
+    (ray_head.owned), which its Ray head watches so that it ends with the process running it. Once `abandon` is set
+    (the training's worker nodes failed: ray_nodes.worker_nodes), that lock is let go, which stops the program."""
+    finished = threading.Event()
+    with ray_head.owned(launch.owner) if launch.owner else contextlib.nullcontext() as let_go, proven(launch, run_dir):
+        if abandon is not None and let_go is not None:
+            threading.Thread(target=_let_go_when, args=(abandon, finished, let_go), daemon=True).start()
+        try:
+            run_logged(
+                list(launch.argv),
+                log_dir=Path(run_dir) / RunFiles.LOGS,
+                label=label,
+                cwd=launch.cwd,
+                env=dict(launch.env),
+            )
+        finally:
+            finished.set()
+
+
+def _let_go_when(abandon: threading.Event, finished: threading.Event, let_go) -> None:
+    """Let go of the owner lock once `abandon` is set, unless the program has `finished` (and the lock is gone)."""
+    while not finished.is_set():
+        if abandon.wait(0.5):
+            if not finished.is_set():
+                let_go()
+            return

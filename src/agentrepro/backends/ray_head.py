@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agentrepro.errors import BadInput, Failure
@@ -100,18 +100,18 @@ def owner_lock(job_dir: str | os.PathLike, label: str) -> Path:
 
 
 @contextlib.contextmanager
-def owned(path: Path) -> Iterator[None]:
+def owned(path: Path) -> Iterator[Callable[[], None]]:
     """Hold a program's owner lock while it runs: the head launcher (OWNER_ENV) stops the program and its head once no
     process holds it, so a job whose agentrepro is killed (SIGKILL included: a container outlives the `podman run`
-    that started it) does not leave them running. Failure when another process holds it: the same program run twice
-    at once."""
+    that started it) does not leave them running. Yields what lets go of it early, which stops them the same way.
+    Failure when another process holds it: the same program run twice at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:  # not inherited by the programs (close-on-exec)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise Failure(f"another process runs this program (it holds {path})") from None
-        yield
+        yield lambda: fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def shared() -> tuple[Path, ...]:

@@ -19,6 +19,7 @@ import os
 import re
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,15 @@ def worker_step(nodes: Allocation, argv: Sequence[str], *, cpus: int, gpus: int 
     return [*words, *argv]
 
 
+@dataclass(frozen=True)
+class WorkerNodes:
+    """The running worker nodes' `srun` step, and `failed`: set once it ended with an exit status other than 0 while the
+    head still ran (a node that could not start or join), for the head's run to stop (launch.run_launch's abandon)."""
+
+    step: subprocess.Popen
+    failed: threading.Event
+
+
 @contextlib.contextmanager
 def worker_nodes(
     nodes: Allocation,
@@ -144,12 +154,14 @@ def worker_nodes(
     log_dir: Path,
     label: str,
     stop_wait_s: float = STOP_WAIT_S,
-) -> Iterator[subprocess.Popen]:
+) -> Iterator[WorkerNodes]:
     """The worker nodes (`argv` on every other node, `worker_step`) running while the block runs the head, their output
     appended to LOG_DIR/<label>.stdout.log and .stderr.log. The head's `address` file of an earlier attempt is removed
-    first: a worker node would join a head that is gone. After the block each worker node stops by itself once the head
-    has removed that file; a step still running after `stop_wait_s` gets SIGTERM (srun passes it on), then SIGKILL.
-    Failure when the step ended otherwise than with every worker node's exit 0, naming the last line it wrote."""
+    first: a worker node would join a head that is gone. A step that fails while the block runs sets `failed` at once
+    (the head's program would otherwise wait for the missing node's resources until the time limit). After the block
+    each worker node stops by itself once the head has removed that file; a step still running after `stop_wait_s` gets
+    SIGTERM (srun passes it on), then SIGKILL. Failure when the step ended otherwise than with every worker node's exit
+    0, naming the last line a node wrote (raised from the block's own error, when there is one)."""
     address.unlink(missing_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
     stderr = log_dir / f"{label}.stderr.log"
@@ -157,9 +169,21 @@ def worker_nodes(
         step = subprocess.Popen(
             worker_step(nodes, argv, cpus=cpus, gpus=gpus), stdin=subprocess.DEVNULL, stdout=out, stderr=err
         )
+    failed, running = threading.Event(), threading.Event()
+    running.set()
+
+    def watch() -> None:
+        if step.wait() != 0 and running.is_set():
+            failed.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    error: BaseException | None = None
     try:
-        yield step
+        yield WorkerNodes(step, failed)
+    except BaseException as exc:
+        error = exc
     finally:
+        running.clear()
         for stop in (None, step.terminate, step.kill):
             if stop is not None:
                 stop()
@@ -168,9 +192,12 @@ def worker_nodes(
                 break
             except subprocess.TimeoutExpired:
                 continue
-    if step.returncode != 0:
-        lines = stderr.read_text(errors="replace").strip().splitlines()
+    if step.returncode != 0 and (error is None or failed.is_set()):
+        written = stderr.read_text(errors="replace").strip().splitlines()
+        lines = [line for line in written if not line.startswith("srun: ")] or written  # the node's, not srun's own
         raise Failure(
             f"the worker nodes on {','.join(nodes.others)} ended with exit {step.returncode}"
             + (f": {lines[-1]}" if lines else "")
-        )
+        ) from error
+    if error is not None:
+        raise error

@@ -44,6 +44,7 @@ from __future__ import annotations
 import glob
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -308,11 +309,11 @@ def label(launch: Launch, eval_step: int | None) -> str:
     )
 
 
-def run(launch: Launch, run_dir: Path, label: str) -> None:
+def run(launch: Launch, run_dir: Path, label: str, *, abandon: threading.Event | None = None) -> None:
     """Run one launch (the integration's Python path goes before the one the head runs with: the image's own in a
-    container, the inherited one on the host)."""
+    container, the inherited one on the host); stopped once `abandon` is set (launch.run_launch)."""
     ray_head.ready()
-    run_launch(launch, run_dir, label)
+    run_launch(launch, run_dir, label, abandon=abandon)
 
 
 class VerlAgentBackend(Backend):
@@ -480,8 +481,8 @@ class VerlAgentBackend(Backend):
                 gpus=int(resources.get("gpus", 0)),
                 log_dir=run_dir / RunFiles.LOGS,
                 label="train_nodes",
-            ):
-                run(launch, run_dir, label(launch, None))
+            ) as workers:
+                run(launch, run_dir, label(launch, None), abandon=workers.failed)
         outputs.convert_training(run_dir, config)
 
     def run_worker_node(self, config: dict[str, Any], run_dir: Path, key: str) -> None:
