@@ -82,6 +82,7 @@ def test_run_directory_files_follow_the_contract(tmp_path):
     timings = read_jsonl(run / "timings.jsonl")
     assert {"rollout", "update", "step_total", "graph_build", "shortest_paths"} <= set(timings[0])
     assert "checkpoint" in timings[0] and all(v >= 0 for k, v in timings[0].items() if k != "step")
+    assert "token_stats" not in timings[0]  # one on-policy pass without a critic or a reference: none before the update
     diag = read_jsonl(run / "graph_diagnostics.jsonl")
     assert {"step", "nodes", "edges", "distance_hist"} <= set(diag[0])
     rows = read_jsonl(run / "batches" / "step1.jsonl")

@@ -149,3 +149,39 @@ def test_micro_batched_update_matches_the_whole_minibatch(estimator):
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
     assert (estimator == "ppo") == bool(a["value_head.weight"].abs().sum() > 0)  # the value loss reached the head
     assert whole.keys() == parts.keys() and all(whole[k] == pytest.approx(parts[k], rel=1e-5, abs=1e-7) for k in whole)
+
+
+def test_ppo_on_policy_needs_only_the_values_pass():
+    """One epoch of one minibatch: the pre-update pass gives PPO's values without running the LM head, and the update
+    with no old log-probs (its own, detached) moves the weights as with the pass's log-probs."""
+    from agentrepro.trainer.update import batched_token_stats
+
+    spec, tok, codec = tiny_spec_and_codec()
+    batch = _batch(tok, codec, 0.0)
+    batch.returns = torch.randn(2, 9, generator=torch.Generator().manual_seed(1))
+
+    def policy_with_values():  # the value head starts at zero; a random one shows its values were computed
+        policy = tiny_policy(spec, tok)
+        torch.nn.init.normal_(policy.value_head.weight, generator=torch.Generator().manual_seed(2))
+        return policy
+
+    policy = policy_with_values()
+    kw = {"with_values": True, "device": torch.device("cpu"), "bf16": False, "where": batch.mask}
+    old, values = batched_token_stats(policy, batch.input_ids, batch.attention_mask, 8, **kw)
+    none, values_only = batched_token_stats(policy, batch.input_ids, batch.attention_mask, 8, with_logprobs=False, **kw)
+    assert none is None and values is not None and values_only is not None
+    assert torch.equal(values, values_only) and values[:, 1:].abs().sum() > 0
+    cfg = TrainConfig(estimator="ppo", lr=1e-2, grad_clip=100.0, entropy_coef=0.01)
+    weights = []
+    for old_logp in (old, None):
+        policy = policy_with_values()
+        opt = torch.optim.SGD(policy.parameters(), lr=1.0)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        b = TrainBatch(
+            batch.input_ids, batch.attention_mask, batch.mask, batch.advantages, old_logp, None, batch.returns
+        )
+        update(policy, opt, sched, b, cfg, torch.Generator().manual_seed(0), torch.device("cpu"))
+        weights.append(policy.state_dict())
+    moved = policy_with_values().state_dict()
+    assert any(not torch.allclose(weights[0][k], moved[k]) for k in moved)
+    assert all(torch.allclose(weights[0][k], weights[1][k], atol=1e-6) for k in moved)

@@ -217,11 +217,14 @@ class Trainer:
             where = "GPU" if self.device.type == "cuda" else "host"
             tokens = auto_pass_tokens(self.policy, cfg, available=available, total=total, where=where)
             self.cfg = cfg = dataclasses.replace(cfg, micro_batch_tokens=tokens)
-        # old log-probs (and values) under the policy that sampled, reference log-probs for the KL
-        # (one on-policy pass without a value baseline needs no separate forward: the update uses its own, detached)
+        # old log-probs (and values) under the policy that sampled, reference log-probs for the KL. One on-policy
+        # pass (one epoch of one minibatch) needs no old log-probs: the update uses its own, detached, as the weights
+        # have not moved; a value baseline still needs its values before the advantages, so that pass skips the head.
         old_logp = values = None
+        off_policy = cfg.epochs * cfg.minibatches > 1
+        t0 = time.perf_counter()
         with torch.no_grad():
-            if cfg.uses_value or cfg.epochs * cfg.minibatches > 1:
+            if cfg.uses_value or off_policy:
                 old_logp, values = batched_token_stats(
                     self.update_model,
                     ro.input_ids,
@@ -231,6 +234,7 @@ class Trainer:
                     device=self.device,
                     bf16=cfg.bf16,
                     where=ro.loss_mask,
+                    with_logprobs=off_policy,
                 )
             ref_logp = None
             if self.reference is not None:
@@ -244,6 +248,8 @@ class Trainer:
                     bf16=cfg.bf16,
                     where=ro.loss_mask,
                 )[0]
+        if cfg.uses_value or off_policy or self.reference is not None:
+            timings["token_stats"] = time.perf_counter() - t0  # each pass ends with its tensors on the host
         shard = None
         if self.ranks.parallel:  # the whole batch on every rank: advantages over whole groups (and GraphGPO's graph)
             t0 = time.perf_counter()

@@ -35,14 +35,22 @@ def token_stats(
     device,
     bf16: bool,
     where: torch.Tensor | None = None,
+    with_logprobs: bool = True,
 ):
     """(log-probs, entropies or None, values or None), each (rows, tokens) float32, aligned with input_ids.
     With `where` (rows, tokens; the loss mask), log-probs and entropies only at its non-zero columns (0 elsewhere):
-    the LM head runs over those tokens only, in chunks (trainer/logprobs.py). Values: every column."""
+    the LM head runs over those tokens only, in chunks (trainer/logprobs.py). Values: every column. Without
+    `with_logprobs` the LM head does not run: (None, None, values)."""
     attn = attention_mask.to(device)
     with autocast(device, bf16):
         hidden, values = policy.last_hidden(input_ids.to(device), attn, positions(attn), with_values=with_values)
     rows, width = input_ids.shape
+    vals = None
+    if with_values:
+        vals = torch.zeros(rows, width, device=device)
+        vals[:, 1:] = values[:, :-1]
+    if not with_logprobs:
+        return None, None, vals
     take = torch.ones(rows, width, dtype=torch.bool) if where is None else where.to("cpu", torch.bool, copy=True)
     take[:, 0] = False  # column 0 is predicted from nothing
     at = torch.nonzero(take.flatten()).squeeze(-1)  # on the CPU: no host sync on the device
@@ -55,10 +63,6 @@ def token_stats(
     scatter = lambda x: torch.zeros(rows * width, device=device).index_copy(0, at, x).view(rows, width)  # noqa: E731
     logp = scatter(lp)
     entropy = scatter(ent) if with_entropy else None
-    vals = None
-    if with_values:
-        vals = torch.zeros(rows, width, device=device)
-        vals[:, 1:] = values[:, :-1]
     return logp, entropy, vals
 
 
@@ -73,11 +77,12 @@ def batched_token_stats(
     device,
     bf16: bool,
     where: torch.Tensor | None = None,
+    with_logprobs: bool = True,
 ):
-    """token_stats (no entropy) over all rows in passes of at most `budget` padded tokens; (log-probs, values
-    or None) on the CPU. `budget` 0: one pass. `where`: as in token_stats."""
+    """token_stats (no entropy) over all rows in passes of at most `budget` padded tokens; (log-probs or None,
+    values or None) on the CPU. `budget` 0: one pass. `where`, `with_logprobs`: as in token_stats."""
     rows, width = input_ids.shape
-    logp = torch.zeros(rows, width)
+    logp = torch.zeros(rows, width) if with_logprobs else None
     values = torch.zeros(rows, width) if with_values else None
     for idx, cols in micro_batches(attention_mask, torch.arange(rows), budget):
         lp, _, v = token_stats(
@@ -89,8 +94,10 @@ def batched_token_stats(
             device=device,
             bf16=bf16,
             where=None if where is None else where[idx, :cols],
+            with_logprobs=with_logprobs,
         )
-        logp[idx, :cols] = lp.cpu()
+        if logp is not None:
+            logp[idx, :cols] = lp.cpu()
         if values is not None:
             values[idx, :cols] = v.cpu()
     return logp, values
