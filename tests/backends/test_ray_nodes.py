@@ -42,9 +42,15 @@ while sum(n["Alive"] for n in ray.nodes()) < 2:
 @ray.remote(num_cpus=1)
 class Where:
     def ports(self):
-        import psutil
+        import psutil, socket
         listening = {c.laddr.port for c in psutil.Process().net_connections(kind="tcp") if c.status == "LISTEN"}
-        return ray.util.get_node_ip_address(), sorted(listening)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # a UDP connect looks up a route, sends nothing
+            try:
+                s.connect(("198.51.100.1", 9))
+                routed = True
+            except OSError:
+                routed = False
+        return ray.util.get_node_ip_address(), sorted(listening), routed
 
 actors = [Where.options(resources={f"node:{ip}": 0.01}).remote() for ip in sys.argv[1:]]
 placed = ray.get([a.ports.remote() for a in actors], timeout=180)
@@ -92,17 +98,19 @@ def _own_temp_folder(key: str) -> list[str]:
     return ["unshare", "--mount", "sh", "-c", own_temp, "sh", ray_head.temp_dir(key)]
 
 
-def _each_node_on_its_own_ports(driver_out: str, head_err: str, worker_err: str, head_ip: str, worker_ip: str) -> None:
-    """The driver's actors ran on both nodes, each listening only inside its node's block, as do both raylets."""
+def _each_node_on_its_own_ports(driver_out: str, head_err: str, worker_err: str, head_ip: str, worker_ip: str) -> dict:
+    """The driver's actors ran on both nodes, each listening only inside its node's block, as do both raylets; the
+    driver's result: `actors` [address, ports, whether that node has a route off the cluster's subnet], `nodes`."""
     result = json.loads(next(x for x in driver_out.splitlines() if x.startswith("RESULT "))[len("RESULT ") :])
     blocks = {head_ip: _block(head_err, "head"), worker_ip: _block(worker_err, "worker node")}
     assert f"at {worker_ip} on ports" in worker_err and f"joining {head_ip}:" in worker_err
-    assert {ip for ip, _ in result["actors"]} == {head_ip, worker_ip}, result
-    for ip, ports in result["actors"]:
+    assert {ip for ip, _, _ in result["actors"]} == {head_ip, worker_ip}, result
+    for ip, ports, _ in result["actors"]:
         assert ports and all(port in blocks[ip] for port in ports), (ip, ports, blocks[ip])
     assert set(result["nodes"]) == {head_ip, worker_ip}
     for ip, raylet_ports in result["nodes"].items():
         assert all(port in blocks[ip] for port in raylet_ports), (ip, raylet_ports, blocks[ip])
+    return result
 
 
 def test_a_worker_node_joins_the_jobs_head_and_each_node_keeps_to_its_own_ports(tmp_path):
@@ -180,7 +188,8 @@ def test_a_job_of_two_slurm_nodes_runs_its_head_on_the_first_and_a_worker_node_o
     (`worker_nodes`, which first removes an earlier attempt's head address). The driver's actors run on both nodes,
     each on its node's ports; the worker node's address is the second node's, which only that node's network namespace
     has (and Ray's temp folder its own, as the local SLURM's prolog gives it); once the head has gone the worker node
-    stops by itself, so its step ends with exit 0."""
+    stops by itself, so its step ends with exit 0. The second node has no route off the cluster's subnet (a node
+    without network): its worker node and actors run there all the same."""
     ray, python = require_ray()
     pair = subprocess.run(["sinfo", "-h", "-p", "pair", "-o", "%D"], capture_output=True, text=True).stdout.strip()
     require("slurm", pair == "2", "the local SLURM has no partition `pair` of two nodes (scripts/slurm-cluster.sh)")
@@ -205,7 +214,10 @@ def test_a_job_of_two_slurm_nodes_runs_its_head_on_the_first_and_a_worker_node_o
     assert len(result["nodes"]) == 2 and result["here"] == result["nodes"][0]
     assert result["head_ip"] != "127.0.0.1" and result["worker_ip"] != result["head_ip"]
     assert result["launch"][result["launch"].index("--node-ip") + 1] == result["head_ip"], result["launch"]
-    _each_node_on_its_own_ports(result["stdout"], result["stderr"], worker_err, result["head_ip"], result["worker_ip"])
+    driver = _each_node_on_its_own_ports(
+        result["stdout"], result["stderr"], worker_err, result["head_ip"], result["worker_ip"]
+    )
+    assert {ip: routed for ip, _, routed in driver["actors"]}[result["worker_ip"]] is False, driver["actors"]
     assert result["failed"] is None and "has stopped; so does this worker node" in worker_err, worker_err[-2000:]
     assert not (run_dir / "ray_head.address").exists()
 
