@@ -16,8 +16,9 @@
 # A second node (SLURM_NODES=2, the default where iproute2 is installed): its slurmd (`slurmd -N <host>-n2`) runs in a
 # network namespace of its own (NETNS) joined to this one by a veth pair, so that the two nodes have their own
 # addresses (NODE_ADDRS) and port spaces, and partition `pair` holds both: a job of `sbatch --nodes=2` there runs a
-# step on each. The second node's namespace has no default route: only the cluster's subnet, as an offline node. The second node shares this machine's files, kernel and CPUs (as a cluster's nodes share a file
-# system), but for what a real node keeps in its own /tmp and Ray puts at the same path on every node of a job: its
+# step on each. The second node's namespace has no default route: only the cluster's subnet, as an offline node.
+# The second node shares this machine's files, kernel and CPUs (as a cluster's nodes share a file system), but for
+# what a real node keeps in its own /tmp and Ray puts at the same path on every node of a job: its
 # temp folder, /tmp/ray-<first 10 hex of sha256(job key)> (hooks/agentrepro_ray_head.py's temp_dir, job_key
 # "slurm-<job>[.<step>]"). So that slurmd runs in a mount namespace of its own too, where its prolog (PROLOG, run
 # before a job's first step on the node) mounts an empty tmpfs at that folder of the job's batch step and first steps,

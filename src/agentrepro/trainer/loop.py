@@ -248,8 +248,9 @@ class Trainer:
                     bf16=cfg.bf16,
                     where=ro.loss_mask,
                 )[0]
-        if cfg.uses_value or off_policy or self.reference is not None:
-            timings["token_stats"] = time.perf_counter() - t0  # each pass ends with its tensors on the host
+        # a pass ran (each ends with its tensors on the host, so the clock holds its device time)
+        if any(x is not None for x in (old_logp, values, ref_logp)):
+            timings["token_stats"] = time.perf_counter() - t0
         shard = None
         if self.ranks.parallel:  # the whole batch on every rank: advantages over whole groups (and GraphGPO's graph)
             t0 = time.perf_counter()
