@@ -32,7 +32,7 @@ from agentrepro.planning import StudyPlan
 MANIFEST = REPO / "manifests" / "graphgpo-alfworld.yaml"
 ACTORS = Path(__file__).with_name("ray_actors.py")
 OWN_MB = 64  # a Ray worker's own memory (measured PSS about 40 MB) with room for the raylet's bookkeeping
-PER_CORE = 64  # idle Ray workers one core carries: 256 on 2 cores kept the load above 150 for 14 minutes (RESULTS.md)
+PER_CORE = 48  # idle Ray workers one core carries: 256 on 2 cores kept the load above 150 for 14 minutes (RESULTS.md)
 
 
 def available_mb() -> int:
