@@ -14,8 +14,8 @@ is Qwen's 151,936, so a random model seldom samples its end token and turns run 
 
 Measured, each the median over `--steps` steps after one untimed step:
 * job start-up: importing the trainer (torch, transformers) and building the Trainer (model load, engine);
-* the RL step from timings.jsonl (rollout, advantage, update, step_total), and inside the rollout, with a device
-  sync around each: the prefills, the decode loops, the environment and the prompts (chat template) per turn;
+* the RL step from timings.jsonl (rollout, advantage, update, step_total; `steps`: each step's), and inside the
+  rollout, with a device sync around each: the prefills, the decode loops, the environment and the prompts (chat template) per turn;
   how many times the engine allocated its buffers and captured its decode graph;
 * generated tokens per step and per rollout second; the pass budget `auto` chose and the peak GPU memory;
 * one checkpoint write (`Trainer._save`: weights, optimizer, RNG), as the training step makes it: the time the step
@@ -301,6 +301,7 @@ def main(argv=None) -> int:
         metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
         med = lambda rows, key: round(statistics.median(r.get(key, 0.0) for r in rows), 4)  # noqa: E731
         out["step"] = {k: med(timings, k) for k in ("rollout", "token_stats", "advantage", "update", "step_total")}
+        out["steps"] = [{k: round(v, 4) for k, v in row.items() if isinstance(v, float)} for row in timings]
         out["rollout_parts"] = {k: med(steps, k) for k in sorted({k for s in steps for k in s})}
         generated = [b["tokens_generated"] - a["tokens_generated"] for a, b in itertools.pairwise(metrics)]
         out["generated_tokens_per_step"] = statistics.median(generated)

@@ -5,7 +5,7 @@ import torch
 from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 from agentrepro.errors import BadInput
-from agentrepro.trainer.decode import StaticDecoder
+from agentrepro.trainer.decode import StaticDecoder, StaticRows
 from agentrepro.trainer.rollout import Sampler, rollout
 
 SEEDS = [10001, 10001, 10002, 10002, 10003, 10003]
@@ -73,6 +73,49 @@ def test_static_engine_logits_match_the_model_forward():
     with torch.no_grad():
         logits, _, _ = policy(ids, attn, pos)
     assert torch.allclose(first, logits[:, 5], atol=1e-5) and torch.allclose(second, logits[:, 6], atol=1e-5)
+
+
+class _Spans(StaticDecoder):
+    """A StaticDecoder that records each prefill's (start, end, rows)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.spans: list[tuple[int, int, slice | None]] = []
+
+    def prefill(self, start, end, rows=None):
+        self.spans.append((start, end, rows))
+        return super().prefill(start, end, rows)
+
+
+def _first_turn(policy, codec, chunks, share: bool):
+    """One greedy turn on StaticRows after `chunks`, sharing the common first tokens or not: (the prefills' spans,
+    the generated ids, the attended columns' keys and values)."""
+    engine = _Spans(policy, torch.device("cpu"), bf16=False)
+    rows = StaticRows(engine, len(chunks), codec.bos, reserve=4)
+    rows.append_chunks(chunks, codec.pad, 0)
+    rows.shared = rows.shared if share else None
+    out = rows.generate([bool(c) for c in chunks], list(range(len(chunks))), codec, Sampler(0.0, None), 4, 0)
+    attended = engine.attn.bool()
+    return engine.spans, out, *(cache.permute(1, 3, 0, 2, 4)[attended] for cache in (engine.k, engine.v))
+
+
+def test_the_first_prompts_common_tokens_are_prefilled_once_and_every_row_reads_the_same():
+    """First prompts that begin with the same 9 tokens (one of them nothing else, one row without a prompt): those
+    tokens are prefilled on one row and copied, the rest prefilled for all rows, and the turn generates the same tokens
+    from the same keys and values as prefilling every row whole."""
+    spec, tok, codec = tiny_spec_and_codec()
+    policy = tiny_policy(spec, tok, seed=2)
+    common = torch.randint(6, len(tok), (9,), generator=torch.Generator().manual_seed(0)).tolist()
+    chunks = [[*common, 6, 7, 8], common, [], [*common, 9, 10, 11, 12, 13], [5, *common]]
+    # the fifth row's prompt does not begin with the others': nothing is shared
+    assert _first_turn(policy, codec, chunks, share=True)[0] == [(0, 1 + 14, None)]
+    chunks[4] = [*common, 5]
+    spans, out, k, v = _first_turn(policy, codec, chunks, share=True)
+    whole_spans, whole_out, whole_k, whole_v = _first_turn(policy, codec, chunks, share=False)
+    # the first token and the 9 common ones on the widest row (the fourth), then columns 10 to 14 for every row
+    assert spans == [(0, 10, slice(3, 4)), (10, 15, None)] and whole_spans == [(0, 15, None)]
+    assert out == whole_out and sum(len(gen) for _, gen in out) > 4
+    assert torch.allclose(k, whole_k, atol=1e-5) and torch.allclose(v, whole_v, atol=1e-5)
 
 
 def test_static_engine_refuses_an_unsupported_model():

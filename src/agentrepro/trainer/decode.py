@@ -10,7 +10,9 @@ agentrepro.trainer.rollout (one column per token for every row, padding with att
 cache (layers x rows x kv-heads x width x head-dim) whose column c holds the keys and values of token
 column c. A decode step reads the whole width, masked by `attn` (columns not yet written are 0 there),
 so its shapes never change and its graph is captured once per (rows, width); a prefill (not captured)
-reads only the columns up to its last query.
+reads only the columns up to its last query. The tokens every row's first prompt begins with (a chat template's
+system prompt: 444 of 523 tokens of the shipped Sokoban study's first prompt) are prefilled once, on one row, and
+their keys and values copied to the others (`StaticRows.generate`).
 
 `StaticRows` is `rollout._Rows` on these buffers: the same columns, the same masks, the same positions
 (the count of attended tokens before a column). The host looks at the rows once every `check_every`
@@ -126,9 +128,10 @@ class StaticDecoder:
         self.col = torch.zeros(1, dtype=torch.long, device=dev)
 
     # --- the model -------------------------------------------------------------------------------
-    def _forward(self, ids, pos, cols, mask):
+    def _forward(self, ids, pos, cols, mask, rows: slice | None = None):
         """ids, pos (B, T); cols (T,) the columns they occupy; mask (B, T, N) bool: which of the first N key
-        columns each query attends. Writes their K/V into the cache; returns the last column's logits (B, V) float32.
+        columns each query attends; `rows` the cache's rows they are (all of them by default). Writes their K/V into
+        the cache; returns the last column's logits (B, V) float32.
         Qwen2's layer (transformers' modeling_qwen2) with fused projections and one RoPE pass over q and k."""
         lm, (B, T) = self.lm, ids.shape
         model, H, K, D = lm.model, self.n_heads, self.n_kv, self.head_dim
@@ -148,10 +151,11 @@ class StaticDecoder:
             qk = qk * cos + torch.cat([-qk[..., half:], qk[..., :half]], -1) * sin  # RoPE (rotate_half)
             q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
             v = qkv[:, :, H + K :].transpose(1, 2)
-            self.k[i].index_copy_(2, cols, k)
-            self.v[i].index_copy_(2, cols, v)
+            keys, values = (self.k[i], self.v[i]) if rows is None else (self.k[i][rows], self.v[i][rows])
+            keys.index_copy_(2, cols, k)
+            values.index_copy_(2, cols, v)
             o = F.scaled_dot_product_attention(
-                q.reshape(B, K, g * T, D), self.k[i][:, :, :n], self.v[i][:, :, :n], attn_mask=attend, scale=a.scaling
+                q.reshape(B, K, g * T, D), keys[:, :, :n], values[:, :, :n], attn_mask=attend, scale=a.scaling
             )
             h = h + a.o_proj(o.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D))
             gate, up = F.linear(_rms(layer.post_attention_layernorm, h), self.gate_up[i]).chunk(2, -1)
@@ -165,15 +169,26 @@ class StaticDecoder:
         return self.shape
 
     @torch.no_grad()
-    def prefill(self, start: int, end: int) -> torch.Tensor:
-        """Run columns [start, end) (already in `ids`/`attn`); logits of column end - 1 (B, V)."""
+    def prefill(self, start: int, end: int, rows: slice | None = None) -> torch.Tensor:
+        """Run columns [start, end) (already in `ids`/`attn`) of `rows` (all by default); logits of column end - 1."""
         self.allocated()
+        rows = slice(None) if rows is None else rows
+        attn = self.attn[rows, :end]
         cols = torch.arange(start, end, device=self.device)
-        counts = self.attn[:, :end].cumsum(-1)
-        pos = (counts[:, start:end] - 1).clamp(min=0)
+        pos = (attn.cumsum(-1)[:, start:end] - 1).clamp(min=0)
         causal = torch.arange(end, device=self.device)[None, :] <= cols[:, None]  # (T, end): no query reads past `end`
-        mask = self.attn[:, :end].bool()[:, None, :] & causal[None]
-        return self._forward(self.ids[:, start:end], pos, cols, mask)
+        mask = attn.bool()[:, None, :] & causal[None]
+        return self._forward(self.ids[rows, start:end], pos, cols, mask, rows)
+
+    @torch.no_grad()
+    def copy_columns(self, row: int, cols: torch.Tensor) -> None:
+        """Copy the K/V of columns [0, n) of row `row` to columns `cols[r]` of every row r (`cols`: rows x n): the
+        keys and values of tokens that every row has at the same positions after the same tokens."""
+        cols = cols.to(self.device)
+        rows = torch.arange(cols.shape[0], device=self.device)[:, None]
+        for cache in (self.k, self.v):
+            # (layers, kv-heads, n, head-dim) -> (n, layers, kv-heads, head-dim), as the indexed target lays it out
+            cache[:, rows, :, cols] = cache[:, row, :, : cols.shape[1]].permute(2, 0, 1, 3).clone()
 
     def _decode_step(self) -> torch.Tensor:
         return self._forward(self.tok, self.pos, self.col, self.attn.bool()[:, None, :])
@@ -223,6 +238,7 @@ class StaticRows:
         engine.attn[:, 0] = 1
         self.cols = 1  # columns written
         self.cached = 0  # columns whose K/V are in the cache
+        self.shared: tuple[int, torch.Tensor] | None = None  # the first chunks' common tokens: (a row, columns per row)
 
     # the rows as rollout._Rows shows them: the written columns only
     ids = property(lambda self: self.engine.ids[:, : self.cols])
@@ -243,6 +259,8 @@ class StaticRows:
             return
         self._room(width)
         ids, attn = left_padded(chunks, pad, width)
+        if self.cols == 1:
+            self.shared = _common_prefix(chunks, width)
         e, span = self.engine, slice(self.cols, self.cols + width)
         e.ids[:, span] = ids.to(e.device)
         e.attn[:, span] = attn.to(e.device)
@@ -255,6 +273,13 @@ class StaticRows:
         """Generate one turn for the live rows: per row (start column, generated ids incl. <eos>)."""
         e, start = self.engine, self.cols
         self._room(0)
+        if self.cached == 0 and self.shared is not None:
+            # the first token and the tokens every first chunk begins with, prefilled on the row where they are
+            # columns [0, n) (its chunk is the widest) and copied to every row's columns of them
+            row, cols = self.shared
+            e.prefill(0, cols.shape[1], rows=slice(row, row + 1))
+            e.copy_columns(row, cols)
+            self.cached = cols.shape[1]
         logits = e.prefill(self.cached, self.cols)
         going = torch.tensor(live, device=e.device)
         npos = e.attn[:, : self.cols].sum(-1)  # attended tokens so far = position of the next attended one
@@ -279,6 +304,29 @@ class StaticRows:
         e.turn[:, self.cols :] = -1
         self.cached = min(written - 1, self.cols)
         return [(start, o) for o in out]
+
+
+def _common_prefix(chunks: list[list[int]], width: int) -> tuple[int, torch.Tensor] | None:
+    """Where the first chunks (appended after the rows' first token, right-aligned in `width` columns) begin with
+    the same tokens: (a row whose chunk fills the width, each row's columns of its first token and those tokens
+    (rows x n)); None where fewer than two rows have a chunk or they share no token. A row without a chunk takes the
+    first column's and writes the rest to its padding, which nothing reads. At least the widest chunk's last token
+    stays out, so the prefill after it gives every row's logits."""
+    filled = [r for r, chunk in enumerate(chunks) if chunk]
+    if len(filled) < 2:
+        return None
+    widest = max(filled, key=lambda r: len(chunks[r]))
+    first = chunks[widest]
+    n = 0
+    limit = min(len(chunks[r]) for r in filled)
+    while n < min(limit, len(first) - 1) and all(chunks[r][n] == first[n] for r in filled):
+        n += 1
+    if n == 0:
+        return None
+    cols = torch.arange(n + 1).repeat(len(chunks), 1)
+    for r in filled:
+        cols[r, 1:] = torch.arange(n) + 1 + width - len(chunks[r])
+    return widest, cols
 
 
 def _rms(norm, x):
