@@ -166,6 +166,22 @@ def test_the_host_that_cannot_hold_one_pass_is_named_as_the_host():
         )
 
 
+def test_a_small_vocabularys_head_and_a_small_jobs_reserve_leave_a_cpu_job_of_one_gib_its_passes():
+    """A SLURM job's cgroup of 1,000 MB (the local SLURM's memory a CPU), 0.7 GiB left once a tiny model is loaded:
+    a 512-word head's chunk is what its pass's tokens times 512 logits hold, not Qwen's full gigabyte chunk, and the
+    reserve is a quarter of the job, not 2 GiB; the same job at Qwen's vocabulary is refused, naming the field."""
+    total, available = 1000 * 2**20, int(0.7 * GIB)
+    tiny = {"parameters": 4_481, "per_token": 2 * 12 * (16 + 64), "precision": "fp32", "where": "host"}
+    tokens = memory.pass_tokens(available=available, total=total, vocab=512, **tiny)
+    assert memory.MIN_PASS_TOKENS <= tokens <= memory.MAX_PASS_TOKENS
+    used = tokens * tiny["per_token"] + memory.head_chunk_bytes(512, tokens) + 4_481 * memory.STEP_BYTES
+    assert used + total // 4 + 0.05 * total <= available
+    assert memory.head_chunk_bytes(512, 1024) == 12 * 512 * 1024 < memory.head_chunk_bytes(151_936, 1024)
+    assert memory.head_chunk_bytes(151_936, 65_536) == memory.HEAD_CHUNK_BYTES - 12 * (2**28 % 151_936)
+    with pytest.raises(BadInput, match=r"^train\.micro_batch_tokens: the host has 0\.7 GiB"):
+        memory.pass_tokens(available=available, total=total, vocab=151_936, **tiny)
+
+
 def test_a_run_on_a_shared_gpu_holds_torchs_cache_to_its_share(monkeypatch):
     """run_device on a GPU shared by K jobs caps torch's caching allocator at 1/K of the device (CUDA faked: no GPU
     here); alone on it, or on the CPU, nothing is capped. On CUDA the allocator's segments are expandable unless the

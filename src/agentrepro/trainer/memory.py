@@ -39,11 +39,15 @@ ACTIVATION_BYTES = {
 }
 """Bytes per token, per layer, per unit of (hidden + intermediate size) a pass keeps for its backward."""
 CHECKPOINTED_INPUT_BYTES = 4  # a checkpointed layer's input (per hidden unit), kept for the recomputation
-HEAD_CHUNK_BYTES = 3 * (1 << 28) * 4  # the LM head's chunk of 2^28 float32 logits, its softmax and gradient
+HEAD_CHUNK_LOGITS = 1 << 28  # the most logits the LM head computes at once (trainer/logprobs.py CHUNK_ELEMENTS)
+LOGIT_BYTES = 3 * 4  # a float32 logit, its softmax and its gradient
+HEAD_CHUNK_BYTES = (
+    HEAD_CHUNK_LOGITS * LOGIT_BYTES
+)  # a full chunk: any pass of 1,766 tokens or more at Qwen's vocabulary
 STEP_BYTES = 4 + 8  # per parameter, allocated by the first optimizer step: gradients, AdamW's two moments
 BF16_GRAD_BYTES = 2  # per parameter under bf16-master: the copy's gradients before they reach the masters
 RESERVE_FRACTION = 0.05  # of the device: fragmentation, the rollout's transient tensors, CUDA graphs
-RESERVE_BYTES = 2 * GIB
+RESERVE_BYTES = 2 * GIB  # or a quarter of the device where that is less (a CPU job's cgroup of a few GiB)
 MIN_PASS_TOKENS = 1024
 MAX_PASS_TOKENS = 65_536  # larger passes gained nothing measurable (RESULTS.md: 16,384 to 32,768 was within noise)
 QUANTUM = 1024
@@ -59,17 +63,37 @@ def token_bytes(
     return layers * per_layer
 
 
+def head_chunk_bytes(vocab: int | None, tokens: int) -> int:
+    """What the LM head's chunk holds in a pass of `tokens` over `vocab` words (None: a full chunk): it takes at most
+    HEAD_CHUNK_LOGITS logits, so at a small vocabulary it is a pass's tokens times the vocabulary, far less."""
+    if vocab is None:
+        return HEAD_CHUNK_BYTES
+    return LOGIT_BYTES * vocab * min(tokens, max(1, HEAD_CHUNK_LOGITS // vocab))
+
+
 def pass_tokens(
-    *, available: int, total: int, parameters: int, per_token: int, precision: str, where: str = "GPU"
+    *,
+    available: int,
+    total: int,
+    parameters: int,
+    per_token: int,
+    precision: str,
+    where: str = "GPU",
+    vocab: int | None = None,
 ) -> int:
     """Padded tokens per pass: what torch can still use on the device (`available`: free plus its cached blocks),
-    less the optimizer step's state, the head's chunk and a reserve, over `per_token`; a multiple of QUANTUM in
-    [MIN_PASS_TOKENS, MAX_PASS_TOKENS]. BadInput naming train.micro_batch_tokens when not even the smallest fits;
-    `where`: what holds the memory, for that line ("GPU", or "host" on the CPU)."""
-    later = parameters * (STEP_BYTES + (BF16_GRAD_BYTES if precision == "bf16-master" else 0)) + HEAD_CHUNK_BYTES
-    room = available - later - int(RESERVE_FRACTION * total) - RESERVE_BYTES
-    tokens = min(MAX_PASS_TOKENS, room // max(1, per_token) // QUANTUM * QUANTUM)
+    less the optimizer step's state, the head's chunk (over `vocab` words; None: a full chunk) and a reserve, over
+    `per_token`; a multiple of QUANTUM in [MIN_PASS_TOKENS, MAX_PASS_TOKENS]. BadInput naming train.micro_batch_tokens
+    when not even the smallest fits; `where`: what holds the memory, for that line ("GPU", or "host" on the CPU)."""
+    state = parameters * (STEP_BYTES + (BF16_GRAD_BYTES if precision == "bf16-master" else 0))
+    room = available - state - int(RESERVE_FRACTION * total) - min(RESERVE_BYTES, total // 4)
+    full = HEAD_CHUNK_BYTES if vocab is None else head_chunk_bytes(vocab, MAX_PASS_TOKENS)
+    fitted = (room - full) // max(1, per_token)  # a pass whose head chunk is as large as it gets
+    if vocab is not None and fitted * vocab < HEAD_CHUNK_LOGITS:  # a smaller pass: its chunk grows with its tokens
+        fitted = room // (max(1, per_token) + LOGIT_BYTES * vocab)
+    tokens = min(MAX_PASS_TOKENS, fitted // QUANTUM * QUANTUM)
     if tokens < MIN_PASS_TOKENS:
+        later = state + head_chunk_bytes(vocab, MIN_PASS_TOKENS)
         raise BadInput(
             f"the {where} has {available / GIB:.1f} GiB for the update, which cannot hold the optimizer state of "
             f"{parameters:,} parameters ({later / GIB:.1f} GiB with the head's chunk) and a pass of {MIN_PASS_TOKENS} "
@@ -98,7 +122,13 @@ def auto_pass_tokens(
     )
     parameters = sum(p.numel() for p in policy.parameters())
     return pass_tokens(
-        available=available, total=total, parameters=parameters, per_token=per_token, precision=precision, where=where
+        available=available,
+        total=total,
+        parameters=parameters,
+        per_token=per_token,
+        precision=precision,
+        where=where,
+        vocab=config.vocab_size,
     )
 
 
