@@ -23,7 +23,7 @@ LAYERS = (
     ("reading",),
     ("bounds", "fileio"),
     ("layout", "schema", "placement", "software"),
-    ("process", "seal", "runconfig", "lockfile"),
+    ("process", "slurm", "seal", "runconfig", "lockfile"),
     ("attempts", "containers", "tracking"),
     ("hooks", "environments", "algorithms"),
     ("outcomes",),

@@ -30,7 +30,7 @@ from typing import Any
 import numpy
 import threadpoolctl
 
-from agentrepro import software
+from agentrepro import slurm, software
 from agentrepro.errors import BadInput, Failure
 from agentrepro.fileio import atomic_write_json
 from agentrepro.layout import RunFiles
@@ -196,6 +196,17 @@ def _lock_commit(lock_path: Any) -> str | None:
     return commit if isinstance(commit, str) else None
 
 
+def _how_it_ended(attempt: dict[str, Any]) -> dict[str, Any]:
+    """The reason of an attempt that never closed, and where SLURM can tell, the state its job ended in
+    (`slurm_state`: OUT_OF_MEMORY, TIMEOUT, NODE_FAIL, ...). A requeued job keeps its id: its earlier attempt's job
+    is this one, still running, and says nothing of how that attempt ended."""
+    job = attempt.get("slurm_job_id")
+    state = slurm.ended_as(str(job)) if job and str(job) != os.environ.get("SLURM_JOB_ID") else None
+    if state is None:
+        return {"reason": "the attempt ended without closing (job killed, node lost or timed out)"}
+    return {"reason": slurm.ended(str(job), state), "slurm_state": state}
+
+
 def start_attempt(
     run_dir: str | os.PathLike, *, stage: str, command: str, base: dict[str, Any], extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -209,13 +220,9 @@ def start_attempt(
     prov = read_provenance(run_dir)
     attempts = prov.get("attempts", [])
     for attempt in attempts:
-        if attempt.get("end") is None:
+        if attempt.get("end") is None and attempt.get("status") == "running":
             attempt.pop("cpu_s_at_start", None)  # its CPU time died with its process
-            attempt.update(
-                end=None,
-                status="killed",
-                reason="the attempt ended without closing (job killed, node lost or timed out)",
-            )
+            attempt.update(end=None, status="killed", **_how_it_ended(attempt))
     attempt = {
         "stage": stage,
         "number": len(attempts) + 1,

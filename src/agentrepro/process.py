@@ -62,13 +62,31 @@ def install_preemption_handler() -> None:
     signal.signal(PREEMPT_SIGNAL, lambda signum, frame: PREEMPTED.set())
 
 
-def hold_preemption_signal() -> None:
-    """Ignore PREEMPT_SIGNAL in this process and every program it starts (an ignored signal stays ignored across fork
-    and exec) until one installs its handler. SLURM sends the time limit's signal to every process of a job step:
-    Snakemake's job executor, its shell and the GPU slot wrapper, which would end on it (the default action) and take
-    the step, and the training, down before the training has saved. The workflow's processes call this
-    (workflow/rules/common.smk); `agentrepro train` then handles it where its backend saves on it."""
-    signal.signal(PREEMPT_SIGNAL, signal.SIG_IGN)
+PREEMPT_HELD = f"trap '' {PREEMPT_SIGNAL.name.removeprefix('SIG')}"  # a job's shell: ignored, and by what it starts
+
+
+def forward_preemption_signal() -> None:
+    """Pass PREEMPT_SIGNAL on to every process this one has started, however deep: the workflow's processes call this
+    (workflow/rules/common.smk) and their shells ignore it (PREEMPT_HELD: an ignored signal stays ignored across fork
+    and exec) until `agentrepro train` installs its handler, where its backend saves on it. Where SLURM tracks a job
+    step's processes by their parents (proctrack/linuxproc) it signals every one of them: Snakemake's job executor,
+    its shell, the GPU slot wrapper and the training, and each of the first three would otherwise end on it (the
+    default action) and take the step, and the training, down before it saved. Where it tracks them in cgroups
+    (proctrack/cgroup, most clusters) it signals only the step's own tasks, its first process: here Snakemake's job
+    executor, which passes it on; the training then has it once or twice, either is one request to save."""
+
+    def forward(signum, _frame):
+        try:
+            started = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return
+        for process in started:
+            try:
+                process.send_signal(signum)
+            except psutil.Error:  # ended since
+                pass
+
+    signal.signal(PREEMPT_SIGNAL, forward)
 
 
 def stop_tree(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:

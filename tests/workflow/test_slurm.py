@@ -134,9 +134,9 @@ def _status_of_a_slurm_training(root, run):
 
 def test_the_time_limit_signal_reaches_the_training_through_the_profile(slurm_cluster, tmp_path):
     """Under `snakemake --profile slurm` the train job asks for SIGUSR1 before its time limit (`--signal=USR1@60`: a
-    tenth of its 10 minutes). `scancel --signal=USR1` sends it where that option does, to every process of the job's
-    steps: Snakemake's job executor, its shell and the GPU slot wrapper ignore it and the training saves its step and
-    stops; Snakemake retries the job with the runtime the manifest adds for a retry, and the retry resumes from the
+    tenth of its 10 minutes). `scancel --signal=USR1` sends it where that option does: to the job step's first process,
+    Snakemake's job executor, under the local SLURM's cgroups (to every process of the step without them), which
+    passes it on; the executor's shell and the GPU slot wrapper ignore it and the training saves its step and stops; Snakemake retries the job with the runtime the manifest adds for a retry, and the retry resumes from the
     saved step."""
     (tmp_path / "manifests").mkdir()
     manifest = yaml.safe_load(MANIFEST.read_text())

@@ -6,11 +6,12 @@ from snakemake.exceptions import WorkflowError
 
 from agentrepro import layout, planning
 from agentrepro.errors import BadInput
-from agentrepro.process import hold_preemption_signal
+from agentrepro.process import PREEMPT_HELD, forward_preemption_signal
 
 # The signal SLURM sends before a job's time limit is for the training alone (agentrepro.process): this process (the
-# job's Snakemake under SLURM), its shells and the GPU slot wrapper ignore it.
-hold_preemption_signal()
+# job's Snakemake under SLURM) passes it on to what it started, its shells and the GPU slot wrapper ignore it.
+forward_preemption_signal()
+shell.prefix(f"set -euo pipefail; {PREEMPT_HELD}; ")
 
 WORKFLOW_DIR = Path(workflow.basedir) / "workflow" if (Path(workflow.basedir) / "workflow").is_dir() else Path(workflow.basedir).parent
 

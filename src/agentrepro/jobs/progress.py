@@ -8,8 +8,8 @@ A job is
 * `running`: its newest attempt is open and its process lives: SLURM lists its job as running, or a process of this
   host has the attempt's pid;
 * `queued`: SLURM lists the attempt's job as pending (a requeued job waits so);
-* `stopped`: its newest attempt is open but its process is gone (killed, its node lost, out of time): its next
-  attempt records it as killed;
+* `stopped`: its newest attempt is open but its process is gone (killed, its node lost, out of time; the state
+  its SLURM job ended in, while the controller lists it): its next attempt records it as killed;
 * `unknown`: its newest attempt is open on another host and outside SLURM, so nothing here can tell;
 * `preempted`: its newest attempt saved its step on the time limit's signal and stopped; its retry resumes there;
 * `failed`: its newest attempt closed as failed or killed (the reason is shown);
@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 import socket
 import statistics
-import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,10 +38,7 @@ from agentrepro.errors import BadInput
 from agentrepro.layout import RunFiles
 from agentrepro.planning import StudyPlan, lock_state
 from agentrepro.reading import iter_jsonl
-
-SQUEUE_TIMEOUT_S = 15
-SLURM_RUNNING = {"RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING"}
-SLURM_WAITING = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "RESIZING"}
+from agentrepro.slurm import RUNNING, WAITING, ended, job_states
 
 
 @dataclass
@@ -83,33 +78,6 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def slurm_states(job_ids: set[str]) -> dict[str, tuple[str, str]] | None:
-    """{job id: (state, nodes)} of the jobs SLURM still lists; None when squeue is absent or does not answer."""
-    if not job_ids:
-        return {}
-    squeue = shutil.which("squeue")
-    if squeue is None:
-        return None
-    try:
-        done = subprocess.run(
-            [squeue, "--noheader", "--format=%i|%T|%N", f"--jobs={','.join(sorted(job_ids))}"],
-            capture_output=True,
-            text=True,
-            timeout=SQUEUE_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:  # every job gone from the queue: squeue says so as an error
-        return {} if "Invalid job id" in done.stderr else None
-    states = {}
-    for line in done.stdout.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) == 3:
-            states[parts[0]] = (parts[1], parts[2])
-    return states
-
-
 def _attempt_state(attempt: dict, sealed: bool, slurm: dict[str, tuple[str, str]] | None) -> tuple[str, str]:
     """(state, detail) of a job by its seal and the newest attempt its provenance.json records."""
     if sealed:
@@ -127,10 +95,12 @@ def _attempt_state(attempt: dict, sealed: bool, slurm: dict[str, tuple[str, str]
         if slurm is None:
             return "unknown", f"SLURM job {job}: squeue does not answer here"
         state, nodes = slurm.get(str(job), ("", ""))
-        if state in SLURM_RUNNING:
+        if state in RUNNING:
             return "running", f"SLURM job {job} {state.lower()} on {nodes}"
-        if state in SLURM_WAITING:
+        if state in WAITING:
             return "queued", f"SLURM job {job} {state.lower()}"
+        if state:  # ended, and the controller still lists it
+            return "stopped", f"{ended(str(job), state)}; the attempt never closed"
         return "stopped", f"SLURM job {job} is no longer queued and the attempt never closed"
     if attempt.get("host") == socket.gethostname():
         if _alive(attempt.get("pid")):
@@ -219,7 +189,7 @@ def study_status(study: str | os.PathLike, root: str | os.PathLike = ".", *, slu
             ]
     newest = {d: newest_attempt(read_provenance(d) if d.is_dir() else {}) for _, _, d, _ in planned}
     ids = {str(a["slurm_job_id"]) for a in newest.values() if a.get("slurm_job_id")}
-    states = slurm_states(ids) if slurm else None  # one squeue call for the whole study
+    states = job_states(ids) if slurm else None  # one squeue call for the whole study
     jobs = [_freeze(home)]
     for kind, name, directory, who in planned:
         job = _job(kind, name, directory, newest[directory], states, **who)

@@ -1,0 +1,122 @@
+"""What SLURM says about a job (agentrepro/slurm.py), and a job under its node's confinement: the local SLURM
+(scripts/slurm-cluster.sh) confines each job to its CPUs and its memory with cgroup v1 where this machine allows it,
+as a cluster's nodes do. Inside such a job the trainer's memory (`host_memory`) is the job's --mem, not the node's,
+and a job that outgrows it is killed by the kernel; SLURM ends it as OUT_OF_MEMORY, `agentrepro status` says so, and
+the retry's attempt records it. The job that outgrows its memory is a stand-in for a training: it opens its attempt
+as `agentrepro train` does (`start_attempt`), then allocates until it is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from agentrepro import slurm
+from agentrepro.attempts import newest_attempt, read_provenance, start_attempt
+from agentrepro.jobs.progress import _attempt_state
+
+MIB = 2**20
+
+PROBE = """
+import json, os
+from agentrepro.trainer.step_record import host_memory
+memory = [line for line in open("/proc/self/cgroup").read().splitlines() if ":memory:" in line]
+print(json.dumps({"total": host_memory()[1], "cpus": len(os.sched_getaffinity(0)), "cgroup": memory}))
+"""
+
+OUTGROWS = """
+import sys
+from agentrepro.attempts import start_attempt
+start_attempt(sys.argv[1], stage="train", command="a stand-in training that outgrows its memory", base={})
+held = []
+while True:
+    held.append(b"x" * (32 << 20))
+"""
+
+
+def _confined() -> None:
+    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30).stdout
+    if "proctrack/cgroup" not in config or "task/cgroup" not in config:
+        pytest.skip("the local SLURM runs without cgroups here (no writable cgroup v1 hierarchies: slurm-cluster.sh)")
+
+
+def _sbatch(tmp_path, program: str, *args: str, flags: tuple[str, ...]) -> str:
+    wrap = shlex.join([sys.executable, "-c", program, *args])
+    out = tmp_path / "job.out"
+    sbatch = ["sbatch", "--parsable", *flags, "--chdir", str(tmp_path), "--output", str(out), "--wrap", wrap]
+    return subprocess.run(sbatch, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+
+
+def _ended(job: str, deadline_s: float = 120) -> str:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        state = (slurm.job_states({job}) or {}).get(job, ("", ""))[0]
+        if state and state not in slurm.RUNNING | slurm.WAITING:
+            return state
+        time.sleep(0.5)
+    pytest.fail(f"SLURM job {job} did not end within {deadline_s} s")
+
+
+@pytest.mark.slurm
+def test_a_job_sees_its_own_memory_and_cpus_not_the_nodes(slurm_cluster, tmp_path):
+    """--mem=500 --cpus-per-task=1: the trainer's memory is 500 MiB (the job's cgroup v1 limit, under the node's own
+    slurm_<node> hierarchy), though psutil reads the node's; the job runs on one CPU."""
+    _confined()
+    job = _sbatch(tmp_path, PROBE, flags=("--wait", "--mem=500", "--cpus-per-task=1"))
+    seen = json.loads((tmp_path / "job.out").read_text().strip().splitlines()[-1])
+    assert seen["total"] == 500 * MIB < psutil.virtual_memory().total, seen
+    assert seen["cpus"] == 1, seen
+    assert any(f"/job_{job}/" in line and "/slurm_" in line for line in seen["cgroup"]), seen
+
+
+@pytest.mark.slurm
+def test_a_job_over_its_memory_ends_out_of_memory_and_its_retry_records_so(slurm_cluster, tmp_path):
+    """A job of --mem=256 whose process keeps allocating is killed in its cgroup: SLURM ends it as OUT_OF_MEMORY;
+    while the controller lists it, status says the attempt stopped so, and the retry's attempt records it killed with
+    `slurm_state` and a reason that names resources.mem_mb."""
+    _confined()
+    run = tmp_path / "run"
+    run.mkdir()
+    job = _sbatch(tmp_path, OUTGROWS, str(run), flags=("--mem=256", "--cpus-per-task=1"))
+    assert _ended(job) == "OUT_OF_MEMORY", (tmp_path / "job.out").read_text()[-2000:]
+    attempt = newest_attempt(read_provenance(run))
+    assert attempt["status"] == "running" and attempt["slurm_job_id"] == job  # never closed: killed mid-way
+    state, detail = _attempt_state(attempt, False, slurm.job_states({job}))
+    assert state == "stopped" and "OUT_OF_MEMORY" in detail and "resources.mem_mb" in detail, detail
+    assert slurm.ended_as(job) == "OUT_OF_MEMORY"
+    env = os.environ.pop("SLURM_JOB_ID", None)
+    try:
+        start_attempt(run, stage="train", command="the retry", base={})
+    finally:
+        if env is not None:
+            os.environ["SLURM_JOB_ID"] = env
+    first, second = read_provenance(run)["attempts"]
+    assert first["status"] == "killed" and first["slurm_state"] == "OUT_OF_MEMORY", first
+    assert f"SLURM ended job {job} as OUT_OF_MEMORY" in first["reason"] and "resources.mem_mb" in first["reason"]
+    assert second["status"] == "running"
+
+
+def test_accountings_state_is_read_first_and_who_cancelled_is_left_out(tmp_path, monkeypatch):
+    """Where the cluster keeps accounting, `sacct` says how a job ended ("CANCELLED by 0": the state is CANCELLED);
+    where sacct says nothing, the controller's listing does; a job still running has not ended. (Stand-in commands on
+    PATH: the local SLURM keeps no accounting.)"""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in {
+        "sacct": 'case "$*" in *--jobs=7*) echo "CANCELLED by 0";; *) exit 1;; esac',
+        "squeue": 'case "$*" in *--jobs=8*) echo "8|TIMEOUT|n1";; *--jobs=9*) echo "9|RUNNING|n1";; esac',
+    }.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{text}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert [slurm.ended_as(job) for job in ("7", "8", "9")] == ["CANCELLED", "TIMEOUT", None]
+    assert (
+        slurm.ended("8", "TIMEOUT") == "SLURM ended job 8 as TIMEOUT: it reached its time limit (resources.runtime_min)"
+    )
+    assert slurm.ended("9", "FAILED") == "SLURM ended job 9 as FAILED"
