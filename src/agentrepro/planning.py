@@ -168,9 +168,9 @@ class StudyPlan:
 
     @property
     def resources(self) -> dict[str, Any]:
-        """The study's default `resources` as Snakemake resources (a warm-start job's: its runtime asks no more on a
-        retry)."""
-        return {k: v for k, v in self._resources[0].items() if k != PER_RETRY}
+        """The study's default `resources` as Snakemake resources (a warm-start job's: its retries ask no more runtime
+        or memory)."""
+        return {k: v for k, v in self._resources[0].items() if k not in {r.key for r in RETRIES}}
 
     @property
     def threads(self) -> int:
@@ -231,16 +231,11 @@ class StudyPlan:
         else:
             keys = dict.fromkeys(k for res, _ in per_method.values() for k in res)
             out = {key: (lambda wildcards, key=key: per_method[wildcards.method][0].get(key)) for key in keys}
-        out.pop(PER_RETRY, None)
-        more = {method: res.get(PER_RETRY, 0) for method, (res, _) in per_method.items()}
-        if any(more.values()):  # Snakemake passes a resource function the job's attempt (1, 2, ...)
-            base = out["runtime"]
-
-            def runtime(wildcards, attempt: int) -> int:
-                first_try = base(wildcards) if callable(base) else base
-                return first_try + (attempt - 1) * more[wildcards.method]
-
-            out["runtime"] = runtime
+        for retry in RETRIES:
+            out.pop(retry.key, None)
+            more = {method: res.get(retry.key, 0) for method, (res, _) in per_method.items()}
+            if any(more.values()):
+                out[retry.resource] = _grown_on_retry(out[retry.resource], more)
         return out
 
     def job_threads(self, *, evaluation: bool = False) -> int | Any:
@@ -338,7 +333,34 @@ class StudyPlan:
         return lock_state(self.manifest_file, self.lock, document=self.document)
 
 
-PER_RETRY = "runtime_per_retry"  # minutes a retry asks more than the attempt before it (resources.runtime_retry_min)
+@dataclass(frozen=True)
+class Retry:
+    """A Snakemake resource each retry of a job asks more of than the attempt before it: a job cut at its time limit
+    is retried longer, one killed for its memory with more."""
+
+    resource: str  # the Snakemake resource
+    key: str  # how much more, among the resources job_resources returns
+    field: str  # the manifest's key under `resources`
+    unit: str
+
+
+RETRIES = (
+    Retry("runtime", "runtime_per_retry", "runtime_retry_min", "minutes"),
+    Retry("mem_mb", "mem_mb_per_retry", "mem_retry_mb", "MB"),
+)
+
+
+def _grown_on_retry(base: Any, more: dict[str, int]) -> Any:
+    """A resource function of Snakemake's attempt (1, 2, ...): `base` (a value, or a function of the job's wildcards)
+    on the first, `more[method]` more on each retry."""
+
+    def grown(wildcards, attempt: int) -> int:
+        first_try = base(wildcards) if callable(base) else base
+        return first_try + (attempt - 1) * more[wildcards.method]
+
+    return grown
+
+
 # manifest `resources` key -> the Snakemake resource snakemake-executor-plugin-slurm turns into its sbatch flag
 SLURM_NAMES = {"partition": "slurm_partition", "constraint": "constraint", "qos": "qos", "gpu_model": "gpu_model"}
 SIGNAL_LEAD_S = 300  # resources.signal_before_limit_s when unset: seconds for the step in flight and its save
@@ -352,9 +374,9 @@ def job_resources(
     spans_nodes: bool = False,
     backend: str = "this backend",
 ) -> tuple[dict[str, Any], int]:
-    """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task, the
-    minutes each retry asks more (PER_RETRY, which StudyPlan.job_resources makes a function of the attempt), and, when
-    the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only).
+    """(Snakemake resources, threads) for one train or eval job: gpu, runtime (min), mem_mb, cpus_per_task, how much
+    more runtime and memory each retry asks (RETRIES, which StudyPlan.job_resources makes functions of the attempt),
+    and, when the manifest names them, slurm_partition, constraint, qos, gpu_model and nodes (SLURM only).
 
     `spans_nodes` (a backend whose job may run over several nodes, Backend.spans_nodes): `nodes` > 1 is allowed, and
     then CPUs, memory and GPUs are each node's (sbatch's --cpus-per-task and --mem are; GPUs are asked as the GRES
@@ -374,8 +396,8 @@ def job_resources(
     out: dict[str, Any] = {
         "gpu": number("gpus", 0),
         "runtime": max(1, number("runtime_min", 60)),
-        PER_RETRY: number("runtime_retry_min", 0),
         "mem_mb": max(1, number("mem_mb", 4000)),
+        **{retry.key: number(retry.field, 0) for retry in RETRIES},
         "cpus_per_task": cpus,
     }
     nodes = number("nodes", 1)

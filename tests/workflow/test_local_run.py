@@ -196,7 +196,7 @@ def _kill_first_attempt(workdir: Path, provenance: Path, stop: threading.Event, 
 
 def test_deleted_outcomes_rerun_only_that_evaluation_and_a_killed_attempt_is_retried(finished):
     """Deleting one outcome file re-runs that eval, analyze and report only; its killed attempt is recorded, and its
-    retry asks more runtime, as the manifest's resources.runtime_retry_min says."""
+    retry asks more runtime and memory, as the manifest's resources.runtime_retry_min and mem_retry_mb say."""
     run = finished / "runs" / "wf-tiny" / "grpo" / "seed0"
     target = run / "eval" / "step2" / "outcomes.jsonl"
     others = {p: p.stat().st_mtime_ns for p in (finished / "runs").rglob("outcomes.jsonl") if p != target}
@@ -217,9 +217,14 @@ def test_deleted_outcomes_rerun_only_that_evaluation_and_a_killed_attempt_is_ret
         stop.set()
         killer.join()
     assert killed, "the evaluation's first attempt was never seen running"
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
-    asked = re.findall(r"^    resources: .*\bruntime=(\d+)", proc.stdout + proc.stderr, re.M)
-    assert "10" in asked and "15" in asked, asked  # the retry asks resources.runtime_retry_min (5) minutes more
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-5000:]
+    shown = [
+        dict(kv.split("=", 1) for kv in line.split(", ")) for line in re.findall(r"^    resources: (.*)$", out, re.M)
+    ]
+    asked = [(r.get("mem_mb"), r.get("runtime")) for r in shown]
+    # the retry asks resources.runtime_retry_min (5) minutes and resources.mem_retry_mb (250) MB more
+    assert ("1000", "10") in asked and ("1250", "15") in asked, asked
     assert target.is_file()
     attempts = json.loads((run / "eval" / "step2" / "provenance.json").read_text())["attempts"]
     assert [a["status"] for a in attempts[-2:]] == ["killed", "ok"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import REPO
+import yaml
+from helpers import REPO, run_cli
 from wfkit import TINY
 
 from agentrepro import planning as plan
@@ -25,6 +26,7 @@ def test_job_resources_from_manifest():
         "runtime": 1440,
         "runtime_per_retry": 0,
         "mem_mb": 200000,
+        "mem_mb_per_retry": 0,
         "cpus_per_task": 8,
         "slurm_partition": "h200",
     }
@@ -82,12 +84,32 @@ def test_the_plan_gives_each_method_its_backends_resources():
     tiny = plan.study_plan(TINY)
     resources = tiny.job_resources()
     runtime = resources.pop("runtime")  # resources.runtime_retry_min: a function of Snakemake's attempt
+    mem = resources.pop("mem_mb")  # resources.mem_retry_mb: the same
     # one backend: plain values; its trainings ask for the signal before the time limit (a tenth of 10 minutes)
-    assert resources == {k: v for k, v in tiny.resources.items() if k != "runtime"} | {
+    assert resources == {k: v for k, v in tiny.resources.items() if k not in ("runtime", "mem_mb")} | {
         "slurm_extra": "--signal=USR1@60"
     }
     grpo = SimpleNamespace(method="grpo")
     assert [runtime(grpo, attempt) for attempt in (1, 2, 3)] == [10, 15, 20] and tiny.resources["runtime"] == 10
+    assert [mem(grpo, attempt) for attempt in (1, 2, 3)] == [1000, 1250, 1500] and tiny.resources["mem_mb"] == 1000
+
+
+def test_each_retry_asks_the_memory_the_manifest_adds_per_method(tmp_path):
+    """resources.mem_retry_mb: a job killed for its memory is retried with more, by method where methods differ
+    (a backend's own resources), and `agentrepro command` says so; the warm start's memory does not grow."""
+    from types import SimpleNamespace
+
+    manifest = load_yaml(TINY.with_name("wf-xbackend.yaml"))
+    manifest["resources"]["mem_retry_mb"] = 500
+    path = tmp_path / "wf-xbackend.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    p = plan.study_plan(path)
+    mem = p.job_resources()["mem_mb"]
+    asked = [[mem(SimpleNamespace(method=m), attempt) for attempt in (1, 2, 3)] for m in ("grpo", "grpo@command")]
+    assert asked == [[1000, 1500, 2000], [1500, 2000, 2500]] and p.resources["mem_mb"] == 1000
+    assert "mem_mb_per_retry" not in p.job_resources() and "mem_mb_per_retry" not in p.resources
+    shown = run_cli("command", path, "--method", "grpo", "--seed", "0", cwd=tmp_path)
+    assert "# each retry asks 500 MB more (resources.mem_retry_mb)" in shown.stdout, shown.stdout + shown.stderr
 
 
 @pytest.mark.parametrize("name", ["graphgpo-alfworld.yaml", "graphgpo-alfworld-relax.yaml"])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agentrepro import preflight
 from agentrepro.bounds import SEED
-from agentrepro.planning import PER_RETRY, StudyPlan, slurm_request
+from agentrepro.planning import RETRIES, StudyPlan, slurm_request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"\n# under `snakemake --profile slurm` the job is submitted with: sbatch {' '.join(slurm_request(resources))}"
     )
-    if resources.get(PER_RETRY):
-        print(f"# each retry asks {resources[PER_RETRY]} minutes more (resources.runtime_retry_min)")
+    for retry in RETRIES:
+        if resources.get(retry.key):
+            print(f"# each retry asks {resources[retry.key]} {retry.unit} more (resources.{retry.field})")
     if args.eval_step is None:  # what the train job will demand of its node (agentrepro.preflight)
         job = preflight.job_demands(plan, args.method, args.seed)
         print("\n# what the job will demand (agentrepro preflight):\n" + preflight.table(job))
