@@ -41,9 +41,8 @@ ACTIVATION_BYTES = {
 CHECKPOINTED_INPUT_BYTES = 4  # a checkpointed layer's input (per hidden unit), kept for the recomputation
 HEAD_CHUNK_LOGITS = 1 << 28  # the most logits the LM head computes at once (trainer/logprobs.py CHUNK_ELEMENTS)
 LOGIT_BYTES = 3 * 4  # a float32 logit, its softmax and its gradient
-HEAD_CHUNK_BYTES = (
-    HEAD_CHUNK_LOGITS * LOGIT_BYTES
-)  # a full chunk: any pass of 1,766 tokens or more at Qwen's vocabulary
+# a full chunk: any pass of 1,766 tokens or more at Qwen's vocabulary
+HEAD_CHUNK_BYTES = HEAD_CHUNK_LOGITS * LOGIT_BYTES
 STEP_BYTES = 4 + 8  # per parameter, allocated by the first optimizer step: gradients, AdamW's two moments
 BF16_GRAD_BYTES = 2  # per parameter under bf16-master: the copy's gradients before they reach the masters
 RESERVE_FRACTION = 0.05  # of the device: fragmentation, the rollout's transient tensors, CUDA graphs
