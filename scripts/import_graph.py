@@ -23,7 +23,7 @@ LAYERS = (
     ("reading",),
     ("bounds", "fileio"),
     ("layout", "schema", "placement", "software"),
-    ("process", "slurm", "seal", "runconfig", "lockfile"),
+    ("process", "slurm", "cgroups", "seal", "runconfig", "lockfile"),
     ("attempts", "containers", "tracking"),
     ("hooks", "environments", "algorithms"),
     ("outcomes",),

@@ -3,7 +3,8 @@
 as a cluster's nodes do. Inside such a job the trainer's memory (`host_memory`) is the job's --mem, not the node's,
 and a job that outgrows it is killed by the kernel; SLURM ends it as OUT_OF_MEMORY, `agentrepro status` says so, and
 the retry's attempt records it. The job that outgrows its memory is a stand-in for a training: it opens its attempt
-as `agentrepro train` does (`start_attempt`), then allocates until it is killed."""
+as `agentrepro train` does (`start_attempt`), then allocates until it is killed. A rootful podman container started
+in a job is made under the job's cgroup, so the job's memory limit holds it too."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import time
 import psutil
 import pytest
 
-from agentrepro import slurm
+from agentrepro import cgroups, slurm
 from agentrepro.attempts import newest_attempt, read_provenance, start_attempt
 from agentrepro.jobs.progress import _attempt_state
 
@@ -25,7 +26,7 @@ MIB = 2**20
 
 PROBE = """
 import json, os
-from agentrepro.trainer.step_record import host_memory
+from agentrepro.cgroups import host_memory
 memory = [line for line in open("/proc/self/cgroup").read().splitlines() if ":memory:" in line]
 print(json.dumps({"total": host_memory()[1], "cpus": len(os.sched_getaffinity(0)), "cgroup": memory}))
 """
@@ -37,6 +38,39 @@ start_attempt(sys.argv[1], stage="train", command="a stand-in training that outg
 held = []
 while True:
     held.append(b"x" * (32 << 20))
+"""
+
+
+# in the job: the same program twice in a podman container, as containers.program wraps it, the first time with the
+# job's SLURM_JOB_ID hidden (so the container's cgroup is podman's own, as it was before --cgroup-parent)
+IN_CONTAINER = """
+import json, os, subprocess, sys
+from pathlib import Path
+from agentrepro import containers
+run_dir, block, job_id = Path(sys.argv[1]), json.loads(sys.argv[2]), os.environ["SLURM_JOB_ID"]
+seen = {}
+for label in ("outside", "inside"):
+    out = run_dir / label
+    out.mkdir()
+    os.environ.pop("SLURM_JOB_ID") if label == "outside" else os.environ.update(SLURM_JOB_ID=job_id)
+    config = {"image": block, "resources": {"gpus": 0}}
+    program = containers.program(
+        config, ["python3", "-c", sys.argv[3]], {"OUT": str(out)}, None, run_dir=run_dir, job_dir=run_dir, label=label
+    )
+    with containers.proven(program, run_dir):
+        done = subprocess.run(list(program.argv), env={**os.environ, **program.env})
+    seen[label] = {"rc": done.returncode, "parent": program.cgroup_parent}
+print(json.dumps(seen))
+"""
+# in the container: where it is, then 640 MiB in 32 MiB blocks, each written down as it is held
+GROWS = """
+import os
+out = os.environ["OUT"]
+open(os.path.join(out, "cgroup"), "w").write(open("/proc/self/cgroup").read())
+held = []
+for _ in range(20):
+    held.append(b"x" * (32 << 20))
+    open(os.path.join(out, "held"), "w").write(str(32 * len(held)))
 """
 
 
@@ -120,3 +154,33 @@ def test_accountings_state_is_read_first_and_who_cancelled_is_left_out(tmp_path,
         slurm.ended("8", "TIMEOUT") == "SLURM ended job 8 as TIMEOUT: it reached its time limit (resources.runtime_min)"
     )
     assert slurm.ended("9", "FAILED") == "SLURM ended job 9 as FAILED"
+
+
+@pytest.mark.slurm
+def test_a_rootful_podman_container_in_a_job_is_held_by_the_jobs_memory(slurm_cluster, podman_images, tmp_path):
+    """--mem=300: the container made with podman's own cgroup holds all 640 MiB, past the job's limit; made under the
+    job's (`--cgroup-parent`, the job step's cgroup) it is killed at 300 MiB, its cgroup inside the job's in every
+    hierarchy. After the job no cgroup of it is left anywhere: podman's conmon cgroup and the path runc made in the
+    hierarchies SLURM does not manage are removed with the container, so SLURM can remove its own."""
+    _confined()
+    if os.geteuid() != 0:
+        pytest.skip("rootful podman: the tests run podman as root")
+    run = tmp_path / "run"
+    run.mkdir()
+    block = json.dumps(podman_images["a"].block())
+    job = _sbatch(tmp_path, IN_CONTAINER, str(run), block, GROWS, flags=("--wait", "--mem=300", "--cpus-per-task=1"))
+    seen = json.loads((tmp_path / "job.out").read_text().strip().splitlines()[-1])
+    assert seen["outside"] == {"rc": 0, "parent": None}, seen
+    assert int((run / "outside" / "held").read_text()) == 640
+    assert "/libpod_parent/" in (run / "outside" / "cgroup").read_text()
+    parent = seen["inside"]["parent"]
+    assert parent.endswith(f"/job_{job}/step_batch") and seen["inside"]["rc"] == 137, seen
+    assert int((run / "inside" / "held").read_text()) < 300
+    lines = (run / "inside" / "cgroup").read_text().splitlines()
+    assert lines and all(line.split(":", 2)[2].startswith(parent + "/libpod-") for line in lines), lines
+    deadline = time.monotonic() + 30
+    while (left := [g for root in cgroups.hierarchies() for g in root.glob(f"slurm_*/uid_*/job_{job}")]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    assert left == []

@@ -23,6 +23,7 @@ from podman_kit import PYTHON as PYTHON_IN_IMAGE
 from podman_kit import leftover_containers
 from study_kit import BASE, write_study
 
+from agentrepro.cgroups import host_memory
 from agentrepro.containers import rehearsal
 from agentrepro.hooks import HOOKS_DIR, STARTUP_DIR
 from agentrepro.hooks import agentrepro_rehearsal as hook
@@ -60,8 +61,9 @@ print("never here")
 """
 
 
-def rehearsed_study(tmp_path: Path, image, before: str = "") -> Path:
-    """A verl-agent study in the test image whose train program is TRAINER, beside a stand-in torch."""
+def rehearsed_study(tmp_path: Path, image, before: str = "", **resources) -> Path:
+    """A verl-agent study in the test image whose train program is TRAINER, beside a stand-in torch; `resources` added
+    to its own."""
     workdir = tmp_path / "verl-agent"
     ray = stand_in_checkout(workdir, str(PYTHON_IN_IMAGE))
     (workdir / "fake_trainer.py").write_text(TRAINER.format(before=before))
@@ -79,6 +81,7 @@ def rehearsed_study(tmp_path: Path, image, before: str = "") -> Path:
             "ray": {"executable": str(ray), "num_cpus": 5},
         },
     }
+    manifest["resources"] = {**(manifest.get("resources") or {}), **resources}
     return write_study(tmp_path / "study", manifest)
 
 
@@ -154,7 +157,7 @@ def test_a_job_that_reaches_the_gpus_holds(tmp_path, podman_images):
     out = tmp_path / "rehearsal"
     result = rehearse(manifest, out, "--after-s", "30")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "| prepare_data (prepare data) | ended |" in result.stdout
+    assert "| prepare_data (prepare data) | ended |" in result.stdout and "memory:" not in result.stdout
     trainer = tmp_path / "verl-agent" / "fake_trainer.py"
     reached = f"| train (train) | reached the GPUs | torch.cuda._lazy_init at {trainer}:{boundary_line()} (<module>)"
     assert reached in result.stdout and "no network (--network none)" in result.stdout
@@ -186,13 +189,17 @@ def test_a_frozen_study_is_rehearsed_from_its_lock(tmp_path, podman_images):
 
 
 def test_a_job_that_fails_before_the_gpus_does_not_hold(tmp_path, podman_images):
-    """A program that fails on the way (as a download on an offline node does) is named with its last line: exit 1."""
-    manifest = rehearsed_study(tmp_path, podman_images["a"], 'raise SystemExit("cannot reach huggingface.co")')
+    """A program that fails on the way (as a download on an offline node does) is named with its last line: exit 1.
+    Where the job will ask more memory than the rehearsal had (its SLURM job's, here the machine's), that is said."""
+    failing = 'raise SystemExit("cannot reach huggingface.co")'
+    manifest = rehearsed_study(tmp_path, podman_images["a"], failing, mem_mb=2**26)
     out = tmp_path / "rehearsal"
     result = rehearse(manifest, out)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "| train (train) | failed |" in result.stdout and "cannot reach huggingface.co" in result.stdout
     assert "rehearsal does not hold" in result.stdout
+    had = host_memory()[1] // 2**20
+    assert f"memory: this rehearsal could hold {had} MB, less than the {2**26} MB its train job asks" in result.stdout
     assert json.loads((out / "rehearsal.json").read_text())["boundary"] == []
 
 

@@ -77,16 +77,19 @@ def test_verl_agents_own_code_reaches_the_gpus_offline_in_its_image(tmp_path, ve
     """The data preparation ends; the train program runs verl-agent up to its GPU workers, whose first call on the
     device (verl/single_controller/base/worker.py, the worker's constructor, scheduled on a GPU bundle of the
     placement group) is the boundary; the env workers found ALFWorld's games (the panel's 4 for validation); nothing
-    is left behind."""
+    is left behind. The job step has the memory the study's train job asks, which holds the container too (its cgroup
+    is made under the step's)."""
     require_alfworld()
     checkout, image = verl_agent
     manifest = shipped_study(tmp_path / "study", checkout, image)
     out = tmp_path / "rehearsal"
     result = run_cli(
         "rehearse", manifest, "--method", "graphgpo", "--seed", "0", "--out", out, "--timeout-s", "900",
-        cwd=manifest.parents[1], timeout=1200, prefix=("srun", "--ntasks=1", "--cpus-per-task=2", "--time=30"),
-    )  # as a user on a CPU partition: a SLURM job step of the local cluster  # fmt: skip
+        cwd=manifest.parents[1], timeout=1200,
+        prefix=("srun", "--ntasks=1", "--cpus-per-task=2", "--mem=16000", "--time=30"),
+    )  # as a user on a CPU partition: a SLURM job step of the local cluster, of the memory its job asks  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "memory:" not in result.stdout  # the job's memory, under its cgroup: the containers' too
     assert "| prepare_data (prepare data) | ended |" in result.stdout
     worker = checkout / "verl" / "single_controller" / "base" / "worker.py"
     assert f"| train (train) | reached the GPUs | torch.cuda._lazy_init at {worker}:" in result.stdout

@@ -98,7 +98,7 @@ def test_a_shared_gpu_gives_the_job_its_share(monkeypatch):
 def test_the_host_memory_is_lowered_by_every_cgroup_limit_above_the_process(tmp_path):
     """A SLURM job's cgroup (memory.max 8 GiB, 3 GiB used) bounds what the CPU's passes may take, though the node
     has more; a group without a limit ("max") and a folder without the files change nothing."""
-    from agentrepro.trainer.step_record import host_memory
+    from agentrepro.cgroups import host_memory
 
     root = tmp_path / "cgroup"
     job = root / "system.slice" / "slurmstepd.scope" / "job_7"
@@ -120,7 +120,7 @@ def test_the_host_memory_is_lowered_by_every_cgroup_limit_above_the_process(tmp_
 def test_a_cgroup_v1_memory_limit_lowers_the_host_memory_too(tmp_path):
     """Older SLURM nodes use cgroup v1: the memory controller's limit_in_bytes (6 GiB, 2 GiB used) bounds the passes;
     v1's "no limit" (a number near 2^63) and the other controllers change nothing."""
-    from agentrepro.trainer.step_record import host_memory
+    from agentrepro.cgroups import host_memory
 
     root = tmp_path / "cgroup"
     job = root / "memory" / "slurm" / "uid_0" / "job_9"

@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     print(result.table())
     if result.train_said:
         print(f"\nthe train job ended with status {result.train_exit}: {result.train_said}")
+    if result.memory_note():
+        print(f"\n{result.memory_note()}")
     network = "no network (--network none)" if result.contained else "on the host: offline by its environment only"
     verdict = "holds" if result.holds else "does not hold"
     print(f"\nrehearsal {verdict}: {result.seconds:g} s, {network}; records in {result.folder}")

@@ -24,13 +24,18 @@ Put it on a shared file system to prepare once per study instead.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
+import shlex
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrepro import cgroups
 from agentrepro.containers import rehearsal
 from agentrepro.containers.image import Image, archive_image_id, image_of
 from agentrepro.containers.runtimes import (
@@ -93,6 +98,39 @@ class Program:
     cidfile: Path | None = None
     label: str = ""
     scratch: Path | None = None  # the job's scratch folder, when the runtime uses one (module docstring)
+    cgroup_parent: str | None = None  # the SLURM job's cgroup the container's is made under (`job_cgroup`)
+
+
+def job_cgroup(runtime: Any) -> str | None:
+    """Where the container's cgroup goes: under the SLURM job's (`cgroups.container_parent`) where the runtime makes it
+    itself (docker, rootful podman) with the cgroupfs manager; None outside a job and where the container stays in the
+    job's cgroups anyway (Apptainer, rootless podman). A systemd manager takes slice names only, so its containers
+    stay outside the job's limits: said on stderr, as is a runtime that does not say which manager it uses."""
+    parent = cgroups.container_parent() if getattr(runtime, "own_cgroups", False) else None
+    if parent is None:
+        return None
+    argv = runtime.manager_argv()
+    manager = _cgroup_manager(tuple(argv))
+    if manager == "cgroupfs":
+        return parent
+    print(
+        f"agentrepro: {shlex.join(argv)} says the cgroup manager is {manager or 'nothing'!r}, not cgroupfs: the "
+        f"container's cgroup cannot be made under this SLURM job's ({parent}), so the job's memory and CPU limits do "
+        "not hold it",
+        file=sys.stderr,
+    )
+    return None
+
+
+@functools.cache
+def _cgroup_manager(argv: tuple[str, ...]) -> str:
+    """The runtime's answer to `argv` (its `info` of the cgroup manager), asked once per process: a workflow shows
+    every job's command line, each of which would ask again. "" where it did not answer."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def job_scratch(job_dir: Path) -> Path:
@@ -241,6 +279,7 @@ def program(
     cidfile = (Path(job_dir) / "logs" / f"{label}.cid").resolve() if container.image.runtime != "apptainer" else None
     runtime = container.runtime
     scratch = job_scratch(job_dir) if runtime.uses_scratch else None
+    cgroup_parent = job_cgroup(runtime)
     request = RunRequest(
         container.reference(),
         tuple(argv),
@@ -252,6 +291,7 @@ def program(
         scratch,
         cidfile,
         "host" if rehearsing is None else "none",
+        cgroup_parent,
     )
     wrapped, host_env = runtime.run_argv(request)
-    return Program(tuple(wrapped), host_env, None, container, cidfile, label, scratch)
+    return Program(tuple(wrapped), host_env, None, container, cidfile, label, scratch, cgroup_parent)

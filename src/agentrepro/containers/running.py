@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentrepro import cgroups
 from agentrepro.containers.image import archive_image_id, file_sha256
 from agentrepro.containers.job import Container, Program
 from agentrepro.containers.prepare import ask, prepare
@@ -176,3 +177,5 @@ def _remove(container: Container, program: Program) -> None:
     if container_id is not None:
         ask(container.runtime.remove_argv(container_id))
     program.cidfile.unlink(missing_ok=True)
+    if program.cgroup_parent is not None:  # what the runtime left of its cgroups in the job's
+        cgroups.remove_left(program.cgroup_parent, os.environ.get("SLURM_JOB_ID", ""))

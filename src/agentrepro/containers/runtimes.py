@@ -7,8 +7,8 @@ for podman and docker; for Apptainer, whose `--env` splits at commas and evaluat
 under `env NAME=VALUE ...` inside the image), and a mount path is checked (`Mount`) before it becomes one.
 Paths keep their host names inside the container, so the program's own argv needs no rewriting.
 
-* podman, docker: `RUNTIME run --cidfile FILE --pull never --network host --ipc host --pids-limit -1 [GPUs]
-  --volume SRC:SRC[:ro] ... --workdir DIR --env NAME=VALUE ... IMAGE ARGV`. The image is `REPOSITORY@sha256:<digest>` or the image ID of
+* podman, docker: `RUNTIME run --cidfile FILE --pull never --network host --ipc host --pids-limit -1
+  [--cgroup-parent JOB-CGROUP] [GPUs] --volume SRC:SRC[:ro] ... --workdir DIR --env NAME=VALUE ... IMAGE ARGV`. The image is `REPOSITORY@sha256:<digest>` or the image ID of
   a loaded archive. No `--rm`: after the program ends, `container inspect` of the container named in the cidfile
   says which image ID it ran and `image inspect` of that ID the digests the runtime knows it by; then the
   container is removed. GPUs: only the job's own (`allocated_gpus`: SLURM's SLURM_STEP_GPUS or SLURM_JOB_GPUS, the
@@ -16,7 +16,9 @@ Paths keep their host names inside the container, so the program's own argv need
   device (CDI names, as `nvidia-ctk cdi generate` writes them: an index or a UUID), docker `--gpus "device=ID,..."`;
   inside, they are devices 0..n-1, and CUDA_VISIBLE_DEVICES says so. docker also runs as the calling user (`--user UID:GID`) so the run
   directory stays the user's, with HOME in the job's scratch folder (the caller has no home in the image, and HOME=/
-  is not writable); rootful podman runs as root, rootless podman maps root to the user.
+  is not writable); rootful podman runs as root, rootless podman maps root to the user. Under a SLURM job, where the
+  runtime makes the container's cgroup itself with the cgroupfs manager, `--cgroup-parent` puts it under the job's
+  (cgroups.py), so the job's memory and CPU limits hold the container.
   Host settings (OCI runtime, cgroup manager, default ulimits) belong in containers.conf (podman) or the daemon's
   configuration (docker), not in the study.
 * apptainer: `apptainer exec --cleanenv --contain --workdir SCRATCH --home SCRATCH/home [--nv] --bind SRC:SRC[:ro]
@@ -94,6 +96,7 @@ class RunRequest:
     scratch: Path | None = None  # the job's node-local folder: Apptainer's --workdir, docker's HOME (job.job_scratch)
     cidfile: Path | None = None  # podman / docker: where the runtime writes the container's ID
     network: str = "host"  # the node's network; "none" (a rehearsal: containers/rehearsal.py): loopback only
+    cgroup_parent: str | None = None  # podman / docker: the job's cgroup the container's goes under (cgroups.py)
 
     def __post_init__(self) -> None:
         for name in self.env:
@@ -148,6 +151,7 @@ class OciEngine:
     name: str
     cdi: bool  # GPUs as CDI devices (podman), or docker's --gpus
     version_format: str
+    manager_format: str  # `info --format`: the cgroup manager (cgroupfs takes --cgroup-parent as a path)
     run_as_caller: bool = False
 
     @property
@@ -158,6 +162,12 @@ class OciEngine:
     def uses_scratch(self) -> bool:
         """Whether the program needs the job's scratch folder: for HOME, when it runs as the caller."""
         return self.run_as_caller
+
+    @property
+    def own_cgroups(self) -> bool:
+        """Whether the runtime makes its containers' cgroups itself, outside the caller's: docker's daemon and rootful
+        podman do; rootless podman's containers stay in the caller's (cgroups.py)."""
+        return self.run_as_caller or os.geteuid() == 0
 
     def reference(self, image: Any, archive_id: str | None = None) -> str:
         """`REPOSITORY@sha256:...`, or the image ID of a loaded archive (`archive_id`)."""
@@ -175,6 +185,8 @@ class OciEngine:
         # no limit of the runtime's own on processes (podman's default is 2,048 a container, docker's none): Ray runs
         # about 25 threads an actor, and a recipe's 256 env workers need about 6,400; the node's cgroups still bound it
         argv += ["--pids-limit", "-1"]
+        if request.cgroup_parent is not None:  # inside the SLURM job's cgroup, under its memory and CPU limits
+            argv += ["--cgroup-parent", request.cgroup_parent]
         if self.run_as_caller:
             argv += ["--user", f"{os.getuid()}:{os.getgid()}"]
             if request.scratch is not None:  # the caller has no home in the image: HOME would be /, not writable
@@ -201,6 +213,9 @@ class OciEngine:
 
     def version_argv(self) -> list[str]:
         return [self.executable, "version", "--format", self.version_format]
+
+    def manager_argv(self) -> list[str]:
+        return [self.executable, "info", "--format", self.manager_format]
 
     def container_argv(self, container_id: str) -> list[str]:
         return [self.executable, "container", "inspect", container_id]
@@ -318,7 +333,9 @@ def _with_prefix(image_id: str) -> str:
     return image_id if image_id.startswith("sha256:") or not image_id else f"sha256:{image_id}"
 
 
-PODMAN = OciEngine("podman", cdi=True, version_format="{{.Client.Version}}")
-DOCKER = OciEngine("docker", cdi=False, version_format="{{.Server.Version}}", run_as_caller=True)
+PODMAN = OciEngine("podman", cdi=True, version_format="{{.Client.Version}}", manager_format="{{.Host.CgroupManager}}")
+DOCKER = OciEngine(
+    "docker", cdi=False, version_format="{{.Server.Version}}", manager_format="{{.CgroupDriver}}", run_as_caller=True
+)
 APPTAINER = Apptainer()
 RUNTIME = {"apptainer": APPTAINER, "podman": PODMAN, "docker": DOCKER}

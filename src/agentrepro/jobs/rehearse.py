@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrepro.cgroups import host_memory
 from agentrepro.containers import rehearsal
 from agentrepro.errors import BadInput, read_from
 from agentrepro.fileio import atomic_write_json, atomic_write_yaml, check_output_dir, make_dir
@@ -69,11 +70,24 @@ class Rehearsal:
     train_exit: int | None = None
     train_said: str = ""  # the train job's last line on stderr, when it failed
     seconds: float = 0.0
+    memory_mb: int = 0  # what the rehearsal's programs could hold together: the node's, or its SLURM job's cgroup's
+    asked_mb: int | None = None  # the train job's resources.mem_mb
 
     @property
     def holds(self) -> bool:
         last = self.programs[-1].outcome if self.programs else "not started"
         return last == "reached the GPUs" or all(p.outcome == "ended" for p in self.programs)
+
+    def memory_note(self) -> str:
+        """A line when the rehearsal had less memory than its job will ask: a program killed for its memory here (a
+        Ray worker's "killed by OOM killer") may fit in its job; nothing otherwise."""
+        if self.asked_mb is None or self.memory_mb >= self.asked_mb:
+            return ""
+        return (
+            f"memory: this rehearsal could hold {self.memory_mb} MB, less than the {self.asked_mb} MB its train job "
+            "asks (resources.mem_mb): a program killed for its memory here may fit in its job; under SLURM, rehearse "
+            f"with --mem={self.asked_mb}"
+        )
 
     def table(self) -> str:
         lines = ["| program | outcome | detail |", "|---|---|---|"]
@@ -135,6 +149,8 @@ def rehearse(
         str(out),
         "image" in job.config,
         [Program(label, purpose) for label, purpose in labels],
+        memory_mb=host_memory()[1] // 2**20,
+        asked_mb=plan.method_resources[method][0].get("mem_mb"),
     )
     atomic_write_json(out / MARKER, asdict(result))
     argv = [sys.executable, "-m", "agentrepro", "train", "--config", str(config_file), "--out", str(run_dir)]

@@ -4,20 +4,20 @@
   trained tokens (checkpoints carry them, with `wall_s`), advanced by one step's rollout.
 * `metrics_row(step, counters, ro, stats, lr, memory)`: the step's metrics row up to its memory use; the loop
   adds `wall_s` and `gpu_hours` after the checkpoint, whose time they include.
-* `memory_use(device)`: the step's peak GPU memory and the process's RSS; `device_memory(device)` and
-  `host_memory()`: what the update's passes may still take (trainer/memory.py sizes them from it).
+* `memory_use(device)`: the step's peak GPU memory and the process's RSS; `device_memory(device)`: what the
+  update's passes may still take (trainer/memory.py sizes them from it; on the CPU, cgroups.host_memory).
 * `dump_rows(ro, rows, advantages, turn_advantages)`: batches/step<N>.jsonl, the step rows with each turn's advantage.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psutil
 import torch
 
+from agentrepro.cgroups import host_memory
 from agentrepro.trainer.credit import ordered_turns
 from agentrepro.trainer.policy import gpu_share
 from agentrepro.trainer.rollout import Rollout
@@ -52,42 +52,6 @@ def device_memory(device: torch.device) -> tuple[int, int]:
     if share > 1:
         total //= share
         available = min(available, total - allocated)
-    return available, total
-
-
-def host_memory(
-    cgroup_root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")
-) -> tuple[int, int]:
-    """(bytes this process may still take, the most it may hold): the host's available and total memory, each
-    lowered by every memory limit of a cgroup above this process (its room: the limit less the group's use), under
-    cgroup v2 (`memory.max`) or v1's memory controller (`memory.limit_in_bytes`). A SLURM job's cgroup is far
-    smaller than the node; psutil reads only the node."""
-    host = psutil.virtual_memory()
-    available, total = int(host.available), int(host.total)
-    try:
-        lines = membership.read_text().splitlines()
-    except OSError:
-        return available, total
-    for line in lines:
-        _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "-", "")
-        if controllers == "":
-            base, files = cgroup_root, ("memory.max", "memory.current")
-        elif "memory" in controllers.split(","):
-            base, files = cgroup_root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes")
-        else:
-            continue
-        group = base / path.strip().lstrip("/")
-        for folder in (group, *group.parents):
-            if not folder.is_relative_to(base):
-                break
-            try:
-                limit = (folder / files[0]).read_text().strip()
-                used = int((folder / files[1]).read_text().strip())
-            except (OSError, ValueError):
-                continue
-            if limit.isdigit() and int(limit) < 1 << 60:  # v1 writes "no limit" as a number near 2^63
-                total = min(total, int(limit))
-                available = min(available, max(0, int(limit) - used))
     return available, total
 
 
