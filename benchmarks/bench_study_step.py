@@ -12,7 +12,8 @@ ChatML chat template (`agentrepro.serving.tiny.build`; its tokenizer knows 512 t
 is Qwen's 151,936, so a random model seldom samples its end token and turns run to `--new-tokens`).
 `--new-tokens` sets `train.max_new_tokens` (the study leaves it at the trainer's default of 6).
 
-Measured, each the median over `--steps` steps after one untimed step:
+Measured, each the median over `--steps` steps after one untimed step (`first_step`: its time and rollout parts,
+which include compiling and capturing the decode step; a fresh TORCHINDUCTOR_CACHE_DIR makes the compile a cold one):
 * job start-up: importing the trainer (torch, transformers) and building the Trainer (model load, engine);
 * the RL step from timings.jsonl (rollout, advantage, update, step_total; `steps`: each step's), and inside the
   rollout, with a device sync around each: the prefills, the decode loops, the environment and the prompts (chat template) per turn;
@@ -291,13 +292,13 @@ def main(argv=None) -> int:
             answer = CanonicalAnswer(trainer.codec, args.new_tokens)
             loop.Sampler = lambda *_: answer
         steps = []
-        for k in range(args.steps + 1):
+        for _ in range(args.steps + 1):
             trainer.train_step()
-            parts = clock.take() | {"graph_captures": captures.pop("graphs", 0)}
-            if k:
-                steps.append(parts)
+            steps.append(clock.take() | {"graph_captures": captures.pop("graphs", 0)})
         sync()
-        timings = [json.loads(x) for x in (run_dir / "timings.jsonl").read_text().splitlines()][1:]
+        timings = [json.loads(x) for x in (run_dir / "timings.jsonl").read_text().splitlines()]
+        out["first_step"] = {"step_total": round(timings[0]["step_total"], 4), "rollout_parts": steps[0]}
+        timings, steps = timings[1:], steps[1:]
         metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
         med = lambda rows, key: round(statistics.median(r.get(key, 0.0) for r in rows), 4)  # noqa: E731
         out["step"] = {k: med(timings, k) for k in ("rollout", "token_stats", "advantage", "update", "step_total")}

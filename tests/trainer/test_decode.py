@@ -5,7 +5,7 @@ import torch
 from trainer_helpers import tiny_policy, tiny_spec_and_codec
 
 from agentrepro.errors import BadInput
-from agentrepro.trainer.decode import StaticDecoder, StaticRows
+from agentrepro.trainer.decode import StaticDecoder, StaticRows, engine_for
 from agentrepro.trainer.rollout import Sampler, rollout
 
 SEEDS = [10001, 10001, 10002, 10002, 10003, 10003]
@@ -57,11 +57,13 @@ def test_static_engine_greedy_with_early_stops_and_a_grown_cache():
     _same(eager, static)
 
 
-def test_static_engine_logits_match_the_model_forward():
-    """The engine's own forward (prefill then one decode step) gives the transformers model's logits."""
+@pytest.mark.parametrize("fused", [False, True])
+def test_static_engine_logits_match_the_model_forward(fused):
+    """The engine's own forward (prefill then one decode step) gives the transformers model's logits; also with its
+    decode step through the compiled layer halves (`fused`, torch.compile's CPU kernels here)."""
     spec, tok, _codec = tiny_spec_and_codec()
     policy = tiny_policy(spec, tok, seed=1)
-    engine = StaticDecoder(policy, torch.device("cpu"), bf16=False)
+    engine = StaticDecoder(policy, torch.device("cpu"), bf16=False, fused=fused)
     ids = torch.randint(6, len(tok), (3, 7))
     attn = torch.ones_like(ids)
     attn[1, 2:4] = 0  # padding inside a row
@@ -73,6 +75,15 @@ def test_static_engine_logits_match_the_model_forward():
     with torch.no_grad():
         logits, _, _ = policy(ids, attn, pos)
     assert torch.allclose(first, logits[:, 5], atol=1e-5) and torch.allclose(second, logits[:, 6], atol=1e-5)
+
+
+def test_only_a_trainings_engine_on_cuda_compiles_its_decode_step():
+    """The compile (seconds at a job's first rollout) is for a training on CUDA, never the CPU or an evaluation."""
+    spec, tok, _codec = tiny_spec_and_codec()
+    policy = tiny_policy(spec, tok, seed=1)
+    for training in (True, False):
+        engine = engine_for("static", policy, torch.device("cpu"), False, training=training)
+        assert engine is not None and engine.fused is False
 
 
 class _Spans(StaticDecoder):

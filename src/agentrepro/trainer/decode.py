@@ -10,7 +10,9 @@ agentrepro.trainer.rollout (one column per token for every row, padding with att
 cache (layers x rows x kv-heads x width x head-dim) whose column c holds the keys and values of token
 column c. A decode step reads the whole width, masked by `attn` (columns not yet written are 0 there),
 so its shapes never change and its graph is captured once per (rows, width); a prefill (not captured)
-reads only the columns up to its last query. The tokens every row's first prompt begins with (a chat template's
+reads only the columns up to its last query. A training's decode step on CUDA runs each layer's work around its
+attention as two compiled functions (`_fused`: norms, RoPE, residuals and silu x up fused), fewer kernels where their
+count bounds the step. The tokens every row's first prompt begins with (a chat template's
 system prompt: 444 of 523 tokens of the shipped Sokoban study's first prompt) are prefilled once, on one row, and
 their keys and values copied to the others (`StaticRows.generate`).
 
@@ -22,6 +24,7 @@ tokens (whether any row is still generating) and once at the end of each turn (t
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -40,11 +43,16 @@ def supports_model(lm) -> bool:
     return type(lm).__name__ in SUPPORTED
 
 
-def engine_for(choice: str, policy, device: torch.device, bf16: bool) -> StaticDecoder | None:
-    """`train.rollout_engine`: the static engine (static; auto on CUDA for a supported model) or None (eager)."""
+def engine_for(
+    choice: str, policy, device: torch.device, bf16: bool, *, training: bool = False
+) -> StaticDecoder | None:
+    """`train.rollout_engine`: the static engine (static; auto on CUDA for a supported model) or None (eager). A
+    training's engine on CUDA decodes through the compiled layer halves (`_fused`): its many rollouts repay the compile
+    (about 10 s at the job's first rollout on an H100, benchmarks/RESULTS.md); an evaluation job's one would not."""
     if choice == "auto":
         choice = "static" if device.type == "cuda" and supports(policy) else "eager"
-    return StaticDecoder(policy, device, bf16) if choice == "static" else None
+    fused = training and device.type == "cuda"
+    return StaticDecoder(policy, device, bf16, fused=fused) if choice == "static" else None
 
 
 class StaticDecoder:
@@ -59,7 +67,7 @@ class StaticDecoder:
     v: torch.Tensor
     logits: torch.Tensor
 
-    def __init__(self, policy, device: torch.device, bf16: bool, *, graphs: bool | None = None):
+    def __init__(self, policy, device: torch.device, bf16: bool, *, graphs: bool | None = None, fused: bool = False):
         if not supports(policy):
             raise BadInput(
                 f"the static rollout engine supports {', '.join(SUPPORTED)}, not {type(policy.lm).__name__}",
@@ -67,11 +75,17 @@ class StaticDecoder:
             )
         self.device = torch.device(device)
         self.dtype = torch.bfloat16 if self.device.type == "cuda" and bf16 else next(policy.lm.parameters()).dtype
+        if getattr(policy.lm.config, "hidden_act", "silu") != "silu":
+            raise BadInput(
+                f"the static rollout engine's MLP is silu(gate) x up, not {policy.lm.config.hidden_act}",
+                where="train.rollout_engine",
+            )
         self.lm = copy.deepcopy(policy.lm).to(device=self.device, dtype=self.dtype).eval().requires_grad_(False)
         cfg = self.lm.config
         self.n_heads, self.n_kv = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.graphs = self.device.type == "cuda" if graphs is None else graphs
+        self.fused = fused  # decode steps through the compiled layer halves (`_fused`)
         self.shape: tuple[int, int] | None = None
         self.graph: torch.cuda.CUDAGraph | None = None
         # fewer, larger kernels per layer (a decode step is bound by their count): q, k, v as one matmul, gate and up as one
@@ -134,7 +148,7 @@ class StaticDecoder:
         the cache; returns the last column's logits (B, V) float32.
         Qwen2's layer (transformers' modeling_qwen2) with fused projections and one RoPE pass over q and k."""
         lm, (B, T) = self.lm, ids.shape
-        model, H, K, D = lm.model, self.n_heads, self.n_kv, self.head_dim
+        model, H, K = lm.model, self.n_heads, self.n_kv
         h = model.embed_tokens(ids)
         cos, sin = model.rotary_emb(h, pos)
         cos, sin = cos[:, :, None], sin[:, :, None]  # (B, T, 1, D): broadcast over heads
@@ -143,23 +157,16 @@ class StaticDecoder:
         # heads of a kv head become g x T queries of that head
         n = mask.shape[-1]  # key columns: the whole width in a decode step, up to the last query's in a prefill
         attend = mask[:, None, None].expand(B, 1, g, T, n).reshape(B, 1, g * T, n)
+        before, after = _fused() if self.fused and T == 1 else (_before_attention, _after_attention)
         for i, layer in enumerate(model.layers):
-            a, (w_qkv, b_qkv) = layer.self_attn, self.qkv[i]
-            qkv = F.linear(_rms(layer.input_layernorm, h), w_qkv, b_qkv).view(B, T, H + 2 * K, D)
-            qk = qkv[:, :, : H + K]
-            half = D // 2
-            qk = qk * cos + torch.cat([-qk[..., half:], qk[..., :half]], -1) * sin  # RoPE (rotate_half)
-            q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
-            v = qkv[:, :, H + K :].transpose(1, 2)
+            a, (w_qkv, b_qkv), norm = layer.self_attn, self.qkv[i], layer.input_layernorm
+            q, k, v = before(h, norm.weight, norm.variance_epsilon, w_qkv, b_qkv, cos, sin, H, K)
             keys, values = (self.k[i], self.v[i]) if rows is None else (self.k[i][rows], self.v[i][rows])
             keys.index_copy_(2, cols, k)
             values.index_copy_(2, cols, v)
-            o = F.scaled_dot_product_attention(
-                q.reshape(B, K, g * T, D), keys[:, :, :n], values[:, :, :n], attn_mask=attend, scale=a.scaling
-            )
-            h = h + a.o_proj(o.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D))
-            gate, up = F.linear(_rms(layer.post_attention_layernorm, h), self.gate_up[i]).chunk(2, -1)
-            h = h + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)
+            o = F.scaled_dot_product_attention(q, keys[:, :, :n], values[:, :, :n], attn_mask=attend, scale=a.scaling)
+            norm, mlp = layer.post_attention_layernorm, layer.mlp
+            h = after(h, o, a.o_proj.weight, norm.weight, norm.variance_epsilon, self.gate_up[i], mlp.down_proj.weight)
         return lm.lm_head(_rms(model.norm, h[:, -1])).float()
 
     def allocated(self) -> tuple[int, int]:
@@ -331,7 +338,44 @@ def _common_prefix(chunks: list[list[int]], width: int) -> tuple[int, torch.Tens
 
 def _rms(norm, x):
     """Qwen2RMSNorm (float32 statistics, weight applied in the input dtype) as one fused op."""
-    return F.rms_norm(x.float(), x.shape[-1:], eps=norm.variance_epsilon).to(x.dtype) * norm.weight
+    return _rms_norm(x, norm.weight, norm.variance_epsilon)
+
+
+def _rms_norm(x, weight, eps: float):
+    return F.rms_norm(x.float(), x.shape[-1:], eps=eps).to(x.dtype) * weight
+
+
+def _before_attention(h, norm, eps: float, w_qkv, b_qkv, cos, sin, H: int, K: int):
+    """A Qwen2 layer up to its attention: the input norm, q, k and v as one matmul, RoPE (rotate_half) on q and k.
+    q as (B, K, g x T, D): the g query heads of each kv head as g x T queries of that head; k, v as (B, K, T, D)."""
+    B, T = h.shape[:2]
+    D = w_qkv.shape[0] // (H + 2 * K)
+    qkv = F.linear(_rms_norm(h, norm, eps), w_qkv, b_qkv).view(B, T, H + 2 * K, D)
+    qk = qkv[:, :, : H + K]
+    half = D // 2
+    qk = qk * cos + torch.cat([-qk[..., half:], qk[..., :half]], -1) * sin
+    q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
+    return q.reshape(B, K, (H // K) * T, D), k, qkv[:, :, H + K :].transpose(1, 2)
+
+
+def _after_attention(h, o, w_o, norm, eps: float, w_gate_up, w_down):
+    """A Qwen2 layer after its attention `o` (B, K, g x T, D): the output projection and residual, the post-attention
+    norm, gate and up as one matmul, silu(gate) x up, the down projection and residual."""
+    B, T = h.shape[:2]
+    h = h + F.linear(o.reshape(B, -1, T, o.shape[-1]).transpose(1, 2).reshape(B, T, -1), w_o)
+    gate, up = F.linear(_rms_norm(h, norm, eps), w_gate_up).chunk(2, -1)
+    return h + F.linear(F.silu(gate) * up, w_down)
+
+
+@functools.cache
+def _fused():
+    """`_before_attention` and `_after_attention` compiled (one set per process, for every batch size): a decode
+    step's elementwise work (norms, RoPE, residuals, silu x up) in a few fused kernels instead of about twenty per
+    layer, which bound the step (benchmarks/RESULTS.md)."""
+    return (
+        torch.compile(_before_attention, dynamic=True, fullgraph=True),
+        torch.compile(_after_attention, dynamic=True, fullgraph=True),
+    )
 
 
 def _round_up(n: int, to: int = 64) -> int:

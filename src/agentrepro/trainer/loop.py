@@ -94,7 +94,7 @@ class Trainer:
         if ranks.leader:
             ranks.broadcast(self.step)
         self.envs = [self.spec.make_env(training=True) for _ in range(len(ranks.share(cfg.groups)) * cfg.group_size)]
-        self.engine = engine_for(cfg.rollout_engine, self.policy, self.device, cfg.bf16)
+        self.engine = engine_for(cfg.rollout_engine, self.policy, self.device, cfg.bf16, training=True)
         # the module the update computes with: the policy, or its bf16 copy (trainer/precision.py); made after the
         # engine copied the policy (the engine has its own forward), before checkpointing and kernels go on it
         self.update_model = precision.update_model(cfg.update_precision, self.policy, self.optimizer)
