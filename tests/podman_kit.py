@@ -203,6 +203,60 @@ def build(directory: Path, variant: str) -> TestImage:
     return pinned(ref, variant)
 
 
+RAY_IN_IMAGE = "/usr/local/bin/ray"
+SITE_IN_IMAGE = "/usr/local/lib/python3.11/dist-packages"  # where Debian's python3 finds packages
+
+
+def with_ray(directory: Path, python: str) -> TestImage:
+    """The test image with real Ray (variant `ray`): the installed files of the `ray` distribution of the Python
+    `python` (a venv's, the tests' real Ray) and of every distribution it and its `client` extra require (`ray start
+    --head` starts Ray's client server, grpcio), at SITE_IN_IMAGE, and `ray` at
+    RAY_IN_IMAGE run by the image's python3. Nothing is downloaded; the venv's Python and Debian's are both 3.11."""
+    tree, bin_dir = directory / "ray-site", directory / "ray-bin"
+    listed = subprocess.run(
+        [python, "-c", DISTRIBUTION_FILES, "ray[client]"], capture_output=True, text=True, check=True
+    )
+    for line in listed.stdout.splitlines():
+        source, relative = line.split("\t")
+        (tree / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, tree / relative)
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "ray").write_text("#!/usr/bin/python3\nfrom ray.scripts.scripts import main\nmain()\n")
+    (bin_dir / "ray").chmod(0o755)
+    ref = "localhost/agentrepro-test/python:ray"
+    tar = python_rootfs(
+        directory / "rootfs-ray.tar", "ray", {SITE_IN_IMAGE: tree, str(Path(RAY_IN_IMAGE).parent): bin_dir}
+    )
+    podman("import", str(tar), ref)
+    return pinned(ref, "ray")
+
+
+# run by the Python whose packages go into an image: "<file>\t<path under site-packages>" for every installed file of
+# the distribution argv[1] (a requirement: `ray[client]` with its extra's) and of those it requires, transitively
+DISTRIBUTION_FILES = """
+import sys
+from importlib import metadata
+from packaging.requirements import Requirement
+seen, todo = set(), [Requirement(sys.argv[1])]
+while todo:
+    wanted = todo.pop()
+    dist = metadata.distribution(wanted.name)
+    name = dist.metadata["Name"].lower()
+    if name in seen:
+        continue
+    seen.add(name)
+    for text in dist.requires or []:
+        requirement = Requirement(text)
+        marker = requirement.marker
+        if marker is None or any(marker.evaluate({"extra": extra}) for extra in ["", *wanted.extras]):
+            todo.append(requirement)
+    for file in dist.files or []:
+        path = dist.locate_file(file)
+        if not str(file).startswith("..") and "__pycache__" not in file.parts and path.is_file():
+            print(f"{path}\t{file}")
+"""
+
+
 def pinned(ref: str, variant: str) -> TestImage:
     """The identity of the image `ref` in the store, as the tests pin it."""
     digest, image_id = podman("image", "inspect", "--format", "{{.Digest}} {{.Id}}", ref).stdout.split()

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import load_file_module
+from helpers import load_file_module, require_ray
 from podman_kit import PYTHON as PYTHON_IN_IMAGE
-from podman_kit import check_proof, leftover_containers, stand_in_gpus
+from podman_kit import RAY_IN_IMAGE, check_proof, leftover_containers, stand_in_gpus, with_ray
 
+from agentrepro.attempts import newest_attempt, read_provenance
 from agentrepro.backends import ray_head
 from agentrepro.backends.launch import OFFLINE
 from agentrepro.backends.verl_agent import backend as verl_agent
@@ -433,24 +434,28 @@ def test_a_killed_job_leaves_no_program_running_and_its_retry_removes_the_contai
     assert "left by a killed attempt" in retry.stderr and leftover_containers() == []
 
 
-def two_node_training(tmp_path, write_config) -> tuple[Path, Path, str]:
+def two_node_training(tmp_path, write_config, image=None) -> tuple[Path, Path, str]:
     """(config, run directory, Python with Ray) of a verl-agent training with resources.nodes 2 on the stand-in
-    checkout and real Ray; skipped (required in CI) without the local SLURM's partition `pair` of two nodes."""
-    from helpers import require, require_ray
+    checkout and real Ray, on the host or in `image` (podman_kit.with_ray: Ray in the image, and no GPU, since the
+    nodes' podman has no stand-in GPU specification); skipped (required in CI) without the local SLURM's partition
+    `pair` of two nodes."""
+    from helpers import require
 
     ray, python = require_ray()
     pair = subprocess.run(["sinfo", "-h", "-p", "pair", "-o", "%D"], capture_output=True, text=True).stdout.strip()
     require("slurm", pair == "2", "the local SLURM has no partition `pair` of two nodes (scripts/slurm-cluster.sh)")
     workdir = tmp_path / "verl-agent"
-    stand_in_checkout(workdir, python)
-    cfg = config(workdir, ray={"executable": ray, "num_cpus": 1})
+    stand_in_checkout(workdir, python if image is None else str(PYTHON_IN_IMAGE))
+    cfg = config(workdir, ray={"executable": ray if image is None else RAY_IN_IMAGE, "num_cpus": 1})
     (tmp_path / "model").mkdir()
     cfg["backend"].update(
         repo="langfengQ/verl-agent",
         commit="20bd331bdbc9026a5668e11362178e10ab7400c8",
         model_path=str(tmp_path / "model"),
     )
-    cfg["resources"] = {"gpus": 1, "nodes": 2, "cpus": 1, "mem_mb": 3000}
+    cfg["resources"] = {"gpus": 1 if image is None else 0, "nodes": 2, "cpus": 1, "mem_mb": 3000}
+    if image is not None:
+        cfg["image"] = image.block()
     return write_config(cfg), tmp_path / "run", python
 
 
@@ -497,6 +502,33 @@ def test_a_training_over_two_slurm_nodes_runs_a_worker_node_on_the_second(tmp_pa
     (run_dir / "verl_validation" / "1.jsonl").unlink()  # a re-evaluation would need all its nodes again: said so
     again = run_cli("eval", "--run", run_dir, "--step", 1)
     assert again.returncode == 2 and "validate-only run of a training over 2 nodes is not built" in again.stderr
+
+
+@pytest.mark.slurm
+def test_a_training_over_two_slurm_nodes_runs_in_its_image_on_both(
+    tmp_path, write_config, slurm_cluster, podman_images
+):
+    """The same two-node training in a podman image holding real Ray (podman_kit.with_ray): the head and the trainer
+    in a container on the first node, the worker node in one on the second (its own network namespace: podman's host
+    network there is that node's), each made under its node's job cgroup; the trainer sees both nodes' raylets at
+    their nodes' addresses; each container proven by the image's digest, and none left."""
+    _, python = require_ray()
+    image = with_ray(tmp_path / "image", python)
+    path, run_dir, python = two_node_training(tmp_path, write_config, image)
+    batch = train_on_two_nodes(path, run_dir, python)
+    logs = "".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
+    assert (run_dir / "metrics.jsonl").is_file(), batch[-3000:] + logs
+    addresses = json.loads((run_dir / "ray_nodes.json").read_text())
+    assert len(addresses) == 2 and "127.0.0.1" not in addresses, addresses
+    ran = [json.loads(line) for line in (tmp_path / "verl-agent" / "ran_in.jsonl").read_text().splitlines()]
+    assert {r["program"] for r in ran} == {"prepare.py", "fake_trainer.py"} and {r["image"] for r in ran} == {"ray\n"}
+    records = {r["label"]: r for r in newest_attempt(read_provenance(run_dir)).get("containers", [])}
+    (node,) = [label for label in records if label.startswith("train_node_")]
+    assert {"prepare_data", "train", node} <= set(records), sorted(records)
+    assert all(r["resolved"]["image_id"] == image.image_id for r in records.values())
+    worker = (run_dir / "logs" / f"{node}.stderr.log").read_text()
+    assert "has stopped; so does this worker node" in worker and any(f"at {a} on ports" in worker for a in addresses)
+    assert leftover_containers() == []
 
 
 @pytest.mark.slurm
