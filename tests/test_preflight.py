@@ -354,12 +354,37 @@ def test_resources_a_partition_cannot_give_are_refused_with_its_limit(slurm_clus
             "resources.gpus: grpo's train jobs ask 2 GPU(s) on one node, more than its nodes have (1)",
         ),
         ({"resources.partition": "nope"}, "resources.partition: sinfo lists no partition 'nope'"),
+        (  # the profile's 2 retries (profiles/slurm/config.yaml, where the CLI runs) ask 5 minutes more each
+            {"resources.runtime_retry_min": 5},
+            "resources.runtime_retry_min: grpo's train jobs ask 20 minutes on the last of their 2 retries "
+            "(profiles/slurm/config.yaml), more than its time limit of 10",
+        ),
+        (
+            {"resources.mem_retry_mb": 10**6},
+            "resources.mem_retry_mb: grpo's train jobs ask 2004000 MB on the last of their 2 retries",
+        ),
     ]
     for change, line in cases:
         path = study(tmp_path, "frozenlake-cpu", **{**base, **change})
         refused = run_cli("preflight", path)
         assert refused.returncode == 2 and line in refused.stderr, (change, refused.stderr)
     assert "PartitionTimeLimit" in _sbatch_state(["-p", "short", "-t", "30"])
+
+
+def test_the_retries_are_the_slurm_profiles_and_each_asks_more(tmp_path):
+    """`retries` from profiles/slurm/config.yaml where the study runs (the repository's: 2), none elsewhere; a job
+    whose first attempt fits and whose last retry does not is refused on the retry's field, one that fits is not."""
+    from agentrepro import planning
+
+    assert preflight.profile_retries(REPO) == 2 and preflight.profile_retries(tmp_path) is None
+    partition = preflight.Partition("short", minutes=60, nodes=1, cpus=4, mem_mb=8000, gpus={})
+    ask = planning.job_resources({"runtime_min": 40, "runtime_retry_min": 10, "mem_mb": 6000, "mem_retry_mb": 500})[0]
+    assert preflight._fits(ask, partition, retries=2) == []
+    assert preflight._fits(ask, partition, retries=3) == [
+        ("runtime_retry_min", "70 minutes on the last of their 3 retries (profiles/slurm/config.yaml), more than its "
+         "time limit of 60"),
+    ]  # fmt: skip
+    assert preflight._fits(ask, partition, retries=5)[1][0] == "mem_retry_mb"  # 8500 MB, more than the node's 8000
 
 
 @pytest.mark.slurm

@@ -12,8 +12,9 @@ and shown. The backends' own checks of a config (some read files relative to whe
 
 Where a method's resources name a SLURM partition, `partition_problems` reads the partition's limits with sinfo
 (time limit, CPUs, memory and GPUs of its largest node, the GPU types its GRES names) and says each request of a
-train or eval job that it cannot schedule, naming the manifest field and the limit; a partition sinfo cannot be asked
-about here is said as not checked.
+train or eval job that it cannot schedule, naming the manifest field and the limit, on the job's first attempt and on
+the last of the SLURM profile's retries, each of which asks resources.runtime_retry_min and mem_retry_mb more; a
+partition sinfo cannot be asked about here is said as not checked.
 
 The verb `agentrepro preflight` (agentrepro/cli/preflight.py) prints the demand tables and every violation.
 """
@@ -23,12 +24,17 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from agentrepro.backends.base import FIXED, Demand
 from agentrepro.errors import BadInput, read_from
 from agentrepro.placement import method_placement
-from agentrepro.planning import StudyPlan, gpus_per_node
+from agentrepro.planning import RETRIES, StudyPlan, gpus_per_node
+
+SLURM_PROFILE = Path("profiles") / "slurm" / "config.yaml"  # `snakemake --profile slurm`'s settings, retries among them
 
 
 @dataclass(frozen=True)
@@ -215,15 +221,42 @@ def read_partition(name: str) -> Partition | str:
         return f"sinfo's answer could not be read: {done.stdout.strip()[:200]}"
 
 
-def _fits(resources: dict[str, Any], partition: Partition) -> list[tuple[str, str]]:
-    """(manifest resources key, why) for each thing a job's Snakemake resources ask that the partition cannot give."""
+def profile_retries(root: Path | None = None) -> int | None:
+    """How many times the SLURM profile resubmits a failed job (`retries` of SLURM_PROFILE under `root`, the working
+    directory by default, where `snakemake --profile slurm` runs); None where it is not there or says none."""
+    try:
+        doc = yaml.safe_load(((root or Path.cwd()) / SLURM_PROFILE).read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    retries = doc.get("retries") if isinstance(doc, dict) else None
+    return retries if isinstance(retries, int) and not isinstance(retries, bool) and retries >= 0 else None
+
+
+def _fits(resources: dict[str, Any], partition: Partition, retries: int = 0) -> list[tuple[str, str]]:
+    """(manifest resources key, why) for each thing a job's Snakemake resources ask that the partition cannot give, on
+    its first attempt or on its last of `retries` (each asks resources.runtime_retry_min and mem_retry_mb more)."""
     bad = []
+    limits = {
+        "runtime": (partition.minutes, "its time limit of {}"),
+        "mem_mb": (partition.mem_mb, "its largest node's {} MB"),
+    }
     if partition.minutes is not None and resources["runtime"] > partition.minutes:
         bad.append(("runtime_min", f"{resources['runtime']} minutes, more than its time limit of {partition.minutes}"))
     if resources["cpus_per_task"] > partition.cpus:
         bad.append(("cpus", f"{resources['cpus_per_task']} CPUs, more than its largest node's {partition.cpus}"))
     if resources["mem_mb"] > partition.mem_mb:
         bad.append(("mem_mb", f"{resources['mem_mb']} MB, more than its largest node's {partition.mem_mb} MB"))
+    for retry in RETRIES:  # a retry SLURM cannot schedule waits for ever (PartitionTimeLimit), as a first attempt would
+        limit, what = limits[retry.resource]
+        last = resources[retry.resource] + retries * (resources.get(retry.key) or 0)
+        if limit is not None and resources[retry.resource] <= limit < last:
+            bad.append(
+                (
+                    retry.field,
+                    f"{last} {retry.unit} on the last of their {retries} retries ({SLURM_PROFILE}), more than "
+                    + what.format(limit),
+                )
+            )
     if resources.get("nodes", 1) > partition.nodes:
         bad.append(("nodes", f"{resources['nodes']} nodes, more than it has ({partition.nodes})"))
     model, wanted = gpus_per_node(resources)
@@ -242,6 +275,7 @@ def partition_problems(plan: StudyPlan) -> tuple[list[str], list[str]]:
     the methods whose resources name a partition; a partition sinfo cannot be asked about is a note, not a pass."""
     violations, notes = [], []
     seen: dict[str, Partition | str] = {}
+    retries = profile_retries() or 0
     jobs = (("train", plan.method_resources), ("eval", plan.method_eval_resources))
     for kind, per_method in jobs:
         for method, (resources, _) in per_method.items():
@@ -257,7 +291,7 @@ def partition_problems(plan: StudyPlan) -> tuple[list[str], list[str]]:
             elif isinstance(partition, str):
                 notes.append(f"partition {name!r} not checked: {partition}")
             else:
-                for key, why in _fits(resources, partition):
+                for key, why in _fits(resources, partition, retries):
                     where = _in_manifest(plan.document, method, f"resources.{key}", path=plan.manifest_file)
                     violations.append(
                         f"{plan.manifest_file}: {where}: {method}'s {kind} jobs ask {why} (partition {name!r}, sinfo)"
