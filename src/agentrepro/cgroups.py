@@ -6,8 +6,9 @@ proctrack/cgroup: what it signals and kills). Rootful podman and docker start a 
 (conmon) or daemon in a cgroup of their own (`/libpod_parent/libpod-ID`, `/docker/ID`), outside the job's: the
 container could use the node's whole memory. `--cgroup-parent PARENT` (with the cgroupfs manager, which takes a path;
 a systemd manager takes slice names only) makes the container's cgroup, and podman's conmon's (`PARENT/conmon`), under
-the job's, in every hierarchy: the job's limits hold them. Apptainer and rootless podman need nothing: their
-containers are the job's own processes, in its cgroups.
+the job's, in every hierarchy: the job's limits hold them. Apptainer's containers are the job's own processes, in
+its cgroups; so are rootless podman's under cgroup v1, where it makes no cgroups (under cgroup v2 with systemd it puts
+them in the user's systemd slice, outside the job's: not handled).
 
 The cgroups that stay behind are removed when the container is (`remove_left`): podman leaves `PARENT/conmon`, which
 would keep SLURM from removing the job's cgroups when it ends, and in the hierarchies SLURM does not manage (cpu,
