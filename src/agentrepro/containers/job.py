@@ -106,7 +106,7 @@ def job_cgroup(runtime: Any) -> str | None:
     itself (docker, rootful podman) with the cgroupfs manager; None outside a job and where the container stays in the
     job's cgroups anyway (Apptainer, rootless podman). A systemd manager takes slice names only, so its containers
     stay outside the job's limits: said on stderr, as is a runtime that does not say which manager it uses."""
-    parent = cgroups.container_parent() if getattr(runtime, "own_cgroups", False) else None
+    parent = cgroups.container_parent() if runtime.own_cgroups else None
     if parent is None:
         return None
     argv = runtime.manager_argv()

@@ -265,6 +265,7 @@ class Apptainer:
 
     name: str = "apptainer"
     uses_scratch: bool = True  # --workdir
+    own_cgroups: bool = False  # its containers are the caller's processes, in the caller's cgroups (cgroups.py)
 
     @property
     def executable(self) -> str:
