@@ -42,7 +42,7 @@ while True:
 
 
 # in the job: the same program twice in a podman container, as containers.program wraps it, the first time with the
-# job's SLURM_JOB_ID hidden (so the container's cgroup is podman's own, as it was before --cgroup-parent)
+# job's SLURM_JOB_ID hidden (so the container's cgroup is podman's own, as without --cgroup-parent)
 IN_CONTAINER = """
 import json, os, subprocess, sys
 from pathlib import Path
