@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages that agentrepro and its tests use: the libraries WeasyPrint loads (Pango,
 # HarfBuzz) and the report's font (the PDF without a browser), Chromium (the browser-printed PDF and the
-# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman and runc (the container tests), OpenSSH's
+# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman, runc and
+# docker.io (the container tests), OpenSSH's
 # ssh-keygen (signed bundles). `system-deps.sh report`: only
 # what the report's PDF needs (`make demo`). Needs root and apt; otherwise it only says what is missing.
 set -euo pipefail
@@ -20,6 +21,7 @@ if [ "${1:-all}" != report ]; then
   command -v slurmctld >/dev/null || missing+=(munge slurmctld slurmd slurm-client)
   command -v podman >/dev/null || missing+=(podman)   # the container tests run jobs in real podman images
   command -v runc >/dev/null || missing+=(runc)       # the OCI runtime those tests select (crun refuses some cgroup layouts)
+  command -v dockerd >/dev/null || missing+=(docker.io)  # the docker tests start a private daemon (tests/docker_kit.py)
   command -v ip >/dev/null || missing+=(iproute2)     # network namespaces: the two-node Ray cluster test
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0

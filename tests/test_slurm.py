@@ -3,8 +3,8 @@
 as a cluster's nodes do. Inside such a job the trainer's memory (`host_memory`) is the job's --mem, not the node's,
 and a job that outgrows it is killed by the kernel; SLURM ends it as OUT_OF_MEMORY, `agentrepro status` says so, and
 the retry's attempt records it. The job that outgrows its memory is a stand-in for a training: it opens its attempt
-as `agentrepro train` does (`start_attempt`), then allocates until it is killed. A rootful podman container started
-in a job is made under the job's cgroup, so the job's memory limit holds it too."""
+as `agentrepro train` does (`start_attempt`), then allocates until it is killed. A rootful podman or docker container
+started in a job is made under the job's cgroup, so the job's memory limit holds it too."""
 
 from __future__ import annotations
 
@@ -41,8 +41,9 @@ while True:
 """
 
 
-# in the job: the same program twice in a podman container, as containers.program wraps it, the first time with the
-# job's SLURM_JOB_ID hidden (so the container's cgroup is podman's own, as without --cgroup-parent)
+# in the job: the same program twice in a container of the image block argv[2] (podman or docker), as
+# containers.program wraps it, the first time with the job's SLURM_JOB_ID hidden (so the container's cgroup is the
+# runtime's own, as without --cgroup-parent)
 IN_CONTAINER = """
 import json, os, subprocess, sys
 from pathlib import Path
@@ -157,27 +158,34 @@ def test_accountings_state_is_read_first_and_who_cancelled_is_left_out(tmp_path,
 
 
 @pytest.mark.slurm
-def test_a_rootful_podman_container_in_a_job_is_held_by_the_jobs_memory(slurm_cluster, podman_images, tmp_path):
-    """--mem=300: the container made with podman's own cgroup holds all 640 MiB, past the job's limit; made under the
-    job's (`--cgroup-parent`, the job step's cgroup) it is killed at 300 MiB, its cgroup inside the job's in every
-    hierarchy. After the job no cgroup of it is left anywhere: podman's conmon cgroup and the path runc made in the
-    hierarchies SLURM does not manage are removed with the container, so SLURM can remove its own."""
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_a_rootful_container_in_a_job_is_held_by_the_jobs_memory(runtime, slurm_cluster, request, tmp_path):
+    """--mem=300: the container made with the runtime's own cgroup (podman's `/libpod_parent`, docker's daemon's
+    `/docker`) holds all 640 MiB, past the job's limit; made under the job's (`--cgroup-parent`, the job step's cgroup)
+    it is killed at 300 MiB, its cgroup inside the job's in every hierarchy. After the job no cgroup of it is left
+    anywhere: podman's conmon cgroup and the path runc made in the hierarchies SLURM does not manage are removed with
+    the container, so SLURM can remove its own."""
     _confined()
     if os.geteuid() != 0:
-        pytest.skip("rootful podman: the tests run podman as root")
+        pytest.skip("rootful podman and docker: the tests run them as root")
     run = tmp_path / "run"
     run.mkdir()
-    block = json.dumps(podman_images["a"].block())
-    job = _sbatch(tmp_path, IN_CONTAINER, str(run), block, GROWS, flags=("--wait", "--mem=300", "--cpus-per-task=1"))
+    if runtime == "podman":
+        block, own, made = request.getfixturevalue("podman_images")["a"].block(), "/libpod_parent/", "/libpod-"
+    else:  # a docker archive in the job's study folder (its --chdir), pinned by its hash
+        block, own, made = request.getfixturevalue("docker_image").place(tmp_path), "/docker/", "/"
+    job = _sbatch(
+        tmp_path, IN_CONTAINER, str(run), json.dumps(block), GROWS, flags=("--wait", "--mem=300", "--cpus-per-task=1")
+    )
     seen = json.loads((tmp_path / "job.out").read_text().strip().splitlines()[-1])
     assert seen["outside"] == {"rc": 0, "parent": None}, seen
     assert int((run / "outside" / "held").read_text()) == 640
-    assert "/libpod_parent/" in (run / "outside" / "cgroup").read_text()
+    assert own in (run / "outside" / "cgroup").read_text()
     parent = seen["inside"]["parent"]
     assert parent.endswith(f"/job_{job}/step_batch") and seen["inside"]["rc"] == 137, seen
     assert int((run / "inside" / "held").read_text()) < 300
     lines = (run / "inside" / "cgroup").read_text().splitlines()
-    assert lines and all(line.split(":", 2)[2].startswith(parent + "/libpod-") for line in lines), lines
+    assert lines and all(line.split(":", 2)[2].startswith(parent + made) for line in lines), lines
     deadline = time.monotonic() + 30
     while (left := [g for root in cgroups.hierarchies() for g in root.glob(f"slurm_*/uid_*/job_{job}")]) and (
         time.monotonic() < deadline
