@@ -16,7 +16,7 @@ import pytest
 import yaml
 from helpers import FIXTURES, REPO, run_cli
 
-from agentrepro import preflight
+from agentrepro import preflight, slurm
 from agentrepro.backends.base import AT_LEAST, DIVIDES, DIVISOR, Demand
 from agentrepro.backends.relax import recipe as relax_recipe
 from agentrepro.backends.verl_agent import demands
@@ -377,7 +377,7 @@ def test_the_retries_are_the_slurm_profiles_and_each_asks_more(tmp_path):
     from agentrepro import planning
 
     assert preflight.profile_retries(REPO) == 2 and preflight.profile_retries(tmp_path) is None
-    partition = preflight.Partition("short", minutes=60, nodes=1, cpus=4, mem_mb=8000, gpus={})
+    partition = slurm.Partition("short", minutes=60, nodes=1, cpus=4, mem_mb=8000, gpus={})
     ask = planning.job_resources({"runtime_min": 40, "runtime_retry_min": 10, "mem_mb": 6000, "mem_retry_mb": 500})[0]
     assert preflight._fits(ask, partition, retries=2) == []
     assert preflight._fits(ask, partition, retries=3) == [
@@ -393,7 +393,7 @@ def test_a_job_over_more_nodes_or_more_gpus_a_node_than_its_partition_holds_is_r
     GPU on each fits; three nodes, or two GPUs on each (asked as the per-node GRES), do not, each said with the limit."""
     from agentrepro import planning
 
-    pair = preflight.read_partition("pair")
+    pair = slurm.read_partition("pair")
     if isinstance(pair, str):
         pytest.fail(f"the local SLURM has no partition `pair` (scripts/slurm-cluster.sh): {pair!r}")
     assert pair.nodes == 2 and pair.gpus == {"fakegpu": 1}

@@ -192,3 +192,27 @@ def test_a_rootful_container_in_a_job_is_held_by_the_jobs_memory(runtime, slurm_
     ):
         time.sleep(0.5)
     assert left == []
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        (None, "sinfo is not on PATH here"),
+        ("echo 'slurm_load_partitions: Unable to contact slurm controller' >&2; exit 1", "sinfo failed: slurm_load"),
+        ("echo 'short|ten minutes|1|4|8000|(null)'", "sinfo's answer could not be read: short|ten minutes"),
+        ("true", ""),  # no such partition
+        ("echo 'gpu*|1-00:00:00|2|64|512000|gpu:h100:4(S:0-1)'", None),
+    ],
+)
+def test_a_partition_sinfo_cannot_tell_about_is_said_with_why(script, said, tmp_path, monkeypatch):
+    """read_partition's answer for each way sinfo answers (a stand-in `sinfo` printing what SLURM's does): absent,
+    failing, an answer it cannot read, no such partition, and a partition of two nodes of 4 H100s each."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    if script is not None:
+        (tmp_path / "sinfo").write_text(f"#!/bin/sh\n{script}\n")
+        (tmp_path / "sinfo").chmod(0o755)
+    found = slurm.read_partition("gpu")
+    if said is None:
+        assert found == slurm.Partition("gpu", minutes=1440, nodes=2, cpus=64, mem_mb=512000, gpus={"h100": 4})
+    else:
+        assert isinstance(found, str) and (found.startswith(said) if said else found == "")

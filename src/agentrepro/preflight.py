@@ -11,18 +11,16 @@ come from the backend's facts about its framework, computed in the backend's fol
 and shown. The backends' own checks of a config (some read files relative to where a job runs) stay the job's.
 
 Where a method's resources name a SLURM partition, `partition_problems` reads the partition's limits with sinfo
-(time limit, CPUs, memory and GPUs of its largest node, the GPU types its GRES names) and says each request of a
-train or eval job that it cannot schedule, naming the manifest field and the limit, on the job's first attempt and on
-the last of the SLURM profile's retries, each of which asks resources.runtime_retry_min and mem_retry_mb more; a
-partition sinfo cannot be asked about here is said as not checked.
+(slurm.py `read_partition`: the time limit, CPUs, memory and GPUs of its largest node, the GPU types its GRES names)
+and says each request of a train or eval job that it cannot schedule, naming the manifest field and the limit, on the
+job's first attempt and on the last of the SLURM profile's retries, each of which asks resources.runtime_retry_min and
+mem_retry_mb more; a partition sinfo cannot be asked about here is said as not checked.
 
 The verb `agentrepro preflight` (agentrepro/cli/preflight.py) prints the demand tables and every violation.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from agentrepro.backends.base import FIXED, Demand
 from agentrepro.errors import BadInput, read_from
 from agentrepro.placement import method_placement
 from agentrepro.planning import RETRIES, StudyPlan, gpus_per_node
+from agentrepro.slurm import Partition, read_partition
 
 SLURM_PROFILE = Path("profiles") / "slurm" / "config.yaml"  # `snakemake --profile slurm`'s settings, retries among them
 
@@ -142,83 +141,6 @@ def tables(jobs: list[JobDemands]) -> list[str]:
 
 
 # --- the SLURM partition's limits ----------------------------------------------------------------------------------
-
-SINFO_TIMEOUT_S = 15
-
-
-@dataclass(frozen=True)
-class Partition:
-    """What one SLURM partition can give a job (sinfo: the largest node of each kind it holds)."""
-
-    name: str
-    minutes: int | None  # its time limit; None: unlimited
-    nodes: int
-    cpus: int  # on one node
-    mem_mb: int  # on one node
-    gpus: dict[str | None, int]  # GPUs on one node by GRES type (None: untyped)
-
-
-def _minutes(limit: str) -> int | None:
-    """A SLURM time limit ("infinite", "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS") in minutes."""
-    if limit.strip().lower() in ("infinite", "unlimited"):
-        return None
-    days, _, rest = limit.rpartition("-") if "-" in limit else ("0", "", limit)
-    parts = [int(p) for p in rest.split(":")]
-    if "-" in limit:
-        hours, minutes, seconds = [*parts, 0, 0][:3]
-    elif len(parts) == 3:
-        hours, minutes, seconds = parts
-    else:
-        hours, (minutes, seconds) = 0, [*parts, 0][:2]
-    return int(days) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
-
-
-def _gpus(gres: str) -> dict[str | None, int]:
-    """GPUs per node by type of a GRES list such as "gpu:h100:4(S:0-1),nvme:1" or "gpu:2"."""
-    found: dict[str | None, int] = {}
-    for item in gres.split(","):
-        words = item.split("(")[0].split(":")
-        if words[0] == "gpu" and len(words) >= 2 and words[-1].isdigit():
-            kind = words[1] if len(words) == 3 else None
-            found[kind] = max(found.get(kind, 0), int(words[-1]))
-    return found
-
-
-def read_partition(name: str) -> Partition | str:
-    """The partition's limits from sinfo, or why they cannot be read here (a sentence)."""
-    sinfo = shutil.which("sinfo")
-    if sinfo is None:
-        return "sinfo is not on PATH here"
-    try:
-        done = subprocess.run(
-            [sinfo, "--noheader", f"--partition={name}", "--format=%P|%l|%D|%c|%m|%G"],
-            capture_output=True,
-            text=True,
-            timeout=SINFO_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"sinfo did not answer ({exc})"
-    if done.returncode != 0:
-        return f"sinfo failed: {done.stderr.strip()[:200]}"
-    rows = [line.split("|") for line in done.stdout.splitlines() if line.count("|") == 5]
-    if not rows:
-        return ""  # no such partition
-    try:
-        gpus: dict[str | None, int] = {}
-        for row in rows:
-            for kind, count in _gpus(row[5]).items():
-                gpus[kind] = max(gpus.get(kind, 0), count)
-        return Partition(
-            name=name,
-            minutes=_minutes(rows[0][1]),
-            nodes=sum(int(r[2]) for r in rows),
-            cpus=max(int(r[3].rstrip("+")) for r in rows),
-            mem_mb=max(int(r[4].rstrip("+")) for r in rows),
-            gpus=gpus,
-        )
-    except ValueError:
-        return f"sinfo's answer could not be read: {done.stdout.strip()[:200]}"
 
 
 def profile_retries(root: Path | None = None) -> int | None:
