@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import shlex
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import time
 import psutil
 import pytest
 
-from agentrepro import cgroups, slurm
+from agentrepro import cgroups, containers, slurm
 from agentrepro.attempts import newest_attempt, read_provenance, start_attempt
 from agentrepro.jobs.progress import _attempt_state
 
@@ -81,8 +82,10 @@ def _confined() -> None:
         pytest.skip("the local SLURM runs without cgroups here (no writable cgroup v1 hierarchies: slurm-cluster.sh)")
 
 
-def _sbatch(tmp_path, program: str, *args: str, flags: tuple[str, ...]) -> str:
-    wrap = shlex.join([sys.executable, "-c", program, *args])
+def _sbatch(tmp_path, program: str, *args: str, flags: tuple[str, ...], step: bool = False) -> str:
+    """Submit `python -c PROGRAM ARGS` as a batch job: a child of the batch script's /bin/sh, or with `step` in a job
+    step of its own (`srun -n1`), as Snakemake's SLURM executor runs a rule's command."""
+    wrap = ("srun -n1 " if step else "") + shlex.join([sys.executable, "-c", program, *args])
     out = tmp_path / "job.out"
     sbatch = ["sbatch", "--parsable", *flags, "--chdir", str(tmp_path), "--output", str(out), "--wrap", wrap]
     return subprocess.run(sbatch, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
@@ -216,3 +219,106 @@ def test_a_partition_sinfo_cannot_tell_about_is_said_with_why(script, said, tmp_
         assert found == slurm.Partition("gpu", minutes=1440, nodes=2, cpus=64, mem_mb=512000, gpus={"h100": 4})
     else:
         assert isinstance(found, str) and (found.startswith(said) if said else found == "")
+
+
+# in the job: a contained launch run as a verb runs it (backends/launch.py run_launch, SIGTERM turned into an exception
+# as `agentrepro train` does); the program is its container's first process, which ignores SIGTERM as PID 1 does
+# without a handler, and says it is up
+CONTAINED_LAUNCH = """
+import json, sys
+from pathlib import Path
+from agentrepro.backends.launch import Launch, contain, run_launch
+from agentrepro.process import install_sigterm_handler
+run_dir, block, program = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+install_sigterm_handler()
+launch = Launch("train", ("python3", "-c", program), {"OUT": str(run_dir)})
+config = {"image": block, "resources": {"gpus": 0}}
+run_launch(contain(launch, config, run_dir=run_dir, job_dir=run_dir, label="train"), run_dir, "train")
+"""
+UP_FOR_LONG = (
+    "import os, time; open(os.path.join(os.environ['OUT'], 'up'), 'w').write(str(os.getpid())); time.sleep(600)"
+)
+
+
+def _containers(runtime: str) -> list[str]:
+    listed = subprocess.run([runtime, "ps", "--all", "--quiet"], capture_output=True, text=True, check=True, timeout=60)
+    return listed.stdout.split()
+
+
+def _job_cgroups(job: str, deadline_s: float = 30) -> list:
+    deadline = time.monotonic() + deadline_s
+    while (left := [g for root in cgroups.hierarchies() for g in root.glob(f"slurm_*/uid_*/job_{job}")]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    return left
+
+
+def _block(request, runtime: str, study) -> dict:
+    """The image block of the test image for `runtime`: podman's pinned image, or the docker archive in `study`."""
+    if runtime == "podman":
+        return request.getfixturevalue("podman_images")["a"].block()
+    return request.getfixturevalue("docker_image").place(study)
+
+
+def _start_contained(tmp_path, request, runtime: str, program: str, step: bool) -> tuple[str, pathlib.Path]:
+    """A batch job (--mem=300) running `program` in a container of `runtime`, once the program is up."""
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    block = json.dumps(_block(request, runtime, tmp_path))
+    job = _sbatch(tmp_path, CONTAINED_LAUNCH, str(run), block, program, flags=("--mem=300",), step=step)
+    deadline = time.monotonic() + 120
+    while not (run / "up").exists():
+        assert time.monotonic() < deadline, (tmp_path / "job.out").read_text()
+        time.sleep(0.5)
+    return job, run
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_a_cancelled_jobs_container_is_stopped_and_removed_with_it(runtime, slurm_cluster, request, tmp_path):
+    """scancel sends the job's steps SIGTERM, then SIGKILL after KillWait (5 s here). SLURM signals only the processes
+    in a step's own cgroup, not the container's below it, and the program, its container's first process, ignores
+    SIGTERM. agentrepro, in a job step as Snakemake's SLURM executor runs a rule (`srun -n1`), has the container
+    stopped at once: the container is gone, with its cgroups, before SLURM's SIGKILL, and its record was kept."""
+    _confined()
+    if os.geteuid() != 0:
+        pytest.skip("rootful podman and docker: the tests run them as root")
+    job, run = _start_contained(tmp_path, request, runtime, UP_FOR_LONG, step=True)
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    assert _ended(job) == "CANCELLED"
+    assert _job_cgroups(job) == []
+    assert _containers(runtime) == []
+    [record] = containers.attempt_extra(run)["containers"]
+    assert record["label"] == "train" and record["runtime"] == runtime
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_a_container_outlives_a_cancelled_batch_shell_until_the_next_attempt(runtime, slurm_cluster, request, tmp_path):
+    """In a batch script without srun, agentrepro is a child of the script's /bin/sh: on scancel the shell ends at
+    SIGTERM and SLURM kills the rest of the step at once, before agentrepro can act, so the container, which SLURM
+    does not see, runs on after its job (docs/containers.md, "When a job is killed"). The next attempt of the run
+    removes it, and the cgroups it left in the cancelled job, which SLURM could not remove."""
+    _confined()
+    if os.geteuid() != 0:
+        pytest.skip("rootful podman and docker: the tests run them as root")
+    job, run = _start_contained(tmp_path, request, runtime, UP_FOR_LONG, step=False)
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    assert _ended(job) == "CANCELLED"
+    running = subprocess.run([runtime, "ps", "--quiet"], capture_output=True, text=True, check=True, timeout=60)
+    assert running.stdout.split() == [(run / "logs" / "train.cid").read_text().strip()[:12]]
+    assert _job_cgroups(job, deadline_s=5) != []
+    (run / "up").unlink()
+    retry = _sbatch(
+        tmp_path,
+        CONTAINED_LAUNCH,
+        str(run),
+        json.dumps(_block(request, runtime, tmp_path)),
+        "pass",
+        flags=("--wait", "--mem=300"),
+    )
+    assert _ended(retry) == "COMPLETED"
+    assert "removed container" in (tmp_path / "job.out").read_text()
+    assert _job_cgroups(job) == [] and _job_cgroups(retry) == []
+    assert _containers(runtime) == []

@@ -18,6 +18,7 @@ import shlex
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -123,8 +124,16 @@ def last_line(path: Path, limit: int = 300) -> str:
 
 
 def run_logged(
-    argv: list[str], *, log_dir: Path, label: str, cwd: str | Path | None = None, env: dict[str, str] | None = None
+    argv: list[str],
+    *,
+    log_dir: Path,
+    label: str,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+    stop: Callable[[subprocess.Popen], None] = stop_tree,
 ) -> None:
+    """Run `argv` with its output appended to the label's logs (module docstring); on an interruption, `stop` ends it
+    before the exception travels on."""
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / f"{label}.stdout.log", log_dir / f"{label}.stderr.log"
@@ -143,7 +152,7 @@ def run_logged(
         try:
             status = proc.wait()
         except BaseException:
-            stop_tree(proc)
+            stop(proc)
             raise
     if status != 0:
         reason = f"signal {-status}" if status < 0 else f"exit status {status}"

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import subprocess
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 from agentrepro import containers
 from agentrepro.backends import ray_head
 from agentrepro.layout import RunFiles
-from agentrepro.process import run_logged
+from agentrepro.process import run_logged, stop_tree
 
 # Hugging Face hub, datasets and transformers: local files and caches only, never a download
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -110,9 +111,24 @@ def run_launch(launch: Launch, run_dir: Path, label: str, *, abandon: threading.
                 label=label,
                 cwd=launch.cwd,
                 env=dict(launch.env),
+                stop=_stopper(launch),
             )
         finally:
             finished.set()
+
+
+def _stopper(launch: Launch) -> Callable[[subprocess.Popen], None]:
+    """How an interrupted launch is ended: its container first (containers.stop: SLURM signals none of its
+    processes), then the process it runs on this host (the runtime's client, or the program itself)."""
+    contained = launch.contained
+    if contained is None:
+        return stop_tree
+
+    def stop(proc: subprocess.Popen) -> None:
+        containers.stop(contained)
+        stop_tree(proc)
+
+    return stop
 
 
 def _let_go_when(abandon: threading.Event, finished: threading.Event, let_go) -> None:

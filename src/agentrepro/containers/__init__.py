@@ -22,7 +22,7 @@ from agentrepro.containers.job import (
 )
 from agentrepro.containers.prepare import prepare
 from agentrepro.containers.proof import attempt_extra, clear_records, mismatch, problems, record
-from agentrepro.containers.running import proven
+from agentrepro.containers.running import proven, stop
 from agentrepro.containers.runtimes import RUNTIME, Mount, RunRequest
 
 __all__ = [
@@ -50,4 +50,5 @@ __all__ = [
     "program",
     "proven",
     "record",
+    "stop",
 ]

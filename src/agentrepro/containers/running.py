@@ -12,6 +12,14 @@ docker are asked which image the container (named in its cidfile) ran and which 
 container is removed; for apptainer, a converted SIF's definition is read. The record (proof.record) goes to the
 job's records for the attempt. When the program fails, what can be recorded still is, and a failure to ask
 never hides the program's own.
+
+A job told to end while its program runs (scancel, its time limit: SIGTERM, which the verbs turn into an exception)
+has its container stopped at once (`stop`, before the runtime's client is stopped and the container removed): the
+container's processes are not the job's to SLURM, which signals only those in the job step's own cgroup (proctrack/
+cgroup), not the container's below it (cgroups.py), and the client's forwarded SIGTERM does not end a first process
+that has no handler for it (PID 1 ignores such signals). A job killed outright (SIGKILL) stops nothing: its container
+is removed, with the cgroups it left in that job, by the next attempt on the node (`_remove_stale`); a Ray head's
+launcher ends its program once the job's process is gone (hooks/agentrepro_ray_head.py `watch_owner`).
 """
 
 from __future__ import annotations
@@ -143,6 +151,9 @@ def _ask(container: Container, program: Program) -> tuple[dict[str, Any], str]:
 
 
 CONTAINER_ID = re.compile(r"[0-9a-f]{12,64}")
+# When a job is told to end (scancel, its time limit), SLURM sends SIGTERM and, KillWait later (30 s by default),
+# SIGKILL; the container's first process gets SIGTERM, and this long to end, before the runtime kills the container
+STOP_S = 2
 
 
 def _container_id(program: Program) -> str | None:
@@ -157,15 +168,31 @@ def _container_id(program: Program) -> str | None:
     return text if CONTAINER_ID.fullmatch(text) else None
 
 
+def stop(program: Program, seconds: int = STOP_S) -> None:
+    """Stop the program's container now (podman, docker), when the job is told to end while it runs (process.stop_tree
+    stops only the runtime's client, and SLURM signals no process of the container: module docstring); nothing where
+    the runtime has not written its ID yet, or for Apptainer, whose programs are the job's own processes."""
+    container_id = _container_id(program)
+    if program.container is not None and container_id is not None:
+        with contextlib.suppress(Failure):  # ended already
+            ask(program.container.runtime.stop_argv(container_id, seconds))
+
+
 def _remove_stale(container: Container, program: Program) -> None:
     """Before the program starts: a container ID left in its cidfile by an earlier attempt that was killed (nothing
-    removed its container, whose programs its head launcher has stopped) is removed, said on stderr; the file goes."""
+    removed its container, which its head launcher has stopped, or whose program runs on) is removed, said on stderr,
+    with what the runtime left of its cgroups in that attempt's SLURM job (which SLURM could not remove above them);
+    the file goes."""
     assert program.cidfile is not None
     container_id = _container_id(program)
     if container_id is not None:
-        with contextlib.suppress(Failure):  # gone already
+        with contextlib.suppress(Failure):  # gone already, or made on another node
+            parent = ask(container.runtime.cgroup_parent_argv(container_id)).strip()
             ask(container.runtime.remove_argv(container_id))
             print(f"agentrepro: removed container {container_id[:12]}, left by a killed attempt", file=sys.stderr)
+            killed_job = next((p.removeprefix("job_") for p in parent.split("/") if p.startswith("job_")), "")
+            if killed_job:  # made under that attempt's SLURM job's cgroup
+                cgroups.remove_left(parent, killed_job)
     program.cidfile.unlink(missing_ok=True)
 
 

@@ -226,6 +226,14 @@ class OciEngine:
     def remove_argv(self, container_id: str) -> list[str]:
         return [self.executable, "rm", "--force", container_id]
 
+    def stop_argv(self, container_id: str, seconds: int) -> list[str]:
+        """SIGTERM to the container's first process, SIGKILL to every process of it after `seconds`."""
+        return [self.executable, "stop", "--time", str(seconds), container_id]
+
+    def cgroup_parent_argv(self, container_id: str) -> list[str]:
+        """The `--cgroup-parent` the container was made with ("" where none was given)."""
+        return [self.executable, "container", "inspect", "--format", "{{.HostConfig.CgroupParent}}", container_id]
+
     def image_exists_argv(self, reference: str) -> list[str]:
         return [self.executable, "image", "inspect", "--format", "{{.Id}}", reference]
 
