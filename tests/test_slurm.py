@@ -18,6 +18,7 @@ import time
 
 import psutil
 import pytest
+from helpers import REPO
 
 from agentrepro import cgroups, containers, slurm
 from agentrepro.attempts import newest_attempt, read_provenance, start_attempt
@@ -322,3 +323,31 @@ def test_a_container_outlives_a_cancelled_batch_shell_until_the_next_attempt(run
     assert "removed container" in (tmp_path / "job.out").read_text()
     assert _job_cgroups(job) == [] and _job_cgroups(retry) == []
     assert _containers(runtime) == []
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_the_node_epilog_removes_a_killed_jobs_container_and_cgroups(runtime, slurm_cluster, request, tmp_path):
+    """profiles/slurm/epilog-containers.sh, run as SLURM runs a node's epilog (root, SLURM_JOB_ID), after a job whose
+    container outlived it: the container is gone, and so are the cgroups it left in the job's; another container of
+    the runtime, made outside any job, is left alone."""
+    _confined()
+    if os.geteuid() != 0:
+        pytest.skip("rootful podman and docker: the tests run them as root")
+    job, _ = _start_contained(tmp_path, request, runtime, UP_FOR_LONG, step=False)
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    assert _ended(job) == "CANCELLED"
+    assert len(_containers(runtime)) == 1 and _job_cgroups(job, deadline_s=5) != []
+    block = _block(request, runtime, tmp_path)
+    image = (
+        block["ref"] + "@" + block["digest"]
+        if runtime == "podman"
+        else containers.archive_image_id(tmp_path / block["file"])
+    )
+    bystander = subprocess.run([runtime, "create", image, "true"], capture_output=True, text=True, check=True).stdout
+    epilog = REPO / "profiles" / "slurm" / "epilog-containers.sh"
+    done = subprocess.run(["sh", str(epilog)], env={**os.environ, "SLURM_JOB_ID": job}, timeout=120)
+    assert done.returncode == 0
+    assert _containers(runtime) == [bystander.strip()[:12]]
+    assert _job_cgroups(job, deadline_s=5) == []
+    subprocess.run([runtime, "rm", "--force", bystander.strip()], capture_output=True, check=True, timeout=60)
