@@ -102,6 +102,24 @@ def _ended(job: str, deadline_s: float = 120) -> str:
     pytest.fail(f"SLURM job {job} did not end within {deadline_s} s")
 
 
+def _job_cgroups(job: str, deadline_s: float = 30) -> list:
+    """The cgroups of SLURM job `job` in every hierarchy, once none is left or after `deadline_s`."""
+    deadline = time.monotonic() + deadline_s
+    while (left := [g for root in cgroups.hierarchies() for g in root.glob(f"slurm_*/uid_*/job_{job}")]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    return left
+
+
+def _block(request, runtime: str, study) -> dict:
+    """The image block of the test image for `runtime`: podman's pinned image, or the docker archive copied into the
+    study folder `study` (a job's --chdir), pinned by its hash."""
+    if runtime == "podman":
+        return request.getfixturevalue("podman_images")["a"].block()
+    return request.getfixturevalue("docker_image").place(study)
+
+
 @pytest.mark.slurm
 def test_a_job_sees_its_own_memory_and_cpus_not_the_nodes(slurm_cluster, tmp_path):
     """--mem=500 --cpus-per-task=1: the trainer's memory is 500 MiB (the job's cgroup v1 limit, under the node's own
@@ -174,13 +192,9 @@ def test_a_rootful_container_in_a_job_is_held_by_the_jobs_memory(runtime, slurm_
         pytest.skip("rootful podman and docker: the tests run them as root")
     run = tmp_path / "run"
     run.mkdir()
-    if runtime == "podman":
-        block, own, made = request.getfixturevalue("podman_images")["a"].block(), "/libpod_parent/", "/libpod-"
-    else:  # a docker archive in the job's study folder (its --chdir), pinned by its hash
-        block, own, made = request.getfixturevalue("docker_image").place(tmp_path), "/docker/", "/"
-    job = _sbatch(
-        tmp_path, IN_CONTAINER, str(run), json.dumps(block), GROWS, flags=("--wait", "--mem=300", "--cpus-per-task=1")
-    )
+    own, made = ("/libpod_parent/", "/libpod-") if runtime == "podman" else ("/docker/", "/")
+    block = json.dumps(_block(request, runtime, tmp_path))
+    job = _sbatch(tmp_path, IN_CONTAINER, str(run), block, GROWS, flags=("--wait", "--mem=300", "--cpus-per-task=1"))
     seen = json.loads((tmp_path / "job.out").read_text().strip().splitlines()[-1])
     assert seen["outside"] == {"rc": 0, "parent": None}, seen
     assert int((run / "outside" / "held").read_text()) == 640
@@ -190,12 +204,7 @@ def test_a_rootful_container_in_a_job_is_held_by_the_jobs_memory(runtime, slurm_
     assert int((run / "inside" / "held").read_text()) < 300
     lines = (run / "inside" / "cgroup").read_text().splitlines()
     assert lines and all(line.split(":", 2)[2].startswith(parent + made) for line in lines), lines
-    deadline = time.monotonic() + 30
-    while (left := [g for root in cgroups.hierarchies() for g in root.glob(f"slurm_*/uid_*/job_{job}")]) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.5)
-    assert left == []
+    assert _job_cgroups(job) == []
 
 
 @pytest.mark.parametrize(
@@ -244,22 +253,6 @@ UP_FOR_LONG = (
 def _containers(runtime: str) -> list[str]:
     listed = subprocess.run([runtime, "ps", "--all", "--quiet"], capture_output=True, text=True, check=True, timeout=60)
     return listed.stdout.split()
-
-
-def _job_cgroups(job: str, deadline_s: float = 30) -> list:
-    deadline = time.monotonic() + deadline_s
-    while (left := [g for root in cgroups.hierarchies() for g in root.glob(f"slurm_*/uid_*/job_{job}")]) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.5)
-    return left
-
-
-def _block(request, runtime: str, study) -> dict:
-    """The image block of the test image for `runtime`: podman's pinned image, or the docker archive in `study`."""
-    if runtime == "podman":
-        return request.getfixturevalue("podman_images")["a"].block()
-    return request.getfixturevalue("docker_image").place(study)
 
 
 def _start_contained(tmp_path, request, runtime: str, program: str, step: bool) -> tuple[str, pathlib.Path]:

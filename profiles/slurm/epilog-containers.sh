@@ -13,10 +13,12 @@ job="job_${SLURM_JOB_ID:-}"
 [ "$job" = job_ ] && exit 0
 for runtime in podman docker; do
   command -v "$runtime" >/dev/null 2>&1 || continue
+  now=""  # the job is over: kill at once (podman's `rm --force` waits 10 s after SIGTERM; docker's kills)
+  [ "$runtime" = podman ] && now="--time 0"
   for id in $("$runtime" ps --all --quiet --no-trunc 2>/dev/null); do
     parent=$("$runtime" container inspect --format '{{.HostConfig.CgroupParent}}' "$id" 2>/dev/null) || continue
     case "$parent/" in
-      */"$job"/*) "$runtime" rm --force "$id" >/dev/null 2>&1 ;;
+      */"$job"/*) "$runtime" rm --force $now "$id" >/dev/null 2>&1 ;;
     esac
   done
 done

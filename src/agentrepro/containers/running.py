@@ -188,6 +188,7 @@ def _remove_stale(container: Container, program: Program) -> None:
     if container_id is not None:
         with contextlib.suppress(Failure):  # gone already, or made on another node
             parent = ask(container.runtime.cgroup_parent_argv(container_id)).strip()
+            stop(program, seconds=0)  # its job is over: no grace (podman's `rm --force` would give it 10 s)
             ask(container.runtime.remove_argv(container_id))
             print(f"agentrepro: removed container {container_id[:12]}, left by a killed attempt", file=sys.stderr)
             killed_job = next((p.removeprefix("job_") for p in parent.split("/") if p.startswith("job_")), "")
