@@ -255,16 +255,22 @@ def _containers(runtime: str) -> list[str]:
     return listed.stdout.split()
 
 
-def _start_contained(tmp_path, request, runtime: str, program: str, step: bool) -> tuple[str, pathlib.Path]:
-    """A batch job (--mem=300) running `program` in a container of `runtime`, once the program is up."""
+def _cancelled(tmp_path, request, runtime: str, step: bool) -> tuple[str, pathlib.Path]:
+    """(job, run directory) of a batch job (--mem=300) whose contained launch ran UP_FOR_LONG in a container of
+    `runtime` (in a job step of its own with `step`), cancelled with scancel once the program was up."""
+    _confined()
+    if os.geteuid() != 0:
+        pytest.skip("rootful podman and docker: the tests run them as root")
     run = tmp_path / "run"
     run.mkdir(exist_ok=True)
     block = json.dumps(_block(request, runtime, tmp_path))
-    job = _sbatch(tmp_path, CONTAINED_LAUNCH, str(run), block, program, flags=("--mem=300",), step=step)
+    job = _sbatch(tmp_path, CONTAINED_LAUNCH, str(run), block, UP_FOR_LONG, flags=("--mem=300",), step=step)
     deadline = time.monotonic() + 120
     while not (run / "up").exists():
         assert time.monotonic() < deadline, (tmp_path / "job.out").read_text()
         time.sleep(0.5)
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    assert _ended(job) == "CANCELLED"
     return job, run
 
 
@@ -275,12 +281,7 @@ def test_a_cancelled_jobs_container_is_stopped_and_removed_with_it(runtime, slur
     in a step's own cgroup, not the container's below it, and the program, its container's first process, ignores
     SIGTERM. agentrepro, in a job step as Snakemake's SLURM executor runs a rule (`srun -n1`), has the container
     stopped at once: the container is gone, with its cgroups, before SLURM's SIGKILL, and its record was kept."""
-    _confined()
-    if os.geteuid() != 0:
-        pytest.skip("rootful podman and docker: the tests run them as root")
-    job, run = _start_contained(tmp_path, request, runtime, UP_FOR_LONG, step=True)
-    subprocess.run(["scancel", job], check=True, timeout=60)
-    assert _ended(job) == "CANCELLED"
+    job, run = _cancelled(tmp_path, request, runtime, step=True)
     assert _job_cgroups(job) == []
     assert _containers(runtime) == []
     [record] = containers.attempt_extra(run)["containers"]
@@ -294,12 +295,7 @@ def test_a_container_outlives_a_cancelled_batch_shell_until_the_next_attempt(run
     SIGTERM and SLURM kills the rest of the step at once, before agentrepro can act, so the container, which SLURM
     does not see, runs on after its job (docs/containers.md, "When a job is killed"). The next attempt of the run
     removes it, and the cgroups it left in the cancelled job, which SLURM could not remove."""
-    _confined()
-    if os.geteuid() != 0:
-        pytest.skip("rootful podman and docker: the tests run them as root")
-    job, run = _start_contained(tmp_path, request, runtime, UP_FOR_LONG, step=False)
-    subprocess.run(["scancel", job], check=True, timeout=60)
-    assert _ended(job) == "CANCELLED"
+    job, run = _cancelled(tmp_path, request, runtime, step=False)
     running = subprocess.run([runtime, "ps", "--quiet"], capture_output=True, text=True, check=True, timeout=60)
     assert running.stdout.split() == [(run / "logs" / "train.cid").read_text().strip()[:12]]
     assert _job_cgroups(job, deadline_s=5) != []
@@ -324,12 +320,7 @@ def test_the_node_epilog_removes_a_killed_jobs_container_and_cgroups(runtime, sl
     """profiles/slurm/epilog-containers.sh, run as SLURM runs a node's epilog (root, SLURM_JOB_ID), after a job whose
     container outlived it: the container is gone, and so are the cgroups it left in the job's; another container of
     the runtime, made outside any job, is left alone."""
-    _confined()
-    if os.geteuid() != 0:
-        pytest.skip("rootful podman and docker: the tests run them as root")
-    job, _ = _start_contained(tmp_path, request, runtime, UP_FOR_LONG, step=False)
-    subprocess.run(["scancel", job], check=True, timeout=60)
-    assert _ended(job) == "CANCELLED"
+    job, _ = _cancelled(tmp_path, request, runtime, step=False)
     assert len(_containers(runtime)) == 1 and _job_cgroups(job, deadline_s=5) != []
     block = _block(request, runtime, tmp_path)
     image = (
