@@ -459,14 +459,21 @@ def two_node_training(tmp_path, write_config, image=None) -> tuple[Path, Path, s
     return write_config(cfg), tmp_path / "run", python
 
 
+def submit_two_nodes(path: Path, run_dir: Path, python: str, *, step: bool = False) -> str:
+    """The job of `agentrepro train` in a batch job of `--nodes=2` (partition `pair`); with `step`, in a job step of
+    its own on the first node, as Snakemake's SLURM executor runs a rule (`srun`), else the batch script's child."""
+    train = [python, "-m", "agentrepro", "train", "--config", str(path), "--out", str(run_dir)]
+    train = ["srun", "--nodes=1", "--ntasks=1", *train] if step else train
+    submit = ["sbatch", "--parsable", "-p", "pair", "--nodes=2", "--cpus-per-task=1", "--mem=3000", "--gres=gpu:1"]
+    submit += ["-t", "10", "-o", str(run_dir.parent / "batch.out"), "--wrap", shlex.join(train)]
+    env = {**os.environ, "PATH": f"{Path(python).parent}:{os.environ['PATH']}"}  # the stand-in's python3 imports ray
+    return subprocess.run(submit, capture_output=True, text=True, check=True, env=env).stdout.strip()
+
+
 def train_on_two_nodes(path: Path, run_dir: Path, python: str) -> str:
     """`agentrepro train` in a batch job of `--nodes=2` (partition `pair`), waited for; the batch job's output."""
-    train = [python, "-m", "agentrepro", "train", "--config", str(path), "--out", str(run_dir)]
+    job = submit_two_nodes(path, run_dir, python)
     out = run_dir.parent / "batch.out"
-    submit = ["sbatch", "--parsable", "-p", "pair", "--nodes=2", "--cpus-per-task=1", "--mem=3000", "--gres=gpu:1"]
-    submit += ["-t", "10", "-o", str(out), "--wrap", shlex.join(train)]
-    env = {**os.environ, "PATH": f"{Path(python).parent}:{os.environ['PATH']}"}  # the stand-in's python3 imports ray
-    job = subprocess.run(submit, capture_output=True, text=True, check=True, env=env).stdout.strip()
     deadline = time.monotonic() + 420
     while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() < deadline, "the two-node training did not end"
@@ -529,6 +536,38 @@ def test_a_training_over_two_slurm_nodes_runs_in_its_image_on_both(
     worker = (run_dir / "logs" / f"{node}.stderr.log").read_text()
     assert "has stopped; so does this worker node" in worker and any(f"at {a} on ports" in worker for a in addresses)
     assert leftover_containers() == []
+
+
+@pytest.mark.slurm
+def test_a_cancelled_training_over_two_nodes_leaves_no_container_on_either(
+    tmp_path, write_config, slurm_cluster, podman_images
+):
+    """The two-node training in its image, run as Snakemake's SLURM executor runs a job (in a job step; the worker
+    nodes in a step of their own), cancelled with scancel once both nodes have joined. SLURM signals each step's own
+    processes, not the containers below them, whose first processes (the trainer, the worker node's Ray) are left to
+    their runtime; `agentrepro train` and `agentrepro node` each stop their container through the runtime at the
+    SIGTERM, so both are gone before SLURM's SIGKILL: the training's attempt recorded as killed, the node saying it was
+    terminated. (Without the node's handler its container ran on after the job: tried.)"""
+    _, python = require_ray()
+    image = with_ray(tmp_path / "image", python)
+    path, run_dir, python = two_node_training(tmp_path, write_config, image)
+    (tmp_path / "verl-agent" / "hold").touch()
+    job = submit_two_nodes(path, run_dir, python, step=True)
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "verl-agent" / "held").exists():
+        assert time.monotonic() < deadline, (run_dir.parent / "batch.out").read_text()[-3000:]
+        time.sleep(1)
+    assert len(leftover_containers()) == 2
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
+        assert time.monotonic() < deadline, "the cancelled training did not end"
+        time.sleep(1)
+    logs = "".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted((run_dir / "logs").glob("*.log")))
+    batch = (run_dir.parent / "batch.out").read_text()
+    assert leftover_containers() == [], batch[-3000:] + logs
+    attempt = newest_attempt(read_provenance(run_dir))
+    assert attempt["status"] == "killed" and "Terminated" in attempt["reason"], (attempt["status"], attempt["reason"])
+    assert "agentrepro node: terminated" in (run_dir / "logs" / "train_nodes.stderr.log").read_text(), logs
 
 
 @pytest.mark.slurm

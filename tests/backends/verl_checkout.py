@@ -52,6 +52,9 @@ else:  # as verl's placement groups wait for every node's GPU workers: the job's
         time.sleep(0.5)
     with open(os.path.join(os.environ["AGENTREPRO_VERL_OUT"], "ray_nodes.json"), "w") as fh:
         json.dump(sorted(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]), fh)
+    if os.path.exists("hold"):   # a test that stops the job while every node runs: held here until then
+        open("held", "w").close()
+        time.sleep(600)
     ray.shutdown()
 out = os.environ["AGENTREPRO_VERL_OUT"]
 steps, val_dir = int(args["trainer.total_epochs"]), os.path.join(out, "verl_validation")

@@ -161,7 +161,8 @@ def worker_nodes(
     (the head's program would otherwise wait for the missing node's resources until the time limit). After the block
     each worker node stops by itself once the head has removed that file; a step still running after `stop_wait_s` gets
     SIGTERM (srun passes it on), then SIGKILL. Failure when the step ended otherwise than with every worker node's exit
-    0, naming the last line a node wrote (raised from the block's own error, when there is one)."""
+    0, naming the last line a node wrote (raised from the block's own error, when there is one), except where the
+    job itself was stopped (scancel signals every step at once): that stop travels on."""
     address.unlink(missing_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
     stderr = log_dir / f"{label}.stderr.log"
@@ -192,7 +193,8 @@ def worker_nodes(
                 break
             except subprocess.TimeoutExpired:
                 continue
-    if step.returncode != 0 and (error is None or failed.is_set()):
+    stopped = error is not None and not isinstance(error, Exception)  # SIGTERM or Ctrl-C: the job's too, so its nodes'
+    if step.returncode != 0 and not stopped and (error is None or failed.is_set()):
         written = stderr.read_text(errors="replace").strip().splitlines()
         lines = [line for line in written if not line.startswith("srun: ")] or written  # the node's, not srun's own
         raise Failure(

@@ -2,7 +2,8 @@
 
 A verb module provides `add_arguments(parser)` and `run(args) -> int`, and calls the part that owns the work. Modules are imported only when
 their verb is used, so `agentrepro --help` and light verbs stay fast (no torch import).
-Exit status: 0 success, 2 bad input (one line on stderr), 1 failure (docs/design.md §3.7).
+Exit status: 0 success, 2 bad input (one line on stderr), 1 failure (docs/design.md §3.7), 130 interrupted, 143
+terminated (SIGTERM, where the verb turns it into an exception).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 from agentrepro import __version__
 from agentrepro.errors import BadInput, Failure
+from agentrepro.process import Terminated
 from agentrepro.reading import check_string
 
 # verb -> one-line help; the verb's module is agentrepro/cli/<verb>.py (`module_of`)
@@ -88,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"agentrepro {args.verb}: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:  # a verb that turns SIGTERM into an exception and keeps no attempt record of its own
+        print(f"agentrepro {args.verb}: terminated ({exc})", file=sys.stderr)
+        return 143
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 allocation, joined to the training's head, until that head stops. A training over several nodes (`resources.nodes`,
 backends/ray_nodes.py) starts it on each of its other nodes with `srun`; nobody else needs to. The node builds its
 own launch (the backend's `run_worker_node`: in the job's image, with this node's GPUs) from the run's resolved
-config. Exit 0 once the head has stopped, 1 on failure, 2 for bad input."""
+config. Exit 0 once the head has stopped, 1 on failure, 2 for bad input, 143 on SIGTERM (its container stopped first)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from agentrepro import runconfig
 from agentrepro.backends import get_backend
 from agentrepro.errors import BadInput, read_from
+from agentrepro.process import install_sigterm_handler
 
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # what hooks/agentrepro_ray_head.py's job_key makes
 
@@ -25,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not KEY.match(args.key):
         raise BadInput(f"{args.key!r} is not the key of a job's Ray head", where="--key")
+    install_sigterm_handler()  # scancel or the head's stop (srun passes SIGTERM on): the container stopped, not left
     config = runconfig.read_resolved_config(args.run_dir)
     with read_from(args.run_dir / runconfig.RESOLVED):
         get_backend(config["backend"]["name"]).run_worker_node(config, args.run_dir.resolve(), args.key)
