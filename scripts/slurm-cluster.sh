@@ -24,6 +24,10 @@
 # before a job's first step on the node) mounts an empty tmpfs at that folder of the job's batch step and first steps,
 # and its epilog unmounts them. The other partitions keep to the first node. With one node, everything is on loopback.
 #
+# A node as a cluster's nodes are set up: a user account whose jobs run as that user (JOB_USER, with subordinate user
+# and group IDs for rootless podman, which useradd gives it), and /dev/mqueue mounted where this machine lacks it (a
+# node's systemd mounts it; rootless podman's `--ipc host` binds it).
+#
 # Cgroups, as a cluster's nodes confine their jobs: where the cgroup v1 memory, cpuset and freezer hierarchies under
 # /sys/fs/cgroup are writable, slurmd tracks a job's processes in cgroups (proctrack/cgroup) and confines each job to
 # its CPUs and its memory (task/cgroup: ConstrainCores, ConstrainRAMSpace; a job over its --mem is killed by the
@@ -46,6 +50,7 @@ if [ -z "${SLURM_NODES:-}" ]; then
   if command -v ip >/dev/null; then SLURM_NODES=2; else SLURM_NODES=1; fi
 fi
 NETNS=agentrepro-slurm-n2
+JOB_USER=agentrepro-user   # a cluster user's jobs (tests/test_slurm.py: rootless podman as that user)
 PROLOG=/etc/slurm/agentrepro-prolog.sh
 EPILOG=/etc/slurm/agentrepro-epilog.sh
 NODE_ADDRS=(10.231.9.1 10.231.9.2)  # the first node's end of the veth pair, the second node's
@@ -186,6 +191,8 @@ start() {
   for bin in munged slurmctld slurmd sinfo; do
     command -v "$bin" >/dev/null || [ -x "/usr/sbin/$bin" ] || { echo "slurm-cluster: $bin missing: run scripts/system-deps.sh" >&2; exit 2; }
   done
+  id "$JOB_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$JOB_USER"
+  if [ ! -d /dev/mqueue ]; then mkdir /dev/mqueue && mount -t mqueue mqueue /dev/mqueue; fi  # before the second slurmd
   if status; then echo "slurm-cluster: already running"; sinfo; return 0; fi
   mkdir -p /var/spool/slurmctld "/var/spool/slurmd/$(hostname -s)" "/var/spool/slurmd/$(hostname -s)-n2" \
     /var/log/slurm /run/munge "$CONF_DIR"

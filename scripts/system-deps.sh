@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages that agentrepro and its tests use: the libraries WeasyPrint loads (Pango,
 # HarfBuzz) and the report's font (the PDF without a browser), Chromium (the browser-printed PDF and the
-# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman, runc and
-# docker.io (the container tests), OpenSSH's
+# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman, runc,
+# docker.io (the container tests), uidmap and Debian's psutil and PyYAML (rootless podman run by a cluster user's job
+# with agentrepro's source under Debian's Python), OpenSSH's
 # ssh-keygen (signed bundles). `system-deps.sh report`: only
 # what the report's PDF needs (`make demo`). Needs root and apt; otherwise it only says what is missing.
 set -euo pipefail
@@ -21,6 +22,8 @@ if [ "${1:-all}" != report ]; then
   command -v slurmctld >/dev/null || missing+=(munge slurmctld slurmd slurm-client)
   command -v podman >/dev/null || missing+=(podman)   # the container tests run jobs in real podman images
   command -v runc >/dev/null || missing+=(runc)       # the OCI runtime those tests select (crun refuses some cgroup layouts)
+  command -v newuidmap >/dev/null || missing+=(uidmap)  # rootless podman, run by a cluster user's job
+  /usr/bin/python3 -c 'import psutil, yaml' 2>/dev/null || missing+=(python3-psutil python3-yaml)  # agentrepro as that user
   command -v dockerd >/dev/null || missing+=(docker.io)  # the docker tests start a private daemon (tests/docker_kit.py)
   command -v ip >/dev/null || missing+=(iproute2)     # network namespaces: the two-node Ray cluster test
 fi

@@ -8,17 +8,21 @@ started in a job is made under the job's cgroup, so the job's memory limit holds
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
+import pwd
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
 import pytest
-from helpers import REPO
+from helpers import REPO, require
 
 from agentrepro import cgroups, containers, slurm
 from agentrepro.attempts import newest_attempt, read_provenance, start_attempt
@@ -205,6 +209,119 @@ def test_a_rootful_container_in_a_job_is_held_by_the_jobs_memory(runtime, slurm_
     lines = (run / "inside" / "cgroup").read_text().splitlines()
     assert lines and all(line.split(":", 2)[2].startswith(parent + made) for line in lines), lines
     assert _job_cgroups(job) == []
+
+
+JOB_USER = "agentrepro-user"  # the local SLURM's cluster user (scripts/slurm-cluster.sh)
+
+
+def _as_user(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["runuser", "-u", JOB_USER, "--", "env", *(f"{k}={v}" for k, v in env.items()), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@contextlib.contextmanager
+def _users_podman():
+    """(folder, environment, image block) of JOB_USER's rootless podman: the test image imported into a store of the
+    user's own, and agentrepro's source where the user can read it (the checkout may be private), run by Debian's
+    Python with Debian's psutil and PyYAML, in a world-readable folder removed afterwards with the user's processes."""
+    from podman_kit import CONTAINERS_CONF, python_rootfs, require_podman
+
+    require_podman()
+    require("podman", shutil.which("newuidmap") is not None, "uidmap (newuidmap) is missing: scripts/system-deps.sh")
+    require("slurm", _has_user(JOB_USER), f"no user {JOB_USER}: scripts/slurm-cluster.sh start makes it")
+    require("podman", pathlib.Path("/dev/mqueue").is_dir(), "no /dev/mqueue: scripts/slurm-cluster.sh start mounts it")
+    debian = subprocess.run(["/usr/bin/python3", "-c", "import psutil, yaml"], capture_output=True)
+    require("podman", debian.returncode == 0, "Debian's python3-psutil and python3-yaml: scripts/system-deps.sh")
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="agentrepro-rootless."))
+    try:
+        folder.chmod(0o755)
+        shutil.copytree(
+            REPO / "src" / "agentrepro", folder / "src" / "agentrepro", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        python_rootfs(folder / "rootfs.tar", "a")
+        (folder / "containers.conf").write_text(CONTAINERS_CONF)
+        home = folder / "home"
+        (folder / "storage.conf").write_text(
+            f'[storage]\ndriver = "overlay"\ngraphroot = "{home}/graph"\nrunroot = "{home}/run"\n'
+        )
+        for path in (home, folder / "run"):
+            path.mkdir()
+            shutil.chown(path, JOB_USER, JOB_USER)
+        subprocess.run(["chmod", "-R", "a+rX", str(folder)], check=True)
+        env = {
+            "HOME": str(home),
+            "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+            "PYTHONPATH": str(folder / "src"),
+            "CONTAINERS_CONF": str(folder / "containers.conf"),
+            "CONTAINERS_STORAGE_CONF": str(folder / "storage.conf"),
+        }
+        ref = "localhost/agentrepro-test/python:a"
+        imported = _as_user(env, "podman", "import", "--quiet", str(folder / "rootfs.tar"), ref)
+        assert imported.returncode == 0, imported.stderr
+        digest = _as_user(env, "podman", "image", "inspect", "--format", "{{.Digest}}", ref).stdout.strip()
+        yield folder, env, {"runtime": "podman", "ref": ref, "digest": digest}
+    finally:
+        subprocess.run(["pkill", "-KILL", "-u", JOB_USER], timeout=30)  # rootless podman's pause process
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _has_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+@pytest.mark.slurm
+def test_a_users_rootless_podman_container_is_held_by_the_job_and_ends_with_it(slurm_cluster):
+    """A cluster user's job (not root's), as Snakemake's SLURM executor runs a rule (a job step), runs its program in
+    rootless podman: the user's own image store, root mapped to the user. Under cgroup v1 rootless podman makes the
+    container's cgroups where the user may, inside the job step's (SLURM gives the job's cgroups to its user), so
+    --mem=300 kills the container at 300 MiB without --cgroup-parent; cancelled, it ends with the job, nothing of it
+    left in the user's store or the job's cgroups."""
+    _confined()
+    if os.geteuid() != 0:
+        pytest.skip("runs a job as another user: needs root")
+    with _users_podman() as (folder, env, block):
+        run = folder / "run"
+
+        def submit(program: str, *flags: str) -> str:
+            wrap = shlex.join(
+                ["srun", "-n1", "/usr/bin/python3", "-c", CONTAINED_LAUNCH, str(run), json.dumps(block), program]
+            )
+            sbatch = ["sbatch", "--parsable", f"--uid={JOB_USER}", f"--gid={JOB_USER}", "--mem=300", "--export=ALL"]
+            sbatch += [*flags, "--chdir", str(run), "--output", str(run / "job.out"), "--wrap", wrap]
+            done = subprocess.run(sbatch, capture_output=True, text=True, timeout=60, env=env)
+            assert done.stdout.strip(), done.stderr  # with --wait, sbatch's exit status is the job's
+            return done.stdout.strip()
+
+        job = submit(GROWS, "--wait")
+        assert _ended(job) == "FAILED", (run / "job.out").read_text()[-2000:]
+        log = (run / "logs" / "train.stderr.log").read_text()
+        assert "--cgroup-parent" not in log and "exit status 137" in (run / "job.out").read_text()
+        assert int((run / "held").read_text()) < 300
+        memory = [line for line in (run / "cgroup").read_text().splitlines() if ":memory:" in line]
+        assert memory and f"/uid_{pwd.getpwnam(JOB_USER).pw_uid}/job_{job}/step_0/" in memory[0], memory
+        assert _job_cgroups(job) == []
+
+        job = submit(UP_FOR_LONG)
+        deadline = time.monotonic() + 120
+        while not (run / "up").exists():
+            assert time.monotonic() < deadline, (run / "job.out").read_text()
+            time.sleep(0.5)
+        subprocess.run(["scancel", job], check=True, timeout=60)
+        assert _ended(job) == "CANCELLED"
+        assert _as_user(env, "podman", "ps", "--all", "--quiet").stdout.split() == []
+        assert _job_cgroups(job) == []
+        left = [
+            p.info["cmdline"] for p in psutil.process_iter(["username", "cmdline"]) if p.info["username"] == JOB_USER
+        ]
+        assert all(cmd == ["podman"] for cmd in left), left  # rootless podman's pause process alone
 
 
 @pytest.mark.parametrize(

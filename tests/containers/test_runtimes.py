@@ -331,6 +331,37 @@ def test_a_job_whose_gpus_no_one_named_is_shown_but_never_runs(tmp_path, monkeyp
     assert "nvidia.com/gpu=5" in program.argv and "nvidia.com/gpu=7" in program.argv
 
 
+def test_rootless_podman_on_a_node_without_dev_mqueue_says_so_before_it_runs(tmp_path, monkeypatch):
+    """Under --ipc host rootless podman binds the node's /dev/mqueue, and fails with `statfs /dev/mqueue: no such file
+    or directory` where the node has none (seen under the local SLURM); the job says what is missing first. Root's
+    podman makes its own and is not held to it."""
+    from agentrepro.containers import running
+
+    monkeypatch.setattr(running, "MQUEUE", tmp_path / "mqueue")
+    config = {"image": {"runtime": "podman", "ref": "ghcr.io/org/trainer", "digest": DIGEST}, "resources": {"gpus": 0}}
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    program = containers.program(config, ["python3"], {}, None, run_dir=run_dir, job_dir=run_dir, label="t")
+    monkeypatch.setattr(running.os, "geteuid", lambda: 1001)
+    with pytest.raises(Failure, match=r"rootless podman .* mounts the node's .*/mqueue, which this node lacks"):
+        with containers.proven(program, run_dir):
+            pytest.fail("the program ran")
+
+    def prepare(container):
+        raise Failure("past the check, to the image")
+
+    monkeypatch.setattr(running, "prepare", prepare)
+    (tmp_path / "mqueue").mkdir()
+    with pytest.raises(Failure, match="past the check"):
+        with containers.proven(program, run_dir):
+            pytest.fail("the program ran")
+    monkeypatch.setattr(running.os, "geteuid", lambda: 0)
+    (tmp_path / "mqueue").rmdir()
+    with pytest.raises(Failure, match="past the check"):
+        with containers.proven(program, run_dir):
+            pytest.fail("the program ran")
+
+
 def test_a_jobs_scratch_folder_takes_what_the_runtime_would_put_where_it_does_not_fit(tmp_path):
     """Apptainer's --contain puts /tmp, /var/tmp and $HOME on the session's tmpfs (64 MiB by default in
     apptainer.conf), too small for Ray's temp dir and spills and the compile and model caches: --workdir moves them to

@@ -6,7 +6,7 @@ with containers.proven(program, job_dir):
     run_logged(list(program.argv), ..., cwd=program.cwd, env=dict(program.env))
 ```
 
-Before: every mount must exist, the image is prepared on this node (prepare.py), the runtime's version is asked,
+Before: every mount must exist (and, for rootless podman, the node's /dev/mqueue), the image is prepared on this node (prepare.py), the runtime's version is asked,
 and a local image file is hashed (so the record says which bytes ran). After the program ends: podman and
 docker are asked which image the container (named in its cidfile) ran and which digests that image has, and the
 container is removed; for apptainer, a converted SIF's definition is read. The record (proof.record) goes to the
@@ -42,6 +42,10 @@ from agentrepro.containers.proof import add_record, record
 from agentrepro.containers.runtimes import GPU_SOURCES
 from agentrepro.errors import Failure
 
+MQUEUE = Path(
+    "/dev/mqueue"
+)  # POSIX message queues: rootless podman binds the node's under --ipc host, rootful makes its own
+
 
 @contextlib.contextmanager
 def proven(program: Program, job_dir: Path) -> Iterator[None]:
@@ -58,6 +62,11 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
     for mount in container.mounts:
         if not mount.host.exists():
             raise Failure(f"{mount.host} cannot be mounted into the container: it does not exist")
+    if container.runtime.name == "podman" and os.geteuid() != 0 and not MQUEUE.is_dir():
+        raise Failure(
+            f"rootless podman shares the node's IPC namespace (--ipc host) and so mounts the node's {MQUEUE}, which "
+            f"this node lacks: a node's systemd mounts it (as root: mount -t mqueue mqueue {MQUEUE})"
+        )
     if program.scratch is not None:
         private_folder(program.scratch)
     prepared = prepare(container)

@@ -166,7 +166,7 @@ class OciEngine:
     @property
     def own_cgroups(self) -> bool:
         """Whether the runtime makes its containers' cgroups itself, outside the caller's: docker's daemon and rootful
-        podman do; rootless podman cannot place them under a job's (cgroups.py)."""
+        podman do; rootless podman makes them below the caller's own, inside a job's (cgroups.py)."""
         return self.run_as_caller or os.geteuid() == 0
 
     def reference(self, image: Any, archive_id: str | None = None) -> str:
