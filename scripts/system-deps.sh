@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages that agentrepro and its tests use: the libraries WeasyPrint loads (Pango,
 # HarfBuzz) and the report's font (the PDF without a browser), Chromium (the browser-printed PDF and the
-# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman, runc,
-# docker.io (the container tests), uidmap and Debian's psutil and PyYAML (rootless podman run by a cluster user's job
-# with agentrepro's source under Debian's Python), OpenSSH's
-# ssh-keygen (signed bundles). `system-deps.sh report`: only
+# report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman, runc, docker.io and
+# docker-registry (the container tests), uidmap and Debian's psutil and PyYAML (rootless podman run by a cluster
+# user's job, with agentrepro's source under Debian's Python), OpenSSH's ssh-keygen (signed bundles). `system-deps.sh report`: only
 # what the report's PDF needs (`make demo`). Needs root and apt; otherwise it only says what is missing.
 set -euo pipefail
 # Debian package:shared library, for the packages named in agentrepro/report/pdf.py (WEASYPRINT_LIBS).
@@ -23,6 +22,7 @@ if [ "${1:-all}" != report ]; then
   command -v podman >/dev/null || missing+=(podman)   # the container tests run jobs in real podman images
   command -v runc >/dev/null || missing+=(runc)       # the OCI runtime those tests select (crun refuses some cgroup layouts)
   command -v newuidmap >/dev/null || missing+=(uidmap)  # rootless podman, run by a cluster user's job
+  command -v docker-registry >/dev/null || missing+=(docker-registry)  # the tests' own registry (test_registry.py)
   /usr/bin/python3 -c 'import psutil, yaml' 2>/dev/null || missing+=(python3-psutil python3-yaml)  # agentrepro as that user
   command -v dockerd >/dev/null || missing+=(docker.io)  # the docker tests start a private daemon (tests/docker_kit.py)
   command -v ip >/dev/null || missing+=(iproute2)     # network namespaces: the two-node Ray cluster test
@@ -33,6 +33,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # the tests start their own registry on loopback; the package's service would listen on every address
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now docker-registry >/dev/null 2>&1 || true
+  fi
 else
   echo "system-deps: missing ${missing[*]} (not root or no apt): without Pango, HarfBuzz and DejaVu fonts" \
        "there is no PDF when Chromium is absent; tests that need the others are skipped" >&2

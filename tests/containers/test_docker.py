@@ -1,8 +1,7 @@
 """Real docker (a private daemon, tests/docker_kit.py): a program wrapped for an image archive pinned by its hash runs
 in that image as the calling user, with HOME in the job's scratch folder, and docker's own answer is the recorded
-proof. The image is podman's test image `a` saved as a docker archive: no registry is reachable here, so a
-registry-pinned image (`REPOSITORY@sha256:...`) is not run through docker; its command line is tested in
-test_runtimes.py and its proof fields (RepoDigests) are docker's as podman's are."""
+proof. The image is podman's test image `a` saved as a docker archive; a registry-pinned image
+(`REPOSITORY@sha256:...`) is pulled from a registry of the tests' own in test_registry.py."""
 
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ def test_an_image_archive_is_loaded_once_and_proven_by_its_hash(podman_images, t
 
 
 def test_a_registry_image_that_is_not_here_fails_naming_the_pull(podman_images, tmp_path, monkeypatch):
-    """No registry is reachable: an image that is not in the store fails before the program, naming the pull."""
+    """No outside registry is reachable: an image that is not in the store fails before the program, naming the pull."""
     monkeypatch.chdir(tmp_path)
     block = {"runtime": "podman", "ref": "registry.invalid/nothing:1", "digest": "sha256:" + "1" * 64}
     program = containers.program(
