@@ -309,13 +309,7 @@ def test_a_users_rootless_podman_container_is_held_by_the_job_and_ends_with_it(s
         assert memory and f"/uid_{pwd.getpwnam(JOB_USER).pw_uid}/job_{job}/step_0/" in memory[0], memory
         assert _job_cgroups(job) == []
 
-        job = submit(UP_FOR_LONG)
-        deadline = time.monotonic() + 120
-        while not (run / "up").exists():
-            assert time.monotonic() < deadline, (run / "job.out").read_text()
-            time.sleep(0.5)
-        subprocess.run(["scancel", job], check=True, timeout=60)
-        assert _ended(job) == "CANCELLED"
+        job = _cancel_once_up(submit(UP_FOR_LONG), run, run / "job.out")
         assert _as_user(env, "podman", "ps", "--all", "--quiet").stdout.split() == []
         assert _job_cgroups(job) == []
         left = [
@@ -382,13 +376,18 @@ def _cancelled(tmp_path, request, runtime: str, step: bool) -> tuple[str, pathli
     run.mkdir(exist_ok=True)
     block = json.dumps(_block(request, runtime, tmp_path))
     job = _sbatch(tmp_path, CONTAINED_LAUNCH, str(run), block, UP_FOR_LONG, flags=("--mem=300",), step=step)
+    return _cancel_once_up(job, run, tmp_path / "job.out"), run
+
+
+def _cancel_once_up(job: str, run: pathlib.Path, out: pathlib.Path) -> str:
+    """`job`, cancelled with scancel once its program (UP_FOR_LONG) is up in `run`, and ended so."""
     deadline = time.monotonic() + 120
     while not (run / "up").exists():
-        assert time.monotonic() < deadline, (tmp_path / "job.out").read_text()
+        assert time.monotonic() < deadline, out.read_text()
         time.sleep(0.5)
     subprocess.run(["scancel", job], check=True, timeout=60)
     assert _ended(job) == "CANCELLED"
-    return job, run
+    return job
 
 
 @pytest.mark.slurm
