@@ -3,8 +3,9 @@
 # HarfBuzz) and the report's font (the PDF without a browser), Chromium (the browser-printed PDF and the
 # report test), a local SLURM (the workflow test), poppler-utils (PDF text), podman, runc, docker.io and
 # docker-registry (the container tests), uidmap and Debian's psutil and PyYAML (rootless podman run by a cluster
-# user's job, with agentrepro's source under Debian's Python), OpenSSH's ssh-keygen (signed bundles). `system-deps.sh report`: only
-# what the report's PDF needs (`make demo`). Needs root and apt; otherwise it only says what is missing.
+# user's job, with agentrepro's source under Debian's Python), OpenSSH's ssh-keygen (signed bundles).
+# `system-deps.sh report`: only what the report's PDF needs (`make demo`). Needs root and apt; otherwise it only
+# says what is missing.
 set -euo pipefail
 # Debian package:shared library, for the packages named in agentrepro/report/pdf.py (WEASYPRINT_LIBS).
 WEASYPRINT_LIBS="libpango-1.0-0:libpango-1.0.so.0 libpangoft2-1.0-0:libpangoft2-1.0.so.0 libharfbuzz-subset0:libharfbuzz-subset.so.0"
@@ -23,7 +24,8 @@ if [ "${1:-all}" != report ]; then
   command -v runc >/dev/null || missing+=(runc)       # the OCI runtime those tests select (crun refuses some cgroup layouts)
   command -v newuidmap >/dev/null || missing+=(uidmap)  # rootless podman, run by a cluster user's job
   command -v docker-registry >/dev/null || missing+=(docker-registry)  # the tests' own registry (test_registry.py)
-  /usr/bin/python3 -c 'import psutil, yaml' 2>/dev/null || missing+=(python3-psutil python3-yaml)  # agentrepro as that user
+  # agentrepro run as that user, by Debian's Python
+  /usr/bin/python3 -c 'import psutil, yaml' 2>/dev/null || missing+=(python3-psutil python3-yaml)
   command -v dockerd >/dev/null || missing+=(docker.io)  # the docker tests start a private daemon (tests/docker_kit.py)
   command -v ip >/dev/null || missing+=(iproute2)     # network namespaces: the two-node Ray cluster test
 fi

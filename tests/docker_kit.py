@@ -4,9 +4,9 @@
 state and socket in a temporary folder, the cgroupfs driver, no bridge or iptables rules, so the host's networking
 and any docker already running stay as they are), names its socket in DOCKER_HOST for the session (docker, agentrepro
 and SLURM jobs started by the tests inherit it), and stops it after. No outside registry is reachable from the test
-machines, so the image is podman_kit's image `a` saved as a docker archive (`podman save --format docker-archive`), which a
-study pins by the file's sha256 and docker runs by the image ID the archive holds, as a cluster without a registry
-would. Without dockerd, or not as root, the tests are skipped, or fail under AGENTREPRO_REQUIRE=docker (CI).
+machines, so the image is podman_kit's image `a` saved as a docker archive (`podman save --format docker-archive`),
+which a study pins by the file's sha256 and docker runs by the image ID the archive holds, as a cluster without a
+registry would. Without dockerd, or not as root, the tests are skipped, or fail under AGENTREPRO_REQUIRE=docker (CI).
 """
 
 from __future__ import annotations

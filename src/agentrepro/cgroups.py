@@ -8,8 +8,8 @@ container could use the node's whole memory. `--cgroup-parent PARENT` (with the 
 a systemd manager takes slice names only) makes the container's cgroup, and podman's conmon's (`PARENT/conmon`), under
 the job's, in every hierarchy: the job's limits hold them. Apptainer's containers are the job's own processes, in
 its cgroups; so are rootless podman's under cgroup v1, which makes them below the caller's own, where its user may
-write: SLURM gives a job's cgroups to the job's user, so they are inside the job step's (under cgroup v2 with systemd it puts them in the user's systemd slice, outside the job's: not
-handled).
+write: SLURM gives a job's cgroups to the job's user, so they are inside the job step's (under cgroup v2 with systemd
+it puts them in the user's systemd slice, outside the job's: not handled).
 
 The cgroups that stay behind are removed when the container is (`remove_left`): podman leaves `PARENT/conmon`, which
 would keep SLURM from removing the job's cgroups when it ends, and in the hierarchies SLURM does not manage (cpu,

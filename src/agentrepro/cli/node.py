@@ -2,7 +2,8 @@
 allocation, joined to the training's head, until that head stops. A training over several nodes (`resources.nodes`,
 backends/ray_nodes.py) starts it on each of its other nodes with `srun`; nobody else needs to. The node builds its
 own launch (the backend's `run_worker_node`: in the job's image, with this node's GPUs) from the run's resolved
-config. Exit 0 once the head has stopped, 1 on failure, 2 for bad input, 143 on SIGTERM (its container stopped first)."""
+config. Exit 0 once the head has stopped, 1 on failure, 2 for bad input, 143 on SIGTERM (its container stopped
+first)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ with containers.proven(program, job_dir):
     run_logged(list(program.argv), ..., cwd=program.cwd, env=dict(program.env))
 ```
 
-Before: every mount must exist (and, for rootless podman, the node's /dev/mqueue), the image is prepared on this node (prepare.py), the runtime's version is asked,
-and a local image file is hashed (so the record says which bytes ran). After the program ends: podman and
+Before: every mount must exist (and, for rootless podman, the node's /dev/mqueue), the image is prepared on this
+node (prepare.py), the runtime's version is asked, and a local image file is hashed (so the record says which bytes
+ran). After the program ends: podman and
 docker are asked which image the container (named in its cidfile) ran and which digests that image has, and the
 container is removed; for apptainer, a converted SIF's definition is read. The record (proof.record) goes to the
 job's records for the attempt. When the program fails, what can be recorded still is, and a failure to ask
