@@ -215,11 +215,13 @@ JOB_USER = "agentrepro-user"  # the local SLURM's cluster user (scripts/slurm-cl
 
 
 def _as_user(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    """`argv` run as JOB_USER in its HOME (the tests' working directory may be a folder the user cannot enter)."""
     return subprocess.run(
         ["runuser", "-u", JOB_USER, "--", "env", *(f"{k}={v}" for k, v in env.items()), *argv],
         capture_output=True,
         text=True,
         timeout=120,
+        cwd=env["HOME"],
     )
 
 
