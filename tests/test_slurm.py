@@ -4,7 +4,8 @@ as a cluster's nodes do. Inside such a job the trainer's memory (`host_memory`) 
 and a job that outgrows it is killed by the kernel; SLURM ends it as OUT_OF_MEMORY, `agentrepro status` says so, and
 the retry's attempt records it. The job that outgrows its memory is a stand-in for a training: it opens its attempt
 as `agentrepro train` does (`start_attempt`), then allocates until it is killed. A rootful podman or docker container
-started in a job is made under the job's cgroup, so the job's memory limit holds it too."""
+started in a job is made under the job's cgroup, so the job's memory limit holds it too; a cluster user's rootless
+podman container is inside the job's cgroups by itself, and a cancelled job's container ends with it."""
 
 from __future__ import annotations
 
