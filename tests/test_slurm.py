@@ -24,6 +24,7 @@ import time
 import psutil
 import pytest
 from helpers import REPO, require
+from podman_kit import CONTAINERS_CONF, python_rootfs, require_podman
 
 from agentrepro import cgroups, containers, slurm
 from agentrepro.attempts import newest_attempt, read_provenance, start_attempt
@@ -231,8 +232,6 @@ def _users_podman():
     """(folder, environment, image block) of JOB_USER's rootless podman: the test image imported into a store of the
     user's own, and agentrepro's source where the user can read it (the checkout may be private), run by Debian's
     Python with Debian's psutil and PyYAML, in a world-readable folder removed afterwards with the user's processes."""
-    from podman_kit import CONTAINERS_CONF, python_rootfs, require_podman
-
     require_podman()
     require("podman", shutil.which("newuidmap") is not None, "uidmap (newuidmap) is missing: scripts/system-deps.sh")
     require("slurm", _has_user(JOB_USER), f"no user {JOB_USER}: scripts/slurm-cluster.sh start makes it")

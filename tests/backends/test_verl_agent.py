@@ -472,13 +472,15 @@ def submit_two_nodes(path: Path, run_dir: Path, python: str, *, step: bool = Fal
 
 def train_on_two_nodes(path: Path, run_dir: Path, python: str) -> str:
     """`agentrepro train` in a batch job of `--nodes=2` (partition `pair`), waited for; the batch job's output."""
-    job = submit_two_nodes(path, run_dir, python)
-    out = run_dir.parent / "batch.out"
-    deadline = time.monotonic() + 420
+    wait_for_end(submit_two_nodes(path, run_dir, python), time.monotonic() + 420)
+    return (run_dir.parent / "batch.out").read_text()
+
+
+def wait_for_end(job: str, deadline: float) -> None:
+    """Until SLURM no longer lists `job`, failing past the monotonic `deadline`."""
     while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
-        assert time.monotonic() < deadline, "the two-node training did not end"
-        time.sleep(2)
-    return out.read_text()
+        assert time.monotonic() < deadline, f"SLURM job {job} did not end"
+        time.sleep(1)
 
 
 @pytest.mark.slurm
@@ -559,9 +561,7 @@ def test_a_cancelled_training_over_two_nodes_leaves_no_container_on_either(
         time.sleep(1)
     assert len(leftover_containers()) == 2
     subprocess.run(["scancel", job], check=True, timeout=60)
-    while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
-        assert time.monotonic() < deadline, "the cancelled training did not end"
-        time.sleep(1)
+    wait_for_end(job, deadline)
     logs = "".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted((run_dir / "logs").glob("*.log")))
     batch = (run_dir.parent / "batch.out").read_text()
     assert leftover_containers() == [], batch[-3000:] + logs

@@ -22,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from docker_kit import docker
 from helpers import require
 from podman_kit import podman
 
@@ -123,8 +124,6 @@ def test_podman_pulls_the_pinned_image_once_and_its_record_proves_the_pin(pin, r
 def test_docker_pulls_the_pinned_image_once_and_its_record_proves_the_pin(pin, registry, docker_image, tmp_path):
     """The same through docker's daemon (tests/docker_kit.py), from the registry podman pushed to. Pulled by the
     index's digest, docker knows the image by that digest alone (podman by the platform manifest's too)."""
-    from docker_kit import docker
-
     host, digests = registry
     ref = f"{host}/agentrepro-test/python"
     for pulled in ("a", "index"):  # by the other parameter's test

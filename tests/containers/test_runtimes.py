@@ -15,6 +15,7 @@ import pytest
 from helpers import FIXTURES, REPO, require
 
 from agentrepro import containers
+from agentrepro.containers import running
 from agentrepro.containers.running import private_folder
 from agentrepro.containers.runtimes import (
     APPTAINER,
@@ -335,14 +336,12 @@ def test_rootless_podman_on_a_node_without_dev_mqueue_says_so_before_it_runs(tmp
     """Under --ipc host rootless podman binds the node's /dev/mqueue, and fails with `statfs /dev/mqueue: no such file
     or directory` where the node has none (seen under the local SLURM); the job says what is missing first. Root's
     podman makes its own and is not held to it."""
-    from agentrepro.containers import running
-
     monkeypatch.setattr(running, "MQUEUE", tmp_path / "mqueue")
     config = {"image": {"runtime": "podman", "ref": "ghcr.io/org/trainer", "digest": DIGEST}, "resources": {"gpus": 0}}
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     program = containers.program(config, ["python3"], {}, None, run_dir=run_dir, job_dir=run_dir, label="t")
-    monkeypatch.setattr(running.os, "geteuid", lambda: 1001)
+    monkeypatch.setattr(os, "geteuid", lambda: 1001)
     with pytest.raises(Failure, match=r"rootless podman .* mounts the node's .*/mqueue, which this node lacks"):
         with containers.proven(program, run_dir):
             pytest.fail("the program ran")
@@ -355,7 +354,7 @@ def test_rootless_podman_on_a_node_without_dev_mqueue_says_so_before_it_runs(tmp
     with pytest.raises(Failure, match="past the check"):
         with containers.proven(program, run_dir):
             pytest.fail("the program ran")
-    monkeypatch.setattr(running.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     (tmp_path / "mqueue").rmdir()
     with pytest.raises(Failure, match="past the check"):
         with containers.proven(program, run_dir):

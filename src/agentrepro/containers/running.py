@@ -43,9 +43,7 @@ from agentrepro.containers.proof import add_record, record
 from agentrepro.containers.runtimes import GPU_SOURCES
 from agentrepro.errors import Failure
 
-MQUEUE = Path(
-    "/dev/mqueue"
-)  # POSIX message queues: rootless podman binds the node's under --ipc host, rootful makes its own
+MQUEUE = Path("/dev/mqueue")  # the node's POSIX message queues (runtimes' `binds_host_mqueue`)
 
 
 @contextlib.contextmanager
@@ -63,7 +61,7 @@ def proven(program: Program, job_dir: Path) -> Iterator[None]:
     for mount in container.mounts:
         if not mount.host.exists():
             raise Failure(f"{mount.host} cannot be mounted into the container: it does not exist")
-    if container.runtime.name == "podman" and os.geteuid() != 0 and not MQUEUE.is_dir():
+    if container.runtime.binds_host_mqueue and not MQUEUE.is_dir():
         raise Failure(
             f"rootless podman shares the node's IPC namespace (--ipc host) and so mounts the node's {MQUEUE}, which "
             f"this node lacks: a node's systemd mounts it (as root: mount -t mqueue mqueue {MQUEUE})"

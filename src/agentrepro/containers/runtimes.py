@@ -169,6 +169,12 @@ class OciEngine:
         podman do; rootless podman makes them below the caller's own, inside a job's (cgroups.py)."""
         return self.run_as_caller or os.geteuid() == 0
 
+    @property
+    def binds_host_mqueue(self) -> bool:
+        """Whether `--ipc host` binds the node's /dev/mqueue, so the node must have one: rootless podman does (seen
+        failing with `statfs /dev/mqueue` on a node without it); rootful podman and docker make their own."""
+        return not self.own_cgroups
+
     def reference(self, image: Any, archive_id: str | None = None) -> str:
         """`REPOSITORY@sha256:...`, or the image ID of a loaded archive (`archive_id`)."""
         if not image.is_file:
@@ -274,6 +280,7 @@ class Apptainer:
     name: str = "apptainer"
     uses_scratch: bool = True  # --workdir
     own_cgroups: bool = False  # its containers are the caller's processes, in the caller's cgroups (cgroups.py)
+    binds_host_mqueue: bool = False  # it shares the host's IPC without binding anything
 
     @property
     def executable(self) -> str:
