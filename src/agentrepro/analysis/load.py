@@ -24,22 +24,10 @@ import pyarrow.json as pa_json
 from agentrepro import schema
 from agentrepro.bounds import MAX_MAGNITUDE, check_magnitude
 from agentrepro.errors import BadInput
+from agentrepro.outcomes import FIELDS
 from agentrepro.reading import decode, iter_jsonl, read_bytes
 
-COLUMNS = [
-    "study",
-    "method",
-    "seed",
-    "step",
-    "task_id",
-    "task_hash",
-    "category",
-    "episode",
-    "success",
-    "reward",
-    "turns",
-    "tokens",
-]
+COLUMNS = list(FIELDS)  # outcomes.jsonl's fields, in the order its writer and the schema give them
 KEY = ["method", "seed", "step", "task_id", "episode"]
 _INT_COLUMNS = ["seed", "step", "episode", "success", "turns", "tokens"]
 _STR_COLUMNS = ["study", "method", "task_id", "task_hash", "category"]
