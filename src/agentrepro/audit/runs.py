@@ -26,7 +26,7 @@ from agentrepro.errors import BadInput
 from agentrepro.fileio import sha256_file
 from agentrepro.layout import RunFiles
 from agentrepro.lockfile import lock_sha256
-from agentrepro.placement import method_placement
+from agentrepro.placement import Placement, method_placement
 from agentrepro.reading import iter_jsonl, load_yaml
 from agentrepro.runconfig import config_file_sha256
 
@@ -76,16 +76,18 @@ def container_problems(
 ) -> list[str]:
     """Every program of the job ran in the image the lock pins for its method's placement, as the runtime recorded
     it (agentrepro.containers); a training job of a placement with a container recorded at least one such run."""
-    try:
-        image = method_placement(lock["manifest"], method).image if lock is not None else None
-    except (
-        BadInput,
-        KeyError,
-        TypeError,
-        ValueError,
-    ):  # not a method of the lock, or a malformed lock: reported elsewhere
-        return []
+    placement = _lock_placement(lock, method)
+    image = placement.image if placement is not None else None
     return [] if image is None else containers.problems(path, prov, image, must_run=must_run)
+
+
+def _lock_placement(lock: dict[str, Any] | None, method: str) -> Placement | None:
+    """The placement the lock gives `method`; None without a lock, for a method the lock lacks or a malformed lock
+    (reported elsewhere)."""
+    try:
+        return method_placement(lock["manifest"], method) if lock is not None else None
+    except (BadInput, KeyError, TypeError, ValueError):
+        return None
 
 
 def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
@@ -96,15 +98,10 @@ def source_problems(run: Path, lock: dict[str, Any] | None) -> list[str]:
 
 def _backend_problem(config: Path, method: str, lock: dict[str, Any]) -> list[str]:
     """The run's backend (name, repo, commit) must be the one the lock gives its method (agentrepro.placement)."""
-    try:
-        expected = method_placement(lock["manifest"], method).backend
-    except (
-        BadInput,
-        KeyError,
-        TypeError,
-        ValueError,
-    ):  # not a method of the lock, or a malformed lock: reported elsewhere
+    placement = _lock_placement(lock, method)
+    if placement is None:
         return []
+    expected = placement.backend
     actual = (load_yaml(config) or {}).get("backend")
     actual = actual if isinstance(actual, dict) else {}
     keys = ("name", "repo", "commit")
