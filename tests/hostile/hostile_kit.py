@@ -225,6 +225,24 @@ def fresh_copy(src: Path, dst: Path) -> Path:
     return dst
 
 
+def step_rows(n: int) -> list[dict[str, Any]]:
+    """`n` valid step rows of one group (an advantages input): the first fails its episode, the others succeed."""
+    return [
+        {
+            "group": "g0",
+            "traj": f"t{i}",
+            "turn": 0,
+            "state": "s0",
+            "next_state": "success" if i else "s1",
+            "reward": float(i),
+            "episode_reward": float(i),
+            "valid": True,
+            "success": bool(i),
+        }
+        for i in range(n)
+    ]
+
+
 def pick(seq: list, index: int) -> Any:
     return seq[index % len(seq)]
 

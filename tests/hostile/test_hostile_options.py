@@ -13,27 +13,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hostile_kit import invoke, record
+from hostile_kit import invoke, record, step_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 EXAMPLES = int(os.environ.get("AGENTREPRO_HOSTILE_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-ROWS = [
-    {
-        "group": "g0",
-        "traj": f"t{i}",
-        "turn": 0,
-        "state": "s0",
-        "next_state": "success" if i else "s1",
-        "reward": float(i),
-        "episode_reward": float(i),
-        "valid": True,
-        "success": bool(i),
-    }
-    for i in range(3)
-]
+ROWS = step_rows(3)
 NUMBER_TEXT = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(min_value=-(10**40), max_value=10**40).map(str),

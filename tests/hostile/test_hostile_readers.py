@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hostile_kit import NOT_UTF8, any_value, duplicate_key_line, mutate_bytes, record, splice_json, splice_yaml
+from hostile_kit import (
+    NOT_UTF8,
+    any_value,
+    duplicate_key_line,
+    mutate_bytes,
+    record,
+    splice_json,
+    splice_yaml,
+    step_rows,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,20 +35,7 @@ SETTINGS = settings(
 )
 INDEX = st.integers(min_value=0, max_value=10**6)
 
-STEP_ROWS = [
-    {
-        "group": "g0",
-        "traj": f"t{i}",
-        "turn": 0,
-        "state": "s0",
-        "next_state": "success" if i else "s1",
-        "reward": float(i),
-        "episode_reward": float(i),
-        "valid": True,
-        "success": bool(i),
-    }
-    for i in range(2)
-]
+STEP_ROWS = step_rows(2)
 OUTCOME = {
     "study": "demo",
     "method": "grpo",

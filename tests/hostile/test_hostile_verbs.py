@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import run_cli
-from hostile_kit import attacks, record, refused
+from hostile_kit import attacks, record, refused, step_rows
 from hypothesis import HealthCheck, given, settings
 
 from agentrepro.reading import load_json
@@ -27,20 +27,7 @@ SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.functio
 IN_PROCESS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=SLOW_OK)
 SUBPROCESS = settings(max_examples=SUBPROCESS_EXAMPLES, deadline=None, suppress_health_check=SLOW_OK)
 
-STEP_ROWS = [
-    {
-        "group": "g0",
-        "traj": f"t{i}",
-        "turn": 0,
-        "state": "s0",
-        "next_state": "success" if i else "s1",
-        "reward": float(i),
-        "episode_reward": float(i),
-        "valid": True,
-        "success": bool(i),
-    }
-    for i in range(2)
-]
+STEP_ROWS = step_rows(2)
 SEQUENCES = [{"id": "a", "rewards": [0.0, 1.0], "values": [0.1, 0.2], "mask": [1, 1]}]
 
 
